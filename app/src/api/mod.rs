@@ -1,0 +1,6 @@
+//! Server functions, one file per area. Each is thin: authorise, call a
+//! platform service, map the result to a DTO.
+
+pub mod admin;
+pub mod auth;
+pub mod dashboard;

@@ -1,0 +1,95 @@
+//! Gantry's user interface: the self-service portal, the admin console and
+//! (later) the dataset pages, rendered on the server and hydrated in the
+//! browser. Server functions live in `api/`, one file per area.
+
+pub mod api;
+pub mod components;
+pub mod error;
+pub mod model;
+pub mod pages;
+#[cfg(feature = "ssr")]
+pub mod state;
+
+use components::layout::{Frame, Layout};
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, HashedStylesheet, Link, Meta, MetaTags, Title};
+use leptos_router::{
+    components::{ParentRoute, Route, Router, Routes},
+    path,
+};
+use model::Me;
+use pages::{admin, dashboard::DashboardPage, datasets::DatasetsPage, login::LoginPage, not_found::NotFound};
+
+/// The HTML document around the app; rendered only on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <HashedStylesheet options=options.clone() id="leptos"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// Who is signed in, shared by every page. Filled on the server from the
+/// request's session and carried to the browser inside the HTML, so the
+/// first render on both sides agrees; sign-in and sign-out update it.
+#[derive(Clone, Copy)]
+pub struct Session(pub RwSignal<Option<Me>>);
+
+pub fn use_session() -> Session {
+    expect_context::<Session>()
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    let initial = SharedValue::new(model::session_user_on_server);
+    let me = RwSignal::new(initial.into_inner());
+    provide_context(Session(me));
+
+    // Tests (and people) can tell the page is interactive once this is set.
+    Effect::new(move |_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+
+    view! {
+        <Title formatter=|page: String| if page.is_empty() { "Gantry".to_string() } else { format!("{page} · Gantry") }/>
+        <Meta name="description" content="Gantry: self-service GPU dev machines, compute tasks and datasets"/>
+        <Link rel="icon" type_="image/svg+xml" href="/favicon.svg"/>
+        <Router>
+            <AppRoutes/>
+        </Router>
+    }
+}
+
+/// Inside the router, so that actions made here see the error a no-JS form
+/// post carried back in the URL.
+#[component]
+fn AppRoutes() -> impl IntoView {
+    view! {
+            <Routes fallback=|| view! { <Frame><NotFound/></Frame> }>
+                <Route path=path!("/login") view=LoginPage/>
+                <ParentRoute path=path!("") view=Layout>
+                    <Route path=path!("/") view=DashboardPage/>
+                    <Route path=path!("/datasets") view=DatasetsPage/>
+                    <ParentRoute path=path!("/admin") view=admin::AdminLayout>
+                        <Route path=path!("") view=admin::users::UsersPage/>
+                        <Route path=path!("/groups") view=admin::groups::GroupsPage/>
+                        <Route path=path!("/audit") view=admin::audit::AuditPage/>
+                    </ParentRoute>
+                </ParentRoute>
+            </Routes>
+    }
+}

@@ -1,0 +1,74 @@
+//! Data that travels between server and browser.
+
+use gantry_core::Role;
+use serde::{Deserialize, Serialize};
+
+/// The signed-in account, as the UI needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Me {
+    pub id: i64,
+    pub username: String,
+    pub role: Role,
+    pub group: String,
+}
+
+impl Me {
+    pub fn is_admin(&self) -> bool {
+        self.role.is_admin()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaView {
+    pub group: String,
+    pub gpu_quota: i64,
+    pub gpus_in_use: i64,
+    pub max_gpus_per_machine: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub id: i64,
+    pub username: String,
+    pub role: Role,
+    pub group: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRow {
+    pub id: i64,
+    pub name: String,
+    pub gpu_quota: i64,
+    pub gpus_in_use: i64,
+    pub max_gpus_per_machine: i64,
+    pub members: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRow {
+    pub id: i64,
+    pub at: i64,
+    pub actor: Option<String>,
+    pub action: String,
+    pub detail: String,
+}
+
+/// The account the server resolved for this request (see `state`); in the
+/// browser this is never called, the value comes from the page.
+pub fn session_user_on_server() -> Option<Me> {
+    #[cfg(feature = "ssr")]
+    {
+        crate::state::request_user().map(Me::from)
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        None
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<gantry_platform::accounts::User> for Me {
+    fn from(u: gantry_platform::accounts::User) -> Self {
+        Me { id: u.id, username: u.username, role: u.role, group: u.group_name }
+    }
+}

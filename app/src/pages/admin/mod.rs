@@ -1,0 +1,37 @@
+//! The admin console. The server refuses admin server functions to
+//! non-admins (403) and answers admin pages with 403; this layout shows the
+//! same refusal after client-side navigation.
+
+pub mod audit;
+pub mod groups;
+pub mod users;
+
+use crate::use_session;
+use leptos::prelude::*;
+use leptos_router::components::{Outlet, A};
+
+#[component]
+pub fn AdminLayout() -> impl IntoView {
+    let me = use_session().0;
+    let is_admin = move || me.with(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+    view! {
+        <Show when=is_admin fallback=Forbidden>
+            <nav class="subnav" aria-label="Admin">
+                <A href="/admin" exact=true>"Users"</A>
+                <A href="/admin/groups">"Groups"</A>
+                <A href="/admin/audit">"Audit log"</A>
+            </nav>
+            <Outlet/>
+        </Show>
+    }
+}
+
+#[component]
+fn Forbidden() -> impl IntoView {
+    view! {
+        <section class="card empty" data-testid="forbidden">
+            <h1>"Administrators only"</h1>
+            <p class="muted">"Your account cannot open the admin console."</p>
+        </section>
+    }
+}

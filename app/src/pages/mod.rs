@@ -1,0 +1,5 @@
+pub mod admin;
+pub mod dashboard;
+pub mod datasets;
+pub mod login;
+pub mod not_found;

@@ -1,0 +1,57 @@
+//! Server-side state reached from server functions and components, as in
+//! the leptos `session_auth_axum` example: the axum `AppState` is provided
+//! as context, and small helpers hand out what a server function needs.
+
+use crate::error::AppError;
+use axum::extract::FromRef;
+use gantry_platform::{accounts::User, db::Pool};
+use leptos::prelude::*;
+use std::sync::Arc;
+
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub pool: Pool,
+    pub settings: Arc<Settings>,
+}
+
+/// Settings the UI layer needs from the server's configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Mark cookies `Secure` (the site is served over HTTPS).
+    pub secure_cookies: bool,
+}
+
+/// The account signed in for this request, resolved once per request by the
+/// server's session middleware and stored in the request's extensions.
+#[derive(Clone, Debug, Default)]
+pub struct RequestUser(pub Option<User>);
+
+pub const SESSION_USER_KEY: &str = "user_id";
+
+pub fn state() -> Result<AppState, AppError> {
+    use_context::<AppState>().ok_or_else(|| AppError::Internal("application state missing".into()))
+}
+
+pub fn pool() -> Result<Pool, AppError> {
+    state().map(|s| s.pool)
+}
+
+pub fn request_user() -> Option<User> {
+    use_context::<http::request::Parts>()?.extensions.get::<RequestUser>()?.0.clone()
+}
+
+/// The signed-in user, or 401.
+pub fn auth() -> Result<User, AppError> {
+    request_user().ok_or_else(|| AppError::Unauthorized.respond())
+}
+
+/// The signed-in administrator, or 401/403.
+pub fn require_admin() -> Result<User, AppError> {
+    let user = auth()?;
+    if user.role.is_admin() {
+        Ok(user)
+    } else {
+        Err(AppError::Forbidden.respond())
+    }
+}

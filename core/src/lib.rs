@@ -1,0 +1,15 @@
+//! Gantry's domain rules, free of IO so they read like the specification and
+//! can run both on the server and in the browser (form validation).
+
+pub mod alloc;
+pub mod role;
+pub mod task;
+pub mod throttle;
+pub mod time;
+pub mod validate;
+
+pub use role::Role;
+pub use validate::{Limits, ValidationError};
+
+/// The group every account lands in unless an admin chooses another.
+pub const DEFAULT_GROUP: &str = "default";

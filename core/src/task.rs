@@ -1,0 +1,196 @@
+//! The life of an operation task (create, delete, restart, reinstall,
+//! snapshot) and which operations a dev machine accepts in each state. The
+//! server and the dispatcher both go through these rules, so a task row can
+//! never jump states whichever process writes it.
+
+use thiserror::Error;
+
+/// A text form of a state that was not one of the known names, e.g. from an
+/// old database row or a hand-written URL.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown {kind} \"{value}\" (expected one of: {expected})")]
+pub struct UnknownVariant {
+    pub kind: &'static str,
+    pub value: String,
+    pub expected: String,
+}
+
+impl UnknownVariant {
+    pub fn new<'a>(kind: &'static str, value: &str, expected: impl IntoIterator<Item = &'a str>) -> Self {
+        // The value is echoed back to a person; keep an abusive input short.
+        let value = value.chars().take(32).collect();
+        let expected = expected.into_iter().collect::<Vec<_>>().join(", ");
+        UnknownVariant { kind, value, expected }
+    }
+}
+
+/// An enum stored and shown as one lowercase word: the database, the JSON API
+/// and the portal must all spell it the same, so `as_str`, `Display`,
+/// `FromStr` and serde are generated from one table.
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident, $what:literal {
+        $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::task::UnknownVariant;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    other => Err($crate::task::UnknownVariant::new(
+                        $what,
+                        other,
+                        Self::ALL.iter().map(|v| v.as_str()),
+                    )),
+                }
+            }
+        }
+    };
+}
+pub(crate) use string_enum;
+
+string_enum! {
+    /// What a task does to its dev machine.
+    TaskKind, "task kind" {
+        Create => "create",
+        Delete => "delete",
+        Restart => "restart",
+        Reinstall => "reinstall",
+        Snapshot => "snapshot",
+    }
+}
+
+string_enum! {
+    TaskState, "task state" {
+        /// Accepted, waiting for an allocation and a dispatcher.
+        Pending => "pending",
+        /// Handed to a node; waiting for (or backing off from) its engine.
+        Scheduled => "scheduled",
+        Running => "running",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Cancelled => "cancelled",
+    }
+}
+
+impl TaskState {
+    /// Finished tasks are history: nothing may reopen them, so the audit trail
+    /// and the quota refunds made on finishing happen exactly once.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled)
+    }
+
+    pub fn can_transition_to(self, next: TaskState) -> bool {
+        use TaskState::*;
+        matches!(
+            (self, next),
+            (Pending, Scheduled | Failed | Cancelled)
+                | (Scheduled, Running | Failed | Cancelled)
+                // Back to scheduled: the node's engine was unavailable and the
+                // task waits out a backoff before the next attempt. A running
+                // task is not cancellable: the engine may be half-way through.
+                | (Running, Succeeded | Failed | Scheduled)
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("a {from} task cannot become {to}")]
+pub struct TransitionError {
+    pub from: TaskState,
+    pub to: TaskState,
+}
+
+pub fn transition(from: TaskState, to: TaskState) -> Result<TaskState, TransitionError> {
+    if from.can_transition_to(to) {
+        Ok(to)
+    } else {
+        Err(TransitionError { from, to })
+    }
+}
+
+string_enum! {
+    /// What the portal shows for a dev machine.
+    MachineState, "machine state" {
+        Creating => "creating",
+        Running => "running",
+        Stopped => "stopped",
+        Restarting => "restarting",
+        Reinstalling => "reinstalling",
+        Deleting => "deleting",
+        Deleted => "deleted",
+        /// The last operation failed or the container died; delete, restart
+        /// or reinstall are the ways out.
+        Failed => "failed",
+    }
+}
+
+/// The state a machine shows while a task of `kind` runs on it. A snapshot
+/// commits the container without stopping it, so the machine stays usable.
+pub fn machine_state_for(kind: TaskKind) -> MachineState {
+    match kind {
+        TaskKind::Create => MachineState::Creating,
+        TaskKind::Delete => MachineState::Deleting,
+        TaskKind::Restart => MachineState::Restarting,
+        TaskKind::Reinstall => MachineState::Reinstalling,
+        TaskKind::Snapshot => MachineState::Running,
+    }
+}
+
+/// Whether machine `name`, now in `state`, accepts a new task of `kind`.
+/// Transitional states accept nothing, so two operations never race on one
+/// container; create is never accepted because it is only a new machine's
+/// first task, made together with the machine row.
+pub fn accepts(name: &str, state: MachineState, kind: TaskKind) -> Result<(), String> {
+    use MachineState as M;
+    let ok = match kind {
+        TaskKind::Create => false,
+        TaskKind::Delete | TaskKind::Restart | TaskKind::Reinstall => {
+            matches!(state, M::Running | M::Stopped | M::Failed)
+        }
+        // A failed machine's container may be gone; there is nothing to commit.
+        TaskKind::Snapshot => matches!(state, M::Running | M::Stopped),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("machine {name} is {state}; {kind} is not possible"))
+    }
+}
+
+/// Seconds to wait before retry `attempt` (1 for the first retry): doubling
+/// from 2 s, so a briefly restarting engine is retried quickly, capped at five
+/// minutes so a long outage is still noticed soon after it ends.
+pub fn backoff_secs(attempt: u32) -> i64 {
+    const CAP: i64 = 300;
+    let exponent = attempt.max(1);
+    if exponent >= 9 {
+        return CAP; // 2^9 = 512 is already past the cap; avoids overflow too.
+    }
+    (1i64 << exponent).min(CAP)
+}
+
+#[cfg(test)]
+mod tests;

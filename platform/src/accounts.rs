@@ -1,0 +1,183 @@
+//! Users and groups: creation, sign-in, look-ups.
+
+use crate::{audit, db::Pool, error::is_unique_violation, now, password, throttle, PlatformError};
+use gantry_core::{validate, Role};
+use serde::Serialize;
+
+/// The group every account lands in unless told otherwise.
+pub const DEFAULT_GROUP: &str = gantry_core::DEFAULT_GROUP;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct User {
+    pub id: i64,
+    pub username: String,
+    pub role: Role,
+    pub group_id: i64,
+    pub group_name: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: i64,
+    username: String,
+    role: String,
+    group_id: i64,
+    group_name: String,
+}
+
+impl TryFrom<UserRow> for User {
+    type Error = PlatformError;
+    fn try_from(r: UserRow) -> Result<Self, PlatformError> {
+        Ok(User { id: r.id, username: r.username, role: r.role.parse()?, group_id: r.group_id, group_name: r.group_name })
+    }
+}
+
+const USER_SELECT: &str = "SELECT u.id, u.username, u.role, u.group_id, g.name AS group_name
+                           FROM users u JOIN groups g ON g.id = u.group_id";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct Group {
+    pub id: i64,
+    pub name: String,
+    pub gpu_quota: i64,
+    pub gpus_in_use: i64,
+    pub max_gpus_per_machine: i64,
+    pub members: i64,
+}
+
+const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine,
+                                   (SELECT COUNT(*) FROM users u WHERE u.group_id = g.id) AS members
+                            FROM groups g";
+
+pub struct NewUser<'a> {
+    pub username: &'a str,
+    pub password: &'a str,
+    pub role: Role,
+    /// Group name; `None` means the default group.
+    pub group: Option<&'a str>,
+}
+
+pub async fn create_group(pool: &Pool, actor: Option<i64>, name: &str, gpu_quota: i64) -> Result<Group, PlatformError> {
+    validate::name("group name", name)?;
+    validate::in_range("GPU quota", gpu_quota, 0, 100_000)?;
+    let mut tx = pool.begin().await?;
+    let id = sqlx::query("INSERT INTO groups (name, gpu_quota, created_at) VALUES (?, ?, ?)")
+        .bind(name)
+        .bind(gpu_quota)
+        .bind(now())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                PlatformError::Conflict(format!("a group named \"{name}\" already exists"))
+            } else {
+                e.into()
+            }
+        })?
+        .last_insert_rowid();
+    audit::record(&mut *tx, actor, "group.create", &format!("group {name} with GPU quota {gpu_quota}")).await?;
+    tx.commit().await?;
+    group_by_id(pool, id).await
+}
+
+/// The default group, created on first use with a zero quota.
+pub async fn ensure_default_group(pool: &Pool) -> Result<i64, PlatformError> {
+    sqlx::query("INSERT INTO groups (name, gpu_quota, created_at) VALUES (?, 0, ?) ON CONFLICT(name) DO NOTHING")
+        .bind(DEFAULT_GROUP)
+        .bind(now())
+        .execute(pool)
+        .await?;
+    let (id,): (i64,) = sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(DEFAULT_GROUP).fetch_one(pool).await?;
+    Ok(id)
+}
+
+pub async fn group_by_id(pool: &Pool, id: i64) -> Result<Group, PlatformError> {
+    sqlx::query_as(&format!("{GROUP_SELECT} WHERE g.id = ?"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("group".into()))
+}
+
+pub async fn list_groups(pool: &Pool) -> Result<Vec<Group>, PlatformError> {
+    Ok(sqlx::query_as(&format!("{GROUP_SELECT} ORDER BY g.name")).fetch_all(pool).await?)
+}
+
+pub async fn create_user(pool: &Pool, actor: Option<i64>, new: NewUser<'_>) -> Result<User, PlatformError> {
+    validate::name("username", new.username)?;
+    validate::new_password(new.password)?;
+    let group_id = match new.group {
+        None => ensure_default_group(pool).await?,
+        Some(name) => {
+            let row: Option<(i64,)> = sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(name).fetch_optional(pool).await?;
+            row.ok_or_else(|| PlatformError::NotFound(format!("group \"{}\"", name.chars().take(40).collect::<String>())))?.0
+        }
+    };
+    let hash = password::hash(new.password).await?;
+    let mut tx = pool.begin().await?;
+    let id = sqlx::query("INSERT INTO users (username, password_hash, role, group_id, created_at) VALUES (?, ?, ?, ?, ?)")
+        .bind(new.username)
+        .bind(&hash)
+        .bind(new.role.as_str())
+        .bind(group_id)
+        .bind(now())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                PlatformError::Conflict(format!("the username \"{}\" is taken", new.username))
+            } else {
+                e.into()
+            }
+        })?
+        .last_insert_rowid();
+    audit::record(&mut *tx, actor, "user.create", &format!("user {} ({})", new.username, new.role)).await?;
+    tx.commit().await?;
+    user_by_id(pool, id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
+}
+
+pub async fn user_by_id(pool: &Pool, id: i64) -> Result<Option<User>, PlatformError> {
+    let row: Option<UserRow> = sqlx::query_as(&format!("{USER_SELECT} WHERE u.id = ?")).bind(id).fetch_optional(pool).await?;
+    row.map(User::try_from).transpose()
+}
+
+pub async fn list_users(pool: &Pool) -> Result<Vec<User>, PlatformError> {
+    let rows: Vec<UserRow> = sqlx::query_as(&format!("{USER_SELECT} ORDER BY u.username")).fetch_all(pool).await?;
+    rows.into_iter().map(User::try_from).collect()
+}
+
+pub async fn count_admins(pool: &Pool) -> Result<i64, PlatformError> {
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(pool).await?;
+    Ok(n)
+}
+
+/// Checks a username and password, applying the login throttle for the
+/// username and the client address. Unknown users and wrong passwords get
+/// the same answer and take the same time.
+pub async fn authenticate(pool: &Pool, username: &str, password: &str, address: Option<&str>) -> Result<User, PlatformError> {
+    let username = username.trim();
+    validate::login_name(username)?;
+    validate::present_password(password)?;
+    let keys = throttle::keys(username, address);
+    throttle::check(pool, &keys).await?;
+
+    let row: Option<(i64, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE username = ?")
+        .bind(username)
+        .fetch_optional(pool)
+        .await?;
+    let (id, stored) = match row {
+        Some((id, h)) => (Some(id), h),
+        None => (None, password::DUMMY_HASH.clone()),
+    };
+    let ok = password::verify(&stored, password).await;
+    match (id, ok) {
+        (Some(id), true) => {
+            throttle::clear_user(pool, username).await?;
+            user_by_id(pool, id).await?.ok_or(PlatformError::BadCredentials)
+        }
+        _ => {
+            throttle::record_failure(pool, &keys).await?;
+            Err(PlatformError::BadCredentials)
+        }
+    }
+}

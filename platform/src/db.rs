@@ -1,0 +1,45 @@
+//! The SQLite file: opening it with the settings Gantry relies on, and
+//! applying the migrations in `migrations/`.
+
+use crate::PlatformError;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use std::{path::Path, str::FromStr, time::Duration};
+
+pub type Pool = SqlitePool;
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// Opens (creating if needed) the database at `url` — a `sqlite:` URL or a
+/// plain file path.
+pub async fn connect(url: &str) -> Result<Pool, PlatformError> {
+    let opts = if url.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(url)?
+    } else {
+        SqliteConnectOptions::new().filename(url)
+    }
+    .create_if_missing(true)
+    // WAL lets readers (page renders) proceed while one writer commits.
+    .journal_mode(SqliteJournalMode::Wal)
+    // NORMAL in WAL mode is durable against process crashes; a power loss can
+    // drop the last transactions but never corrupts the file.
+    .synchronous(SqliteSynchronous::Normal)
+    .foreign_keys(true)
+    .busy_timeout(Duration::from_secs(10));
+    let pool = SqlitePoolOptions::new().max_connections(8).connect_with(opts).await?;
+    Ok(pool)
+}
+
+pub async fn connect_file(path: &Path) -> Result<Pool, PlatformError> {
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", dir.display())))?;
+        }
+    }
+    connect(&path.to_string_lossy()).await
+}
+
+pub async fn migrate(pool: &Pool) -> Result<(), PlatformError> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}

@@ -1,0 +1,40 @@
+use gantry_core::ValidationError;
+use thiserror::Error;
+
+/// Everything the platform can refuse or fail with. Messages are written for
+/// the person who made the request; database details stay in the logs.
+#[derive(Debug, Error)]
+pub enum PlatformError {
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error("wrong username or password")]
+    BadCredentials,
+    #[error("too many failed sign-in attempts; try again in {} minute(s)", (retry_after_secs + 59) / 60)]
+    Throttled { retry_after_secs: i64 },
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("database error")]
+    Database(#[source] sqlx::Error),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<sqlx::Error> for PlatformError {
+    fn from(e: sqlx::Error) -> Self {
+        tracing::error!(error = %e, "database error");
+        PlatformError::Database(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for PlatformError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        PlatformError::Internal(format!("migration failed: {e}"))
+    }
+}
+
+/// True when a write failed on a UNIQUE constraint, e.g. a taken name.
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}

@@ -1,0 +1,19 @@
+//! Gantry's IO services. Server functions and background loops call these;
+//! the rules they apply live in `gantry-core`.
+
+pub mod accounts;
+pub mod audit;
+pub mod db;
+pub mod error;
+pub mod password;
+pub mod throttle;
+
+pub use error::PlatformError;
+
+/// Current UTC time as unix seconds, the unit every table stores.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

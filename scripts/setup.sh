@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Idempotent set-up of everything Gantry needs to build, run and test on a
+# fresh Debian 12 machine. Each step checks first and skips what is present.
+# Only the package registries (Debian, crates.io, npm) are contacted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_LEPTOS_VERSION=0.3.10
+WASM_BINDGEN_VERSION=0.2.130
+export PATH="$HOME/.cargo/bin:$PATH"
+
+log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_missing=()
+for pkg in docker.io chromium busybox-static e2fsprogs wrk pkg-config; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
+done
+if ((${#apt_missing[@]})); then
+  log "apt: installing ${apt_missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${apt_missing[@]}" >/dev/null
+fi
+
+if ! rustup target list --installed | grep -q wasm32-unknown-unknown; then
+  log "rustup: adding wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
+  log "cargo: installing cargo-leptos $CARGO_LEPTOS_VERSION (no_downloads; ~15 min on 2 cores, once)"
+  cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked --features no_downloads
+fi
+
+if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
+  # Its published lockfile pins webpki-roots 1.0.11, which the registry mirror
+  # lacks; build from the unpacked crate with that one dependency moved back.
+  log "cargo: installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  work=$(mktemp -d)
+  (cd "$work" && cargo new -q fetch && cd fetch \
+     && cargo add -q "wasm-bindgen-cli@=$WASM_BINDGEN_VERSION" && cargo fetch -q) || true
+  crate=$(ls "$HOME"/.cargo/registry/cache/*/wasm-bindgen-cli-$WASM_BINDGEN_VERSION.crate | head -n1)
+  tar -xzf "$crate" -C "$work"
+  (cd "$work/wasm-bindgen-cli-$WASM_BINDGEN_VERSION" \
+     && cargo update -q -p webpki-roots@1.0.11 --precise 1.0.10 \
+     && cargo install -q --path . --locked)
+  rm -rf "$work"
+fi
+
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/@playwright/test ]; then
+  log "npm: installing binaryen (wasm-opt) and @playwright/test (no browser download)"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+fi
+
+log "ready"

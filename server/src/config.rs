@@ -1,0 +1,81 @@
+//! Command line and configuration: every setting is a flag, an environment
+//! variable, or a default, in that order of precedence.
+
+use clap::{Args, Parser, Subcommand};
+use std::{net::SocketAddr, path::PathBuf};
+
+#[derive(Debug, Parser)]
+#[command(name = "gantry", version, about = "Gantry: a self-hosted GPU cloud portal")]
+pub struct Cli {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// Directory for Gantry's state (the SQLite file lives here).
+    #[arg(long, env = "GANTRY_DATA_DIR", default_value = "data", global = true)]
+    pub data_dir: PathBuf,
+    /// Database URL; defaults to `sqlite:<data-dir>/gantry.db`.
+    #[arg(long, env = "GANTRY_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+}
+
+impl DbArgs {
+    pub fn url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| format!("sqlite:{}", self.data_dir.join("gantry.db").display()))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply migrations, make sure an admin exists, and serve the web UI.
+    Serve(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage user accounts.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user. The password is read from GANTRY_NEW_USER_PASSWORD or, if unset, from standard input.
+    Add {
+        username: String,
+        /// Make the user an administrator.
+        #[arg(long)]
+        admin: bool,
+        /// Group to join (default: the "default" group).
+        #[arg(long)]
+        group: Option<String>,
+        #[arg(long, env = "GANTRY_NEW_USER_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "GANTRY_LISTEN", default_value = "127.0.0.1:3000")]
+    pub listen: SocketAddr,
+    /// Directory of the built site (the wasm bundle, CSS, public assets).
+    #[arg(long, env = "GANTRY_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+    /// Mark session cookies Secure: set this when Gantry is served over HTTPS.
+    #[arg(long, env = "GANTRY_SECURE_COOKIES")]
+    pub secure_cookies: bool,
+    /// Extra origin allowed to call server functions (e.g. https://gantry.example.org behind a proxy).
+    #[arg(long, env = "GANTRY_PUBLIC_ORIGIN")]
+    pub public_origin: Option<String>,
+    /// Username of the first administrator, created when no admin exists.
+    #[arg(long, env = "GANTRY_ADMIN_USER", default_value = "admin")]
+    pub admin_user: String,
+    /// Password of the first administrator; when unset a random one is printed once.
+    #[arg(long, env = "GANTRY_ADMIN_PASSWORD", hide_env_values = true)]
+    pub admin_password: Option<String>,
+}

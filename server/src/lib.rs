@@ -1,0 +1,57 @@
+//! The `gantry` binary's library half: commands, the HTTP router and the
+//! middleware around the Leptos app. Tests start the real router on port 0.
+
+pub mod assets;
+pub mod bootstrap;
+pub mod config;
+pub mod http_guard;
+pub mod router;
+
+use config::{Cli, Command, UserCommand};
+use gantry_core::Role;
+use gantry_platform::{accounts, db, PlatformError};
+use std::io::BufRead;
+
+pub async fn run(cli: Cli) -> Result<(), PlatformError> {
+    let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
+    db::migrate(&pool).await?;
+    match cli.command {
+        Command::Migrate => {
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::User { command: UserCommand::Add { username, admin, group, password } } => {
+            let password = match password {
+                Some(p) => p,
+                None => {
+                    eprintln!("password for {username}:");
+                    let mut line = String::new();
+                    std::io::stdin().lock().read_line(&mut line).map_err(|e| PlatformError::Internal(e.to_string()))?;
+                    line.trim_end_matches(['\r', '\n']).to_string()
+                }
+            };
+            let role = if admin { Role::Admin } else { Role::User };
+            let new = accounts::NewUser { username: &username, password: &password, role, group: group.as_deref() };
+            let user = accounts::create_user(&pool, None, new).await?;
+            println!("created {} {} in group {}", user.role, user.username, user.group_name);
+            Ok(())
+        }
+        Command::Serve(args) => {
+            bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
+            let listener = tokio::net::TcpListener::bind(args.listen)
+                .await
+                .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
+            tracing::info!("Gantry listening on http://{}", listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?);
+            let app = router::build(router::Options::from_args(&args), pool).await?;
+            router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()))
+        }
+    }
+}
+
+fn ensure_data_dir(args: &config::DbArgs) -> Result<String, PlatformError> {
+    if args.database_url.is_none() {
+        std::fs::create_dir_all(&args.data_dir)
+            .map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", args.data_dir.display())))?;
+    }
+    Ok(args.url())
+}
