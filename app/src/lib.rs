@@ -15,7 +15,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, Link, Meta, MetaTags, Title};
 use leptos_router::{
     components::{ParentRoute, Route, Router, Routes},
-    path,
+    path, SsrMode,
 };
 use model::Me;
 use pages::{admin, dashboard::DashboardPage, datasets::DatasetsPage, login::LoginPage, not_found::NotFound};
@@ -74,20 +74,24 @@ pub fn App() -> impl IntoView {
     }
 }
 
+/// Pages render with `SsrMode::Async`: the server waits for their data and
+/// sends complete HTML, so they work without JavaScript and can set their
+/// status code (403, 404).
+///
 /// Inside the router, so that actions made here see the error a no-JS form
 /// post carried back in the URL.
 #[component]
 fn AppRoutes() -> impl IntoView {
     view! {
             <Routes fallback=|| view! { <Frame><NotFound/></Frame> }>
-                <Route path=path!("/login") view=LoginPage/>
-                <ParentRoute path=path!("") view=Layout>
-                    <Route path=path!("/") view=DashboardPage/>
-                    <Route path=path!("/datasets") view=DatasetsPage/>
-                    <ParentRoute path=path!("/admin") view=admin::AdminLayout>
-                        <Route path=path!("") view=admin::users::UsersPage/>
-                        <Route path=path!("/groups") view=admin::groups::GroupsPage/>
-                        <Route path=path!("/audit") view=admin::audit::AuditPage/>
+                <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
+                <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
+                    <Route path=path!("/") view=DashboardPage ssr=SsrMode::Async/>
+                    <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
+                    <ParentRoute path=path!("/admin") view=admin::AdminLayout ssr=SsrMode::Async>
+                        <Route path=path!("") view=admin::users::UsersPage ssr=SsrMode::Async/>
+                        <Route path=path!("/groups") view=admin::groups::GroupsPage ssr=SsrMode::Async/>
+                        <Route path=path!("/audit") view=admin::audit::AuditPage ssr=SsrMode::Async/>
                     </ParentRoute>
                 </ParentRoute>
             </Routes>

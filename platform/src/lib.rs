@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod audit;
 pub mod db;
 pub mod error;
+pub mod executor;
 pub mod password;
 pub mod throttle;
 

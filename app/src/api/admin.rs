@@ -5,7 +5,6 @@ use crate::{
     error::AppError,
     model::{AuditRow, GroupRow, UserRow},
 };
-use gantry_core::Role;
 use leptos::prelude::*;
 
 #[server(prefix = "/api", endpoint = "admin/users")]
@@ -19,7 +18,7 @@ pub async fn list_users() -> Result<Vec<UserRow>, AppError> {
 pub async fn create_user(username: String, password: String, role: String, group: String) -> Result<UserRow, AppError> {
     use gantry_platform::accounts::{self, NewUser};
     let admin = crate::state::require_admin()?;
-    let role: Role = role.parse()?;
+    let role: gantry_core::Role = role.parse()?;
     let group = group.trim();
     let new = NewUser {
         username: username.trim(),

@@ -1,0 +1,19 @@
+# Gantry: the two commands a newcomer needs.
+#   make run   — set up, build (release) and start Gantry on http://127.0.0.1:3000
+#   make test  — set up and run every test (unit, SQLite, HTTP, Docker, Chromium)
+.PHONY: run test setup build bench clean-data
+
+run: setup
+	bash scripts/run.sh
+
+test: setup
+	bash scripts/test.sh
+
+setup:
+	bash scripts/setup.sh
+
+build: setup
+	cargo leptos build --release --precompress
+
+clean-data:
+	rm -rf data

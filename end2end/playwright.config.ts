@@ -1,0 +1,46 @@
+import { defineConfig } from '@playwright/test';
+
+// Gantry's end-to-end tests drive Debian's Chromium (no browser download)
+// against the real server, which Playwright starts and stops itself.
+const port = process.env.GANTRY_E2E_PORT ?? '3300';
+const baseURL = `http://127.0.0.1:${port}`;
+// Paths below are relative to the repository root, the server's cwd.
+const dataDir = process.env.GANTRY_E2E_DATA_DIR ?? 'target/e2e-data';
+
+export default defineConfig({
+  testDir: './tests',
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  reporter: [['list']],
+  use: {
+    baseURL,
+    trace: 'retain-on-failure',
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: [
+        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
+        '--disable-background-networking', '--disable-component-update',
+        '--disable-sync', '--no-first-run',
+      ],
+    },
+  },
+  webServer: {
+    command: `rm -rf ${dataDir} && ${process.env.GANTRY_E2E_BIN ?? 'target/debug/gantry'} serve`,
+    url: `${baseURL}/healthz`,
+    reuseExistingServer: false,
+    timeout: 120_000,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    cwd: '..',
+    env: {
+      GANTRY_LISTEN: `127.0.0.1:${port}`,
+      GANTRY_DATA_DIR: dataDir,
+      GANTRY_SITE_ROOT: 'target/site',
+      GANTRY_ADMIN_PASSWORD: process.env.GANTRY_E2E_ADMIN_PASSWORD ?? 'e2e-admin-password',
+      RUST_LOG: 'warn',
+    },
+  },
+});

@@ -1,0 +1,21 @@
+import { expect, type Page } from '@playwright/test';
+
+export const ADMIN_PASSWORD = process.env.GANTRY_E2E_ADMIN_PASSWORD ?? 'e2e-admin-password';
+
+/** Waits until the wasm bundle has hydrated the page (set by an Effect). */
+export async function hydrated(page: Page) {
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+}
+
+export async function signIn(page: Page, username: string, password: string, opts = { js: true }) {
+  await page.goto('/login');
+  if (opts.js) await hydrated(page);
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** A name no other test uses, valid under Gantry's naming rules. */
+export function uniqueName(prefix: string) {
+  return `${prefix}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
+}

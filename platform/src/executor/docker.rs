@@ -1,0 +1,193 @@
+//! [`DockerExecutor`]: drives one node's Docker Engine through bollard.
+//!
+//! The bollard client is made lazily on first use (and retried after a
+//! failure), so a node whose engine is down can still be registered: its
+//! calls fail with `ExecError::Unavailable` until the engine answers. The
+//! first successful connection negotiates the API version down to the
+//! daemon's (bollard speaks 1.53; Debian's dockerd 20.10 speaks 1.41).
+
+use super::loopdev;
+use super::*;
+use bollard::errors::Error as BError;
+use bollard::{Docker, API_DEFAULT_VERSION};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+mod container;
+mod volume;
+
+/// Per-request timeout (seconds). Long enough for a 10 s graceful stop.
+const TIMEOUT_SECS: u64 = 30;
+/// Grace period for stop/restart before SIGKILL.
+const STOP_GRACE_SECS: i32 = 10;
+/// Cap on captured exec output, so a chatty command cannot exhaust memory.
+const EXEC_OUTPUT_CAP: usize = 1 << 20;
+/// Upper bound on one `exec` (start to exit).
+const EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+#[derive(Clone)]
+pub struct DockerExecutor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// As given, for messages ("unix:///var/run/docker.sock").
+    endpoint: String,
+    transport: Transport,
+    volume_dir: PathBuf,
+    client: OnceCell<Docker>,
+    /// Engine has an `nvidia` runtime; asked once, engines don't gain one live.
+    nvidia: OnceCell<bool>,
+}
+
+#[derive(Debug, Clone)]
+enum Transport {
+    Unix(String),
+    Http(String),
+}
+
+impl std::fmt::Debug for DockerExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerExecutor").field("endpoint", &self.inner.endpoint).finish()
+    }
+}
+
+impl DockerExecutor {
+    /// `""` or `unix:///path` (local socket) or `tcp://host:port` (plain
+    /// HTTP). Does not contact the engine. TLS endpoints are refused: this
+    /// build has bollard's `ssl` feature off.
+    pub fn connect(endpoint: &str) -> Result<Self, ExecError> {
+        Self::connect_with_volume_dir(endpoint, PathBuf::from(loopdev::DEFAULT_VOLUME_DIR))
+    }
+
+    /// Like [`connect`](Self::connect), with the directory that holds the
+    /// loop-volume image files.
+    pub fn connect_with_volume_dir(endpoint: &str, volume_dir: impl Into<PathBuf>) -> Result<Self, ExecError> {
+        let endpoint = if endpoint.trim().is_empty() { "unix:///var/run/docker.sock" } else { endpoint.trim() };
+        let transport = if let Some(path) = endpoint.strip_prefix("unix://") {
+            Transport::Unix(path.to_string())
+        } else if endpoint.starts_with('/') {
+            Transport::Unix(endpoint.to_string())
+        } else if endpoint.starts_with("tcp://") || endpoint.starts_with("http://") {
+            Transport::Http(endpoint.to_string())
+        } else if endpoint.starts_with("https://") || endpoint.starts_with("tls://") {
+            return Err(ExecError::Failed(format!(
+                "Docker endpoint {endpoint}: TLS is not supported by this build (bollard's `ssl` feature is off); \
+                 use a unix socket, plain tcp:// on a trusted network, or an SSH tunnel"
+            )));
+        } else {
+            return Err(ExecError::Failed(format!(
+                "Docker endpoint {endpoint:?} is not understood; use unix:///path/to/docker.sock or tcp://host:port"
+            )));
+        };
+        Ok(DockerExecutor {
+            inner: Arc::new(Inner {
+                endpoint: endpoint.to_string(),
+                transport,
+                volume_dir: volume_dir.into(),
+                client: OnceCell::new(),
+                nvidia: OnceCell::new(),
+            }),
+        })
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.inner.endpoint
+    }
+
+    async fn client(&self) -> Result<&Docker, ExecError> {
+        self.inner
+            .client
+            .get_or_try_init(|| async {
+                let docker = match &self.inner.transport {
+                    Transport::Unix(p) => Docker::connect_with_unix(p, TIMEOUT_SECS, API_DEFAULT_VERSION),
+                    Transport::Http(a) => Docker::connect_with_http(a, TIMEOUT_SECS, API_DEFAULT_VERSION),
+                }
+                .map_err(|e| self.unreachable(&e))?;
+                docker.negotiate_version().await.map_err(|e| self.err(e, "API version negotiation"))
+            })
+            .await
+    }
+
+    /// Includes the source chain: hyper's top-level "client error (Connect)"
+    /// alone does not say *why* (refused, no such file, permission denied).
+    fn unreachable(&self, e: &(dyn std::error::Error + 'static)) -> ExecError {
+        let mut msg = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            let text = s.to_string();
+            if !msg.contains(&text) {
+                msg = format!("{msg}: {text}");
+            }
+            source = s.source();
+        }
+        ExecError::Unavailable(format!("Docker Engine at {} is unreachable: {msg}", self.inner.endpoint))
+    }
+
+    /// Sorts bollard errors into the retryable / not-found / failed kinds.
+    fn err(&self, e: BError, what: &str) -> ExecError {
+        match e {
+            BError::DockerResponseServerError { status_code: 404, message } => {
+                ExecError::NotFound(format!("{what}: {message}"))
+            }
+            BError::DockerResponseServerError { status_code, message } => {
+                ExecError::Failed(format!("{what} failed (HTTP {status_code}): {message}"))
+            }
+            BError::RequestTimeoutError => ExecError::Unavailable(format!(
+                "Docker Engine at {} did not answer {what} within {TIMEOUT_SECS} s",
+                self.inner.endpoint
+            )),
+            e @ (BError::SocketNotFoundError(_)
+            | BError::IOError { .. }
+            | BError::HyperResponseError { .. }
+            | BError::HyperLegacyError { .. }) => self.unreachable(&e),
+            e => ExecError::Failed(format!("{what} failed: {e}")),
+        }
+    }
+
+    pub async fn ping(&self) -> Result<EngineInfo, ExecError> {
+        let v = self.client().await?.version().await.map_err(|e| self.err(e, "version"))?;
+        Ok(EngineInfo {
+            version: v.version.unwrap_or_default(),
+            api_version: v.api_version.unwrap_or_default(),
+            has_nvidia_runtime: self.has_nvidia().await?,
+        })
+    }
+
+    async fn has_nvidia(&self) -> Result<bool, ExecError> {
+        let docker = self.client().await?;
+        let found = self
+            .inner
+            .nvidia
+            .get_or_try_init(|| async {
+                match docker.info().await.map_err(|e| self.err(e, "info")) {
+                    Ok(info) => Ok(info.runtimes.is_some_and(|r| r.contains_key("nvidia"))),
+                    Err(e @ ExecError::Unavailable(_)) => Err(e),
+                    // An engine whose /info we cannot read still runs CPU
+                    // containers; GPU pinning then falls back to env + labels.
+                    Err(e) => {
+                        tracing::warn!(endpoint = %self.inner.endpoint, error = %e, "cannot read engine info; assuming no nvidia runtime");
+                        Ok(false)
+                    }
+                }
+            })
+            .await?;
+        Ok(*found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(DockerExecutor::connect("").unwrap().endpoint(), "unix:///var/run/docker.sock");
+        assert!(DockerExecutor::connect("unix:///nope.sock").is_ok(), "connecting must not touch the engine");
+        assert!(DockerExecutor::connect("tcp://10.0.0.2:2375").is_ok());
+        let tls = DockerExecutor::connect("https://10.0.0.2:2376").unwrap_err().to_string();
+        assert!(tls.contains("TLS"), "{tls}");
+        assert!(DockerExecutor::connect("ftp://x").is_err());
+    }
+}
