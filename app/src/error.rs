@@ -22,6 +22,9 @@ pub enum AppError {
     Conflict(String),
     #[error("{0}")]
     Throttled(String),
+    /// The scheduler refused (quota, permissions, capacity).
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -33,7 +36,7 @@ impl AppError {
             AppError::Unauthorized | AppError::BadCredentials => 401,
             AppError::Forbidden => 403,
             AppError::NotFound(_) => 404,
-            AppError::Conflict(_) => 409,
+            AppError::Conflict(_) | AppError::Refused(_) => 409,
             AppError::Throttled(_) => 429,
             AppError::Internal(_) => 500,
         }
@@ -87,6 +90,8 @@ impl From<gantry_platform::PlatformError> for AppError {
         use gantry_platform::PlatformError as P;
         let err = match e {
             P::Invalid(v) => AppError::Invalid(v.to_string()),
+            P::BadRequest(msg) => AppError::Invalid(msg),
+            P::Refused(msg) => AppError::Refused(msg),
             P::BadCredentials => AppError::BadCredentials,
             e @ P::Throttled { .. } => AppError::Throttled(e.to_string()),
             P::NotFound(what) => AppError::NotFound(format!("{what} not found")),

@@ -4,7 +4,7 @@
 
 use crate::error::AppError;
 use axum::extract::FromRef;
-use gantry_platform::{accounts::User, db::Pool};
+use gantry_platform::{accounts::User, db::Pool, machines::Admissions};
 use leptos::prelude::*;
 use std::sync::Arc;
 
@@ -13,6 +13,10 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: Pool,
     pub settings: Arc<Settings>,
+    /// The admission worker: every create request goes through it.
+    pub admissions: Admissions,
+    /// Wakes the dispatcher when a task is queued.
+    pub dispatch: Arc<tokio::sync::Notify>,
 }
 
 /// Settings the UI layer needs from the server's configuration.
@@ -35,6 +39,17 @@ pub fn state() -> Result<AppState, AppError> {
 
 pub fn pool() -> Result<Pool, AppError> {
     state().map(|s| s.pool)
+}
+
+pub fn admissions() -> Result<Admissions, AppError> {
+    state().map(|s| s.admissions)
+}
+
+/// Tells the dispatcher there is work.
+pub fn wake_dispatcher() {
+    if let Ok(s) = state() {
+        s.dispatch.notify_one();
+    }
 }
 
 pub fn request_user() -> Option<User> {

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use thiserror::Error;
 
+mod index;
+pub use index::ClusterIndex;
+
 string_enum! {
     NodeState, "node state" {
         Ready => "ready",
@@ -139,7 +142,7 @@ fn model_gpus(model: &Option<String>, n: &u32) -> String {
 
 /// The group's own rules, in the order a person would fix them: a request
 /// that breaks several gets the most fundamental reason.
-fn check_policy(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
+pub(crate) fn check_policy(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
     let asked = request.gpu_count;
     if asked == 0 {
         return Err(Refusal::ZeroGpus);

@@ -11,6 +11,11 @@ pub enum PlatformError {
     BadCredentials,
     #[error("too many failed sign-in attempts; try again in {} minute(s)", (retry_after_secs + 59) / 60)]
     Throttled { retry_after_secs: i64 },
+    #[error("{0}")]
+    BadRequest(String),
+    /// The scheduling core said no; the message names the rule and numbers.
+    #[error("{0}")]
+    Refused(String),
     #[error("{0} not found")]
     NotFound(String),
     #[error("{0}")]

@@ -3,10 +3,18 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod cluster;
 pub mod db;
 pub mod error;
 pub mod executor;
+pub mod fleet;
+pub mod dispatch;
+pub mod reconcile;
+pub mod gpus;
+pub mod images;
+pub mod machines;
 pub mod password;
+pub mod policy;
 pub mod throttle;
 
 pub use error::PlatformError;

@@ -47,6 +47,7 @@ fn spec(tag: &str) -> MachineSpec {
     let r = rand::random::<u32>() % 1_000_000_000;
     let machine_id = 1_000_000_000 + r as i64;
     MachineSpec {
+        instance: format!("t{r}"),
         machine_id,
         task_id: 7_000_000_000 + r as i64,
         name: format!("{tag}-{r}"),
@@ -134,7 +135,7 @@ async fn create_runs_container_with_labels_volume_hostname_and_gpu_env() {
     let host = raw.host_config.unwrap();
     assert_eq!(host.network_mode.as_deref(), Some("none"));
 
-    let listed = env.ex.list_managed().await.unwrap();
+    let listed = env.ex.list_managed(&spec.instance).await.unwrap();
     let mine = listed.iter().find(|m| m.id == id).expect("list_managed includes the container");
     assert_eq!(mine.machine_id, Some(spec.machine_id));
     assert_eq!(mine.status, ContainerStatus::Running);
@@ -173,7 +174,7 @@ async fn restart_keeps_running_and_changes_started_at() {
     env.ex.stop_container(&id).await.expect("stopping a stopped container is a no-op");
     // The demo image exits 0 on SIGTERM.
     assert_eq!(env.ex.inspect_container(&id).await.unwrap().status, ContainerStatus::Exited { code: 0 });
-    let listed = env.ex.list_managed().await.unwrap();
+    let listed = env.ex.list_managed(&spec.instance).await.unwrap();
     assert_eq!(listed.iter().find(|m| m.id == id).map(|m| m.status), Some(ContainerStatus::Exited { code: 0 }));
 }
 
@@ -213,7 +214,7 @@ async fn delete_removes_container_and_volume() {
         Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
         other => panic!("volume should be gone, got {other:?}"),
     }
-    assert!(!env.ex.list_managed().await.unwrap().iter().any(|m| m.id == id));
+    assert!(!env.ex.list_managed(&spec.instance).await.unwrap().iter().any(|m| m.id == id));
     let image = env._dir.path().join(format!("{}.img", spec.volume_name));
     assert!(!image.exists(), "loop image {} must be deleted (size_enforced={})", image.display(), vol.size_enforced);
     assert!(matches!(env.ex.start_container(&id).await, Err(ExecError::NotFound(_))));

@@ -66,6 +66,18 @@ fn leptos_options(opts: &Options) -> LeptosOptions {
 }
 
 pub async fn build(opts: Options, pool: Pool) -> Result<Router, PlatformError> {
+    let dispatch = Arc::new(tokio::sync::Notify::new());
+    let admissions = gantry_platform::machines::Admissions::start(pool.clone(), dispatch.clone());
+    build_with(opts, pool, admissions, dispatch).await
+}
+
+/// The router over already-running background services.
+pub async fn build_with(
+    opts: Options,
+    pool: Pool,
+    admissions: gantry_platform::machines::Admissions,
+    dispatch: Arc<tokio::sync::Notify>,
+) -> Result<Router, PlatformError> {
     let store = SqliteStore::new(pool.clone());
     tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(3600)));
     let sessions = SessionManagerLayer::new(store)
@@ -79,6 +91,8 @@ pub async fn build(opts: Options, pool: Pool) -> Result<Router, PlatformError> {
         leptos_options: leptos_options(&opts),
         pool,
         settings: Arc::new(Settings { secure_cookies: opts.secure_cookies }),
+        admissions,
+        dispatch,
     };
     let routes = generate_route_list(App);
     let context = {

@@ -5,11 +5,11 @@ use super::*;
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-const NOW: i64 = 1_000_000;
+pub(crate) const NOW: i64 = 1_000_000;
 /// The last one is never on any node, to exercise "no such GPUs at all".
-const MODELS: [&str; 4] = ["A100", "H100", "L4", "V100"];
+pub(crate) const MODELS: [&str; 4] = ["A100", "H100", "L4", "V100"];
 
-fn arb_cluster() -> impl Strategy<Value = ClusterView> {
+pub(crate) fn arb_cluster() -> impl Strategy<Value = ClusterView> {
     (1usize..=3, 10i64..=60)
         .prop_flat_map(|(models, timeout)| {
             let gpu = (0..models, prop::bool::weighted(0.3));
@@ -47,7 +47,7 @@ fn arb_cluster() -> impl Strategy<Value = ClusterView> {
         })
 }
 
-fn arb_policy() -> impl Strategy<Value = GroupPolicy> {
+pub(crate) fn arb_policy() -> impl Strategy<Value = GroupPolicy> {
     let max = prop_oneof![1 => Just(0i64), 3 => 1i64..=3, 12 => 4i64..=8];
     let allowed = prop::collection::vec(prop::bool::weighted(0.4), MODELS.len());
     (0i64..=24, 0i64..=12, max, allowed).prop_map(|(quota, in_use, max, pick)| GroupPolicy {
@@ -60,7 +60,7 @@ fn arb_policy() -> impl Strategy<Value = GroupPolicy> {
     })
 }
 
-fn arb_request() -> impl Strategy<Value = AllocationRequest> {
+pub(crate) fn arb_request() -> impl Strategy<Value = AllocationRequest> {
     // Mostly small requests, so that many pass the group's rules and reach placement.
     let count = prop_oneof![1 => Just(0u32), 10 => 1u32..=3, 3 => 4u32..=9];
     let model = prop::option::weighted(0.5, 0usize..MODELS.len());

@@ -25,12 +25,17 @@ pub const LABEL_TASK: &str = "gantry.task";
 pub const LABEL_OWNER: &str = "gantry.owner";
 pub const LABEL_GROUP: &str = "gantry.group";
 pub const LABEL_MANAGED: &str = "gantry.managed";
+/// Which Gantry installation owns it: several installations (and test
+/// runs) can share one engine without touching each other's containers.
+pub const LABEL_INSTANCE: &str = "gantry.instance";
 /// Where the machine's data volume is mounted inside the container.
 pub const DATA_MOUNT: &str = "/data";
 
 /// Everything needed to create one dev machine's container and volume.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MachineSpec {
+    /// The owning installation's id (see `LABEL_INSTANCE`).
+    pub instance: String,
     pub machine_id: i64,
     pub task_id: i64,
     /// Machine name; also the container's hostname.
@@ -49,12 +54,12 @@ impl MachineSpec {
     /// The container name. Fixed per machine so a stale container from an
     /// interrupted reinstall collides (409) instead of silently doubling up.
     pub fn container_name(&self) -> String {
-        container_name(self.machine_id)
+        container_name(&self.instance, self.machine_id)
     }
 }
 
-pub fn container_name(machine_id: i64) -> String {
-    format!("gantry-m{machine_id}")
+pub fn container_name(instance: &str, machine_id: i64) -> String {
+    format!("gantry-{instance}-m{machine_id}")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,8 +214,9 @@ impl Executor {
     }
 
     /// All containers (running or not) carrying the `gantry.machine` label.
-    pub async fn list_managed(&self) -> Result<Vec<ManagedContainer>, ExecError> {
-        dispatch!(self, e => e.list_managed())
+    /// Containers of installation `instance` (running or not).
+    pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
+        dispatch!(self, e => e.list_managed(instance))
     }
 
     /// Runs `cmd` in the running container; returns exit code and

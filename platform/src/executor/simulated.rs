@@ -32,6 +32,7 @@ struct State {
 #[derive(Debug, Clone)]
 struct SimContainer {
     name: String,
+    instance: String,
     machine_id: i64,
     status: ContainerStatus,
     started_at: Option<String>,
@@ -117,7 +118,7 @@ impl SimulatedExecutor {
             return Err(ExecError::Failed(format!("container {name} already exists")));
         }
         let id = format!("sim{:016x}", CLOCK.fetch_add(1, Ordering::Relaxed));
-        let c = SimContainer { name, machine_id: spec.machine_id, status: ContainerStatus::Created, started_at: None };
+        let c = SimContainer { name, instance: spec.instance.clone(), machine_id: spec.machine_id, status: ContainerStatus::Created, started_at: None };
         s.containers.insert(id.clone(), c);
         Ok(ContainerInfo { id })
     }
@@ -164,10 +165,11 @@ impl SimulatedExecutor {
         })
     }
 
-    pub async fn list_managed(&self) -> Result<Vec<ManagedContainer>, ExecError> {
+    pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
         let s = self.state()?;
         Ok(s.containers
             .iter()
+            .filter(|(_, c)| c.instance == instance)
             .map(|(id, c)| ManagedContainer {
                 id: id.clone(),
                 machine_id: Some(c.machine_id),
@@ -201,6 +203,7 @@ mod tests {
 
     fn spec(machine_id: i64) -> MachineSpec {
         MachineSpec {
+            instance: "test".into(),
             machine_id,
             task_id: 1,
             name: format!("m{machine_id}"),
@@ -238,7 +241,7 @@ mod tests {
         ex.stop_container(&c.id).await.unwrap();
         assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Exited { code: 0 });
         assert!(matches!(ex.exec(&c.id, &["true"]).await, Err(ExecError::Failed(_))));
-        let listed = ex.list_managed().await.unwrap();
+        let listed = ex.list_managed("test").await.unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!((listed[0].machine_id, listed[0].name.as_str()), (Some(1), "gantry-m1"));
         ex.remove_container(&c.id).await.unwrap();
@@ -246,7 +249,7 @@ mod tests {
         ex.remove_volume(&s.volume_name).await.unwrap();
         ex.remove_volume(&s.volume_name).await.unwrap();
         assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Missing);
-        assert!(ex.list_managed().await.unwrap().is_empty());
+        assert!(ex.list_managed("test").await.unwrap().is_empty());
     }
 
     #[tokio::test]

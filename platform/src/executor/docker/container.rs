@@ -25,6 +25,7 @@ impl DockerExecutor {
             (LABEL_OWNER.to_string(), spec.owner.clone()),
             (LABEL_GROUP.to_string(), spec.group.clone()),
             (LABEL_MANAGED.to_string(), "true".to_string()),
+            (LABEL_INSTANCE.to_string(), spec.instance.clone()),
             ("gantry.gpu.uuids".to_string(), uuids.clone()),
             ("gantry.gpu.indexes".to_string(), indexes),
         ]);
@@ -135,10 +136,13 @@ impl DockerExecutor {
         Ok(ContainerState { status, restart_count: r.restart_count.unwrap_or(0), started_at })
     }
 
-    pub async fn list_managed(&self) -> Result<Vec<ManagedContainer>, ExecError> {
+    pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
         let opts = ListContainersOptions {
             all: true,
-            filters: Some(HashMap::from([("label".to_string(), vec![LABEL_MACHINE.to_string()])])),
+            filters: Some(HashMap::from([(
+                "label".to_string(),
+                vec![LABEL_MACHINE.to_string(), format!("{LABEL_INSTANCE}={instance}")],
+            )])),
             ..Default::default()
         };
         let list =

@@ -38,6 +38,7 @@ impl DockerExecutor {
         }
         let mut labels = HashMap::from([
             (LABEL_MANAGED.to_string(), "true".to_string()),
+            (LABEL_INSTANCE.to_string(), spec.instance.clone()),
             (LABEL_MACHINE.to_string(), spec.machine_id.to_string()),
             (LABEL_SIZE_GB.to_string(), spec.volume_size_gb.to_string()),
         ]);

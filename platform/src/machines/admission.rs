@@ -1,0 +1,290 @@
+//! Admitting create requests. One worker task takes requests from a queue
+//! and decides them in batches: each batch is one `BEGIN IMMEDIATE`
+//! transaction that reads the cluster and the groups' quotas, lets the
+//! scheduling core pick GPUs request by request, and writes machines, held
+//! GPUs, quota deductions, tasks and audit rows together. Batching is what
+//! gets past the disk's fsync rate; the single writer (and SQLite's write
+//! lock across processes) is what keeps quota exact under any concurrency.
+
+use super::{instance_id, volume_name, VOLUME_GB_MAX, VOLUME_GB_MIN};
+use crate::{accounts::User, audit, cluster, db::Pool, now, PlatformError};
+use gantry_core::{
+    alloc::{AllocationRequest, ClusterIndex, GroupPolicy},
+    validate,
+};
+use sqlx::SqliteConnection;
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// Most requests decided in one transaction.
+const MAX_BATCH: usize = 512;
+
+#[derive(Debug, Clone)]
+pub struct CreateMachine {
+    pub requester: User,
+    pub name: String,
+    /// None: the default image.
+    pub image_id: Option<i64>,
+    pub gpu_count: u32,
+    /// None: any model the group may use.
+    pub gpu_model: Option<String>,
+    pub volume_size_gb: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted {
+    pub machine_id: i64,
+    pub task_id: i64,
+    pub node_name: String,
+    pub gpu_indexes: Vec<u32>,
+    pub model: String,
+}
+
+type Reply = oneshot::Sender<Result<Admitted, PlatformError>>;
+
+/// Handle to the admission worker; cheap to clone.
+#[derive(Clone)]
+pub struct Admissions {
+    queue: mpsc::Sender<(CreateMachine, Reply)>,
+}
+
+impl Admissions {
+    /// Starts the worker. `dispatch` is woken after each committed batch.
+    pub fn start(pool: Pool, dispatch: Arc<Notify>) -> Admissions {
+        let (queue, rx) = mpsc::channel(4 * MAX_BATCH);
+        tokio::spawn(worker(pool, rx, dispatch));
+        Admissions { queue }
+    }
+
+    /// Decides one create request; waits for its batch to commit.
+    pub async fn create(&self, req: CreateMachine) -> Result<Admitted, PlatformError> {
+        check_request(&req)?;
+        let (tx, rx) = oneshot::channel();
+        self.queue.send((req, tx)).await.map_err(|_| PlatformError::Internal("admission worker stopped".into()))?;
+        rx.await.map_err(|_| PlatformError::Internal("admission worker stopped".into()))?
+    }
+}
+
+/// Input rules that need no database; refused before queueing.
+fn check_request(req: &CreateMachine) -> Result<(), PlatformError> {
+    validate::name("machine name", &req.name)?;
+    validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
+    validate::in_range("volume size (GB)", req.volume_size_gb, VOLUME_GB_MIN, VOLUME_GB_MAX)?;
+    if let Some(model) = &req.gpu_model {
+        if model.is_empty() || model.len() > 64 {
+            return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
+        }
+    }
+    Ok(())
+}
+
+async fn worker(pool: Pool, mut rx: mpsc::Receiver<(CreateMachine, Reply)>, dispatch: Arc<Notify>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let (requests, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+        match decide_batch(&pool, &requests).await {
+            Ok(results) => {
+                for (reply, result) in replies.into_iter().zip(results) {
+                    let _ = reply.send(result);
+                }
+                dispatch.notify_one();
+            }
+            Err(e) => {
+                tracing::error!(error = %e, size = requests.len(), "admission batch failed; nothing was written");
+                for reply in replies {
+                    let _ = reply.send(Err(PlatformError::Internal("the scheduler could not record the request; try again".into())));
+                }
+            }
+        }
+    }
+}
+
+async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Result<Admitted, PlatformError>>, PlatformError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let now = now();
+    let instance = instance_id(&mut *tx).await?;
+    let view = cluster::load_view(&mut tx).await?;
+    let mut index = ClusterIndex::new(&view, now);
+    let mut policies: HashMap<i64, GroupPolicy> = HashMap::new();
+    let mut taken_names: HashSet<(i64, String)> = HashSet::new();
+    let mut results = Vec::with_capacity(requests.len());
+
+    for req in requests {
+        let group_id = req.requester.group_id;
+        if !policies.contains_key(&group_id) {
+            policies.insert(group_id, load_policy(&mut tx, group_id).await?);
+        }
+        let image = match resolve_image(&mut tx, req).await? {
+            Ok(image) => image,
+            Err(refusal) => {
+                results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+                continue;
+            }
+        };
+        let name_key = (req.requester.id, req.name.clone());
+        if taken_names.contains(&name_key) || name_in_use(&mut tx, req).await? {
+            results.push(Err(PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name))));
+            continue;
+        }
+        let policy = policies.get_mut(&group_id).expect("loaded above");
+        let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
+        match index.allocate(policy, &request) {
+            Err(refusal) => results.push(Err(refuse(&mut tx, req, refusal.to_string(), now).await?)),
+            Ok(alloc) => {
+                index.apply(&alloc);
+                policy.gpus_in_use += i64::from(req.gpu_count);
+                taken_names.insert(name_key);
+                let admitted = record_admission(&mut tx, &instance, req, image, &alloc, now).await?;
+                results.push(Ok(admitted));
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(results)
+}
+
+async fn load_policy(conn: &mut SqliteConnection, group_id: i64) -> Result<GroupPolicy, PlatformError> {
+    let (name, quota, in_use, max): (String, i64, i64, i64) =
+        sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine FROM groups WHERE id = ?")
+            .bind(group_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let allowed_models: Vec<String> =
+        sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model").bind(group_id).fetch_all(&mut *conn).await?;
+    Ok(GroupPolicy { group_name: name, gpu_quota: quota, gpus_in_use: in_use, max_gpus_per_machine: max, allowed_models })
+}
+
+/// The image to use, or why the group may not use it.
+async fn resolve_image(conn: &mut SqliteConnection, req: &CreateMachine) -> Result<Result<i64, String>, PlatformError> {
+    let row: Option<(i64, String)> = match req.image_id {
+        Some(id) => sqlx::query_as("SELECT id, name FROM images WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?,
+        None => sqlx::query_as("SELECT id, name FROM images WHERE is_default = 1").fetch_optional(&mut *conn).await?,
+    };
+    let Some((id, name)) = row else {
+        return Ok(Err(match req.image_id {
+            Some(_) => "the chosen image does not exist".to_string(),
+            None => "no default image is configured; ask an administrator to add one".to_string(),
+        }));
+    };
+    let allowed: (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COALESCE(SUM(image_id = ?), 0) FROM group_images WHERE group_id = ?",
+    )
+    .bind(id)
+    .bind(req.requester.group_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    if allowed.0 > 0 && allowed.1 == 0 {
+        return Ok(Err(format!("group {} may not use image {name}", req.requester.group_name)));
+    }
+    Ok(Ok(id))
+}
+
+async fn name_in_use(conn: &mut SqliteConnection, req: &CreateMachine) -> Result<bool, PlatformError> {
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE owner_id = ? AND name = ? AND state <> 'deleted'")
+        .bind(req.requester.id)
+        .bind(&req.name)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(n > 0)
+}
+
+/// Records a refused create as a failed task (so it shows in the task list
+/// with its reason) and returns the error for the requester.
+async fn refuse(conn: &mut SqliteConnection, req: &CreateMachine, reason: String, now: i64) -> Result<PlatformError, PlatformError> {
+    sqlx::query(
+        "INSERT INTO tasks (kind, machine_id, machine_name, requester_id, group_id, state, progress, message, created_at, updated_at)
+         VALUES ('create', NULL, ?, ?, ?, 'failed', 0, ?, ?, ?)",
+    )
+    .bind(&req.name)
+    .bind(req.requester.id)
+    .bind(req.requester.group_id)
+    .bind(&reason)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(PlatformError::Refused(reason))
+}
+
+async fn record_admission(
+    conn: &mut SqliteConnection,
+    instance: &str,
+    req: &CreateMachine,
+    image_id: i64,
+    alloc: &gantry_core::alloc::Allocation,
+    now: i64,
+) -> Result<Admitted, PlatformError> {
+    let n = i64::from(req.gpu_count);
+    let machine_id: i64 = sqlx::query_scalar(
+        "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_name, volume_size_gb, state, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, 'creating', ?, ?) RETURNING id",
+    )
+    .bind(&req.name)
+    .bind(req.requester.id)
+    .bind(req.requester.group_id)
+    .bind(image_id)
+    .bind(n)
+    .bind(&alloc.model)
+    .bind(alloc.node_id)
+    .bind(req.volume_size_gb)
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE machines SET volume_name = ? WHERE id = ?").bind(volume_name(instance, machine_id)).bind(machine_id).execute(&mut *conn).await?;
+    for gpu in &alloc.gpus {
+        // The primary key on gpu_id makes holding a GPU twice impossible.
+        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid = ?")
+            .bind(machine_id)
+            .bind(&gpu.uuid)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let deducted = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ? WHERE id = ? AND gpus_in_use + ? <= gpu_quota")
+        .bind(n)
+        .bind(req.requester.group_id)
+        .bind(n)
+        .execute(&mut *conn)
+        .await?;
+    if deducted.rows_affected() != 1 {
+        // The core and the table disagree: refuse the whole batch rather than overrun.
+        return Err(PlatformError::Internal(format!("quota check failed for group {}", req.requester.group_name)));
+    }
+    let gpu_list = alloc.gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
+    let task_id: i64 = sqlx::query_scalar(
+        "INSERT INTO tasks (kind, machine_id, machine_name, requester_id, group_id, state, progress, message, created_at, updated_at)
+         VALUES ('create', ?, ?, ?, ?, 'scheduled', 0, ?, ?, ?) RETURNING id",
+    )
+    .bind(machine_id)
+    .bind(&req.name)
+    .bind(req.requester.id)
+    .bind(req.requester.group_id)
+    .bind(format!("allocated {n} × {} on {} (GPU {gpu_list})", alloc.model, alloc.node_name))
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await?;
+    audit::record(
+        &mut *conn,
+        Some(req.requester.id),
+        "machine.admit",
+        &format!("machine {} ({n} × {}) on {} GPU {gpu_list}; group {} quota deducted", req.name, alloc.model, alloc.node_name, req.requester.group_name),
+    )
+    .await?;
+    Ok(Admitted {
+        machine_id,
+        task_id,
+        node_name: alloc.node_name.clone(),
+        gpu_indexes: alloc.gpus.iter().map(|g| g.index).collect(),
+        model: alloc.model.clone(),
+    })
+}

@@ -1,0 +1,36 @@
+//! Dev machines: admission (allocation + quota in one transaction),
+//! operations on existing machines, releasing GPUs, and what the portal lists.
+
+mod admission;
+mod ops;
+mod views;
+
+pub use admission::{Admissions, Admitted, CreateMachine};
+pub use ops::{release_gpus, request_operation, set_task_progress, OperationRequest};
+pub use views::{list_machines, list_tasks, machine_detail, MachineView, TaskView};
+
+use crate::accounts::User;
+
+/// Bounds on a machine's data volume.
+pub const VOLUME_GB_MIN: i64 = 1;
+pub const VOLUME_GB_MAX: i64 = 4096;
+
+/// Who may see or touch what: admins everything, others their own group's.
+/// Applied as a SQL condition so isolation is enforced in one place.
+pub(crate) fn visibility(viewer: &User, group_column: &str) -> (String, i64) {
+    if viewer.role.is_admin() {
+        ("1 = 1 OR ? IS NULL".to_string(), 0)
+    } else {
+        (format!("{group_column} = ?"), viewer.group_id)
+    }
+}
+
+/// The Docker volume of machine `id` in installation `instance`.
+pub fn volume_name(instance: &str, machine_id: i64) -> String {
+    format!("gantry-{instance}-m{machine_id}-data")
+}
+
+/// This installation's id (see `executor::LABEL_INSTANCE`).
+pub async fn instance_id<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<String, crate::PlatformError> {
+    Ok(sqlx::query_scalar("SELECT value FROM settings WHERE key = 'instance_id'").fetch_one(db).await?)
+}

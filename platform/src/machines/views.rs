@@ -1,0 +1,90 @@
+//! What the portal lists: machines and tasks, filtered by who is looking.
+
+use super::visibility;
+use crate::{accounts::User, db::Pool, PlatformError};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct MachineView {
+    pub id: i64,
+    pub name: String,
+    pub owner: String,
+    pub group_name: String,
+    pub image: String,
+    pub gpu_count: i64,
+    pub gpu_model: String,
+    /// Comma-separated GPU indexes on the node.
+    pub gpu_indexes: String,
+    pub simulated: bool,
+    pub node: Option<String>,
+    pub volume_name: String,
+    pub volume_size_gb: i64,
+    pub volume_enforced: bool,
+    pub container_id: Option<String>,
+    pub state: String,
+    pub exit_code: Option<i64>,
+    pub message: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const MACHINE_SELECT: &str = "
+    SELECT m.id, m.name, u.username AS owner, g.name AS group_name, i.name AS image, m.gpu_count, m.gpu_model,
+           COALESCE((SELECT GROUP_CONCAT(gp.idx) FROM (SELECT gp.idx FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id
+                     WHERE mg.machine_id = m.id ORDER BY gp.idx) gp), '') AS gpu_indexes,
+           COALESCE((SELECT MAX(gp.simulated) FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id WHERE mg.machine_id = m.id), 0) AS simulated,
+           n.name AS node, m.volume_name, m.volume_size_gb, m.volume_enforced, m.container_id, m.state, m.exit_code, m.message,
+           m.created_at, m.updated_at
+    FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
+    JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id";
+
+/// Live machines (not deleted) the viewer may see, newest first.
+pub async fn list_machines(pool: &Pool, viewer: &User) -> Result<Vec<MachineView>, PlatformError> {
+    let (cond, bind) = visibility(viewer, "m.group_id");
+    Ok(sqlx::query_as(&format!("{MACHINE_SELECT} WHERE m.state <> 'deleted' AND ({cond}) ORDER BY m.id DESC"))
+        .bind(bind)
+        .fetch_all(pool)
+        .await?)
+}
+
+pub async fn machine_detail(pool: &Pool, viewer: &User, machine_id: i64) -> Result<MachineView, PlatformError> {
+    let (cond, bind) = visibility(viewer, "m.group_id");
+    sqlx::query_as(&format!("{MACHINE_SELECT} WHERE m.id = ? AND ({cond})"))
+        .bind(machine_id)
+        .bind(bind)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("machine".into()))
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct TaskView {
+    pub id: i64,
+    pub kind: String,
+    pub machine_id: Option<i64>,
+    pub machine_name: String,
+    pub requester: String,
+    pub state: String,
+    pub progress: i64,
+    pub message: String,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// Tasks the viewer may see, newest first; optionally one machine's.
+pub async fn list_tasks(pool: &Pool, viewer: &User, machine_id: Option<i64>, limit: i64) -> Result<Vec<TaskView>, PlatformError> {
+    let (cond, bind) = visibility(viewer, "t.group_id");
+    Ok(sqlx::query_as(&format!(
+        "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,
+                t.attempts, t.created_at, t.updated_at
+         FROM tasks t JOIN users u ON u.id = t.requester_id
+         WHERE ({cond}) AND (?2 IS NULL OR t.machine_id = ?2)
+         ORDER BY t.id DESC LIMIT ?3"
+    ))
+    .bind(bind)
+    .bind(machine_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}

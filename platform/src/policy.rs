@@ -1,0 +1,127 @@
+//! Editing a group's policy: its GPU quota, the most GPUs one machine may
+//! take, and the GPU models it may use. Admission reads the same rows
+//! (`groups`, `group_gpu_models`), so an edit applies to the next request.
+
+use crate::{accounts::Group, audit, db::Pool, PlatformError};
+use gantry_core::validate;
+use std::collections::{BTreeSet, HashMap};
+
+pub const QUOTA_MAX: i64 = 100_000;
+pub const MAX_PER_MACHINE_MAX: i64 = 64;
+/// Longest GPU model name accepted (NVML names are far shorter).
+pub const MODEL_NAME_MAX: usize = 64;
+/// Most models one group's allow-list may name.
+pub const MODELS_MAX: usize = 64;
+
+/// Checks an allow-list of GPU models and returns it sorted, without
+/// duplicates. Names are trimmed; an empty list means "any model".
+pub fn normalize_models(models: &[String]) -> Result<Vec<String>, PlatformError> {
+    let mut out = BTreeSet::new();
+    for m in models {
+        let m = m.trim();
+        if m.is_empty() {
+            continue;
+        }
+        if m.chars().count() > MODEL_NAME_MAX {
+            return Err(PlatformError::BadRequest(format!("a GPU model name must be at most {MODEL_NAME_MAX} characters")));
+        }
+        if m.chars().any(|c| c.is_control() || c == ',') {
+            return Err(PlatformError::BadRequest("a GPU model name may not contain commas or control characters".into()));
+        }
+        out.insert(m.to_string());
+    }
+    if out.len() > MODELS_MAX {
+        return Err(PlatformError::BadRequest(format!("a group may list at most {MODELS_MAX} GPU models")));
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Sets a group's quota, per-machine maximum and allowed models in one
+/// transaction, with an audit row naming old and new values. A quota below
+/// what the group holds now is allowed: nothing is taken away, new requests
+/// are refused until enough is released.
+pub async fn update_group_policy(
+    pool: &Pool,
+    actor: Option<i64>,
+    group_id: i64,
+    gpu_quota: i64,
+    max_gpus_per_machine: i64,
+    models: &[String],
+) -> Result<Group, PlatformError> {
+    validate::in_range("GPU quota", gpu_quota, 0, QUOTA_MAX)?;
+    validate::in_range("GPUs per machine", max_gpus_per_machine, 1, MAX_PER_MACHINE_MAX)?;
+    let models = normalize_models(models)?;
+
+    // IMMEDIATE: take the write lock before reading, like admission does, so
+    // the old values in the audit row are the ones this edit replaced.
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let old: Option<(String, i64, i64, i64)> =
+        sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine FROM groups WHERE id = ?")
+            .bind(group_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (name, old_quota, in_use, old_max) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
+    let old_models: Vec<String> = sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
+        .bind(group_id)
+        .fetch_all(&mut *tx)
+        .await?;
+
+    sqlx::query("UPDATE groups SET gpu_quota = ?, max_gpus_per_machine = ? WHERE id = ?")
+        .bind(gpu_quota)
+        .bind(max_gpus_per_machine)
+        .bind(group_id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM group_gpu_models WHERE group_id = ?").bind(group_id).execute(&mut *tx).await?;
+    for m in &models {
+        sqlx::query("INSERT INTO group_gpu_models (group_id, model) VALUES (?, ?)").bind(group_id).bind(m).execute(&mut *tx).await?;
+    }
+
+    let list = |l: &[String]| if l.is_empty() { "any".to_string() } else { l.join(", ") };
+    let mut detail = format!(
+        "group {name}: GPU quota {old_quota} → {gpu_quota}, max per machine {old_max} → {max_gpus_per_machine}, models {} → {}",
+        list(&old_models),
+        list(&models)
+    );
+    if gpu_quota < in_use {
+        detail.push_str(&format!(" (holds {in_use}; nothing is taken away, new requests are refused)"));
+    }
+    audit::record(&mut *tx, actor, "group.update", &detail).await?;
+    tx.commit().await?;
+    crate::accounts::group_by_id(pool, group_id).await
+}
+
+/// The GPU models a group may use; empty means any.
+pub async fn allowed_models(pool: &Pool, group_id: i64) -> Result<Vec<String>, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model").bind(group_id).fetch_all(pool).await?)
+}
+
+/// Every group's allow-list, keyed by group id (groups without one absent).
+pub async fn all_allowed_models(pool: &Pool) -> Result<HashMap<i64, Vec<String>>, PlatformError> {
+    let rows: Vec<(i64, String)> = sqlx::query_as("SELECT group_id, model FROM group_gpu_models ORDER BY group_id, model").fetch_all(pool).await?;
+    let mut map: HashMap<i64, Vec<String>> = HashMap::new();
+    for (g, m) in rows {
+        map.entry(g).or_default().push(m);
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_are_trimmed_sorted_and_deduplicated() {
+        let got = normalize_models(&[" H100 ".into(), "A100".into(), "".into(), "A100".into()]).unwrap();
+        assert_eq!(got, vec!["A100".to_string(), "H100".to_string()]);
+        assert!(normalize_models(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_model_names_are_refused() {
+        assert!(normalize_models(&["x".repeat(65)]).is_err());
+        assert!(normalize_models(&["a\nb".into()]).is_err());
+        let many: Vec<String> = (0..65).map(|i| format!("m{i}")).collect();
+        assert!(normalize_models(&many).is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! A temporary Gantry installation for platform tests: SQLite file with
+//! migrations, a group, users, one node with simulated GPUs, the demo
+//! image, the admission worker and a dispatcher driven step by step.
+#![allow(dead_code)]
+
+use gantry_core::Role;
+use gantry_platform::{
+    accounts::{self, NewUser, User},
+    cluster::{self, NodeRegistration},
+    db,
+    dispatch::{self, Dispatcher},
+    executor::Executor,
+    fleet::Fleet,
+    gpus::{self, SimulatedGpus},
+    images,
+    machines::{Admissions, CreateMachine},
+};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+pub const IMAGE: &str = "gantry/devbox:latest";
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub pool: db::Pool,
+    pub admissions: Admissions,
+    pub dispatcher: Dispatcher,
+    pub node_id: i64,
+}
+
+/// `executor`: "docker" (the real local engine) or "simulated".
+pub async fn env(executor: &str, gpus_on_node: u32, quota: i64) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+    db::migrate(&pool).await.unwrap();
+    let sim = SimulatedGpus { count: gpus_on_node, model: "SIM-A100".into(), memory_mb: 81920 };
+    let node_name = format!("node-{}", rand::random::<u32>());
+    let gpus = gpus::simulated(&node_name, &sim);
+    let node_id = cluster::register_node(
+        &pool,
+        NodeRegistration { name: &node_name, region_code: "local", docker_endpoint: "", executor, cpu_count: 2, memory_mb: 1024, gpus: &gpus },
+    )
+    .await
+    .unwrap();
+    images::ensure_default_image(&pool, "devbox", IMAGE, "demo").await.unwrap();
+    accounts::create_group(&pool, None, "ml-team", quota).await.unwrap();
+    let wake = Arc::new(Notify::new());
+    let admissions = Admissions::start(pool.clone(), wake.clone());
+    let fleet = Fleet::new(dir.path().join("volumes"));
+    let dispatcher = Dispatcher { pool: pool.clone(), fleet, wake, parallel: 8 };
+    Env { dir, pool, admissions, dispatcher, node_id }
+}
+
+impl Env {
+    pub async fn user(&self, name: &str, group: &str) -> User {
+        accounts::create_user(&self.pool, None, NewUser { username: name, password: "password-123", role: Role::User, group: Some(group) })
+            .await
+            .unwrap()
+    }
+
+    pub fn use_executor(&self, executor: Executor) {
+        self.dispatcher.fleet.insert(self.node_id, executor);
+    }
+
+    pub fn create(&self, user: &User, name: &str, gpus: u32) -> CreateMachine {
+        CreateMachine { requester: user.clone(), name: name.into(), image_id: None, gpu_count: gpus, gpu_model: None, volume_size_gb: 1 }
+    }
+
+    /// Runs every due task to its end, in order, without the background
+    /// loop: deterministic and with nothing to wait for.
+    pub async fn drive(&self) -> usize {
+        let mut ran = 0;
+        loop {
+            let claimed = dispatch::claim(&self.pool, 16).await.unwrap();
+            if claimed.is_empty() {
+                return ran;
+            }
+            for task in claimed {
+                self.dispatcher.execute(task).await;
+                ran += 1;
+            }
+        }
+    }
+
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
+    }
+
+    pub async fn text(&self, sql: &str) -> String {
+        sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
+    }
+}
