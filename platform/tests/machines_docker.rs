@@ -150,6 +150,9 @@ async fn reconciler_follows_containers_and_removes_orphans() {
     let again = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
     assert!(again.changes.is_empty() && again.orphans_removed.is_empty(), "{again:?}");
 
+    // Docker made the stray's volume on the fly; volumes are never removed
+    // by the reconciler (a kept volume holds someone's data).
+    ex.remove_volume(&stray.volume_name).await.unwrap();
     for (id, m) in [(a.machine_id, "stops"), (b.machine_id, "vanishes")] {
         let (state, _) = operate(&env, &alice, id, TaskKind::Delete, false).await;
         assert_eq!(state, "succeeded", "{m}");

@@ -35,6 +35,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate,
+    /// Print performance figures (admissions/s; dev machines on Docker).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Manage user accounts.
     User {
         #[command(subcommand)]
@@ -58,6 +63,24 @@ pub enum UserCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Create requests through the admission path on a simulated cluster (temporary database).
+    Admissions {
+        #[arg(long, default_value_t = 1000)]
+        nodes: u32,
+        #[arg(long, default_value_t = 8)]
+        gpus_per_node: u32,
+        #[arg(long, default_value_t = 8000)]
+        requests: usize,
+    },
+    /// Dev machines created at once on the local Docker Engine, against raw Engine API calls.
+    Docker {
+        #[arg(long, default_value_t = 20)]
+        machines: usize,
+    },
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
@@ -78,4 +101,32 @@ pub struct ServeArgs {
     /// Password of the first administrator; when unset a random one is printed once.
     #[arg(long, env = "GANTRY_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
+    #[command(flatten)]
+    pub node: NodeArgs,
+}
+
+/// The worker node this server process runs on.
+#[derive(Debug, Clone, Args)]
+pub struct NodeArgs {
+    /// Name of the local worker node.
+    #[arg(long, env = "GANTRY_NODE_NAME", default_value = "local")]
+    pub node_name: String,
+    /// How dev machines run: docker, simulated, or auto (docker when the engine answers).
+    #[arg(long, env = "GANTRY_EXECUTOR", default_value = "auto", value_parser = ["auto", "docker", "simulated"])]
+    pub executor: String,
+    /// Docker Engine endpoint: empty for the local socket, unix:///path or tcp://host:port.
+    #[arg(long, env = "GANTRY_DOCKER_ENDPOINT", default_value = "")]
+    pub docker_endpoint: String,
+    /// Simulated GPUs on this node when no NVIDIA driver is present.
+    #[arg(long, env = "GANTRY_SIM_GPUS", default_value_t = 4)]
+    pub sim_gpus: u32,
+    /// Model name of the simulated GPUs.
+    #[arg(long, env = "GANTRY_SIM_GPU_MODEL", default_value = "SIM-A100-80GB")]
+    pub sim_gpu_model: String,
+    /// Image registered as the default dev-machine image on first start.
+    #[arg(long, env = "GANTRY_DEFAULT_IMAGE", default_value = "gantry/devbox:latest")]
+    pub default_image: String,
+    /// Operations the dispatcher runs at once.
+    #[arg(long, env = "GANTRY_DISPATCH_PARALLEL", default_value_t = 32)]
+    pub dispatch_parallel: usize,
 }

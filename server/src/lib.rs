@@ -2,17 +2,25 @@
 //! middleware around the Leptos app. Tests start the real router on port 0.
 
 pub mod assets;
+pub mod bench;
 pub mod bootstrap;
 pub mod config;
 pub mod http_guard;
 pub mod router;
+pub mod services;
 
-use config::{Cli, Command, UserCommand};
+use config::{BenchCommand, Cli, Command, UserCommand};
 use gantry_core::Role;
 use gantry_platform::{accounts, db, PlatformError};
 use std::io::BufRead;
 
 pub async fn run(cli: Cli) -> Result<(), PlatformError> {
+    if let Command::Bench { command } = &cli.command {
+        return match command {
+            BenchCommand::Admissions { nodes, gpus_per_node, requests } => bench::admissions(*nodes, *gpus_per_node, *requests).await,
+            BenchCommand::Docker { machines } => bench::docker(*machines).await,
+        };
+    }
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
     db::migrate(&pool).await?;
     match cli.command {
@@ -36,13 +44,15 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             println!("created {} {} in group {}", user.role, user.username, user.group_name);
             Ok(())
         }
+        Command::Bench { .. } => unreachable!("handled above"),
         Command::Serve(args) => {
             bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
             tracing::info!("Gantry listening on http://{}", listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?);
-            let app = router::build(router::Options::from_args(&args), pool).await?;
+            let services = services::start(&pool, &cli.db.data_dir, &args.node).await?;
+            let app = router::build_with(router::Options::from_args(&args), pool, services.admissions, services.dispatch).await?;
             router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()))
         }
     }
