@@ -67,7 +67,7 @@ CREATE TABLE machines (
     gpu_count       INTEGER NOT NULL CHECK (gpu_count >= 1),
     gpu_model       TEXT    NOT NULL,
     node_id         INTEGER REFERENCES nodes(id),
-    volume_name     TEXT    NOT NULL,
+    -- The data volume is named gantry-<instance_id>-m<id>-data (derived).
     volume_size_gb  INTEGER NOT NULL CHECK (volume_size_gb >= 1),
     -- Whether the volume's size is enforced (a loop-mounted block device).
     volume_enforced INTEGER NOT NULL DEFAULT 0,

@@ -20,6 +20,26 @@ pub async fn record<'e>(
     Ok(())
 }
 
+/// Many rows of one action in few statements: (actor, detail) each.
+pub async fn record_many(
+    conn: &mut sqlx::SqliteConnection,
+    action: &str,
+    rows: &[(i64, String)],
+    at: i64,
+) -> Result<(), PlatformError> {
+    // 4 parameters a row, well under SQLite's 32,766-parameter limit.
+    for chunk in rows.chunks(1000) {
+        let values = vec!["(?, ?, ?, ?)"; chunk.len()].join(", ");
+        let sql = format!("INSERT INTO audit_log (at, actor_id, action, detail) VALUES {values}");
+        let mut q = sqlx::query(&sql);
+        for (actor, detail) in chunk {
+            q = q.bind(at).bind(*actor).bind(action).bind(detail);
+        }
+        q.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct AuditEntry {
     pub id: i64,

@@ -61,13 +61,15 @@ async fn packing_fills_a_node_before_spreading_and_never_doubles_a_gpu() {
     let env = env("simulated", 4, 8).await;
     let alice = env.user("alice", "ml-team").await;
     let a = env.admissions.create(env.create(&alice, "one", 2)).await.unwrap();
+    let dup = env.admissions.create(env.create(&alice, "one", 1)).await.unwrap_err();
+    assert_eq!(dup.to_string(), "you already have a machine named \"one\"");
     let b = env.admissions.create(env.create(&alice, "two", 2)).await.unwrap();
     assert_eq!(a.gpu_indexes, vec![0, 1]);
     assert_eq!(b.gpu_indexes, vec![2, 3]);
     let full = env.admissions.create(env.create(&alice, "three", 1)).await.unwrap_err();
     assert_eq!(full.to_string(), "no ready node has 1 free GPU (most free on one node: 0)");
-    let dup = env.admissions.create(env.create(&alice, "one", 1)).await.unwrap_err();
-    assert_eq!(dup.to_string(), "you already have a machine named \"one\"");
+    assert_eq!(env.scalar("SELECT COUNT(*) FROM machines").await, 2, "the duplicate wrote nothing");
+    assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 4);
 }
 
 #[tokio::test]

@@ -114,9 +114,9 @@ pub async fn docker(machines: usize) -> Result<(), PlatformError> {
     for c in exec.list_managed(&instance).await.map_err(|e| PlatformError::Internal(e.to_string()))? {
         let _ = exec.remove_container(&c.id).await;
     }
-    let volumes: Vec<String> = sqlx::query_scalar("SELECT volume_name FROM machines").fetch_all(&s.pool).await?;
-    for v in volumes {
-        let _ = exec.remove_volume(&v).await;
+    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM machines").fetch_all(&s.pool).await?;
+    for id in ids {
+        let _ = exec.remove_volume(&gantry_platform::machines::volume_name(&instance, id)).await;
     }
     Ok(())
 }

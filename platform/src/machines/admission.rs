@@ -6,17 +6,14 @@
 //! gets past the disk's fsync rate; the single writer (and SQLite's write
 //! lock across processes) is what keeps quota exact under any concurrency.
 
-use super::{instance_id, volume_name, VOLUME_GB_MAX, VOLUME_GB_MIN};
-use crate::{accounts::User, audit, cluster, db::Pool, now, PlatformError};
+use super::{VOLUME_GB_MAX, VOLUME_GB_MIN};
+use crate::{accounts::User, audit, cluster, db::Pool, error::is_unique_violation, now, PlatformError};
 use gantry_core::{
     alloc::{AllocationRequest, ClusterIndex, GroupPolicy},
     validate,
 };
 use sqlx::SqliteConnection;
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-};
+use std::{collections::HashMap, sync::Arc};
 use tokio::sync::{mpsc, oneshot, Notify};
 
 /// Most requests decided in one transaction.
@@ -111,11 +108,12 @@ async fn worker(pool: Pool, mut rx: mpsc::Receiver<(CreateMachine, Reply)>, disp
 async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Result<Admitted, PlatformError>>, PlatformError> {
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     let now = now();
-    let instance = instance_id(&mut *tx).await?;
     let view = cluster::load_view(&mut tx).await?;
     let mut index = ClusterIndex::new(&view, now);
     let mut policies: HashMap<i64, GroupPolicy> = HashMap::new();
-    let mut taken_names: HashSet<(i64, String)> = HashSet::new();
+    let mut deducted: HashMap<i64, i64> = HashMap::new();
+    let mut images: HashMap<(Option<i64>, i64), Result<i64, String>> = HashMap::new();
+    let mut audit_rows: Vec<(i64, String)> = Vec::new();
     let mut results = Vec::with_capacity(requests.len());
 
     for req in requests {
@@ -123,31 +121,54 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         if !policies.contains_key(&group_id) {
             policies.insert(group_id, load_policy(&mut tx, group_id).await?);
         }
-        let image = match resolve_image(&mut tx, req).await? {
-            Ok(image) => image,
+        let image_key = (req.image_id, group_id);
+        if !images.contains_key(&image_key) {
+            images.insert(image_key, resolve_image(&mut tx, req).await?);
+        }
+        let image = match &images[&image_key] {
+            Ok(image) => *image,
             Err(refusal) => {
-                results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+                results.push(Err(refuse(&mut tx, req, refusal.clone(), now).await?));
                 continue;
             }
         };
-        let name_key = (req.requester.id, req.name.clone());
-        if taken_names.contains(&name_key) || name_in_use(&mut tx, req).await? {
-            results.push(Err(PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name))));
-            continue;
-        }
         let policy = policies.get_mut(&group_id).expect("loaded above");
         let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
-        match index.allocate(policy, &request) {
-            Err(refusal) => results.push(Err(refuse(&mut tx, req, refusal.to_string(), now).await?)),
-            Ok(alloc) => {
-                index.apply(&alloc);
-                policy.gpus_in_use += i64::from(req.gpu_count);
-                taken_names.insert(name_key);
-                let admitted = record_admission(&mut tx, &instance, req, image, &alloc, now).await?;
-                results.push(Ok(admitted));
+        let alloc = match index.allocate(policy, &request) {
+            Ok(alloc) => alloc,
+            Err(refusal) => {
+                results.push(Err(refuse(&mut tx, req, refusal.to_string(), now).await?));
+                continue;
             }
+        };
+        // The live-name unique index answers "name taken" without a look-up;
+        // a failed statement leaves the transaction intact.
+        let Some(admitted) = record_admission(&mut tx, req, image, &alloc, now).await? else {
+            results.push(Err(PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name))));
+            continue;
+        };
+        index.apply(&alloc);
+        policy.gpus_in_use += i64::from(req.gpu_count);
+        *deducted.entry(group_id).or_default() += i64::from(req.gpu_count);
+        let gpu_list = admitted.gpu_indexes.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        audit_rows.push((
+            req.requester.id,
+            format!("machine {} ({} × {}) on {} GPU {gpu_list}; group {} quota deducted", req.name, req.gpu_count, alloc.model, alloc.node_name, req.requester.group_name),
+        ));
+        results.push(Ok(admitted));
+    }
+    for (group_id, n) in deducted {
+        // Belt and braces: the column itself must stay within the quota.
+        let done = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
+            .bind(n)
+            .bind(group_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() != 1 {
+            return Err(PlatformError::Internal(format!("quota check failed for group #{group_id}; batch rolled back")));
         }
     }
+    audit::record_many(&mut tx, "machine.admit", &audit_rows, now).await?;
     tx.commit().await?;
     Ok(results)
 }
@@ -175,26 +196,15 @@ async fn resolve_image(conn: &mut SqliteConnection, req: &CreateMachine) -> Resu
             None => "no default image is configured; ask an administrator to add one".to_string(),
         }));
     };
-    let allowed: (i64, i64) = sqlx::query_as(
-        "SELECT COUNT(*), COALESCE(SUM(image_id = ?), 0) FROM group_images WHERE group_id = ?",
-    )
-    .bind(id)
-    .bind(req.requester.group_id)
-    .fetch_one(&mut *conn)
-    .await?;
+    let allowed: (i64, i64) = sqlx::query_as("SELECT COUNT(*), COALESCE(SUM(image_id = ?), 0) FROM group_images WHERE group_id = ?")
+        .bind(id)
+        .bind(req.requester.group_id)
+        .fetch_one(&mut *conn)
+        .await?;
     if allowed.0 > 0 && allowed.1 == 0 {
         return Ok(Err(format!("group {} may not use image {name}", req.requester.group_name)));
     }
     Ok(Ok(id))
-}
-
-async fn name_in_use(conn: &mut SqliteConnection, req: &CreateMachine) -> Result<bool, PlatformError> {
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE owner_id = ? AND name = ? AND state <> 'deleted'")
-        .bind(req.requester.id)
-        .bind(&req.name)
-        .fetch_one(&mut *conn)
-        .await?;
-    Ok(n > 0)
 }
 
 /// Records a refused create as a failed task (so it shows in the task list
@@ -215,18 +225,19 @@ async fn refuse(conn: &mut SqliteConnection, req: &CreateMachine, reason: String
     Ok(PlatformError::Refused(reason))
 }
 
+/// Writes the machine, its GPUs and its task; `None` when the owner already
+/// has a live machine of that name (nothing written).
 async fn record_admission(
     conn: &mut SqliteConnection,
-    instance: &str,
     req: &CreateMachine,
     image_id: i64,
     alloc: &gantry_core::alloc::Allocation,
     now: i64,
-) -> Result<Admitted, PlatformError> {
+) -> Result<Option<Admitted>, PlatformError> {
     let n = i64::from(req.gpu_count);
-    let machine_id: i64 = sqlx::query_scalar(
-        "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_name, volume_size_gb, state, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, '', ?, 'creating', ?, ?) RETURNING id",
+    let inserted = sqlx::query_scalar(
+        "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_size_gb, state, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?) RETURNING id",
     )
     .bind(&req.name)
     .bind(req.requester.id)
@@ -239,25 +250,22 @@ async fn record_admission(
     .bind(now)
     .bind(now)
     .fetch_one(&mut *conn)
-    .await?;
-    sqlx::query("UPDATE machines SET volume_name = ? WHERE id = ?").bind(volume_name(instance, machine_id)).bind(machine_id).execute(&mut *conn).await?;
+    .await;
+    let machine_id: i64 = match inserted {
+        Ok(id) => id,
+        Err(e) if is_unique_violation(&e) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    // One statement for all its GPUs; the primary key on gpu_id makes
+    // holding a GPU twice impossible.
+    let placeholders = vec!["?"; alloc.gpus.len()].join(", ");
+    let sql = format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid IN ({placeholders})");
+    let mut held = sqlx::query(&sql).bind(machine_id);
     for gpu in &alloc.gpus {
-        // The primary key on gpu_id makes holding a GPU twice impossible.
-        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid = ?")
-            .bind(machine_id)
-            .bind(&gpu.uuid)
-            .execute(&mut *conn)
-            .await?;
+        held = held.bind(&gpu.uuid);
     }
-    let deducted = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ? WHERE id = ? AND gpus_in_use + ? <= gpu_quota")
-        .bind(n)
-        .bind(req.requester.group_id)
-        .bind(n)
-        .execute(&mut *conn)
-        .await?;
-    if deducted.rows_affected() != 1 {
-        // The core and the table disagree: refuse the whole batch rather than overrun.
-        return Err(PlatformError::Internal(format!("quota check failed for group {}", req.requester.group_name)));
+    if held.execute(&mut *conn).await?.rows_affected() != alloc.gpus.len() as u64 {
+        return Err(PlatformError::Internal(format!("GPUs of machine {} vanished during admission", req.name)));
     }
     let gpu_list = alloc.gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
     let task_id: i64 = sqlx::query_scalar(
@@ -273,18 +281,11 @@ async fn record_admission(
     .bind(now)
     .fetch_one(&mut *conn)
     .await?;
-    audit::record(
-        &mut *conn,
-        Some(req.requester.id),
-        "machine.admit",
-        &format!("machine {} ({n} × {}) on {} GPU {gpu_list}; group {} quota deducted", req.name, alloc.model, alloc.node_name, req.requester.group_name),
-    )
-    .await?;
-    Ok(Admitted {
+    Ok(Some(Admitted {
         machine_id,
         task_id,
         node_name: alloc.node_name.clone(),
         gpu_indexes: alloc.gpus.iter().map(|g| g.index).collect(),
         model: alloc.model.clone(),
-    })
+    }))
 }

@@ -25,10 +25,14 @@ pub(crate) fn visibility(viewer: &User, group_column: &str) -> (String, i64) {
     }
 }
 
-/// The Docker volume of machine `id` in installation `instance`.
+/// The Docker volume of machine `id` in installation `instance`. Derived,
+/// never stored; `VOLUME_NAME_SQL` is the same rule for queries on `m`.
 pub fn volume_name(instance: &str, machine_id: i64) -> String {
     format!("gantry-{instance}-m{machine_id}-data")
 }
+
+pub(crate) const VOLUME_NAME_SQL: &str =
+    "('gantry-' || (SELECT value FROM settings WHERE key = 'instance_id') || '-m' || m.id || '-data')";
 
 /// This installation's id (see `executor::LABEL_INSTANCE`).
 pub async fn instance_id<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<String, crate::PlatformError> {

@@ -1,6 +1,6 @@
 //! What the portal lists: machines and tasks, filtered by who is looking.
 
-use super::visibility;
+use super::{visibility, VOLUME_NAME_SQL};
 use crate::{accounts::User, db::Pool, PlatformError};
 use serde::Serialize;
 
@@ -28,20 +28,22 @@ pub struct MachineView {
     pub updated_at: i64,
 }
 
-const MACHINE_SELECT: &str = "
+fn machine_select() -> String {
+    format!("
     SELECT m.id, m.name, u.username AS owner, g.name AS group_name, i.name AS image, m.gpu_count, m.gpu_model,
            COALESCE((SELECT GROUP_CONCAT(gp.idx) FROM (SELECT gp.idx FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id
                      WHERE mg.machine_id = m.id ORDER BY gp.idx) gp), '') AS gpu_indexes,
            COALESCE((SELECT MAX(gp.simulated) FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id WHERE mg.machine_id = m.id), 0) AS simulated,
-           n.name AS node, m.volume_name, m.volume_size_gb, m.volume_enforced, m.container_id, m.state, m.exit_code, m.message,
+           n.name AS node, {VOLUME_NAME_SQL} AS volume_name, m.volume_size_gb, m.volume_enforced, m.container_id, m.state, m.exit_code, m.message,
            m.created_at, m.updated_at
     FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
-    JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id";
+    JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id")
+}
 
 /// Live machines (not deleted) the viewer may see, newest first.
 pub async fn list_machines(pool: &Pool, viewer: &User) -> Result<Vec<MachineView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
-    Ok(sqlx::query_as(&format!("{MACHINE_SELECT} WHERE m.state <> 'deleted' AND ({cond}) ORDER BY m.id DESC"))
+    Ok(sqlx::query_as(&format!("{} WHERE m.state <> 'deleted' AND ({cond}) ORDER BY m.id DESC", machine_select()))
         .bind(bind)
         .fetch_all(pool)
         .await?)
@@ -49,7 +51,7 @@ pub async fn list_machines(pool: &Pool, viewer: &User) -> Result<Vec<MachineView
 
 pub async fn machine_detail(pool: &Pool, viewer: &User, machine_id: i64) -> Result<MachineView, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
-    sqlx::query_as(&format!("{MACHINE_SELECT} WHERE m.id = ? AND ({cond})"))
+    sqlx::query_as(&format!("{} WHERE m.id = ? AND ({cond})", machine_select()))
         .bind(machine_id)
         .bind(bind)
         .fetch_optional(pool)
