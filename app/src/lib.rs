@@ -18,7 +18,15 @@ use leptos_router::{
     path, SsrMode,
 };
 use model::Me;
-use pages::{admin, dashboard::DashboardPage, datasets::DatasetsPage, login::LoginPage, not_found::NotFound};
+use pages::{
+    admin,
+    dashboard::DashboardPage,
+    datasets::DatasetsPage,
+    login::LoginPage,
+    machines::{detail::MachineDetailPage, MachinesPage},
+    not_found::NotFound,
+    tasks::TasksPage,
+};
 
 /// The HTML document around the app; rendered only on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -80,6 +88,10 @@ pub fn App() -> impl IntoView {
 ///
 /// Inside the router, so that actions made here see the error a no-JS form
 /// post carried back in the URL.
+///
+/// The routes are type-erased here (`into_any`): every page's view type is
+/// then compiled once, in this crate, instead of again inside the server
+/// crate, whose debug build otherwise grows by gigabytes of type names.
 #[component]
 fn AppRoutes() -> impl IntoView {
     view! {
@@ -87,13 +99,19 @@ fn AppRoutes() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                 <ParentRoute path=path!("") view=Layout ssr=SsrMode::Async>
                     <Route path=path!("/") view=DashboardPage ssr=SsrMode::Async/>
+                    <Route path=path!("/machines") view=MachinesPage ssr=SsrMode::Async/>
+                    <Route path=path!("/machines/:id") view=MachineDetailPage ssr=SsrMode::Async/>
+                    <Route path=path!("/tasks") view=TasksPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
                     <ParentRoute path=path!("/admin") view=admin::AdminLayout ssr=SsrMode::Async>
                         <Route path=path!("") view=admin::users::UsersPage ssr=SsrMode::Async/>
                         <Route path=path!("/groups") view=admin::groups::GroupsPage ssr=SsrMode::Async/>
+                        <Route path=path!("/nodes") view=admin::nodes::NodesPage ssr=SsrMode::Async/>
+                        <Route path=path!("/images") view=admin::images::ImagesPage ssr=SsrMode::Async/>
                         <Route path=path!("/audit") view=admin::audit::AuditPage ssr=SsrMode::Async/>
                     </ParentRoute>
                 </ParentRoute>
             </Routes>
     }
+    .into_any()
 }

@@ -1,5 +1,8 @@
 //! Data that travels between server and browser.
 
+pub mod fleet;
+pub mod machines;
+
 use gantry_core::Role;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +45,8 @@ pub struct GroupRow {
     pub gpus_in_use: i64,
     pub max_gpus_per_machine: i64,
     pub members: i64,
+    /// GPU models the group may use; empty means any.
+    pub allowed_models: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

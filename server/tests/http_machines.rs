@@ -82,7 +82,7 @@ fn json(body: &str) -> Value {
 async fn a_user_creates_a_machine_and_only_their_group_sees_it() {
     let dir = tempfile::tempdir().unwrap();
     let server = TestServer::start(&dir).await;
-    cluster_with(&server, 2, 4).await;
+    cluster_with(&server, 3, 4).await;
     accounts::create_group(&server.pool, None, "other", 4).await.unwrap();
     user_in(&server, "alice", "default").await;
     user_in(&server, "carol", "other").await;
@@ -106,6 +106,9 @@ async fn a_user_creates_a_machine_and_only_their_group_sees_it() {
     assert_eq!(created["gpu_indexes"], serde_json::json!([0, 1]));
     let id = created["machine_id"].as_i64().unwrap();
     assert_eq!(count(&server.pool, "SELECT gpus_in_use FROM groups WHERE name = 'default'").await, 2, "quota deducted");
+    let (status, body) = create(&server, &alice, "box-1", "1", "10").await;
+    assert!(status == StatusCode::CONFLICT && body.contains("already have a machine named"), "{status} {body}");
+    assert_eq!(count(&server.pool, "SELECT gpus_in_use FROM groups WHERE name = 'default'").await, 2);
 
     // Listed for the owner (and for the admin), with node and GPUs.
     let (status, body) = post(&server, &alice, "/api/my_machines", &[]).await;
@@ -206,8 +209,6 @@ async fn over_quota_is_refused_with_the_numbers_and_bad_input_changes_nothing() 
         1,
         "the refusal is in the task list with its reason"
     );
-    let (status, body) = create(&server, &alice, "box-1", "1", "10").await;
-    assert!(status == StatusCode::CONFLICT && body.contains("already have a machine named"), "{status} {body}");
 
     let machines = count(&server.pool, "SELECT COUNT(*) FROM machines").await;
     let tasks = count(&server.pool, "SELECT COUNT(*) FROM tasks").await;

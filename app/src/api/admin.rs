@@ -33,8 +33,16 @@ pub async fn create_user(username: String, password: String, role: String, group
 #[server(prefix = "/api", endpoint = "admin/groups")]
 pub async fn list_groups() -> Result<Vec<GroupRow>, AppError> {
     crate::state::require_admin()?;
-    let groups = gantry_platform::accounts::list_groups(&crate::state::pool()?).await?;
-    Ok(groups.into_iter().map(group_row).collect())
+    let pool = crate::state::pool()?;
+    let groups = gantry_platform::accounts::list_groups(&pool).await?;
+    let mut models = gantry_platform::policy::all_allowed_models(&pool).await?;
+    Ok(groups
+        .into_iter()
+        .map(|g| {
+            let allowed = models.remove(&g.id).unwrap_or_default();
+            group_row(g, allowed)
+        })
+        .collect())
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_group")]
@@ -45,7 +53,7 @@ pub async fn create_group(name: String, gpu_quota: String) -> Result<GroupRow, A
         .parse()
         .map_err(|_| AppError::Invalid("GPU quota must be a whole number".into()).respond())?;
     let g = gantry_platform::accounts::create_group(&crate::state::pool()?, Some(admin.id), name.trim(), quota).await?;
-    Ok(group_row(g))
+    Ok(group_row(g, Vec::new()))
 }
 
 #[server(prefix = "/api", endpoint = "admin/audit")]
@@ -59,7 +67,7 @@ pub async fn recent_audit() -> Result<Vec<AuditRow>, AppError> {
 }
 
 #[cfg(feature = "ssr")]
-fn group_row(g: gantry_platform::accounts::Group) -> GroupRow {
+pub(crate) fn group_row(g: gantry_platform::accounts::Group, allowed_models: Vec<String>) -> GroupRow {
     GroupRow {
         id: g.id,
         name: g.name,
@@ -67,5 +75,6 @@ fn group_row(g: gantry_platform::accounts::Group) -> GroupRow {
         gpus_in_use: g.gpus_in_use,
         max_gpus_per_machine: g.max_gpus_per_machine,
         members: g.members,
+        allowed_models,
     }
 }

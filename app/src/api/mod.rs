@@ -4,3 +4,5 @@
 pub mod admin;
 pub mod auth;
 pub mod dashboard;
+pub mod fleet;
+pub mod machines;

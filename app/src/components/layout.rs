@@ -29,6 +29,8 @@ pub fn Frame(children: Children) -> impl IntoView {
             </a>
             <nav class="mainnav" aria-label="Main">
                 <A href="/" exact=true>"Portal"</A>
+                <A href="/machines">"Machines"</A>
+                <A href="/tasks">"Tasks"</A>
                 <A href="/datasets">"Datasets"</A>
                 <Show when=is_admin>
                     <A href="/admin">"Admin"</A>

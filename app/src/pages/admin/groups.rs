@@ -1,8 +1,13 @@
-//! Groups and their GPU quotas: list and create.
+//! Groups and their GPU policy: list, create, and edit quota, most GPUs
+//! per machine and allowed GPU models.
 
 use crate::{
-    api::admin::{list_groups, CreateGroup},
+    api::{
+        admin::{list_groups, CreateGroup},
+        fleet::UpdateGroup,
+    },
     components::form_error::{error_text, FormError},
+    model::GroupRow,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -10,7 +15,8 @@ use leptos_meta::Title;
 #[component]
 pub fn GroupsPage() -> impl IntoView {
     let create = ServerAction::<CreateGroup>::new();
-    let groups = Resource::new(move || create.version().get(), |_| list_groups());
+    let update = ServerAction::<UpdateGroup>::new();
+    let groups = Resource::new(move || (create.version().get(), update.version().get()), |_| list_groups());
     view! {
         <Title text="Groups"/>
         <h1>"Groups"</h1>
@@ -30,15 +36,22 @@ pub fn GroupsPage() -> impl IntoView {
                     {move || groups.get().map(|r| match r {
                         Ok(list) => view! {
                             <table class="table" data-testid="groups">
-                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Members"</th></tr></thead>
+                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Allowed models"</th><th>"Members"</th></tr></thead>
                                 <tbody>
-                                    {list.into_iter().map(|g| view! {
-                                        <tr>
-                                            <td>{g.name}</td>
-                                            <td>{format!("{} / {}", g.gpus_in_use, g.gpu_quota)}</td>
-                                            <td>{g.max_gpus_per_machine}</td>
-                                            <td>{g.members}</td>
-                                        </tr>
+                                    {list.into_iter().map(|g| {
+                                        let over = g.gpus_in_use > g.gpu_quota;
+                                        view! {
+                                            <tr data-testid="group-row" data-name=g.name.clone()>
+                                                <td>{g.name.clone()}</td>
+                                                <td>
+                                                    {format!("{} / {}", g.gpus_in_use, g.gpu_quota)}
+                                                    {over.then(|| view! { " " <span class="tag warn" title="holds more than its quota: new requests are refused until enough is released">"over quota"</span> })}
+                                                </td>
+                                                <td>{g.max_gpus_per_machine}</td>
+                                                <td>{models_label(&g.allowed_models)}</td>
+                                                <td>{g.members}</td>
+                                            </tr>
+                                        }
                                     }).collect_view()}
                                 </tbody>
                             </table>
@@ -48,5 +61,55 @@ pub fn GroupsPage() -> impl IntoView {
                 </Suspense>
             </section>
         </div>
+        <section class="card">
+            <h2>"Edit group policy"</h2>
+            <p class="muted small">
+                "Lowering a quota below what a group holds now takes nothing away: its machines keep their GPUs, "
+                "and new requests are refused until enough is released. Allowed models are comma-separated; empty means any model."
+            </p>
+            <FormError message=Signal::derive(move || update.value().with(error_text))/>
+            {move || update.value().get().and_then(Result::ok).map(|g| view! {
+                <p class="form-ok" role="status" data-testid="group-saved">"Saved group " <strong>{g.name}</strong></p>
+            })}
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || groups.get().and_then(Result::ok).map(|list| view! {
+                    <div class="policy-list">
+                        {list.into_iter().map(|g| view! { <GroupPolicyForm group=g update=update/> }).collect_view()}
+                    </div>
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+fn models_label(models: &[String]) -> String {
+    if models.is_empty() {
+        "any".to_string()
+    } else {
+        models.join(", ")
+    }
+}
+
+#[component]
+fn GroupPolicyForm(group: GroupRow, update: ServerAction<UpdateGroup>) -> impl IntoView {
+    let g = group;
+    let name = g.name.clone();
+    view! {
+        <ActionForm action=update attr:class="policy" attr:data-testid="group-policy" attr:data-name=name>
+            <fieldset>
+                <legend>{g.name.clone()} <span class="muted small">{format!(" · {} GPU(s) in use", g.gpus_in_use)}</span></legend>
+                <input type="hidden" name="group_id" value=g.id/>
+                <label>"GPU quota"
+                    <input type="number" name="gpu_quota" min="0" max="100000" step="1" value=g.gpu_quota required/>
+                </label>
+                <label>"Max GPUs per machine"
+                    <input type="number" name="max_gpus_per_machine" min="1" max="64" step="1" value=g.max_gpus_per_machine required/>
+                </label>
+                <label>"Allowed GPU models"
+                    <input type="text" name="allowed_models" value=g.allowed_models.join(", ") placeholder="any" maxlength="2000"/>
+                </label>
+                <button type="submit">"Save"</button>
+            </fieldset>
+        </ActionForm>
     }
 }

@@ -4,6 +4,8 @@
 
 pub mod audit;
 pub mod groups;
+pub mod images;
+pub mod nodes;
 pub mod users;
 
 use crate::use_session;
@@ -19,6 +21,8 @@ pub fn AdminLayout() -> impl IntoView {
             <nav class="subnav" aria-label="Admin">
                 <A href="/admin" exact=true>"Users"</A>
                 <A href="/admin/groups">"Groups"</A>
+                <A href="/admin/nodes">"Nodes"</A>
+                <A href="/admin/images">"Images"</A>
                 <A href="/admin/audit">"Audit log"</A>
             </nav>
             <Outlet/>

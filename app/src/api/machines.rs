@@ -1,0 +1,157 @@
+//! Dev machines for the signed-in user: list, detail, tasks, the create
+//! form's choices, create, and operations. Who sees what is decided in the
+//! platform (own group; admins everything).
+
+use crate::{
+    error::AppError,
+    model::machines::{CreateOptions, CreatedMachine, MachineDetail, MachineRow, TaskRow},
+};
+use leptos::prelude::*;
+
+/// Most tasks the task list shows.
+pub const TASK_LIST_LIMIT: i64 = 200;
+/// Most tasks a machine's page shows.
+pub const MACHINE_TASKS_LIMIT: i64 = 100;
+
+#[server(prefix = "/api", endpoint = "my_machines")]
+pub async fn my_machines() -> Result<Vec<MachineRow>, AppError> {
+    let user = crate::state::auth()?;
+    let list = gantry_platform::machines::list_machines(&crate::state::pool()?, &user).await?;
+    Ok(list.into_iter().map(machine_row).collect())
+}
+
+#[server(name = GetMachineDetail, prefix = "/api", endpoint = "machine_detail")]
+pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
+    use gantry_platform::machines;
+    let user = crate::state::auth()?;
+    let pool = crate::state::pool()?;
+    let machine = machines::machine_detail(&pool, &user, id).await?;
+    let tasks = machines::list_tasks(&pool, &user, Some(id), MACHINE_TASKS_LIMIT).await?;
+    Ok(MachineDetail { machine: machine_row(machine), tasks: tasks.into_iter().map(task_row).collect() })
+}
+
+#[server(prefix = "/api", endpoint = "my_tasks")]
+pub async fn my_tasks() -> Result<Vec<TaskRow>, AppError> {
+    let user = crate::state::auth()?;
+    let list = gantry_platform::machines::list_tasks(&crate::state::pool()?, &user, None, TASK_LIST_LIMIT).await?;
+    Ok(list.into_iter().map(task_row).collect())
+}
+
+/// Images, GPU models and limits the create form offers this user.
+#[server(name = GetCreateOptions, prefix = "/api", endpoint = "create_options")]
+pub async fn create_options() -> Result<CreateOptions, AppError> {
+    use gantry_platform::{accounts, cluster, images, policy};
+    let user = crate::state::auth()?;
+    let pool = crate::state::pool()?;
+    let group = accounts::group_by_id(&pool, user.group_id).await?;
+    let images = images::images_for_group(&pool, user.group_id).await?;
+    let allowed = policy::allowed_models(&pool, user.group_id).await?;
+    let gpu_models = cluster::gpu_models(&pool)
+        .await?
+        .into_iter()
+        .filter(|m| allowed.is_empty() || allowed.contains(m))
+        .collect();
+    Ok(CreateOptions {
+        images: images.into_iter().map(crate::api::fleet::image_row).collect(),
+        gpu_models,
+        max_gpus_per_machine: group.max_gpus_per_machine,
+        quota: crate::model::QuotaView {
+            group: group.name,
+            gpu_quota: group.gpu_quota,
+            gpus_in_use: group.gpus_in_use,
+            max_gpus_per_machine: group.max_gpus_per_machine,
+        },
+    })
+}
+
+/// Asks for a new machine. Allocation and quota deduction happen together
+/// in the admission worker; a refusal (409) names the rule and the numbers.
+#[server(prefix = "/api", endpoint = "create_machine")]
+pub async fn create_machine(
+    name: String,
+    image_id: String,
+    gpu_count: String,
+    gpu_model: String,
+    volume_size_gb: String,
+) -> Result<CreatedMachine, AppError> {
+    use gantry_platform::machines::CreateMachine;
+    let user = crate::state::auth()?;
+    let input = crate::model::machines::parse_create(&name, &image_id, &gpu_count, &gpu_model, &volume_size_gb)
+        .map_err(|m| AppError::Invalid(m).respond())?;
+    let admitted = crate::state::admissions()?
+        .create(CreateMachine {
+            requester: user,
+            name: input.name.clone(),
+            image_id: input.image_id,
+            gpu_count: input.gpu_count,
+            gpu_model: input.gpu_model,
+            volume_size_gb: input.volume_size_gb,
+        })
+        .await?;
+    crate::state::wake_dispatcher();
+    Ok(CreatedMachine {
+        machine_id: admitted.machine_id,
+        task_id: admitted.task_id,
+        name: input.name,
+        node: admitted.node_name,
+        gpu_indexes: admitted.gpu_indexes,
+        model: admitted.model,
+    })
+}
+
+/// Queues restart, reinstall or delete; returns the task id. Another
+/// group's machine is "not found" (404).
+#[server(prefix = "/api", endpoint = "machine_operation")]
+pub async fn machine_operation(machine_id: i64, operation: String, keep_volume: Option<String>) -> Result<i64, AppError> {
+    use crate::model::machines::{checkbox, parse_operation};
+    use gantry_core::task::TaskKind;
+    use gantry_platform::machines::{request_operation, OperationRequest};
+    let user = crate::state::auth()?;
+    let kind = parse_operation(&operation).map_err(|m| AppError::Invalid(m).respond())?;
+    let keep_volume = kind == TaskKind::Delete && checkbox(keep_volume.as_deref());
+    let task_id = request_operation(&crate::state::pool()?, &user, OperationRequest { machine_id, kind, keep_volume }).await?;
+    crate::state::wake_dispatcher();
+    Ok(task_id)
+}
+
+#[cfg(feature = "ssr")]
+pub(crate) fn machine_row(m: gantry_platform::machines::MachineView) -> MachineRow {
+    MachineRow {
+        id: m.id,
+        name: m.name,
+        owner: m.owner,
+        group: m.group_name,
+        image: m.image,
+        gpu_count: m.gpu_count,
+        gpu_model: m.gpu_model,
+        gpu_indexes: crate::model::machines::parse_indexes(&m.gpu_indexes),
+        simulated: m.simulated,
+        node: m.node,
+        volume_name: m.volume_name,
+        volume_size_gb: m.volume_size_gb,
+        volume_enforced: m.volume_enforced,
+        container_id: m.container_id,
+        state: m.state,
+        exit_code: m.exit_code,
+        message: m.message,
+        created_at: m.created_at,
+        updated_at: m.updated_at,
+    }
+}
+
+#[cfg(feature = "ssr")]
+pub(crate) fn task_row(t: gantry_platform::machines::TaskView) -> TaskRow {
+    TaskRow {
+        id: t.id,
+        kind: t.kind,
+        machine_id: t.machine_id,
+        machine_name: t.machine_name,
+        requester: t.requester,
+        state: t.state,
+        progress: t.progress,
+        message: t.message,
+        attempts: t.attempts,
+        created_at: t.created_at,
+        updated_at: t.updated_at,
+    }
+}

@@ -1,0 +1,276 @@
+//! Dev machines and their tasks as the portal shows them, and the small
+//! pure helpers both the server and the browser use to render and parse
+//! them (so server-rendered HTML and hydrated HTML agree).
+
+use super::QuotaView;
+use gantry_core::task::{MachineState, TaskKind, TaskState};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineRow {
+    pub id: i64,
+    pub name: String,
+    pub owner: String,
+    pub group: String,
+    pub image: String,
+    pub gpu_count: i64,
+    pub gpu_model: String,
+    /// GPU indexes on the node, ascending; empty once released.
+    pub gpu_indexes: Vec<u32>,
+    pub simulated: bool,
+    pub node: Option<String>,
+    pub volume_name: String,
+    pub volume_size_gb: i64,
+    pub volume_enforced: bool,
+    pub container_id: Option<String>,
+    pub state: String,
+    pub exit_code: Option<i64>,
+    pub message: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRow {
+    pub id: i64,
+    pub kind: String,
+    pub machine_id: Option<i64>,
+    pub machine_name: String,
+    pub requester: String,
+    pub state: String,
+    pub progress: i64,
+    pub message: String,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineDetail {
+    pub machine: MachineRow,
+    /// The machine's tasks, newest first.
+    pub tasks: Vec<TaskRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRow {
+    pub id: i64,
+    pub name: String,
+    pub reference: String,
+    pub description: String,
+    pub is_default: bool,
+}
+
+/// What the create form offers the signed-in user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateOptions {
+    pub images: Vec<ImageRow>,
+    /// Models present in the cluster that the group may use.
+    pub gpu_models: Vec<String>,
+    pub max_gpus_per_machine: i64,
+    pub quota: QuotaView,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedMachine {
+    pub machine_id: i64,
+    pub task_id: i64,
+    pub name: String,
+    pub node: String,
+    pub gpu_indexes: Vec<u32>,
+    pub model: String,
+}
+
+/// A create request as parsed from the form, before the platform's checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateInput {
+    pub name: String,
+    pub image_id: Option<i64>,
+    pub gpu_count: u32,
+    pub gpu_model: Option<String>,
+    pub volume_size_gb: i64,
+}
+
+/// The volume size the form suggests (and an empty field means).
+pub const DEFAULT_VOLUME_GB: i64 = 10;
+/// Upper bound on GPUs per machine anywhere (a group's limit is lower).
+pub const GPU_COUNT_MAX: i64 = 64;
+
+/// A whole number from a form field, or "`label` must be a whole number".
+pub fn parse_whole(label: &str, value: &str) -> Result<i64, String> {
+    value.trim().parse::<i64>().map_err(|_| format!("{label} must be a whole number"))
+}
+
+/// Parses the create form's text fields. Empty image and model mean the
+/// default image and any allowed model; an empty volume size means the default.
+pub fn parse_create(name: &str, image_id: &str, gpu_count: &str, gpu_model: &str, volume_size_gb: &str) -> Result<CreateInput, String> {
+    let name = name.trim().to_string();
+    gantry_core::validate::name("machine name", &name).map_err(|e| e.to_string())?;
+    let image_id = match image_id.trim() {
+        "" => None,
+        s => Some(s.parse::<i64>().map_err(|_| "choose an image from the list".to_string())?),
+    };
+    let count = parse_whole("GPU count", gpu_count)?;
+    gantry_core::validate::in_range("GPU count", count, 1, GPU_COUNT_MAX).map_err(|e| e.to_string())?;
+    let gpu_model = match gpu_model.trim() {
+        "" => None,
+        m => Some(m.to_string()),
+    };
+    let volume_size_gb = match volume_size_gb.trim() {
+        "" => DEFAULT_VOLUME_GB,
+        v => parse_whole("volume size (GB)", v)?,
+    };
+    Ok(CreateInput { name, image_id, gpu_count: count as u32, gpu_model, volume_size_gb })
+}
+
+/// The operations a person may ask for on an existing machine.
+pub fn parse_operation(operation: &str) -> Result<TaskKind, String> {
+    match operation.trim().parse::<TaskKind>() {
+        Ok(k @ (TaskKind::Restart | TaskKind::Reinstall | TaskKind::Delete)) => Ok(k),
+        _ => Err(format!(
+            "unknown operation \"{}\" (expected restart, reinstall or delete)",
+            operation.chars().take(32).collect::<String>()
+        )),
+    }
+}
+
+/// An HTML checkbox: present (usually "on") means checked.
+pub fn checkbox(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !matches!(v.trim(), "" | "off" | "false" | "0"))
+}
+
+/// "1,3" (the database's GROUP_CONCAT) to `[1, 3]`, ascending.
+pub fn parse_indexes(list: &str) -> Vec<u32> {
+    let mut out: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+    out.sort_unstable();
+    out
+}
+
+/// "2 × A100 (GPU 0,1)"; without indexes (released) just "2 × A100".
+pub fn gpu_summary(count: i64, model: &str, indexes: &[u32]) -> String {
+    if indexes.is_empty() {
+        format!("{count} × {model}")
+    } else {
+        let list = indexes.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        format!("{count} × {model} (GPU {list})")
+    }
+}
+
+/// "gantry-m4-data · 10 GB".
+pub fn volume_summary(name: &str, size_gb: i64) -> String {
+    if name.is_empty() {
+        format!("{size_gb} GB")
+    } else {
+        format!("{name} · {size_gb} GB")
+    }
+}
+
+/// A container id as `docker ps` shows it: the first 12 characters.
+pub fn short_id(id: &str) -> String {
+    id.chars().take(12).collect()
+}
+
+/// The CSS class for a machine state's badge; unknown text gets none of
+/// the coloured ones.
+pub fn machine_badge(state: &str) -> &'static str {
+    state.parse::<MachineState>().map(MachineState::as_str).unwrap_or("unknown")
+}
+
+pub fn task_badge(state: &str) -> &'static str {
+    state.parse::<TaskState>().map(TaskState::as_str).unwrap_or("unknown")
+}
+
+/// True while the machine is between states (an operation is in flight).
+pub fn machine_busy(state: &str) -> bool {
+    matches!(
+        state.parse::<MachineState>(),
+        Ok(MachineState::Creating | MachineState::Restarting | MachineState::Reinstalling | MachineState::Deleting)
+    )
+}
+
+/// True while the task may still change.
+pub fn task_busy(state: &str) -> bool {
+    state.parse::<TaskState>().is_ok_and(|s| !s.is_terminal())
+}
+
+/// Whether the machine accepts `kind` now (the server decides; the page
+/// uses this only to disable buttons that would be refused).
+pub fn accepts(state: &str, kind: TaskKind) -> bool {
+    state.parse::<MachineState>().is_ok_and(|s| gantry_core::task::accepts("", s, kind).is_ok())
+}
+
+/// "A100, H100" to `["A100", "H100"]`: trimmed, empty entries dropped.
+pub fn split_models(list: &str) -> Vec<String> {
+    list.split(',').map(str::trim).filter(|m| !m.is_empty()).map(str::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpus_render_with_indexes() {
+        assert_eq!(gpu_summary(2, "A100", &[0, 1]), "2 × A100 (GPU 0,1)");
+        assert_eq!(gpu_summary(1, "SIM-A100", &[3]), "1 × SIM-A100 (GPU 3)");
+        assert_eq!(gpu_summary(2, "A100", &[]), "2 × A100");
+        assert_eq!(parse_indexes("3,1"), vec![1, 3]);
+        assert_eq!(parse_indexes(""), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn volumes_and_ids_render() {
+        assert_eq!(volume_summary("gantry-m4-data", 10), "gantry-m4-data · 10 GB");
+        assert_eq!(volume_summary("", 10), "10 GB");
+        assert_eq!(short_id("0123456789abcdef0123"), "0123456789ab");
+        assert_eq!(short_id("abc"), "abc");
+    }
+
+    #[test]
+    fn create_form_parses_with_clear_messages() {
+        let ok = parse_create(" box-1 ", "", "2", "", "").unwrap();
+        assert_eq!(ok, CreateInput { name: "box-1".into(), image_id: None, gpu_count: 2, gpu_model: None, volume_size_gb: 10 });
+        let ok = parse_create("box", "7", "1", " A100 ", "20").unwrap();
+        assert_eq!((ok.image_id, ok.gpu_model.as_deref(), ok.volume_size_gb), (Some(7), Some("A100"), 20));
+
+        assert_eq!(parse_create("box", "", "abc", "", "10").unwrap_err(), "GPU count must be a whole number");
+        assert_eq!(parse_create("box", "", "1.5", "", "10").unwrap_err(), "GPU count must be a whole number");
+        assert_eq!(parse_create("box", "", "0", "", "10").unwrap_err(), "GPU count must be a whole number between 1 and 64");
+        assert_eq!(parse_create("box", "", "-3", "", "10").unwrap_err(), "GPU count must be a whole number between 1 and 64");
+        assert_eq!(parse_create("box", "", "1", "", "ten").unwrap_err(), "volume size (GB) must be a whole number");
+        assert_eq!(parse_create("box", "x", "1", "", "10").unwrap_err(), "choose an image from the list");
+        assert_eq!(parse_create("", "", "1", "", "10").unwrap_err(), "machine name is required");
+        assert!(parse_create("Bad Name", "", "1", "", "10").is_err());
+    }
+
+    #[test]
+    fn operations_are_the_three_on_existing_machines() {
+        assert_eq!(parse_operation("restart"), Ok(TaskKind::Restart));
+        assert_eq!(parse_operation("reinstall"), Ok(TaskKind::Reinstall));
+        assert_eq!(parse_operation("delete"), Ok(TaskKind::Delete));
+        for bad in ["create", "snapshot", "", "DELETE", "rm -rf"] {
+            assert!(parse_operation(bad).unwrap_err().contains("expected restart, reinstall or delete"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn checkboxes_and_model_lists() {
+        assert!(checkbox(Some("on")));
+        assert!(!checkbox(None));
+        assert!(!checkbox(Some("")));
+        assert_eq!(split_models(" A100, ,H100 ,"), vec!["A100".to_string(), "H100".to_string()]);
+        assert!(split_models("  ").is_empty());
+    }
+
+    #[test]
+    fn states_map_to_badges_and_polling() {
+        assert_eq!(machine_badge("running"), "running");
+        assert_eq!(machine_badge("<script>"), "unknown");
+        assert_eq!(task_badge("succeeded"), "succeeded");
+        assert!(machine_busy("creating") && machine_busy("deleting"));
+        assert!(!machine_busy("running") && !machine_busy("failed"));
+        assert!(task_busy("pending") && task_busy("running"));
+        assert!(!task_busy("succeeded") && !task_busy("cancelled"));
+        assert!(accepts("running", TaskKind::Restart));
+        assert!(!accepts("creating", TaskKind::Delete));
+    }
+}
