@@ -16,5 +16,7 @@ echo "== Rust tests (core, platform, app, server)"
 cargo test --locked -p gantry-core -p gantry-platform -p app -p server --features app/ssr
 
 echo "== End-to-end tests (Chromium)"
-cargo leptos build
+# The server binary is the one `cargo test` just built (same features, no
+# second build); cargo-leptos adds the wasm bundle, CSS and hash file.
+cargo leptos build --frontend-only
 (cd end2end && npx playwright test)

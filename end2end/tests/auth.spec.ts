@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn, uniqueName } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signIn, signInOk, uniqueName } from './helpers';
 
 test('admin signs in and sees the dashboard with user, group and quota', async ({ page }) => {
   await page.goto('/');
@@ -19,7 +19,7 @@ test('after hydration, navigation and the create-user form work without reloads'
   await hydrated(page);
   // Mark the document: a full page load would lose this.
   await page.evaluate(() => ((window as any).__sameDocument = true));
-  await page.getByRole('link', { name: 'Admin' }).click();
+  await navLink(page, 'Admin').click();
   await expect(page).toHaveURL(/\/admin$/);
   await expect(page.getByTestId('users')).toContainText('admin');
 
@@ -53,7 +53,7 @@ test('bad sign-ins show a clear message and stay signed out', async ({ page }) =
 
 test('a regular user has no admin console', async ({ page }) => {
   const name = uniqueName('plain');
-  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
   await page.goto('/admin');
   const form = page.getByTestId('create-user');
   await hydrated(page);
@@ -64,9 +64,9 @@ test('a regular user has no admin console', async ({ page }) => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page).toHaveURL(/\/login/);
 
-  await signIn(page, name, 'plain-password');
+  await signInOk(page, name, 'plain-password');
   await expect(page.getByTestId('dash-user')).toHaveText(name);
-  await expect(page.getByRole('link', { name: 'Admin' })).toHaveCount(0);
+  await expect(navLink(page, 'Admin')).toHaveCount(0);
   const res = await page.goto('/admin');
   expect(res?.status()).toBe(403);
   await expect(page.getByTestId('forbidden')).toBeVisible();

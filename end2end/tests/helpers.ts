@@ -15,6 +15,17 @@ export async function signIn(page: Page, username: string, password: string, opt
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
+/** Signs in and waits until the app shows the account (cookie set). */
+export async function signInOk(page: Page, username: string, password: string) {
+  await signIn(page, username, password);
+  await expect(page.getByTestId('whoami')).toContainText(username);
+}
+
+/** The main navigation's link, not same-named links in the page. */
+export function navLink(page: Page, name: string) {
+  return page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name });
+}
+
 /** A name no other test uses, valid under Gantry's naming rules. */
 export function uniqueName(prefix: string) {
   return `${prefix}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;

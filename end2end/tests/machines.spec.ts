@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, signIn, uniqueName } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName } from './helpers';
 
 // One user's whole journey with a dev machine, on the server's real
 // executor (Docker when `make test` started dockerd).
@@ -13,8 +13,7 @@ test('a user creates a machine, watches it run, deletes it and gets the quota ba
   const user = uniqueName('dev');
 
   // The admin gives the default group two GPUs and makes an account.
-  await signIn(page, 'admin', ADMIN_PASSWORD);
-  await expect(page.getByTestId('dash-user')).toHaveText('admin');
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
   await page.goto('/admin/groups');
   await hydrated(page);
   const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
@@ -32,9 +31,8 @@ test('a user creates a machine, watches it run, deletes it and gets the quota ba
   await expect(page).toHaveURL(/\/login/);
 
   // The user creates a machine and sees it reach "running" without reloading.
-  await signIn(page, user, 'dev-password-1');
-  await expect(page.getByTestId('dash-user')).toHaveText(user);
-  await page.getByRole('link', { name: 'Machines' }).click();
+  await signInOk(page, user, 'dev-password-1');
+  await navLink(page, 'Machines').click();
   await expect(page).toHaveURL(/\/machines$/);
   await hydrated(page);
   expect(await quotaText(page)).toBe('0 / 2');
@@ -62,7 +60,7 @@ test('a user creates a machine, watches it run, deletes it and gets the quota ba
   await page.getByTestId('delete-machine').getByRole('button', { name: 'Delete machine' }).click();
   await expect(page.getByTestId('operation-ok')).toContainText('queued');
   await expect(page.locator('[data-testid="task-row"]').first()).toContainText('succeeded', { timeout: 60_000 });
-  await page.getByRole('link', { name: 'Machines' }).click();
+  await navLink(page, 'Machines').click();
   await expect(page.locator(`[data-testid="machine-row"][data-name="${name}"]`)).toHaveCount(0);
   await expect.poll(() => quotaText(page)).toBe('0 / 2');
 });

@@ -10,7 +10,7 @@
 use bollard::Docker;
 use gantry_platform::executor::{
     ContainerStatus, DockerExecutor, ExecError, Executor, MachineSpec, VolumeInfo, LABEL_GROUP, LABEL_MACHINE,
-    LABEL_MANAGED, LABEL_OWNER, LABEL_TASK,
+    LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TASK,
 };
 
 const IMAGE: &str = "gantry/devbox:latest";
@@ -131,7 +131,8 @@ async fn create_runs_container_with_labels_volume_hostname_and_gpu_env() {
     assert_eq!(labels.get(LABEL_OWNER), Some(&spec.owner));
     assert_eq!(labels.get(LABEL_GROUP), Some(&spec.group));
     assert_eq!(labels.get(LABEL_MANAGED).map(String::as_str), Some("true"));
-    assert_eq!(raw.name.as_deref(), Some(format!("/gantry-m{}", spec.machine_id).as_str()));
+    assert_eq!(labels.get(LABEL_INSTANCE), Some(&spec.instance));
+    assert_eq!(raw.name.as_deref(), Some(format!("/gantry-{}-m{}", spec.instance, spec.machine_id).as_str()));
     let host = raw.host_config.unwrap();
     assert_eq!(host.network_mode.as_deref(), Some("none"));
 

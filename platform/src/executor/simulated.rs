@@ -243,7 +243,8 @@ mod tests {
         assert!(matches!(ex.exec(&c.id, &["true"]).await, Err(ExecError::Failed(_))));
         let listed = ex.list_managed("test").await.unwrap();
         assert_eq!(listed.len(), 1);
-        assert_eq!((listed[0].machine_id, listed[0].name.as_str()), (Some(1), "gantry-m1"));
+        assert_eq!((listed[0].machine_id, listed[0].name.as_str()), (Some(1), "gantry-test-m1"));
+        assert!(ex.list_managed("another-installation").await.unwrap().is_empty(), "other installations see nothing");
         ex.remove_container(&c.id).await.unwrap();
         ex.remove_container(&c.id).await.unwrap(); // idempotent
         ex.remove_volume(&s.volume_name).await.unwrap();
@@ -258,7 +259,7 @@ mod tests {
         let ex = Executor::from(sim.clone());
         let c = ex.create_container(&spec(2)).await.unwrap();
         let dup = ex.create_container(&spec(2)).await.unwrap_err();
-        assert!(matches!(dup, ExecError::Failed(ref m) if m.contains("gantry-m2")), "{dup}");
+        assert!(matches!(dup, ExecError::Failed(ref m) if m.contains("gantry-test-m2")), "{dup}");
         assert!(matches!(ex.start_container("nope").await, Err(ExecError::NotFound(_))));
         assert!(matches!(ex.exec("nope", &["true"]).await, Err(ExecError::NotFound(_))));
         sim.set_images(Some(vec!["gantry/devbox:latest".into()]));
