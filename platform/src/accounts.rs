@@ -14,6 +14,15 @@ pub struct User {
     pub role: Role,
     pub group_id: i64,
     pub group_name: String,
+    /// The group's quota as of this read (one query serves both).
+    pub group_quota: GroupQuota,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GroupQuota {
+    pub gpu_quota: i64,
+    pub gpus_in_use: i64,
+    pub max_gpus_per_machine: i64,
 }
 
 #[derive(sqlx::FromRow)]
@@ -23,16 +32,27 @@ struct UserRow {
     role: String,
     group_id: i64,
     group_name: String,
+    gpu_quota: i64,
+    gpus_in_use: i64,
+    max_gpus_per_machine: i64,
 }
 
 impl TryFrom<UserRow> for User {
     type Error = PlatformError;
     fn try_from(r: UserRow) -> Result<Self, PlatformError> {
-        Ok(User { id: r.id, username: r.username, role: r.role.parse()?, group_id: r.group_id, group_name: r.group_name })
+        Ok(User {
+            id: r.id,
+            username: r.username,
+            role: r.role.parse()?,
+            group_id: r.group_id,
+            group_name: r.group_name,
+            group_quota: GroupQuota { gpu_quota: r.gpu_quota, gpus_in_use: r.gpus_in_use, max_gpus_per_machine: r.max_gpus_per_machine },
+        })
     }
 }
 
-const USER_SELECT: &str = "SELECT u.id, u.username, u.role, u.group_id, g.name AS group_name
+const USER_SELECT: &str = "SELECT u.id, u.username, u.role, u.group_id, g.name AS group_name,
+                                  g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine
                            FROM users u JOIN groups g ON g.id = u.group_id";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]

@@ -15,15 +15,17 @@ use gantry_platform::{accounts, db, PlatformError};
 use std::io::BufRead;
 
 pub async fn run(cli: Cli) -> Result<(), PlatformError> {
-    if let Command::Bench { command } = &cli.command {
-        return match command {
-            BenchCommand::Admissions { nodes, gpus_per_node, requests } => bench::admissions(*nodes, *gpus_per_node, *requests).await,
-            BenchCommand::Docker { machines } => bench::docker(*machines).await,
-        };
-    }
+    // Benchmarks bring their own temporary database.
+    let command = match cli.command {
+        Command::Bench { command: BenchCommand::Admissions { nodes, gpus_per_node, requests } } => {
+            return bench::admissions(nodes, gpus_per_node, requests).await;
+        }
+        Command::Bench { command: BenchCommand::Docker { machines } } => return bench::docker(machines).await,
+        other => other,
+    };
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
     db::migrate(&pool).await?;
-    match cli.command {
+    match command {
         Command::Migrate => {
             println!("migrations applied");
             Ok(())
@@ -44,7 +46,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             println!("created {} {} in group {}", user.role, user.username, user.group_name);
             Ok(())
         }
-        Command::Bench { .. } => unreachable!("handled above"),
+        Command::Bench { .. } => Ok(()),
         Command::Serve(args) => {
             bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
             let listener = tokio::net::TcpListener::bind(args.listen)
