@@ -16,7 +16,7 @@ echo "== Rust tests (core, platform, app, server)"
 cargo test --locked -p gantry-core -p gantry-platform -p app -p server --features app/ssr
 
 echo "== End-to-end tests (Chromium)"
-# The server binary is the one `cargo test` just built (same features, no
-# second build); cargo-leptos adds the wasm bundle, CSS and hash file.
-cargo leptos build --frontend-only
+# A full cargo-leptos build: a server binary from `cargo test` paired with a
+# frontend-only bundle was seen to fail hydration.
+cargo leptos build
 (cd end2end && npx playwright test)

@@ -15,10 +15,12 @@ export async function signIn(page: Page, username: string, password: string, opt
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
-/** Signs in and waits until the app shows the account (cookie set). */
+/** Signs in and waits until the dashboard it lands on has loaded (the
+ * session cookie is set and the client-side navigation has settled). */
 export async function signInOk(page: Page, username: string, password: string) {
   await signIn(page, username, password);
   await expect(page.getByTestId('whoami')).toContainText(username);
+  await expect(page.getByTestId('quota')).toBeVisible();
 }
 
 /** The main navigation's link, not same-named links in the page. */

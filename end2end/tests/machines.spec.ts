@@ -19,7 +19,7 @@ test('a user creates a machine, watches it run, deletes it and gets the quota ba
   const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
   await policy.getByLabel('GPU quota').fill('2');
   await policy.getByRole('button', { name: 'Save' }).click();
-  await expect(page.getByTestId('group-saved')).toContainText('default');
+  await expect(page.locator('[data-testid="group-row"][data-name="default"]')).toContainText('0 / 2');
   await page.goto('/admin');
   await hydrated(page);
   const form = page.getByTestId('create-user');
