@@ -131,6 +131,8 @@ pub struct NodeSummary {
     pub docker_endpoint: String,
     pub state: String,
     pub last_heartbeat: i64,
+    pub cpu_count: i64,
+    pub memory_mb: i64,
     pub gpu_total: i64,
     pub gpu_free: i64,
     pub gpu_models: String,
@@ -139,7 +141,7 @@ pub struct NodeSummary {
 
 pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> {
     Ok(sqlx::query_as(
-        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.last_heartbeat,
+        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.last_heartbeat, n.cpu_count, n.memory_mb,
                 COUNT(g.id) AS gpu_total,
                 COUNT(g.id) - COUNT(mg.gpu_id) AS gpu_free,
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,

@@ -42,7 +42,7 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
             docker_endpoint: &args.docker_endpoint,
             executor: executor.kind(),
             cpu_count: std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1),
-            memory_mb: 0,
+            memory_mb: total_memory_mb(),
             gpus: &found,
         },
     )
@@ -62,6 +62,18 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
     tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
     tokio::spawn(heartbeat(pool.clone(), node_id, executor));
     Ok(Services { admissions, dispatch: wake, fleet, node_id })
+}
+
+/// MemTotal from /proc/meminfo (0 where that file does not exist).
+fn total_memory_mb() -> i64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            line.split_whitespace().nth(1)?.parse::<i64>().ok()
+        })
+        .map(|kib| kib / 1024)
+        .unwrap_or(0)
 }
 
 /// `auto` uses Docker when the engine answers, else the simulated executor

@@ -26,6 +26,8 @@ pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
             docker_endpoint: n.docker_endpoint,
             state: n.state,
             last_heartbeat: n.last_heartbeat,
+            cpu_count: n.cpu_count,
+            memory_mb: n.memory_mb,
             gpu_total: n.gpu_total,
             gpu_free: n.gpu_free,
             simulated: n.simulated,

@@ -14,6 +14,8 @@ pub struct NodeRow {
     pub last_heartbeat: i64,
     /// Whether the last heartbeat is recent enough to take new machines.
     pub heartbeat_fresh: bool,
+    pub cpu_count: i64,
+    pub memory_mb: i64,
     pub gpu_total: i64,
     pub gpu_free: i64,
     pub gpu_models: Vec<String>,

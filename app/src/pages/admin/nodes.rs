@@ -40,7 +40,7 @@ pub fn NodesPage() -> impl IntoView {
                             <thead>
                                 <tr>
                                     <th>"Name"</th><th>"Region"</th><th>"Executor"</th><th>"Endpoint"</th><th>"State"</th>
-                                    <th>"Last heartbeat (UTC)"</th><th>"GPUs free / total"</th><th>"Models"</th><th>"Set state"</th>
+                                    <th>"Last heartbeat (UTC)"</th><th>"CPUs · memory"</th><th>"GPUs free / total"</th><th>"Models"</th><th>"Set state"</th>
                                 </tr>
                             </thead>
                             <tbody>
@@ -73,6 +73,7 @@ fn NodeLine(node: NodeRow, set_state: ServerAction<SetNodeState>) -> impl IntoVi
                 {heartbeat}
                 {(!n.heartbeat_fresh).then(|| view! { " " <Tag text="stale" title="no recent heartbeat: the node takes no new machines"/> })}
             </td>
+            <td class="nowrap">{format!("{} · {:.1} GiB", n.cpu_count, n.memory_mb as f64 / 1024.0)}</td>
             <td>{format!("{} / {}", n.gpu_free, n.gpu_total)}</td>
             <td>{if n.gpu_models.is_empty() { "—".to_string() } else { n.gpu_models.join(", ") }}</td>
             <td>
