@@ -1,10 +1,10 @@
 use super::*;
 
-const NOW: i64 = 1_000_000;
+pub(crate) const NOW: i64 = 1_000_000;
 const TIMEOUT: i64 = 30;
 
 /// A ready, fresh node; `gpus` lists (model, taken) in index order.
-fn node(id: i64, name: &str, gpus: &[(&str, bool)]) -> NodeView {
+pub(crate) fn node(id: i64, name: &str, gpus: &[(&str, bool)]) -> NodeView {
     NodeView {
         id,
         name: name.to_string(),

@@ -1,27 +1,8 @@
 use super::*;
 use crate::alloc::{allocate, apply, release, GpuView, NodeState};
 
-const NOW: i64 = 1_000_000;
-
-/// A ready, fresh node; `gpus` lists (model, taken) in index order.
-fn node(id: i64, name: &str, gpus: &[(&str, bool)]) -> NodeView {
-    NodeView {
-        id,
-        name: name.to_string(),
-        state: NodeState::Ready,
-        last_heartbeat: NOW,
-        gpus: gpus
-            .iter()
-            .enumerate()
-            .map(|(i, (model, taken))| GpuView {
-                index: i as u32,
-                uuid: format!("GPU-{id}-{i}"),
-                model: model.to_string(),
-                taken: *taken,
-            })
-            .collect(),
-    }
-}
+// The fixtures of the `allocate` tests, so both suites build clusters alike.
+use crate::alloc::tests::{node, NOW};
 
 fn cluster(nodes: Vec<NodeView>) -> ClusterView {
     ClusterView { nodes, heartbeat_timeout_secs: 30 }
