@@ -45,6 +45,8 @@ struct Inner {
 enum Transport {
     Unix(String),
     Http(String),
+    /// Mutual TLS; `cert_dir` holds ca.pem, cert.pem and key.pem.
+    Tls { addr: String, cert_dir: PathBuf },
 }
 
 impl std::fmt::Debug for DockerExecutor {
@@ -54,9 +56,11 @@ impl std::fmt::Debug for DockerExecutor {
 }
 
 impl DockerExecutor {
-    /// `""` or `unix:///path` (local socket) or `tcp://host:port` (plain
-    /// HTTP). Does not contact the engine. TLS endpoints are refused: this
-    /// build has bollard's `ssl` feature off.
+    /// `""` or `unix:///path` (local socket), `tcp://host:port` (plain
+    /// HTTP), or `tls://host:port` / `https://host:port` (mutual TLS with
+    /// `ca.pem`, `cert.pem`, `key.pem` from `GANTRY_DOCKER_CERT_DIR`, else
+    /// `DOCKER_CERT_PATH`, else `~/.docker`, as the docker CLI does).
+    /// Does not contact the engine.
     pub fn connect(endpoint: &str) -> Result<Self, ExecError> {
         Self::connect_with_volume_dir(endpoint, PathBuf::from(loopdev::DEFAULT_VOLUME_DIR))
     }
@@ -71,11 +75,8 @@ impl DockerExecutor {
             Transport::Unix(endpoint.to_string())
         } else if endpoint.starts_with("tcp://") || endpoint.starts_with("http://") {
             Transport::Http(endpoint.to_string())
-        } else if endpoint.starts_with("https://") || endpoint.starts_with("tls://") {
-            return Err(ExecError::Failed(format!(
-                "Docker endpoint {endpoint}: TLS is not supported by this build (bollard's `ssl` feature is off); \
-                 use a unix socket, plain tcp:// on a trusted network, or an SSH tunnel"
-            )));
+        } else if let Some(addr) = endpoint.strip_prefix("https://").or_else(|| endpoint.strip_prefix("tls://")) {
+            Transport::Tls { addr: addr.to_string(), cert_dir: tls_cert_dir(endpoint)? }
         } else {
             return Err(ExecError::Failed(format!(
                 "Docker endpoint {endpoint:?} is not understood; use unix:///path/to/docker.sock or tcp://host:port"
@@ -103,6 +104,14 @@ impl DockerExecutor {
                 let docker = match &self.inner.transport {
                     Transport::Unix(p) => Docker::connect_with_unix(p, TIMEOUT_SECS, API_DEFAULT_VERSION),
                     Transport::Http(a) => Docker::connect_with_http(a, TIMEOUT_SECS, API_DEFAULT_VERSION),
+                    Transport::Tls { addr, cert_dir } => Docker::connect_with_ssl(
+                        addr,
+                        &cert_dir.join("key.pem"),
+                        &cert_dir.join("cert.pem"),
+                        &cert_dir.join("ca.pem"),
+                        TIMEOUT_SECS,
+                        API_DEFAULT_VERSION,
+                    ),
                 }
                 .map_err(|e| self.unreachable(&e))?;
                 docker.negotiate_version().await.map_err(|e| self.err(e, "API version negotiation"))
@@ -190,4 +199,23 @@ mod tests {
         assert!(tls.contains("TLS"), "{tls}");
         assert!(DockerExecutor::connect("ftp://x").is_err());
     }
+}
+
+/// Where the client certificates for TLS endpoints are, checked up front so
+/// a missing file is a clear error rather than a handshake failure.
+fn tls_cert_dir(endpoint: &str) -> Result<PathBuf, ExecError> {
+    let dir = std::env::var_os("GANTRY_DOCKER_CERT_DIR")
+        .or_else(|| std::env::var_os("DOCKER_CERT_PATH"))
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker")))
+        .ok_or_else(|| ExecError::Failed(format!("Docker endpoint {endpoint}: set GANTRY_DOCKER_CERT_DIR to the TLS certificate directory")))?;
+    for file in ["ca.pem", "cert.pem", "key.pem"] {
+        if !dir.join(file).is_file() {
+            return Err(ExecError::Failed(format!(
+                "Docker endpoint {endpoint}: {} is missing (TLS needs ca.pem, cert.pem and key.pem; set GANTRY_DOCKER_CERT_DIR)",
+                dir.join(file).display()
+            )));
+        }
+    }
+    Ok(dir)
 }
