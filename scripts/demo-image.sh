@@ -8,9 +8,13 @@ if docker image inspect "$image" >/dev/null 2>&1; then
   echo "[image] $image present"
   exit 0
 fi
-busybox=$(command -v busybox || true)
-[ -n "$busybox" ] && file -L "$busybox" 2>/dev/null | grep -q dynamically && busybox=""
-[ -x /bin/busybox ] && busybox=/bin/busybox
+# Debian's busybox-static installs a statically linked /bin/busybox, which
+# runs inside an image that has no libc.
+busybox=/bin/busybox
+if [ ! -x "$busybox" ]; then
+  echo "[image] $busybox missing: install busybox-static (scripts/setup.sh does)" >&2
+  exit 1
+fi
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,etc,root,tmp,data,proc,sys,dev}
