@@ -12,18 +12,10 @@ use std::sync::Arc;
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: Pool,
-    pub settings: Arc<Settings>,
     /// The admission worker: every create request goes through it.
     pub admissions: Admissions,
     /// Wakes the dispatcher when a task is queued.
     pub dispatch: Arc<tokio::sync::Notify>,
-}
-
-/// Settings the UI layer needs from the server's configuration.
-#[derive(Debug, Clone, Default)]
-pub struct Settings {
-    /// Mark cookies `Secure` (the site is served over HTTPS).
-    pub secure_cookies: bool,
 }
 
 /// The account signed in for this request, resolved once per request by the

@@ -8,7 +8,7 @@ use crate::{
 };
 use app::{
     shell,
-    state::{AppState, Settings},
+    state::AppState,
     App,
 };
 use axum::{
@@ -90,7 +90,6 @@ pub async fn build_with(
     let state = AppState {
         leptos_options: leptos_options(&opts),
         pool,
-        settings: Arc::new(Settings { secure_cookies: opts.secure_cookies }),
         admissions,
         dispatch,
     };
