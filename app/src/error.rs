@@ -96,7 +96,7 @@ impl From<gantry_platform::PlatformError> for AppError {
             e @ P::Throttled { .. } => AppError::Throttled(e.to_string()),
             P::NotFound(what) => AppError::NotFound(format!("{what} not found")),
             P::Conflict(msg) => AppError::Conflict(msg),
-            e @ (P::Database(_) | P::Internal(_)) => {
+            e @ (P::Database(_) | P::Internal(_) | P::LeaseLost(_)) => {
                 tracing::error!(error = %e, "server function failed");
                 AppError::Internal("something went wrong on the server; the error has been logged".into())
             }

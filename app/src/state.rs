@@ -4,7 +4,7 @@
 
 use crate::error::AppError;
 use axum::extract::FromRef;
-use gantry_platform::{accounts::User, db::Pool, machines::Admissions};
+use gantry_platform::{accounts::User, db::Pool, fleet::Fleet, machines::Admissions};
 use leptos::prelude::*;
 use std::sync::Arc;
 
@@ -16,6 +16,8 @@ pub struct AppState {
     pub admissions: Admissions,
     /// Wakes the dispatcher when a task is queued.
     pub dispatch: Arc<tokio::sync::Notify>,
+    /// Executors of the worker nodes (admin: add node, test connection).
+    pub fleet: Fleet,
 }
 
 /// The account signed in for this request, resolved once per request by the
@@ -31,6 +33,10 @@ pub fn state() -> Result<AppState, AppError> {
 
 pub fn pool() -> Result<Pool, AppError> {
     state().map(|s| s.pool)
+}
+
+pub fn fleet() -> Result<Fleet, AppError> {
+    state().map(|s| s.fleet)
 }
 
 pub fn admissions() -> Result<Admissions, AppError> {

@@ -17,6 +17,9 @@ string_enum! {
         /// Keeps its machines but takes no new ones (e.g. before maintenance).
         Draining => "draining",
         Down => "down",
+        /// Gone for good (hardware dead, host reinstalled): its machines were
+        /// released; their leftovers are collected if its engine answers.
+        Lost => "lost",
     }
 }
 

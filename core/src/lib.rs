@@ -2,6 +2,7 @@
 //! can run both on the server and in the browser (form validation).
 
 pub mod alloc;
+pub mod machine;
 pub mod role;
 pub mod task;
 pub mod throttle;

@@ -114,6 +114,22 @@ impl TaskState {
                 | (Running, Succeeded | Failed | Scheduled)
         )
     }
+
+    /// Whether a requester (or an admin) may cancel a task in this state;
+    /// the refusal says why in words a person understands.
+    pub fn cancellable(self) -> Result<(), String> {
+        match self {
+            TaskState::Pending | TaskState::Scheduled => Ok(()),
+            TaskState::Running => Err("the task is running: its node may be half-way through it, so it cannot be cancelled; \
+                 wait for it to finish (a machine can be deleted afterwards)"
+                .into()),
+            done => Err(format!("the task has already {}", match done {
+                TaskState::Succeeded => "succeeded",
+                TaskState::Failed => "failed",
+                _ => "been cancelled",
+            })),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -142,8 +158,13 @@ string_enum! {
         Deleting => "deleting",
         Deleted => "deleted",
         /// The last operation failed or the container died; delete, restart
-        /// or reinstall are the ways out.
+        /// or reinstall are the ways out (restart and reinstall only while
+        /// the machine still holds its GPUs).
         Failed => "failed",
+        /// Its node was marked lost: GPUs released and quota refunded; the
+        /// container and volume are collected if the node's engine returns.
+        /// Only delete (which just closes the record) is possible.
+        Lost => "lost",
     }
 }
 
@@ -167,9 +188,9 @@ pub fn accepts(name: &str, state: MachineState, kind: TaskKind) -> Result<(), St
     use MachineState as M;
     let ok = match kind {
         TaskKind::Create => false,
-        TaskKind::Delete | TaskKind::Restart | TaskKind::Reinstall => {
-            matches!(state, M::Running | M::Stopped | M::Failed)
-        }
+        // A lost machine has no node to act on; deleting closes its record.
+        TaskKind::Delete => matches!(state, M::Running | M::Stopped | M::Failed | M::Lost),
+        TaskKind::Restart | TaskKind::Reinstall => matches!(state, M::Running | M::Stopped | M::Failed),
         // A failed machine's container may be gone; there is nothing to commit.
         TaskKind::Snapshot => matches!(state, M::Running | M::Stopped),
     };

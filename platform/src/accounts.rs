@@ -80,7 +80,7 @@ pub struct NewUser<'a> {
 pub async fn create_group(pool: &Pool, actor: Option<i64>, name: &str, gpu_quota: i64) -> Result<Group, PlatformError> {
     validate::name("group name", name)?;
     validate::in_range("GPU quota", gpu_quota, 0, 100_000)?;
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::transitions::begin(pool).await?;
     let id = sqlx::query("INSERT INTO groups (name, gpu_quota, created_at) VALUES (?, ?, ?)")
         .bind(name)
         .bind(gpu_quota)
@@ -134,7 +134,7 @@ pub async fn create_user(pool: &Pool, actor: Option<i64>, new: NewUser<'_>) -> R
         }
     };
     let hash = password::hash(new.password).await?;
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::transitions::begin(pool).await?;
     let id = sqlx::query("INSERT INTO users (username, password_hash, role, group_id, created_at) VALUES (?, ?, ?, ?, ?)")
         .bind(new.username)
         .bind(&hash)

@@ -13,7 +13,11 @@ pub const HEARTBEAT_TIMEOUT_SECS: i64 = 60;
 pub struct NodeRegistration<'a> {
     pub name: &'a str,
     pub region_code: &'a str,
+    /// Explicit: unix:///path, tcp://host:port, tls://host:port, or
+    /// simulated://NAME.
     pub docker_endpoint: &'a str,
+    /// Loop-volume images directory on that host; "" for plain volumes.
+    pub volume_dir: &'a str,
     /// "docker" or "simulated".
     pub executor: &'a str,
     pub cpu_count: i64,
@@ -24,20 +28,24 @@ pub struct NodeRegistration<'a> {
 /// Creates or refreshes a node and its GPU list, and marks it alive. GPUs
 /// that disappeared are removed unless a machine still holds them.
 pub async fn register_node(pool: &Pool, reg: NodeRegistration<'_>) -> Result<i64, PlatformError> {
-    let mut tx = pool.begin().await?;
+    if reg.docker_endpoint.trim().is_empty() {
+        return Err(PlatformError::BadRequest(format!("node {} needs an explicit engine endpoint", reg.name)));
+    }
+    let mut tx = crate::transitions::begin(pool).await?;
     let region: Option<(i64,)> = sqlx::query_as("SELECT id FROM regions WHERE code = ?").bind(reg.region_code).fetch_optional(&mut *tx).await?;
     let region_id = region.ok_or_else(|| PlatformError::NotFound(format!("region {}", reg.region_code)))?.0;
     let now = now();
     let (node_id,): (i64,) = sqlx::query_as(
-        "INSERT INTO nodes (name, region_id, docker_endpoint, executor, state, last_heartbeat, cpu_count, memory_mb, created_at)
-         VALUES (?, ?, ?, ?, 'ready', ?, ?, ?, ?)
-         ON CONFLICT(name) DO UPDATE SET docker_endpoint = excluded.docker_endpoint, executor = excluded.executor,
+        "INSERT INTO nodes (name, region_id, docker_endpoint, volume_dir, executor, state, last_heartbeat, cpu_count, memory_mb, created_at)
+         VALUES (?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?)
+         ON CONFLICT(name) DO UPDATE SET docker_endpoint = excluded.docker_endpoint, volume_dir = excluded.volume_dir, executor = excluded.executor,
              last_heartbeat = excluded.last_heartbeat, cpu_count = excluded.cpu_count, memory_mb = excluded.memory_mb
          RETURNING id",
     )
     .bind(reg.name)
     .bind(region_id)
     .bind(reg.docker_endpoint)
+    .bind(reg.volume_dir)
     .bind(reg.executor)
     .bind(now)
     .bind(reg.cpu_count)
@@ -82,17 +90,6 @@ pub async fn heartbeat(pool: &Pool, node_id: i64) -> Result<(), PlatformError> {
     Ok(())
 }
 
-pub async fn set_node_state(pool: &Pool, actor: Option<i64>, node_id: i64, state: NodeState) -> Result<(), PlatformError> {
-    let mut tx = pool.begin().await?;
-    let done = sqlx::query("UPDATE nodes SET state = ? WHERE id = ?").bind(state.as_str()).bind(node_id).execute(&mut *tx).await?;
-    if done.rows_affected() == 0 {
-        return Err(PlatformError::NotFound("node".into()));
-    }
-    audit::record(&mut *tx, actor, "node.state", &format!("node #{node_id} set {state}")).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
 /// The whole cluster as the scheduling core sees it, read inside the
 /// caller's transaction so the decision and its writes see the same state.
 pub async fn load_view(conn: &mut SqliteConnection) -> Result<ClusterView, PlatformError> {
@@ -130,6 +127,7 @@ pub struct NodeSummary {
     pub executor: String,
     pub docker_endpoint: String,
     pub state: String,
+    pub state_reason: String,
     pub last_heartbeat: i64,
     pub cpu_count: i64,
     pub memory_mb: i64,
@@ -141,7 +139,7 @@ pub struct NodeSummary {
 
 pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> {
     Ok(sqlx::query_as(
-        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.last_heartbeat, n.cpu_count, n.memory_mb,
+        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.last_heartbeat, n.cpu_count, n.memory_mb,
                 COUNT(g.id) AS gpu_total,
                 COUNT(g.id) - COUNT(mg.gpu_id) AS gpu_free,
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,

@@ -25,7 +25,17 @@ pub async fn connect(url: &str) -> Result<Pool, PlatformError> {
     .synchronous(SqliteSynchronous::Normal)
     .foreign_keys(true)
     .busy_timeout(Duration::from_secs(10));
-    let pool = SqlitePoolOptions::new().max_connections(8).connect_with(opts).await?;
+    // No idle reaper and no lifetime recycling: connections to a local file
+    // are cheap to keep, and sqlx 0.8's reaper has been seen to strand the
+    // pool's permits under load (a silent hang); acquiring is bounded so a
+    // starved pool fails with an error instead of waiting for ever.
+    let pool = SqlitePoolOptions::new()
+        .max_connections(8)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(opts)
+        .await?;
     Ok(pool)
 }
 

@@ -20,6 +20,10 @@ pub enum PlatformError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// The task's lease passed to another process (or the task was ended
+    /// by an admin, e.g. its node was marked lost): stop working on it.
+    #[error("lease lost: {0}")]
+    LeaseLost(String),
     #[error("database error")]
     Database(#[source] sqlx::Error),
     #[error("internal error: {0}")]

@@ -1,5 +1,6 @@
 //! The executor for each worker node, made on first use from the node's
-//! row (Docker endpoint, or the simulated executor) and then reused.
+//! row (its explicit Docker endpoint and volume directory, or the
+//! simulated executor) and then reused.
 
 use crate::{
     db::Pool,
@@ -8,20 +9,25 @@ use crate::{
 };
 use std::{
     collections::HashMap,
-    path::PathBuf,
     sync::{Arc, Mutex},
 };
 
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Fleet {
     executors: Arc<Mutex<HashMap<i64, Executor>>>,
-    /// Where loop-device volume images of local Docker nodes are kept.
-    volume_dir: PathBuf,
+}
+
+/// One node as the reconciler visits it: its executor, or why there is none.
+pub struct FleetNode {
+    pub id: i64,
+    pub name: String,
+    pub state: String,
+    pub executor: Result<Executor, PlatformError>,
 }
 
 impl Fleet {
-    pub fn new(volume_dir: impl Into<PathBuf>) -> Fleet {
-        Fleet { executors: Arc::default(), volume_dir: volume_dir.into() }
+    pub fn new() -> Fleet {
+        Fleet::default()
     }
 
     /// Uses `executor` for `node_id` (start-up wiring and tests).
@@ -33,25 +39,33 @@ impl Fleet {
         if let Some(e) = self.executors.lock().expect("fleet lock").get(&node_id) {
             return Ok(e.clone());
         }
-        let row: Option<(String, String)> = sqlx::query_as("SELECT executor, docker_endpoint FROM nodes WHERE id = ?")
+        let row: Option<(String, String, String)> = sqlx::query_as("SELECT executor, docker_endpoint, volume_dir FROM nodes WHERE id = ?")
             .bind(node_id)
             .fetch_optional(pool)
             .await?;
-        let (kind, endpoint) = row.ok_or_else(|| PlatformError::NotFound(format!("node #{node_id}")))?;
-        let executor: Executor = match kind.as_str() {
-            "docker" => DockerExecutor::connect_with_volume_dir(&endpoint, self.volume_dir.clone()).map_err(|e| PlatformError::Internal(e.to_string()))?.into(),
-            _ => SimulatedExecutor::new().into(),
-        };
+        let (kind, endpoint, volume_dir) = row.ok_or_else(|| PlatformError::NotFound(format!("node #{node_id}")))?;
+        let executor = executor_for(&kind, &endpoint, &volume_dir)?;
         Ok(self.executors.lock().expect("fleet lock").entry(node_id).or_insert(executor).clone())
     }
 
-    /// Every node with its executor, for the reconciler.
-    pub async fn all(&self, pool: &Pool) -> Result<Vec<(i64, String, Executor)>, PlatformError> {
-        let nodes: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM nodes ORDER BY id").fetch_all(pool).await?;
+    /// Every node with its executor (or the reason it has none), for the
+    /// reconciler: one misconfigured node never hides the others.
+    pub async fn all(&self, pool: &Pool) -> Result<Vec<FleetNode>, PlatformError> {
+        let nodes: Vec<(i64, String, String)> = sqlx::query_as("SELECT id, name, state FROM nodes ORDER BY id").fetch_all(pool).await?;
         let mut out = Vec::with_capacity(nodes.len());
-        for (id, name) in nodes {
-            out.push((id, name, self.executor(pool, id).await?));
+        for (id, name, state) in nodes {
+            out.push(FleetNode { executor: self.executor(pool, id).await, id, name, state });
         }
         Ok(out)
     }
+}
+
+/// The executor a node row describes.
+pub fn executor_for(kind: &str, endpoint: &str, volume_dir: &str) -> Result<Executor, PlatformError> {
+    let bad = |e: crate::executor::ExecError| PlatformError::BadRequest(e.to_string());
+    Ok(match kind {
+        "simulated" => SimulatedExecutor::new().into(),
+        _ if volume_dir.is_empty() => DockerExecutor::connect(endpoint).map_err(bad)?.into(),
+        _ => DockerExecutor::connect_with_volume_dir(endpoint, volume_dir).map_err(bad)?.into(),
+    })
 }

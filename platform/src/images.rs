@@ -43,7 +43,7 @@ pub async fn create_image(
     if description.chars().count() > 500 {
         return Err(gantry_core::ValidationError::TooLong { field: "description", max: 500 }.into());
     }
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::transitions::begin(pool).await?;
     if make_default {
         sqlx::query("UPDATE images SET is_default = 0").execute(&mut *tx).await?;
     }

@@ -13,9 +13,11 @@ pub mod reconcile;
 pub mod gpus;
 pub mod images;
 pub mod machines;
+pub mod nodes;
 pub mod password;
 pub mod policy;
 pub mod throttle;
+pub mod transitions;
 
 pub use error::PlatformError;
 

@@ -1,86 +1,159 @@
-//! The reconciler: compares what the database believes with what each
-//! node's Docker Engine has, and repairs the difference. Machines follow
-//! their containers (exited, vanished, running again); containers that
-//! Gantry labelled but no live machine owns are reported and removed.
+//! The reconciler and collector: compares what the database believes with
+//! what each node's Docker Engine has, and repairs the difference.
+//!
+//! - Machines follow their containers (exited, vanished, running again),
+//!   written only if the row is unchanged since it was read (its `rev`) and
+//!   no task works on the machine: a delete or restart that finishes in
+//!   between is never overwritten, and nothing is resurrected.
+//! - The collector removes, by label, every container of this installation
+//!   whose machine holds no GPUs (deleted, lost, failed create, unknown) —
+//!   the invariant's other half — and every data volume that no live
+//!   machine mounts and nobody kept.
+//! - Each node is visited on its own: an unreachable engine or a broken
+//!   endpoint is reported and skipped, and the next node is reconciled.
 
-use crate::{audit, db::Pool, executor::ContainerStatus, fleet::Fleet, now, PlatformError};
-use std::collections::HashMap;
+use crate::{audit, db::Pool, executor::{ContainerStatus, Executor}, fleet::Fleet, transitions, PlatformError};
+use gantry_core::task::MachineState;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
     /// "machine X: running → stopped (exit code 1)" and the like.
     pub changes: Vec<String>,
-    pub orphans_removed: Vec<String>,
-    /// Nodes whose engine did not answer; nothing about them was changed.
+    pub containers_collected: Vec<String>,
+    pub volumes_collected: Vec<String>,
+    /// Nodes whose engine did not answer (or could not be set up), with why.
     pub unreachable: Vec<String>,
 }
 
 pub async fn reconcile_once(pool: &Pool, fleet: &Fleet) -> Result<Report, PlatformError> {
     let mut report = Report::default();
     let instance = crate::machines::instance_id(pool).await?;
-    for (node_id, node_name, exec) in fleet.all(pool).await? {
-        let containers = match exec.list_managed(&instance).await {
-            Ok(list) => list,
-            Err(e) => {
-                tracing::warn!(node = %node_name, error = %e, "reconcile: engine unreachable");
-                report.unreachable.push(node_name);
-                continue;
-            }
+    for node in fleet.all(pool).await? {
+        let outcome = match &node.executor {
+            Ok(exec) => reconcile_node(pool, exec, &instance, node.id, &node.name, &mut report).await,
+            Err(e) => Err(e.to_string()),
         };
-        // Machines on this node that no task is working on right now.
-        let machines: Vec<(i64, String, String, Option<String>)> = sqlx::query_as(
-            "SELECT m.id, m.name, m.state, m.container_id FROM machines m
-             WHERE m.node_id = ? AND m.state <> 'deleted'
-               AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running'))",
-        )
-        .bind(node_id)
-        .fetch_all(pool)
-        .await?;
-        let by_id: HashMap<&str, ContainerStatus> = containers.iter().map(|c| (c.id.as_str(), c.status)).collect();
-        for (machine_id, name, state, container_id) in &machines {
-            let Some(container_id) = container_id else { continue };
-            let (next, exit_code, message) = match by_id.get(container_id.as_str()) {
-                Some(ContainerStatus::Running) => ("running", None, String::new()),
-                Some(ContainerStatus::Exited { code }) => ("stopped", Some(*code), format!("container exited with code {code}")),
-                Some(other) => ("failed", None, format!("container is {other:?}")),
-                None => ("failed", None, format!("container vanished from node {node_name}")),
-            };
-            // A failed machine whose container is still gone stays as it is.
-            if next != state.as_str() {
-                sqlx::query("UPDATE machines SET state = ?, exit_code = ?, message = ?, updated_at = ? WHERE id = ?")
-                    .bind(next)
-                    .bind(exit_code)
-                    .bind(&message)
-                    .bind(now())
-                    .bind(machine_id)
-                    .execute(pool)
-                    .await?;
-                let change = format!("machine {name}: {state} → {next}{}", if message.is_empty() { String::new() } else { format!(" ({message})") });
-                audit::record(pool, None, "reconcile.drift", &change).await?;
-                report.changes.push(change);
-            }
-        }
-        // Labelled containers that belong to no live machine on this node.
-        let live: Vec<i64> = sqlx::query_scalar("SELECT id FROM machines WHERE node_id = ? AND state <> 'deleted'")
-            .bind(node_id)
-            .fetch_all(pool)
-            .await?;
-        for c in &containers {
-            if c.machine_id.is_some_and(|id| live.contains(&id)) {
-                continue;
-            }
-            match exec.remove_container(&c.id).await {
-                Ok(()) => {
-                    let what = format!("orphan container {} ({}) on node {node_name} removed", c.name, &c.id[..c.id.len().min(12)]);
-                    audit::record(pool, None, "reconcile.orphan", &what).await?;
-                    tracing::warn!("{what}");
-                    report.orphans_removed.push(what);
-                }
-                Err(e) => tracing::warn!(container = %c.id, error = %e, "reconcile: could not remove orphan"),
-            }
+        if let Err(why) = outcome {
+            tracing::debug!(node = %node.name, %why, "reconcile: node skipped");
+            report.unreachable.push(format!("{}: {why}", node.name));
         }
     }
     Ok(report)
+}
+
+/// Machines on the node, read before the engine is asked, so a change made
+/// after this read shows up as a newer `rev` and the observation is dropped.
+struct Known {
+    id: i64,
+    name: String,
+    state: MachineState,
+    rev: i64,
+    container_id: Option<String>,
+    holds_gpus: bool,
+    volume: String,
+}
+
+async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i64, node_name: &str, report: &mut Report) -> Result<(), String> {
+    let db = |e: PlatformError| e.to_string();
+    let rows: Vec<(i64, String, String, i64, Option<String>, bool, String)> = sqlx::query_as(
+        "SELECT m.id, m.name, m.state, m.rev, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id), m.volume_name
+         FROM machines m WHERE m.node_id = ? AND m.state NOT IN ('deleted', 'lost')",
+    )
+    .bind(node_id)
+    .fetch_all(pool)
+    .await
+    .map_err(|e| db(e.into()))?;
+    let known: Vec<Known> = rows
+        .into_iter()
+        .filter_map(|(id, name, state, rev, container_id, holds_gpus, volume)| {
+            Some(Known { id, name, state: state.parse().ok()?, rev, container_id, holds_gpus, volume })
+        })
+        .collect();
+    let containers = exec.list_managed(instance).await.map_err(|e| e.to_string())?;
+    let volumes = exec.list_managed_volumes(instance).await.map_err(|e| e.to_string())?;
+
+    // 1. Machines follow their containers.
+    let by_id: HashMap<&str, ContainerStatus> = containers.iter().map(|c| (c.id.as_str(), c.status)).collect();
+    for m in known.iter().filter(|m| m.holds_gpus) {
+        let Some(container_id) = &m.container_id else { continue };
+        let (next, exit_code, message) = match by_id.get(container_id.as_str()) {
+            Some(ContainerStatus::Running) => (MachineState::Running, None, String::new()),
+            Some(ContainerStatus::Exited { code }) => (MachineState::Stopped, Some(*code), format!("container exited with code {code}")),
+            Some(other) => (MachineState::Failed, None, format!("container is {other:?}")),
+            None => (MachineState::Failed, None, format!("container vanished from node {node_name}")),
+        };
+        if next == m.state {
+            continue;
+        }
+        let mut tx = transitions::begin(pool).await.map_err(db)?;
+        if transitions::machine::observe_if_unchanged(&mut tx, m.id, m.rev, next, exit_code, &message).await.map_err(db)? {
+            let change = format!("machine {}: {} → {next}{}", m.name, m.state, if message.is_empty() { String::new() } else { format!(" ({message})") });
+            audit::record(&mut *tx, None, "reconcile.drift", &change).await.map_err(db)?;
+            tx.commit().await.map_err(|e| db(e.into()))?;
+            report.changes.push(change);
+        }
+    }
+
+    // 2. Containers of machines that hold no GPUs are garbage, wherever
+    //    they came from. Re-checked at removal time against the database.
+    let holders: HashSet<i64> = known.iter().filter(|m| m.holds_gpus).map(|m| m.id).collect();
+    for c in &containers {
+        if c.machine_id.is_some_and(|id| holders.contains(&id)) {
+            continue;
+        }
+        if let Some(id) = c.machine_id {
+            if holds_gpus_now(pool, id, node_id).await.map_err(db)? {
+                continue; // admitted after our read
+            }
+        }
+        match exec.remove_container(&c.id).await {
+            Ok(()) => {
+                let what = format!("container {} ({}) on node {node_name}: its machine holds no GPUs", c.name, &c.id[..c.id.len().min(12)]);
+                audit::record(pool, None, "collect.container", &what).await.map_err(db)?;
+                tracing::warn!("collected {what}");
+                report.containers_collected.push(what);
+            }
+            Err(e) => tracing::warn!(container = %c.id, error = %e, "collector: could not remove container"),
+        }
+    }
+
+    // 3. Volumes no live machine mounts and nobody kept.
+    let mounted: HashSet<&str> = known.iter().map(|m| m.volume.as_str()).collect();
+    for name in volumes.iter().filter(|v| !mounted.contains(v.as_str())) {
+        if volume_in_use_now(pool, name).await.map_err(db)? {
+            continue;
+        }
+        match exec.remove_volume(name).await {
+            Ok(()) => {
+                let what = format!("volume {name} on node {node_name}: no live machine mounts it and it was not kept");
+                audit::record(pool, None, "collect.volume", &what).await.map_err(db)?;
+                tracing::warn!("collected {what}");
+                report.volumes_collected.push(what);
+            }
+            // In use by a container that is itself about to be collected.
+            Err(e) => tracing::warn!(volume = %name, error = %e, "collector: could not remove volume"),
+        }
+    }
+    Ok(())
+}
+
+async fn holds_gpus_now(pool: &Pool, machine_id: i64, node_id: i64) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM machine_gpus mg JOIN machines m ON m.id = mg.machine_id WHERE m.id = ? AND m.node_id = ?)")
+        .bind(machine_id)
+        .bind(node_id)
+        .fetch_one(pool)
+        .await?)
+}
+
+async fn volume_in_use_now(pool: &Pool, name: &str) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM machines WHERE volume_name = ?1 AND state NOT IN ('deleted', 'lost'))
+             OR EXISTS (SELECT 1 FROM kept_volumes WHERE name = ?1)",
+    )
+    .bind(name)
+    .fetch_one(pool)
+    .await?)
 }
 
 /// Runs `reconcile_once` every `period` until the process ends.
@@ -89,8 +162,8 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
     loop {
         tick.tick().await;
         match reconcile_once(&pool, &fleet).await {
-            Ok(r) if !r.changes.is_empty() || !r.orphans_removed.is_empty() => {
-                tracing::info!(changes = ?r.changes, orphans = ?r.orphans_removed, "reconciled");
+            Ok(r) if !r.changes.is_empty() || !r.containers_collected.is_empty() || !r.volumes_collected.is_empty() => {
+                tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected, "reconciled");
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "reconcile failed"),

@@ -34,7 +34,7 @@ pub async fn check(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<(),
 
 pub async fn record_failure(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<(), PlatformError> {
     let now = now();
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::transitions::begin(pool).await?;
     for (key, policy) in keys {
         let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?")
             .bind(key)

@@ -23,7 +23,6 @@ struct Setup {
     admissions: Admissions,
     wake: Arc<Notify>,
     user: accounts::User,
-    dir: std::path::PathBuf,
 }
 
 async fn setup(nodes: u32, gpus_per_node: u32, executor: &str, quota: i64) -> Result<Setup, PlatformError> {
@@ -35,19 +34,32 @@ async fn setup(nodes: u32, gpus_per_node: u32, executor: &str, quota: i64) -> Re
     for n in 0..nodes {
         let name = format!("node-{n:04}");
         let gpus = gpus::simulated(&name, &sim);
-        cluster::register_node(&pool, NodeRegistration { name: &name, region_code: "local", docker_endpoint: "", executor, cpu_count: 64, memory_mb: 512_000, gpus: &gpus })
-            .await?;
+        let (endpoint, volume_dir) = match executor {
+            "docker" => ("unix:///var/run/docker.sock".to_string(), dir.join("volumes").to_string_lossy().into_owned()),
+            _ => (format!("simulated://{name}"), String::new()),
+        };
+        let reg = NodeRegistration {
+            name: &name,
+            region_code: "local",
+            docker_endpoint: &endpoint,
+            volume_dir: &volume_dir,
+            executor,
+            cpu_count: 64,
+            memory_mb: 512_000,
+            gpus: &gpus,
+        };
+        cluster::register_node(&pool, reg).await?;
     }
     images::ensure_default_image(&pool, "devbox", "gantry/devbox:latest", "bench").await?;
     accounts::create_group(&pool, None, "bench", quota).await?;
     let user = accounts::create_user(&pool, None, NewUser { username: "bench", password: "bench-password", role: Role::User, group: Some("bench") }).await?;
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
-    Ok(Setup { _dir: tmp, pool, admissions, wake, user, dir })
+    Ok(Setup { _dir: tmp, pool, admissions, wake, user })
 }
 
 fn request(s: &Setup, i: usize) -> CreateMachine {
-    CreateMachine { requester: s.user.clone(), name: format!("m{i}"), image_id: None, gpu_count: 1, gpu_model: None, volume_size_gb: 1 }
+    CreateMachine::new(s.user.clone(), format!("m{i}"), 1, 1)
 }
 
 /// (a) Durable admissions per second through the real admission path.
@@ -82,8 +94,8 @@ pub async fn docker(machines: usize) -> Result<(), PlatformError> {
     let raw = raw_engine(machines).await?;
 
     let s = setup(1, machines as u32, "docker", machines as i64).await?;
-    let fleet = Fleet::new(s.dir.join("volumes"));
-    let dispatcher = Dispatcher { pool: s.pool.clone(), fleet: fleet.clone(), wake: s.wake.clone(), parallel: machines.max(1) };
+    let fleet = Fleet::new();
+    let dispatcher = Dispatcher::new(s.pool.clone(), fleet.clone(), s.wake.clone(), machines);
     tokio::spawn(dispatcher.run());
     let started = Instant::now();
     let mut handles = Vec::new();
@@ -96,7 +108,7 @@ pub async fn docker(machines: usize) -> Result<(), PlatformError> {
     }
     // Wait for the dispatcher by watching the task table.
     loop {
-        let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE state NOT IN ('succeeded', 'failed')").fetch_one(&s.pool).await?;
+        let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE state NOT IN ('succeeded', 'failed', 'cancelled')").fetch_one(&s.pool).await?;
         if open == 0 {
             break;
         }
@@ -114,9 +126,9 @@ pub async fn docker(machines: usize) -> Result<(), PlatformError> {
     for c in exec.list_managed(&instance).await.map_err(|e| PlatformError::Internal(e.to_string()))? {
         let _ = exec.remove_container(&c.id).await;
     }
-    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM machines").fetch_all(&s.pool).await?;
-    for id in ids {
-        let _ = exec.remove_volume(&gantry_platform::machines::volume_name(&instance, id)).await;
+    let volumes: Vec<String> = sqlx::query_scalar("SELECT volume_name FROM machines").fetch_all(&s.pool).await?;
+    for name in volumes {
+        let _ = exec.remove_volume(&name).await;
     }
     Ok(())
 }

@@ -114,8 +114,8 @@ pub struct NodeArgs {
     /// How dev machines run: docker, simulated, or auto (docker when the engine answers).
     #[arg(long, env = "GANTRY_EXECUTOR", default_value = "auto", value_parser = ["auto", "docker", "simulated"])]
     pub executor: String,
-    /// Docker Engine endpoint: empty for the local socket, unix:///path or tcp://host:port.
-    #[arg(long, env = "GANTRY_DOCKER_ENDPOINT", default_value = "")]
+    /// Docker Engine endpoint of the local node: unix:///path, tcp://host:port or tls://host:port.
+    #[arg(long, env = "GANTRY_DOCKER_ENDPOINT", default_value = "unix:///var/run/docker.sock")]
     pub docker_endpoint: String,
     /// Simulated GPUs on this node when no NVIDIA driver is present.
     #[arg(long, env = "GANTRY_SIM_GPUS", default_value_t = 4)]

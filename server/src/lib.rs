@@ -54,7 +54,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
             tracing::info!("Gantry listening on http://{}", listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?);
             let services = services::start(&pool, &cli.db.data_dir, &args.node).await?;
-            let app = router::build_with(router::Options::from_args(&args), pool, services.admissions, services.dispatch).await?;
+            let app = router::build_with(router::Options::from_args(&args), pool, services.admissions, services.dispatch, services.fleet).await?;
             router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()))
         }
     }

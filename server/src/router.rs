@@ -68,7 +68,7 @@ fn leptos_options(opts: &Options) -> LeptosOptions {
 pub async fn build(opts: Options, pool: Pool) -> Result<Router, PlatformError> {
     let dispatch = Arc::new(tokio::sync::Notify::new());
     let admissions = gantry_platform::machines::Admissions::start(pool.clone(), dispatch.clone());
-    build_with(opts, pool, admissions, dispatch).await
+    build_with(opts, pool, admissions, dispatch, gantry_platform::fleet::Fleet::new()).await
 }
 
 /// The router over already-running background services.
@@ -77,6 +77,7 @@ pub async fn build_with(
     pool: Pool,
     admissions: gantry_platform::machines::Admissions,
     dispatch: Arc<tokio::sync::Notify>,
+    fleet: gantry_platform::fleet::Fleet,
 ) -> Result<Router, PlatformError> {
     let store = SqliteStore::new(pool.clone());
     tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(3600)));
@@ -92,6 +93,7 @@ pub async fn build_with(
         pool,
         admissions,
         dispatch,
+        fleet,
     };
     let routes = generate_route_list(App);
     let context = {

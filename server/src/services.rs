@@ -6,13 +6,13 @@ use crate::config::NodeArgs;
 use gantry_platform::{
     cluster::{self, NodeRegistration},
     db::Pool,
-    dispatch::{self, Dispatcher},
-    executor::{DockerExecutor, Executor, SimulatedExecutor},
+    dispatch::Dispatcher,
+    executor::{loopdev, DockerExecutor, Executor, SimulatedExecutor},
     fleet::Fleet,
     gpus::{self, GpuSource, SimulatedGpus},
     images,
     machines::Admissions,
-    reconcile, PlatformError,
+    nodes, reconcile, PlatformError,
 };
 use std::{path::Path, sync::Arc, time::Duration};
 use tokio::sync::Notify;
@@ -33,13 +33,24 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
             tracing::warn!(count = found.len(), model = %sim.model, "{reason}: this node reports SIMULATED GPUs")
         }
     }
-    let executor = choose_executor(args, data_dir).await;
+    let volume_dir = data_dir.join("volumes");
+    let partials = loopdev::remove_partials(&volume_dir);
+    if partials > 0 {
+        tracing::warn!(partials, "removed volume images left half-formatted by a crash");
+    }
+    let executor = choose_executor(args, &volume_dir).await;
+    let simulated_endpoint = format!("simulated://{}", args.node_name);
+    let (endpoint, volume_dir) = match executor {
+        Executor::Docker(_) => (args.docker_endpoint.as_str(), volume_dir.to_string_lossy().into_owned()),
+        Executor::Simulated(_) => (simulated_endpoint.as_str(), String::new()),
+    };
     let node_id = cluster::register_node(
         pool,
         NodeRegistration {
             name: &args.node_name,
             region_code: "local",
-            docker_endpoint: &args.docker_endpoint,
+            docker_endpoint: endpoint,
+            volume_dir: &volume_dir,
             executor: executor.kind(),
             cpu_count: std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1),
             memory_mb: total_memory_mb(),
@@ -47,20 +58,20 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
         },
     )
     .await?;
-    let fleet = Fleet::new(data_dir.join("volumes"));
-    fleet.insert(node_id, executor.clone());
+    let fleet = Fleet::new();
+    fleet.insert(node_id, executor);
     images::ensure_default_image(pool, "devbox", &args.default_image, "Gantry demo dev machine (busybox)").await?;
 
-    let resumed = dispatch::resume_interrupted(pool).await?;
-    if resumed > 0 {
-        tracing::warn!(resumed, "resuming tasks interrupted by the last shutdown");
-    }
+    // Tasks another process (or this one before a crash) left running are
+    // resumed by whichever dispatcher sees their lease expire — never
+    // while their runner still renews it.
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
-    let dispatcher = Dispatcher { pool: pool.clone(), fleet: fleet.clone(), wake: wake.clone(), parallel: args.dispatch_parallel.max(1) };
+    let dispatcher = Dispatcher::new(pool.clone(), fleet.clone(), wake.clone(), args.dispatch_parallel);
+    tracing::info!(owner = %dispatcher.owner, "dispatcher started");
     tokio::spawn(dispatcher.run());
     tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
-    tokio::spawn(heartbeat(pool.clone(), node_id, executor));
+    tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
     Ok(Services { admissions, dispatch: wake, fleet, node_id })
 }
 
@@ -78,13 +89,13 @@ fn total_memory_mb() -> i64 {
 
 /// `auto` uses Docker when the engine answers, else the simulated executor
 /// (labelled as such everywhere).
-async fn choose_executor(args: &NodeArgs, data_dir: &Path) -> Executor {
+async fn choose_executor(args: &NodeArgs, volume_dir: &Path) -> Executor {
     let simulated = || Executor::from(SimulatedExecutor::new());
     if args.executor == "simulated" {
         tracing::warn!("executor: SIMULATED (no containers are started)");
         return simulated();
     }
-    let docker = match DockerExecutor::connect_with_volume_dir(&args.docker_endpoint, data_dir.join("volumes")) {
+    let docker = match DockerExecutor::connect_with_volume_dir(&args.docker_endpoint, volume_dir) {
         Ok(d) => Executor::from(d),
         Err(e) if args.executor == "auto" => {
             tracing::warn!(error = %e, "executor: SIMULATED, the Docker endpoint is unusable");
@@ -108,23 +119,6 @@ async fn choose_executor(args: &NodeArgs, data_dir: &Path) -> Executor {
             // Explicitly docker: keep it; tasks retry until the engine is back.
             tracing::error!(error = %e, "executor: Docker Engine not answering yet");
             docker
-        }
-    }
-}
-
-/// Marks the node alive while its engine answers; a node whose engine is
-/// gone stops getting new machines once its heartbeat goes stale.
-async fn heartbeat(pool: Pool, node_id: i64, executor: Executor) {
-    let mut tick = tokio::time::interval(Duration::from_secs(10));
-    loop {
-        tick.tick().await;
-        match executor.ping().await {
-            Ok(_) => {
-                if let Err(e) = cluster::heartbeat(&pool, node_id).await {
-                    tracing::error!(error = %e, "heartbeat not recorded");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "engine not answering; heartbeat withheld"),
         }
     }
 }

@@ -41,7 +41,7 @@ pub async fn set_node_state(node_id: i64, state: String) -> Result<(), AppError>
     use gantry_core::alloc::NodeState;
     let admin = crate::state::require_admin()?;
     let state: NodeState = state.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| AppError::Invalid(e.to_string()).respond())?;
-    gantry_platform::cluster::set_node_state(&crate::state::pool()?, Some(admin.id), node_id, state).await?;
+    gantry_platform::transitions::node::set_state(&crate::state::pool()?, Some(admin.id), node_id, state, "").await?;
     Ok(())
 }
 

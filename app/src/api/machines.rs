@@ -86,6 +86,9 @@ pub async fn create_machine(
             gpu_count: input.gpu_count,
             gpu_model: input.gpu_model,
             volume_size_gb: input.volume_size_gb,
+            cpu_millis: None,
+            memory_mb: None,
+            kept_volume_id: None,
         })
         .await?;
     crate::state::wake_dispatcher();

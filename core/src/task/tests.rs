@@ -15,7 +15,7 @@ fn every_enum_round_trips_through_text() {
     }
     assert_eq!(TaskKind::ALL.len(), 5);
     assert_eq!(TaskState::ALL.len(), 6);
-    assert_eq!(MachineState::ALL.len(), 8);
+    assert_eq!(MachineState::ALL.len(), 9);
 }
 
 #[test]
@@ -27,7 +27,7 @@ fn text_forms_are_lowercase_words() {
     let texts: Vec<&str> = MachineState::ALL.iter().map(|m| m.as_str()).collect();
     assert_eq!(
         texts,
-        ["creating", "running", "stopped", "restarting", "reinstalling", "deleting", "deleted", "failed"]
+        ["creating", "running", "stopped", "restarting", "reinstalling", "deleting", "deleted", "failed", "lost"]
     );
 }
 
@@ -119,6 +119,7 @@ fn accepted_operations_table() {
         (M::Failed, K::Delete),
         (M::Failed, K::Restart),
         (M::Failed, K::Reinstall),
+        (M::Lost, K::Delete),
     ];
     for state in MachineState::ALL {
         for kind in TaskKind::ALL {
@@ -157,6 +158,16 @@ fn no_operation_overlaps_a_running_one() {
             assert!(accepts("m", during, *next).is_err(), "{during} accepted {next}");
         }
     }
+}
+
+#[test]
+fn only_tasks_that_have_not_started_can_be_cancelled() {
+    for s in TaskState::ALL {
+        let ok = s.cancellable().is_ok();
+        assert_eq!(ok, s.can_transition_to(TaskState::Cancelled), "{s}");
+    }
+    assert!(TaskState::Running.cancellable().unwrap_err().contains("cannot be cancelled"));
+    assert_eq!(TaskState::Succeeded.cancellable().unwrap_err(), "the task has already succeeded");
 }
 
 #[test]

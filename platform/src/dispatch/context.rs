@@ -12,15 +12,17 @@ pub struct MachineContext {
 }
 
 pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineContext, PlatformError> {
-    let row: Option<(String, String, String, String, Option<i64>, Option<String>, i64, Option<String>)> = sqlx::query_as(
-        "SELECT m.name, u.username, g.name, i.reference, m.node_id, n.name, m.volume_size_gb, m.container_id
+    type Row = (String, String, String, String, Option<i64>, Option<String>, String, i64, Option<String>, i64, i64, i64);
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT m.name, u.username, g.name, i.reference, m.node_id, n.name, m.volume_name, m.volume_size_gb, m.container_id,
+                m.cpu_millis, m.memory_mb, m.pids_limit
          FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
          JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id WHERE m.id = ?",
     )
     .bind(machine_id)
     .fetch_optional(pool)
     .await?;
-    let (name, owner, group, image, node_id, node_name, volume_size_gb, container_id) =
+    let (name, owner, group, image, node_id, node_name, volume_name, volume_size_gb, container_id, cpu_millis, memory_mb, pids_limit) =
         row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
     let node_id = node_id.ok_or_else(|| PlatformError::Internal(format!("machine {name} has no node")))?;
     let gpus: Vec<(i64, String)> = sqlx::query_as(
@@ -41,8 +43,9 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
             image,
             gpu_uuids: gpus.iter().map(|(_, u)| u.clone()).collect(),
             gpu_indexes: gpus.iter().map(|(i, _)| *i as u32).collect(),
-            volume_name: crate::machines::volume_name(&instance, machine_id),
+            volume_name,
             volume_size_gb,
+            limits: crate::executor::Limits { cpu_millis, memory_mb, pids: pids_limit },
         },
         node_id,
         node_name: node_name.unwrap_or_default(),

@@ -6,7 +6,6 @@
 //! first successful connection negotiates the API version down to the
 //! daemon's (bollard speaks 1.53; Debian's dockerd 20.10 speaks 1.41).
 
-use super::loopdev;
 use super::*;
 use bollard::errors::Error as BError;
 use bollard::{Docker, API_DEFAULT_VERSION};
@@ -35,7 +34,8 @@ struct Inner {
     /// As given, for messages ("unix:///var/run/docker.sock").
     endpoint: String,
     transport: Transport,
-    volume_dir: PathBuf,
+    /// Where loop-device volume images live; `None`: plain volumes only.
+    volume_dir: Option<PathBuf>,
     client: OnceCell<Docker>,
     /// Engine has an `nvidia` runtime; asked once, engines don't gain one live.
     nvidia: OnceCell<bool>,
@@ -60,14 +60,20 @@ impl DockerExecutor {
     /// HTTP), or `tls://host:port` / `https://host:port` (mutual TLS with
     /// `ca.pem`, `cert.pem`, `key.pem` from `GANTRY_DOCKER_CERT_DIR`, else
     /// `DOCKER_CERT_PATH`, else `~/.docker`, as the docker CLI does).
-    /// Does not contact the engine.
+    /// Does not contact the engine. Volumes are plain named volumes.
     pub fn connect(endpoint: &str) -> Result<Self, ExecError> {
-        Self::connect_with_volume_dir(endpoint, PathBuf::from(loopdev::DEFAULT_VOLUME_DIR))
+        Self::connect_inner(endpoint, None)
     }
 
-    /// Like [`connect`](Self::connect), with the directory that holds the
-    /// loop-volume image files.
+    /// Like [`connect`](Self::connect), with size-enforced loop-device
+    /// volumes whose images live in `volume_dir` — on a local engine only
+    /// (a `unix://` socket on this host): `losetup` must run where the
+    /// volume lives, so a remote engine keeps plain volumes and says why.
     pub fn connect_with_volume_dir(endpoint: &str, volume_dir: impl Into<PathBuf>) -> Result<Self, ExecError> {
+        Self::connect_inner(endpoint, Some(volume_dir.into()))
+    }
+
+    fn connect_inner(endpoint: &str, volume_dir: Option<PathBuf>) -> Result<Self, ExecError> {
         let endpoint = if endpoint.trim().is_empty() { "unix:///var/run/docker.sock" } else { endpoint.trim() };
         let transport = if let Some(path) = endpoint.strip_prefix("unix://") {
             Transport::Unix(path.to_string())
@@ -86,7 +92,7 @@ impl DockerExecutor {
             inner: Arc::new(Inner {
                 endpoint: endpoint.to_string(),
                 transport,
-                volume_dir: volume_dir.into(),
+                volume_dir,
                 client: OnceCell::new(),
                 nvidia: OnceCell::new(),
             }),
@@ -95,6 +101,18 @@ impl DockerExecutor {
 
     pub fn endpoint(&self) -> &str {
         &self.inner.endpoint
+    }
+
+    /// The loop-volume directory, or why this engine gets plain volumes.
+    pub(crate) fn block_volume_dir(&self) -> Result<&std::path::Path, String> {
+        match (&self.inner.transport, &self.inner.volume_dir) {
+            (_, None) => Err("no volume directory is configured for this node".into()),
+            (Transport::Unix(_), Some(dir)) => Ok(dir),
+            _ => Err(format!(
+                "node engine {} is remote: block volumes need a node-side helper, which Gantry does not have yet",
+                self.inner.endpoint
+            )),
+        }
     }
 
     async fn client(&self) -> Result<&Docker, ExecError> {

@@ -50,37 +50,62 @@ pub fn valid_volume_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
+/// `^/dev/loop[0-9]+$`: the only device paths ever handed to `losetup`, so
+/// a label cannot smuggle in an option (`-D` would detach every device) or
+/// another disk.
+pub fn valid_device(dev: &str) -> bool {
+    dev.strip_prefix("/dev/loop").is_some_and(|n| !n.is_empty() && n.len() <= 6 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 pub fn image_path(dir: &Path, volume: &str) -> PathBuf {
     dir.join(format!("{volume}.img"))
 }
 
+/// The image file named by a volume label, accepted only if it is exactly
+/// `<dir>/<volume>.img`.
+pub fn checked_image(dir: &Path, volume: &str, labelled: &str) -> Result<PathBuf, String> {
+    let expected = image_path(dir, volume);
+    if valid_volume_name(volume) && Path::new(labelled) == expected {
+        Ok(expected)
+    } else {
+        Err(format!("volume {volume}: image {labelled:?} is not {} — refusing to touch it", expected.display()))
+    }
+}
+
 /// Makes sure `<dir>/<volume>.img` exists, is formatted and attached.
 /// An existing image is never reformatted (it holds a machine's data: this
-/// is the re-attach path after a host restart or an interrupted create).
+/// is the re-attach path after a host restart or an interrupted create). A
+/// new image is formatted under a temporary name and renamed into place, so
+/// a crash during `mkfs` never leaves an unformatted image that looks done.
 pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<LoopVolume, String> {
     blocking(move || {
         if size_gb <= 0 {
             return Err(format!("volume size must be positive, got {size_gb} GB"));
         }
+        if !valid_volume_name(&volume) {
+            return Err(format!("invalid volume name {volume:?}"));
+        }
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let image = image_path(&dir, &volume);
         let fresh = !image.exists();
         if fresh {
+            let temp = dir.join(format!("{volume}.img.partial"));
             let setup = || -> Result<(), String> {
                 // set_len on a new file == `truncate -s NG`: sparse, no data written.
-                let f = std::fs::File::create(&image).map_err(|e| format!("cannot create {}: {e}", image.display()))?;
+                let f = std::fs::File::create(&temp).map_err(|e| format!("cannot create {}: {e}", temp.display()))?;
                 f.set_len(size_gb as u64 * 1024 * 1024 * 1024).map_err(|e| format!("cannot size image: {e}"))?;
-                run("mkfs.ext4", &["-q", "-F", path_str(&image)?])?;
-                Ok(())
+                run("mkfs.ext4", &["-q", "-F", "--", path_str(&temp)?])?;
+                f.sync_all().map_err(|e| format!("cannot sync {}: {e}", temp.display()))?;
+                std::fs::rename(&temp, &image).map_err(|e| format!("cannot rename {}: {e}", temp.display()))
             };
             if let Err(e) = setup() {
-                let _ = std::fs::remove_file(&image);
+                let _ = std::fs::remove_file(&temp);
                 return Err(e);
             }
         }
         let device = match attached_devices(&image)?.into_iter().next() {
             Some(dev) => dev,
-            None => match run("losetup", &["-f", "--show", path_str(&image)?]) {
+            None => match run("losetup", &["-f", "--show", "--", path_str(&image)?]) {
                 Ok(out) => out.trim().to_string(),
                 Err(e) => {
                     if fresh {
@@ -90,19 +115,38 @@ pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<Loo
                 }
             },
         };
+        if !valid_device(&device) {
+            return Err(format!("losetup answered an unexpected device {device:?}"));
+        }
         Ok(LoopVolume { device, image })
     })
     .await
 }
 
-/// Re-attaches `image` to exactly `device` (the one recorded in the Docker
-/// volume's options) if it is not attached there already.
+/// Before every start: `device` (recorded in the Docker volume) must be
+/// backed by `image`. Attached elsewhere or free after a host reboot, it
+/// is re-attached when free; a device that now holds another file is an
+/// error, never a mount (Linux would let a second mount of that disk happen).
 pub async fn ensure_attached(image: PathBuf, device: String) -> Result<(), String> {
     blocking(move || {
+        if !valid_device(&device) {
+            return Err(format!("recorded loop device {device:?} is not a loop device path"));
+        }
+        if !image.is_file() {
+            return Err(format!("volume image {} is missing", image.display()));
+        }
         if attached_devices(&image)?.contains(&device) {
             return Ok(());
         }
-        run("losetup", &[&device, path_str(&image)?]).map(|_| ())
+        let backing = run("losetup", &["--list", "--noheadings", "--output", "BACK-FILE", "--", &device]).unwrap_or_default();
+        let backing = backing.trim();
+        if !backing.is_empty() {
+            return Err(format!(
+                "{device} now holds {backing}, not {}; refusing to mount it (re-create the volume or free the device)",
+                image.display()
+            ));
+        }
+        run("losetup", &["--", &device, path_str(&image)?]).map(|_| ())
     })
     .await
 }
@@ -111,21 +155,33 @@ pub async fn ensure_attached(image: PathBuf, device: String) -> Result<(), Strin
 /// A missing image is fine (idempotent delete).
 pub async fn release(image: PathBuf) -> Result<(), String> {
     blocking(move || {
+        let _ = std::fs::remove_file(image.with_extension("img.partial"));
         if !image.exists() {
             return Ok(());
         }
         for dev in attached_devices(&image)? {
-            run("losetup", &["-d", &dev])?;
+            run("losetup", &[&format!("--detach={dev}")])?;
         }
         std::fs::remove_file(&image).map_err(|e| format!("cannot delete {}: {e}", image.display()))
     })
     .await
 }
 
-/// `losetup -j FILE` prints "/dev/loop0: [..]:inode (FILE)" per device.
-fn attached_devices(image: &Path) -> Result<Vec<String>, String> {
-    let out = run("losetup", &["-j", path_str(image)?])?;
-    Ok(out.lines().filter_map(|l| l.split(':').next()).filter(|d| d.starts_with("/dev/")).map(String::from).collect())
+/// Leftover `*.img.partial` files of creates that died during `mkfs`.
+pub fn remove_partials(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".img.partial"))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
+}
+
+/// `losetup --associated=FILE` prints "/dev/loop0: [..]:inode (FILE)" per
+/// device; anything that is not a loop device path is ignored.
+pub fn attached_devices(image: &Path) -> Result<Vec<String>, String> {
+    let out = run("losetup", &[&format!("--associated={}", path_str(image)?)])?;
+    Ok(out.lines().filter_map(|l| l.split(':').next()).filter(|d| valid_device(d)).map(String::from).collect())
 }
 
 fn run(program: &str, args: &[&str]) -> Result<String, String> {
@@ -164,6 +220,23 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Sen
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_paths() {
+        assert!(valid_device("/dev/loop0") && valid_device("/dev/loop127"));
+        for bad in ["-D", "/dev/loop", "/dev/sda", "/dev/loop1 ", "/dev/loop1/../sda", "/dev/loopx", "--detach-all"] {
+            assert!(!valid_device(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn images_stay_in_the_volume_dir() {
+        let dir = Path::new("/var/lib/gantry/volumes");
+        assert!(checked_image(dir, "gantry-a-m1-data", "/var/lib/gantry/volumes/gantry-a-m1-data.img").is_ok());
+        assert!(checked_image(dir, "gantry-a-m1-data", "/etc/shadow").is_err());
+        assert!(checked_image(dir, "gantry-a-m1-data", "/var/lib/gantry/volumes/../x/gantry-a-m1-data.img").is_err());
+        assert!(checked_image(dir, "../x", "/var/lib/gantry/x.img").is_err());
+    }
 
     #[test]
     fn volume_names() {

@@ -48,6 +48,22 @@ pub struct MachineSpec {
     pub gpu_indexes: Vec<u32>,
     pub volume_name: String,
     pub volume_size_gb: i64,
+    pub limits: Limits,
+}
+
+/// Resource limits of a machine's container, applied by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Thousandths of a CPU (Docker's NanoCPUs / 1e6).
+    pub cpu_millis: i64,
+    pub memory_mb: i64,
+    pub pids: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { cpu_millis: 2000, memory_mb: 4096, pids: 4096 }
+    }
 }
 
 impl MachineSpec {
@@ -198,7 +214,8 @@ impl Executor {
         dispatch!(self, e => e.stop_container(id))
     }
 
-    /// Force-removes; a missing container counts as removed.
+    /// Stops (with a grace period), then removes; a missing container
+    /// counts as removed.
     pub async fn remove_container(&self, id: &str) -> Result<(), ExecError> {
         dispatch!(self, e => e.remove_container(id))
     }
@@ -217,6 +234,11 @@ impl Executor {
     /// Containers of installation `instance` (running or not).
     pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
         dispatch!(self, e => e.list_managed(instance))
+    }
+
+    /// Names of the data volumes of installation `instance` on this engine.
+    pub async fn list_managed_volumes(&self, instance: &str) -> Result<Vec<String>, ExecError> {
+        dispatch!(self, e => e.list_managed_volumes(instance))
     }
 
     /// Runs `cmd` in the running container; returns exit code and

@@ -26,7 +26,10 @@ struct State {
     /// `None`: every image is present. `Some(list)`: only these.
     images: Option<HashSet<String>>,
     containers: HashMap<String, SimContainer>,
-    volumes: HashMap<String, VolumeInfo>,
+    /// Volume name → (info, installation).
+    volumes: HashMap<String, (VolumeInfo, String)>,
+    /// One-shot failures injected by tests: operation name → error.
+    faults: HashMap<&'static str, ExecError>,
 }
 
 #[derive(Debug, Clone)]
@@ -36,6 +39,16 @@ struct SimContainer {
     machine_id: i64,
     status: ContainerStatus,
     started_at: Option<String>,
+    gpu_uuids: Vec<String>,
+}
+
+/// What a test sees of a simulated container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimContainerView {
+    pub id: String,
+    pub machine_id: i64,
+    pub status: ContainerStatus,
+    pub gpu_uuids: Vec<String>,
 }
 
 /// Monotonic "start time", so every (re)start gets a distinct `started_at`
@@ -74,6 +87,30 @@ impl SimulatedExecutor {
         self.lock().volumes.keys().cloned().collect()
     }
 
+    pub fn containers(&self) -> Vec<SimContainerView> {
+        let s = self.lock();
+        s.containers
+            .iter()
+            .map(|(id, c)| SimContainerView { id: id.clone(), machine_id: c.machine_id, status: c.status, gpu_uuids: c.gpu_uuids.clone() })
+            .collect()
+    }
+
+    /// Makes the next call of `op` ("create_container", "start_container",
+    /// "remove_container", …) fail with `error`, once.
+    pub fn fail_next(&self, op: &'static str, error: ExecError) {
+        self.lock().faults.insert(op, error);
+    }
+
+    /// The lock for operation `op`: an injected fault or `Unavailable`
+    /// answers instead.
+    fn op(&self, op: &'static str) -> Result<std::sync::MutexGuard<'_, State>, ExecError> {
+        let mut s = self.state()?;
+        match s.faults.remove(op) {
+            Some(e) => Err(e),
+            None => Ok(s),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave State half-updated in
         // a way that matters for a simulation; keep going.
@@ -95,18 +132,18 @@ impl SimulatedExecutor {
     }
 
     pub async fn ensure_volume(&self, spec: &MachineSpec) -> Result<VolumeInfo, ExecError> {
-        let mut s = self.state()?;
+        let mut s = self.op("ensure_volume")?;
         let info = VolumeInfo { name: spec.volume_name.clone(), size_enforced: false, mountpoint: None };
-        Ok(s.volumes.entry(spec.volume_name.clone()).or_insert(info).clone())
+        Ok(s.volumes.entry(spec.volume_name.clone()).or_insert((info, spec.instance.clone())).0.clone())
     }
 
     pub async fn remove_volume(&self, name: &str) -> Result<(), ExecError> {
-        self.state()?.volumes.remove(name);
+        self.op("remove_volume")?.volumes.remove(name);
         Ok(())
     }
 
     pub async fn create_container(&self, spec: &MachineSpec) -> Result<ContainerInfo, ExecError> {
-        let mut s = self.state()?;
+        let mut s = self.op("create_container")?;
         if s.images.as_ref().is_some_and(|i| !i.contains(&spec.image)) {
             return Err(ExecError::ImageMissing(format!(
                 "image {} is not present on node simulated; build or load it first (Gantry never pulls)",
@@ -118,13 +155,20 @@ impl SimulatedExecutor {
             return Err(ExecError::Failed(format!("container {name} already exists")));
         }
         let id = format!("sim{:016x}", CLOCK.fetch_add(1, Ordering::Relaxed));
-        let c = SimContainer { name, instance: spec.instance.clone(), machine_id: spec.machine_id, status: ContainerStatus::Created, started_at: None };
+        let c = SimContainer {
+            name,
+            instance: spec.instance.clone(),
+            machine_id: spec.machine_id,
+            status: ContainerStatus::Created,
+            started_at: None,
+            gpu_uuids: spec.gpu_uuids.clone(),
+        };
         s.containers.insert(id.clone(), c);
         Ok(ContainerInfo { id })
     }
 
     pub async fn start_container(&self, id: &str) -> Result<(), ExecError> {
-        let mut s = self.state()?;
+        let mut s = self.op("start_container")?;
         let c = s.containers.get_mut(id).ok_or_else(|| not_found(id))?;
         if c.status != ContainerStatus::Running {
             c.status = ContainerStatus::Running;
@@ -134,7 +178,7 @@ impl SimulatedExecutor {
     }
 
     pub async fn restart_container(&self, id: &str) -> Result<(), ExecError> {
-        let mut s = self.state()?;
+        let mut s = self.op("restart_container")?;
         let c = s.containers.get_mut(id).ok_or_else(|| not_found(id))?;
         c.status = ContainerStatus::Running;
         c.started_at = Some(next_start());
@@ -142,7 +186,7 @@ impl SimulatedExecutor {
     }
 
     pub async fn stop_container(&self, id: &str) -> Result<(), ExecError> {
-        let mut s = self.state()?;
+        let mut s = self.op("stop_container")?;
         let c = s.containers.get_mut(id).ok_or_else(|| not_found(id))?;
         if c.status == ContainerStatus::Running {
             // The demo image exits 0 on SIGTERM; mirror that.
@@ -152,7 +196,7 @@ impl SimulatedExecutor {
     }
 
     pub async fn remove_container(&self, id: &str) -> Result<(), ExecError> {
-        self.state()?.containers.remove(id);
+        self.op("remove_container")?.containers.remove(id);
         Ok(())
     }
 
@@ -177,6 +221,11 @@ impl SimulatedExecutor {
                 status: c.status,
             })
             .collect())
+    }
+
+    pub async fn list_managed_volumes(&self, instance: &str) -> Result<Vec<String>, ExecError> {
+        let s = self.state()?;
+        Ok(s.volumes.iter().filter(|(_, (_, i))| i == instance).map(|(n, _)| n.clone()).collect())
     }
 
     /// `echo ARGS…` prints them; anything else succeeds silently.
@@ -214,6 +263,7 @@ mod tests {
             gpu_indexes: vec![0],
             volume_name: format!("gantry-v{machine_id}"),
             volume_size_gb: 1,
+            limits: Limits::default(),
         }
     }
 

@@ -7,9 +7,19 @@
 //! lock across processes) is what keeps quota exact under any concurrency.
 
 use super::{VOLUME_GB_MAX, VOLUME_GB_MIN};
-use crate::{accounts::User, audit, cluster, db::Pool, error::is_unique_violation, now, PlatformError};
+use crate::{
+    accounts::User,
+    audit, cluster,
+    db::Pool,
+    error::is_unique_violation,
+    executor::Limits,
+    now,
+    transitions::{self, task::NewTask},
+    PlatformError,
+};
 use gantry_core::{
-    alloc::{AllocationRequest, ClusterIndex, GroupPolicy},
+    alloc::{allocate, AllocationRequest, ClusterIndex, ClusterView, GroupPolicy},
+    task::{TaskKind, TaskState},
     validate,
 };
 use sqlx::SqliteConnection;
@@ -29,6 +39,41 @@ pub struct CreateMachine {
     /// None: any model the group may use.
     pub gpu_model: Option<String>,
     pub volume_size_gb: i64,
+    /// None: the defaults ([`Limits::default`]).
+    pub cpu_millis: Option<i64>,
+    pub memory_mb: Option<i64>,
+    /// Create the machine on this kept volume (its node, its size).
+    pub kept_volume_id: Option<i64>,
+}
+
+impl CreateMachine {
+    /// A request with default limits and a new volume.
+    pub fn new(requester: User, name: impl Into<String>, gpu_count: u32, volume_size_gb: i64) -> CreateMachine {
+        CreateMachine {
+            requester,
+            name: name.into(),
+            image_id: None,
+            gpu_count,
+            gpu_model: None,
+            volume_size_gb,
+            cpu_millis: None,
+            memory_mb: None,
+            kept_volume_id: None,
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        let d = Limits::default();
+        Limits { cpu_millis: self.cpu_millis.unwrap_or(d.cpu_millis), memory_mb: self.memory_mb.unwrap_or(d.memory_mb), pids: d.pids }
+    }
+}
+
+/// A kept volume a create asked for: where it lives and how big it is.
+#[derive(Debug, Clone)]
+struct KeptVolume {
+    name: String,
+    node_id: i64,
+    size_gb: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +115,12 @@ fn check_request(req: &CreateMachine) -> Result<(), PlatformError> {
     validate::name("machine name", &req.name)?;
     validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
     validate::in_range("volume size (GB)", req.volume_size_gb, VOLUME_GB_MIN, VOLUME_GB_MAX)?;
+    if let Some(cpu) = req.cpu_millis {
+        validate::in_range("CPU (thousandths)", cpu, 100, 256_000)?;
+    }
+    if let Some(mem) = req.memory_mb {
+        validate::in_range("memory (MB)", mem, 64, 4 * 1024 * 1024)?;
+    }
     if let Some(model) = &req.gpu_model {
         if model.is_empty() || model.len() > 64 {
             return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
@@ -133,8 +184,31 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
             }
         };
         let policy = policies.get_mut(&group_id).expect("loaded above");
+        if let Err(refusal) = check_limits(&mut tx, req, policy).await? {
+            results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+            continue;
+        }
+        let kept = match req.kept_volume_id {
+            None => None,
+            Some(id) => match take_kept_volume(&mut tx, req, id).await? {
+                Ok(kept) => Some(kept),
+                Err(refusal) => {
+                    results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+                    continue;
+                }
+            },
+        };
         let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
-        let alloc = match index.allocate(policy, &request) {
+        let decided = match &kept {
+            // A kept volume lives on one node: the machine must go there.
+            Some(k) => {
+                let full = index.to_view();
+                let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| n.id == k.node_id).collect(), ..full };
+                allocate(&only, policy, &request, now)
+            }
+            None => index.allocate(policy, &request),
+        };
+        let alloc = match decided {
             Ok(alloc) => alloc,
             Err(refusal) => {
                 results.push(Err(refuse(&mut tx, req, refusal.to_string(), now).await?));
@@ -143,7 +217,7 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         };
         // The live-name unique index answers "name taken" without a look-up;
         // a failed statement leaves the transaction intact.
-        let Some(admitted) = record_admission(&mut tx, req, image, &alloc, now).await? else {
+        let Some(admitted) = record_admission(&mut tx, req, image, &alloc, kept.as_ref(), now).await? else {
             results.push(Err(PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name))));
             continue;
         };
@@ -209,20 +283,61 @@ async fn resolve_image(conn: &mut SqliteConnection, req: &CreateMachine) -> Resu
 
 /// Records a refused create as a failed task (so it shows in the task list
 /// with its reason) and returns the error for the requester.
-async fn refuse(conn: &mut SqliteConnection, req: &CreateMachine, reason: String, now: i64) -> Result<PlatformError, PlatformError> {
-    sqlx::query(
-        "INSERT INTO tasks (kind, machine_id, machine_name, requester_id, group_id, state, progress, message, created_at, updated_at)
-         VALUES ('create', NULL, ?, ?, ?, 'failed', 0, ?, ?, ?)",
-    )
-    .bind(&req.name)
-    .bind(req.requester.id)
-    .bind(req.requester.group_id)
-    .bind(&reason)
-    .bind(now)
-    .bind(now)
-    .execute(&mut *conn)
-    .await?;
+async fn refuse(conn: &mut SqliteConnection, req: &CreateMachine, reason: String, _now: i64) -> Result<PlatformError, PlatformError> {
+    let task_id = transitions::task::insert_pending(conn, &new_task(req, None, "accepted")).await?;
+    transitions::task::set_state(conn, task_id, TaskState::Pending, TaskState::Failed, &reason).await?;
     Ok(PlatformError::Refused(reason))
+}
+
+fn new_task<'a>(req: &'a CreateMachine, machine_id: Option<i64>, message: &'a str) -> NewTask<'a> {
+    NewTask {
+        kind: TaskKind::Create,
+        machine_id,
+        machine_name: &req.name,
+        requester_id: req.requester.id,
+        group_id: req.requester.group_id,
+        keep_volume: false,
+        message,
+    }
+}
+
+/// CPU and memory within the group's per-machine limits.
+async fn check_limits(conn: &mut SqliteConnection, req: &CreateMachine, policy: &GroupPolicy) -> Result<Result<(), String>, PlatformError> {
+    let (max_cpus, max_mem_gb): (i64, i64) =
+        sqlx::query_as("SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
+            .bind(req.requester.group_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let limits = req.limits();
+    if limits.cpu_millis > max_cpus * 1000 {
+        return Ok(Err(format!(
+            "group {} may use at most {max_cpus} CPU(s) per machine; this machine asks for {}",
+            policy.group_name,
+            limits.cpu_millis as f64 / 1000.0
+        )));
+    }
+    if limits.memory_mb > max_mem_gb * 1024 {
+        return Ok(Err(format!(
+            "group {} may use at most {max_mem_gb} GB of memory per machine; this machine asks for {} MB",
+            policy.group_name, limits.memory_mb
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// The kept volume, if the requester's group owns it. It stops being
+/// "kept" only when the machine that mounts it is written.
+async fn take_kept_volume(conn: &mut SqliteConnection, req: &CreateMachine, id: i64) -> Result<Result<KeptVolume, String>, PlatformError> {
+    let row: Option<(String, i64, i64, i64)> = sqlx::query_as("SELECT name, node_id, size_gb, group_id FROM kept_volumes WHERE id = ?")
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    match row {
+        Some((name, node_id, size_gb, group_id)) if group_id == req.requester.group_id || req.requester.role.is_admin() => {
+            Ok(Ok(KeptVolume { name, node_id, size_gb }))
+        }
+        _ => Ok(Err("the chosen kept volume does not exist".to_string())),
+    }
 }
 
 /// Writes the machine, its GPUs and its task; `None` when the owner already
@@ -232,12 +347,18 @@ async fn record_admission(
     req: &CreateMachine,
     image_id: i64,
     alloc: &gantry_core::alloc::Allocation,
+    kept: Option<&KeptVolume>,
     now: i64,
 ) -> Result<Option<Admitted>, PlatformError> {
     let n = i64::from(req.gpu_count);
+    let limits = req.limits();
+    // A new volume's name derives from the machine id, known after insert.
+    let volume = kept.map(|k| k.name.clone()).unwrap_or_else(|| format!("pending-{}", rand::random::<u64>()));
+    let size = kept.map(|k| k.size_gb).unwrap_or(req.volume_size_gb);
     let inserted = sqlx::query_scalar(
-        "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_size_gb, state, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?) RETURNING id",
+        "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_name, volume_size_gb,
+                               cpu_millis, memory_mb, pids_limit, state, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?) RETURNING id",
     )
     .bind(&req.name)
     .bind(req.requester.id)
@@ -246,7 +367,11 @@ async fn record_admission(
     .bind(n)
     .bind(&alloc.model)
     .bind(alloc.node_id)
-    .bind(req.volume_size_gb)
+    .bind(&volume)
+    .bind(size)
+    .bind(limits.cpu_millis)
+    .bind(limits.memory_mb)
+    .bind(limits.pids)
     .bind(now)
     .bind(now)
     .fetch_one(&mut *conn)
@@ -256,6 +381,15 @@ async fn record_admission(
         Err(e) if is_unique_violation(&e) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
+    match kept {
+        None => {
+            let sql = format!("UPDATE machines SET volume_name = {} WHERE id = ?", super::VOLUME_NAME_SQL);
+            sqlx::query(&sql).bind(machine_id).execute(&mut *conn).await?;
+        }
+        Some(k) => {
+            sqlx::query("DELETE FROM kept_volumes WHERE name = ?").bind(&k.name).execute(&mut *conn).await?;
+        }
+    }
     // One statement for all its GPUs; the primary key on gpu_id makes
     // holding a GPU twice impossible.
     let placeholders = vec!["?"; alloc.gpus.len()].join(", ");
@@ -268,19 +402,9 @@ async fn record_admission(
         return Err(PlatformError::Internal(format!("GPUs of machine {} vanished during admission", req.name)));
     }
     let gpu_list = alloc.gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
-    let task_id: i64 = sqlx::query_scalar(
-        "INSERT INTO tasks (kind, machine_id, machine_name, requester_id, group_id, state, progress, message, created_at, updated_at)
-         VALUES ('create', ?, ?, ?, ?, 'scheduled', 0, ?, ?, ?) RETURNING id",
-    )
-    .bind(machine_id)
-    .bind(&req.name)
-    .bind(req.requester.id)
-    .bind(req.requester.group_id)
-    .bind(format!("allocated {n} × {} on {} (GPU {gpu_list})", alloc.model, alloc.node_name))
-    .bind(now)
-    .bind(now)
-    .fetch_one(&mut *conn)
-    .await?;
+    let task_id = transitions::task::insert_pending(conn, &new_task(req, Some(machine_id), "accepted")).await?;
+    let placed = format!("allocated {n} × {} on {} (GPU {gpu_list})", alloc.model, alloc.node_name);
+    transitions::task::set_state(conn, task_id, TaskState::Pending, TaskState::Scheduled, &placed).await?;
     Ok(Some(Admitted {
         machine_id,
         task_id,

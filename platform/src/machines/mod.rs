@@ -4,10 +4,12 @@
 mod admission;
 mod ops;
 mod views;
+mod volumes;
 
 pub use admission::{Admissions, Admitted, CreateMachine};
-pub use ops::{release_gpus, request_operation, set_task_progress, OperationRequest};
+pub use ops::{request_operation, OperationRequest};
 pub use views::{list_machines, list_tasks, machine_detail, MachineView, TaskView};
+pub use volumes::{delete_kept_volume, list_kept_volumes, KeptVolumeView};
 
 use crate::accounts::User;
 
@@ -17,7 +19,7 @@ pub const VOLUME_GB_MAX: i64 = 4096;
 
 /// Who may see or touch what: admins everything, others their own group's.
 /// Applied as a SQL condition so isolation is enforced in one place.
-pub(crate) fn visibility(viewer: &User, group_column: &str) -> (String, i64) {
+pub fn visibility(viewer: &User, group_column: &str) -> (String, i64) {
     if viewer.role.is_admin() {
         ("1 = 1 OR ? IS NULL".to_string(), 0)
     } else {
@@ -25,14 +27,15 @@ pub(crate) fn visibility(viewer: &User, group_column: &str) -> (String, i64) {
     }
 }
 
-/// The Docker volume of machine `id` in installation `instance`. Derived,
-/// never stored; `VOLUME_NAME_SQL` is the same rule for queries on `m`.
+/// The Docker volume a new machine `id` of installation `instance` gets
+/// (stored in `machines.volume_name`; a machine made on a kept volume
+/// records that one instead). `VOLUME_NAME_SQL` is the same rule in SQL.
 pub fn volume_name(instance: &str, machine_id: i64) -> String {
     format!("gantry-{instance}-m{machine_id}-data")
 }
 
 pub(crate) const VOLUME_NAME_SQL: &str =
-    "('gantry-' || (SELECT value FROM settings WHERE key = 'instance_id') || '-m' || m.id || '-data')";
+    "('gantry-' || (SELECT value FROM settings WHERE key = 'instance_id') || '-m' || id || '-data')";
 
 /// This installation's id (see `executor::LABEL_INSTANCE`).
 pub async fn instance_id<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<String, crate::PlatformError> {

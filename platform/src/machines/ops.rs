@@ -1,10 +1,16 @@
-//! Operations on existing machines (restart, reinstall, delete) and the
-//! bookkeeping the dispatcher shares: progress, and giving GPUs back.
+//! Operations on existing machines (restart, reinstall, delete): accepted
+//! only in a state that allows them, one at a time, and restart/reinstall
+//! only while the machine holds every GPU it needs.
 
 use super::visibility;
-use crate::{accounts::User, audit, db::Pool, now, PlatformError};
-use gantry_core::task::{accepts, MachineState, TaskKind};
-use sqlx::SqliteConnection;
+use crate::{
+    accounts::User,
+    audit,
+    db::Pool,
+    transitions::{self, task::NewTask},
+    PlatformError,
+};
+use gantry_core::task::{accepts, MachineState, TaskKind, TaskState};
 
 #[derive(Debug, Clone)]
 pub struct OperationRequest {
@@ -20,71 +26,51 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     if matches!(op.kind, TaskKind::Create | TaskKind::Snapshot) {
         return Err(PlatformError::BadRequest(format!("{} is not an operation on an existing machine", op.kind)));
     }
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(requester, "group_id");
-    let row: Option<(String, String, i64)> = sqlx::query_as(&format!("SELECT name, state, group_id FROM machines WHERE id = ? AND ({cond})"))
+    let row: Option<(i64,)> = sqlx::query_as(&format!("SELECT id FROM machines WHERE id = ? AND ({cond})"))
         .bind(op.machine_id)
         .bind(bind)
         .fetch_optional(&mut *tx)
         .await?;
     // Another group's machine is "not found": its existence is not ours to know.
-    let (name, state, group_id) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    let state: MachineState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
-    accepts(&name, state, op.kind).map_err(PlatformError::Conflict)?;
+    row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let cur = transitions::machine::current(&mut tx, op.machine_id).await?;
+    accepts(&cur.name, cur.state, op.kind).map_err(PlatformError::Conflict)?;
+    if matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall) {
+        gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Conflict)?;
+    }
+    if op.kind == TaskKind::Delete && op.keep_volume && cur.state == MachineState::Lost {
+        return Err(PlatformError::Conflict(format!("machine {}'s node was lost; its volume cannot be kept", cur.name)));
+    }
     let busy: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running')")
         .bind(op.machine_id)
         .fetch_one(&mut *tx)
         .await?;
     if busy > 0 {
-        return Err(PlatformError::Conflict(format!("machine {name} is busy with another operation; wait for it to finish")));
+        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
     }
-    let now = now();
-    let task_id: i64 = sqlx::query_scalar(
-        "INSERT INTO tasks (kind, machine_id, machine_name, requester_id, group_id, state, progress, message, keep_volume, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, 'scheduled', 0, 'queued', ?, ?, ?) RETURNING id",
+    let task_id = transitions::task::insert_pending(
+        &mut tx,
+        &NewTask {
+            kind: op.kind,
+            machine_id: Some(op.machine_id),
+            machine_name: &cur.name,
+            requester_id: requester.id,
+            group_id: cur.group_id,
+            keep_volume: op.keep_volume,
+            message: "accepted",
+        },
     )
-    .bind(op.kind.as_str())
-    .bind(op.machine_id)
-    .bind(&name)
-    .bind(requester.id)
-    .bind(group_id)
-    .bind(op.keep_volume)
-    .bind(now)
-    .bind(now)
-    .fetch_one(&mut *tx)
     .await?;
+    // The machine's node is known, so the task is ready for a dispatcher.
+    transitions::task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, "queued").await?;
     let detail = if op.kind == TaskKind::Delete && op.keep_volume {
-        format!("{} machine {name} (keeping its volume)", op.kind)
+        format!("{} machine {} (keeping its volume)", op.kind, cur.name)
     } else {
-        format!("{} machine {name}", op.kind)
+        format!("{} machine {}", op.kind, cur.name)
     };
     audit::record(&mut *tx, Some(requester.id), &format!("machine.{}", op.kind), &detail).await?;
     tx.commit().await?;
     Ok(task_id)
-}
-
-pub async fn set_task_progress(pool: &Pool, task_id: i64, progress: i64, message: &str) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE tasks SET progress = ?, message = ?, updated_at = ? WHERE id = ?")
-        .bind(progress.clamp(0, 100))
-        .bind(message)
-        .bind(now())
-        .bind(task_id)
-        .execute(pool)
-        .await?;
-    Ok(())
-}
-
-/// Frees the GPUs a machine holds and refunds its group's quota, inside the
-/// caller's transaction. Idempotent: a machine holding nothing refunds 0.
-pub async fn release_gpus(conn: &mut SqliteConnection, machine_id: i64) -> Result<i64, PlatformError> {
-    let held: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = ?").bind(machine_id).fetch_one(&mut *conn).await?;
-    if held > 0 {
-        sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?").bind(machine_id).execute(&mut *conn).await?;
-        sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use - ? WHERE id = (SELECT group_id FROM machines WHERE id = ?)")
-            .bind(held)
-            .bind(machine_id)
-            .execute(&mut *conn)
-            .await?;
-    }
-    Ok(held)
 }

@@ -1,6 +1,6 @@
 //! What the portal lists: machines and tasks, filtered by who is looking.
 
-use super::{visibility, VOLUME_NAME_SQL};
+use super::visibility;
 use crate::{accounts::User, db::Pool, PlatformError};
 use serde::Serialize;
 
@@ -20,6 +20,8 @@ pub struct MachineView {
     pub volume_name: String,
     pub volume_size_gb: i64,
     pub volume_enforced: bool,
+    pub cpu_millis: i64,
+    pub memory_mb: i64,
     pub container_id: Option<String>,
     pub state: String,
     pub exit_code: Option<i64>,
@@ -34,7 +36,7 @@ fn machine_select() -> String {
            COALESCE((SELECT GROUP_CONCAT(gp.idx) FROM (SELECT gp.idx FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id
                      WHERE mg.machine_id = m.id ORDER BY gp.idx) gp), '') AS gpu_indexes,
            COALESCE((SELECT MAX(gp.simulated) FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id WHERE mg.machine_id = m.id), 0) AS simulated,
-           n.name AS node, {VOLUME_NAME_SQL} AS volume_name, m.volume_size_gb, m.volume_enforced, m.container_id, m.state, m.exit_code, m.message,
+           n.name AS node, m.volume_name, m.volume_size_gb, m.volume_enforced, m.cpu_millis, m.memory_mb, m.container_id, m.state, m.exit_code, m.message,
            m.created_at, m.updated_at
     FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
     JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id")

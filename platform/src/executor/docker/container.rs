@@ -56,6 +56,13 @@ impl DockerExecutor {
                     ..Default::default()
                 }]),
                 device_requests,
+                nano_cpus: Some(spec.limits.cpu_millis * 1_000_000),
+                memory: Some(spec.limits.memory_mb * 1024 * 1024),
+                pids_limit: Some(spec.limits.pids),
+                // Docker's default capability set (nothing added), and no
+                // privilege gain through setuid binaries.
+                security_opt: Some(vec!["no-new-privileges:true".into()]),
+                privileged: Some(false),
                 // The reconciler owns desired state; the engine must not revive.
                 restart_policy: Some(RestartPolicy {
                     name: Some(RestartPolicyNameEnum::NO),
@@ -100,7 +107,15 @@ impl DockerExecutor {
         c.stop_container(id, Some(opts)).await.map_err(|e| self.err(e, &format!("stop container {id}")))
     }
 
+    /// Stops with the grace period first, so the machine's processes can
+    /// flush to the volume, then removes.
     pub async fn remove_container(&self, id: &str) -> Result<(), ExecError> {
+        match self.stop_container(id).await {
+            Ok(()) | Err(ExecError::NotFound(_)) => {}
+            Err(e @ ExecError::Unavailable(_)) => return Err(e),
+            // Already stopped (304) and the like: removal decides.
+            Err(_) => {}
+        }
         let opts = RemoveContainerOptions { force: true, ..Default::default() };
         match self.client().await?.remove_container(id, Some(opts)).await {
             Ok(()) => Ok(()),

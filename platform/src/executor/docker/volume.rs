@@ -5,8 +5,8 @@ use super::super::loopdev::{self, LABEL_LOOP_DEVICE, LABEL_LOOP_IMAGE, LABEL_SIZ
 use super::super::*;
 use super::DockerExecutor;
 use bollard::models::VolumeCreateRequest;
+use bollard::query_parameters::ListVolumesOptions;
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 impl DockerExecutor {
     pub async fn ensure_volume(&self, spec: &MachineSpec) -> Result<VolumeInfo, ExecError> {
@@ -17,19 +17,11 @@ impl DockerExecutor {
         let docker = self.client().await?;
         match docker.inspect_volume(name).await {
             Ok(v) => {
-                let enforced = match (v.labels.get(LABEL_LOOP_IMAGE), v.options.get("device")) {
-                    // Existing loop volume: its loop device may be gone after a
-                    // host restart; re-attach the same device its options name.
-                    (Some(image), Some(dev)) => match loopdev::ensure_attached(image.into(), dev.clone()).await {
-                        Ok(()) => true,
-                        Err(e) => {
-                            tracing::warn!(volume = %name, error = %e, "cannot re-attach loop device; the volume will not mount");
-                            false
-                        }
-                    },
-                    _ => false,
-                };
-                return Ok(volume_info(&v, enforced));
+                if let Some(image) = v.labels.get(LABEL_LOOP_IMAGE) {
+                    self.check_loop_backing(name, image, v.options.get("device").map(String::as_str)).await?;
+                    return Ok(volume_info(&v, true));
+                }
+                return Ok(volume_info(&v, false));
             }
             Err(e) => match self.err(e, "inspect volume") {
                 ExecError::NotFound(_) => {}
@@ -42,39 +34,33 @@ impl DockerExecutor {
             (LABEL_MACHINE.to_string(), spec.machine_id.to_string()),
             (LABEL_SIZE_GB.to_string(), spec.volume_size_gb.to_string()),
         ]);
-        let why_not = match loopdev::enabled() {
+        let why_not = match self.block_volume_dir().and_then(|dir| loopdev::enabled().map(|()| dir.to_path_buf())) {
             Err(why) => why,
-            Ok(()) => {
-                match loopdev::provision(self.inner.volume_dir.clone(), name.clone(), spec.volume_size_gb).await {
-                    Err(why) => why,
-                    Ok(lv) => {
-                        let image = lv.image.to_string_lossy().into_owned();
-                        let mut loop_labels = labels.clone();
-                        loop_labels.insert(LABEL_LOOP_DEVICE.into(), lv.device.clone());
-                        loop_labels.insert(LABEL_LOOP_IMAGE.into(), image.clone());
-                        let req = VolumeCreateRequest {
-                            name: Some(name.clone()),
-                            driver: Some("local".into()),
-                            driver_opts: Some(HashMap::from([
-                                ("type".into(), "ext4".into()),
-                                ("device".into(), lv.device),
-                            ])),
-                            labels: Some(loop_labels),
-                            ..Default::default()
-                        };
-                        match docker.create_volume(req).await {
-                            Ok(v) => return Ok(volume_info(&v, true)),
-                            Err(e) => {
-                                let _ = loopdev::release(lv.image).await;
-                                match self.err(e, "create volume") {
-                                    e @ ExecError::Unavailable(_) => return Err(e),
-                                    e => e.to_string(),
-                                }
+            Ok(dir) => match loopdev::provision(dir, name.clone(), spec.volume_size_gb).await {
+                Err(why) => why,
+                Ok(lv) => {
+                    let mut loop_labels = labels.clone();
+                    loop_labels.insert(LABEL_LOOP_DEVICE.into(), lv.device.clone());
+                    loop_labels.insert(LABEL_LOOP_IMAGE.into(), lv.image.to_string_lossy().into_owned());
+                    let req = VolumeCreateRequest {
+                        name: Some(name.clone()),
+                        driver: Some("local".into()),
+                        driver_opts: Some(HashMap::from([("type".into(), "ext4".into()), ("device".into(), lv.device)])),
+                        labels: Some(loop_labels),
+                        ..Default::default()
+                    };
+                    match docker.create_volume(req).await {
+                        Ok(v) => return Ok(volume_info(&v, true)),
+                        Err(e) => {
+                            let _ = loopdev::release(lv.image).await;
+                            match self.err(e, "create volume") {
+                                e @ ExecError::Unavailable(_) => return Err(e),
+                                e => e.to_string(),
                             }
                         }
                     }
                 }
-            }
+            },
         };
         tracing::warn!(volume = %name, size_gb = spec.volume_size_gb, reason = %why_not,
             "loop-device volume unavailable; using a plain named volume whose size is NOT enforced");
@@ -84,15 +70,21 @@ impl DockerExecutor {
         Ok(volume_info(&v, false))
     }
 
+    /// The recorded loop device must be backed by this volume's image
+    /// (re-attached after a reboot); anything else refuses the start.
+    async fn check_loop_backing(&self, name: &str, image: &str, device: Option<&str>) -> Result<(), ExecError> {
+        let refuse = |why: String| ExecError::Failed(format!("data volume {name}: {why}"));
+        let dir = self.block_volume_dir().map_err(refuse)?;
+        let image = loopdev::checked_image(dir, name, image).map_err(refuse)?;
+        let device = device.ok_or_else(|| refuse("its loop device is not recorded".into()))?;
+        loopdev::ensure_attached(image, device.to_string()).await.map_err(refuse)
+    }
+
     pub async fn remove_volume(&self, name: &str) -> Result<(), ExecError> {
         let docker = self.client().await?;
-        let image = match docker.inspect_volume(name).await {
-            Ok(v) => v.labels.get(LABEL_LOOP_IMAGE).map(PathBuf::from),
-            // Gone already; still clean up an image left by a half-done create.
+        let labelled = match docker.inspect_volume(name).await {
+            Ok(v) => v.labels.get(LABEL_LOOP_IMAGE).cloned(),
             Err(e) => match self.err(e, "inspect volume") {
-                ExecError::NotFound(_) if loopdev::valid_volume_name(name) => {
-                    Some(loopdev::image_path(&self.inner.volume_dir, name))
-                }
                 ExecError::NotFound(_) => None,
                 other => return Err(other),
             },
@@ -104,13 +96,26 @@ impl DockerExecutor {
                 other => return Err(other),
             },
         }
-        // Only ever delete "<name>.img", whatever a label claims.
-        if let Some(image) = image.filter(|p| p.file_name().is_some_and(|f| *f == *format!("{name}.img"))) {
-            loopdev::release(image).await.map_err(|e| {
-                ExecError::Failed(format!("volume {name} removed, but its loop device cleanup failed: {e}"))
-            })?;
+        // Only ever "<dir>/<name>.img", whatever a label claims; also the
+        // image of a half-done create whose Docker volume never appeared.
+        if let (Ok(dir), true) = (self.block_volume_dir(), loopdev::valid_volume_name(name)) {
+            let image = match labelled {
+                Some(l) => loopdev::checked_image(dir, name, &l).map_err(ExecError::Failed)?,
+                None => loopdev::image_path(dir, name),
+            };
+            loopdev::release(image)
+                .await
+                .map_err(|e| ExecError::Failed(format!("volume {name} removed, but its loop device cleanup failed: {e}")))?;
         }
         Ok(())
+    }
+
+    pub async fn list_managed_volumes(&self, instance: &str) -> Result<Vec<String>, ExecError> {
+        let opts = ListVolumesOptions {
+            filters: Some(HashMap::from([("label".to_string(), vec![format!("{LABEL_INSTANCE}={instance}")])])),
+        };
+        let list = self.client().await?.list_volumes(Some(opts)).await.map_err(|e| self.err(e, "list volumes"))?;
+        Ok(list.volumes.unwrap_or_default().into_iter().map(|v| v.name).collect())
     }
 }
 

@@ -1,0 +1,97 @@
+//! Recording how a task ended. A failed create gives its GPUs back in the
+//! same commit that fails the task, after removing its container (or,
+//! when the engine is unreachable, leaving it to the collector: a container
+//! whose machine holds nothing is collected). A delete that gives up on an
+//! unreachable engine still closes the machine and refunds.
+
+use super::{steps::{self, Done, StepError}, ClaimedTask, Dispatcher, MAX_ATTEMPTS};
+use crate::{now, transitions::run, PlatformError};
+use gantry_core::task::{backoff_secs, TaskKind};
+use std::time::Duration;
+
+/// Tries to write the outcome before leaving it to lease expiry.
+const RECORD_TRIES: u32 = 5;
+
+pub async fn record(d: &Dispatcher, task: &ClaimedTask, outcome: Result<Done, StepError>) {
+    let mut delay = Duration::from_millis(200);
+    for attempt in 1..=RECORD_TRIES {
+        match write(d, task, &outcome).await {
+            Ok(()) => return,
+            Err(PlatformError::LeaseLost(m)) => {
+                tracing::warn!(task = task.id, "outcome not recorded: {m}");
+                return;
+            }
+            Err(e) if attempt < RECORD_TRIES => {
+                tracing::warn!(task = task.id, error = %e, attempt, "recording the outcome failed; trying again");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            // The lease runs out and another dispatcher (or this one)
+            // resumes the task: it is never left running for ever.
+            Err(e) => tracing::error!(task = task.id, error = %e, "recording the outcome failed; the task resumes when its lease expires"),
+        }
+    }
+}
+
+async fn write(d: &Dispatcher, task: &ClaimedTask, outcome: &Result<Done, StepError>) -> Result<(), PlatformError> {
+    let lease = &task.lease;
+    match outcome {
+        Ok(Done::Recorded) => Ok(()),
+        Ok(Done::Succeeded(message)) => {
+            run::succeed(&d.pool, lease, message).await?;
+            tracing::info!(task = task.id, kind = %task.kind, machine = task.machine_id, "{message}");
+            Ok(())
+        }
+        Err(StepError::LeaseLost(m)) => {
+            tracing::warn!(task = task.id, "stopped: {m}");
+            Ok(())
+        }
+        Err(StepError::Abandoned(step)) => {
+            tracing::warn!(task = task.id, step, "abandoned by the step hook (simulated crash)");
+            Ok(())
+        }
+        Err(StepError::Retry(reason)) if task.attempts < MAX_ATTEMPTS => {
+            let delay = backoff_secs(task.attempts as u32);
+            let message = format!("{reason}; retry {} of {MAX_ATTEMPTS} in {delay} s", task.attempts + 1);
+            run::retry(&d.pool, lease, now() + delay, &message).await?;
+            tracing::warn!(task = task.id, "{message}");
+            Ok(())
+        }
+        Err(StepError::Retry(reason)) => {
+            let message = format!("{reason} (gave up after {} attempts)", task.attempts);
+            give_up(d, task, &message, true).await
+        }
+        Err(StepError::Fail(reason)) => give_up(d, task, reason, false).await,
+    }
+}
+
+async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable: bool) -> Result<(), PlatformError> {
+    let lease = &task.lease;
+    match task.kind {
+        TaskKind::Create => {
+            // The invariant: no GPUs without removing the container. When
+            // the engine cannot be reached the collector removes it later.
+            if let Ok(ctx) = super::context::load(&d.pool, task.machine_id, task.id).await {
+                if let Ok(exec) = d.fleet.executor(&d.pool, ctx.node_id).await {
+                    if let Err(e) = steps::remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await {
+                        tracing::warn!(task = task.id, error = %e, "container of a failed create left to the collector");
+                    }
+                }
+            }
+            run::fail(&d.pool, lease, task.machine_id, message, true).await?;
+        }
+        TaskKind::Delete if unreachable => {
+            let note = format!(
+                "deleted; its node's engine did not answer ({message}); GPUs returned to the group's quota, \
+                 the container{} is removed when the engine answers again",
+                if task.keep_volume { "" } else { " and volume" }
+            );
+            run::deleted(&d.pool, lease, task.machine_id, task.keep_volume, &note).await?;
+        }
+        _ => {
+            run::fail(&d.pool, lease, task.machine_id, message, false).await?;
+        }
+    }
+    tracing::warn!(task = task.id, kind = %task.kind, "failed: {message}");
+    Ok(())
+}

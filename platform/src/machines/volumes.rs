@@ -1,0 +1,49 @@
+//! Kept volumes: data volumes whose machine was deleted with "keep the data
+//! volume". Listed for their group, attachable to a new machine on their
+//! node (see admission), and deletable — the collector then removes the
+//! Docker volume and its block device from the node.
+
+use super::visibility;
+use crate::{accounts::User, audit, db::Pool, transitions, PlatformError};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct KeptVolumeView {
+    pub id: i64,
+    pub name: String,
+    pub node: String,
+    pub owner: String,
+    pub size_gb: i64,
+    pub enforced: bool,
+    pub from_machine: String,
+    pub kept_at: i64,
+}
+
+pub async fn list_kept_volumes(pool: &Pool, viewer: &User) -> Result<Vec<KeptVolumeView>, PlatformError> {
+    let (cond, bind) = visibility(viewer, "k.group_id");
+    Ok(sqlx::query_as(&format!(
+        "SELECT k.id, k.name, n.name AS node, u.username AS owner, k.size_gb, k.enforced, k.from_machine, k.kept_at
+         FROM kept_volumes k JOIN nodes n ON n.id = k.node_id JOIN users u ON u.id = k.owner_id
+         WHERE ({cond}) ORDER BY k.id DESC"
+    ))
+    .bind(bind)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Forgets the kept volume; the collector deletes it from its node (at once
+/// if the engine answers, else when it does).
+pub async fn delete_kept_volume(pool: &Pool, who: &User, id: i64) -> Result<String, PlatformError> {
+    let mut tx = transitions::begin(pool).await?;
+    let (cond, bind) = visibility(who, "group_id");
+    let name: String = sqlx::query_scalar(&format!("SELECT name FROM kept_volumes WHERE id = ? AND ({cond})"))
+        .bind(id)
+        .bind(bind)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("volume".into()))?;
+    sqlx::query("DELETE FROM kept_volumes WHERE id = ?").bind(id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, Some(who.id), "volume.delete", &format!("kept volume {name} deleted")).await?;
+    tx.commit().await?;
+    Ok(name)
+}

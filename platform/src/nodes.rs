@@ -1,0 +1,110 @@
+//! Node lifecycle beyond the local node: an admin adds a worker node by its
+//! engine endpoint (the connection is tested before anything is saved),
+//! and the monitor keeps every node's heartbeat from its engine's answers.
+
+use crate::{
+    cluster::{self, NodeRegistration},
+    db::Pool,
+    fleet::{executor_for, Fleet},
+    gpus::{self, SimulatedGpus},
+    PlatformError,
+};
+use gantry_core::validate;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct AddNode {
+    pub name: String,
+    pub region_code: String,
+    /// unix:///path, tcp://host:port or tls://host:port.
+    pub endpoint: String,
+    /// GPUs the admin declares on that host (Gantry cannot run NVML there);
+    /// they are labelled simulated/declared in the UI.
+    pub gpu_count: u32,
+    pub gpu_model: String,
+}
+
+/// Checks the request, tests the connection, then registers the node.
+/// Nothing is saved when the engine does not answer.
+pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> Result<i64, PlatformError> {
+    validate::name("node name", &req.name)?;
+    validate::in_range("GPU count", req.gpu_count as i64, 0, 64)?;
+    let endpoint = req.endpoint.trim();
+    if !["unix:///", "tcp://", "tls://"].iter().any(|p| endpoint.starts_with(p)) || endpoint.len() > 200 {
+        return Err(PlatformError::BadRequest(
+            "endpoint must be unix:///path/to/docker.sock, tcp://host:port or tls://host:port".into(),
+        ));
+    }
+    let model = req.gpu_model.trim();
+    if req.gpu_count > 0 && (model.is_empty() || model.len() > 64) {
+        return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
+    }
+    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(&req.name).fetch_optional(pool).await?;
+    if exists.is_some() {
+        return Err(PlatformError::Conflict(format!("a node named {} exists already", req.name)));
+    }
+    let executor = executor_for("docker", endpoint, "")?;
+    let info = executor
+        .ping()
+        .await
+        .map_err(|e| PlatformError::BadRequest(format!("connection test failed, nothing saved: {e}")))?;
+    let found = gpus::simulated(&req.name, &SimulatedGpus { count: req.gpu_count, model: model.to_string(), memory_mb: 0 });
+    let id = cluster::register_node(
+        pool,
+        NodeRegistration {
+            name: &req.name,
+            region_code: &req.region_code,
+            docker_endpoint: endpoint,
+            volume_dir: "",
+            executor: "docker",
+            cpu_count: 0,
+            memory_mb: 0,
+            gpus: &found,
+        },
+    )
+    .await?;
+    fleet.insert(id, executor);
+    crate::audit::record(
+        pool,
+        Some(actor),
+        "node.add",
+        &format!("node {} at {endpoint} (Docker {}), {} declared GPU(s)", req.name, info.version, req.gpu_count),
+    )
+    .await?;
+    Ok(id)
+}
+
+/// Pings every node that is not lost and records a heartbeat for each that
+/// answers; a silent node's heartbeat goes stale and it takes nothing new.
+pub async fn monitor_once(pool: &Pool, fleet: &Fleet) -> Result<Vec<String>, PlatformError> {
+    let mut silent = Vec::new();
+    for node in fleet.all(pool).await? {
+        if node.state == "lost" {
+            continue;
+        }
+        let answered = match &node.executor {
+            // A black-holed address must not hold up the other nodes.
+            Ok(exec) => matches!(tokio::time::timeout(Duration::from_secs(5), exec.ping()).await, Ok(Ok(_))),
+            Err(_) => false,
+        };
+        if answered {
+            cluster::heartbeat(pool, node.id).await?;
+        } else {
+            silent.push(node.name);
+        }
+    }
+    Ok(silent)
+}
+
+/// Runs `monitor_once` every `period` until the process ends.
+pub async fn monitor(pool: Pool, fleet: Fleet, period: Duration) {
+    let mut tick = tokio::time::interval(period);
+    loop {
+        tick.tick().await;
+        match monitor_once(&pool, &fleet).await {
+            Ok(silent) if !silent.is_empty() => tracing::warn!(?silent, "engines not answering; heartbeats withheld"),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "node monitor failed"),
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Claiming tasks under a lease, renewing it, fencing writes with it, and
+//! resuming tasks whose runner went away (lease expired).
+
+use super::{begin, Tx};
+use crate::{audit, db::Pool, PlatformError};
+use gantry_core::task::{TaskKind, TaskState};
+use std::sync::Arc;
+
+/// How long a claim holds without renewal. The runner renews every third of
+/// it, so only a process that stopped (or hung) loses its tasks.
+pub const LEASE_SECS: i64 = 30;
+
+/// The right to execute one task, held by one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub task_id: i64,
+    pub owner: Arc<str>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClaimedTask {
+    pub id: i64,
+    pub kind: TaskKind,
+    pub machine_id: i64,
+    pub attempts: i64,
+    pub keep_volume: bool,
+    pub lease: Lease,
+}
+
+/// Moves up to `limit` due tasks from `scheduled` to `running` under
+/// `owner`'s lease: at most one per machine, none for a machine that already
+/// has one running (whoever runs it).
+pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let rows: Vec<(i64, String, i64, i64, bool)> = sqlx::query_as(
+        "SELECT t.id, t.kind, t.machine_id, t.attempts, t.keep_volume FROM tasks t
+         WHERE t.state = 'scheduled' AND t.not_before <= ? AND t.machine_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM tasks r WHERE r.machine_id = t.machine_id AND r.state = 'running')
+           AND t.id = (SELECT MIN(s.id) FROM tasks s WHERE s.machine_id = t.machine_id AND s.state = 'scheduled')
+         ORDER BY t.id LIMIT ?",
+    )
+    .bind(now)
+    .bind(limit)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut claimed = Vec::with_capacity(rows.len());
+    for (id, kind, machine_id, attempts, keep_volume) in rows {
+        let kind: TaskKind = match kind.parse() {
+            Ok(k) => k,
+            Err(e) => {
+                super::task::set_state(&mut tx, id, TaskState::Scheduled, TaskState::Failed, &format!("{e}")).await?;
+                continue;
+            }
+        };
+        super::task::set_state(&mut tx, id, TaskState::Scheduled, TaskState::Running, "started").await?;
+        sqlx::query("UPDATE tasks SET lease_owner = ?, lease_expires = ?, attempts = attempts + 1 WHERE id = ?")
+            .bind(owner.as_ref())
+            .bind(now + LEASE_SECS)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        audit::record(&mut *tx, None, "task.claim", &format!("task #{id} ({kind}) claimed by {owner}, attempt {}", attempts + 1)).await?;
+        claimed.push(ClaimedTask {
+            id,
+            kind,
+            machine_id,
+            attempts: attempts + 1,
+            keep_volume,
+            lease: Lease { task_id: id, owner: owner.clone() },
+        });
+    }
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+/// Extends the lease; `false` when it is no longer ours.
+pub async fn renew(pool: &Pool, lease: &Lease, now: i64) -> Result<bool, PlatformError> {
+    let done = sqlx::query("UPDATE tasks SET lease_expires = ? WHERE id = ? AND state = 'running' AND lease_owner = ?")
+        .bind(now + LEASE_SECS)
+        .bind(lease.task_id)
+        .bind(lease.owner.as_ref())
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A write transaction in which `lease` is known to hold: every write a
+/// runner makes goes through one, so a runner that lost its task changes
+/// nothing.
+pub async fn fenced(pool: &Pool, lease: &Lease) -> Result<Tx, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let held: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND state = 'running' AND lease_owner = ?")
+        .bind(lease.task_id)
+        .bind(lease.owner.as_ref())
+        .fetch_optional(&mut *tx)
+        .await?;
+    if held.is_none() {
+        return Err(PlatformError::LeaseLost(format!("task #{} is no longer held by {}", lease.task_id, lease.owner)));
+    }
+    Ok(tx)
+}
+
+/// Hands tasks whose runner stopped renewing back to the queue. Every step
+/// is idempotent, so the next claimer runs them again from the start.
+pub async fn expire(pool: &Pool, now: i64) -> Result<u64, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let stale: Vec<(i64, Option<String>)> =
+        sqlx::query_as("SELECT id, lease_owner FROM tasks WHERE state = 'running' AND lease_expires < ?").bind(now).fetch_all(&mut *tx).await?;
+    for (id, owner) in &stale {
+        let owner = owner.as_deref().unwrap_or("nobody");
+        super::task::set_state(&mut tx, *id, TaskState::Running, TaskState::Scheduled, &format!("resumed: {owner} stopped renewing its lease"))
+            .await?;
+        sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?").bind(id).execute(&mut *tx).await?;
+        audit::record(&mut *tx, None, "task.lease_expired", &format!("task #{id}: lease of {owner} expired; requeued")).await?;
+    }
+    tx.commit().await?;
+    Ok(stale.len() as u64)
+}

@@ -1,0 +1,129 @@
+//! Machine rows: state changes checked against the core's lifecycle, and
+//! giving GPUs back (the only way a machine stops holding them).
+
+use crate::{audit, now, PlatformError};
+use gantry_core::{machine, task::MachineState};
+use sqlx::SqliteConnection;
+
+/// What a transaction knows about a machine before it changes it.
+#[derive(Debug, Clone)]
+pub struct Current {
+    pub name: String,
+    pub state: MachineState,
+    pub rev: i64,
+    pub gpu_count: i64,
+    pub held: i64,
+    pub group_id: i64,
+    pub container_id: Option<String>,
+}
+
+pub async fn current(conn: &mut SqliteConnection, machine_id: i64) -> Result<Current, PlatformError> {
+    let row: Option<(String, String, i64, i64, i64, i64, Option<String>)> = sqlx::query_as(
+        "SELECT m.name, m.state, m.rev, m.gpu_count, (SELECT COUNT(*) FROM machine_gpus mg WHERE mg.machine_id = m.id),
+                m.group_id, m.container_id
+         FROM machines m WHERE m.id = ?",
+    )
+    .bind(machine_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let (name, state, rev, gpu_count, held, group_id, container_id) = row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
+    let state = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    Ok(Current { name, state, rev, gpu_count, held, group_id, container_id })
+}
+
+/// Moves the machine to `to` (with the exit code and message that explain
+/// it) if the core allows it from the state it is in; returns that state.
+pub async fn move_to(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    to: MachineState,
+    exit_code: Option<i64>,
+    message: &str,
+) -> Result<MachineState, PlatformError> {
+    let cur = current(conn, machine_id).await?;
+    machine::transition(cur.state, to).map_err(|e| PlatformError::Conflict(format!("machine {}: {e}", cur.name)))?;
+    if machine::holds_nothing(to) && cur.held > 0 {
+        return Err(PlatformError::Internal(format!("machine {} would be {to} while holding GPUs; use release", cur.name)));
+    }
+    write_state(conn, machine_id, cur.rev, to, exit_code, message).await?;
+    Ok(cur.state)
+}
+
+/// The compare-and-set itself: only if nobody wrote the row since `rev`.
+async fn write_state(conn: &mut SqliteConnection, id: i64, rev: i64, to: MachineState, exit_code: Option<i64>, message: &str) -> Result<(), PlatformError> {
+    let done = sqlx::query("UPDATE machines SET state = ?, exit_code = ?, message = ?, updated_at = ?, rev = rev + 1 WHERE id = ? AND rev = ?")
+        .bind(to.as_str())
+        .bind(exit_code)
+        .bind(message)
+        .bind(now())
+        .bind(id)
+        .bind(rev)
+        .execute(&mut *conn)
+        .await?;
+    if done.rows_affected() != 1 {
+        return Err(PlatformError::Conflict(format!("machine #{id} changed while it was being updated")));
+    }
+    Ok(())
+}
+
+/// What the reconciler saw, applied only if the row is still exactly as it
+/// read it (same `rev`) and no task is working on the machine. `false`:
+/// something moved on in between, so the observation is stale.
+pub async fn observe_if_unchanged(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    rev: i64,
+    to: MachineState,
+    exit_code: Option<i64>,
+    message: &str,
+) -> Result<bool, PlatformError> {
+    let cur = current(conn, machine_id).await?;
+    let idle: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running'))")
+        .bind(machine_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    if cur.rev != rev || !idle || !machine::can_become(cur.state, to) {
+        return Ok(false);
+    }
+    write_state(conn, machine_id, rev, to, exit_code, message).await?;
+    Ok(true)
+}
+
+pub async fn set_container(conn: &mut SqliteConnection, machine_id: i64, container_id: Option<&str>) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE machines SET container_id = ?, updated_at = ?, rev = rev + 1 WHERE id = ?")
+        .bind(container_id)
+        .bind(now())
+        .bind(machine_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+pub async fn set_volume_enforced(conn: &mut SqliteConnection, machine_id: i64, enforced: bool) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE machines SET volume_enforced = ?, rev = rev + 1 WHERE id = ?").bind(enforced).bind(machine_id).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Gives back every GPU the machine holds, refunds its group, forgets its
+/// container (the caller removes it, or leaves it to the collector) and
+/// moves the machine to `to`. Returns the number of GPUs refunded;
+/// idempotent for a machine that holds nothing.
+pub async fn release(conn: &mut SqliteConnection, machine_id: i64, to: MachineState, message: &str) -> Result<i64, PlatformError> {
+    let cur = current(conn, machine_id).await?;
+    machine::transition(cur.state, to).map_err(|e| PlatformError::Conflict(format!("machine {}: {e}", cur.name)))?;
+    if cur.held > 0 {
+        sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?").bind(machine_id).execute(&mut *conn).await?;
+        let refunded = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use - ?1 WHERE id = ?2 AND gpus_in_use >= ?1")
+            .bind(cur.held)
+            .bind(cur.group_id)
+            .execute(&mut *conn)
+            .await?;
+        if refunded.rows_affected() != 1 {
+            return Err(PlatformError::Internal(format!("group #{} holds fewer GPUs than machine {} returns", cur.group_id, cur.name)));
+        }
+        audit::record(&mut *conn, None, "quota.refund", &format!("machine {}: {} GPU(s) returned ({to})", cur.name, cur.held)).await?;
+    }
+    sqlx::query("UPDATE machines SET container_id = NULL WHERE id = ?").bind(machine_id).execute(&mut *conn).await?;
+    write_state(conn, machine_id, cur.rev, to, None, message).await?;
+    Ok(cur.held)
+}

@@ -1,0 +1,89 @@
+//! Node states that change machines: marking a node lost releases every
+//! machine on it at once (quota refunded), ends the tasks that were waiting
+//! for or running on it, and leaves the leftovers to the collector.
+
+use super::{begin, machine, task};
+use crate::{audit, db::Pool, PlatformError};
+use gantry_core::{
+    alloc::NodeState,
+    task::{MachineState, TaskState},
+};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LostReport {
+    pub machines: Vec<String>,
+    pub gpus_refunded: i64,
+    pub tasks_ended: i64,
+}
+
+/// Sets a node ready, draining or down (machines stay where they are).
+pub async fn set_state(pool: &Pool, actor: Option<i64>, node_id: i64, state: NodeState, reason: &str) -> Result<(), PlatformError> {
+    if state == NodeState::Lost {
+        return mark_lost(pool, actor, node_id, reason).await.map(|_| ());
+    }
+    let mut tx = begin(pool).await?;
+    let (name, was): (String, String) = sqlx::query_as("SELECT name, state FROM nodes WHERE id = ?")
+        .bind(node_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("node".into()))?;
+    if was == NodeState::Lost.as_str() {
+        // Its machines were released; bringing it back is adding it anew.
+        return Err(PlatformError::Conflict(format!("node {name} is lost; remove it and add it again once it is repaired")));
+    }
+    sqlx::query("UPDATE nodes SET state = ?, state_reason = ? WHERE id = ?").bind(state.as_str()).bind(reason).bind(node_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, actor, "node.state", &format!("node {name}: {was} → {state}{}", if reason.is_empty() { String::new() } else { format!(" ({reason})") }))
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The node is gone: every live machine on it becomes `lost` with its GPUs
+/// given back, and its open tasks end (`cancelled` if they had not
+/// started, `failed` if a dispatcher was running them: that runner's lease
+/// is void from this commit on).
+pub async fn mark_lost(pool: &Pool, actor: Option<i64>, node_id: i64, reason: &str) -> Result<LostReport, PlatformError> {
+    let reason = if reason.trim().is_empty() { "marked lost by an administrator" } else { reason.trim() };
+    let mut tx = begin(pool).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?")
+        .bind(node_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("node".into()))?;
+    sqlx::query("UPDATE nodes SET state = 'lost', state_reason = ? WHERE id = ?").bind(reason).bind(node_id).execute(&mut *tx).await?;
+    let mut report = LostReport::default();
+    let open: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT t.id, t.state FROM tasks t JOIN machines m ON m.id = t.machine_id
+         WHERE m.node_id = ? AND t.state IN ('pending', 'scheduled', 'running')",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (task_id, state) in open {
+        let from: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+        let to = if from == TaskState::Running { TaskState::Failed } else { TaskState::Cancelled };
+        task::set_state(&mut tx, task_id, from, to, &format!("node {name} was lost: {reason}")).await?;
+        report.tasks_ended += 1;
+    }
+    let machines: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, name FROM machines WHERE node_id = ? AND state NOT IN ('deleted', 'lost') ORDER BY id").bind(node_id).fetch_all(&mut *tx).await?;
+    for (machine_id, machine_name) in machines {
+        let message = format!("node {name} was lost ({reason}); GPUs returned to the group's quota");
+        report.gpus_refunded += machine::release(&mut tx, machine_id, MachineState::Lost, &message).await?;
+        report.machines.push(machine_name);
+    }
+    audit::record(
+        &mut *tx,
+        actor,
+        "node.lost",
+        &format!(
+            "node {name} marked lost ({reason}): {} machine(s) released, {} GPU(s) refunded, {} task(s) ended",
+            report.machines.len(),
+            report.gpus_refunded,
+            report.tasks_ended
+        ),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(report)
+}

@@ -1,0 +1,107 @@
+//! The transitions a dispatcher makes while it executes a task, each one
+//! fenced by the task's lease and committed together with its consequences.
+
+use super::{lease::fenced, machine, task, Lease};
+use crate::{audit, db::Pool, PlatformError};
+use gantry_core::task::{machine_state_for, MachineState, TaskKind, TaskState};
+
+/// Start of a claimed task: refuses to start a container for a machine
+/// that does not hold all its GPUs, then shows what the task does.
+pub async fn begin(pool: &Pool, lease: &Lease, kind: TaskKind, machine_id: i64) -> Result<machine::Current, PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    let cur = machine::current(&mut tx, machine_id).await?;
+    if matches!(kind, TaskKind::Create | TaskKind::Restart | TaskKind::Reinstall) {
+        gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Refused)?;
+    }
+    if kind == TaskKind::Snapshot {
+        return Err(PlatformError::Refused("snapshots are not supported yet".into()));
+    }
+    let showing = machine_state_for(kind);
+    if cur.state != showing {
+        machine::move_to(&mut tx, machine_id, showing, None, "").await?;
+    }
+    tx.commit().await?;
+    Ok(cur)
+}
+
+pub async fn container_created(pool: &Pool, lease: &Lease, machine_id: i64, container_id: &str) -> Result<(), PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    machine::set_container(&mut tx, machine_id, Some(container_id)).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub async fn volume_ready(pool: &Pool, lease: &Lease, machine_id: i64, enforced: bool) -> Result<(), PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    machine::set_volume_enforced(&mut tx, machine_id, enforced).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The container's real state, as the engine reported it.
+pub async fn observed(pool: &Pool, lease: &Lease, machine_id: i64, state: MachineState, exit_code: Option<i64>, message: &str) -> Result<(), PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    machine::move_to(&mut tx, machine_id, state, exit_code, message).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub async fn succeed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The engine could not be reached: back to `scheduled` until `not_before`.
+pub async fn retry(pool: &Pool, lease: &Lease, not_before: i64, message: &str) -> Result<(), PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Scheduled, message).await?;
+    sqlx::query("UPDATE tasks SET not_before = ? WHERE id = ?").bind(not_before).bind(lease.task_id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The task failed for good. `give_back`: the machine's GPUs are released
+/// in the same commit (a create whose container the caller has removed, or
+/// will leave to the collector); otherwise the machine keeps them and shows
+/// `failed` with the reason.
+pub async fn fail(pool: &Pool, lease: &Lease, machine_id: i64, message: &str, give_back: bool) -> Result<i64, PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    let refunded = if give_back {
+        let held = machine::current(&mut tx, machine_id).await?.held;
+        let shown = format!("{message}; {held} GPU(s) returned to the group's quota");
+        machine::release(&mut tx, machine_id, MachineState::Failed, &shown).await?
+    } else {
+        machine::move_to(&mut tx, machine_id, MachineState::Failed, None, message).await?;
+        0
+    };
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Failed, message).await?;
+    audit::record(&mut *tx, None, "task.failed", &format!("task #{}: {message}", lease.task_id)).await?;
+    tx.commit().await?;
+    Ok(refunded)
+}
+
+/// The end of a delete: GPUs back, machine closed, the volume listed as
+/// kept when asked, task succeeded — one commit.
+pub async fn deleted(pool: &Pool, lease: &Lease, machine_id: i64, keep_volume: bool, message: &str) -> Result<i64, PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    if keep_volume {
+        sqlx::query(
+            "INSERT INTO kept_volumes (name, node_id, owner_id, group_id, size_gb, enforced, from_machine, kept_at)
+             SELECT volume_name, node_id, owner_id, group_id, volume_size_gb, volume_enforced, name, ?
+             FROM machines WHERE id = ? AND node_id IS NOT NULL
+             ON CONFLICT(name) DO NOTHING",
+        )
+        .bind(crate::now())
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, message).await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    audit::record(&mut *tx, None, "machine.deleted", &format!("machine {name}: {message}")).await?;
+    tx.commit().await?;
+    Ok(refunded)
+}

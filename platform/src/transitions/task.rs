@@ -1,0 +1,106 @@
+//! Task rows: written `pending`, moved only along the core's edges, and
+//! cancelled before they start.
+
+use super::{begin, lease::Lease, machine, Tx};
+use crate::{accounts::User, audit, db::Pool, machines::visibility, now, PlatformError};
+use gantry_core::task::{transition, MachineState, TaskKind, TaskState};
+use sqlx::SqliteConnection;
+
+pub struct NewTask<'a> {
+    pub kind: TaskKind,
+    pub machine_id: Option<i64>,
+    pub machine_name: &'a str,
+    pub requester_id: i64,
+    pub group_id: i64,
+    pub keep_volume: bool,
+    pub message: &'a str,
+}
+
+/// Inserts a task in `pending`, the state every task starts in.
+pub async fn insert_pending(conn: &mut SqliteConnection, t: &NewTask<'_>) -> Result<i64, PlatformError> {
+    let now = now();
+    Ok(sqlx::query_scalar(
+        "INSERT INTO tasks (kind, machine_id, machine_name, requester_id, group_id, state, progress, message, keep_volume, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(t.kind.as_str())
+    .bind(t.machine_id)
+    .bind(t.machine_name)
+    .bind(t.requester_id)
+    .bind(t.group_id)
+    .bind(t.message)
+    .bind(t.keep_volume)
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+/// Compare-and-set of a task's state along an edge the core allows.
+/// Leaving `running` drops the lease; succeeding sets progress to 100.
+pub async fn set_state(conn: &mut SqliteConnection, task_id: i64, from: TaskState, to: TaskState, message: &str) -> Result<(), PlatformError> {
+    transition(from, to).map_err(|e| PlatformError::Internal(format!("task #{task_id}: {e}")))?;
+    let done = sqlx::query(
+        "UPDATE tasks SET state = ?1, message = ?2, updated_at = ?3,
+                progress = CASE WHEN ?1 = 'succeeded' THEN 100 ELSE progress END,
+                lease_owner = CASE WHEN ?1 = 'running' THEN lease_owner ELSE NULL END,
+                lease_expires = CASE WHEN ?1 = 'running' THEN lease_expires ELSE 0 END
+         WHERE id = ?4 AND state = ?5",
+    )
+    .bind(to.as_str())
+    .bind(message)
+    .bind(now())
+    .bind(task_id)
+    .bind(from.as_str())
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(PlatformError::Conflict(format!("task #{task_id} is no longer {from}")));
+    }
+    Ok(())
+}
+
+/// Progress of a running task, fenced by its lease.
+pub async fn progress(pool: &Pool, lease: &Lease, pct: i64, message: &str) -> Result<(), PlatformError> {
+    let mut tx: Tx = super::lease::fenced(pool, lease).await?;
+    sqlx::query("UPDATE tasks SET progress = ?, message = ?, updated_at = ? WHERE id = ?")
+        .bind(pct.clamp(0, 100))
+        .bind(message)
+        .bind(now())
+        .bind(lease.task_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Cancels a task that has not started, for its requester or an admin (a
+/// task of another group is "not found"). A cancelled create closes its
+/// machine and refunds the GPUs it was given; any other cancelled
+/// operation leaves the machine as it was.
+pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), PlatformError> {
+    let mut tx = begin(pool).await?;
+    let (cond, bind) = visibility(who, "group_id");
+    let row: Option<(String, String, Option<i64>, i64, String)> =
+        sqlx::query_as(&format!("SELECT kind, state, machine_id, requester_id, machine_name FROM tasks WHERE id = ? AND ({cond})"))
+            .bind(task_id)
+            .bind(bind)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (kind, state, machine_id, requester_id, machine_name) = row.ok_or_else(|| PlatformError::NotFound("task".into()))?;
+    if requester_id != who.id && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("only the person who asked for a task, or an admin, can cancel it".into()));
+    }
+    let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    state.cancellable().map_err(|why| PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {why}")))?;
+    let by = format!("cancelled by {}", who.username);
+    set_state(&mut tx, task_id, state, TaskState::Cancelled, &by).await?;
+    let mut detail = format!("task #{task_id} ({kind} of machine {machine_name}) {by}");
+    if let (Ok(TaskKind::Create), Some(machine_id)) = (kind.parse::<TaskKind>(), machine_id) {
+        let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
+        detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
+    }
+    audit::record(&mut *tx, Some(who.id), "task.cancel", &detail).await?;
+    tx.commit().await?;
+    Ok(())
+}
