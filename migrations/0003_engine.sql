@@ -1,13 +1,11 @@
--- no-transaction
 -- The exact engine: task leases, explicit node endpoints and the `lost`
 -- state, machines that name their volume and carry container limits, kept
 -- volumes, and group limits for CPU and memory.
 --
 -- SQLite cannot change a CHECK constraint in place, so `nodes` and
--- `machines` are rebuilt (SQLite's documented 12-step procedure): foreign
--- keys off around one explicit transaction, then verified.
-PRAGMA foreign_keys = OFF;
-BEGIN IMMEDIATE;
+-- `machines` are rebuilt (SQLite's documented procedure: new table, copy,
+-- drop, rename). `db::migrate` runs migrations with foreign keys off and
+-- runs `PRAGMA foreign_key_check` afterwards, as that procedure requires.
 
 CREATE TABLE nodes_new (
     id              INTEGER PRIMARY KEY,
@@ -104,6 +102,3 @@ CREATE INDEX kept_volumes_group ON kept_volumes(group_id);
 -- Per-machine container limits a group may ask for.
 ALTER TABLE groups ADD COLUMN max_cpus_per_machine INTEGER NOT NULL DEFAULT 16 CHECK (max_cpus_per_machine >= 1);
 ALTER TABLE groups ADD COLUMN max_memory_gb_per_machine INTEGER NOT NULL DEFAULT 64 CHECK (max_memory_gb_per_machine >= 1);
-
-COMMIT;
-PRAGMA foreign_keys = ON;

@@ -49,7 +49,22 @@ pub async fn connect_file(path: &Path) -> Result<Pool, PlatformError> {
     connect(&path.to_string_lossy()).await
 }
 
+/// Applies pending migrations on one connection with foreign keys off (a
+/// table rebuild must not cascade deletes; SQLite ignores the pragma inside
+/// the migration's own transaction), then checks every foreign key.
 pub async fn migrate(pool: &Pool) -> Result<(), PlatformError> {
-    MIGRATOR.run(pool).await?;
+    let mut conn = pool.acquire().await?;
+    sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
+    let applied = MIGRATOR.run(&mut *conn).await;
+    let broken: Vec<(String, i64, String)> =
+        sqlx::query_as("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check").fetch_all(&mut *conn).await.unwrap_or_default();
+    sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+    applied?;
+    if let Some((table, rowid, parent)) = broken.first() {
+        return Err(PlatformError::Internal(format!(
+            "migrations left {} broken foreign key(s), e.g. {table} row {rowid} → {parent}",
+            broken.len()
+        )));
+    }
     Ok(())
 }

@@ -47,17 +47,19 @@ pub(crate) static DUMMY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock:
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn hashes_are_argon2id_and_verify() {
-        let h = hash("correct horse").await.unwrap();
-        assert!(h.starts_with("$argon2id$"), "{h}");
-        assert!(verify(&h, "correct horse").await);
-        assert!(!verify(&h, "wrong horse").await);
-        assert!(!verify("not a hash", "correct horse").await);
+    gantry_testkit::timed_test! {
+        async fn hashes_are_argon2id_and_verify() {
+            let h = hash("correct horse").await.unwrap();
+            assert!(h.starts_with("$argon2id$"), "{h}");
+            assert!(verify(&h, "correct horse").await);
+            assert!(!verify(&h, "wrong horse").await);
+            assert!(!verify("not a hash", "correct horse").await);
+        }
     }
 
-    #[tokio::test]
-    async fn same_password_gets_different_salts() {
-        assert_ne!(hash("pw-pw-pw-pw").await.unwrap(), hash("pw-pw-pw-pw").await.unwrap());
+    gantry_testkit::timed_test! {
+        async fn same_password_gets_different_salts() {
+            assert_ne!(hash("pw-pw-pw-pw").await.unwrap(), hash("pw-pw-pw-pw").await.unwrap());
+        }
     }
 }

@@ -18,96 +18,102 @@ async fn user_count(pool: &db::Pool) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM users").fetch_one(pool).await.unwrap()
 }
 
-#[tokio::test]
-async fn migrations_apply_to_a_new_file_and_are_idempotent() {
-    let (_dir, pool) = fresh_db().await;
-    db::migrate(&pool).await.unwrap();
-    let tables: Vec<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    for t in ["audit_log", "groups", "login_failures", "tower_sessions", "users"] {
-        assert!(tables.iter().any(|n| n == t), "missing table {t}: {tables:?}");
+gantry_testkit::timed_test! {
+    async fn migrations_apply_to_a_new_file_and_are_idempotent() {
+        let (_dir, pool) = fresh_db().await;
+        db::migrate(&pool).await.unwrap();
+        let tables: Vec<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        for t in ["audit_log", "groups", "login_failures", "tower_sessions", "users"] {
+            assert!(tables.iter().any(|n| n == t), "missing table {t}: {tables:?}");
+        }
     }
 }
 
-#[tokio::test]
-async fn created_user_signs_in_with_the_right_password_only() {
-    let (_dir, pool) = fresh_db().await;
-    let user = accounts::create_user(&pool, None, alice()).await.unwrap();
-    assert_eq!(user.group_name, accounts::DEFAULT_GROUP);
-    assert_eq!(user.role, Role::User);
+gantry_testkit::timed_test! {
+    async fn created_user_signs_in_with_the_right_password_only() {
+        let (_dir, pool) = fresh_db().await;
+        let user = accounts::create_user(&pool, None, alice()).await.unwrap();
+        assert_eq!(user.group_name, accounts::DEFAULT_GROUP);
+        assert_eq!(user.role, Role::User);
 
-    let stored: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?").bind(user.id).fetch_one(&pool).await.unwrap();
-    assert!(stored.starts_with("$argon2id$"), "password must be stored as argon2id, got {stored}");
+        let stored: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = ?").bind(user.id).fetch_one(&pool).await.unwrap();
+        assert!(stored.starts_with("$argon2id$"), "password must be stored as argon2id, got {stored}");
 
-    let signed_in = accounts::authenticate(&pool, "alice", "correct horse", None).await.unwrap();
-    assert_eq!(signed_in, user);
-    assert!(matches!(accounts::authenticate(&pool, "alice", "wrong", None).await, Err(PlatformError::BadCredentials)));
-    assert!(matches!(accounts::authenticate(&pool, "nobody", "correct horse", None).await, Err(PlatformError::BadCredentials)));
-}
-
-#[tokio::test]
-async fn duplicate_or_invalid_users_change_nothing() {
-    let (_dir, pool) = fresh_db().await;
-    accounts::create_user(&pool, None, alice()).await.unwrap();
-    let err = accounts::create_user(&pool, None, alice()).await.unwrap_err();
-    assert_eq!(err.to_string(), "the username \"alice\" is taken");
-
-    let bad = [
-        NewUser { username: "", ..alice() },
-        NewUser { username: "Bob Smith", ..alice() },
-        NewUser { username: &"b".repeat(200), ..alice() },
-        NewUser { username: "bob", password: "short", ..alice() },
-        NewUser { username: "bob", password: "", ..alice() },
-        NewUser { username: "bob", group: Some("no-such-group"), ..alice() },
-    ];
-    for new in bad {
-        let name = new.username.chars().take(10).collect::<String>();
-        assert!(accounts::create_user(&pool, None, new).await.is_err(), "accepted {name}");
+        let signed_in = accounts::authenticate(&pool, "alice", "correct horse", None).await.unwrap();
+        assert_eq!(signed_in, user);
+        assert!(matches!(accounts::authenticate(&pool, "alice", "wrong", None).await, Err(PlatformError::BadCredentials)));
+        assert!(matches!(accounts::authenticate(&pool, "nobody", "correct horse", None).await, Err(PlatformError::BadCredentials)));
     }
-    assert_eq!(user_count(&pool).await, 1);
-    let audit: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'user.create'").fetch_one(&pool).await.unwrap();
-    assert_eq!(audit, 1, "only the successful creation is audited");
 }
 
-#[tokio::test]
-async fn login_input_is_validated_before_any_lookup() {
-    let (_dir, pool) = fresh_db().await;
-    let empty = accounts::authenticate(&pool, "  ", "x", None).await.unwrap_err();
-    assert_eq!(empty.to_string(), "username is required");
-    let no_pw = accounts::authenticate(&pool, "alice", "", None).await.unwrap_err();
-    assert_eq!(no_pw.to_string(), "password is required");
-    let long = accounts::authenticate(&pool, "alice", &"p".repeat(10_000), None).await.unwrap_err();
-    assert_eq!(long.to_string(), "password must be at most 128 characters");
-    let failures: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM login_failures").fetch_one(&pool).await.unwrap();
-    assert_eq!(failures, 0, "malformed input is not a guess and is not counted");
-}
+gantry_testkit::timed_test! {
+    async fn duplicate_or_invalid_users_change_nothing() {
+        let (_dir, pool) = fresh_db().await;
+        accounts::create_user(&pool, None, alice()).await.unwrap();
+        let err = accounts::create_user(&pool, None, alice()).await.unwrap_err();
+        assert_eq!(err.to_string(), "the username \"alice\" is taken");
 
-#[tokio::test]
-async fn repeated_failures_lock_the_username_even_for_the_right_password() {
-    let (_dir, pool) = fresh_db().await;
-    accounts::create_user(&pool, None, alice()).await.unwrap();
-    for _ in 0..5 {
-        assert!(matches!(
-            accounts::authenticate(&pool, "alice", "guess", Some("127.0.0.9")).await,
-            Err(PlatformError::BadCredentials)
-        ));
+        let bad = [
+            NewUser { username: "", ..alice() },
+            NewUser { username: "Bob Smith", ..alice() },
+            NewUser { username: &"b".repeat(200), ..alice() },
+            NewUser { username: "bob", password: "short", ..alice() },
+            NewUser { username: "bob", password: "", ..alice() },
+            NewUser { username: "bob", group: Some("no-such-group"), ..alice() },
+        ];
+        for new in bad {
+            let name = new.username.chars().take(10).collect::<String>();
+            assert!(accounts::create_user(&pool, None, new).await.is_err(), "accepted {name}");
+        }
+        assert_eq!(user_count(&pool).await, 1);
+        let audit: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'user.create'").fetch_one(&pool).await.unwrap();
+        assert_eq!(audit, 1, "only the successful creation is audited");
     }
-    let locked = accounts::authenticate(&pool, "alice", "correct horse", Some("127.0.0.10")).await.unwrap_err();
-    assert!(matches!(locked, PlatformError::Throttled { .. }), "{locked:?}");
-    assert!(locked.to_string().starts_with("too many failed sign-in attempts; try again in "), "{locked}");
 }
 
-#[tokio::test]
-async fn groups_have_unique_names_and_report_quota() {
-    let (_dir, pool) = fresh_db().await;
-    let g = accounts::create_group(&pool, None, "ml-team", 8).await.unwrap();
-    assert_eq!((g.gpu_quota, g.gpus_in_use, g.members), (8, 0, 0));
-    assert_eq!(accounts::create_group(&pool, None, "ml-team", 2).await.unwrap_err().to_string(), "a group named \"ml-team\" already exists");
-    assert!(accounts::create_group(&pool, None, "neg", -1).await.is_err());
-    let u = accounts::create_user(&pool, None, NewUser { group: Some("ml-team"), ..alice() }).await.unwrap();
-    assert_eq!(u.group_id, g.id);
-    let listed = accounts::list_groups(&pool).await.unwrap();
-    assert_eq!(listed.iter().find(|x| x.name == "ml-team").unwrap().members, 1);
+gantry_testkit::timed_test! {
+    async fn login_input_is_validated_before_any_lookup() {
+        let (_dir, pool) = fresh_db().await;
+        let empty = accounts::authenticate(&pool, "  ", "x", None).await.unwrap_err();
+        assert_eq!(empty.to_string(), "username is required");
+        let no_pw = accounts::authenticate(&pool, "alice", "", None).await.unwrap_err();
+        assert_eq!(no_pw.to_string(), "password is required");
+        let long = accounts::authenticate(&pool, "alice", &"p".repeat(10_000), None).await.unwrap_err();
+        assert_eq!(long.to_string(), "password must be at most 128 characters");
+        let failures: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM login_failures").fetch_one(&pool).await.unwrap();
+        assert_eq!(failures, 0, "malformed input is not a guess and is not counted");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn repeated_failures_lock_the_username_even_for_the_right_password() {
+        let (_dir, pool) = fresh_db().await;
+        accounts::create_user(&pool, None, alice()).await.unwrap();
+        for _ in 0..5 {
+            assert!(matches!(
+                accounts::authenticate(&pool, "alice", "guess", Some("127.0.0.9")).await,
+                Err(PlatformError::BadCredentials)
+            ));
+        }
+        let locked = accounts::authenticate(&pool, "alice", "correct horse", Some("127.0.0.10")).await.unwrap_err();
+        assert!(matches!(locked, PlatformError::Throttled { .. }), "{locked:?}");
+        assert!(locked.to_string().starts_with("too many failed sign-in attempts; try again in "), "{locked}");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn groups_have_unique_names_and_report_quota() {
+        let (_dir, pool) = fresh_db().await;
+        let g = accounts::create_group(&pool, None, "ml-team", 8).await.unwrap();
+        assert_eq!((g.gpu_quota, g.gpus_in_use, g.members), (8, 0, 0));
+        assert_eq!(accounts::create_group(&pool, None, "ml-team", 2).await.unwrap_err().to_string(), "a group named \"ml-team\" already exists");
+        assert!(accounts::create_group(&pool, None, "neg", -1).await.is_err());
+        let u = accounts::create_user(&pool, None, NewUser { group: Some("ml-team"), ..alice() }).await.unwrap();
+        assert_eq!(u.group_id, g.id);
+        let listed = accounts::list_groups(&pool).await.unwrap();
+        assert_eq!(listed.iter().find(|x| x.name == "ml-team").unwrap().members, 1);
+    }
 }

@@ -9,7 +9,7 @@
 
 use bollard::Docker;
 use gantry_platform::executor::{
-    ContainerStatus, DockerExecutor, ExecError, Executor, MachineSpec, VolumeInfo, LABEL_GROUP, LABEL_MACHINE,
+    ContainerStatus, DockerExecutor, ExecError, Executor, Limits, MachineSpec, VolumeInfo, LABEL_GROUP, LABEL_MACHINE,
     LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TASK,
 };
 
@@ -61,6 +61,7 @@ fn spec(tag: &str) -> MachineSpec {
         gpu_indexes: vec![0, 1],
         volume_name: format!("gantry-test-v{machine_id}"),
         volume_size_gb: 1,
+        limits: Limits { cpu_millis: 1500, memory_mb: 256, pids: 128 },
     }
 }
 
@@ -112,144 +113,154 @@ async fn sh(env: &Env, id: &str, script: &str) -> String {
     out.trim().to_string()
 }
 
-#[tokio::test]
-async fn create_runs_container_with_labels_volume_hostname_and_gpu_env() {
-    let Some(env) = engine("create").await else { return };
-    let spec = spec("create");
-    let _cleanup = Cleanup::new(&env, &spec);
-    let (vol, id) = create_running(&env, &spec).await;
-    eprintln!("volume {} size_enforced={} mountpoint={:?}", vol.name, vol.size_enforced, vol.mountpoint);
+gantry_testkit::timed_test! {
+    async fn create_runs_container_with_labels_volume_hostname_and_gpu_env() {
+        let Some(env) = engine("create").await else { return };
+        let spec = spec("create");
+        let _cleanup = Cleanup::new(&env, &spec);
+        let (vol, id) = create_running(&env, &spec).await;
+        eprintln!("volume {} size_enforced={} mountpoint={:?}", vol.name, vol.size_enforced, vol.mountpoint);
 
-    let state = env.ex.inspect_container(&id).await.unwrap();
-    assert_eq!(state.status, ContainerStatus::Running);
-    assert!(state.started_at.is_some());
+        let state = env.ex.inspect_container(&id).await.unwrap();
+        assert_eq!(state.status, ContainerStatus::Running);
+        assert!(state.started_at.is_some());
 
-    let raw = env.docker.inspect_container(&id, None).await.unwrap();
-    let labels = raw.config.as_ref().and_then(|c| c.labels.clone()).unwrap_or_default();
-    assert_eq!(labels.get(LABEL_MACHINE), Some(&spec.machine_id.to_string()));
-    assert_eq!(labels.get(LABEL_TASK), Some(&spec.task_id.to_string()));
-    assert_eq!(labels.get(LABEL_OWNER), Some(&spec.owner));
-    assert_eq!(labels.get(LABEL_GROUP), Some(&spec.group));
-    assert_eq!(labels.get(LABEL_MANAGED).map(String::as_str), Some("true"));
-    assert_eq!(labels.get(LABEL_INSTANCE), Some(&spec.instance));
-    assert_eq!(raw.name.as_deref(), Some(format!("/gantry-{}-m{}", spec.instance, spec.machine_id).as_str()));
-    let host = raw.host_config.unwrap();
-    assert_eq!(host.network_mode.as_deref(), Some("none"));
+        let raw = env.docker.inspect_container(&id, None).await.unwrap();
+        let labels = raw.config.as_ref().and_then(|c| c.labels.clone()).unwrap_or_default();
+        assert_eq!(labels.get(LABEL_MACHINE), Some(&spec.machine_id.to_string()));
+        assert_eq!(labels.get(LABEL_TASK), Some(&spec.task_id.to_string()));
+        assert_eq!(labels.get(LABEL_OWNER), Some(&spec.owner));
+        assert_eq!(labels.get(LABEL_GROUP), Some(&spec.group));
+        assert_eq!(labels.get(LABEL_MANAGED).map(String::as_str), Some("true"));
+        assert_eq!(labels.get(LABEL_INSTANCE), Some(&spec.instance));
+        assert_eq!(raw.name.as_deref(), Some(format!("/gantry-{}-m{}", spec.instance, spec.machine_id).as_str()));
+        let host = raw.host_config.unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        // Limits, no privilege gain, Docker's default capabilities only.
+        assert_eq!((host.nano_cpus, host.memory, host.pids_limit), (Some(1_500_000_000), Some(256 * 1024 * 1024), Some(128)));
+        assert_eq!(host.security_opt, Some(vec!["no-new-privileges:true".to_string()]));
+        assert!(host.cap_add.unwrap_or_default().is_empty() && host.privileged != Some(true));
 
-    let listed = env.ex.list_managed(&spec.instance).await.unwrap();
-    let mine = listed.iter().find(|m| m.id == id).expect("list_managed includes the container");
-    assert_eq!(mine.machine_id, Some(spec.machine_id));
-    assert_eq!(mine.status, ContainerStatus::Running);
+        let listed = env.ex.list_managed(&spec.instance).await.unwrap();
+        let mine = listed.iter().find(|m| m.id == id).expect("list_managed includes the container");
+        assert_eq!(mine.machine_id, Some(spec.machine_id));
+        assert_eq!(mine.status, ContainerStatus::Running);
 
-    assert_eq!(sh(&env, &id, "echo hello > /data/f && cat /data/f").await, "hello");
-    assert_eq!(sh(&env, &id, "hostname").await, spec.name);
-    assert_eq!(sh(&env, &id, "echo $NVIDIA_VISIBLE_DEVICES").await, spec.gpu_uuids.join(","));
-    assert_eq!(sh(&env, &id, "echo $GANTRY_MACHINE").await, spec.name);
-    let (code, out) = env.ex.exec(&id, &["sh", "-c", "echo out; echo err >&2; exit 3"]).await.unwrap();
-    assert_eq!(code, 3);
-    assert!(out.contains("out") && out.contains("err"), "combined output: {out:?}");
+        assert_eq!(sh(&env, &id, "echo hello > /data/f && cat /data/f").await, "hello");
+        assert_eq!(sh(&env, &id, "hostname").await, spec.name);
+        assert_eq!(sh(&env, &id, "echo $NVIDIA_VISIBLE_DEVICES").await, spec.gpu_uuids.join(","));
+        assert_eq!(sh(&env, &id, "echo $GANTRY_MACHINE").await, spec.name);
+        let (code, out) = env.ex.exec(&id, &["sh", "-c", "echo out; echo err >&2; exit 3"]).await.unwrap();
+        assert_eq!(code, 3);
+        assert!(out.contains("out") && out.contains("err"), "combined output: {out:?}");
 
-    let df = sh(&env, &id, "df -k /data | tail -n 1").await;
-    eprintln!("df /data: {df}");
-    if vol.size_enforced {
-        // 1 GiB image: ext4 shows a bit under 1,048,576 KiB in total.
-        let total: u64 = df.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("df total");
-        assert!((900_000..=1_048_576).contains(&total), "loop volume size {total} KiB");
-    }
-}
-
-#[tokio::test]
-async fn restart_keeps_running_and_changes_started_at() {
-    let Some(env) = engine("restart").await else { return };
-    let spec = spec("restart");
-    let _cleanup = Cleanup::new(&env, &spec);
-    let (_, id) = create_running(&env, &spec).await;
-    let before = env.ex.inspect_container(&id).await.unwrap();
-    env.ex.restart_container(&id).await.expect("restart");
-    let after = env.ex.inspect_container(&id).await.unwrap();
-    assert_eq!(after.status, ContainerStatus::Running);
-    assert!(after.started_at.is_some());
-    assert_ne!(before.started_at, after.started_at, "started_at must change on restart");
-
-    env.ex.stop_container(&id).await.expect("stop");
-    env.ex.stop_container(&id).await.expect("stopping a stopped container is a no-op");
-    // The demo image exits 0 on SIGTERM.
-    assert_eq!(env.ex.inspect_container(&id).await.unwrap().status, ContainerStatus::Exited { code: 0 });
-    let listed = env.ex.list_managed(&spec.instance).await.unwrap();
-    assert_eq!(listed.iter().find(|m| m.id == id).map(|m| m.status), Some(ContainerStatus::Exited { code: 0 }));
-}
-
-#[tokio::test]
-async fn reinstall_recreates_container_and_keeps_data() {
-    let Some(env) = engine("reinstall").await else { return };
-    let spec = spec("reinstall");
-    let _cleanup = Cleanup::new(&env, &spec);
-    let (_, old_id) = create_running(&env, &spec).await;
-    sh(&env, &old_id, "echo precious > /data/keep.txt").await;
-
-    let dup = env.ex.create_container(&spec).await.unwrap_err();
-    assert!(matches!(dup, ExecError::Failed(ref m) if m.contains(&spec.container_name())), "{dup}");
-
-    env.ex.remove_container(&old_id).await.expect("remove old container");
-    let new = env.ex.create_container(&spec).await.expect("re-create");
-    env.ex.start_container(&new.id).await.expect("start new");
-    assert_ne!(new.id, old_id);
-    assert_eq!(env.ex.inspect_container(&old_id).await.unwrap().status, ContainerStatus::Missing);
-    assert_eq!(sh(&env, &new.id, "cat /data/keep.txt").await, "precious");
-}
-
-#[tokio::test]
-async fn delete_removes_container_and_volume() {
-    let Some(env) = engine("delete").await else { return };
-    let spec = spec("delete");
-    let _cleanup = Cleanup::new(&env, &spec);
-    let (vol, id) = create_running(&env, &spec).await;
-
-    env.ex.remove_container(&id).await.expect("remove container");
-    env.ex.remove_container(&id).await.expect("remove is idempotent");
-    env.ex.remove_volume(&spec.volume_name).await.expect("remove volume");
-    env.ex.remove_volume(&spec.volume_name).await.expect("remove_volume is idempotent");
-
-    assert_eq!(env.ex.inspect_container(&id).await.unwrap().status, ContainerStatus::Missing);
-    match env.docker.inspect_volume(&spec.volume_name).await {
-        Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
-        other => panic!("volume should be gone, got {other:?}"),
-    }
-    assert!(!env.ex.list_managed(&spec.instance).await.unwrap().iter().any(|m| m.id == id));
-    let image = env._dir.path().join(format!("{}.img", spec.volume_name));
-    assert!(!image.exists(), "loop image {} must be deleted (size_enforced={})", image.display(), vol.size_enforced);
-    assert!(matches!(env.ex.start_container(&id).await, Err(ExecError::NotFound(_))));
-}
-
-#[tokio::test]
-async fn unreachable_engine_is_unavailable_and_names_the_endpoint() {
-    // Needs no engine: a socket path that does not exist and a closed port.
-    for endpoint in ["unix:///tmp/no-such-docker.sock", "tcp://127.0.0.1:1"] {
-        let ex = Executor::Docker(DockerExecutor::connect(endpoint).expect("connect must not contact the engine"));
-        let spec = spec("unreachable");
-        for err in [ex.ensure_volume(&spec).await.unwrap_err(), ex.create_container(&spec).await.unwrap_err()] {
-            eprintln!("{endpoint}: {err}");
-            assert!(matches!(err, ExecError::Unavailable(_)), "{endpoint}: {err:?}");
-            assert!(err.to_string().contains(endpoint), "message must name the endpoint: {err}");
-            assert!(err.is_retryable());
+        let df = sh(&env, &id, "df -k /data | tail -n 1").await;
+        eprintln!("df /data: {df}");
+        if vol.size_enforced {
+            // 1 GiB image: ext4 shows a bit under 1,048,576 KiB in total.
+            let total: u64 = df.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("df total");
+            assert!((900_000..=1_048_576).contains(&total), "loop volume size {total} KiB");
         }
-        assert!(matches!(ex.inspect_container("x").await, Err(ExecError::Unavailable(_))));
     }
 }
 
-#[tokio::test]
-async fn missing_image_is_reported_and_never_pulled() {
-    let Some(env) = engine("image-missing").await else { return };
-    let mut spec = spec("noimage");
-    spec.image = format!("gantry/devbox:missing-{}", rand::random::<u32>());
-    let _cleanup = Cleanup::new(&env, &spec);
-    let err = env.ex.create_container(&spec).await.unwrap_err();
-    match &err {
-        ExecError::ImageMissing(m) => {
-            assert!(m.contains(&spec.image) && m.contains("build or load it first"), "{m}")
-        }
-        other => panic!("expected ImageMissing, got {other:?}"),
+gantry_testkit::timed_test! {
+    async fn restart_keeps_running_and_changes_started_at() {
+        let Some(env) = engine("restart").await else { return };
+        let spec = spec("restart");
+        let _cleanup = Cleanup::new(&env, &spec);
+        let (_, id) = create_running(&env, &spec).await;
+        let before = env.ex.inspect_container(&id).await.unwrap();
+        env.ex.restart_container(&id).await.expect("restart");
+        let after = env.ex.inspect_container(&id).await.unwrap();
+        assert_eq!(after.status, ContainerStatus::Running);
+        assert!(after.started_at.is_some());
+        assert_ne!(before.started_at, after.started_at, "started_at must change on restart");
+
+        env.ex.stop_container(&id).await.expect("stop");
+        env.ex.stop_container(&id).await.expect("stopping a stopped container is a no-op");
+        // The demo image exits 0 on SIGTERM.
+        assert_eq!(env.ex.inspect_container(&id).await.unwrap().status, ContainerStatus::Exited { code: 0 });
+        let listed = env.ex.list_managed(&spec.instance).await.unwrap();
+        assert_eq!(listed.iter().find(|m| m.id == id).map(|m| m.status), Some(ContainerStatus::Exited { code: 0 }));
     }
-    assert_eq!(env.ex.inspect_container(&spec.container_name()).await.unwrap().status, ContainerStatus::Missing);
-    assert!(env.docker.inspect_image(&spec.image).await.is_err(), "the image must not have been pulled");
+}
+
+gantry_testkit::timed_test! {
+    async fn reinstall_recreates_container_and_keeps_data() {
+        let Some(env) = engine("reinstall").await else { return };
+        let spec = spec("reinstall");
+        let _cleanup = Cleanup::new(&env, &spec);
+        let (_, old_id) = create_running(&env, &spec).await;
+        sh(&env, &old_id, "echo precious > /data/keep.txt").await;
+
+        let dup = env.ex.create_container(&spec).await.unwrap_err();
+        assert!(matches!(dup, ExecError::Failed(ref m) if m.contains(&spec.container_name())), "{dup}");
+
+        env.ex.remove_container(&old_id).await.expect("remove old container");
+        let new = env.ex.create_container(&spec).await.expect("re-create");
+        env.ex.start_container(&new.id).await.expect("start new");
+        assert_ne!(new.id, old_id);
+        assert_eq!(env.ex.inspect_container(&old_id).await.unwrap().status, ContainerStatus::Missing);
+        assert_eq!(sh(&env, &new.id, "cat /data/keep.txt").await, "precious");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn delete_removes_container_and_volume() {
+        let Some(env) = engine("delete").await else { return };
+        let spec = spec("delete");
+        let _cleanup = Cleanup::new(&env, &spec);
+        let (vol, id) = create_running(&env, &spec).await;
+
+        env.ex.remove_container(&id).await.expect("remove container");
+        env.ex.remove_container(&id).await.expect("remove is idempotent");
+        env.ex.remove_volume(&spec.volume_name).await.expect("remove volume");
+        env.ex.remove_volume(&spec.volume_name).await.expect("remove_volume is idempotent");
+
+        assert_eq!(env.ex.inspect_container(&id).await.unwrap().status, ContainerStatus::Missing);
+        match env.docker.inspect_volume(&spec.volume_name).await {
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
+            other => panic!("volume should be gone, got {other:?}"),
+        }
+        assert!(!env.ex.list_managed(&spec.instance).await.unwrap().iter().any(|m| m.id == id));
+        let image = env._dir.path().join(format!("{}.img", spec.volume_name));
+        assert!(!image.exists(), "loop image {} must be deleted (size_enforced={})", image.display(), vol.size_enforced);
+        assert!(matches!(env.ex.start_container(&id).await, Err(ExecError::NotFound(_))));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn unreachable_engine_is_unavailable_and_names_the_endpoint() {
+        // Needs no engine: a socket path that does not exist and a closed port.
+        for endpoint in ["unix:///tmp/no-such-docker.sock", "tcp://127.0.0.1:1"] {
+            let ex = Executor::Docker(DockerExecutor::connect(endpoint).expect("connect must not contact the engine"));
+            let spec = spec("unreachable");
+            for err in [ex.ensure_volume(&spec).await.unwrap_err(), ex.create_container(&spec).await.unwrap_err()] {
+                eprintln!("{endpoint}: {err}");
+                assert!(matches!(err, ExecError::Unavailable(_)), "{endpoint}: {err:?}");
+                assert!(err.to_string().contains(endpoint), "message must name the endpoint: {err}");
+                assert!(err.is_retryable());
+            }
+            assert!(matches!(ex.inspect_container("x").await, Err(ExecError::Unavailable(_))));
+        }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn missing_image_is_reported_and_never_pulled() {
+        let Some(env) = engine("image-missing").await else { return };
+        let mut spec = spec("noimage");
+        spec.image = format!("gantry/devbox:missing-{}", rand::random::<u32>());
+        let _cleanup = Cleanup::new(&env, &spec);
+        let err = env.ex.create_container(&spec).await.unwrap_err();
+        match &err {
+            ExecError::ImageMissing(m) => {
+                assert!(m.contains(&spec.image) && m.contains("build or load it first"), "{m}")
+            }
+            other => panic!("expected ImageMissing, got {other:?}"),
+        }
+        assert_eq!(env.ex.inspect_container(&spec.container_name()).await.unwrap().status, ContainerStatus::Missing);
+        assert!(env.docker.inspect_image(&spec.image).await.is_err(), "the image must not have been pulled");
+    }
 }

@@ -64,28 +64,29 @@ async fn tls_proxy(dir: &Path) -> (Proxy, u16) {
     panic!("stunnel did not listen on 127.0.0.1:{port}");
 }
 
-#[tokio::test]
-async fn engine_over_mutual_tls() {
-    let local = Executor::from(DockerExecutor::connect("").unwrap());
-    if let Err(e) = local.ping().await {
-        panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh`.");
+gantry_testkit::timed_test! {
+    async fn engine_over_mutual_tls() {
+        let local = Executor::from(DockerExecutor::connect("").unwrap());
+        if let Err(e) = local.ping().await {
+            panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh`.");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        make_certs(dir.path());
+        let (_proxy, port) = tls_proxy(dir.path()).await;
+
+        // Missing certificates are refused up front, naming the file.
+        std::env::set_var("GANTRY_DOCKER_CERT_DIR", dir.path().join("nowhere"));
+        let missing = DockerExecutor::connect(&format!("tls://127.0.0.1:{port}")).unwrap_err();
+        assert!(matches!(missing, ExecError::Failed(ref m) if m.contains("nowhere/ca.pem is missing")), "{missing}");
+
+        std::env::set_var("GANTRY_DOCKER_CERT_DIR", dir.path().join("client-dir"));
+        let remote = Executor::from(DockerExecutor::connect(&format!("tls://127.0.0.1:{port}")).unwrap());
+        let info = remote.ping().await.expect("ping over TLS");
+        assert_eq!(info.version, local.ping().await.unwrap().version, "same engine behind the TLS listener");
+        assert!(remote.list_managed("no-such-instance").await.unwrap().is_empty());
+
+        // Without a client certificate the listener refuses the handshake.
+        let plain = Executor::from(DockerExecutor::connect(&format!("tcp://127.0.0.1:{port}")).unwrap());
+        assert!(matches!(plain.ping().await, Err(ExecError::Unavailable(_))));
     }
-    let dir = tempfile::tempdir().unwrap();
-    make_certs(dir.path());
-    let (_proxy, port) = tls_proxy(dir.path()).await;
-
-    // Missing certificates are refused up front, naming the file.
-    std::env::set_var("GANTRY_DOCKER_CERT_DIR", dir.path().join("nowhere"));
-    let missing = DockerExecutor::connect(&format!("tls://127.0.0.1:{port}")).unwrap_err();
-    assert!(matches!(missing, ExecError::Failed(ref m) if m.contains("nowhere/ca.pem is missing")), "{missing}");
-
-    std::env::set_var("GANTRY_DOCKER_CERT_DIR", dir.path().join("client-dir"));
-    let remote = Executor::from(DockerExecutor::connect(&format!("tls://127.0.0.1:{port}")).unwrap());
-    let info = remote.ping().await.expect("ping over TLS");
-    assert_eq!(info.version, local.ping().await.unwrap().version, "same engine behind the TLS listener");
-    assert!(remote.list_managed("no-such-instance").await.unwrap().is_empty());
-
-    // Without a client certificate the listener refuses the handshake.
-    let plain = Executor::from(DockerExecutor::connect(&format!("tcp://127.0.0.1:{port}")).unwrap());
-    assert!(matches!(plain.ping().await, Err(ExecError::Unavailable(_))));
 }

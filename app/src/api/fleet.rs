@@ -4,7 +4,11 @@
 
 use crate::{
     error::AppError,
-    model::{fleet::NodeRow, machines::ImageRow, GroupRow},
+    model::{
+        fleet::{LostNode, NodeRow},
+        machines::ImageRow,
+        GroupRow,
+    },
 };
 use leptos::prelude::*;
 
@@ -25,6 +29,7 @@ pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
             executor: n.executor,
             docker_endpoint: n.docker_endpoint,
             state: n.state,
+            state_reason: n.state_reason,
             last_heartbeat: n.last_heartbeat,
             cpu_count: n.cpu_count,
             memory_mb: n.memory_mb,
@@ -35,14 +40,53 @@ pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
         .collect())
 }
 
-/// Ready, draining (keeps its machines, takes no new ones) or down.
+/// Adds a worker node by its engine endpoint with the GPUs the admin
+/// declares there. The platform tests the connection first and saves
+/// nothing when the engine does not answer. Returns the node's id.
+#[server(prefix = "/api", endpoint = "admin/add_node")]
+pub async fn add_node(name: String, region_code: String, endpoint: String, gpu_count: String, gpu_model: String) -> Result<i64, AppError> {
+    let admin = crate::state::require_admin()?;
+    let input = crate::model::fleet::parse_add_node(&name, &region_code, &endpoint, &gpu_count, &gpu_model)
+        .map_err(|m| AppError::Invalid(m).respond())?;
+    let req = gantry_platform::nodes::AddNode {
+        name: input.name,
+        region_code: input.region_code,
+        endpoint: input.endpoint,
+        gpu_count: input.gpu_count,
+        gpu_model: input.gpu_model,
+    };
+    Ok(gantry_platform::nodes::add_node(&crate::state::pool()?, &crate::state::fleet()?, admin.id, &req).await?)
+}
+
+/// Ready, draining (keeps its machines, takes no new ones) or down, with
+/// an optional reason. "lost" is refused here: it releases the node's
+/// machines, so it goes through `mark_node_lost` and its confirmation.
 #[server(prefix = "/api", endpoint = "admin/set_node_state")]
-pub async fn set_node_state(node_id: i64, state: String) -> Result<(), AppError> {
+pub async fn set_node_state(node_id: i64, state: String, reason: Option<String>) -> Result<(), AppError> {
     use gantry_core::alloc::NodeState;
     let admin = crate::state::require_admin()?;
     let state: NodeState = state.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| AppError::Invalid(e.to_string()).respond())?;
-    gantry_platform::transitions::node::set_state(&crate::state::pool()?, Some(admin.id), node_id, state, "").await?;
+    if state == NodeState::Lost {
+        return Err(AppError::Invalid("a node is marked lost with \"Mark lost\", which asks for a reason and a confirmation".into()).respond());
+    }
+    let reason = reason.as_deref().unwrap_or("").trim();
+    gantry_platform::transitions::node::set_state(&crate::state::pool()?, Some(admin.id), node_id, state, reason).await?;
     Ok(())
+}
+
+/// The node is gone for good: its machines become `lost` with their GPUs
+/// given back to their groups, and its open tasks end. Needs the
+/// confirmation checkbox, so a stray post cannot release machines.
+#[server(prefix = "/api", endpoint = "admin/mark_node_lost")]
+pub async fn mark_node_lost(node_id: i64, reason: String, confirm: Option<String>) -> Result<LostNode, AppError> {
+    let admin = crate::state::require_admin()?;
+    if !crate::model::machines::checkbox(confirm.as_deref()) {
+        return Err(AppError::Invalid("tick \"I understand its machines will be released\" to mark the node lost".into()).respond());
+    }
+    let pool = crate::state::pool()?;
+    let report = gantry_platform::transitions::node::mark_lost(&pool, Some(admin.id), node_id, reason.trim()).await?;
+    let node = gantry_platform::cluster::list_nodes(&pool).await?.into_iter().find(|n| n.id == node_id).map(|n| n.name).unwrap_or_default();
+    Ok(LostNode { node, machines: report.machines, gpus_refunded: report.gpus_refunded, tasks_ended: report.tasks_ended })
 }
 
 #[server(prefix = "/api", endpoint = "admin/images")]

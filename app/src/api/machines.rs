@@ -46,6 +46,7 @@ pub async fn create_options() -> Result<CreateOptions, AppError> {
     let group = accounts::group_by_id(&pool, user.group_id).await?;
     let images = images::images_for_group(&pool, user.group_id).await?;
     let allowed = policy::allowed_models(&pool, user.group_id).await?;
+    let kept = gantry_platform::machines::list_kept_volumes(&pool, &user).await?;
     let gpu_models = cluster::gpu_models(&pool)
         .await?
         .into_iter()
@@ -61,11 +62,14 @@ pub async fn create_options() -> Result<CreateOptions, AppError> {
             gpus_in_use: group.gpus_in_use,
             max_gpus_per_machine: group.max_gpus_per_machine,
         },
+        kept_volumes: kept.into_iter().map(crate::api::volumes::kept_volume_row).collect(),
     })
 }
 
 /// Asks for a new machine. Allocation and quota deduction happen together
 /// in the admission worker; a refusal (409) names the rule and the numbers.
+/// CPUs, memory and the kept volume are optional fields (empty or absent:
+/// the defaults and a new volume), so older form posts still work.
 #[server(prefix = "/api", endpoint = "create_machine")]
 pub async fn create_machine(
     name: String,
@@ -73,11 +77,19 @@ pub async fn create_machine(
     gpu_count: String,
     gpu_model: String,
     volume_size_gb: String,
+    cpus: Option<String>,
+    memory_mb: Option<String>,
+    kept_volume_id: Option<String>,
 ) -> Result<CreatedMachine, AppError> {
+    use crate::model::machines::{parse_cpus, parse_create, parse_kept_volume, parse_memory_mb};
     use gantry_platform::machines::CreateMachine;
     let user = crate::state::auth()?;
-    let input = crate::model::machines::parse_create(&name, &image_id, &gpu_count, &gpu_model, &volume_size_gb)
-        .map_err(|m| AppError::Invalid(m).respond())?;
+    let invalid = |m: String| AppError::Invalid(m).respond();
+    let field = |f: &Option<String>| f.as_deref().unwrap_or("").to_string();
+    let input = parse_create(&name, &image_id, &gpu_count, &gpu_model, &volume_size_gb).map_err(invalid)?;
+    let cpu_millis = parse_cpus(&field(&cpus)).map_err(invalid)?;
+    let memory_mb = parse_memory_mb(&field(&memory_mb)).map_err(invalid)?;
+    let kept_volume_id = parse_kept_volume(&field(&kept_volume_id)).map_err(invalid)?;
     let admitted = crate::state::admissions()?
         .create(CreateMachine {
             requester: user,
@@ -86,9 +98,9 @@ pub async fn create_machine(
             gpu_count: input.gpu_count,
             gpu_model: input.gpu_model,
             volume_size_gb: input.volume_size_gb,
-            cpu_millis: None,
-            memory_mb: None,
-            kept_volume_id: None,
+            cpu_millis,
+            memory_mb,
+            kept_volume_id,
         })
         .await?;
     crate::state::wake_dispatcher();
@@ -100,6 +112,18 @@ pub async fn create_machine(
         gpu_indexes: admitted.gpu_indexes,
         model: admitted.model,
     })
+}
+
+/// Cancels a task that has not started (pending or scheduled), for the
+/// person who asked for it or an admin; a cancelled create gives its GPUs
+/// back. The platform's refusal says why (e.g. the task is running).
+#[server(prefix = "/api", endpoint = "cancel_task")]
+pub async fn cancel_task(task_id: i64) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    gantry_platform::transitions::task::cancel(&crate::state::pool()?, &user, task_id).await?;
+    // A dispatcher waiting on the cancelled task's machine may go on.
+    crate::state::wake_dispatcher();
+    Ok(task_id)
 }
 
 /// Queues restart, reinstall or delete; returns the task id. Another

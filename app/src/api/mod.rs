@@ -6,3 +6,4 @@ pub mod auth;
 pub mod dashboard;
 pub mod fleet;
 pub mod machines;
+pub mod volumes;

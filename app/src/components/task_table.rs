@@ -1,16 +1,27 @@
-//! The task list shared by the tasks page and a machine's page.
+//! The task list shared by the tasks page and a machine's page. A task that
+//! has not started has a Cancel button for the person who asked for it
+//! (and for admins); the page owns the action, so its result survives the
+//! table being redrawn by a poll.
 
 use crate::{
+    api::machines::CancelTask,
     components::status::{Progress, TaskBadge},
-    model::machines::TaskRow,
+    model::machines::{task_cancellable, TaskRow},
+    use_session,
 };
 use leptos::prelude::*;
 
 #[component]
-pub fn TaskTable(tasks: Vec<TaskRow>, #[prop(optional)] show_machine: bool) -> impl IntoView {
+pub fn TaskTable(tasks: Vec<TaskRow>, cancel: ServerAction<CancelTask>, #[prop(optional)] show_machine: bool) -> impl IntoView {
     if tasks.is_empty() {
         return view! { <p class="muted" data-testid="no-tasks">"No tasks yet."</p> }.into_any();
     }
+    let me = use_session().0;
+    // The server decides; this only hides a button it would refuse.
+    let may_cancel = move |t: &TaskRow| {
+        task_cancellable(&t.state) && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
+    };
+    let pending = cancel.pending();
     view! {
         <table class="table" data-testid="tasks">
             <thead>
@@ -24,6 +35,7 @@ pub fn TaskTable(tasks: Vec<TaskRow>, #[prop(optional)] show_machine: bool) -> i
                     <th>"Attempts"</th>
                     <th>"By"</th>
                     <th>"Created (UTC)"</th>
+                    <th><span class="visually-hidden">"Actions"</span></th>
                 </tr>
             </thead>
             <tbody>
@@ -37,6 +49,12 @@ pub fn TaskTable(tasks: Vec<TaskRow>, #[prop(optional)] show_machine: bool) -> i
                     });
                     let label = format!("Progress of task {}", t.id);
                     let (kind, state) = (t.kind.clone(), t.state.clone());
+                    let action = may_cancel(&t).then(|| view! {
+                        <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-task">
+                            <input type="hidden" name="task_id" value=t.id/>
+                            <button type="submit" disabled=pending aria-label=format!("Cancel task {}", t.id)>"Cancel"</button>
+                        </ActionForm>
+                    });
                     view! {
                         <tr data-testid="task-row" data-id=t.id data-kind=kind data-state=state>
                             <td>{t.id}</td>
@@ -48,6 +66,7 @@ pub fn TaskTable(tasks: Vec<TaskRow>, #[prop(optional)] show_machine: bool) -> i
                             <td>{t.attempts}</td>
                             <td>{t.requester}</td>
                             <td class="nowrap">{gantry_core::time::format_utc(t.created_at)}</td>
+                            <td>{action}</td>
                         </tr>
                     }
                 }).collect_view()}

@@ -2,84 +2,11 @@
 //! pure helpers both the server and the browser use to render and parse
 //! them (so server-rendered HTML and hydrated HTML agree).
 
-use super::QuotaView;
+mod rows;
+
+pub use rows::*;
+
 use gantry_core::task::{MachineState, TaskKind, TaskState};
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MachineRow {
-    pub id: i64,
-    pub name: String,
-    pub owner: String,
-    pub group: String,
-    pub image: String,
-    pub gpu_count: i64,
-    pub gpu_model: String,
-    /// GPU indexes on the node, ascending; empty once released.
-    pub gpu_indexes: Vec<u32>,
-    pub simulated: bool,
-    pub node: Option<String>,
-    pub volume_name: String,
-    pub volume_size_gb: i64,
-    pub volume_enforced: bool,
-    pub container_id: Option<String>,
-    pub state: String,
-    pub exit_code: Option<i64>,
-    pub message: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskRow {
-    pub id: i64,
-    pub kind: String,
-    pub machine_id: Option<i64>,
-    pub machine_name: String,
-    pub requester: String,
-    pub state: String,
-    pub progress: i64,
-    pub message: String,
-    pub attempts: i64,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MachineDetail {
-    pub machine: MachineRow,
-    /// The machine's tasks, newest first.
-    pub tasks: Vec<TaskRow>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImageRow {
-    pub id: i64,
-    pub name: String,
-    pub reference: String,
-    pub description: String,
-    pub is_default: bool,
-}
-
-/// What the create form offers the signed-in user.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateOptions {
-    pub images: Vec<ImageRow>,
-    /// Models present in the cluster that the group may use.
-    pub gpu_models: Vec<String>,
-    pub max_gpus_per_machine: i64,
-    pub quota: QuotaView,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreatedMachine {
-    pub machine_id: i64,
-    pub task_id: i64,
-    pub name: String,
-    pub node: String,
-    pub gpu_indexes: Vec<u32>,
-    pub model: String,
-}
 
 /// A create request as parsed from the form, before the platform's checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +48,62 @@ pub fn parse_create(name: &str, image_id: &str, gpu_count: &str, gpu_model: &str
         v => parse_whole("volume size (GB)", v)?,
     };
     Ok(CreateInput { name, image_id, gpu_count: count as u32, gpu_model, volume_size_gb })
+}
+
+/// CPUs a new machine gets when the form leaves the field empty, and the
+/// bounds the form accepts (the group's own limit is checked on admission).
+pub const DEFAULT_CPUS: &str = "2";
+pub const DEFAULT_MEMORY_MB: i64 = 4096;
+const CPU_MILLIS_MIN: i64 = 100;
+const CPU_MILLIS_MAX: i64 = 256_000;
+const MEMORY_MB_MIN: i64 = 64;
+const MEMORY_MB_MAX: i64 = 4 * 1024 * 1024;
+
+/// "2" or "0.5" CPUs to thousandths of a CPU (what Docker limits by);
+/// empty means the default. At most three decimals, so nothing is rounded.
+pub fn parse_cpus(value: &str) -> Result<Option<i64>, String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let bad = || "CPUs must be a number such as 2 or 0.5 (at most three decimals)".to_string();
+    let (whole, frac) = v.split_once('.').unwrap_or((v, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) || frac.len() > 3 || whole.len() > 6 {
+        return Err(bad());
+    }
+    let whole: i64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| bad())? };
+    let frac: i64 = format!("{frac:0<3}").parse().map_err(|_| bad())?;
+    let millis = whole * 1000 + frac;
+    if !(CPU_MILLIS_MIN..=CPU_MILLIS_MAX).contains(&millis) {
+        return Err(format!("CPUs must be between {} and {}", CPU_MILLIS_MIN as f64 / 1000.0, CPU_MILLIS_MAX / 1000));
+    }
+    Ok(Some(millis))
+}
+
+/// Memory in MB; empty means the default.
+pub fn parse_memory_mb(value: &str) -> Result<Option<i64>, String> {
+    match value.trim() {
+        "" => Ok(None),
+        v => {
+            let mb = parse_whole("memory (MB)", v)?;
+            gantry_core::validate::in_range("memory (MB)", mb, MEMORY_MB_MIN, MEMORY_MB_MAX).map_err(|e| e.to_string())?;
+            Ok(Some(mb))
+        }
+    }
+}
+
+/// The data-volume select: empty means a new volume, else a kept volume's id.
+pub fn parse_kept_volume(value: &str) -> Result<Option<i64>, String> {
+    match value.trim() {
+        "" => Ok(None),
+        v => v.parse::<i64>().map(Some).map_err(|_| "choose a data volume from the list".to_string()),
+    }
+}
+
+/// "kept volume gantry-x-m4-data (10 GB, node gpu-2)".
+pub fn kept_volume_label(v: &KeptVolumeRow) -> String {
+    format!("kept volume {} ({} GB, node {})", v.name, v.size_gb, v.node)
 }
 
 /// The operations a person may ask for on an existing machine.
@@ -193,6 +176,11 @@ pub fn task_busy(state: &str) -> bool {
     state.parse::<TaskState>().is_ok_and(|s| !s.is_terminal())
 }
 
+/// Whether a task may still be cancelled (it has not started).
+pub fn task_cancellable(state: &str) -> bool {
+    state.parse::<TaskState>().is_ok_and(|s| s.cancellable().is_ok())
+}
+
 /// Whether the machine accepts `kind` now (the server decides; the page
 /// uses this only to disable buttons that would be refused).
 pub fn accepts(state: &str, kind: TaskKind) -> bool {
@@ -243,6 +231,32 @@ mod tests {
     }
 
     #[test]
+    fn cpus_memory_and_volume_choice_parse_with_clear_messages() {
+        assert_eq!(parse_cpus(""), Ok(None));
+        assert_eq!(parse_cpus(" 2 "), Ok(Some(2000)));
+        assert_eq!(parse_cpus("0.5"), Ok(Some(500)));
+        assert_eq!(parse_cpus(".25"), Ok(Some(250)));
+        assert_eq!(parse_cpus("1.125"), Ok(Some(1125)));
+        assert_eq!(parse_cpus("3."), Ok(Some(3000)));
+        for bad in ["abc", "1,5", "-1", "1.2345", ".", "1e3", "1.2.3", "+2"] {
+            assert_eq!(parse_cpus(bad).unwrap_err(), "CPUs must be a number such as 2 or 0.5 (at most three decimals)", "{bad}");
+        }
+        assert_eq!(parse_cpus("0").unwrap_err(), "CPUs must be between 0.1 and 256");
+        assert_eq!(parse_cpus("0.05").unwrap_err(), "CPUs must be between 0.1 and 256");
+        assert_eq!(parse_cpus("300").unwrap_err(), "CPUs must be between 0.1 and 256");
+        assert_eq!(parse_cpus("99999999").unwrap_err(), "CPUs must be a number such as 2 or 0.5 (at most three decimals)");
+
+        assert_eq!(parse_memory_mb(" "), Ok(None));
+        assert_eq!(parse_memory_mb("8192"), Ok(Some(8192)));
+        assert_eq!(parse_memory_mb("1.5").unwrap_err(), "memory (MB) must be a whole number");
+        assert_eq!(parse_memory_mb("10").unwrap_err(), "memory (MB) must be a whole number between 64 and 4194304");
+
+        assert_eq!(parse_kept_volume(""), Ok(None));
+        assert_eq!(parse_kept_volume("7"), Ok(Some(7)));
+        assert_eq!(parse_kept_volume("new").unwrap_err(), "choose a data volume from the list");
+    }
+
+    #[test]
     fn operations_are_the_three_on_existing_machines() {
         assert_eq!(parse_operation("restart"), Ok(TaskKind::Restart));
         assert_eq!(parse_operation("reinstall"), Ok(TaskKind::Reinstall));
@@ -272,5 +286,11 @@ mod tests {
         assert!(!task_busy("succeeded") && !task_busy("cancelled"));
         assert!(accepts("running", TaskKind::Restart));
         assert!(!accepts("creating", TaskKind::Delete));
+        // A lost machine is settled (no polling) and can only be deleted.
+        assert_eq!(machine_badge("lost"), "lost");
+        assert!(!machine_busy("lost"));
+        assert!(accepts("lost", TaskKind::Delete) && !accepts("lost", TaskKind::Restart));
+        assert!(task_cancellable("pending") && task_cancellable("scheduled"));
+        assert!(!task_cancellable("running") && !task_cancellable("failed"));
     }
 }

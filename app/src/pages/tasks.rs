@@ -1,9 +1,14 @@
 //! The operation tasks the signed-in user may see, newest first, kept
-//! current while any is still running.
+//! current while any is still running; tasks not yet started can be
+//! cancelled here.
 
 use crate::{
-    api::machines::my_tasks,
-    components::{poll::poll, task_table::TaskTable},
+    api::machines::{my_tasks, CancelTask},
+    components::{
+        form_error::{error_text, FormError},
+        poll::poll,
+        task_table::TaskTable,
+    },
     model::machines::task_busy,
 };
 use leptos::prelude::*;
@@ -11,8 +16,9 @@ use leptos_meta::Title;
 
 #[component]
 pub fn TasksPage() -> impl IntoView {
+    let cancel = ServerAction::<CancelTask>::new();
     let tick = RwSignal::new(0u64);
-    let tasks = Resource::new(move || tick.get(), |_| my_tasks());
+    let tasks = Resource::new(move || (tick.get(), cancel.version().get()), |_| my_tasks());
     let busy = Signal::derive(move || {
         tasks.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|t| task_busy(&t.state))))
     });
@@ -20,11 +26,15 @@ pub fn TasksPage() -> impl IntoView {
     view! {
         <Title text="Tasks"/>
         <h1>"Tasks"</h1>
-        <section class="card">
-            <p class="muted small">"Every operation on a machine is a task: pending → scheduled → running → succeeded, failed or cancelled. Refused requests are listed as failed with the reason."</p>
+        <section class="card stack">
+            <p class="muted small">"Every operation on a machine is a task: pending → scheduled → running → succeeded, failed or cancelled. Refused requests are listed as failed with the reason. A task can be cancelled until it starts running."</p>
+            <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
+            {move || cancel.value().get().and_then(Result::ok).map(|id| view! {
+                <p class="form-ok" role="status" data-testid="cancel-ok">"Task #" {id} " cancelled."</p>
+            })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || tasks.get().map(|r| match r {
-                    Ok(list) => view! { <TaskTable tasks=list show_machine=true/> }.into_any(),
+                    Ok(list) => view! { <TaskTable tasks=list cancel=cancel show_machine=true/> }.into_any(),
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Transition>

@@ -302,6 +302,6 @@ fn node_state_text() {
     assert_eq!("down".parse::<NodeState>(), Ok(NodeState::Down));
     assert_eq!(
         "gone".parse::<NodeState>().unwrap_err().to_string(),
-        "unknown node state \"gone\" (expected one of: ready, draining, down)"
+        "unknown node state \"gone\" (expected one of: ready, draining, down, lost)"
     );
 }

@@ -271,68 +271,71 @@ mod tests {
         Executor::Simulated(SimulatedExecutor::new())
     }
 
-    #[tokio::test]
-    async fn lifecycle_follows_docker_state_machine() {
-        let ex = exec();
-        assert_eq!(ex.kind(), "simulated");
-        let s = spec(1);
-        ex.ensure_volume(&s).await.unwrap();
-        ex.ensure_volume(&s).await.unwrap(); // idempotent
-        let c = ex.create_container(&s).await.unwrap();
-        assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Created);
-        ex.start_container(&c.id).await.unwrap();
-        let first = ex.inspect_container(&c.id).await.unwrap();
-        assert_eq!(first.status, ContainerStatus::Running);
-        ex.restart_container(&c.id).await.unwrap();
-        let second = ex.inspect_container(&c.id).await.unwrap();
-        assert_eq!(second.status, ContainerStatus::Running);
-        assert_ne!(first.started_at, second.started_at, "restart must change started_at");
-        assert_eq!(ex.exec(&c.id, &["echo", "hi"]).await.unwrap(), (0, "hi\n".into()));
-        ex.stop_container(&c.id).await.unwrap();
-        assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Exited { code: 0 });
-        assert!(matches!(ex.exec(&c.id, &["true"]).await, Err(ExecError::Failed(_))));
-        let listed = ex.list_managed("test").await.unwrap();
-        assert_eq!(listed.len(), 1);
-        assert_eq!((listed[0].machine_id, listed[0].name.as_str()), (Some(1), "gantry-test-m1"));
-        assert!(ex.list_managed("another-installation").await.unwrap().is_empty(), "other installations see nothing");
-        ex.remove_container(&c.id).await.unwrap();
-        ex.remove_container(&c.id).await.unwrap(); // idempotent
-        ex.remove_volume(&s.volume_name).await.unwrap();
-        ex.remove_volume(&s.volume_name).await.unwrap();
-        assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Missing);
-        assert!(ex.list_managed("test").await.unwrap().is_empty());
+    gantry_testkit::timed_test! {
+        async fn lifecycle_follows_docker_state_machine() {
+            let ex = exec();
+            assert_eq!(ex.kind(), "simulated");
+            let s = spec(1);
+            ex.ensure_volume(&s).await.unwrap();
+            ex.ensure_volume(&s).await.unwrap(); // idempotent
+            let c = ex.create_container(&s).await.unwrap();
+            assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Created);
+            ex.start_container(&c.id).await.unwrap();
+            let first = ex.inspect_container(&c.id).await.unwrap();
+            assert_eq!(first.status, ContainerStatus::Running);
+            ex.restart_container(&c.id).await.unwrap();
+            let second = ex.inspect_container(&c.id).await.unwrap();
+            assert_eq!(second.status, ContainerStatus::Running);
+            assert_ne!(first.started_at, second.started_at, "restart must change started_at");
+            assert_eq!(ex.exec(&c.id, &["echo", "hi"]).await.unwrap(), (0, "hi\n".into()));
+            ex.stop_container(&c.id).await.unwrap();
+            assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Exited { code: 0 });
+            assert!(matches!(ex.exec(&c.id, &["true"]).await, Err(ExecError::Failed(_))));
+            let listed = ex.list_managed("test").await.unwrap();
+            assert_eq!(listed.len(), 1);
+            assert_eq!((listed[0].machine_id, listed[0].name.as_str()), (Some(1), "gantry-test-m1"));
+            assert!(ex.list_managed("another-installation").await.unwrap().is_empty(), "other installations see nothing");
+            ex.remove_container(&c.id).await.unwrap();
+            ex.remove_container(&c.id).await.unwrap(); // idempotent
+            ex.remove_volume(&s.volume_name).await.unwrap();
+            ex.remove_volume(&s.volume_name).await.unwrap();
+            assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Missing);
+            assert!(ex.list_managed("test").await.unwrap().is_empty());
+        }
     }
 
-    #[tokio::test]
-    async fn errors_match_docker() {
-        let sim = SimulatedExecutor::new();
-        let ex = Executor::from(sim.clone());
-        let c = ex.create_container(&spec(2)).await.unwrap();
-        let dup = ex.create_container(&spec(2)).await.unwrap_err();
-        assert!(matches!(dup, ExecError::Failed(ref m) if m.contains("gantry-test-m2")), "{dup}");
-        assert!(matches!(ex.start_container("nope").await, Err(ExecError::NotFound(_))));
-        assert!(matches!(ex.exec("nope", &["true"]).await, Err(ExecError::NotFound(_))));
-        sim.set_images(Some(vec!["gantry/devbox:latest".into()]));
-        let mut other = spec(3);
-        other.image = "gantry/devbox:nope".into();
-        assert!(
-            matches!(ex.create_container(&other).await, Err(ExecError::ImageMissing(m)) if m.contains("gantry/devbox:nope"))
-        );
-        ex.start_container(&c.id).await.unwrap();
-        sim.simulate_exit(&c.id, 3).unwrap();
-        assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Exited { code: 3 });
+    gantry_testkit::timed_test! {
+        async fn errors_match_docker() {
+            let sim = SimulatedExecutor::new();
+            let ex = Executor::from(sim.clone());
+            let c = ex.create_container(&spec(2)).await.unwrap();
+            let dup = ex.create_container(&spec(2)).await.unwrap_err();
+            assert!(matches!(dup, ExecError::Failed(ref m) if m.contains("gantry-test-m2")), "{dup}");
+            assert!(matches!(ex.start_container("nope").await, Err(ExecError::NotFound(_))));
+            assert!(matches!(ex.exec("nope", &["true"]).await, Err(ExecError::NotFound(_))));
+            sim.set_images(Some(vec!["gantry/devbox:latest".into()]));
+            let mut other = spec(3);
+            other.image = "gantry/devbox:nope".into();
+            assert!(
+                matches!(ex.create_container(&other).await, Err(ExecError::ImageMissing(m)) if m.contains("gantry/devbox:nope"))
+            );
+            ex.start_container(&c.id).await.unwrap();
+            sim.simulate_exit(&c.id, 3).unwrap();
+            assert_eq!(ex.inspect_container(&c.id).await.unwrap().status, ContainerStatus::Exited { code: 3 });
+        }
     }
 
-    #[tokio::test]
-    async fn unavailable_engine() {
-        let sim = SimulatedExecutor::new();
-        let ex = Executor::from(sim.clone());
-        sim.set_available(false);
-        let err = ex.ping().await.unwrap_err();
-        assert!(err.is_retryable(), "{err}");
-        assert!(matches!(ex.ensure_volume(&spec(4)).await, Err(ExecError::Unavailable(_))));
-        assert!(matches!(ex.inspect_container("x").await, Err(ExecError::Unavailable(_))));
-        sim.set_available(true);
-        assert!(ex.ping().await.is_ok());
+    gantry_testkit::timed_test! {
+        async fn unavailable_engine() {
+            let sim = SimulatedExecutor::new();
+            let ex = Executor::from(sim.clone());
+            sim.set_available(false);
+            let err = ex.ping().await.unwrap_err();
+            assert!(err.is_retryable(), "{err}");
+            assert!(matches!(ex.ensure_volume(&spec(4)).await, Err(ExecError::Unavailable(_))));
+            assert!(matches!(ex.inspect_container("x").await, Err(ExecError::Unavailable(_))));
+            sim.set_available(true);
+            assert!(ex.ping().await.is_ok());
+        }
     }
 }

@@ -36,9 +36,22 @@ pub async fn env(executor: &str, gpus_on_node: u32, quota: i64) -> Env {
     let sim = SimulatedGpus { count: gpus_on_node, model: "SIM-A100".into(), memory_mb: 81920 };
     let node_name = format!("node-{}", rand::random::<u32>());
     let gpus = gpus::simulated(&node_name, &sim);
+    let (endpoint, volume_dir) = match executor {
+        "docker" => ("unix:///var/run/docker.sock".to_string(), dir.path().join("volumes").to_string_lossy().into_owned()),
+        _ => (format!("simulated://{node_name}"), String::new()),
+    };
     let node_id = cluster::register_node(
         &pool,
-        NodeRegistration { name: &node_name, region_code: "local", docker_endpoint: "", executor, cpu_count: 2, memory_mb: 1024, gpus: &gpus },
+        NodeRegistration {
+            name: &node_name,
+            region_code: "local",
+            docker_endpoint: &endpoint,
+            volume_dir: &volume_dir,
+            executor,
+            cpu_count: 2,
+            memory_mb: 1024,
+            gpus: &gpus,
+        },
     )
     .await
     .unwrap();
@@ -46,8 +59,7 @@ pub async fn env(executor: &str, gpus_on_node: u32, quota: i64) -> Env {
     accounts::create_group(&pool, None, "ml-team", quota).await.unwrap();
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
-    let fleet = Fleet::new(dir.path().join("volumes"));
-    let dispatcher = Dispatcher { pool: pool.clone(), fleet, wake, parallel: 8 };
+    let dispatcher = Dispatcher::new(pool.clone(), Fleet::new(), wake, 8);
     Env { dir, pool, admissions, dispatcher, node_id }
 }
 
@@ -63,7 +75,7 @@ impl Env {
     }
 
     pub fn create(&self, user: &User, name: &str, gpus: u32) -> CreateMachine {
-        CreateMachine { requester: user.clone(), name: name.into(), image_id: None, gpu_count: gpus, gpu_model: None, volume_size_gb: 1 }
+        CreateMachine::new(user.clone(), name, gpus, 1)
     }
 
     /// Runs every due task to its end, in order, without the background
@@ -71,7 +83,7 @@ impl Env {
     pub async fn drive(&self) -> usize {
         let mut ran = 0;
         loop {
-            let claimed = dispatch::claim(&self.pool, 16).await.unwrap();
+            let claimed = dispatch::claim(&self.pool, &self.dispatcher.owner, 16).await.unwrap();
             if claimed.is_empty() {
                 return ran;
             }
@@ -84,6 +96,29 @@ impl Env {
 
     pub async fn scalar(&self, sql: &str) -> i64 {
         sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
+    }
+
+    /// What a restarted process does first: every running task's lease is
+    /// treated as expired, so it is resumed.
+    pub async fn expire_all_leases(&self) -> u64 {
+        dispatch::expire_leases(&self.pool, i64::MAX).await.unwrap()
+    }
+
+    /// The quota invariant: every group's `gpus_in_use` equals the GPUs its
+    /// machines hold, and machines that must hold nothing hold nothing.
+    pub async fn assert_quota_consistent(&self) {
+        let drift: Vec<(String, i64, i64)> = sqlx::query_as(
+            "SELECT g.name, g.gpus_in_use, (SELECT COUNT(*) FROM machine_gpus mg JOIN machines m ON m.id = mg.machine_id WHERE m.group_id = g.id)
+             FROM groups g",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .unwrap();
+        for (group, in_use, held) in drift {
+            assert_eq!(in_use, held, "group {group}: gpus_in_use {in_use} but its machines hold {held}");
+        }
+        let wrong = self.scalar("SELECT COUNT(*) FROM machine_gpus mg JOIN machines m ON m.id = mg.machine_id WHERE m.state IN ('deleted', 'lost')").await;
+        assert_eq!(wrong, 0, "deleted or lost machines hold GPUs");
     }
 
     pub async fn text(&self, sql: &str) -> String {

@@ -1,93 +1,195 @@
-//! Worker nodes: where they are, whether they are alive, their GPUs, and
-//! the state an admin sets (ready, draining, down).
+//! Worker nodes: where they are, whether they are alive, their GPUs, the
+//! state an admin sets (ready, draining, down), marking a node lost, and
+//! adding a node by its engine endpoint.
+//!
+//! The page polls, and a refetch must never reset what an admin is typing:
+//! the add form sits outside the refetched part, and the table's rows are
+//! built once per set of nodes, each reading its own fields from the latest
+//! answer, so a row's forms stay the same elements between polls.
 
 use crate::{
-    api::fleet::{list_nodes, SetNodeState},
+    api::fleet::{list_nodes, AddNode, MarkNodeLost, SetNodeState},
     components::{
         form_error::{error_text, FormError},
         poll::poll,
         status::Tag,
     },
-    model::fleet::{endpoint_label, NodeRow},
+    error::AppError,
+    model::fleet::{capacity_label, endpoint_label, lost_summary, NodeRow, DEFAULT_REGION, SETTABLE_STATES},
 };
 use gantry_core::alloc::NodeState;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+type Nodes = Resource<Result<Vec<NodeRow>, AppError>>;
+
 #[component]
 pub fn NodesPage() -> impl IntoView {
+    let add = ServerAction::<AddNode>::new();
     let set_state = ServerAction::<SetNodeState>::new();
+    let mark_lost = ServerAction::<MarkNodeLost>::new();
     let tick = RwSignal::new(0u64);
-    let nodes = Resource::new(move || (tick.get(), set_state.version().get()), |_| list_nodes());
+    let nodes = Resource::new(
+        move || (tick.get(), add.version().get(), set_state.version().get(), mark_lost.version().get()),
+        |_| list_nodes(),
+    );
     // Heartbeats and free GPUs change on their own; refresh now and then.
     poll(tick, Signal::stored(false));
     view! {
         <Title text="Nodes"/>
         <h1>"Nodes"</h1>
-        <section class="card">
+        <section class="card stack">
             <p class="muted small">
                 "A node takes new machines only when it is ready and its last heartbeat is recent. "
-                "Draining keeps the machines it has; down takes nothing new either."
+                "Draining keeps the machines it has; down takes nothing new either. "
+                "Lost is for a node that is gone for good: its machines are released and their GPUs return to their groups."
             </p>
             <FormError message=Signal::derive(move || set_state.value().with(error_text))/>
+            <FormError message=Signal::derive(move || mark_lost.value().with(error_text))/>
+            {move || mark_lost.value().get().and_then(Result::ok).map(|l| view! {
+                <p class="form-ok" role="status" data-testid="node-lost-ok">{lost_summary(&l)}</p>
+            })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || nodes.get().map(|r| match r {
-                    Ok(list) if list.is_empty() => view! {
-                        <p class="muted" data-testid="no-nodes">"No worker nodes have registered yet."</p>
-                    }.into_any(),
-                    Ok(list) => view! {
-                        <table class="table" data-testid="nodes">
-                            <thead>
-                                <tr>
-                                    <th>"Name"</th><th>"Region"</th><th>"Executor"</th><th>"Endpoint"</th><th>"State"</th>
-                                    <th>"Last heartbeat (UTC)"</th><th>"CPUs · memory"</th><th>"GPUs free / total"</th><th>"Models"</th><th>"Set state"</th>
-                                </tr>
-                            </thead>
-                            <tbody>
-                                {list.into_iter().map(|n| view! { <NodeLine node=n set_state=set_state/> }).collect_view()}
-                            </tbody>
-                        </table>
-                    }.into_any(),
-                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-                })}
+                <NodeTable nodes=nodes set_state=set_state mark_lost=mark_lost/>
             </Transition>
+        </section>
+        <section class="card">
+            <h2>"Add a node"</h2>
+            <AddNodeForm add=add/>
         </section>
     }
 }
 
 #[component]
-fn NodeLine(node: NodeRow, set_state: ServerAction<SetNodeState>) -> impl IntoView {
-    let n = node;
-    let heartbeat = if n.last_heartbeat > 0 { gantry_core::time::format_utc(n.last_heartbeat) } else { "never".to_string() };
-    let state_class = format!("badge node {}", n.state.parse::<NodeState>().map(NodeState::as_str).unwrap_or("unknown"));
-    let label = format!("State of {}", n.name);
-    let current = n.state.clone();
+fn NodeTable(nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
+    // Changes only when a node appears or goes, not on every poll.
+    let ids = Memo::new(move |_| {
+        nodes.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)))
+    });
+    move || match ids.get()? {
+        Ok(ids) if ids.is_empty() => Some(view! { <p class="muted" data-testid="no-nodes">"No worker nodes have registered yet."</p> }.into_any()),
+        Ok(ids) => Some(
+            view! {
+                <table class="table" data-testid="nodes">
+                    <thead>
+                        <tr>
+                            <th>"Name"</th><th>"Region"</th><th>"Executor"</th><th>"Endpoint"</th><th>"State"</th>
+                            <th>"Last heartbeat (UTC)"</th><th>"CPUs · memory"</th><th>"GPUs free / total"</th><th>"Models"</th><th>"Manage"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {ids.into_iter().map(|id| view! { <NodeLine id=id nodes=nodes set_state=set_state mark_lost=mark_lost/> }).collect_view()}
+                    </tbody>
+                </table>
+            }
+            .into_any(),
+        ),
+        Err(e) => Some(view! { <p class="form-error">{e.to_string()}</p> }.into_any()),
+    }
+}
+
+#[component]
+fn NodeLine(id: i64, nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
+    // The row's latest data; a node missing from one answer keeps its last.
+    let row = Memo::new(move |prev: Option<&NodeRow>| {
+        let latest = nodes.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|n| n.id == id).cloned()));
+        latest.or_else(|| prev.cloned()).unwrap_or_default()
+    });
+    let state = Memo::new(move |_| row.with(|n| n.state.clone()));
+    let lost = Memo::new(move |_| state.get() == NodeState::Lost.as_str());
+    let name = row.with_untracked(|n| n.name.clone());
+    let badge = move || format!("badge node {}", state.get().parse::<NodeState>().map(NodeState::as_str).unwrap_or("unknown"));
+    let heartbeat = move || row.with(|n| if n.last_heartbeat > 0 { gantry_core::time::format_utc(n.last_heartbeat) } else { "never".to_string() });
+    let stale = move || {
+        (!row.with(|n| n.heartbeat_fresh) && !lost.get()).then(|| view! { " " <Tag text="stale" title="no recent heartbeat: the node takes no new machines"/> })
+    };
+    let simulated = move || {
+        row.with(|n| n.simulated)
+            .then(|| view! { " " <Tag text="simulated" title="no NVIDIA driver seen: the GPUs are simulated or declared by an administrator"/> })
+    };
+    let manage = {
+        let name = name.clone();
+        move || if lost.get() { view! { <span class="muted small">"its machines were released"</span> }.into_any() } else {
+            view! { <NodeForms id=id name=name.clone() state=state set_state=set_state mark_lost=mark_lost/> }.into_any()
+        }
+    };
     view! {
-        <tr data-testid="node-row" data-name=n.name.clone() data-state=n.state.clone()>
-            <td><strong>{n.name.clone()}</strong></td>
-            <td>{n.region.clone()}</td>
-            <td>{n.executor.clone()} {n.simulated.then(|| view! { " " <Tag text="simulated" title="no NVIDIA driver: the GPUs are simulated"/> })}</td>
-            <td><code>{endpoint_label(&n.docker_endpoint)}</code></td>
-            <td><span class=state_class data-testid="node-state">{n.state.clone()}</span></td>
-            <td class="nowrap">
-                {heartbeat}
-                {(!n.heartbeat_fresh).then(|| view! { " " <Tag text="stale" title="no recent heartbeat: the node takes no new machines"/> })}
-            </td>
-            <td class="nowrap">{format!("{} · {:.1} GiB", n.cpu_count, n.memory_mb as f64 / 1024.0)}</td>
-            <td>{format!("{} / {}", n.gpu_free, n.gpu_total)}</td>
-            <td>{if n.gpu_models.is_empty() { "—".to_string() } else { n.gpu_models.join(", ") }}</td>
+        <tr data-testid="node-row" data-name=name.clone() data-state=move || state.get()>
+            <td><strong>{name.clone()}</strong></td>
+            <td>{move || row.with(|n| n.region.clone())}</td>
+            <td>{move || row.with(|n| n.executor.clone())} {simulated}</td>
+            <td><code>{move || row.with(|n| endpoint_label(&n.docker_endpoint))}</code></td>
             <td>
-                <ActionForm action=set_state attr:class="inline">
-                    <input type="hidden" name="node_id" value=n.id/>
-                    <select name="state" aria-label=label>
-                        {NodeState::ALL.iter().map(|s| {
-                            let s = s.as_str();
-                            view! { <option value=s selected=s == current>{s}</option> }
-                        }).collect_view()}
-                    </select>
-                    <button type="submit">"Set"</button>
-                </ActionForm>
+                <span class=badge data-testid="node-state">{move || state.get()}</span>
+                {move || row.with(|n| (!n.state_reason.is_empty()).then(|| n.state_reason.clone())).map(|r| view! {
+                    <div class="muted small" data-testid="node-reason">{r}</div>
+                })}
             </td>
+            <td class="nowrap">{heartbeat} {stale}</td>
+            <td class="nowrap">{move || row.with(|n| capacity_label(n.cpu_count, n.memory_mb))}</td>
+            <td>{move || row.with(|n| format!("{} / {}", n.gpu_free, n.gpu_total))}</td>
+            <td>{move || row.with(|n| if n.gpu_models.is_empty() { "—".to_string() } else { n.gpu_models.join(", ") })}</td>
+            <td>{manage}</td>
         </tr>
+    }
+}
+
+/// A live node's two forms: set its state, or mark it lost (a reason and a
+/// ticked checkbox, which works without JavaScript too).
+#[component]
+fn NodeForms(id: i64, name: String, state: Memo<String>, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
+    let (state_label, reason_label, lost_label) = (format!("State of {name}"), format!("Reason for the state of {name}"), format!("Why {name} is lost"));
+    view! {
+        <div class="stack node-forms">
+            <ActionForm action=set_state attr:class="inline" attr:data-testid="node-set-state">
+                <input type="hidden" name="node_id" value=id/>
+                <select name="state" aria-label=state_label>
+                    {SETTABLE_STATES.iter().map(|s| {
+                        let s = s.as_str();
+                        view! { <option value=s selected=move || state.get() == s>{s}</option> }
+                    }).collect_view()}
+                </select>
+                <input type="text" name="reason" maxlength="200" placeholder="reason (optional)" aria-label=reason_label/>
+                <button type="submit">"Set"</button>
+            </ActionForm>
+            <ActionForm action=mark_lost attr:class="inline wrap" attr:data-testid="node-mark-lost">
+                <input type="hidden" name="node_id" value=id/>
+                <input type="text" name="reason" required maxlength="200" placeholder="why it is lost" aria-label=lost_label/>
+                <label class="check small"><input type="checkbox" name="confirm" required/>" I understand its machines will be released"</label>
+                <button type="submit" class="danger">"Mark lost"</button>
+            </ActionForm>
+        </div>
+    }
+}
+
+#[component]
+fn AddNodeForm(add: ServerAction<AddNode>) -> impl IntoView {
+    let pending = add.pending();
+    view! {
+        <ActionForm action=add attr:class="stack" attr:data-testid="add-node">
+            <p class="muted small">
+                "Gantry connects to the node's Docker Engine and saves the node only if the engine answers. "
+                "Declare the GPUs the host has; they are shown as declared (simulated), since the host's driver cannot be read from here."
+            </p>
+            <div class="row">
+                <label>"Name" <input type="text" name="name" required maxlength="32" autocomplete="off" placeholder="e.g. gpu-2"/></label>
+                <label>"Region code" <input type="text" name="region_code" value=DEFAULT_REGION maxlength="64"/></label>
+            </div>
+            <label>"Endpoint"
+                <input type="text" name="endpoint" required maxlength="200" autocomplete="off"
+                    placeholder="unix:///run/docker.sock, tcp://host:2375 or tls://host:2376"/>
+            </label>
+            <div class="row">
+                <label>"GPU count" <input type="number" name="gpu_count" min="0" max="64" step="1" value="1"/></label>
+                <label>"GPU model" <input type="text" name="gpu_model" maxlength="64" placeholder="e.g. A100-80GB"/></label>
+            </div>
+            <FormError message=Signal::derive(move || add.value().with(error_text))/>
+            {move || add.value().get().and_then(Result::ok).map(|id| view! {
+                <p class="form-ok" role="status" data-testid="node-added">"Node #" {id} " added; it is listed above."</p>
+            })}
+            <button type="submit" class="primary" disabled=pending>
+                {move || if pending.get() { "Testing the connection…" } else { "Add node" }}
+            </button>
+        </ActionForm>
     }
 }

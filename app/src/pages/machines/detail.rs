@@ -2,7 +2,7 @@
 //! history, kept current while an operation runs.
 
 use crate::{
-    api::machines::{machine_detail, MachineOperation},
+    api::machines::{machine_detail, CancelTask, MachineOperation},
     components::{
         form_error::{error_text, FormError},
         poll::poll,
@@ -12,7 +12,7 @@ use crate::{
     error::AppError,
     model::machines::{accepts, gpu_summary, machine_busy, short_id, task_busy, volume_summary, MachineDetail, MachineRow},
 };
-use gantry_core::task::TaskKind;
+use gantry_core::task::{MachineState, TaskKind};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -22,10 +22,11 @@ pub fn MachineDetailPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.with(|p| p.get("id").and_then(|s| s.parse::<i64>().ok()));
     let op = ServerAction::<MachineOperation>::new();
+    let cancel = ServerAction::<CancelTask>::new();
     let tick = RwSignal::new(0u64);
     let detail = Resource::new(
-        move || (id(), tick.get(), op.version().get()),
-        |(id, _, _)| async move {
+        move || (id(), tick.get(), op.version().get(), cancel.version().get()),
+        |(id, _, _, _)| async move {
             match id {
                 Some(id) => machine_detail(id).await,
                 None => Err(AppError::NotFound("machine not found".into())),
@@ -47,7 +48,7 @@ pub fn MachineDetailPage() -> impl IntoView {
         <p class="crumbs"><a href="/machines">"← My machines"</a></p>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || detail.get().map(|r| match r {
-                Ok(d) => view! { <MachineView detail=d op=op js=js/> }.into_any(),
+                Ok(d) => view! { <MachineView detail=d op=op cancel=cancel js=js/> }.into_any(),
                 Err(AppError::NotFound(_)) => {
                     #[cfg(feature = "ssr")]
                     if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
@@ -68,7 +69,7 @@ pub fn MachineDetailPage() -> impl IntoView {
 }
 
 #[component]
-fn MachineView(detail: MachineDetail, op: ServerAction<MachineOperation>, js: RwSignal<bool>) -> impl IntoView {
+fn MachineView(detail: MachineDetail, op: ServerAction<MachineOperation>, cancel: ServerAction<CancelTask>, js: RwSignal<bool>) -> impl IntoView {
     let MachineDetail { machine: m, tasks } = detail;
     view! {
         <Title text=m.name.clone()/>
@@ -80,9 +81,10 @@ fn MachineView(detail: MachineDetail, op: ServerAction<MachineOperation>, js: Rw
             <MachineFacts m=m.clone()/>
             <MachineActions m=m op=op js=js/>
         </div>
-        <section class="card">
+        <section class="card stack">
             <h2>"Task history"</h2>
-            <TaskTable tasks=tasks/>
+            <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
+            <TaskTable tasks=tasks cancel=cancel/>
         </section>
     }
     .into_any()
@@ -138,6 +140,7 @@ fn MachineActions(m: MachineRow, op: ServerAction<MachineOperation>, js: RwSigna
         }
         .into_any();
     }
+    let lost = m.state == MachineState::Lost.as_str();
     let can = |kind| accepts(&m.state, kind);
     let (can_restart, can_reinstall, can_delete) = (can(TaskKind::Restart), can(TaskKind::Reinstall), can(TaskKind::Delete));
     let pending = op.pending();
@@ -163,11 +166,13 @@ fn MachineActions(m: MachineRow, op: ServerAction<MachineOperation>, js: RwSigna
         </div>
     }
     .into_any();
+    // A lost machine's volume was on the lost node: there is nothing to keep.
+    let keep = (!lost).then(|| view! { <label class="check"><input type="checkbox" name="keep_volume"/>" Keep the data volume"</label> });
     let delete = view! {
         <ActionForm action=op attr:class="stack danger-zone" attr:data-testid="delete-machine">
             <input type="hidden" name="machine_id" value=m.id/>
             <input type="hidden" name="operation" value="delete"/>
-            <label class="check"><input type="checkbox" name="keep_volume"/>" Keep the data volume"</label>
+            {keep}
             {move || (!js.get()).then(|| view! {
                 <label class="check"><input type="checkbox" required/>" I understand this deletes the machine"</label>
             })}
@@ -178,9 +183,14 @@ fn MachineActions(m: MachineRow, op: ServerAction<MachineOperation>, js: RwSigna
     let blocked = (!(can_restart || can_delete)).then(|| {
         view! { <p class="muted small">"The machine is " {m.state.clone()} "; operations are possible once it is running, stopped or failed."</p> }
     });
+    let lost_note = lost.then(|| {
+        let why = if m.message.is_empty() { "its node was lost; its GPUs are back in the group's quota".to_string() } else { m.message.clone() };
+        view! { <p class="notice" data-testid="machine-lost">{why} ". Deleting the machine closes its record."</p> }
+    });
     view! {
         <section class="card stack" data-testid="machine-actions">
             <h2>"Actions"</h2>
+            {lost_note}
             {simple}
             <p class="muted small">"Restart restarts the container; reinstall recreates it from its image and keeps the data volume."</p>
             {delete}

@@ -1,31 +1,46 @@
 //! "My machines": the machines the signed-in user may see, the create form
 //! and the group's quota, all kept current while operations run.
 
+pub mod create;
 pub mod detail;
+pub mod kept;
 
 use crate::{
     api::{
         dashboard::my_quota,
         machines::{create_options, my_machines, CreateMachine},
+        volumes::{kept_volumes, DeleteKeptVolume},
     },
     components::{
-        form_error::{error_text, FormError},
         poll::poll,
         quota_gauge::QuotaGauge,
         status::{MachineBadge, Tag},
     },
-    model::machines::{gpu_summary, machine_busy, volume_summary, CreateOptions, MachineRow, DEFAULT_VOLUME_GB},
+    model::machines::{gpu_summary, machine_busy, volume_summary, KeptVolumeRow, MachineRow},
 };
+use create::CreateForm;
+use kept::KeptVolumes;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 #[component]
 pub fn MachinesPage() -> impl IntoView {
     let create = ServerAction::<CreateMachine>::new();
+    let delete_kept = ServerAction::<DeleteKeptVolume>::new();
     let tick = RwSignal::new(0u64);
     let machines = Resource::new(move || (tick.get(), create.version().get()), |_| my_machines());
     let quota = Resource::new(move || (tick.get(), create.version().get()), |_| my_quota());
+    let kept = Resource::new(move || (tick.get(), create.version().get(), delete_kept.version().get()), |_| kept_volumes());
+    // Fetched once: refetching would rebuild the form under the user's typing.
     let options = Resource::new(|| (), |_| create_options());
+    // The create form's volume choices follow the polled list (browser
+    // only; the server renders the options' own list).
+    let kept_now = RwSignal::new(None::<Vec<KeptVolumeRow>>);
+    Effect::new(move |_| {
+        if let Some(Ok(list)) = kept.get() {
+            kept_now.set(Some(list));
+        }
+    });
     // Poll quickly while any machine is between states.
     let busy = Signal::derive(move || {
         machines.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|m| machine_busy(&m.state))))
@@ -40,7 +55,7 @@ pub fn MachinesPage() -> impl IntoView {
                 <h2>"New machine"</h2>
                 <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || options.get().map(|r| match r {
-                        Ok(o) => view! { <CreateForm create=create options=o/> }.into_any(),
+                        Ok(o) => view! { <CreateForm create=create options=o kept=kept_now.into()/> }.into_any(),
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
                 </Suspense>
@@ -68,69 +83,7 @@ pub fn MachinesPage() -> impl IntoView {
                 })}
             </Transition>
         </section>
-    }
-}
-
-#[component]
-fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions) -> impl IntoView {
-    // Same name rule as the server, checked as you type.
-    let (name, set_name) = signal(String::new());
-    let name_hint = move || {
-        let n = name.get();
-        (!n.is_empty()).then(|| gantry_core::validate::name("machine name", n.trim()).err().map(|e| e.to_string())).flatten()
-    };
-    let pending = create.pending();
-    let max = options.max_gpus_per_machine.max(1);
-    let no_images = options.images.is_empty();
-    let no_models = options.gpu_models.is_empty();
-
-    view! {
-        <ActionForm action=create attr:class="stack" attr:data-testid="create-machine">
-            <label>"Name"
-                <input type="text" name="name" required maxlength="32" autocomplete="off" placeholder="e.g. my-box"
-                    on:input=move |ev| set_name.set(event_target_value(&ev))/>
-            </label>
-            {move || name_hint().map(|h| view! { <p class="hint">{h}</p> })}
-            <label>"Image"
-                <select name="image_id">
-                    {if no_images {
-                        view! { <option value="">"default image"</option> }.into_any()
-                    } else {
-                        options.images.into_iter().map(|i| {
-                            let label = if i.description.is_empty() { i.name.clone() } else { format!("{} — {}", i.name, i.description) };
-                            view! { <option value=i.id.to_string() selected=i.is_default>{label}</option> }
-                        }).collect_view().into_any()
-                    }}
-                </select>
-            </label>
-            {no_images.then(|| view! { <p class="hint">"No images are configured yet; an administrator must add one."</p> })}
-            <div class="row">
-                <label>"GPU count"
-                    <input type="number" name="gpu_count" min="1" max=max value="1" step="1" required/>
-                </label>
-                <label>"GPU model"
-                    <select name="gpu_model">
-                        <option value="" selected>"any allowed"</option>
-                        {options.gpu_models.into_iter().map(|m| view! { <option value=m.clone()>{m.clone()}</option> }).collect_view()}
-                    </select>
-                </label>
-            </div>
-            {no_models.then(|| view! { <p class="hint">"No GPUs your group may use are registered yet."</p> })}
-            <label>"Volume size (GB)"
-                <input type="number" name="volume_size_gb" min="1" max="4096" step="1" value=DEFAULT_VOLUME_GB required/>
-            </label>
-            <p class="muted small">"At most " {max} " GPUs per machine for group " {options.quota.group.clone()} "."</p>
-            <FormError message=Signal::derive(move || create.value().with(error_text))/>
-            {move || create.value().get().and_then(Result::ok).map(|c| view! {
-                <p class="form-ok" role="status" data-testid="create-ok">
-                    "Machine " <a href=format!("/machines/{}", c.machine_id)><strong>{c.name.clone()}</strong></a>
-                    " admitted: " {gpu_summary(c.gpu_indexes.len() as i64, &c.model, &c.gpu_indexes)} " on " {c.node.clone()}
-                </p>
-            })}
-            <button type="submit" class="primary" disabled=pending>
-                {move || if pending.get() { "Creating…" } else { "Create machine" }}
-            </button>
-        </ActionForm>
+        <KeptVolumes kept=kept delete=delete_kept/>
     }
 }
 

@@ -1,0 +1,86 @@
+//! The "Kept volumes" card: data volumes kept when their machine was
+//! deleted. A new machine can be created on one (the create form's "Data
+//! volume"); deleting one removes its data from its node for good.
+
+use crate::{
+    api::volumes::DeleteKeptVolume,
+    components::{
+        form_error::{error_text, FormError},
+        status::Tag,
+    },
+    error::AppError,
+    model::machines::KeptVolumeRow,
+};
+use leptos::prelude::*;
+
+#[component]
+pub fn KeptVolumes(kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>, delete: ServerAction<DeleteKeptVolume>) -> impl IntoView {
+    // Once interactive, deleting asks with a dialog instead of the
+    // checkbox a plain HTML form needs.
+    let js = RwSignal::new(false);
+    Effect::new(move |_| js.set(true));
+    view! {
+        <section class="card stack" data-testid="kept-volumes">
+            <h2>"Kept volumes"</h2>
+            <FormError message=Signal::derive(move || delete.value().with(error_text))/>
+            {move || delete.value().get().and_then(Result::ok).map(|name| view! {
+                <p class="form-ok" role="status" data-testid="kept-deleted">"Volume " <code>{name}</code> " deleted."</p>
+            })}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || kept.get().map(|r| match r {
+                    Ok(list) if list.is_empty() => view! {
+                        <p class="muted" data-testid="no-kept-volumes">"No kept volumes. Deleting a machine with “Keep the data volume” keeps its data here."</p>
+                    }.into_any(),
+                    Ok(list) => view! { <KeptTable list=list delete=delete js=js/> }.into_any(),
+                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, js: RwSignal<bool>) -> impl IntoView {
+    let pending = delete.pending();
+    view! {
+        <table class="table" data-testid="kept-volume-list">
+            <thead>
+                <tr><th>"Volume"</th><th>"Size"</th><th>"Node"</th><th>"From machine"</th><th>"Owner"</th><th>"Kept (UTC)"</th><th></th></tr>
+            </thead>
+            <tbody>
+                {list.into_iter().map(|v| {
+                    let question = format!("Delete volume {}? Its data is removed from node {} for good.", v.name, v.node);
+                    let delete_label = format!("Delete volume {}", v.name);
+                    let confirm = move |ev: leptos::ev::MouseEvent| {
+                        if !window().confirm_with_message(&question).unwrap_or(false) {
+                            ev.prevent_default();
+                        }
+                    };
+                    view! {
+                        <tr data-testid="kept-volume" data-name=v.name.clone()>
+                            <td><code>{v.name.clone()}</code></td>
+                            <td class="nowrap">
+                                {format!("{} GB", v.size_gb)}
+                                {(!v.enforced).then(|| view! { " " <Tag text="size not enforced" title="a plain Docker volume: the size is not a hard limit on its node"/> })}
+                            </td>
+                            <td>{v.node.clone()}</td>
+                            <td>{v.from_machine.clone()}</td>
+                            <td>{v.owner.clone()}</td>
+                            <td class="nowrap">{gantry_core::time::format_utc(v.kept_at)}</td>
+                            <td>
+                                <ActionForm action=delete attr:class="inline wrap">
+                                    <input type="hidden" name="volume_id" value=v.id/>
+                                    {move || (!js.get()).then(|| view! {
+                                        <label class="check small"><input type="checkbox" required/>" delete its data"</label>
+                                    })}
+                                    <button type="submit" class="danger" disabled=pending on:click=confirm
+                                        aria-label=delete_label>"Delete"</button>
+                                </ActionForm>
+                            </td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
