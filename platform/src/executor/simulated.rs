@@ -15,9 +15,20 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct SimulatedExecutor {
     inner: Arc<Mutex<State>>,
+    start_check: Arc<Mutex<Option<StartCheck>>>,
+}
+
+/// Called before every (re)start with the machine and the GPU UUIDs its
+/// container is pinned to; tests assert there that the machine holds them.
+pub type StartCheck = Arc<dyn Fn(i64, Vec<String>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
+
+impl std::fmt::Debug for SimulatedExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimulatedExecutor").finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -95,6 +106,19 @@ impl SimulatedExecutor {
             .collect()
     }
 
+    pub fn on_start(&self, check: StartCheck) {
+        *self.start_check.lock().unwrap_or_else(|p| p.into_inner()) = Some(check);
+    }
+
+    /// Runs the start check (if any) for container `id`.
+    async fn check_start(&self, id: &str) {
+        let check = self.start_check.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let pinned = self.lock().containers.get(id).map(|c| (c.machine_id, c.gpu_uuids.clone()));
+        if let (Some(check), Some((machine_id, uuids))) = (check, pinned) {
+            check(machine_id, uuids).await;
+        }
+    }
+
     /// Makes the next call of `op` ("create_container", "start_container",
     /// "remove_container", …) fail with `error`, once.
     pub fn fail_next(&self, op: &'static str, error: ExecError) {
@@ -168,6 +192,7 @@ impl SimulatedExecutor {
     }
 
     pub async fn start_container(&self, id: &str) -> Result<(), ExecError> {
+        self.check_start(id).await;
         let mut s = self.op("start_container")?;
         let c = s.containers.get_mut(id).ok_or_else(|| not_found(id))?;
         if c.status != ContainerStatus::Running {
@@ -178,6 +203,7 @@ impl SimulatedExecutor {
     }
 
     pub async fn restart_container(&self, id: &str) -> Result<(), ExecError> {
+        self.check_start(id).await;
         let mut s = self.op("restart_container")?;
         let c = s.containers.get_mut(id).ok_or_else(|| not_found(id))?;
         c.status = ContainerStatus::Running;
