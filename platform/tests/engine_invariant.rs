@@ -20,10 +20,7 @@ use gantry_platform::{
     reconcile, transitions,
 };
 use proptest::prelude::*;
-use std::sync::{
-    atomic::{AtomicUsize, Ordering},
-    Arc,
-};
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -134,14 +131,7 @@ async fn apply(env: &Env, sim: &SimulatedExecutor, alice: &User, step: usize, op
         }
         Op::Crash { at } => {
             sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
-            let seen = Arc::new(AtomicUsize::new(0));
-            let at = *at;
-            let mut dying = env.dispatcher.clone();
-            dying.owner = gantry_platform::dispatch::new_owner_id();
-            dying.hook = Some(Arc::new(move |_, _| seen.fetch_add(1, Ordering::SeqCst) == at));
-            for task in gantry_platform::dispatch::claim(&env.pool, &dying.owner, 16).await.unwrap() {
-                dying.execute(task).await;
-            }
+            env.drive_dying_at(*at).await;
             // The process is gone; its leases run out and a new one resumes.
             env.expire_all_leases().await;
             env.drive().await;

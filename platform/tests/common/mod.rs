@@ -15,7 +15,10 @@ use gantry_platform::{
     images,
     machines::{Admissions, CreateMachine},
 };
-use std::sync::Arc;
+use std::sync::{
+    atomic::{AtomicBool, AtomicUsize, Ordering},
+    Arc,
+};
 use tokio::sync::Notify;
 
 pub const IMAGE: &str = "gantry/devbox:latest";
@@ -96,6 +99,26 @@ impl Env {
 
     pub async fn scalar(&self, sql: &str) -> i64 {
         sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
+    }
+
+    /// Runs the due tasks in a process that dies at its `at`-th step
+    /// boundary (counting from 0 over all tasks); `true` if it died. Its
+    /// tasks stay `running` under its lease, as after a real crash.
+    pub async fn drive_dying_at(&self, at: usize) -> bool {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let died = Arc::new(AtomicBool::new(false));
+        let mut dying = self.dispatcher.clone();
+        dying.owner = dispatch::new_owner_id();
+        let (seen2, died2) = (seen.clone(), died.clone());
+        dying.hook = Some(Arc::new(move |_, _| {
+            let hit = died2.load(Ordering::SeqCst) || seen2.fetch_add(1, Ordering::SeqCst) == at;
+            died2.store(hit, Ordering::SeqCst);
+            hit
+        }));
+        for task in dispatch::claim(&self.pool, &dying.owner, 16).await.unwrap() {
+            dying.execute(task).await;
+        }
+        died.load(Ordering::SeqCst)
     }
 
     /// What a restarted process does first: every running task's lease is
