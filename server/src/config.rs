@@ -129,4 +129,8 @@ pub struct NodeArgs {
     /// Operations the dispatcher runs at once.
     #[arg(long, env = "GANTRY_DISPATCH_PARALLEL", default_value_t = 32)]
     pub dispatch_parallel: usize,
+    /// Seconds a claimed task's lease holds without renewal: how soon
+    /// another server resumes the tasks of one that died (at least 3).
+    #[arg(long, env = "GANTRY_LEASE_SECS", default_value_t = 30)]
+    pub lease_secs: i64,
 }

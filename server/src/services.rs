@@ -34,7 +34,7 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
         }
     }
     let volume_dir = data_dir.join("volumes");
-    let partials = loopdev::remove_partials(&volume_dir);
+    let partials = loopdev::remove_partials(&volume_dir, Duration::from_secs(600));
     if partials > 0 {
         tracing::warn!(partials, "removed volume images left half-formatted by a crash");
     }
@@ -67,7 +67,8 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
     // while their runner still renews it.
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
-    let dispatcher = Dispatcher::new(pool.clone(), fleet.clone(), wake.clone(), args.dispatch_parallel);
+    let mut dispatcher = Dispatcher::new(pool.clone(), fleet.clone(), wake.clone(), args.dispatch_parallel);
+    dispatcher.lease_secs = args.lease_secs.max(3);
     tracing::info!(owner = %dispatcher.owner, "dispatcher started");
     tokio::spawn(dispatcher.run());
     tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));

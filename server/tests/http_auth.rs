@@ -169,3 +169,25 @@ gantry_testkit::timed_test! {
         assert_eq!(res.status(), StatusCode::OK);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn parallel_wrong_passwords_are_all_answered_and_none_fails_on_a_busy_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        // Failures are counted in one `BEGIN IMMEDIATE` transaction each, so
+        // concurrent ones wait for the write lock instead of failing with
+        // SQLITE_BUSY ("database is locked", once answered 500).
+        let attempts = (0..24).map(|i| {
+            let (server_client, url) = (server.client(), server.url("/api/login"));
+            let user = if i % 2 == 0 { "admin".to_string() } else { format!("ghost{i}") };
+            async move { server_client.post(url).form(&[("username", user.as_str()), ("password", "wrong-password")]).send().await.unwrap().status() }
+        });
+        let statuses = futures_util::future::join_all(attempts).await;
+        for status in &statuses {
+            assert!(matches!(*status, StatusCode::UNAUTHORIZED | StatusCode::TOO_MANY_REQUESTS), "{statuses:?}");
+        }
+        let refused = statuses.iter().filter(|s| **s == StatusCode::UNAUTHORIZED).count() as i64;
+        let counted = count(&server.pool, "SELECT COALESCE(SUM(failures), 0) FROM login_failures WHERE key LIKE 'user:%'").await;
+        assert_eq!(counted, refused, "every wrong password that was checked was counted");
+    }
+}

@@ -35,6 +35,8 @@ pub struct Dispatcher {
     pub parallel: usize,
     /// This process's lease owner id: new at every start.
     pub owner: Arc<str>,
+    /// Seconds a claim holds without renewal.
+    pub lease_secs: i64,
     pub hook: Option<StepHook>,
 }
 
@@ -46,7 +48,7 @@ pub fn new_owner_id() -> Arc<str> {
 
 impl Dispatcher {
     pub fn new(pool: Pool, fleet: Fleet, wake: Arc<Notify>, parallel: usize) -> Dispatcher {
-        Dispatcher { pool, fleet, wake, parallel: parallel.max(1), owner: new_owner_id(), hook: None }
+        Dispatcher { pool, fleet, wake, parallel: parallel.max(1), owner: new_owner_id(), lease_secs: LEASE_SECS, hook: None }
     }
 
     /// Runs until the process ends.
@@ -57,7 +59,7 @@ impl Dispatcher {
             let now = now();
             // Tasks whose runner stopped renewing (a crashed process) come
             // back to the queue; cheap, so every few seconds is fine.
-            if now - last_expiry >= 5 {
+            if now - last_expiry >= (self.lease_secs / 3).clamp(1, 5) {
                 last_expiry = now;
                 match expire_leases(&self.pool, now).await {
                     Ok(n) if n > 0 => tracing::warn!(requeued = n, "resuming tasks whose runner stopped"),
@@ -67,7 +69,7 @@ impl Dispatcher {
             }
             let free = permits.available_permits();
             let claimed = if free > 0 {
-                transitions::lease::claim(&self.pool, &self.owner, free as i64, now).await.unwrap_or_else(|e| {
+                transitions::lease::claim(&self.pool, &self.owner, free as i64, now, self.lease_secs).await.unwrap_or_else(|e| {
                     tracing::error!(error = %e, "claiming tasks failed");
                     Vec::new()
                 })
@@ -98,7 +100,7 @@ impl Dispatcher {
     pub async fn execute(&self, task: ClaimedTask) {
         let renewal = async {
             loop {
-                tokio::time::sleep(Duration::from_secs((LEASE_SECS / 3) as u64)).await;
+                tokio::time::sleep(Duration::from_millis((task.lease.secs * 1000 / 3).max(200) as u64)).await;
                 match transitions::lease::renew(&self.pool, &task.lease, now()).await {
                     Ok(true) => {}
                     Ok(false) => return,
@@ -121,7 +123,8 @@ impl Dispatcher {
     }
 }
 
-/// Claims due tasks for `owner` (tests drive the dispatcher with it).
+/// Claims due tasks for `owner` with the default lease (tests drive the
+/// dispatcher with it).
 pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
-    transitions::lease::claim(pool, owner, limit, now()).await
+    transitions::lease::claim(pool, owner, limit, now(), LEASE_SECS).await
 }

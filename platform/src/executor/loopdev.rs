@@ -167,12 +167,15 @@ pub async fn release(image: PathBuf) -> Result<(), String> {
     .await
 }
 
-/// Leftover `*.img.partial` files of creates that died during `mkfs`.
-pub fn remove_partials(dir: &Path) -> usize {
+/// Leftover `*.img.partial` files of creates that died during `mkfs`, at
+/// least `min_age` old (a replica sharing the directory may be formatting
+/// one right now).
+pub fn remove_partials(dir: &Path, min_age: std::time::Duration) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let old = |e: &std::fs::DirEntry| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age));
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".img.partial"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".img.partial") && old(e))
         .filter(|e| std::fs::remove_file(e.path()).is_ok())
         .count()
 }

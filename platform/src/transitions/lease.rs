@@ -6,8 +6,9 @@ use crate::{audit, db::Pool, PlatformError};
 use gantry_core::task::{TaskKind, TaskState};
 use std::sync::Arc;
 
-/// How long a claim holds without renewal. The runner renews every third of
-/// it, so only a process that stopped (or hung) loses its tasks.
+/// How long a claim holds without renewal, by default. The runner renews
+/// every third of it, so only a process that stopped (or hung) loses its
+/// tasks; the shorter it is, the sooner another process resumes them.
 pub const LEASE_SECS: i64 = 30;
 
 /// The right to execute one task, held by one process.
@@ -15,6 +16,8 @@ pub const LEASE_SECS: i64 = 30;
 pub struct Lease {
     pub task_id: i64,
     pub owner: Arc<str>,
+    /// Seconds each claim or renewal holds.
+    pub secs: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -30,7 +33,7 @@ pub struct ClaimedTask {
 /// Moves up to `limit` due tasks from `scheduled` to `running` under
 /// `owner`'s lease: at most one per machine, none for a machine that already
 /// has one running (whoever runs it).
-pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
+pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64, lease_secs: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
     let mut tx = begin(pool).await?;
     let rows: Vec<(i64, String, i64, i64, bool)> = sqlx::query_as(
         "SELECT t.id, t.kind, t.machine_id, t.attempts, t.keep_volume FROM tasks t
@@ -55,7 +58,7 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64) -> Resul
         super::task::set_state(&mut tx, id, TaskState::Scheduled, TaskState::Running, "started").await?;
         sqlx::query("UPDATE tasks SET lease_owner = ?, lease_expires = ?, attempts = attempts + 1 WHERE id = ?")
             .bind(owner.as_ref())
-            .bind(now + LEASE_SECS)
+            .bind(now + lease_secs)
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -66,7 +69,7 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64) -> Resul
             machine_id,
             attempts: attempts + 1,
             keep_volume,
-            lease: Lease { task_id: id, owner: owner.clone() },
+            lease: Lease { task_id: id, owner: owner.clone(), secs: lease_secs },
         });
     }
     tx.commit().await?;
@@ -76,7 +79,7 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64) -> Resul
 /// Extends the lease; `false` when it is no longer ours.
 pub async fn renew(pool: &Pool, lease: &Lease, now: i64) -> Result<bool, PlatformError> {
     let done = sqlx::query("UPDATE tasks SET lease_expires = ? WHERE id = ? AND state = 'running' AND lease_owner = ?")
-        .bind(now + LEASE_SECS)
+        .bind(now + lease.secs)
         .bind(lease.task_id)
         .bind(lease.owner.as_ref())
         .execute(pool)
