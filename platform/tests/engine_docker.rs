@@ -191,3 +191,52 @@ gantry_testkit::timed_test! {
         assert!(attached_loops(&env).is_empty());
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_kept_volume_is_listed_survives_the_collector_and_carries_data_to_a_new_machine() {
+        let env = docker_env(1, 1).await;
+        let alice = env.user("alice", "ml-team").await;
+        gantry_platform::accounts::create_group(&env.pool, None, "other-team", 1).await.unwrap();
+        let carol = env.user("carol", "other-team").await;
+        let first = env.admissions.create(env.create(&alice, "first", 1)).await.unwrap();
+        env.drive().await;
+        let ex = exec(&env).await;
+        let container = env.text(&format!("SELECT container_id FROM machines WHERE id = {}", first.machine_id)).await;
+        assert_eq!(ex.exec(&container, &["sh", "-c", "echo results > /data/r.txt"]).await.unwrap().0, 0);
+        operate(&env, &alice, first.machine_id, TaskKind::Delete, true).await;
+        env.drive().await;
+
+        let kept = machines::list_kept_volumes(&env.pool, &alice).await.unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!((kept[0].from_machine.as_str(), kept[0].owner.as_str(), kept[0].size_gb), ("first", "alice", 1));
+        assert!(machines::list_kept_volumes(&env.pool, &carol).await.unwrap().is_empty(), "another group sees nothing");
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(leftovers(&env).await.1, vec![kept[0].name.clone()], "the collector leaves a kept volume alone");
+
+        // Another group cannot use it; its owner's group can.
+        let mut stolen = env.create(&carol, "thief", 1);
+        stolen.kept_volume_id = Some(kept[0].id);
+        let refused = env.admissions.create(stolen).await.unwrap_err().to_string();
+        assert!(refused.contains("kept volume does not exist"), "{refused}");
+        let mut req = env.create(&alice, "second", 1);
+        req.kept_volume_id = Some(kept[0].id);
+        let second = env.admissions.create(req).await.unwrap();
+        env.drive().await;
+        let m = machines::machine_detail(&env.pool, &alice, second.machine_id).await.unwrap();
+        assert_eq!((m.state.as_str(), m.volume_name.as_str()), ("running", kept[0].name.as_str()), "{}", m.message);
+        let (_, out) = ex.exec(m.container_id.as_deref().unwrap(), &["cat", "/data/r.txt"]).await.unwrap();
+        assert_eq!(out, "results\n");
+        assert!(machines::list_kept_volumes(&env.pool, &alice).await.unwrap().is_empty(), "no longer kept: mounted");
+
+        // Kept again, then deleted from the list: the collector removes it.
+        operate(&env, &alice, second.machine_id, TaskKind::Delete, true).await;
+        env.drive().await;
+        let kept = machines::list_kept_volumes(&env.pool, &alice).await.unwrap();
+        assert!(machines::delete_kept_volume(&env.pool, &carol, kept[0].id).await.is_err(), "not another group's to delete");
+        machines::delete_kept_volume(&env.pool, &alice, kept[0].id).await.unwrap();
+        let report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(report.volumes_collected.len(), 1, "{report:?}");
+        assert_eq!(leftovers(&env).await, (0, vec![]));
+        assert!(attached_loops(&env).is_empty());
+    }
+}

@@ -160,3 +160,37 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn one_broken_node_does_not_stop_the_reconciliation_of_the_others() {
+        let (env, sim) = sim_env(1, 1).await;
+        let alice = env.user("alice", "ml-team").await;
+        let made = env.admissions.create(env.create(&alice, "healthy", 1)).await.unwrap();
+        env.drive().await;
+        // A node whose TLS certificates are missing: its executor cannot
+        // even be made. That used to fail the whole pass.
+        let gpus = gantry_platform::gpus::simulated("broken", &gantry_platform::gpus::SimulatedGpus { count: 1, model: "X".into(), memory_mb: 0 });
+        std::env::set_var("GANTRY_DOCKER_CERT_DIR", env.dir.path().join("no-certs"));
+        gantry_platform::cluster::register_node(
+            &env.pool,
+            gantry_platform::cluster::NodeRegistration {
+                name: "broken",
+                region_code: "local",
+                docker_endpoint: "tls://127.0.0.1:9",
+                volume_dir: "",
+                executor: "docker",
+                cpu_count: 0,
+                memory_mb: 0,
+                gpus: &gpus,
+            },
+        )
+        .await
+        .unwrap();
+        let container = sim.containers()[0].id.clone();
+        sim.simulate_exit(&container, 4).unwrap();
+        let report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert!(report.unreachable.iter().any(|u| u.starts_with("broken:") && u.contains("ca.pem")), "{report:?}");
+        assert_eq!(report.changes, vec!["machine healthy: running → stopped (container exited with code 4)".to_string()]);
+        assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "stopped");
+    }
+}
