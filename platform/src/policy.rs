@@ -125,3 +125,31 @@ mod tests {
         assert!(normalize_models(&many).is_err());
     }
 }
+
+/// Per-machine container limits a group may ask for: CPUs and memory (GB).
+/// Machines already running keep the limits they were created with.
+pub async fn update_machine_limits(pool: &Pool, actor: Option<i64>, group_id: i64, max_cpus: i64, max_memory_gb: i64) -> Result<(), PlatformError> {
+    validate::in_range("CPUs per machine", max_cpus, 1, 256)?;
+    validate::in_range("memory per machine (GB)", max_memory_gb, 1, 4096)?;
+    let mut tx = crate::transitions::begin(pool).await?;
+    let old: Option<(String, i64, i64)> = sqlx::query_as("SELECT name, max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
+        .bind(group_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (name, old_cpus, old_mem) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
+    sqlx::query("UPDATE groups SET max_cpus_per_machine = ?, max_memory_gb_per_machine = ? WHERE id = ?")
+        .bind(max_cpus)
+        .bind(max_memory_gb)
+        .bind(group_id)
+        .execute(&mut *tx)
+        .await?;
+    let detail = format!("group {name}: CPUs per machine {old_cpus} → {max_cpus}, memory per machine {old_mem} → {max_memory_gb} GB");
+    crate::audit::record(&mut *tx, actor, "group.limits", &detail).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// (max CPUs, max memory GB) per machine for a group.
+pub async fn machine_limits(pool: &Pool, group_id: i64) -> Result<(i64, i64), PlatformError> {
+    Ok(sqlx::query_as("SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?").bind(group_id).fetch_one(pool).await?)
+}

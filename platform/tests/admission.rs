@@ -142,3 +142,40 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "a create that never ran gives its GPU back");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn cpu_and_memory_stay_within_the_group_limits() {
+        let env = env("simulated", 4, 4).await;
+        let alice = env.user("alice", "ml-team").await;
+        let group: i64 = env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await;
+        gantry_platform::policy::update_machine_limits(&env.pool, None, group, 4, 8).await.unwrap();
+        assert_eq!(gantry_platform::policy::machine_limits(&env.pool, group).await.unwrap(), (4, 8));
+        let bad = gantry_platform::policy::update_machine_limits(&env.pool, None, group, 0, 8).await.unwrap_err();
+        assert!(matches!(bad, PlatformError::Invalid(_)), "{bad}");
+
+        let mut greedy = env.create(&alice, "greedy", 1);
+        greedy.cpu_millis = Some(4500);
+        let refused = env.admissions.create(greedy).await.unwrap_err();
+        assert_eq!(refused.to_string(), "group ml-team may use at most 4 CPU(s) per machine; this machine asks for 4.5");
+        let mut hungry = env.create(&alice, "hungry", 1);
+        hungry.memory_mb = Some(9 * 1024);
+        let refused = env.admissions.create(hungry).await.unwrap_err();
+        assert_eq!(refused.to_string(), "group ml-team may use at most 8 GB of memory per machine; this machine asks for 9216 MB");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM machines").await, 0, "refusals write no machine");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM tasks WHERE state = 'failed'").await, 2, "and show as failed tasks");
+
+        let mut fits = env.create(&alice, "fits", 1);
+        fits.cpu_millis = Some(500);
+        fits.memory_mb = Some(8 * 1024);
+        let made = env.admissions.create(fits).await.unwrap();
+        let limits: (i64, i64, i64) = sqlx::query_as("SELECT cpu_millis, memory_mb, pids_limit FROM machines WHERE id = ?")
+            .bind(made.machine_id)
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+        assert_eq!(limits, (500, 8192, 4096));
+        let defaults = env.admissions.create(env.create(&alice, "plain", 1)).await.unwrap();
+        let limits: (i64, i64) = sqlx::query_as("SELECT cpu_millis, memory_mb FROM machines WHERE id = ?").bind(defaults.machine_id).fetch_one(&env.pool).await.unwrap();
+        assert_eq!(limits, (2000, 4096), "defaults: 2 CPUs, 4 GB");
+    }
+}
