@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{env, Env};
+use common::{docker_env, Env};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,
@@ -16,17 +16,8 @@ use gantry_platform::{
 };
 use std::process::Command;
 
-async fn docker_env(gpus: u32, quota: i64) -> Env {
-    let env = env("docker", gpus, quota).await;
-    let exec = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
-    if let Err(e) = exec.ping().await {
-        panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`.");
-    }
-    env
-}
-
 async fn exec(env: &Env) -> Executor {
-    env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap()
+    env.executor().await
 }
 
 /// What the engine has for this test's installation: containers and volumes.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{env, Env};
+use common::Env;
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,
@@ -14,16 +14,11 @@ use gantry_platform::{
 };
 
 async fn docker_env() -> Env {
-    let env = env("docker", 4, 4).await;
-    let exec = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
-    if let Err(e) = exec.ping().await {
-        panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`.");
-    }
-    env
+    common::docker_env(4, 4).await
 }
 
 async fn exec(env: &Env) -> Executor {
-    env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap()
+    env.executor().await
 }
 
 async fn container_of(env: &Env, machine_id: i64) -> String {

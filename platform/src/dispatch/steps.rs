@@ -53,13 +53,13 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
     let lease = &task.lease;
     let before = run::begin(&d.pool, lease, task.kind, task.machine_id).await?;
     d.checkpoint(task, "begun")?;
-    if task.kind == TaskKind::Delete && before.state == MachineState::Lost {
+    let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
+    if task.kind == TaskKind::Delete && (before.state == MachineState::Lost || ctx.node_lost) {
         // Its node is gone; the collector removes whatever the engine still
         // has if it ever answers again. Deleting closes the record.
         run::deleted(&d.pool, lease, task.machine_id, false, "deleted (its node was lost)").await?;
         return Ok(Done::Recorded);
     }
-    let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
     let exec = d.fleet.executor(&d.pool, ctx.node_id).await?;
     let step = |pct: i64, msg: &'static str| async move {
         progress(&d.pool, lease, pct, msg).await?;

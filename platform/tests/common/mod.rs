@@ -66,7 +66,22 @@ pub async fn env(executor: &str, gpus_on_node: u32, quota: i64) -> Env {
     Env { dir, pool, admissions, dispatcher, node_id }
 }
 
+/// An installation whose node is the real local Docker Engine; fails with
+/// what to run when the engine does not answer.
+pub async fn docker_env(gpus_on_node: u32, quota: i64) -> Env {
+    let env = env("docker", gpus_on_node, quota).await;
+    if let Err(e) = env.executor().await.ping().await {
+        panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`.");
+    }
+    env
+}
+
 impl Env {
+    /// The executor the dispatcher uses for the test's node.
+    pub async fn executor(&self) -> Executor {
+        self.dispatcher.fleet.executor(&self.pool, self.node_id).await.unwrap()
+    }
+
     pub async fn user(&self, name: &str, group: &str) -> User {
         accounts::create_user(&self.pool, None, NewUser { username: name, password: "password-123", role: Role::User, group: Some(group) })
             .await
