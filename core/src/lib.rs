@@ -3,6 +3,8 @@
 
 pub mod alloc;
 pub mod machine;
+pub mod matching;
+pub mod shuffle;
 pub mod role;
 pub mod task;
 pub mod throttle;
