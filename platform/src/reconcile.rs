@@ -16,6 +16,9 @@ use crate::{audit, db::Pool, executor::{ContainerStatus, Executor}, fleet::Fleet
 use gantry_core::task::MachineState;
 use std::collections::{HashMap, HashSet};
 
+/// How long one engine may take to list its containers or volumes.
+const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
     /// "machine X: running → stopped (exit code 1)" and the like.
@@ -70,8 +73,10 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
             Some(Known { id, name, state: state.parse().ok()?, rev, container_id, holds_gpus, volume })
         })
         .collect();
-    let containers = exec.list_managed(instance).await.map_err(|e| e.to_string())?;
-    let volumes = exec.list_managed_volumes(instance).await.map_err(|e| e.to_string())?;
+    // A black-holed engine must not hold up the other nodes' pass.
+    let bounded = |what: &'static str| move |_| format!("engine did not answer {what} within {} s", LIST_TIMEOUT.as_secs());
+    let containers = tokio::time::timeout(LIST_TIMEOUT, exec.list_managed(instance)).await.map_err(bounded("the container list"))?.map_err(|e| e.to_string())?;
+    let volumes = tokio::time::timeout(LIST_TIMEOUT, exec.list_managed_volumes(instance)).await.map_err(bounded("the volume list"))?.map_err(|e| e.to_string())?;
 
     // 1. Machines follow their containers.
     let by_id: HashMap<&str, ContainerStatus> = containers.iter().map(|c| (c.id.as_str(), c.status)).collect();
