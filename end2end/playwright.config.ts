@@ -4,8 +4,12 @@ import { defineConfig } from '@playwright/test';
 // against the real server, which Playwright starts and stops itself.
 const port = process.env.GANTRY_E2E_PORT ?? '3300';
 const baseURL = `http://127.0.0.1:${port}`;
-// Paths below are relative to the repository root, the server's cwd.
+// Paths below are relative to the repository root, the server's cwd. The
+// server binary and its site can be copies taken right after a build
+// (GANTRY_E2E_BIN, GANTRY_E2E_SITE_ROOT), so another build in the same
+// target directory cannot pair this bundle with a different server.
 const dataDir = process.env.GANTRY_E2E_DATA_DIR ?? 'target/e2e-data';
+const siteRoot = process.env.GANTRY_E2E_SITE_ROOT ?? 'target/site';
 
 export default defineConfig({
   testDir: './tests',
@@ -38,7 +42,7 @@ export default defineConfig({
     env: {
       GANTRY_LISTEN: `127.0.0.1:${port}`,
       GANTRY_DATA_DIR: dataDir,
-      GANTRY_SITE_ROOT: 'target/site',
+      GANTRY_SITE_ROOT: siteRoot,
       GANTRY_ADMIN_PASSWORD: process.env.GANTRY_E2E_ADMIN_PASSWORD ?? 'e2e-admin-password',
       RUST_LOG: 'warn',
     },

@@ -2,6 +2,7 @@
 //! can run both on the server and in the browser (form validation).
 
 pub mod alloc;
+pub mod compute;
 pub mod machine;
 pub mod matching;
 pub mod shuffle;

@@ -88,7 +88,7 @@ pub async fn image_by_id(pool: &Pool, id: i64) -> Result<Image, PlatformError> {
 }
 
 pub async fn list_images(pool: &Pool) -> Result<Vec<Image>, PlatformError> {
-    Ok(sqlx::query_as("SELECT id, name, reference, description, is_default FROM images ORDER BY is_default DESC, name")
+    Ok(sqlx::query_as("SELECT id, name, reference, description, is_default FROM images WHERE internal = 0 ORDER BY is_default DESC, name")
         .fetch_all(pool)
         .await?)
 }
@@ -97,11 +97,24 @@ pub async fn list_images(pool: &Pool) -> Result<Vec<Image>, PlatformError> {
 pub async fn images_for_group(pool: &Pool, group_id: i64) -> Result<Vec<Image>, PlatformError> {
     Ok(sqlx::query_as(
         "SELECT i.id, i.name, i.reference, i.description, i.is_default FROM images i
-         WHERE NOT EXISTS (SELECT 1 FROM group_images WHERE group_id = ?1)
-            OR i.id IN (SELECT image_id FROM group_images WHERE group_id = ?1)
+         WHERE i.internal = 0 AND (NOT EXISTS (SELECT 1 FROM group_images WHERE group_id = ?1)
+            OR i.id IN (SELECT image_id FROM group_images WHERE group_id = ?1))
          ORDER BY i.is_default DESC, i.name",
     )
     .bind(group_id)
     .fetch_all(pool)
     .await?)
+}
+
+/// The internal image row a compute task's machine points to for a region
+/// image's reference (made on first use; never offered for dev machines).
+pub async fn internal_image_for(conn: &mut sqlx::SqliteConnection, reference: &str) -> Result<i64, PlatformError> {
+    let name = format!("job:{reference}");
+    sqlx::query("INSERT INTO images (name, reference, description, is_default, internal, created_at) VALUES (?, ?, 'compute task image', 0, 1, ?) ON CONFLICT(name) DO NOTHING")
+        .bind(&name)
+        .bind(reference)
+        .bind(crate::now())
+        .execute(&mut *conn)
+        .await?;
+    Ok(sqlx::query_scalar("SELECT id FROM images WHERE name = ?").bind(&name).fetch_one(&mut *conn).await?)
 }

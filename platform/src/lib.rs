@@ -3,7 +3,9 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod catalogue;
 pub mod cluster;
+pub mod compute;
 pub mod db;
 pub mod error;
 pub mod executor;
@@ -17,7 +19,9 @@ pub mod nodes;
 pub mod password;
 pub mod policy;
 pub mod throttle;
+pub mod tokens;
 pub mod transitions;
+pub mod workspace;
 
 pub use error::PlatformError;
 

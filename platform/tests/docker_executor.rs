@@ -62,6 +62,7 @@ fn spec(tag: &str) -> MachineSpec {
         volume_name: format!("gantry-test-v{machine_id}"),
         volume_size_gb: 1,
         limits: Limits { cpu_millis: 1500, memory_mb: 256, pids: 128 },
+        command: None,
     }
 }
 

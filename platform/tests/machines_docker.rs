@@ -134,6 +134,7 @@ gantry_testkit::timed_test! {
             volume_name: format!("{}-stray", machines::instance_id(&env.pool).await.unwrap()),
             volume_size_gb: 1,
             limits: Default::default(),
+            command: None,
         };
         let orphan = ex.create_container(&stray).await.unwrap();
 

@@ -5,6 +5,7 @@
 use crate::config::NodeArgs;
 use gantry_platform::{
     cluster::{self, NodeRegistration},
+    compute,
     db::Pool,
     dispatch::Dispatcher,
     executor::{loopdev, DockerExecutor, Executor, SimulatedExecutor},
@@ -73,6 +74,7 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
     tokio::spawn(dispatcher.run());
     tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
     tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
+    tokio::spawn(compute::run_loops(pool.clone(), fleet.clone(), admissions.clone(), Duration::from_secs(2)));
     Ok(Services { admissions, dispatch: wake, fleet, node_id })
 }
 

@@ -70,6 +70,8 @@ pub async fn create_options() -> Result<CreateOptions, AppError> {
 /// in the admission worker; a refusal (409) names the rule and the numbers.
 /// CPUs, memory and the kept volume are optional fields (empty or absent:
 /// the defaults and a new volume), so older form posts still work.
+// Each argument is one field of the HTML form, named as the form names it.
+#[allow(clippy::too_many_arguments)]
 #[server(prefix = "/api", endpoint = "create_machine")]
 pub async fn create_machine(
     name: String,
@@ -101,6 +103,7 @@ pub async fn create_machine(
             cpu_millis,
             memory_mb,
             kept_volume_id,
+            job: None,
         })
         .await?;
     crate::state::wake_dispatcher();

@@ -79,7 +79,9 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
             step(75, "starting the container").await?;
             exec.start_container(&container.id).await?;
             let state = observe(d, task, &exec, &container.id).await?;
-            if state != MachineState::Running {
+            // A job may well have finished already; the watcher takes it from here.
+            let started = state == MachineState::Running || (ctx.is_job && state == MachineState::Stopped);
+            if !started {
                 return Err(StepError::Fail(format!("the container did not stay running (now {state})")));
             }
             let verb = if task.kind == TaskKind::Create { "created" } else { "reinstalled (data volume kept)" };

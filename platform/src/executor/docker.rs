@@ -13,7 +13,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
+mod archive;
 mod container;
+mod exec;
+mod logs;
+mod output;
 mod volume;
 
 /// Per-request timeout (seconds). Long enough for a 10 s graceful stop.

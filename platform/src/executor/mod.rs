@@ -12,6 +12,7 @@
 //! should be running.
 
 pub mod docker;
+pub mod inside;
 pub mod loopdev;
 pub mod simulated;
 
@@ -49,6 +50,8 @@ pub struct MachineSpec {
     pub volume_name: String,
     pub volume_size_gb: i64,
     pub limits: Limits,
+    /// A compute task's argv; `None`: the image's own command.
+    pub command: Option<Vec<String>>,
 }
 
 /// Resource limits of a machine's container, applied by the engine.
@@ -234,6 +237,11 @@ impl Executor {
     /// Containers of installation `instance` (running or not).
     pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
         dispatch!(self, e => e.list_managed(instance))
+    }
+
+    /// The last `lines` lines of the container's stdout and stderr.
+    pub async fn output_tail(&self, id: &str, lines: usize) -> Result<String, ExecError> {
+        dispatch!(self, e => e.output_tail(id, lines))
     }
 
     /// Names of the data volumes of installation `instance` on this engine.

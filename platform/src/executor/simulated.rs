@@ -249,6 +249,12 @@ impl SimulatedExecutor {
             .collect())
     }
 
+    /// Nothing runs, so there is no output.
+    pub async fn output_tail(&self, id: &str, _lines: usize) -> Result<String, ExecError> {
+        let s = self.state()?;
+        s.containers.get(id).map(|_| String::new()).ok_or_else(|| not_found(id))
+    }
+
     pub async fn list_managed_volumes(&self, instance: &str) -> Result<Vec<String>, ExecError> {
         let s = self.state()?;
         Ok(s.volumes.iter().filter(|(_, (_, i))| i == instance).map(|(n, _)| n.clone()).collect())
@@ -290,6 +296,7 @@ mod tests {
             volume_name: format!("gantry-v{machine_id}"),
             volume_size_gb: 1,
             limits: Limits::default(),
+            command: None,
         }
     }
 

@@ -44,6 +44,17 @@ pub struct CreateMachine {
     pub memory_mb: Option<i64>,
     /// Create the machine on this kept volume (its node, its size).
     pub kept_volume_id: Option<i64>,
+    /// A compute task's machine: runs `command` from a region image, on a
+    /// node of that region.
+    pub job: Option<Job>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub compute_task_id: i64,
+    pub region_id: i64,
+    pub image_reference: String,
+    pub command: Vec<String>,
 }
 
 impl CreateMachine {
@@ -59,6 +70,7 @@ impl CreateMachine {
             cpu_millis: None,
             memory_mb: None,
             kept_volume_id: None,
+            job: None,
         }
     }
 
@@ -172,15 +184,20 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         if !policies.contains_key(&group_id) {
             policies.insert(group_id, load_policy(&mut tx, group_id).await?);
         }
-        let image_key = (req.image_id, group_id);
-        if !images.contains_key(&image_key) {
-            images.insert(image_key, resolve_image(&mut tx, req).await?);
-        }
-        let image = match &images[&image_key] {
-            Ok(image) => *image,
-            Err(refusal) => {
-                results.push(Err(refuse(&mut tx, req, refusal.clone(), now).await?));
-                continue;
+        let image = match &req.job {
+            Some(job) => crate::images::internal_image_for(&mut tx, &job.image_reference).await?,
+            None => {
+                let image_key = (req.image_id, group_id);
+                if !images.contains_key(&image_key) {
+                    images.insert(image_key, resolve_image(&mut tx, req).await?);
+                }
+                match &images[&image_key] {
+                    Ok(image) => *image,
+                    Err(refusal) => {
+                        results.push(Err(refuse(&mut tx, req, refusal.clone(), now).await?));
+                        continue;
+                    }
+                }
             }
         };
         let policy = policies.get_mut(&group_id).expect("loaded above");
@@ -199,11 +216,17 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
             },
         };
         let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
-        let decided = match &kept {
-            // A kept volume lives on one node: the machine must go there.
-            Some(k) => {
+        // A kept volume lives on one node, a compute task runs in its
+        // region: the allocation is made among those nodes only.
+        let only_nodes: Option<Vec<i64>> = match (&kept, &req.job) {
+            (Some(k), _) => Some(vec![k.node_id]),
+            (None, Some(job)) => Some(sqlx::query_scalar("SELECT id FROM nodes WHERE region_id = ?").bind(job.region_id).fetch_all(&mut *tx).await?),
+            (None, None) => None,
+        };
+        let decided = match only_nodes {
+            Some(ids) => {
                 let full = index.to_view();
-                let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| n.id == k.node_id).collect(), ..full };
+                let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| ids.contains(&n.id)).collect(), ..full };
                 allocate(&only, policy, &request, now)
             }
             None => index.allocate(policy, &request),
@@ -261,7 +284,7 @@ async fn load_policy(conn: &mut SqliteConnection, group_id: i64) -> Result<Group
 /// The image to use, or why the group may not use it.
 async fn resolve_image(conn: &mut SqliteConnection, req: &CreateMachine) -> Result<Result<i64, String>, PlatformError> {
     let row: Option<(i64, String)> = match req.image_id {
-        Some(id) => sqlx::query_as("SELECT id, name FROM images WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?,
+        Some(id) => sqlx::query_as("SELECT id, name FROM images WHERE id = ? AND internal = 0").bind(id).fetch_optional(&mut *conn).await?,
         None => sqlx::query_as("SELECT id, name FROM images WHERE is_default = 1").fetch_optional(&mut *conn).await?,
     };
     let Some((id, name)) = row else {
@@ -284,6 +307,10 @@ async fn resolve_image(conn: &mut SqliteConnection, req: &CreateMachine) -> Resu
 /// Records a refused create as a failed task (so it shows in the task list
 /// with its reason) and returns the error for the requester.
 async fn refuse(conn: &mut SqliteConnection, req: &CreateMachine, reason: String, _now: i64) -> Result<PlatformError, PlatformError> {
+    if req.job.is_some() {
+        // A compute task stays pending with this reason and is tried again.
+        return Ok(PlatformError::Refused(reason));
+    }
     let task_id = transitions::task::insert_pending(conn, &new_task(req, None, "accepted")).await?;
     transitions::task::set_state(conn, task_id, TaskState::Pending, TaskState::Failed, &reason).await?;
     Ok(PlatformError::Refused(reason))
@@ -357,8 +384,8 @@ async fn record_admission(
     let size = kept.map(|k| k.size_gb).unwrap_or(req.volume_size_gb);
     let inserted = sqlx::query_scalar(
         "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_name, volume_size_gb,
-                               cpu_millis, memory_mb, pids_limit, state, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?) RETURNING id",
+                               cpu_millis, memory_mb, pids_limit, workload, command, state, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'creating', ?, ?) RETURNING id",
     )
     .bind(&req.name)
     .bind(req.requester.id)
@@ -372,6 +399,8 @@ async fn record_admission(
     .bind(limits.cpu_millis)
     .bind(limits.memory_mb)
     .bind(limits.pids)
+    .bind(if req.job.is_some() { "job" } else { "dev" })
+    .bind(req.job.as_ref().map(|j| serde_json::to_string(&j.command).unwrap_or_default()))
     .bind(now)
     .bind(now)
     .fetch_one(&mut *conn)
@@ -405,6 +434,9 @@ async fn record_admission(
     let task_id = transitions::task::insert_pending(conn, &new_task(req, Some(machine_id), "accepted")).await?;
     let placed = format!("allocated {n} × {} on {} (GPU {gpu_list})", alloc.model, alloc.node_name);
     transitions::task::set_state(conn, task_id, TaskState::Pending, TaskState::Scheduled, &placed).await?;
+    if let Some(job) = &req.job {
+        transitions::compute::scheduled(conn, job.compute_task_id, machine_id, &placed).await?;
+    }
     Ok(Some(Admitted {
         machine_id,
         task_id,

@@ -6,7 +6,7 @@ mod ops;
 mod views;
 mod volumes;
 
-pub use admission::{Admissions, Admitted, CreateMachine};
+pub use admission::{Admissions, Admitted, CreateMachine, Job};
 pub use ops::{request_operation, OperationRequest};
 pub use views::{list_machines, list_tasks, machine_detail, MachineView, TaskView};
 pub use volumes::{delete_kept_volume, list_kept_volumes, KeptVolumeView};

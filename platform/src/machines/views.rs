@@ -42,10 +42,11 @@ fn machine_select() -> String {
     JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id")
 }
 
-/// Live machines (not deleted) the viewer may see, newest first.
+/// Live dev machines (not deleted; compute tasks' machines are listed as
+/// compute tasks) the viewer may see, newest first.
 pub async fn list_machines(pool: &Pool, viewer: &User) -> Result<Vec<MachineView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
-    Ok(sqlx::query_as(&format!("{} WHERE m.state <> 'deleted' AND ({cond}) ORDER BY m.id DESC", machine_select()))
+    Ok(sqlx::query_as(&format!("{} WHERE m.state <> 'deleted' AND m.workload = 'dev' AND ({cond}) ORDER BY m.id DESC", machine_select()))
         .bind(bind)
         .fetch_all(pool)
         .await?)

@@ -125,5 +125,7 @@ pub async fn release(conn: &mut SqliteConnection, machine_id: i64, to: MachineSt
     }
     sqlx::query("UPDATE machines SET container_id = NULL WHERE id = ?").bind(machine_id).execute(&mut *conn).await?;
     write_state(conn, machine_id, cur.rev, to, None, message).await?;
+    // A compute task running on this machine ends in the same commit.
+    super::compute::machine_released(conn, machine_id, message).await?;
     Ok(cur.held)
 }

@@ -23,6 +23,7 @@
 //! expiry), or an admin has ended it, the old runner's writes fail with
 //! `LeaseLost` and it stops.
 
+pub mod compute;
 pub mod lease;
 pub mod machine;
 pub mod node;

@@ -49,6 +49,11 @@ pub async fn observed(pool: &Pool, lease: &Lease, machine_id: i64, state: Machin
 pub async fn succeed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
+    let (kind, machine_id): (String, Option<i64>) =
+        sqlx::query_as("SELECT kind, machine_id FROM tasks WHERE id = ?").bind(lease.task_id).fetch_one(&mut *tx).await?;
+    if let (TaskKind::Create, Some(machine_id)) = (kind.parse().unwrap_or(TaskKind::Snapshot), machine_id) {
+        super::compute::machine_started(&mut tx, machine_id).await?;
+    }
     tx.commit().await?;
     Ok(())
 }

@@ -138,7 +138,7 @@ fn NodeLine(id: i64, nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_l
 /// ticked checkbox, which works without JavaScript too).
 #[component]
 fn NodeForms(id: i64, name: String, state: Memo<String>, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
-    let (state_label, reason_label, lost_label) = (format!("State of {name}"), format!("Reason for the state of {name}"), format!("Why {name} is lost"));
+    let (state_label, reason_label, lost_label) = (format!("State of {name}"), format!("State reason for {name}"), format!("Why {name} is lost"));
     view! {
         <div class="stack node-forms">
             <ActionForm action=set_state attr:class="inline" attr:data-testid="node-set-state">

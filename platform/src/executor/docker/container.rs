@@ -41,6 +41,7 @@ impl DockerExecutor {
         });
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
+            cmd: spec.command.clone(),
             hostname: Some(spec.name.clone()),
             labels: Some(labels),
             env: Some(vec![

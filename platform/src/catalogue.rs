@@ -1,0 +1,191 @@
+//! Regions (compute centres), the images each region can run, and the
+//! platform's master image catalogue linked to them (PRODUCT B1–B3). Every
+//! admin change is validated first, changes nothing when refused, and is
+//! written to the audit log.
+
+use crate::{audit, db::Pool, error::is_unique_violation, now, PlatformError};
+use gantry_core::{matching::Arch, validate};
+use serde::Serialize;
+
+pub const IMAGE_KINDS: [&str; 4] = ["training", "inference", "notebook", "other"];
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Region {
+    pub id: i64,
+    pub code: String,
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct RegionImageRow {
+    pub id: i64,
+    pub region: String,
+    pub reference: String,
+    pub arch: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct MasterImageRow {
+    pub id: i64,
+    pub name: String,
+    pub interpreter: String,
+    pub interpreter_version: String,
+    pub framework: String,
+    pub framework_version: String,
+    /// Comma-separated ids of the linked region images.
+    pub links: String,
+}
+
+fn text(field: &str, value: &str, max: usize) -> Result<String, PlatformError> {
+    let v = value.trim();
+    if v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control) {
+        return Err(PlatformError::BadRequest(format!("{field} must be 1 to {max} printable characters")));
+    }
+    Ok(v.to_string())
+}
+
+fn conflict(e: sqlx::Error, what: String) -> PlatformError {
+    if is_unique_violation(&e) {
+        PlatformError::Conflict(what)
+    } else {
+        e.into()
+    }
+}
+
+pub async fn create_region(pool: &Pool, actor: i64, code: &str, name: &str, description: &str) -> Result<Region, PlatformError> {
+    validate::name("region code", code.trim())?;
+    let name = text("region name", name, 64)?;
+    let description = if description.trim().is_empty() { String::new() } else { text("description", description, 500)? };
+    let mut tx = crate::transitions::begin(pool).await?;
+    let region: Region = sqlx::query_as("INSERT INTO regions (code, name, description, created_at) VALUES (?, ?, ?, ?) RETURNING id, code, name, description")
+        .bind(code.trim())
+        .bind(&name)
+        .bind(&description)
+        .bind(now())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| conflict(e, format!("a region with code {} exists already", code.trim())))?;
+    audit::record(&mut *tx, Some(actor), "region.create", &format!("region {} ({name})", region.code)).await?;
+    tx.commit().await?;
+    Ok(region)
+}
+
+pub async fn list_regions(pool: &Pool) -> Result<Vec<Region>, PlatformError> {
+    Ok(sqlx::query_as("SELECT id, code, name, description FROM regions ORDER BY code").fetch_all(pool).await?)
+}
+
+pub async fn create_region_image(pool: &Pool, actor: i64, region_code: &str, reference: &str, arch: &str, kind: &str) -> Result<RegionImageRow, PlatformError> {
+    let reference = text("image address", reference, 200)?;
+    if reference.contains(char::is_whitespace) {
+        return Err(PlatformError::BadRequest("image address must not contain spaces".into()));
+    }
+    let arch: Arch = arch.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?;
+    let kind = kind.trim();
+    if !IMAGE_KINDS.contains(&kind) {
+        return Err(PlatformError::BadRequest(format!("image type must be one of: {}", IMAGE_KINDS.join(", "))));
+    }
+    let mut tx = crate::transitions::begin(pool).await?;
+    let region: i64 = sqlx::query_scalar("SELECT id FROM regions WHERE code = ?")
+        .bind(region_code.trim())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::BadRequest(format!("unknown region {:?}", region_code.trim())))?;
+    let id: i64 = sqlx::query_scalar("INSERT INTO region_images (region_id, reference, arch, kind, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id")
+        .bind(region)
+        .bind(&reference)
+        .bind(arch.as_str())
+        .bind(kind)
+        .bind(now())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| conflict(e, format!("region {} already has {reference} for {arch}", region_code.trim())))?;
+    audit::record(&mut *tx, Some(actor), "region_image.create", &format!("region {}: {reference} ({arch}, {kind})", region_code.trim())).await?;
+    tx.commit().await?;
+    Ok(RegionImageRow { id, region: region_code.trim().to_string(), reference, arch: arch.to_string(), kind: kind.to_string() })
+}
+
+pub async fn list_region_images(pool: &Pool) -> Result<Vec<RegionImageRow>, PlatformError> {
+    Ok(sqlx::query_as(
+        "SELECT ri.id, r.code AS region, ri.reference, ri.arch, ri.kind FROM region_images ri JOIN regions r ON r.id = ri.region_id ORDER BY r.code, ri.id",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+pub struct NewMasterImage<'a> {
+    pub name: &'a str,
+    pub interpreter: &'a str,
+    pub interpreter_version: &'a str,
+    pub framework: &'a str,
+    pub framework_version: &'a str,
+}
+
+pub async fn create_master_image(pool: &Pool, actor: i64, m: &NewMasterImage<'_>) -> Result<i64, PlatformError> {
+    let name = text("name", m.name, 64)?;
+    let fields = [
+        text("interpreter", m.interpreter, 32)?,
+        text("interpreter version", m.interpreter_version, 32)?,
+        text("framework", m.framework, 32)?,
+        text("framework version", m.framework_version, 32)?,
+    ];
+    let mut tx = crate::transitions::begin(pool).await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO master_images (name, interpreter, interpreter_version, framework, framework_version, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(&name)
+    .bind(&fields[0])
+    .bind(&fields[1])
+    .bind(&fields[2])
+    .bind(&fields[3])
+    .bind(now())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| conflict(e, format!("a master image named {name} exists already")))?;
+    let detail = format!("master image {name}: {} {} / {} {}", fields[2], fields[3], fields[0], fields[1]);
+    audit::record(&mut *tx, Some(actor), "master_image.create", &detail).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+pub async fn list_master_images(pool: &Pool) -> Result<Vec<MasterImageRow>, PlatformError> {
+    Ok(sqlx::query_as(
+        "SELECT m.id, m.name, m.interpreter, m.interpreter_version, m.framework, m.framework_version,
+                COALESCE((SELECT GROUP_CONCAT(l.region_image_id) FROM master_image_links l WHERE l.master_image_id = m.id), '') AS links
+         FROM master_images m ORDER BY m.name",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Links (or, with `linked = false`, unlinks) a master image and a region image.
+pub async fn set_link(pool: &Pool, actor: i64, master_image_id: i64, region_image_id: i64, linked: bool) -> Result<(), PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    let names: Option<(String, String)> = sqlx::query_as(
+        "SELECT m.name, ri.reference FROM master_images m, region_images ri WHERE m.id = ? AND ri.id = ?",
+    )
+    .bind(master_image_id)
+    .bind(region_image_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (master, region_image) = names.ok_or_else(|| PlatformError::BadRequest("unknown master image or region image".into()))?;
+    let sql = if linked {
+        "INSERT INTO master_image_links (master_image_id, region_image_id) VALUES (?, ?)"
+    } else {
+        "DELETE FROM master_image_links WHERE master_image_id = ? AND region_image_id = ?"
+    };
+    let done = sqlx::query(sql)
+        .bind(master_image_id)
+        .bind(region_image_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| conflict(e, format!("{master} is already linked to {region_image}")))?;
+    if !linked && done.rows_affected() == 0 {
+        return Err(PlatformError::NotFound("link".into()));
+    }
+    let verb = if linked { "linked to" } else { "unlinked from" };
+    audit::record(&mut *tx, Some(actor), "master_image.link", &format!("{master} {verb} {region_image}")).await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! The matcher: decides pending compute tasks against a snapshot of the
+//! catalogue and the regions' free resources, records every decision with
+//! the sets it came from, and admits a job machine in the chosen region.
+//!
+//! Queue order: first come, first served within a group — only the oldest
+//! pending task of each group is considered, so a large request at the
+//! head is never overtaken (and starved) by smaller ones behind it; groups
+//! do not wait for each other.
+
+use crate::{
+    accounts,
+    cluster::HEARTBEAT_TIMEOUT_SECS,
+    db::Pool,
+    machines::{Admissions, CreateMachine, Job},
+    now, transitions, PlatformError,
+};
+use gantry_core::matching::{decide, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest};
+use std::collections::BTreeMap;
+
+/// The catalogue and capacity the matcher decides from.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub catalogue: Vec<MasterImage>,
+    pub regions: Vec<RegionCapacity>,
+    region_ids: BTreeMap<String, i64>,
+}
+
+pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
+    let masters: Vec<(i64, String, String, String, String, String)> = sqlx::query_as(
+        "SELECT id, name, interpreter, interpreter_version, framework, framework_version FROM master_images ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let links: Vec<(i64, i64, String, String, String)> = sqlx::query_as(
+        "SELECT l.master_image_id, ri.id, r.code, ri.reference, ri.arch FROM master_image_links l
+         JOIN region_images ri ON ri.id = l.region_image_id JOIN regions r ON r.id = ri.region_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let catalogue = masters
+        .into_iter()
+        .map(|(id, name, interpreter, interpreter_version, framework, framework_version)| MasterImage {
+            region_images: links
+                .iter()
+                .filter(|l| l.0 == id)
+                .filter_map(|l| Some(RegionImage { id: l.1, region: l.2.clone(), reference: l.3.clone(), arch: l.4.parse().ok()? }))
+                .collect(),
+            id,
+            name,
+            interpreter,
+            interpreter_version,
+            framework,
+            framework_version,
+        })
+        .collect();
+    // Free resources per schedulable node: GPUs nobody holds, and CPU and
+    // memory not reserved by live machines (0 recorded = unknown = no limit).
+    let nodes: Vec<(i64, String, String, i64, i64, i64, i64, String)> = sqlx::query_as(
+        "SELECT n.id, n.name, r.code, r.id, n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0),
+                n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0),
+                n.cpu_count, n.arch
+         FROM nodes n JOIN regions r ON r.id = n.region_id
+         WHERE n.state = 'ready' AND n.last_heartbeat >= ?",
+    )
+    .bind(now() - HEARTBEAT_TIMEOUT_SECS)
+    .fetch_all(pool)
+    .await?;
+    let free: Vec<(i64, String, i64)> = sqlx::query_as(
+        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g WHERE NOT EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) GROUP BY g.node_id, g.model",
+    )
+    .fetch_all(pool)
+    .await?;
+    let all_regions: Vec<(i64, String)> = sqlx::query_as("SELECT id, code FROM regions ORDER BY code").fetch_all(pool).await?;
+    let mut regions: BTreeMap<String, RegionCapacity> =
+        all_regions.iter().map(|(_, code)| (code.clone(), RegionCapacity { code: code.clone(), nodes: Vec::new() })).collect();
+    for (id, name, region, _, cpu_free, mem_free, cpu_count, arch) in nodes {
+        let unknown = cpu_count == 0;
+        let node = NodeCapacity {
+            name,
+            arch: arch.parse().unwrap_or(Arch::Amd64),
+            free_gpus: free.iter().filter(|f| f.0 == id).map(|f| (f.1.clone(), f.2 as u32)).collect(),
+            free_cpu_millis: if unknown { i64::MAX } else { cpu_free },
+            free_memory_mb: if unknown { i64::MAX } else { mem_free },
+        };
+        regions.entry(region).or_insert_with_key(|code| RegionCapacity { code: code.clone(), nodes: Vec::new() }).nodes.push(node);
+    }
+    Ok(Snapshot { catalogue, regions: regions.into_values().collect(), region_ids: all_regions.into_iter().map(|(id, c)| (c, id)).collect() })
+}
+
+type Pending = (i64, i64, String, String, String, String, String, u32, Option<String>, i64, i64, String, i64);
+
+/// Decides the head of every group's queue with random seeds; returns how
+/// many were placed.
+pub async fn evaluate_queue(pool: &Pool, admissions: &Admissions) -> Result<usize, PlatformError> {
+    evaluate_queue_seeded(pool, admissions, &mut || rand::random()).await
+}
+
+/// The same with the shuffle seeds from `seeds` (tests replay choices).
+pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: &mut (dyn FnMut() -> u64 + Send)) -> Result<usize, PlatformError> {
+    let heads: Vec<Pending> = sqlx::query_as(
+        "SELECT c.id, c.requester_id, c.name, c.framework, c.framework_version, c.interpreter, c.interpreter_version, c.gpu_count, c.gpu_model,
+                c.cpu_millis, c.memory_mb, c.command, c.time_limit_secs
+         FROM compute_tasks c
+         WHERE c.state = 'pending' AND c.id = (SELECT MIN(o.id) FROM compute_tasks o WHERE o.group_id = c.group_id AND o.state = 'pending')
+         ORDER BY c.id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut placed = 0;
+    for head in heads {
+        let snap = snapshot(pool).await?;
+        if place(pool, admissions, &snap, head, seeds()).await? {
+            placed += 1;
+        }
+    }
+    Ok(placed)
+}
+
+async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, t: Pending, seed: u64) -> Result<bool, PlatformError> {
+    let (id, requester_id, name, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, command, _) = t;
+    let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model: gpu_model.clone(), cpu_millis, memory_mb };
+    let decision = decide(&snap.catalogue, &snap.regions, &req, seed);
+    let json = serde_json::to_string(&decision).unwrap_or_default();
+    let mut tx = transitions::begin(pool).await?;
+    let (region, outcome) = match &decision.outcome {
+        Outcome::Rejected { reason } => (None, Err(reason.as_str())),
+        Outcome::Pending { reason } => (None, Ok(reason.clone())),
+        Outcome::Placed { region, region_image_id, .. } => {
+            (Some((snap.region_ids[region], *region_image_id)), Ok(format!("region {region} chosen; placing on a node")))
+        }
+    };
+    transitions::compute::decided(&mut tx, id, &json, region, outcome.as_ref().map(String::as_str).map_err(|e| *e)).await?;
+    tx.commit().await?;
+    let Outcome::Placed { region: code, reference, .. } = decision.outcome else { return Ok(false) };
+    let requester = accounts::user_by_id(pool, requester_id).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
+    let mut create = CreateMachine::new(requester, format!("job-{id}-{name}").chars().take(32).collect::<String>(), gpus, 1);
+    create.gpu_model = gpu_model;
+    create.cpu_millis = Some(cpu_millis);
+    create.memory_mb = Some(memory_mb);
+    create.job = Some(Job {
+        compute_task_id: id,
+        region_id: snap.region_ids[&code],
+        image_reference: reference,
+        command: serde_json::from_str(&command).unwrap_or_default(),
+    });
+    match admissions.create(create).await {
+        Ok(_) => Ok(true),
+        Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
+            let mut tx = transitions::begin(pool).await?;
+            transitions::compute::decided(&mut tx, id, &json, region, Ok(&format!("region {code} chosen, but: {why}"))).await?;
+            tx.commit().await?;
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}

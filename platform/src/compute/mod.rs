@@ -1,0 +1,124 @@
+//! Compute tasks (PRODUCT B4): submitted with framework, interpreter,
+//! command and resources; matched to a region by the core
+//! (`gantry_core::matching`); run as a machine of workload `job` through
+//! the same quota-checked admission, dispatcher and transitions as dev
+//! machines; watched to their end.
+
+mod matcher;
+mod views;
+mod watch;
+
+pub use matcher::{evaluate_queue, evaluate_queue_seeded, snapshot, Snapshot};
+pub use views::{compute_task, list_compute_tasks, ComputeTaskView};
+pub use watch::{run_loops, watch_once};
+
+use crate::{
+    accounts::User,
+    db::Pool,
+    transitions::{self, compute::NewCompute},
+    PlatformError,
+};
+use gantry_core::validate;
+
+/// How the command is given: an argv, or a script for `/bin/sh -c`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Argv(Vec<String>),
+    Shell(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct SubmitCompute {
+    pub name: String,
+    pub framework: String,
+    pub framework_version: String,
+    pub interpreter: String,
+    pub interpreter_version: String,
+    pub command: Command,
+    pub gpu_count: u32,
+    pub gpu_model: Option<String>,
+    pub cpu_millis: i64,
+    pub memory_mb: i64,
+    pub time_limit_secs: i64,
+}
+
+/// Longest time limit: a week.
+pub const TIME_LIMIT_MAX: i64 = 7 * 24 * 3600;
+
+fn field(name: &str, value: &str) -> Result<(), PlatformError> {
+    let v = value.trim();
+    if v.is_empty() || v.len() > 32 || v.chars().any(char::is_control) {
+        return Err(PlatformError::BadRequest(format!("{name} must be 1 to 32 printable characters")));
+    }
+    Ok(())
+}
+
+impl SubmitCompute {
+    /// Input rules; nothing is written when one fails.
+    fn argv(&self) -> Result<Vec<String>, PlatformError> {
+        validate::name("task name", &self.name)?;
+        field("framework", &self.framework)?;
+        field("framework version", &self.framework_version)?;
+        field("interpreter", &self.interpreter)?;
+        field("interpreter version", &self.interpreter_version)?;
+        validate::in_range("GPU count", self.gpu_count as i64, 1, 64)?;
+        validate::in_range("CPU (thousandths)", self.cpu_millis, 100, 256_000)?;
+        validate::in_range("memory (MB)", self.memory_mb, 64, 4 * 1024 * 1024)?;
+        validate::in_range("time limit (s)", self.time_limit_secs, 1, TIME_LIMIT_MAX)?;
+        if let Some(m) = &self.gpu_model {
+            field("GPU model", m)?;
+        }
+        let argv = match &self.command {
+            Command::Argv(argv) => argv.clone(),
+            Command::Shell(script) => vec!["/bin/sh".into(), "-c".into(), script.clone()],
+        };
+        let total: usize = argv.iter().map(String::len).sum();
+        if argv.is_empty() || argv[0].trim().is_empty() || total > 16 * 1024 || argv.iter().any(|a| a.contains('\0')) {
+            return Err(PlatformError::BadRequest("command must be a non-empty program and arguments, 16 KB at most".into()));
+        }
+        Ok(argv)
+    }
+}
+
+/// Records the task (`pending`) and lets the matcher decide at once; the
+/// task is returned in whatever state that left it.
+pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, requester: &User, req: &SubmitCompute) -> Result<ComputeTaskView, PlatformError> {
+    let id = record(pool, requester, req).await?;
+    evaluate_queue(pool, admissions).await?;
+    compute_task(pool, requester, id).await
+}
+
+/// Validates and records the task as `pending`, for the matcher.
+pub async fn record(pool: &Pool, requester: &User, req: &SubmitCompute) -> Result<i64, PlatformError> {
+    let argv = req.argv()?;
+    let mut tx = transitions::begin(pool).await?;
+    let id = transitions::compute::insert(
+        &mut tx,
+        &NewCompute {
+            name: req.name.trim(),
+            requester,
+            framework: req.framework.trim(),
+            framework_version: req.framework_version.trim(),
+            interpreter: req.interpreter.trim(),
+            interpreter_version: req.interpreter_version.trim(),
+            command: &argv,
+            gpu_count: req.gpu_count,
+            gpu_model: req.gpu_model.as_deref().map(str::trim),
+            cpu_millis: req.cpu_millis,
+            memory_mb: req.memory_mb,
+            time_limit_secs: req.time_limit_secs,
+        },
+    )
+    .await?;
+    crate::audit::record(&mut *tx, Some(requester.id), "compute.submit", &format!("compute task #{id} {}", req.name.trim())).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Cancels a compute task of the requester (or any, for an admin).
+pub async fn cancel(pool: &Pool, who: &User, id: i64) -> Result<(), PlatformError> {
+    let mut tx = transitions::begin(pool).await?;
+    transitions::compute::cancel(&mut tx, who, id).await?;
+    tx.commit().await?;
+    Ok(())
+}

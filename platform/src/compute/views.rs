@@ -1,0 +1,59 @@
+//! What users see of compute tasks: their group's (admins: all), with the
+//! decision that placed them or keeps them waiting.
+
+use crate::{accounts::User, db::Pool, machines::visibility, PlatformError};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ComputeTaskView {
+    pub id: i64,
+    pub name: String,
+    pub requester: String,
+    pub framework: String,
+    pub framework_version: String,
+    pub interpreter: String,
+    pub interpreter_version: String,
+    /// JSON argv.
+    pub command: String,
+    pub gpu_count: i64,
+    pub gpu_model: Option<String>,
+    pub cpu_millis: i64,
+    pub memory_mb: i64,
+    pub time_limit_secs: i64,
+    pub state: String,
+    pub message: String,
+    /// JSON `gantry_core::matching::Decision`, once decided.
+    pub decision: Option<String>,
+    pub region: Option<String>,
+    pub image: Option<String>,
+    pub machine_id: Option<i64>,
+    pub node: Option<String>,
+    pub exit_code: Option<i64>,
+    pub logs_tail: String,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+const SELECT: &str = "SELECT c.id, c.name, u.username AS requester, c.framework, c.framework_version, c.interpreter, c.interpreter_version,
+           c.command, c.gpu_count, c.gpu_model, c.cpu_millis, c.memory_mb, c.time_limit_secs, c.state, c.message, c.decision,
+           r.code AS region, ri.reference AS image, c.machine_id, n.name AS node, c.exit_code, c.logs_tail, c.created_at, c.started_at, c.finished_at
+    FROM compute_tasks c JOIN users u ON u.id = c.requester_id
+    LEFT JOIN regions r ON r.id = c.region_id LEFT JOIN region_images ri ON ri.id = c.region_image_id
+    LEFT JOIN machines m ON m.id = c.machine_id LEFT JOIN nodes n ON n.id = m.node_id";
+
+pub async fn list_compute_tasks(pool: &Pool, viewer: &User, limit: i64) -> Result<Vec<ComputeTaskView>, PlatformError> {
+    let (cond, bind) = visibility(viewer, "c.group_id");
+    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY c.id DESC LIMIT ?")).bind(bind).bind(limit).fetch_all(pool).await?)
+}
+
+/// One task; another group's is "not found".
+pub async fn compute_task(pool: &Pool, viewer: &User, id: i64) -> Result<ComputeTaskView, PlatformError> {
+    let (cond, bind) = visibility(viewer, "c.group_id");
+    sqlx::query_as(&format!("{SELECT} WHERE c.id = ? AND ({cond})"))
+        .bind(id)
+        .bind(bind)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("compute task".into()))
+}

@@ -1,0 +1,93 @@
+//! Personal API tokens for scripts (PRODUCT D2): shown once when made,
+//! kept only as a SHA-256 hash, scoped to their owner, revocable. A token
+//! is 32 random bytes, so a fast hash is enough: there is nothing to guess.
+
+use crate::{accounts::{self, User}, audit, db::Pool, now, PlatformError};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+const PREFIX: &str = "gnt_";
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct TokenView {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+fn hash(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Makes a token for `owner`; the returned secret is never stored or shown again.
+pub async fn create(pool: &Pool, owner: &User, name: &str) -> Result<(TokenView, String), PlatformError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err(PlatformError::BadRequest("token name must be 1 to 64 printable characters".into()));
+    }
+    let bytes: [u8; 32] = rand::random();
+    let secret = format!("{PREFIX}{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let prefix = secret[..PREFIX.len() + 6].to_string();
+    let mut tx = crate::transitions::begin(pool).await?;
+    let view: TokenView = sqlx::query_as(
+        "INSERT INTO api_tokens (user_id, name, secret_hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)
+         RETURNING id, name, prefix, created_at, last_used_at, revoked_at",
+    )
+    .bind(owner.id)
+    .bind(name)
+    .bind(hash(&secret))
+    .bind(&prefix)
+    .bind(now())
+    .fetch_one(&mut *tx)
+    .await?;
+    audit::record(&mut *tx, Some(owner.id), "token.create", &format!("API token {name} ({prefix}…)")).await?;
+    tx.commit().await?;
+    Ok((view, secret))
+}
+
+pub async fn list(pool: &Pool, owner: &User) -> Result<Vec<TokenView>, PlatformError> {
+    Ok(sqlx::query_as("SELECT id, name, prefix, created_at, last_used_at, revoked_at FROM api_tokens WHERE user_id = ? ORDER BY id DESC")
+        .bind(owner.id)
+        .fetch_all(pool)
+        .await?)
+}
+
+/// Revokes one of the owner's own tokens (another's is "not found").
+pub async fn revoke(pool: &Pool, owner: &User, id: i64) -> Result<(), PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    let done = sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL")
+        .bind(now())
+        .bind(id)
+        .bind(owner.id)
+        .execute(&mut *tx)
+        .await?;
+    if done.rows_affected() != 1 {
+        return Err(PlatformError::NotFound("token".into()));
+    }
+    audit::record(&mut *tx, Some(owner.id), "token.revoke", &format!("API token #{id} revoked")).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The account a bearer token belongs to; `None` for anything that is not
+/// a live token.
+pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, PlatformError> {
+    if !secret.starts_with(PREFIX) || secret.len() != PREFIX.len() + 64 {
+        return Ok(None);
+    }
+    let user_id: Option<i64> = sqlx::query_scalar("SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL")
+        .bind(hash(secret))
+        .fetch_optional(pool)
+        .await?;
+    let Some(user_id) = user_id else { return Ok(None) };
+    // Coarse "last used": one write a minute per token at most.
+    sqlx::query("UPDATE api_tokens SET last_used_at = ?1 WHERE secret_hash = ?2 AND COALESCE(last_used_at, 0) < ?1 - 60")
+        .bind(now())
+        .bind(hash(secret))
+        .execute(pool)
+        .await?;
+    accounts::user_by_id(pool, user_id).await
+}

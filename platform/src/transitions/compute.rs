@@ -1,0 +1,198 @@
+//! Compute task rows. A compute task runs on a machine of workload `job`,
+//! so its state follows that machine's: scheduled when the machine is
+//! admitted, running once its container started, and finished in the same
+//! commit that releases the machine's GPUs (whatever released them: the
+//! job's end, a cancel, a failed start, its node being lost).
+
+use crate::{accounts::User, audit, machines::visibility, now, PlatformError};
+use gantry_core::{compute, task::TaskState};
+use sqlx::SqliteConnection;
+
+pub struct NewCompute<'a> {
+    pub name: &'a str,
+    pub requester: &'a User,
+    pub framework: &'a str,
+    pub framework_version: &'a str,
+    pub interpreter: &'a str,
+    pub interpreter_version: &'a str,
+    pub command: &'a [String],
+    pub gpu_count: u32,
+    pub gpu_model: Option<&'a str>,
+    pub cpu_millis: i64,
+    pub memory_mb: i64,
+    pub time_limit_secs: i64,
+}
+
+pub async fn insert(conn: &mut SqliteConnection, t: &NewCompute<'_>) -> Result<i64, PlatformError> {
+    let now = now();
+    Ok(sqlx::query_scalar(
+        "INSERT INTO compute_tasks (name, requester_id, group_id, framework, framework_version, interpreter, interpreter_version, command,
+                                    gpu_count, gpu_model, cpu_millis, memory_mb, time_limit_secs, state, message, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'waiting for a decision', ?, ?) RETURNING id",
+    )
+    .bind(t.name)
+    .bind(t.requester.id)
+    .bind(t.requester.group_id)
+    .bind(t.framework)
+    .bind(t.framework_version)
+    .bind(t.interpreter)
+    .bind(t.interpreter_version)
+    .bind(serde_json::to_string(t.command).unwrap_or_default())
+    .bind(t.gpu_count)
+    .bind(t.gpu_model)
+    .bind(t.cpu_millis)
+    .bind(t.memory_mb)
+    .bind(t.time_limit_secs)
+    .bind(now)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+async fn state_of(conn: &mut SqliteConnection, id: i64) -> Result<TaskState, PlatformError> {
+    let state: String = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?")
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("compute task".into()))?;
+    state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))
+}
+
+/// Compare-and-set along the compute lifecycle's edges.
+async fn move_to(conn: &mut SqliteConnection, id: i64, to: TaskState, message: &str) -> Result<TaskState, PlatformError> {
+    let from = state_of(conn, id).await?;
+    if !compute::can_transition(from, to) {
+        return Err(PlatformError::Conflict(format!("compute task #{id} is {from}; it cannot become {to}")));
+    }
+    let finished = to.is_terminal().then(now);
+    let started = (to == TaskState::Running).then(now);
+    sqlx::query(
+        "UPDATE compute_tasks SET state = ?, message = ?, updated_at = ?, finished_at = COALESCE(?, finished_at), started_at = COALESCE(?, started_at)
+         WHERE id = ? AND state = ?",
+    )
+    .bind(to.as_str())
+    .bind(message)
+    .bind(now())
+    .bind(finished)
+    .bind(started)
+    .bind(id)
+    .bind(from.as_str())
+    .execute(&mut *conn)
+    .await?;
+    Ok(from)
+}
+
+/// The matcher's latest decision for a task that keeps waiting (or is
+/// rejected for good).
+pub async fn decided(conn: &mut SqliteConnection, id: i64, decision_json: &str, region: Option<(i64, i64)>, outcome: Result<&str, &str>) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE compute_tasks SET decision = ?, region_id = ?, region_image_id = ?, updated_at = ? WHERE id = ?")
+        .bind(decision_json)
+        .bind(region.map(|r| r.0))
+        .bind(region.map(|r| r.1))
+        .bind(now())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    match outcome {
+        Ok(waiting) => {
+            sqlx::query("UPDATE compute_tasks SET message = ? WHERE id = ? AND state = 'pending'").bind(waiting).bind(id).execute(&mut *conn).await?;
+        }
+        Err(rejected) => {
+            move_to(conn, id, TaskState::Failed, rejected).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Admission wrote the task's machine (same transaction).
+pub async fn scheduled(conn: &mut SqliteConnection, id: i64, machine_id: i64, placed: &str) -> Result<(), PlatformError> {
+    move_to(conn, id, TaskState::Scheduled, placed).await?;
+    sqlx::query("UPDATE compute_tasks SET machine_id = ? WHERE id = ?").bind(machine_id).bind(id).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// The machine's create task succeeded: if it is a job, it now runs.
+pub async fn machine_started(conn: &mut SqliteConnection, machine_id: i64) -> Result<(), PlatformError> {
+    let id: Option<i64> = sqlx::query_scalar("SELECT id FROM compute_tasks WHERE machine_id = ? AND state = 'scheduled'")
+        .bind(machine_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if let Some(id) = id {
+        move_to(conn, id, TaskState::Running, "running").await?;
+    }
+    Ok(())
+}
+
+/// The job's container ended (or was stopped): its exit code and the end
+/// of its output, kept after the container is gone.
+pub async fn exited(conn: &mut SqliteConnection, id: i64, exit_code: i64, logs_tail: &str, message: &str) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE compute_tasks SET exit_code = ?, logs_tail = ?, message = ?, updated_at = ? WHERE id = ? AND state = 'running'")
+        .bind(exit_code)
+        .bind(logs_tail)
+        .bind(message)
+        .bind(now())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Called by `machine::release` for every machine it releases: a job's
+/// task ends here, in the commit that gives its GPUs back.
+pub async fn machine_released(conn: &mut SqliteConnection, machine_id: i64, why: &str) -> Result<(), PlatformError> {
+    let row: Option<(i64, String, bool, Option<i64>, String)> =
+        sqlx::query_as("SELECT id, state, cancel_requested, exit_code, message FROM compute_tasks WHERE machine_id = ?")
+            .bind(machine_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((id, state, cancel_requested, exit_code, message)) = row else { return Ok(()) };
+    let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    if state.is_terminal() {
+        return Ok(());
+    }
+    // Never started: a cancelled or failed create, or its node was lost.
+    let (to, text) = if state == TaskState::Running && (exit_code.is_some() || cancel_requested) {
+        (compute::outcome(cancel_requested, exit_code), message)
+    } else if cancel_requested || why.contains("cancelled") {
+        (TaskState::Cancelled, why.to_string())
+    } else {
+        (TaskState::Failed, why.to_string())
+    };
+    move_to(conn, id, to, &text).await?;
+    audit::record(&mut *conn, None, "compute.finished", &format!("compute task #{id}: {to} ({text})")).await?;
+    Ok(())
+}
+
+/// A user (the requester) or an admin cancels a compute task: a pending
+/// one at once; a scheduled or running one by asking the watcher to stop
+/// its machine, which ends the task when the GPUs are given back.
+pub async fn cancel(conn: &mut SqliteConnection, who: &User, id: i64) -> Result<TaskState, PlatformError> {
+    let (cond, bind) = visibility(who, "group_id");
+    let row: Option<(i64, String)> = sqlx::query_as(&format!("SELECT requester_id, state FROM compute_tasks WHERE id = ? AND ({cond})"))
+        .bind(id)
+        .bind(bind)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let (requester, state) = row.ok_or_else(|| PlatformError::NotFound("compute task".into()))?;
+    if requester != who.id && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("only the person who submitted a compute task, or an admin, can cancel it".into()));
+    }
+    let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    let by = format!("cancelled by {}", who.username);
+    match state {
+        TaskState::Pending => {
+            move_to(conn, id, TaskState::Cancelled, &by).await?;
+        }
+        TaskState::Scheduled | TaskState::Running => {
+            sqlx::query("UPDATE compute_tasks SET cancel_requested = 1, message = ?, updated_at = ? WHERE id = ?")
+                .bind(format!("{by}; stopping"))
+                .bind(now())
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        done => return Err(PlatformError::Conflict(format!("compute task #{id} has already finished ({done})"))),
+    }
+    audit::record(&mut *conn, Some(who.id), "compute.cancel", &format!("compute task #{id} {by}")).await?;
+    Ok(state)
+}

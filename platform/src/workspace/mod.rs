@@ -1,0 +1,164 @@
+//! Working inside a dev machine: who may open its terminal, read its logs
+//! and move files in and out of its volume, the paths that are allowed,
+//! the tar framing of the Docker archive API, and the terminal sessions
+//! (audit, admin close, idle close).
+//!
+//! **Who may connect.** The machine's owner, or an administrator. Members of
+//! the owner's group may see the machine (state, tasks) but not get inside
+//! it: a terminal acts as the owner inside their container and the volume
+//! holds the owner's data. The same rule holds for the terminal, the logs
+//! and the files, on the server (the WebSocket upgrade and every route) and
+//! in the UI (which asks the server). Another group's machine is "not found".
+
+pub mod paths;
+pub mod sessions;
+pub mod tar;
+
+use crate::{accounts::User, db::Pool, machines::machine_detail, PlatformError};
+
+/// Limits of the workspace routes, set by the server's configuration and
+/// read by the pages (e.g. to show the upload limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest upload, in bytes.
+    pub upload_max_bytes: u64,
+    /// A terminal with no input and no output for this long is closed.
+    pub idle_secs: u64,
+    /// Open terminals one server process accepts.
+    pub max_terminals: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { upload_max_bytes: 1024 * 1024 * 1024, idle_secs: 1800, max_terminals: 256 }
+    }
+}
+
+/// Lines of log the machine page shows without JavaScript (and the first
+/// lines of a followed log).
+pub const LOG_TAIL_LINES: u64 = 200;
+
+/// The machine a workspace request is about, as far as the rules need it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub machine_id: i64,
+    pub name: String,
+    pub owner_id: i64,
+    pub owner: String,
+    pub state: String,
+    pub container_id: Option<String>,
+    pub node_id: Option<i64>,
+}
+
+/// Why a workspace request is refused; each maps to one HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// 404: no such machine, or another group's.
+    #[error("machine not found")]
+    NotFound,
+    /// 403: a group member who is not the owner.
+    #[error("only the owner of machine {0} or an administrator may open its terminal, logs and files")]
+    NotOwner(String),
+    /// 409: the machine is not in a state that allows this.
+    #[error("{0}")]
+    State(String),
+}
+
+/// Loads the machine for `user`: visibility (group isolation) first, then
+/// the owner-or-admin rule.
+pub async fn target(pool: &Pool, user: &User, machine_id: i64) -> Result<Result<Target, Refusal>, PlatformError> {
+    let view = match machine_detail(pool, user, machine_id).await {
+        Ok(v) => v,
+        Err(PlatformError::NotFound(_)) => return Ok(Err(Refusal::NotFound)),
+        Err(e) => return Err(e),
+    };
+    let (owner_id, node_id): (i64, Option<i64>) = sqlx::query_as("SELECT owner_id, node_id FROM machines WHERE id = ?")
+        .bind(machine_id)
+        .fetch_one(pool)
+        .await?;
+    let target = Target {
+        machine_id,
+        name: view.name,
+        owner_id,
+        owner: view.owner,
+        state: view.state,
+        container_id: view.container_id,
+        node_id,
+    };
+    if !may_enter(user, &target) {
+        return Ok(Err(Refusal::NotOwner(target.name)));
+    }
+    Ok(Ok(target))
+}
+
+/// The rule itself: owner or admin.
+pub fn may_enter(user: &User, target: &Target) -> bool {
+    user.role.is_admin() || user.id == target.owner_id
+}
+
+impl Target {
+    /// A terminal needs a running container.
+    pub fn require_running(&self) -> Result<(&str, i64), Refusal> {
+        match (self.state.as_str(), self.container_id.as_deref(), self.node_id) {
+            ("running", Some(c), Some(n)) => Ok((c, n)),
+            ("running", _, _) => Err(Refusal::State(format!("machine {} has no container yet", self.name))),
+            (state, _, _) => Err(Refusal::State(format!(
+                "machine {} is {state}; the terminal opens when it is running",
+                self.name
+            ))),
+        }
+    }
+
+    /// Logs and files need a container, running or stopped (the archive
+    /// and log APIs work on a stopped container too).
+    pub fn require_container(&self) -> Result<(&str, i64), Refusal> {
+        let live = matches!(self.state.as_str(), "running" | "stopped" | "failed" | "restarting");
+        match (live, self.container_id.as_deref(), self.node_id) {
+            (true, Some(c), Some(n)) => Ok((c, n)),
+            _ => Err(Refusal::State(format!("machine {} is {} and has no container to read from", self.name, self.state))),
+        }
+    }
+}
+
+/// Why a terminal closed, for the browser (WebSocket close code and text),
+/// the sessions table and the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloseReason {
+    pub code: u16,
+    pub text: String,
+}
+
+/// Close codes the terminal page understands (4000-4999 are for
+/// applications).
+pub mod close_code {
+    /// The shell exited.
+    pub const NORMAL: u16 = 1000;
+    /// The server is shutting down.
+    pub const GOING_AWAY: u16 = 1001;
+    pub const ERROR: u16 = 1011;
+    /// The machine stopped or is restarting: reconnect when it runs again.
+    pub const MACHINE_STOPPED: u16 = 4001;
+    /// The machine is being deleted or is gone.
+    pub const MACHINE_DELETED: u16 = 4002;
+    /// An administrator closed the session.
+    pub const CLOSED_BY_ADMIN: u16 = 4003;
+    /// Nothing was typed or printed for the idle limit.
+    pub const IDLE: u16 = 4004;
+}
+
+impl CloseReason {
+    pub fn new(code: u16, text: impl Into<String>) -> Self {
+        CloseReason { code, text: text.into() }
+    }
+
+    /// The reason for a machine that left `running`.
+    pub fn for_state(name: &str, state: &str) -> CloseReason {
+        match state {
+            "deleting" | "deleted" => CloseReason::new(close_code::MACHINE_DELETED, format!("machine {name} was deleted")),
+            "restarting" => CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is restarting")),
+            "reinstalling" => CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is being reinstalled")),
+            "lost" => CloseReason::new(close_code::MACHINE_DELETED, format!("machine {name}'s node was lost")),
+            other => CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is {other}")),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! A machine's container logs (stdout and stderr): the last lines as plain
+//! text, or followed live as Server-Sent Events (one event per line, an
+//! `end` event when the container stops). The browser keeps a bounded
+//! number of lines; the server holds at most one line (capped) per stream.
+
+use crate::workspace::{enter, executor, exec_error, refuse, refusal, WsState};
+use axum::{
+    body::Body,
+    extract::{Path, Query, Request, State},
+    http::{header, StatusCode},
+    response::{
+        sse::{Event, KeepAlive, Sse},
+        IntoResponse, Response,
+    },
+};
+use bytes::{Bytes, BytesMut};
+use futures_util::{stream, Stream, StreamExt};
+use gantry_platform::{executor::inside::ByteStream, workspace::LOG_TAIL_LINES};
+use serde::Deserialize;
+use std::convert::Infallible;
+
+/// Longest line passed on as one event; longer lines are split.
+pub const MAX_LINE: usize = 16 * 1024;
+/// Most lines a `tail=N` request may ask for.
+const MAX_TAIL: u64 = 100_000;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct LogQuery {
+    tail: Option<String>,
+    follow: Option<String>,
+}
+
+pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<LogQuery>, req: Request) -> Response {
+    let (parts, _body) = req.into_parts();
+    let (_user, target) = match enter(&st, &parts, id, false).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let (container, node) = match target.require_container() {
+        Ok((c, n)) => (c.to_string(), n),
+        Err(r) => return refusal(r),
+    };
+    let tail = match q.tail.as_deref().map(str::trim) {
+        None | Some("") => Some(LOG_TAIL_LINES),
+        Some("all") => None,
+        Some(n) => match n.parse::<u64>() {
+            Ok(n) => Some(n.min(MAX_TAIL)),
+            Err(_) => return refuse(StatusCode::BAD_REQUEST, "tail must be a number of lines or \"all\""),
+        },
+    };
+    let follow = matches!(q.follow.as_deref(), Some("1" | "true" | "on" | "yes"));
+    let exec = match executor(&st, node, "logs").await {
+        Ok(e) => e,
+        Err(r) => return r,
+    };
+    let mut stream = match exec.logs(&container, tail, follow).await {
+        Ok(s) => s,
+        Err(e) => return exec_error(e),
+    };
+    // The engine's refusal (e.g. the container is gone) arrives as the
+    // stream's first item: answer it as a status, not as a log line.
+    let first = if follow {
+        None
+    } else {
+        match stream.next().await {
+            Some(Err(e)) => return exec_error(e),
+            other => other,
+        }
+    };
+    if follow {
+        let events = lines(stream)
+            .map(|line| Ok::<_, Infallible>(Event::default().data(line)))
+            .chain(stream::once(async { Ok(Event::default().event("end").data("the log stream ended (the container stopped or was removed)")) }));
+        return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+    }
+    let body = stream::iter(first).chain(stream).map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
+    (
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// Splits a byte stream into lines (without `\n` and `\r`), each at most
+/// [`MAX_LINE`] bytes, decoding UTF-8 leniently. An error ends the lines.
+pub fn lines(input: ByteStream) -> impl Stream<Item = String> + Send {
+    struct St {
+        input: ByteStream,
+        buf: BytesMut,
+        ready: std::collections::VecDeque<String>,
+        done: bool,
+    }
+    let st = St { input, buf: BytesMut::new(), ready: Default::default(), done: false };
+    stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(line) = st.ready.pop_front() {
+                return Some((line, st));
+            }
+            if st.done {
+                return None;
+            }
+            match st.input.next().await {
+                Some(Ok(chunk)) => split_into(&mut st.buf, chunk, &mut st.ready),
+                Some(Err(_)) | None => {
+                    st.done = true;
+                    if !st.buf.is_empty() {
+                        let rest = st.buf.split();
+                        st.ready.push_back(clean(&rest));
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn split_into(buf: &mut BytesMut, chunk: Bytes, out: &mut std::collections::VecDeque<String>) {
+    let mut chunk = &chunk[..];
+    while !chunk.is_empty() {
+        match chunk.iter().position(|b| *b == b'\n') {
+            Some(pos) if buf.len() + pos <= MAX_LINE => {
+                buf.extend_from_slice(&chunk[..pos]);
+                let line = buf.split();
+                out.push_back(clean(&line));
+                chunk = &chunk[pos + 1..];
+            }
+            _ => {
+                let room = MAX_LINE - buf.len();
+                let take = room.min(chunk.len());
+                buf.extend_from_slice(&chunk[..take]);
+                chunk = &chunk[take..];
+                if buf.len() >= MAX_LINE {
+                    let line = buf.split();
+                    out.push_back(clean(&line));
+                }
+            }
+        }
+    }
+}
+
+fn clean(line: &[u8]) -> String {
+    String::from_utf8_lossy(line).replace('\r', "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gantry_platform::executor::ExecError;
+
+    gantry_testkit::timed_test! {
+        async fn lines_across_chunks_and_long_lines_split() {
+            let long = "x".repeat(MAX_LINE + 10);
+            let parts: Vec<Result<Bytes, ExecError>> = vec![
+                Ok(Bytes::from_static(b"one\r\ntw")),
+                Ok(Bytes::from_static(b"o\n")),
+                Ok(Bytes::from(format!("{long}\nlast"))),
+            ];
+            let got: Vec<String> = lines(stream::iter(parts).boxed()).collect().await;
+            assert_eq!(got, vec!["one".to_string(), "two".into(), "x".repeat(MAX_LINE), "x".repeat(10), "last".into()]);
+        }
+    }
+}

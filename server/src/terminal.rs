@@ -1,0 +1,336 @@
+//! The browser terminal: a WebSocket bridged to a shell on a TTY inside the
+//! machine's container (Docker exec, attached by the executor).
+//!
+//! Checked before the upgrade (so a refusal is a plain HTTP status): the
+//! session, the Origin, owner-or-admin, the machine running, this
+//! server's terminal limit, and that the shell started. Without upgrade
+//! headers the same checks answer a preflight (200 or the refusal), which
+//! the page uses to say why it cannot connect.
+//!
+//! Protocol: binary frames both ways are terminal bytes; the browser sends
+//! `{"resize":{"cols":C,"rows":R}}` as text. The server ends a session
+//! with a close frame whose code and reason say why (see
+//! `gantry_platform::workspace::close_code`): the shell exited, the machine
+//! stopped/restarts (reconnect when it runs), was deleted, an admin closed
+//! it, or it was idle too long.
+//!
+//! Memory per session is flat: terminal output is read into one 16 KiB
+//! buffer and sent before the next read (a slow browser slows the shell,
+//! as a slow ssh client does); input is written through as it arrives;
+//! WebSocket buffers are small and messages capped.
+
+use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, WsState};
+use axum::{
+    extract::{
+        ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade},
+        ConnectInfo, FromRequestParts, Path, Query, Request, State,
+    },
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use futures_util::{SinkExt, StreamExt};
+use gantry_platform::{
+    db::Pool,
+    executor::{
+        inside::{ProcessState, Shell, TtySize},
+        ContainerStatus, Executor,
+    },
+    workspace::{close_code, sessions, sessions::Registration, CloseReason},
+};
+use serde::Deserialize;
+use std::{
+    net::SocketAddr,
+    sync::atomic::{AtomicU64, Ordering},
+    time::{Duration, Instant},
+};
+use tokio::io::AsyncWriteExt;
+
+/// Largest message the browser may send (a paste).
+const MAX_MESSAGE: usize = 1 << 20;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct TermQuery {
+    cols: Option<u16>,
+    rows: Option<u16>,
+}
+
+#[derive(Deserialize)]
+struct Control {
+    resize: Option<Resize>,
+}
+
+#[derive(Deserialize)]
+struct Resize {
+    cols: u16,
+    rows: u16,
+}
+
+pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<TermQuery>, req: Request) -> Response {
+    let (mut parts, _body) = req.into_parts();
+    let (user, target) = match enter(&st, &parts, id, true).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let (container, node) = match target.require_running() {
+        Ok((c, n)) => (c.to_string(), n),
+        Err(r) => return refusal(r),
+    };
+    let exec = match executor(&st, node, "terminals").await {
+        Ok(e) => e,
+        Err(r) => return r,
+    };
+    let Ok(upgrade) = WebSocketUpgrade::from_request_parts(&mut parts, &st).await else {
+        // A preflight: everything a terminal needs is in place.
+        return Json(serde_json::json!({ "ready": true, "machine": target.name, "idle_secs": st.limits.idle_secs })).into_response();
+    };
+    if st.terminals.open_count() >= st.limits.max_terminals {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("this server has {} terminals open, its limit; try again later", st.limits.max_terminals),
+        );
+    }
+    let size = TtySize::new(q.cols.unwrap_or(80), q.rows.unwrap_or(24));
+    let shell = match exec.open_shell(&container, size).await {
+        Ok(s) => s,
+        Err(e) => return exec_error(e),
+    };
+    let client = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.to_string()).unwrap_or_default();
+    let pool = st.app.pool.clone();
+    let guard = Cleanup { pool: pool.clone(), session: None, exec: exec.clone(), container: container.clone(), exec_id: shell.exec_id.clone(), pid: shell.pid, done: false };
+    let session = match sessions::open(&pool, &user, id, &target.name, st.terminals.server_id(), &client).await {
+        Ok(s) => s,
+        Err(e) => return internal(e),
+    };
+    let guard = Cleanup { session: Some(session), ..guard };
+    let registration = st.terminals.register(session);
+    tracing::info!(session, machine = %target.name, user = %user.username, "terminal opened");
+    let ctx = Ctx {
+        pool,
+        exec,
+        machine_id: id,
+        machine: target.name,
+        container,
+        idle: Duration::from_secs(st.limits.idle_secs),
+    };
+    upgrade
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(256 * 1024)
+        .max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        // A failed upgrade drops the closure: `Cleanup` hangs the shell up
+        // and closes the session.
+        .on_upgrade(move |socket| run(socket, shell, guard, registration, ctx))
+}
+
+struct Ctx {
+    pool: Pool,
+    exec: Executor,
+    machine_id: i64,
+    machine: String,
+    container: String,
+    idle: Duration,
+}
+
+enum End {
+    ShellEnded,
+    EngineError(String),
+    ClientClosed,
+    Signal(CloseReason),
+    Idle,
+}
+
+async fn run(socket: WebSocket, shell: Shell, mut guard: Cleanup, mut registration: Registration, ctx: Ctx) {
+    let (mut tx, mut rx) = socket.split();
+    let Shell { exec_id, mut output, mut input, .. } = shell;
+    let started = Instant::now();
+    // Milliseconds since `started` of the last byte in either direction.
+    let last = AtomicU64::new(0);
+    let touch = || last.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+
+    let end = {
+        let pump_out = async {
+            while let Some(chunk) = output.next().await {
+                match chunk {
+                    Ok(bytes) => {
+                        touch();
+                        if tx.send(Message::Binary(bytes)).await.is_err() {
+                            return End::ClientClosed;
+                        }
+                    }
+                    Err(e) => return End::EngineError(e.to_string()),
+                }
+            }
+            End::ShellEnded
+        };
+        let pump_in = async {
+            while let Some(msg) = rx.next().await {
+                match msg {
+                    Ok(Message::Binary(bytes)) => {
+                        touch();
+                        if input.write_all(&bytes).await.is_err() || input.flush().await.is_err() {
+                            // The engine closed its side: the output pump sees why.
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                    Ok(Message::Text(text)) => {
+                        if let Ok(Control { resize: Some(r) }) = serde_json::from_str::<Control>(text.as_str()) {
+                            let _ = ctx.exec.resize_shell(&exec_id, TtySize::new(r.cols, r.rows)).await;
+                        }
+                    }
+                    Ok(Message::Close(_)) | Err(_) => return End::ClientClosed,
+                    Ok(_) => {}
+                }
+            }
+            End::ClientClosed
+        };
+        let signal = async {
+            loop {
+                if let Some(reason) = registration.closed.borrow_and_update().clone() {
+                    return End::Signal(reason);
+                }
+                if registration.closed.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        let idle = async {
+            loop {
+                let quiet = Duration::from_millis(started.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed));
+                if quiet >= ctx.idle {
+                    return End::Idle;
+                }
+                tokio::time::sleep(ctx.idle - quiet).await;
+            }
+        };
+        tokio::select! {
+            e = pump_out => e,
+            e = pump_in => e,
+            e = signal => e,
+            e = idle => e,
+        }
+    };
+
+    let (reason, shell_gone) = match end {
+        End::ShellEnded => (why_ended(&ctx, &exec_id).await, true),
+        End::EngineError(e) => (CloseReason::new(close_code::ERROR, format!("the connection to the engine failed: {e}")), false),
+        End::ClientClosed => (CloseReason::new(close_code::NORMAL, "closed by the browser"), false),
+        End::Signal(reason) => (reason, false),
+        End::Idle => (
+            CloseReason::new(close_code::IDLE, format!("closed after {} with nothing typed or printed", sessions::duration_text(ctx.idle.as_secs() as i64))),
+            false,
+        ),
+    };
+    tracing::info!(session = ?guard.session, machine = %ctx.machine, code = reason.code, reason = %reason.text, "terminal closed");
+    let frame = CloseFrame { code: reason.code, reason: close_text(&reason.text).into() };
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        let _ = tx.send(Message::Close(Some(frame))).await;
+        let _ = tx.close().await;
+    })
+    .await;
+    drop(registration);
+    guard.finish(&reason.text, !shell_gone).await;
+}
+
+/// The shell's output ended: the machine's row says whether it stopped,
+/// restarts or is being deleted (each moves the row before the engine
+/// acts); a row still "running" means the container stopped on its own or
+/// the shell exited.
+async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
+    let state: Option<String> = sqlx::query_scalar("SELECT state FROM machines WHERE id = ?")
+        .bind(ctx.machine_id)
+        .fetch_optional(&ctx.pool)
+        .await
+        .ok()
+        .flatten();
+    match state.as_deref() {
+        Some("running") => {}
+        Some(other) => return CloseReason::for_state(&ctx.machine, other),
+        None => return CloseReason::for_state(&ctx.machine, "deleted"),
+    }
+    if let Ok(c) = ctx.exec.inspect_container(&ctx.container).await {
+        match c.status {
+            ContainerStatus::Running => {}
+            ContainerStatus::Missing => return CloseReason::for_state(&ctx.machine, "deleted"),
+            _ => return CloseReason::for_state(&ctx.machine, "stopped"),
+        }
+    }
+    match ctx.exec.shell_state(exec_id).await {
+        Ok(ProcessState::Exited(code)) => CloseReason::new(close_code::NORMAL, format!("the shell exited (code {code})")),
+        _ => CloseReason::new(close_code::NORMAL, "the shell exited"),
+    }
+}
+
+/// A close frame's reason is at most 123 bytes.
+fn close_text(text: &str) -> String {
+    let mut end = text.len().min(123);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// Hangs the shell up and closes the session row, on every path: at the
+/// end of `run`, or when dropped because the upgrade never completed.
+struct Cleanup {
+    pool: Pool,
+    session: Option<i64>,
+    exec: Executor,
+    container: String,
+    exec_id: String,
+    pid: Option<u32>,
+    done: bool,
+}
+
+impl Cleanup {
+    async fn finish(&mut self, reason: &str, hang_up: bool) {
+        self.done = true;
+        cleanup(self.pool.clone(), self.session, self.exec.clone(), self.container.clone(), self.exec_id.clone(), self.pid.filter(|_| hang_up), reason.to_string())
+            .await;
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let fut = cleanup(
+                self.pool.clone(),
+                self.session,
+                self.exec.clone(),
+                self.container.clone(),
+                self.exec_id.clone(),
+                self.pid,
+                "the browser did not complete the WebSocket handshake".to_string(),
+            );
+            rt.spawn(fut);
+        }
+    }
+}
+
+async fn cleanup(pool: Pool, session: Option<i64>, exec: Executor, container: String, exec_id: String, pid: Option<u32>, reason: String) {
+    if let Some(pid) = pid {
+        if let Ok(ProcessState::Running) = exec.shell_state(&exec_id).await {
+            if let Err(e) = exec.hangup_shell(&container, pid).await {
+                tracing::warn!(error = %e, "could not hang up a terminal's shell");
+            }
+        }
+    }
+    if let Some(session) = session {
+        if let Err(e) = sessions::close(&pool, session, &reason).await {
+            tracing::warn!(error = %e, session, "could not record a terminal's close");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn close_reasons_fit_a_frame() {
+        assert_eq!(super::close_text(&"é".repeat(100)).len(), 122);
+        assert_eq!(super::close_text("short"), "short");
+    }
+}

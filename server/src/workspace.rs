@@ -1,0 +1,147 @@
+//! Routes for working inside a dev machine, beside the Leptos app:
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /machines/{id}/terminal` | WebSocket: an interactive shell on a TTY (see `terminal.rs`); without the upgrade headers, a preflight that says whether a terminal can open (200) or why not |
+//! | `GET /machines/{id}/logs?tail=N\|all&follow=1` | the container's stdout/stderr: plain text, or Server-Sent Events that follow |
+//! | `GET /machines/{id}/files?path=P` | download a file from the volume (a directory comes as a tar) |
+//! | `PUT /machines/{id}/files?path=P` | upload one file (the body; Content-Length required) |
+//! | `POST /machines/{id}/files` | upload from a form (multipart: `dir`, then `file`) |
+//! | `GET /vendor/{file}` | xterm.js, its CSS and fit add-on, and Gantry's terminal glue, served from the binary |
+//!
+//! Every machine route needs a session (the same cookie as the pages), the
+//! machine's owner or an admin (`gantry_platform::workspace`), and passes
+//! the same Origin rule as state-changing requests — for the WebSocket
+//! upgrade too, which is a GET.
+
+use crate::{files, http_guard::origin_allowed, logs, terminal, vendor};
+use app::state::{AppState, RequestUser};
+use axum::{
+    extract::DefaultBodyLimit,
+    http::{request::Parts, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+    Router,
+};
+use clap::Args;
+use gantry_platform::{
+    accounts::User,
+    executor::{ExecError, Executor},
+    workspace::{self, sessions::Registry, Limits, Refusal, Target},
+};
+
+/// Settings of the terminal, logs and files routes.
+#[derive(Debug, Clone, Args)]
+pub struct WorkspaceArgs {
+    /// Close a browser terminal after this many seconds with nothing typed or printed.
+    #[arg(long, env = "GANTRY_TERMINAL_IDLE_SECS", default_value_t = 1800)]
+    pub terminal_idle_secs: u64,
+    /// Open browser terminals one server process accepts at a time.
+    #[arg(long, env = "GANTRY_TERMINAL_MAX", default_value_t = 256)]
+    pub terminal_max: usize,
+    /// Largest file that can be uploaded into a machine's volume, in MiB.
+    #[arg(long, env = "GANTRY_UPLOAD_MAX_MB", default_value_t = 1024)]
+    pub upload_max_mb: u64,
+}
+
+impl WorkspaceArgs {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            upload_max_bytes: self.upload_max_mb.saturating_mul(1024 * 1024),
+            idle_secs: self.terminal_idle_secs.max(1),
+            max_terminals: self.terminal_max,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct WsState {
+    pub app: AppState,
+    pub limits: Limits,
+    pub public_origin: Option<String>,
+    /// The terminal sessions this process holds.
+    pub terminals: Registry,
+}
+
+/// The routes, merged into the main router before its layers (sessions,
+/// the signed-in user, tracing) so they get the same treatment.
+pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>) -> Router<AppState> {
+    let terminals = Registry::start(app.pool.clone());
+    let state = WsState { app, limits, public_origin, terminals };
+    Router::new()
+        .route("/machines/{id}/terminal", get(terminal::terminal))
+        .route("/machines/{id}/logs", get(logs::logs))
+        .route(
+            "/machines/{id}/files",
+            get(files::download).put(files::upload_body).post(files::upload_form).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/vendor/{file}", get(vendor::serve))
+        .with_state(state)
+}
+
+pub fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, [(axum::http::header::CACHE_CONTROL, "no-store")], message.into()).into_response()
+}
+
+pub fn refusal(r: Refusal) -> Response {
+    let status = match r {
+        Refusal::NotFound => StatusCode::NOT_FOUND,
+        Refusal::NotOwner(_) => StatusCode::FORBIDDEN,
+        Refusal::State(_) => StatusCode::CONFLICT,
+    };
+    refuse(status, r.to_string())
+}
+
+pub fn exec_error(e: ExecError) -> Response {
+    let status = match e {
+        ExecError::NotFound(_) => StatusCode::NOT_FOUND,
+        ExecError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        ExecError::ImageMissing(_) | ExecError::Failed(_) => StatusCode::BAD_GATEWAY,
+    };
+    refuse(status, e.to_string())
+}
+
+pub fn internal(e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "workspace request failed");
+    refuse(StatusCode::INTERNAL_SERVER_ERROR, "something went wrong on the server; the error has been logged")
+}
+
+/// The signed-in user and the machine they may enter, or the response
+/// that refuses them. `check_origin`: for requests the same-origin layer
+/// does not cover (GETs that do something: the WebSocket upgrade).
+pub async fn enter(st: &WsState, parts: &Parts, machine_id: i64, check_origin: bool) -> Result<(User, Target), Response> {
+    if check_origin && !origin_allowed(&parts.headers, st.public_origin.as_deref()) {
+        return Err(refuse(StatusCode::FORBIDDEN, "cross-origin request refused"));
+    }
+    let user = parts
+        .extensions
+        .get::<RequestUser>()
+        .and_then(|u| u.0.clone())
+        .ok_or_else(|| refuse(StatusCode::UNAUTHORIZED, "please sign in"))?;
+    match workspace::target(&st.app.pool, &user, machine_id).await {
+        Ok(Ok(target)) => Ok((user, target)),
+        Ok(Err(r)) => Err(refusal(r)),
+        Err(e) => Err(internal(e)),
+    }
+}
+
+/// The executor of the machine's node; the simulated one cannot do this.
+pub async fn executor(st: &WsState, node_id: i64, what: &str) -> Result<Executor, Response> {
+    let exec = st.app.fleet.executor(&st.app.pool, node_id).await.map_err(internal)?;
+    if exec.kind() == "simulated" {
+        return Err(refuse(
+            StatusCode::NOT_IMPLEMENTED,
+            format!("{what} need a Docker node: this machine runs on the simulated executor, which has no containers"),
+        ));
+    }
+    Ok(exec)
+}
+
+/// True when the client asked for HTML (a form post without JavaScript).
+pub fn wants_html(parts: &Parts) -> bool {
+    parts
+        .headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"))
+}
