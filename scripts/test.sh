@@ -27,10 +27,13 @@ stage "Docker Engine" 120 bash scripts/dockerd.sh
 docker info --format 'engine {{.ServerVersion}}, storage {{.Driver}}, runtimes {{json .Runtimes}}' \
   | sed 's/{"[^}]*}//g'
 stage "demo image" 120 bash scripts/demo-image.sh
-# A second engine on its own socket: a second worker node for the
-# node-lifecycle end-to-end test. Stopped (by its pidfile) when we leave.
+# A second engine on its own socket: a second worker node (region) for the
+# node-lifecycle and two-region tests. Stopped (by its pidfile) when we
+# leave, and its state wiped: every run is a new installation, so what an
+# earlier run left there would never be collected.
 node2=$(timeout 180 bash scripts/dockerd2.sh | tail -n1)
-trap 'bash scripts/dockerd2.sh stop >/dev/null 2>&1 || true' EXIT
+export GANTRY_DOCKERD2_ENDPOINT=$node2
+trap 'bash scripts/dockerd2.sh stop >/dev/null 2>&1 && rm -rf "${GANTRY_DOCKERD2_DIR:-/tmp/gantry-dockerd2}"' EXIT
 
 rust_crates=(-p gantry-core -p gantry-platform -p gantry-testkit -p app -p server --features app/ssr)
 stage "build the Rust tests" 2400 cargo test --locked --no-run "${rust_crates[@]}"

@@ -364,6 +364,27 @@ gantry_testkit::timed_test! {
         assert_eq!(count(&server.pool, "SELECT gpu_quota FROM groups WHERE name = 'default'").await, 0);
         assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM group_gpu_models").await, 2);
 
+        // Per-machine CPU and memory limits: set together, refused together.
+        let limits = |cpus: &'static str, mem: &'static str| {
+            let (admin, url, group_id) = (admin.clone(), server.url("/api/admin/update_group"), group_id.clone());
+            async move {
+                let form = [("group_id", group_id.as_str()), ("gpu_quota", "0"), ("max_gpus_per_machine", "4"), ("allowed_models", "H100, SIM-A100"),
+                            ("max_cpus_per_machine", cpus), ("max_memory_gb_per_machine", mem)];
+                let res = admin.post(url).form(&form).send().await.unwrap();
+                (res.status(), res.text().await.unwrap())
+            }
+        };
+        let (status, body) = limits("8", "32").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!((json(&body)["max_cpus_per_machine"].as_i64(), json(&body)["max_memory_gb_per_machine"].as_i64()), (Some(8), Some(32)));
+        let audit = count(&server.pool, "SELECT COUNT(*) FROM audit_log").await;
+        for (cpus, mem) in [("0", "32"), ("8", "5000"), ("x", "32")] {
+            let (status, body) = limits(cpus, mem).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{cpus}/{mem}: {body}");
+        }
+        assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM audit_log").await, audit, "refused limits change nothing");
+        assert_eq!(count(&server.pool, "SELECT max_cpus_per_machine FROM groups WHERE name = 'default'").await, 8);
+
         // The admin pages render.
         for (path, needle) in [
             ("/admin/nodes", r#"data-testid="node-row" data-name="node-a""#),

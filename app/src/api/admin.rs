@@ -74,6 +74,8 @@ pub(crate) fn group_row(g: gantry_platform::accounts::Group, allowed_models: Vec
         gpu_quota: g.gpu_quota,
         gpus_in_use: g.gpus_in_use,
         max_gpus_per_machine: g.max_gpus_per_machine,
+        max_cpus_per_machine: g.max_cpus_per_machine,
+        max_memory_gb_per_machine: g.max_memory_gb_per_machine,
         members: g.members,
         allowed_models,
     }

@@ -113,7 +113,8 @@ pub async fn create_image(name: String, reference: String, description: String, 
 }
 
 /// Sets a group's GPU quota, most GPUs per machine and allowed GPU models
-/// (comma-separated; empty = any). A quota below what the group holds is
+/// (comma-separated; empty = any), and optionally the most CPUs and memory
+/// (GB) a machine may ask for. A quota below what the group holds is
 /// allowed: nothing is taken away, new requests are refused.
 #[server(prefix = "/api", endpoint = "admin/update_group")]
 pub async fn update_group(
@@ -121,6 +122,8 @@ pub async fn update_group(
     gpu_quota: String,
     max_gpus_per_machine: String,
     allowed_models: String,
+    max_cpus_per_machine: Option<String>,
+    max_memory_gb_per_machine: Option<String>,
 ) -> Result<GroupRow, AppError> {
     use crate::model::machines::{parse_whole, split_models};
     let admin = crate::state::require_admin()?;
@@ -128,8 +131,26 @@ pub async fn update_group(
     let quota = parse_whole("GPU quota", &gpu_quota).map_err(invalid)?;
     let max = parse_whole("GPUs per machine", &max_gpus_per_machine).map_err(invalid)?;
     let models = split_models(&allowed_models);
+    let limits = match (max_cpus_per_machine.as_deref().map(str::trim), max_memory_gb_per_machine.as_deref().map(str::trim)) {
+        (Some(cpus), Some(mem)) if !cpus.is_empty() && !mem.is_empty() => {
+            let cpus = parse_whole("CPUs per machine", cpus).map_err(invalid)?;
+            let mem = parse_whole("memory per machine (GB)", mem).map_err(invalid)?;
+            // Checked before anything is written, so a bad value changes nothing.
+            gantry_core::validate::in_range("CPUs per machine", cpus, 1, 256).map_err(|e| invalid(e.to_string()))?;
+            gantry_core::validate::in_range("memory per machine (GB)", mem, 1, 4096).map_err(|e| invalid(e.to_string()))?;
+            Some((cpus, mem))
+        }
+        _ => None,
+    };
     let pool = crate::state::pool()?;
     let g = gantry_platform::policy::update_group_policy(&pool, Some(admin.id), group_id, quota, max, &models).await?;
+    let g = match limits {
+        Some((cpus, mem)) => {
+            gantry_platform::policy::update_machine_limits(&pool, Some(admin.id), group_id, cpus, mem).await?;
+            gantry_platform::accounts::group_by_id(&pool, group_id).await?
+        }
+        None => g,
+    };
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
     Ok(crate::api::admin::group_row(g, allowed))
 }

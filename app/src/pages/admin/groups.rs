@@ -47,7 +47,7 @@ pub fn GroupsPage() -> impl IntoView {
                                                     {format!("{} / {}", g.gpus_in_use, g.gpu_quota)}
                                                     {over.then(|| view! { " " <span class="tag warn" title="holds more than its quota: new requests are refused until enough is released">"over quota"</span> })}
                                                 </td>
-                                                <td>{g.max_gpus_per_machine}</td>
+                                                <td>{format!("{} GPUs · {} CPUs · {} GB", g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine)}</td>
                                                 <td>{models_label(&g.allowed_models)}</td>
                                                 <td>{g.members}</td>
                                             </tr>
@@ -107,6 +107,12 @@ fn GroupPolicyForm(group: GroupRow, update: ServerAction<UpdateGroup>) -> impl I
                 </label>
                 <label>"Allowed GPU models"
                     <input type="text" name="allowed_models" value=g.allowed_models.join(", ") placeholder="any" maxlength="2000"/>
+                </label>
+                <label>"Max CPUs per machine"
+                    <input type="number" name="max_cpus_per_machine" min="1" max="256" step="1" value=g.max_cpus_per_machine required/>
+                </label>
+                <label>"Max memory per machine (GB)"
+                    <input type="number" name="max_memory_gb_per_machine" min="1" max="4096" step="1" value=g.max_memory_gb_per_machine required/>
                 </label>
                 <button type="submit">"Save"</button>
             </fieldset>
