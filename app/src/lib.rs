@@ -20,12 +20,14 @@ use leptos_router::{
 use model::Me;
 use pages::{
     admin,
+    compute::{detail::ComputeTaskPage, ComputePage},
     dashboard::DashboardPage,
     datasets::DatasetsPage,
     login::LoginPage,
     machines::{detail::MachineDetailPage, MachinesPage},
     not_found::NotFound,
     tasks::TasksPage,
+    tokens::TokensPage,
 };
 
 /// The HTML document around the app; rendered only on the server.
@@ -101,13 +103,20 @@ fn AppRoutes() -> impl IntoView {
                     <Route path=path!("/") view=DashboardPage ssr=SsrMode::Async/>
                     <Route path=path!("/machines") view=MachinesPage ssr=SsrMode::Async/>
                     <Route path=path!("/machines/:id") view=MachineDetailPage ssr=SsrMode::Async/>
+                    <Route path=path!("/compute") view=ComputePage ssr=SsrMode::Async/>
+                    <Route path=path!("/compute/:id") view=ComputeTaskPage ssr=SsrMode::Async/>
                     <Route path=path!("/tasks") view=TasksPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async/>
                     <ParentRoute path=path!("/admin") view=admin::AdminLayout ssr=SsrMode::Async>
                         <Route path=path!("") view=admin::users::UsersPage ssr=SsrMode::Async/>
                         <Route path=path!("/groups") view=admin::groups::GroupsPage ssr=SsrMode::Async/>
                         <Route path=path!("/nodes") view=admin::nodes::NodesPage ssr=SsrMode::Async/>
                         <Route path=path!("/images") view=admin::images::ImagesPage ssr=SsrMode::Async/>
+                        <Route path=path!("/regions") view=admin::regions::RegionsPage ssr=SsrMode::Async/>
+                        <Route path=path!("/region-images") view=admin::region_images::RegionImagesPage ssr=SsrMode::Async/>
+                        <Route path=path!("/catalogue") view=admin::catalogue::CataloguePage ssr=SsrMode::Async/>
+                        <Route path=path!("/terminals") view=admin::terminals::TerminalsPage ssr=SsrMode::Async/>
                         <Route path=path!("/audit") view=admin::audit::AuditPage ssr=SsrMode::Async/>
                     </ParentRoute>
                 </ParentRoute>

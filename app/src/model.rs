@@ -1,7 +1,10 @@
 //! Data that travels between server and browser.
 
+pub mod catalogue;
+pub mod compute;
 pub mod fleet;
 pub mod machines;
+pub mod tokens;
 
 use gantry_core::Role;
 use serde::{Deserialize, Serialize};

@@ -189,3 +189,50 @@ pub async fn set_link(pool: &Pool, actor: i64, master_image_id: i64, region_imag
     tx.commit().await?;
     Ok(())
 }
+
+/// A region's resources, derived from its nodes.
+#[derive(Debug, Clone, Serialize)]
+pub struct RegionResources {
+    pub code: String,
+    pub name: String,
+    pub description: String,
+    pub nodes: i64,
+    pub ready_nodes: i64,
+    /// (model, total, free) per GPU model.
+    pub gpus: Vec<(String, i64, i64)>,
+    pub cpus: i64,
+    pub memory_mb: i64,
+}
+
+pub async fn region_resources(pool: &Pool) -> Result<Vec<RegionResources>, PlatformError> {
+    let regions = list_regions(pool).await?;
+    let nodes: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT r.code, COUNT(n.id), COALESCE(SUM(n.state = 'ready'), 0), COALESCE(SUM(n.cpu_count), 0), COALESCE(SUM(n.memory_mb), 0)
+         FROM regions r LEFT JOIN nodes n ON n.region_id = r.id AND n.state <> 'lost' GROUP BY r.code",
+    )
+    .fetch_all(pool)
+    .await?;
+    let gpus: Vec<(String, String, i64, i64)> = sqlx::query_as(
+        "SELECT r.code, g.model, COUNT(*), COUNT(*) - COUNT(mg.gpu_id)
+         FROM gpus g JOIN nodes n ON n.id = g.node_id JOIN regions r ON r.id = n.region_id LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id
+         WHERE n.state <> 'lost' GROUP BY r.code, g.model ORDER BY g.model",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(regions
+        .into_iter()
+        .map(|r| {
+            let n = nodes.iter().find(|n| n.0 == r.code).cloned().unwrap_or_default();
+            RegionResources {
+                gpus: gpus.iter().filter(|g| g.0 == r.code).map(|g| (g.1.clone(), g.2, g.3)).collect(),
+                nodes: n.1,
+                ready_nodes: n.2,
+                cpus: n.3,
+                memory_mb: n.4,
+                code: r.code,
+                name: r.name,
+                description: r.description,
+            }
+        })
+        .collect())
+}

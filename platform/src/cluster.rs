@@ -85,6 +85,20 @@ pub async fn register_node(pool: &Pool, reg: NodeRegistration<'_>) -> Result<i64
     Ok(node_id)
 }
 
+/// amd64 or arm64: which region images the node can run.
+pub async fn set_node_arch(pool: &Pool, node_id: i64, arch: gantry_core::matching::Arch) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?").bind(arch.as_str()).bind(node_id).execute(pool).await?;
+    Ok(())
+}
+
+/// This host's architecture, as region images name it.
+pub fn host_arch() -> gantry_core::matching::Arch {
+    match std::env::consts::ARCH {
+        "aarch64" => gantry_core::matching::Arch::Arm64,
+        _ => gantry_core::matching::Arch::Amd64,
+    }
+}
+
 pub async fn heartbeat(pool: &Pool, node_id: i64) -> Result<(), PlatformError> {
     sqlx::query("UPDATE nodes SET last_heartbeat = ? WHERE id = ?").bind(now()).bind(node_id).execute(pool).await?;
     Ok(())
@@ -128,6 +142,7 @@ pub struct NodeSummary {
     pub docker_endpoint: String,
     pub state: String,
     pub state_reason: String,
+    pub arch: String,
     pub last_heartbeat: i64,
     pub cpu_count: i64,
     pub memory_mb: i64,
@@ -139,7 +154,7 @@ pub struct NodeSummary {
 
 pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> {
     Ok(sqlx::query_as(
-        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.last_heartbeat, n.cpu_count, n.memory_mb,
+        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.arch, n.last_heartbeat, n.cpu_count, n.memory_mb,
                 COUNT(g.id) AS gpu_total,
                 COUNT(g.id) - COUNT(mg.gpu_id) AS gpu_free,
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,

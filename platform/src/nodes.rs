@@ -22,6 +22,8 @@ pub struct AddNode {
     /// they are labelled simulated/declared in the UI.
     pub gpu_count: u32,
     pub gpu_model: String,
+    /// "amd64" or "arm64"; empty: amd64.
+    pub arch: String,
 }
 
 /// Checks the request, tests the connection, then registers the node.
@@ -35,6 +37,10 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
             "endpoint must be unix:///path/to/docker.sock, tcp://host:port or tls://host:port".into(),
         ));
     }
+    let arch: gantry_core::matching::Arch = match req.arch.trim() {
+        "" => gantry_core::matching::Arch::Amd64,
+        a => a.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?,
+    };
     let model = req.gpu_model.trim();
     if req.gpu_count > 0 && (model.is_empty() || model.len() > 64) {
         return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
@@ -63,6 +69,7 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
         },
     )
     .await?;
+    cluster::set_node_arch(pool, id, arch).await?;
     fleet.insert(id, executor);
     crate::audit::record(
         pool,

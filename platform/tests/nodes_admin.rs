@@ -13,7 +13,7 @@ use gantry_platform::{
 };
 
 fn node(name: &str, endpoint: &str) -> AddNode {
-    AddNode { name: name.into(), region_code: "local".into(), endpoint: endpoint.into(), gpu_count: 2, gpu_model: "L40S".into() }
+    AddNode { name: name.into(), region_code: "local".into(), endpoint: endpoint.into(), gpu_count: 2, gpu_model: "L40S".into(), arch: String::new() }
 }
 
 gantry_testkit::timed_test! {

@@ -79,6 +79,10 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 20)]
         machines: usize,
     },
+    /// Compute-task matching: decisions on 100 regions x 100 nodes x 8 GPUs, and a queue pass over 10,000 tasks.
+    Matching,
+    /// Browser terminal: keystroke echo through Gantry next to `docker exec -it`, and server memory per open terminal.
+    Terminal(crate::terminal_bench::TerminalBenchArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -103,6 +107,8 @@ pub struct ServeArgs {
     pub admin_password: Option<String>,
     #[command(flatten)]
     pub node: NodeArgs,
+    #[command(flatten)]
+    pub workspace: crate::workspace::WorkspaceArgs,
 }
 
 /// The worker node this server process runs on.

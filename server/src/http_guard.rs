@@ -53,21 +53,25 @@ pub async fn same_origin(State(public_origin): State<Option<String>>, req: Reque
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
-    let headers = req.headers();
+    if origin_allowed(req.headers(), public_origin.as_deref()) {
+        next.run(req).await
+    } else {
+        (StatusCode::FORBIDDEN, "cross-origin request refused").into_response()
+    }
+}
+
+/// The Origin rule itself; the terminal's WebSocket upgrade (a GET) checks
+/// it too.
+pub fn origin_allowed(headers: &axum::http::HeaderMap, public_origin: Option<&str>) -> bool {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let allowed = match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+    match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
         Some(origin) => {
             let authority = origin.split_once("://").map(|(_, a)| a);
-            (host.is_some() && authority == host) || public_origin.as_deref() == Some(origin)
+            (host.is_some() && authority == host) || public_origin == Some(origin)
         }
         // No Origin: not a browser, or a same-origin navigation in an old
         // browser. Fetch metadata, where present, still tells cross-site.
         None => headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) != Some("cross-site"),
-    };
-    if allowed {
-        next.run(req).await
-    } else {
-        (StatusCode::FORBIDDEN, "cross-origin request refused").into_response()
     }
 }
 

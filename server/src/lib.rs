@@ -1,13 +1,21 @@
 //! The `gantry` binary's library half: commands, the HTTP router and the
 //! middleware around the Leptos app. Tests start the real router on port 0.
 
+pub mod api_v1;
 pub mod assets;
 pub mod bench;
 pub mod bootstrap;
 pub mod config;
+pub mod files;
 pub mod http_guard;
+pub mod matching_bench;
+pub mod logs;
 pub mod router;
 pub mod services;
+pub mod terminal;
+pub mod terminal_bench;
+pub mod vendor;
+pub mod workspace;
 
 use config::{BenchCommand, Cli, Command, UserCommand};
 use gantry_core::Role;
@@ -21,6 +29,8 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             return bench::admissions(nodes, gpus_per_node, requests).await;
         }
         Command::Bench { command: BenchCommand::Docker { machines } } => return bench::docker(machines).await,
+        Command::Bench { command: BenchCommand::Matching } => return matching_bench::run().await,
+        Command::Bench { command: BenchCommand::Terminal(args) } => return terminal_bench::run(args).await,
         other => other,
     };
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
@@ -54,7 +64,8 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
             tracing::info!("Gantry listening on http://{}", listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?);
             let services = services::start(&pool, &cli.db.data_dir, &args.node).await?;
-            let app = router::build_with(router::Options::from_args(&args), pool, services.admissions, services.dispatch, services.fleet).await?;
+            let opts = router::Options::from_args(&args);
+            let app = router::build_full(opts, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()))
         }
     }

@@ -79,6 +79,18 @@ pub async fn build_with(
     dispatch: Arc<tokio::sync::Notify>,
     fleet: gantry_platform::fleet::Fleet,
 ) -> Result<Router, PlatformError> {
+    build_full(opts, gantry_platform::workspace::Limits::default(), pool, admissions, dispatch, fleet).await
+}
+
+/// [`build_with`], with the limits of the terminal, logs and files routes.
+pub async fn build_full(
+    opts: Options,
+    workspace: gantry_platform::workspace::Limits,
+    pool: Pool,
+    admissions: gantry_platform::machines::Admissions,
+    dispatch: Arc<tokio::sync::Notify>,
+    fleet: gantry_platform::fleet::Fleet,
+) -> Result<Router, PlatformError> {
     let store = SqliteStore::new(pool.clone());
     tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(3600)));
     let sessions = SessionManagerLayer::new(store)
@@ -107,9 +119,12 @@ pub async fn build_with(
 
     Ok(Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
+        .merge(crate::api_v1::routes())
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
+        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone()))
         .fallback(fallback)
+        .layer(axum::Extension(workspace))
         .layer(from_fn(guard_pages))
         .layer(from_fn_with_state(state.clone(), resolve_user))
         .layer(sessions)

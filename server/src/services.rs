@@ -59,6 +59,7 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
         },
     )
     .await?;
+    cluster::set_node_arch(pool, node_id, cluster::host_arch()).await?;
     let fleet = Fleet::new();
     fleet.insert(node_id, executor);
     images::ensure_default_image(pool, "devbox", &args.default_image, "Gantry demo dev machine (busybox)").await?;

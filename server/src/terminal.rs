@@ -97,12 +97,13 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
     };
     let client = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.to_string()).unwrap_or_default();
     let pool = st.app.pool.clone();
-    let guard = Cleanup { pool: pool.clone(), session: None, exec: exec.clone(), container: container.clone(), exec_id: shell.exec_id.clone(), pid: shell.pid, done: false };
+    let mut guard = Cleanup { pool: pool.clone(), session: None, exec: exec.clone(), container: container.clone(), exec_id: shell.exec_id.clone(), pid: shell.pid, done: false };
+    // From here on, any early return hangs the shell up (the guard's drop).
     let session = match sessions::open(&pool, &user, id, &target.name, st.terminals.server_id(), &client).await {
         Ok(s) => s,
         Err(e) => return internal(e),
     };
-    let guard = Cleanup { session: Some(session), ..guard };
+    guard.session = Some(session);
     let registration = st.terminals.register(session);
     tracing::info!(session, machine = %target.name, user = %user.username, "terminal opened");
     let ctx = Ctx {
@@ -223,14 +224,16 @@ async fn run(socket: WebSocket, shell: Shell, mut guard: Cleanup, mut registrati
         ),
     };
     tracing::info!(session = ?guard.session, machine = %ctx.machine, code = reason.code, reason = %reason.text, "terminal closed");
+    // Recorded (and the shell hung up) before the browser hears of it, so
+    // whoever sees the close frame sees the closed session too.
+    drop(registration);
+    guard.finish(&reason.text, !shell_gone).await;
     let frame = CloseFrame { code: reason.code, reason: close_text(&reason.text).into() };
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         let _ = tx.send(Message::Close(Some(frame))).await;
         let _ = tx.close().await;
     })
     .await;
-    drop(registration);
-    guard.finish(&reason.text, !shell_gone).await;
 }
 
 /// The shell's output ended: the machine's row says whether it stopped,

@@ -44,7 +44,14 @@ pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
 /// declares there. The platform tests the connection first and saves
 /// nothing when the engine does not answer. Returns the node's id.
 #[server(prefix = "/api", endpoint = "admin/add_node")]
-pub async fn add_node(name: String, region_code: String, endpoint: String, gpu_count: String, gpu_model: String) -> Result<i64, AppError> {
+pub async fn add_node(
+    name: String,
+    region_code: String,
+    endpoint: String,
+    gpu_count: String,
+    gpu_model: String,
+    arch: Option<String>,
+) -> Result<i64, AppError> {
     let admin = crate::state::require_admin()?;
     let input = crate::model::fleet::parse_add_node(&name, &region_code, &endpoint, &gpu_count, &gpu_model)
         .map_err(|m| AppError::Invalid(m).respond())?;
@@ -54,6 +61,7 @@ pub async fn add_node(name: String, region_code: String, endpoint: String, gpu_c
         endpoint: input.endpoint,
         gpu_count: input.gpu_count,
         gpu_model: input.gpu_model,
+        arch: arch.unwrap_or_default(),
     };
     Ok(gantry_platform::nodes::add_node(&crate::state::pool()?, &crate::state::fleet()?, admin.id, &req).await?)
 }

@@ -3,7 +3,11 @@
 
 pub mod admin;
 pub mod auth;
+pub mod catalogue;
+pub mod compute;
 pub mod dashboard;
 pub mod fleet;
 pub mod machines;
+pub mod terminals;
+pub mod tokens;
 pub mod volumes;

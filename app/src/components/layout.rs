@@ -30,8 +30,10 @@ pub fn Frame(children: Children) -> impl IntoView {
             <nav class="mainnav" aria-label="Main">
                 <A href="/" exact=true>"Portal"</A>
                 <A href="/machines">"Machines"</A>
+                <A href="/compute">"Compute"</A>
                 <A href="/tasks">"Tasks"</A>
                 <A href="/datasets">"Datasets"</A>
+                <A href="/tokens">"Tokens"</A>
                 <Show when=is_admin>
                     <A href="/admin">"Admin"</A>
                 </Show>

@@ -1,7 +1,9 @@
 pub mod admin;
+pub mod compute;
 pub mod dashboard;
 pub mod datasets;
 pub mod login;
 pub mod machines;
 pub mod not_found;
 pub mod tasks;
+pub mod tokens;

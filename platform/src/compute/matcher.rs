@@ -107,10 +107,12 @@ pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: 
     .fetch_all(pool)
     .await?;
     let mut placed = 0;
+    let mut snap = snapshot(pool).await?;
     for head in heads {
-        let snap = snapshot(pool).await?;
         if place(pool, admissions, &snap, head, seeds()).await? {
             placed += 1;
+            // Resources changed; a task left pending changed nothing.
+            snap = snapshot(pool).await?;
         }
     }
     Ok(placed)

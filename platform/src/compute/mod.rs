@@ -84,8 +84,31 @@ impl SubmitCompute {
 /// task is returned in whatever state that left it.
 pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, requester: &User, req: &SubmitCompute) -> Result<ComputeTaskView, PlatformError> {
     let id = record(pool, requester, req).await?;
+    // A task no image can ever run is refused now, wherever it would queue.
+    reject_if_no_image(pool, id, req).await?;
     evaluate_queue(pool, admissions).await?;
     compute_task(pool, requester, id).await
+}
+
+async fn reject_if_no_image(pool: &Pool, id: i64, req: &SubmitCompute) -> Result<(), PlatformError> {
+    let snap = snapshot(pool).await?;
+    let request = gantry_core::matching::TaskRequest {
+        framework: req.framework.trim().into(),
+        framework_version: req.framework_version.trim().into(),
+        interpreter: req.interpreter.trim().into(),
+        interpreter_version: req.interpreter_version.trim().into(),
+        gpus: req.gpu_count,
+        gpu_model: req.gpu_model.clone(),
+        cpu_millis: req.cpu_millis,
+        memory_mb: req.memory_mb,
+    };
+    let decision = gantry_core::matching::decide(&snap.catalogue, &[], &request, 0);
+    if let gantry_core::matching::Outcome::Rejected { reason } = &decision.outcome {
+        let mut tx = transitions::begin(pool).await?;
+        transitions::compute::decided(&mut tx, id, &serde_json::to_string(&decision).unwrap_or_default(), None, Err(reason)).await?;
+        tx.commit().await?;
+    }
+    Ok(())
 }
 
 /// Validates and records the task as `pending`, for the matcher.
@@ -121,4 +144,24 @@ pub async fn cancel(pool: &Pool, who: &User, id: i64) -> Result<(), PlatformErro
     transitions::compute::cancel(&mut tx, who, id).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// The task's output: live from its container while it runs, else what was
+/// kept when it ended (the last 200 lines).
+pub async fn output(pool: &Pool, fleet: &crate::fleet::Fleet, viewer: &User, id: i64) -> Result<String, PlatformError> {
+    let task = compute_task(pool, viewer, id).await?;
+    if task.state != "running" {
+        return Ok(task.logs_tail);
+    }
+    let Some(machine_id) = task.machine_id else { return Ok(task.logs_tail) };
+    let row: Option<(Option<String>, Option<i64>)> =
+        sqlx::query_as("SELECT container_id, node_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(pool).await?;
+    if let Some((Some(container), Some(node))) = row {
+        if let Ok(exec) = fleet.executor(pool, node).await {
+            if let Ok(live) = exec.output_tail(&container, 1000).await {
+                return Ok(live);
+            }
+        }
+    }
+    Ok(task.logs_tail)
 }

@@ -85,6 +85,21 @@ pub struct Upload {
     pub body: ByteStream,
 }
 
+/// Collects a stream's bytes, stopping quietly after `max` bytes.
+pub async fn read_up_to(mut stream: ByteStream, max: usize) -> Result<Vec<u8>, ExecError> {
+    use futures_util::StreamExt;
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        let room = max - out.len();
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() >= max {
+            break;
+        }
+    }
+    Ok(out)
+}
+
 fn unsupported(what: &str) -> ExecError {
     ExecError::Failed(format!("{what} need a Docker node: this machine runs on the simulated executor, which has no containers"))
 }

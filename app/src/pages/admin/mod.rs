@@ -3,9 +3,13 @@
 //! same refusal after client-side navigation.
 
 pub mod audit;
+pub mod catalogue;
 pub mod groups;
 pub mod images;
 pub mod nodes;
+pub mod region_images;
+pub mod regions;
+pub mod terminals;
 pub mod users;
 
 use crate::use_session;
@@ -23,6 +27,10 @@ pub fn AdminLayout() -> impl IntoView {
                 <A href="/admin/groups">"Groups"</A>
                 <A href="/admin/nodes">"Nodes"</A>
                 <A href="/admin/images">"Images"</A>
+                <A href="/admin/regions">"Regions"</A>
+                <A href="/admin/region-images">"Region images"</A>
+                <A href="/admin/catalogue">"Catalogue"</A>
+                <A href="/admin/terminals">"Terminals"</A>
                 <A href="/admin/audit">"Audit log"</A>
             </nav>
             <Outlet/>

@@ -8,14 +8,20 @@
 //! answer, so a row's forms stay the same elements between polls.
 
 use crate::{
-    api::fleet::{list_nodes, AddNode, MarkNodeLost, SetNodeState},
+    api::{
+        catalogue::list_regions,
+        fleet::{list_nodes, AddNode, MarkNodeLost, SetNodeState},
+    },
     components::{
         form_error::{error_text, FormError},
         poll::poll,
         status::Tag,
     },
     error::AppError,
-    model::fleet::{capacity_label, endpoint_label, lost_summary, NodeRow, DEFAULT_REGION, SETTABLE_STATES},
+    model::{
+        catalogue::{RegionRow, ARCHES},
+        fleet::{capacity_label, endpoint_label, lost_summary, NodeRow, DEFAULT_REGION, SETTABLE_STATES},
+    },
 };
 use gantry_core::alloc::NodeState;
 use leptos::prelude::*;
@@ -35,6 +41,8 @@ pub fn NodesPage() -> impl IntoView {
     );
     // Heartbeats and free GPUs change on their own; refresh now and then.
     poll(tick, Signal::stored(false));
+    // The add form's region choices, fetched once so the form is built once.
+    let regions = Resource::new(|| (), |_| list_regions());
     view! {
         <Title text="Nodes"/>
         <h1>"Nodes"</h1>
@@ -55,7 +63,12 @@ pub fn NodesPage() -> impl IntoView {
         </section>
         <section class="card">
             <h2>"Add a node"</h2>
-            <AddNodeForm add=add/>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || regions.get().map(|r| match r {
+                    Ok(list) => view! { <AddNodeForm add=add regions=list/> }.into_any(),
+                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                })}
+            </Suspense>
         </section>
     }
 }
@@ -163,7 +176,7 @@ fn NodeForms(id: i64, name: String, state: Memo<String>, set_state: ServerAction
 }
 
 #[component]
-fn AddNodeForm(add: ServerAction<AddNode>) -> impl IntoView {
+fn AddNodeForm(add: ServerAction<AddNode>, regions: Vec<RegionRow>) -> impl IntoView {
     let pending = add.pending();
     view! {
         <ActionForm action=add attr:class="stack" attr:data-testid="add-node">
@@ -173,7 +186,19 @@ fn AddNodeForm(add: ServerAction<AddNode>) -> impl IntoView {
             </p>
             <div class="row">
                 <label>"Name" <input type="text" name="name" required maxlength="32" autocomplete="off" placeholder="e.g. gpu-2"/></label>
-                <label>"Region code" <input type="text" name="region_code" value=DEFAULT_REGION maxlength="64"/></label>
+                <label>"Region"
+                    <select name="region_code">
+                        {regions.into_iter().map(|r| {
+                            let label = format!("{} — {}", r.code, r.name);
+                            view! { <option value=r.code.clone() selected=r.code == DEFAULT_REGION>{label}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label>"Architecture"
+                    <select name="arch">
+                        {ARCHES.iter().map(|a| view! { <option value=*a>{*a}</option> }).collect_view()}
+                    </select>
+                </label>
             </div>
             <label>"Endpoint"
                 <input type="text" name="endpoint" required maxlength="200" autocomplete="off"

@@ -4,6 +4,7 @@
 pub mod create;
 pub mod detail;
 pub mod kept;
+pub mod terminal;
 
 use crate::{
     api::{

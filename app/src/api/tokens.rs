@@ -1,0 +1,63 @@
+//! Personal API tokens (for `/api/v1/...` scripts): create, list, revoke.
+//! A token's secret exists in clear only in the answer to its create.
+
+use crate::{
+    error::AppError,
+    model::tokens::{CreatedToken, TokenRow},
+};
+use leptos::prelude::*;
+
+/// Session key holding a just-made token for a no-JavaScript form post,
+/// until the page it is redirected to shows it (and removes it).
+#[cfg(feature = "ssr")]
+const FLASH_KEY: &str = "new_api_token";
+
+#[server(prefix = "/api", endpoint = "my_tokens")]
+pub async fn my_tokens() -> Result<Vec<TokenRow>, AppError> {
+    let user = crate::state::auth()?;
+    let list = gantry_platform::tokens::list(&crate::state::pool()?, &user).await?;
+    Ok(list.into_iter().map(token_row).collect())
+}
+
+/// Makes a token and answers with its secret, once. A plain HTML form post
+/// gets a redirect back to the page, which cannot carry the answer; the
+/// secret then waits in the (server-side) session for that page's one
+/// read, so it is shown with JavaScript off too and never put in a URL.
+#[server(prefix = "/api", endpoint = "create_token")]
+pub async fn create_token(name: String) -> Result<CreatedToken, AppError> {
+    let user = crate::state::auth()?;
+    let (view, secret) = gantry_platform::tokens::create(&crate::state::pool()?, &user, &name).await?;
+    let created = CreatedToken { token: token_row(view), secret };
+    if crate::api::compute::form_post() {
+        let session = session().await?;
+        session.insert(FLASH_KEY, &created).await.map_err(|e| AppError::Internal(e.to_string()))?;
+        leptos_axum::redirect("/tokens");
+    }
+    Ok(created)
+}
+
+/// The token a no-JavaScript create left for this page, removed as it is read.
+#[server(prefix = "/api", endpoint = "take_new_token")]
+pub async fn take_new_token() -> Result<Option<CreatedToken>, AppError> {
+    crate::state::auth()?;
+    let session = session().await?;
+    session.remove::<CreatedToken>(FLASH_KEY).await.map_err(|e| AppError::Internal(e.to_string()))
+}
+
+/// Revokes one of the user's own tokens; another's is "not found".
+#[server(prefix = "/api", endpoint = "revoke_token")]
+pub async fn revoke_token(token_id: i64) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    gantry_platform::tokens::revoke(&crate::state::pool()?, &user, token_id).await?;
+    Ok(token_id)
+}
+
+#[cfg(feature = "ssr")]
+async fn session() -> Result<tower_sessions::Session, AppError> {
+    leptos_axum::extract::<tower_sessions::Session>().await.map_err(|e| AppError::Internal(format!("session unavailable: {e}")))
+}
+
+#[cfg(feature = "ssr")]
+fn token_row(t: gantry_platform::tokens::TokenView) -> TokenRow {
+    TokenRow { id: t.id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at, revoked_at: t.revoked_at }
+}

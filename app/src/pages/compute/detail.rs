@@ -1,0 +1,144 @@
+//! One compute task: what it runs and with what, where it went and why
+//! (or why it waits), its exit code and its output — live from the
+//! container while it runs, the kept tail once it has ended. Refreshed
+//! while the task is not finished; without JavaScript, "Refresh" reloads.
+
+use crate::{
+    api::compute::{compute_detail, CancelCompute},
+    components::{
+        form_error::{error_text, FormError},
+        poll::poll,
+        status::TaskBadge,
+    },
+    error::AppError,
+    model::{
+        compute::{command_text, compute_cancellable, resources_label, task_combo, ComputeDetail, Explanation},
+        machines::task_busy,
+    },
+    use_session,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+#[component]
+pub fn ComputeTaskPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.with(|p| p.get("id").and_then(|s| s.parse::<i64>().ok()));
+    let cancel = ServerAction::<CancelCompute>::new();
+    let tick = RwSignal::new(0u64);
+    let detail = Resource::new(
+        move || (id(), tick.get(), cancel.version().get()),
+        |(id, _, _)| async move {
+            match id {
+                Some(id) => compute_detail(id).await,
+                None => Err(AppError::NotFound("compute task not found".into())),
+            }
+        },
+    );
+    let busy = Signal::derive(move || detail.with(|d| d.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|d| task_busy(&d.task.state))));
+    poll(tick, busy);
+    view! {
+        <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
+        <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || detail.get().map(|r| match r {
+                Ok(d) => view! { <TaskView detail=d cancel=cancel/> }.into_any(),
+                Err(AppError::NotFound(_)) => {
+                    #[cfg(feature = "ssr")]
+                    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+                        resp.set_status(http::StatusCode::NOT_FOUND);
+                    }
+                    view! {
+                        <Title text="Compute task not found"/>
+                        <section class="card empty" data-testid="compute-not-found">
+                            <h1>"Compute task not found"</h1>
+                            <p class="muted">"There is no such task, or it belongs to another group."</p>
+                        </section>
+                    }.into_any()
+                }
+                Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn TaskView(detail: ComputeDetail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+    let ComputeDetail { task: t, command, why, output, output_live, log_url } = detail;
+    let me = use_session().0;
+    let may_cancel = compute_cancellable(&t.state) && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester));
+    let (shell, command) = command_text(&command);
+    let dash = || "—".to_string();
+    let time = |at: Option<i64>| at.map(gantry_core::time::format_utc).unwrap_or_else(dash);
+    let busy = task_busy(&t.state);
+    let output_note = match (output_live, output.is_empty(), busy) {
+        (true, _, _) => "Live: the container's latest lines, refreshed every few seconds.",
+        (false, true, true) => "No output yet; it appears here once the task runs.",
+        (false, true, false) => "The task printed nothing.",
+        (false, false, _) => "The last lines, kept after the container was removed.",
+    };
+    let refresh = format!("/compute/{}", t.id);
+    view! {
+        <Title text=format!("Compute task {}", t.name)/>
+        <div class="page-head">
+            <h1>"#" {t.id} " " {t.name.clone()}</h1>
+            <TaskBadge state=t.state.clone()/>
+            {busy.then(|| view! { <a href=refresh class="small">"Refresh"</a> })}
+        </div>
+        <div class="grid two">
+            <section class="card">
+                <h2>"Task"</h2>
+                <dl class="facts" data-testid="compute-facts">
+                    <dt>"Framework"</dt><dd>{task_combo(&t)}</dd>
+                    <dt>{if shell { "Shell script" } else { "Command (argv)" }}</dt><dd><pre class="output small" data-testid="compute-command">{command}</pre></dd>
+                    <dt>"Resources"</dt><dd>{resources_label(&t)}</dd>
+                    <dt>"Region"</dt><dd data-testid="compute-region">{t.region.clone().unwrap_or_else(dash)}</dd>
+                    <dt>"Image"</dt><dd>{t.image.clone().map(|i| view! { <code>{i}</code> })}</dd>
+                    <dt>"Node"</dt><dd>{t.node.clone().unwrap_or_else(dash)}</dd>
+                    <dt>"Exit code"</dt><dd data-testid="compute-exit">{t.exit_code.map(|c| c.to_string()).unwrap_or_else(dash)}</dd>
+                    <dt>"Message"</dt><dd data-testid="compute-message">{t.message.clone()}</dd>
+                    <dt>"Submitted by"</dt><dd>{t.requester.clone()}</dd>
+                    <dt>"Created (UTC)"</dt><dd>{gantry_core::time::format_utc(t.created_at)}</dd>
+                    <dt>"Started (UTC)"</dt><dd>{time(t.started_at)}</dd>
+                    <dt>"Finished (UTC)"</dt><dd>{time(t.finished_at)}</dd>
+                </dl>
+                {may_cancel.then(|| view! {
+                    <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-compute">
+                        <input type="hidden" name="task_id" value=t.id/>
+                        <button type="submit" class="danger">"Cancel task"</button>
+                    </ActionForm>
+                })}
+            </section>
+            <WhyCard why=why/>
+        </div>
+        <section class="card stack" data-testid="compute-output-card">
+            <h2>"Output"</h2>
+            <p class="muted small">{output_note} {log_url.map(|u| view! { " " <a href=u rel="external">"Whole log (text)"</a> })}</p>
+            <pre class="output" data-testid="compute-output">{output}</pre>
+        </section>
+    }
+}
+
+#[component]
+fn WhyCard(why: Option<Explanation>) -> impl IntoView {
+    let Some(why) = why else {
+        return view! {
+            <section class="card" data-testid="compute-why">
+                <h2>"Where it runs"</h2>
+                <p class="muted">"Not decided yet."</p>
+            </section>
+        }
+        .into_any();
+    };
+    view! {
+        <section class="card stack" data-testid="compute-why">
+            <h2>{why.heading}</h2>
+            <p data-testid="why-summary"><strong>{why.summary}</strong></p>
+            <ul class="why">
+                {why.details.into_iter().map(|d| view! { <li>{d}</li> }).collect_view()}
+            </ul>
+        </section>
+    }
+    .into_any()
+}

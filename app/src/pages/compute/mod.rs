@@ -1,0 +1,118 @@
+//! Compute tasks: the submission form and the tasks the user may see,
+//! kept current while any is still going. The form is built once from its
+//! options (never refetched), outside the polled list, so a poll never
+//! resets what is being typed.
+
+pub mod detail;
+pub mod form;
+
+use crate::{
+    api::compute::{compute_options, my_compute_tasks, CancelCompute, SubmitCompute},
+    components::{
+        form_error::{error_text, FormError},
+        poll::poll,
+        status::TaskBadge,
+    },
+    model::{
+        compute::{compute_cancellable, task_combo, ComputeRow},
+        machines::task_busy,
+    },
+    use_session,
+};
+use form::SubmitForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn ComputePage() -> impl IntoView {
+    let submit = ServerAction::<SubmitCompute>::new();
+    let cancel = ServerAction::<CancelCompute>::new();
+    let tick = RwSignal::new(0u64);
+    let tasks = Resource::new(move || (tick.get(), submit.version().get(), cancel.version().get()), |_| my_compute_tasks());
+    let options = Resource::new(|| (), |_| compute_options());
+    let busy = Signal::derive(move || {
+        tasks.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|t| task_busy(&t.state))))
+    });
+    poll(tick, busy);
+    view! {
+        <Title text="Compute"/>
+        <h1>"Compute tasks"</h1>
+        <section class="card">
+            <h2>"New compute task"</h2>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || options.get().map(|r| match r {
+                    Ok(o) => view! { <SubmitForm submit=submit options=o/> }.into_any(),
+                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                })}
+            </Suspense>
+        </section>
+        <section class="card stack">
+            <h2>"Tasks"</h2>
+            <p class="muted small">
+                "A task goes to a region that has an image for its framework and room for its resources; "
+                "it holds its GPUs (from the group's quota) while it runs and gives them back when it ends."
+            </p>
+            <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
+            {move || cancel.value().get().and_then(Result::ok).map(|id| view! {
+                <p class="form-ok" role="status" data-testid="cancel-ok">"Cancel of task #" {id} " requested."</p>
+            })}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || tasks.get().map(|r| match r {
+                    Ok(list) => view! { <ComputeTable tasks=list cancel=cancel/> }.into_any(),
+                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+    if tasks.is_empty() {
+        return view! { <p class="muted" data-testid="no-compute-tasks">"No compute tasks yet."</p> }.into_any();
+    }
+    let me = use_session().0;
+    // The server decides; this only hides a button it would refuse.
+    let may_cancel = move |t: &ComputeRow| {
+        compute_cancellable(&t.state) && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
+    };
+    let pending = cancel.pending();
+    view! {
+        <table class="table" data-testid="compute-tasks">
+            <thead>
+                <tr>
+                    <th>"#"</th><th>"Name"</th><th>"Framework"</th><th>"State"</th><th>"Region"</th><th>"Node"</th>
+                    <th>"Exit"</th><th>"Message"</th><th>"By"</th><th>"Created (UTC)"</th>
+                    <th><span class="visually-hidden">"Actions"</span></th>
+                </tr>
+            </thead>
+            <tbody>
+                {tasks.into_iter().map(|t| {
+                    let action = may_cancel(&t).then(|| view! {
+                        <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-compute">
+                            <input type="hidden" name="task_id" value=t.id/>
+                            <button type="submit" disabled=pending aria-label=format!("Cancel task {}", t.id)>"Cancel"</button>
+                        </ActionForm>
+                    });
+                    let dash = || "—".to_string();
+                    view! {
+                        <tr data-testid="compute-row" data-id=t.id data-name=t.name.clone() data-state=t.state.clone()>
+                            <td>{t.id}</td>
+                            <td class="nowrap"><a href=format!("/compute/{}", t.id)><strong>{t.name.clone()}</strong></a></td>
+                            <td>{task_combo(&t)}</td>
+                            <td><TaskBadge state=t.state.clone()/></td>
+                            <td>{t.region.clone().unwrap_or_else(dash)}</td>
+                            <td>{t.node.clone().unwrap_or_else(dash)}</td>
+                            <td>{t.exit_code.map(|c| c.to_string()).unwrap_or_else(dash)}</td>
+                            <td class="message">{t.message.clone()}</td>
+                            <td>{t.requester.clone()}</td>
+                            <td class="nowrap">{gantry_core::time::format_utc(t.created_at)}</td>
+                            <td>{action}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}

@@ -1,0 +1,105 @@
+//! Personal API tokens for scripts (`/api/v1/...`): make one (its secret is
+//! shown once, here), see which exist and when they were last used, and
+//! revoke them. A token acts as its owner, with the owner's group.
+
+use crate::{
+    api::tokens::{my_tokens, take_new_token, CreateToken, RevokeToken},
+    components::form_error::{error_text, FormError},
+    model::tokens::{curl_example, last_used_label, CreatedToken, TokenRow},
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn TokensPage() -> impl IntoView {
+    let create = ServerAction::<CreateToken>::new();
+    let revoke = ServerAction::<RevokeToken>::new();
+    let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| my_tokens());
+    // A token made by a form post without JavaScript, handed over once.
+    let flashed = Resource::new(|| (), |_| take_new_token());
+    let created = move || {
+        create.value().get().and_then(Result::ok).or_else(|| flashed.get().and_then(Result::ok).flatten())
+    };
+    view! {
+        <Title text="API tokens"/>
+        <h1>"API tokens"</h1>
+        <div class="grid two">
+            <section class="card">
+                <h2>"New token"</h2>
+                <ActionForm action=create attr:class="stack" attr:data-testid="create-token">
+                    <label>"Name" <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="e.g. laptop scripts"/></label>
+                    <p class="muted small">"A token acts as you: it can submit, list and cancel your compute tasks. Revoke it when it is no longer needed."</p>
+                    <FormError message=Signal::derive(move || create.value().with(error_text))/>
+                    <button type="submit" class="primary">"Create token"</button>
+                </ActionForm>
+                <Suspense fallback=|| ()>
+                    {move || created().map(|c| view! { <NewToken created=c/> })}
+                </Suspense>
+            </section>
+            <section class="card stack">
+                <h2>"Your tokens"</h2>
+                <FormError message=Signal::derive(move || revoke.value().with(error_text))/>
+                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                    {move || tokens.get().map(|r| match r {
+                        Ok(list) => view! { <TokenTable tokens=list revoke=revoke/> }.into_any(),
+                        Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                    })}
+                </Transition>
+            </section>
+        </div>
+    }
+}
+
+/// The secret, once, with how to copy and use it.
+#[component]
+fn NewToken(created: CreatedToken) -> impl IntoView {
+    let curl = curl_example(&created.secret);
+    // Clicking the field selects the whole secret, ready for Ctrl+C.
+    let select_all = |ev: leptos::ev::FocusEvent| event_target::<leptos::web_sys::HtmlInputElement>(&ev).select();
+    view! {
+        <div class="notice stack" role="status" data-testid="new-token">
+            <p><strong>"Token " {created.token.name.clone()} " created."</strong> " Copy it now: it is not shown again."</p>
+            <input type="text" readonly class="secret" aria-label="New token" value=created.secret data-testid="token-secret" on:focus=select_all/>
+            <p class="muted small">"Select the field and copy it (Ctrl+C, or ⌘C). Use it like this:"</p>
+            <pre class="output small">{curl}</pre>
+        </div>
+    }
+}
+
+#[component]
+fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
+    if tokens.is_empty() {
+        return view! { <p class="muted" data-testid="no-tokens">"No tokens yet."</p> }.into_any();
+    }
+    view! {
+        <table class="table" data-testid="tokens">
+            <thead><tr><th>"Name"</th><th>"Starts with"</th><th>"Created (UTC)"</th><th>"Last used (UTC)"</th><th>"State"</th><th></th></tr></thead>
+            <tbody>
+                {tokens.into_iter().map(|t| {
+                    let revoked = t.revoked_at.is_some();
+                    let label = format!("Revoke token {}", t.name);
+                    let state = match t.revoked_at {
+                        Some(at) => format!("revoked {}", gantry_core::time::format_utc(at)),
+                        None => "active".to_string(),
+                    };
+                    view! {
+                        <tr data-testid="token-row" data-name=t.name.clone() data-state=if revoked { "revoked" } else { "active" }>
+                            <td>{t.name.clone()}</td>
+                            <td><code>{format!("{}…", t.prefix)}</code></td>
+                            <td class="nowrap">{gantry_core::time::format_utc(t.created_at)}</td>
+                            <td class="nowrap">{last_used_label(&t)}</td>
+                            <td>{state}</td>
+                            <td>{(!revoked).then(|| view! {
+                                <ActionForm action=revoke attr:class="inline">
+                                    <input type="hidden" name="token_id" value=t.id/>
+                                    <button type="submit" class="danger" aria-label=label.clone()>"Revoke"</button>
+                                </ActionForm>
+                            })}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}

@@ -1,0 +1,162 @@
+//! The JSON API for scripts (`/api/v1/…`), authenticated by personal API
+//! tokens (`Authorization: Bearer gnt_…`). Group isolation is the
+//! platform's: another group's task is 404, exactly as in the portal.
+
+use app::state::AppState;
+use axum::{
+    extract::{Path, State},
+    http::{header, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use gantry_platform::{
+    accounts::User,
+    compute::{self, Command, ComputeTaskView, SubmitCompute},
+    tokens, PlatformError,
+};
+use serde::{Deserialize, Serialize};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/compute-tasks", get(list).post(submit))
+        .route("/api/v1/compute-tasks/{id}", get(one))
+        .route("/api/v1/compute-tasks/{id}/logs", get(logs))
+        .route("/api/v1/compute-tasks/{id}/cancel", post(cancel))
+}
+
+/// An API answer: JSON, or `{"error": "…"}` with the status.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<PlatformError> for ApiError {
+    fn from(e: PlatformError) -> Self {
+        let status = match &e {
+            PlatformError::Invalid(_) | PlatformError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            PlatformError::NotFound(_) => StatusCode::NOT_FOUND,
+            PlatformError::Conflict(_) | PlatformError::Refused(_) => StatusCode::CONFLICT,
+            PlatformError::BadCredentials => StatusCode::UNAUTHORIZED,
+            PlatformError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+            PlatformError::Database(_) | PlatformError::Internal(_) | PlatformError::LeaseLost(_) => {
+                tracing::error!(error = %e, "API request failed");
+                return ApiError(StatusCode::INTERNAL_SERVER_ERROR, "something went wrong on the server; the error has been logged".into());
+            }
+        };
+        ApiError(status, e.to_string())
+    }
+}
+
+async fn bearer(state: &AppState, headers: &HeaderMap) -> Result<User, ApiError> {
+    let unauthorized = || ApiError(StatusCode::UNAUTHORIZED, "a valid API token is required: Authorization: Bearer <token>".into());
+    let value = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).ok_or_else(unauthorized)?;
+    let token = value.strip_prefix("Bearer ").ok_or_else(unauthorized)?;
+    tokens::authenticate(&state.pool, token.trim()).await?.ok_or_else(unauthorized)
+}
+
+/// A task as the API shows it: the row, with the decision as JSON.
+#[derive(Serialize)]
+struct TaskJson {
+    #[serde(flatten)]
+    task: ComputeTaskView,
+    decision: Option<serde_json::Value>,
+    command: serde_json::Value,
+}
+
+impl From<ComputeTaskView> for TaskJson {
+    fn from(mut task: ComputeTaskView) -> Self {
+        let decision = task.decision.take().and_then(|d| serde_json::from_str(&d).ok());
+        let command = serde_json::from_str(&task.command).unwrap_or_default();
+        TaskJson { task, decision, command }
+    }
+}
+
+async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<Vec<TaskJson>>, ApiError> {
+    let user = bearer(&state, &headers).await?;
+    let tasks = compute::list_compute_tasks(&state.pool, &user, 500).await?;
+    Ok(Json(tasks.into_iter().map(TaskJson::from).collect()))
+}
+
+async fn one(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Json<TaskJson>, ApiError> {
+    let user = bearer(&state, &headers).await?;
+    Ok(Json(compute::compute_task(&state.pool, &user, id).await?.into()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Submission {
+    name: String,
+    framework: String,
+    framework_version: String,
+    interpreter: String,
+    interpreter_version: String,
+    /// An argv…
+    command: Option<Vec<String>>,
+    /// …or a script for `/bin/sh -c`.
+    shell: Option<String>,
+    gpus: u32,
+    gpu_model: Option<String>,
+    #[serde(default = "one_cpu")]
+    cpus: f64,
+    #[serde(default = "a_gigabyte")]
+    memory_mb: i64,
+    #[serde(default = "an_hour")]
+    time_limit_secs: i64,
+}
+
+fn one_cpu() -> f64 {
+    1.0
+}
+fn a_gigabyte() -> i64 {
+    1024
+}
+fn an_hour() -> i64 {
+    3600
+}
+
+async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Result<Json<Submission>, axum::extract::rejection::JsonRejection>) -> Result<Response, ApiError> {
+    let user = bearer(&state, &headers).await?;
+    let Json(s) = body.map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("the body must be a compute task in JSON: {}", e.body_text())))?;
+    let command = match (s.command, s.shell) {
+        (Some(argv), None) => Command::Argv(argv),
+        (None, Some(script)) => Command::Shell(script),
+        _ => return Err(ApiError(StatusCode::BAD_REQUEST, "give exactly one of \"command\" (an argv) or \"shell\" (a script)".into())),
+    };
+    if !s.cpus.is_finite() || s.cpus <= 0.0 {
+        return Err(ApiError(StatusCode::BAD_REQUEST, "cpus must be a positive number".into()));
+    }
+    let req = SubmitCompute {
+        name: s.name,
+        framework: s.framework,
+        framework_version: s.framework_version,
+        interpreter: s.interpreter,
+        interpreter_version: s.interpreter_version,
+        command,
+        gpu_count: s.gpus,
+        gpu_model: s.gpu_model.filter(|m| !m.trim().is_empty()),
+        cpu_millis: (s.cpus * 1000.0).round() as i64,
+        memory_mb: s.memory_mb,
+        time_limit_secs: s.time_limit_secs,
+    };
+    let task = compute::submit(&state.pool, &state.admissions, &user, &req).await?;
+    state.dispatch.notify_one();
+    Ok((StatusCode::CREATED, Json(TaskJson::from(task))).into_response())
+}
+
+/// The output: live from the container while the task runs, else what was
+/// kept when it ended.
+async fn logs(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Response, ApiError> {
+    let user = bearer(&state, &headers).await?;
+    let text = compute::output(&state.pool, &state.fleet, &user, id).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
+}
+
+async fn cancel(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Json<TaskJson>, ApiError> {
+    let user = bearer(&state, &headers).await?;
+    compute::cancel(&state.pool, &user, id).await?;
+    Ok(Json(compute::compute_task(&state.pool, &user, id).await?.into()))
+}

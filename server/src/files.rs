@@ -1,0 +1,271 @@
+//! Files in and out of a machine's data volume (`/data`), streamed through
+//! the engine's archive API: the container may be running or stopped.
+//!
+//! Paths are relative to the volume (`/data/...` accepted); `..`, other
+//! absolute paths and symbolic links on the way are refused — the engine
+//! writes as root, so a link planted in the volume must not redirect an
+//! upload elsewhere in the container. An upload's size must be known
+//! before its bytes (a tar header carries it): `PUT` needs Content-Length
+//! and streams straight through; a form upload (multipart, size unknown)
+//! is spooled to a temporary file first. Both are refused beyond the
+//! configured limit. An upload cut short can leave a partial file.
+
+use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, WsState};
+use axum::{
+    body::Body,
+    extract::{FromRequest, Multipart, Path, Query, Request, State},
+    http::{header, request::Parts, HeaderValue, StatusCode},
+    response::{IntoResponse, Redirect, Response},
+    Json,
+};
+use bytes::Bytes;
+use futures_util::{stream, StreamExt, TryStreamExt};
+use gantry_platform::{
+    executor::{
+        inside::{ByteStream, Download, Upload},
+        ExecError, Executor, DATA_MOUNT,
+    },
+    workspace::{paths::VolumePath, Target},
+};
+use serde::Deserialize;
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+
+#[derive(Debug, Default, Deserialize)]
+pub struct FileQuery {
+    path: Option<String>,
+}
+
+/// What the checks found along a path.
+struct Walk {
+    /// Components (relative to the volume) that do not exist yet, shortest first.
+    missing: Vec<String>,
+    /// The path itself exists and is a directory.
+    is_dir: bool,
+}
+
+/// Stats every component: none may be a symbolic link, all but the last
+/// must be directories.
+async fn walk(exec: &Executor, container: &str, path: &VolumePath) -> Result<Walk, Response> {
+    let prefixes = path.prefixes();
+    let parts = path.parts();
+    for (i, abs) in prefixes.iter().enumerate() {
+        let last = i + 1 == prefixes.len();
+        match exec.stat_path(container, abs).await.map_err(exec_error)? {
+            None => {
+                let missing = (i..prefixes.len()).map(|n| parts[..=n].join("/")).collect();
+                return Ok(Walk { missing, is_dir: false });
+            }
+            Some(s) if s.link_target.is_some() => {
+                return Err(refuse(StatusCode::BAD_REQUEST, format!("{abs} is a symbolic link; Gantry does not follow links in the volume")));
+            }
+            Some(s) if !last && !s.is_dir => {
+                return Err(refuse(StatusCode::CONFLICT, format!("{abs} is a file, not a directory")));
+            }
+            Some(s) if last => return Ok(Walk { missing: Vec::new(), is_dir: s.is_dir }),
+            Some(_) => {}
+        }
+    }
+    Ok(Walk { missing: Vec::new(), is_dir: true })
+}
+
+struct Place {
+    exec: Executor,
+    container: String,
+}
+
+async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), Response> {
+    let (_user, target) = enter(st, parts, id, false).await?;
+    let (container, node) = match target.require_container() {
+        Ok((c, n)) => (c.to_string(), n),
+        Err(r) => return Err(refusal(r)),
+    };
+    let exec = executor(st, node, "files").await?;
+    Ok((target, Place { exec, container }))
+}
+
+pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
+    let (parts, _body) = req.into_parts();
+    let (_target, p) = match place(&st, &parts, id).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let path = match VolumePath::parse(q.path.as_deref().unwrap_or("")) {
+        Ok(p) => p,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
+    };
+    match walk(&p.exec, &p.container, &path).await {
+        Ok(w) if !w.missing.is_empty() => return refuse(StatusCode::NOT_FOUND, format!("no such file: {}", path.absolute())),
+        Ok(_) => {}
+        Err(r) => return r,
+    }
+    match p.exec.download(&p.container, &path.absolute()).await {
+        Ok(Download::File { name, size, body }) => attachment(&name, "application/octet-stream", Some(size), body),
+        Ok(Download::Directory { name, tar }) => {
+            let name = if name.is_empty() || path.is_root() { "data".to_string() } else { name };
+            attachment(&format!("{name}.tar"), "application/x-tar", None, tar)
+        }
+        Err(ExecError::NotFound(_)) => refuse(StatusCode::NOT_FOUND, format!("no such file: {}", path.absolute())),
+        Err(e) => exec_error(e),
+    }
+}
+
+fn attachment(name: &str, content_type: &'static str, size: Option<u64>, body: ByteStream) -> Response {
+    let body = Body::from_stream(body.map_err(|e| std::io::Error::other(e.to_string())));
+    let mut res = body.into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    // Already streamed as is: the compression layer leaves it alone.
+    h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Some(size) = size {
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
+    }
+    if let Ok(v) = HeaderValue::from_str(&content_disposition(name)) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    res
+}
+
+/// `attachment; filename="ascii"; filename*=UTF-8''percent-encoded`.
+fn content_disposition(name: &str) -> String {
+    let ascii: String = name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+    let mut encoded = String::new();
+    for b in name.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => encoded.push(b as char),
+            _ => encoded.push_str(&format!("%{b:02X}")),
+        }
+    }
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+/// `PUT /machines/{id}/files?path=dir/name`: the body is the file.
+pub async fn upload_body(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let (_target, p) = match place(&st, &parts, id).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let path = match VolumePath::parse(q.path.as_deref().unwrap_or("")) {
+        Ok(p) if !p.is_root() => p,
+        Ok(_) => return refuse(StatusCode::BAD_REQUEST, "say where the file goes: ?path=dir/name"),
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
+    };
+    let Some(size) = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()) else {
+        return refuse(StatusCode::LENGTH_REQUIRED, "an upload needs a Content-Length (or use the form upload)");
+    };
+    if size > st.limits.upload_max_bytes {
+        return too_large(&st);
+    }
+    let stream = body.into_data_stream().map_err(|e| ExecError::Failed(format!("reading the upload: {e}"))).boxed();
+    match put(&p, &path, size, stream).await {
+        Ok(()) => Json(serde_json::json!({ "path": path.absolute(), "size": size })).into_response(),
+        Err(r) => r,
+    }
+}
+
+fn too_large(st: &WsState) -> Response {
+    refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the file is larger than the upload limit of {} MiB", st.limits.upload_max_bytes / (1024 * 1024)))
+}
+
+async fn put(p: &Place, path: &VolumePath, size: u64, body: ByteStream) -> Result<(), Response> {
+    let w = walk(&p.exec, &p.container, path).await?;
+    if w.is_dir {
+        return Err(refuse(StatusCode::CONFLICT, format!("{} is a directory", path.absolute())));
+    }
+    // The directories to create: every missing component but the file.
+    let mut missing = w.missing;
+    missing.retain(|m| *m != path.relative());
+    let upload = Upload { root: DATA_MOUNT.to_string(), missing_dirs: missing, path: path.relative(), size, body };
+    p.exec.upload(&p.container, upload).await.map_err(exec_error)
+}
+
+/// `POST /machines/{id}/files` from the machine page's form (multipart:
+/// `dir`, then `file`). A browser form post is answered by a redirect to
+/// the machine page saying what happened; other clients get JSON.
+pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let html = wants_html(&parts);
+    let back = |key: &str, value: &str| {
+        Redirect::to(&format!("/machines/{id}?{key}={}#files", encode(value))).into_response()
+    };
+    let result = form_upload(&st, id, parts, body).await;
+    match (result, html) {
+        (Ok((path, size)), false) => Json(serde_json::json!({ "path": path, "size": size })).into_response(),
+        (Ok((path, _)), true) => back("uploaded", &path),
+        (Err(r), false) => r,
+        (Err(r), true) => {
+            let status = r.status();
+            let text = axum::body::to_bytes(r.into_body(), 4096).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+            back("upload_error", if text.is_empty() { status.as_str() } else { &text })
+        }
+    }
+}
+
+async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<(String, u64), Response> {
+    let (_target, p) = place(st, &parts, id).await?;
+    let mut multipart = Multipart::from_request(Request::from_parts(parts, body), st)
+        .await
+        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
+    let mut dir = VolumePath::parse("").expect("the volume root parses");
+    while let Some(mut field) = multipart.next_field().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))? {
+        match field.name() {
+            Some("dir") => {
+                let text = field.text().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))?;
+                dir = VolumePath::parse(&text).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?;
+            }
+            Some("file") => {
+                let name = field.file_name().unwrap_or("").to_string();
+                let path = dir.join_name(&name).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?;
+                // Spool: the tar header needs the size before the bytes.
+                let spool = tempfile::tempfile().map_err(internal)?;
+                let mut spool = tokio::fs::File::from_std(spool);
+                let mut size: u64 = 0;
+                while let Some(chunk) = field.chunk().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))? {
+                    size += chunk.len() as u64;
+                    if size > st.limits.upload_max_bytes {
+                        return Err(too_large(st));
+                    }
+                    spool.write_all(&chunk).await.map_err(internal)?;
+                }
+                spool.flush().await.map_err(internal)?;
+                spool.seek(std::io::SeekFrom::Start(0)).await.map_err(internal)?;
+                put(&p, &path, size, file_stream(spool)).await?;
+                return Ok((path.absolute(), size));
+            }
+            _ => {}
+        }
+    }
+    Err(refuse(StatusCode::BAD_REQUEST, "the form has no file"))
+}
+
+fn file_stream(file: tokio::fs::File) -> ByteStream {
+    stream::unfold((file, vec![0u8; 64 * 1024]), |(mut file, mut buf)| async move {
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => Some((Ok(Bytes::copy_from_slice(&buf[..n])), (file, buf))),
+            Err(e) => Some((Err(ExecError::Failed(format!("reading the spooled upload: {e}"))), (file, buf))),
+        }
+    })
+    .boxed()
+}
+
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dispositions_are_safe() {
+        assert_eq!(super::content_disposition("a b.txt"), "attachment; filename=\"a b.txt\"; filename*=UTF-8''a%20b.txt");
+        assert_eq!(super::content_disposition("é\"x"), "attachment; filename=\"__x\"; filename*=UTF-8''%C3%A9%22x");
+    }
+}

@@ -1,0 +1,524 @@
+//! Inside a dev machine over real HTTP and WebSocket, against the real
+//! router on 127.0.0.1:0 and the real local Docker Engine: the terminal
+//! (commands, resize, who is refused at the upgrade, closes with a reason
+//! on delete, by an admin, when idle), files in and out of the volume
+//! (50 MB round trip, traversal, symbolic links, missing files, limits,
+//! the no-JavaScript form), and logs (followed in order; the last lines).
+//!
+//! Needs `bash scripts/dockerd.sh && bash scripts/demo-image.sh`.
+
+use futures_util::{SinkExt, StreamExt};
+use gantry_core::{task::TaskKind, Role};
+use gantry_platform::{
+    accounts::{self, NewUser, User},
+    cluster::{self, NodeRegistration},
+    db,
+    dispatch::{self, Dispatcher},
+    executor::{DockerExecutor, Executor},
+    fleet::Fleet,
+    gpus::{self, SimulatedGpus},
+    images,
+    machines::{self, Admissions, CreateMachine, OperationRequest},
+    policy,
+    workspace::{close_code, sessions, Limits},
+};
+use gantry_server::{bootstrap, router};
+use reqwest::StatusCode;
+use sha2::{Digest, Sha256};
+use std::{net::SocketAddr, sync::Arc};
+use tokio::sync::Notify;
+use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, Message};
+
+const ADMIN_PASSWORD: &str = "admin-password-1";
+const PASSWORD: &str = "a-good-password";
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    pool: db::Pool,
+    addr: SocketAddr,
+    admissions: Admissions,
+    dispatcher: Dispatcher,
+    instance: String,
+    node_id: i64,
+    alice: User,
+    admin: User,
+}
+
+impl Drop for Env {
+    /// Whatever a failed test left on the engine goes (by this run's
+    /// instance label), so runs never pile up containers.
+    fn drop(&mut self) {
+        let label = format!("label=gantry.instance={}", self.instance);
+        if let Ok(out) = std::process::Command::new("docker").args(["ps", "-aq", "--filter", &label]).output() {
+            for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = std::process::Command::new("docker").args(["rm", "-f", id]).output();
+            }
+        }
+        if let Ok(out) = std::process::Command::new("docker").args(["volume", "ls", "-q", "--filter", &label]).output() {
+            for v in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = std::process::Command::new("docker").args(["volume", "rm", "-f", v]).output();
+            }
+        }
+    }
+}
+
+async fn env(limits: Limits) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+    db::migrate(&pool).await.unwrap();
+    bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
+    let node = format!("node-{:08x}", rand::random::<u32>());
+    let found = gpus::simulated(&node, &SimulatedGpus { count: 4, model: "SIM-A100".into(), memory_mb: 1024 });
+    let node_id = cluster::register_node(
+        &pool,
+        NodeRegistration {
+            name: &node,
+            region_code: "local",
+            docker_endpoint: "unix:///var/run/docker.sock",
+            volume_dir: "",
+            executor: "docker",
+            cpu_count: 2,
+            memory_mb: 1024,
+            gpus: &found,
+        },
+    )
+    .await
+    .unwrap();
+    let engine = Executor::from(DockerExecutor::connect("unix:///var/run/docker.sock").unwrap());
+    if let Err(e) = engine.ping().await {
+        panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`.");
+    }
+    images::ensure_default_image(&pool, "devbox", "gantry/devbox:latest", "demo").await.unwrap();
+    let default_group = accounts::ensure_default_group(&pool).await.unwrap();
+    policy::update_group_policy(&pool, None, default_group, 4, 4, &[]).await.unwrap();
+    accounts::create_group(&pool, None, "other", 4).await.unwrap();
+    let user = |name: &'static str, group: &'static str| {
+        let pool = pool.clone();
+        async move {
+            accounts::create_user(&pool, None, NewUser { username: name, password: PASSWORD, role: Role::User, group: Some(group) })
+                .await
+                .unwrap()
+        }
+    };
+    let alice = user("alice", "default").await;
+    user("bob", "default").await;
+    user("carol", "other").await;
+    let admin = accounts::list_users(&pool).await.unwrap().into_iter().find(|u| u.username == "admin").unwrap();
+    let instance = machines::instance_id(&pool).await.unwrap();
+
+    let wake = Arc::new(Notify::new());
+    let admissions = Admissions::start(pool.clone(), wake.clone());
+    let dispatcher = Dispatcher::new(pool.clone(), Fleet::new(), wake.clone(), 4);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+    let app = router::build_full(opts, limits, pool.clone(), admissions.clone(), wake, Fleet::new()).await.unwrap();
+    tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
+    Env { _dir: dir, pool, addr, admissions, dispatcher, instance, node_id, alice, admin }
+}
+
+impl Env {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Runs every due task to its end, in order.
+    async fn drive(&self) {
+        loop {
+            let claimed = dispatch::claim(&self.pool, &self.dispatcher.owner, 16).await.unwrap();
+            if claimed.is_empty() {
+                return;
+            }
+            for task in claimed {
+                self.dispatcher.execute(task).await;
+            }
+        }
+    }
+
+    /// A running machine of `owner`: its id and container.
+    async fn machine(&self, owner: &User, name: &str) -> (i64, String) {
+        let admitted = self.admissions.create(CreateMachine::new(owner.clone(), name, 1, 1)).await.unwrap();
+        self.drive().await;
+        let (state, container, message): (String, Option<String>, String) =
+            sqlx::query_as("SELECT state, container_id, message FROM machines WHERE id = ?").bind(admitted.machine_id).fetch_one(&self.pool).await.unwrap();
+        assert_eq!(state, "running", "machine {name}: {message}");
+        (admitted.machine_id, container.unwrap())
+    }
+
+    async fn operate(&self, machine_id: i64, kind: TaskKind) {
+        machines::request_operation(&self.pool, &self.admin, OperationRequest { machine_id, kind, keep_volume: false }).await.unwrap();
+        self.drive().await;
+    }
+
+    async fn engine(&self) -> Executor {
+        self.dispatcher.fleet.executor(&self.pool, self.node_id).await.unwrap()
+    }
+
+    async fn scalar(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
+    }
+}
+
+/// Signs in through the login server function; the session cookie.
+async fn sign_in(env: &Env, user: &str, password: &str) -> String {
+    let res = reqwest::Client::new()
+        .post(env.url("/api/login"))
+        .header("Origin", format!("http://{}", env.addr))
+        .form(&[("username", user), ("password", password)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "{user} signs in");
+    res.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with("gantry_session="))
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_string()
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+/// Opens the terminal WebSocket; `Err(status)` when refused at the upgrade.
+async fn connect(env: &Env, cookie: Option<&str>, origin: Option<&str>, machine_id: i64) -> Result<Ws, StatusCode> {
+    let mut req = format!("ws://{}/machines/{machine_id}/terminal?cols=80&rows=24", env.addr).into_client_request().unwrap();
+    if let Some(c) = cookie {
+        req.headers_mut().insert("Cookie", c.parse().unwrap());
+    }
+    let origin = origin.map(str::to_string).unwrap_or_else(|| format!("http://{}", env.addr));
+    req.headers_mut().insert("Origin", origin.parse().unwrap());
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tungstenite::Error::Http(res)) => Err(StatusCode::from_u16(res.status().as_u16()).unwrap()),
+        Err(e) => panic!("unexpected WebSocket error: {e}"),
+    }
+}
+
+/// Reads terminal output until `needle` appears; everything read.
+async fn read_until(ws: &mut Ws, needle: &str) -> String {
+    let mut seen = Vec::new();
+    while let Some(msg) = ws.next().await {
+        match msg.unwrap() {
+            Message::Binary(b) => {
+                seen.extend_from_slice(&b);
+                if String::from_utf8_lossy(&seen).contains(needle) {
+                    return String::from_utf8_lossy(&seen).into_owned();
+                }
+            }
+            Message::Close(frame) => panic!("closed before {needle:?} ({frame:?}); output: {}", String::from_utf8_lossy(&seen)),
+            _ => {}
+        }
+    }
+    panic!("the terminal ended before {needle:?}; output: {}", String::from_utf8_lossy(&seen));
+}
+
+/// Reads until the server's close frame: its code and reason.
+async fn close_frame(ws: &mut Ws) -> (u16, String) {
+    while let Some(msg) = ws.next().await {
+        match msg {
+            Ok(Message::Close(Some(frame))) => return (u16::from(frame.code), frame.reason.to_string()),
+            Ok(Message::Close(None)) => return (0, String::new()),
+            Ok(_) => {}
+            Err(e) => panic!("the terminal failed instead of closing: {e}"),
+        }
+    }
+    panic!("the terminal ended without a close frame");
+}
+
+async fn type_line(ws: &mut Ws, line: &str) {
+    ws.send(Message::Binary(format!("{line}\r").into_bytes().into())).await.unwrap();
+}
+
+gantry_testkit::timed_test! {
+    async fn a_terminal_runs_commands_resizes_and_refuses_the_wrong_people() {
+        let env = env(Limits::default()).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-1").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+
+        let mut ws = connect(&env, Some(&alice), None, id).await.expect("the owner connects");
+        read_until(&mut ws, "/data # ").await;
+        type_line(&mut ws, "echo $((6*7))").await;
+        read_until(&mut ws, "\r\n42\r\n").await;
+        // Resize is passed through to the TTY.
+        ws.send(Message::Text(r#"{"resize":{"cols":100,"rows":37}}"#.into())).await.unwrap();
+        type_line(&mut ws, "stty size").await;
+        read_until(&mut ws, "37 100").await;
+        // The session is recorded and audited.
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM terminal_sessions WHERE closed_at IS NULL").await, 1);
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'terminal.open'").await, 1);
+        ws.close(None).await.unwrap();
+        let (code, _) = close_frame(&mut ws).await;
+        assert_eq!(code, close_code::NORMAL);
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM terminal_sessions WHERE closed_at IS NULL").await, 0, "closed at once");
+        let detail: String = sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'terminal.close'").fetch_one(&env.pool).await.unwrap();
+        assert!(detail.contains("closed after") && detail.contains("term-1"), "{detail}");
+
+        // The preflight (no upgrade headers) says a terminal can open.
+        let res = http().get(env.url(&format!("/machines/{id}/terminal"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+
+        // Refused at the upgrade: another group's user (not found), a group
+        // member who is not the owner, a foreign Origin, no session.
+        let carol = sign_in(&env, "carol", PASSWORD).await;
+        assert_eq!(connect(&env, Some(&carol), None, id).await.err(), Some(StatusCode::NOT_FOUND));
+        let bob = sign_in(&env, "bob", PASSWORD).await;
+        assert_eq!(connect(&env, Some(&bob), None, id).await.err(), Some(StatusCode::FORBIDDEN));
+        assert_eq!(connect(&env, Some(&alice), Some("http://evil.example"), id).await.err(), Some(StatusCode::FORBIDDEN));
+        let anonymous = connect(&env, None, None, id).await.err().expect("anonymous is refused");
+        assert!(anonymous.is_redirection() || anonymous == StatusCode::UNAUTHORIZED, "anonymous: {anonymous}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM terminal_sessions").await, 1, "no session for the refused");
+
+        // An administrator may connect too.
+        let admin = sign_in(&env, "admin", ADMIN_PASSWORD).await;
+        let mut ws = connect(&env, Some(&admin), None, id).await.expect("an admin connects");
+        read_until(&mut ws, "# ").await;
+        ws.close(None).await.unwrap();
+        close_frame(&mut ws).await;
+
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn deleting_the_machine_closes_its_terminal_with_a_reason() {
+        let env = env(Limits::default()).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-del").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let mut ws = connect(&env, Some(&alice), None, id).await.unwrap();
+        read_until(&mut ws, "# ").await;
+        let (closed, ()) = tokio::join!(close_frame(&mut ws), env.operate(id, TaskKind::Delete));
+        assert_eq!(closed.0, close_code::MACHINE_DELETED, "{closed:?}");
+        assert!(closed.1.contains("term-del was deleted"), "{closed:?}");
+        let reason: String = sqlx::query_scalar("SELECT close_reason FROM terminal_sessions").fetch_one(&env.pool).await.unwrap();
+        assert!(reason.contains("deleted"), "{reason}");
+        // A deleted machine takes no new terminal.
+        assert_eq!(connect(&env, Some(&alice), None, id).await.err(), Some(StatusCode::CONFLICT));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn restarting_closes_the_terminal_and_it_reconnects_once_running() {
+        let env = env(Limits::default()).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-rs").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let mut ws = connect(&env, Some(&alice), None, id).await.unwrap();
+        read_until(&mut ws, "# ").await;
+        let (closed, ()) = tokio::join!(close_frame(&mut ws), env.operate(id, TaskKind::Restart));
+        assert_eq!(closed.0, close_code::MACHINE_STOPPED, "{closed:?}");
+        assert!(closed.1.contains("restarting"), "{closed:?}");
+        let mut ws = connect(&env, Some(&alice), None, id).await.expect("reconnects after the restart");
+        type_line(&mut ws, "echo again-$((1+1))").await;
+        read_until(&mut ws, "again-2").await;
+        ws.close(None).await.unwrap();
+        close_frame(&mut ws).await;
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn an_admin_closes_a_session_idle_ones_close_and_uploads_have_a_limit() {
+        let env = env(Limits { idle_secs: 3, upload_max_bytes: 1024 * 1024, ..Limits::default() }).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-adm").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+
+        let mut ws = connect(&env, Some(&alice), None, id).await.unwrap();
+        read_until(&mut ws, "# ").await;
+        let open = sessions::list_open(&env.pool).await.unwrap();
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].user, "alice");
+        sessions::request_close(&env.pool, &env.admin, open[0].id).await.unwrap();
+        let (code, reason) = close_frame(&mut ws).await;
+        assert_eq!(code, close_code::CLOSED_BY_ADMIN);
+        assert!(reason.contains("administrator admin"), "{reason}");
+
+        // Nothing typed, nothing printed: closed after the idle limit.
+        let mut ws = connect(&env, Some(&alice), None, id).await.unwrap();
+        let (code, reason) = close_frame(&mut ws).await;
+        assert_eq!(code, close_code::IDLE, "{reason}");
+
+        // Beyond the upload limit: refused before any byte is stored.
+        let res = http()
+            .put(env.url(&format!("/machines/{id}/files?path=big.bin")))
+            .header("Cookie", &alice)
+            .body(vec![7u8; 2 * 1024 * 1024])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let res = http().get(env.url(&format!("/machines/{id}/files?path=big.bin"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+/// Deterministic bytes that do not compress.
+fn noise(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E3779B97F4A7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+gantry_testkit::timed_test! {
+    async fn files_go_in_and_out_of_the_volume_and_stay_inside_it() {
+        let env = env(Limits::default()).await;
+        let (id, container) = env.machine(&env.alice.clone(), "files-1").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let files = |q: &str| env.url(&format!("/machines/{id}/files{q}"));
+
+        // 50 MB up and down, byte for byte.
+        let data = noise(50 * 1024 * 1024);
+        let sent = Sha256::digest(&data);
+        let res = http().put(files("?path=up/big.bin")).header("Cookie", &alice).body(data).send().await.unwrap();
+        let status = res.status();
+        assert_eq!(status, StatusCode::OK, "{}", res.text().await.unwrap());
+        let res = http().get(files("?path=/data/up/big.bin")).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.content_length(), Some(50 * 1024 * 1024));
+        let mut hasher = Sha256::new();
+        let mut res = res;
+        while let Some(chunk) = res.chunk().await.unwrap() {
+            hasher.update(&chunk);
+        }
+        assert_eq!(hasher.finalize(), sent, "the downloaded file has the uploaded SHA-256");
+        let (code, out) = env.engine().await.exec(&container, &["ls", "-l", "/data/up"]).await.unwrap();
+        assert!(code == 0 && out.contains("52428800") && out.contains("big.bin"), "{out}");
+
+        // Outside the volume, or through a link out of it: refused.
+        for bad in ["../../etc/passwd", "/etc/passwd", "up/../../etc/passwd"] {
+            let res = http().get(files(&format!("?path={bad}"))).header("Cookie", &alice).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "download {bad}");
+            let res = http().put(files(&format!("?path={bad}"))).header("Cookie", &alice).body("x").send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "upload {bad}");
+        }
+        env.engine().await.exec(&container, &["ln", "-s", "/etc", "/data/etc-link"]).await.unwrap();
+        let res = http().put(files("?path=etc-link/passwd")).header("Cookie", &alice).body("root::0:0::/:/bin/sh\n").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "a link on the way is refused");
+        let res = http().get(files("?path=etc-link/passwd")).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        let (_, passwd) = env.engine().await.exec(&container, &["cat", "/etc/passwd"]).await.unwrap();
+        assert!(passwd.starts_with("root:x:0:0"), "the container's /etc/passwd is untouched: {passwd}");
+
+        // Missing: 404.
+        let res = http().get(files("?path=nothing/here.txt")).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+
+        // The machine page's form, without JavaScript: multipart, then a
+        // redirect back that says what was stored.
+        let boundary = "gantry-test-boundary";
+        let form = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"dir\"\r\n\r\nforms\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"hello.txt\"\r\nContent-Type: text/plain\r\n\r\nhello from a form\n\r\n--{boundary}--\r\n"
+        );
+        let res = http()
+            .post(files(""))
+            .header("Cookie", &alice)
+            .header("Origin", format!("http://{}", env.addr))
+            .header("Accept", "text/html")
+            .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+            .body(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        let location = res.headers()["location"].to_str().unwrap().to_string();
+        assert_eq!(location, format!("/machines/{id}?uploaded=/data/forms/hello.txt#files"));
+        let res = http().get(files("?path=forms/hello.txt")).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.text().await.unwrap(), "hello from a form\n");
+        // A folder comes as a tar archive.
+        let res = http().get(files("?path=forms")).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.headers()["content-type"], "application/x-tar");
+
+        // Group members and other groups cannot reach the files.
+        let bob = sign_in(&env, "bob", PASSWORD).await;
+        let res = http().get(files("?path=forms/hello.txt")).header("Cookie", &bob).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+        let carol = sign_in(&env, "carol", PASSWORD).await;
+        let res = http().put(files("?path=x.txt")).header("Cookie", &carol).body("x").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+/// The `data:` lines of a Server-Sent Events body, as they arrive.
+async fn next_event(body: &mut reqwest::Response, buf: &mut String) -> Option<String> {
+    loop {
+        if let Some(end) = buf.find("\n\n") {
+            let event: String = buf.drain(..end + 2).collect();
+            let data: Vec<&str> = event.lines().filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:"))).collect();
+            if !data.is_empty() {
+                return Some(data.join("\n"));
+            }
+            continue;
+        }
+        let chunk = body.chunk().await.unwrap()?;
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn logs_stream_in_order_and_the_last_lines_render_without_javascript() {
+        let env = env(Limits::default()).await;
+        let (id, container) = env.machine(&env.alice.clone(), "logs-1").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+
+        // Follow first (only new lines), then make the container print a
+        // line every 100 ms.
+        let res = http().get(env.url(&format!("/machines/{id}/logs?follow=1&tail=0"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+        let mut body = res;
+        let script = "(i=0; while [ $i -lt 40 ]; do echo line-$i; i=$((i+1)); sleep 0.1; done) >/proc/1/fd/1 2>&1 &";
+        let (code, out) = env.engine().await.exec(&container, &["/bin/sh", "-c", script]).await.unwrap();
+        assert_eq!(code, 0, "{out}");
+        let mut buf = String::new();
+        for i in 0..40 {
+            let line = next_event(&mut body, &mut buf).await.expect("the log stream goes on");
+            assert_eq!(line, format!("line-{i}"), "lines arrive in order");
+        }
+        drop(body);
+
+        // The last lines as plain text, and in the machine page's data.
+        let res = http().get(env.url(&format!("/machines/{id}/logs?tail=3"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.text().await.unwrap(), "line-37\nline-38\nline-39\n");
+        let res = http()
+            .post(env.url("/api/workspace_info"))
+            .header("Cookie", &alice)
+            .header("Origin", format!("http://{}", env.addr))
+            .form(&[("machine_id", id.to_string())])
+            .send()
+            .await
+            .unwrap();
+        let info: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(info["allowed"], true);
+        assert!(info["log_tail"].as_str().unwrap().ends_with("line-39\n"), "{info}");
+        let page = http().get(env.url(&format!("/machines/{id}"))).header("Cookie", &alice).send().await.unwrap().text().await.unwrap();
+        assert!(page.contains("line-39") && page.contains("data-gantry-terminal"), "the page renders the log tail and the terminal panel");
+
+        // A group member sees the machine but not inside it.
+        let bob = sign_in(&env, "bob", PASSWORD).await;
+        let res = http().get(env.url(&format!("/machines/{id}/logs"))).header("Cookie", &bob).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+        let res = http()
+            .post(env.url("/api/workspace_info"))
+            .header("Cookie", &bob)
+            .header("Origin", format!("http://{}", env.addr))
+            .form(&[("machine_id", id.to_string())])
+            .send()
+            .await
+            .unwrap();
+        let info: serde_json::Value = res.json().await.unwrap();
+        assert_eq!(info["allowed"], false, "{info}");
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
