@@ -93,7 +93,7 @@ impl Child {
             .map_err(fail)?;
         let http = reqwest::Client::new();
         let started = Instant::now();
-        while http.get(format!("http://{addr}/healthz")).send().await.map(|r| r.status().is_success()).unwrap_or(false) == false {
+        while !http.get(format!("http://{addr}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
             if started.elapsed() > Duration::from_secs(60) {
                 return Err(fail("the child server did not answer /healthz within 60 s"));
             }

@@ -257,7 +257,7 @@ async fn watch_loop(inner: std::sync::Weak<RegistryInner>) {
         tick.tick().await;
         let Some(inner) = inner.upgrade() else { return };
         let registry = Registry { inner };
-        if let Err(e) = registry.watch_once(n % RENEW_EVERY_TICKS == 0).await {
+        if let Err(e) = registry.watch_once(n.is_multiple_of(RENEW_EVERY_TICKS)).await {
             tracing::warn!(error = %e, "terminal session watcher");
         }
         n = n.wrapping_add(1);
