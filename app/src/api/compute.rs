@@ -33,7 +33,7 @@ pub async fn compute_options() -> Result<ComputeOptions, AppError> {
             None => frameworks.push(FrameworkChoice { master_image_id: m.id, label, linked }),
         }
     }
-    frameworks.sort_by(|a, b| a.label.to_lowercase().cmp(&b.label.to_lowercase()));
+    frameworks.sort_by_key(|f| f.label.to_lowercase());
     let group = accounts::group_by_id(&pool, user.group_id).await?;
     let allowed = policy::allowed_models(&pool, user.group_id).await?;
     let gpu_models = cluster::gpu_models(&pool).await?.into_iter().filter(|m| allowed.is_empty() || allowed.contains(m)).collect();

@@ -91,7 +91,7 @@ fn ImageTable(images: Vec<RegionImageRow>) -> impl IntoView {
             <thead><tr><th>"#"</th><th>"Region"</th><th>"Image address"</th><th>"Architecture"</th><th>"Type"</th></tr></thead>
             <tbody>
                 {images.into_iter().map(|i| view! {
-                    <tr data-testid="region-image-row" data-id=i.id data-region=i.region.clone() data-reference=i.reference.clone()>
+                    <tr data-testid="region-image-row" data-id=i.id data-region=i.region.clone() data-reference=i.reference.clone() data-arch=i.arch.clone()>
                         <td>{i.id}</td>
                         <td>{i.region.clone()}</td>
                         <td><code>{i.reference.clone()}</code></td>
