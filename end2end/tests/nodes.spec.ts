@@ -154,5 +154,9 @@ test.describe('with JavaScript disabled', () => {
     await row.getByRole('button', { name: 'Mark lost' }).click();
     await expect(row).toHaveAttribute('data-state', 'lost');
     await expect(row.getByTestId('node-reason')).toHaveText('decommissioned');
+    // A lost node holding no live machine can be removed.
+    await row.getByTestId('node-remove').getByRole('button', { name: 'Remove' }).click();
+    await expect(page.getByTestId('node-removed')).toContainText(node);
+    await expect(row).toHaveCount(0);
   });
 });

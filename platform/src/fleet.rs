@@ -30,6 +30,11 @@ impl Fleet {
         Fleet::default()
     }
 
+    /// Forgets a removed node's executor.
+    pub fn forget(&self, node_id: i64) {
+        self.executors.lock().expect("fleet lock").remove(&node_id);
+    }
+
     /// Uses `executor` for `node_id` (start-up wiring and tests).
     pub fn insert(&self, node_id: i64, executor: Executor) {
         self.executors.lock().expect("fleet lock").insert(node_id, executor);

@@ -157,6 +157,13 @@ gantry_testkit::timed_test! {
         let refused = transitions::node::set_state(&env.pool, None, env.node_id, gantry_core::alloc::NodeState::Ready, "").await.unwrap_err();
         assert!(refused.to_string().contains("is lost"), "{refused}");
         env.assert_quota_consistent().await;
+
+        // A lost node can be removed; its closed machines keep their history.
+        let node_name = env.text(&format!("SELECT name FROM nodes WHERE id = {}", env.node_id)).await;
+        assert_eq!(transitions::node::remove(&env.pool, None, env.node_id).await.unwrap(), node_name);
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes").await, 0);
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM gpus").await, 0);
+        assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "deleted");
     }
 }
 

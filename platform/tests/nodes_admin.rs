@@ -56,3 +56,14 @@ gantry_testkit::timed_test! {
         assert!(matches!(again, PlatformError::Conflict(_)), "{again}");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_node_with_live_machines_cannot_be_removed() {
+        let env = env("simulated", 2, 2).await;
+        let alice = env.user("alice", "ml-team").await;
+        env.admissions.create(env.create(&alice, "busy", 1)).await.unwrap();
+        let refused = transitions::node::remove(&env.pool, None, env.node_id).await.unwrap_err();
+        assert!(refused.to_string().contains("still has 1 machine(s)"), "{refused}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes").await, 1, "nothing removed");
+    }
+}

@@ -97,6 +97,16 @@ pub async fn mark_node_lost(node_id: i64, reason: String, confirm: Option<String
     Ok(LostNode { node, machines: report.machines, gpus_refunded: report.gpus_refunded, tasks_ended: report.tasks_ended })
 }
 
+/// Forgets a node that holds no live machine (a lost one, or one drained
+/// empty); returns its name.
+#[server(prefix = "/api", endpoint = "admin/remove_node")]
+pub async fn remove_node(node_id: i64) -> Result<String, AppError> {
+    let admin = crate::state::require_admin()?;
+    let name = gantry_platform::transitions::node::remove(&crate::state::pool()?, Some(admin.id), node_id).await?;
+    crate::state::fleet()?.forget(node_id);
+    Ok(name)
+}
+
 #[server(prefix = "/api", endpoint = "admin/images")]
 pub async fn list_images() -> Result<Vec<ImageRow>, AppError> {
     crate::state::require_admin()?;

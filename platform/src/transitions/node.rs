@@ -29,7 +29,7 @@ pub async fn set_state(pool: &Pool, actor: Option<i64>, node_id: i64, state: Nod
         .ok_or_else(|| PlatformError::NotFound("node".into()))?;
     if was == NodeState::Lost.as_str() {
         // Its machines were released; bringing it back is adding it anew.
-        return Err(PlatformError::Conflict(format!("node {name} is lost; remove it and add it again once it is repaired")));
+        return Err(PlatformError::Conflict(format!("node {name} is lost; remove it, and add it again once it is repaired")));
     }
     sqlx::query("UPDATE nodes SET state = ?, state_reason = ? WHERE id = ?").bind(state.as_str()).bind(reason).bind(node_id).execute(&mut *tx).await?;
     audit::record(&mut *tx, actor, "node.state", &format!("node {name}: {was} → {state}{}", if reason.is_empty() { String::new() } else { format!(" ({reason})") }))
@@ -86,4 +86,32 @@ pub async fn mark_lost(pool: &Pool, actor: Option<i64>, node_id: i64, reason: &s
     .await?;
     tx.commit().await?;
     Ok(report)
+}
+
+/// Removes a node that holds no live machine (typically a lost one, or
+/// one drained empty): its GPUs go, its closed machines keep their history
+/// without it, its kept volumes are forgotten. Its engine is not touched:
+/// leftovers there are no longer Gantry's to collect.
+pub async fn remove(pool: &Pool, actor: Option<i64>, node_id: i64) -> Result<String, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?")
+        .bind(node_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("node".into()))?;
+    let live: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE node_id = ? AND state NOT IN ('deleted', 'lost')")
+        .bind(node_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if live > 0 {
+        return Err(PlatformError::Conflict(format!("node {name} still has {live} machine(s); delete them, or mark the node lost, first")));
+    }
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM kept_volumes WHERE node_id = ?").bind(node_id).fetch_one(&mut *tx).await?;
+    sqlx::query("DELETE FROM kept_volumes WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE machines SET node_id = NULL WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM gpus WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM nodes WHERE id = ?").bind(node_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, actor, "node.remove", &format!("node {name} removed ({kept} kept volume(s) forgotten)")).await?;
+    tx.commit().await?;
+    Ok(name)
 }

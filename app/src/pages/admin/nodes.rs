@@ -10,7 +10,7 @@
 use crate::{
     api::{
         catalogue::list_regions,
-        fleet::{list_nodes, AddNode, MarkNodeLost, SetNodeState},
+        fleet::{list_nodes, AddNode, MarkNodeLost, RemoveNode, SetNodeState},
     },
     components::{
         form_error::{error_text, FormError},
@@ -29,14 +29,24 @@ use leptos_meta::Title;
 
 type Nodes = Resource<Result<Vec<NodeRow>, AppError>>;
 
+/// The per-node actions, owned by the page so a result survives a poll.
+#[derive(Clone, Copy)]
+struct NodeActions {
+    set_state: ServerAction<SetNodeState>,
+    mark_lost: ServerAction<MarkNodeLost>,
+    remove: ServerAction<RemoveNode>,
+}
+
 #[component]
 pub fn NodesPage() -> impl IntoView {
     let add = ServerAction::<AddNode>::new();
     let set_state = ServerAction::<SetNodeState>::new();
     let mark_lost = ServerAction::<MarkNodeLost>::new();
+    let remove = ServerAction::<RemoveNode>::new();
+    let actions = NodeActions { set_state, mark_lost, remove };
     let tick = RwSignal::new(0u64);
     let nodes = Resource::new(
-        move || (tick.get(), add.version().get(), set_state.version().get(), mark_lost.version().get()),
+        move || (tick.get(), add.version().get(), set_state.version().get(), mark_lost.version().get(), remove.version().get()),
         |_| list_nodes(),
     );
     // Heartbeats and free GPUs change on their own; refresh now and then.
@@ -54,11 +64,15 @@ pub fn NodesPage() -> impl IntoView {
             </p>
             <FormError message=Signal::derive(move || set_state.value().with(error_text))/>
             <FormError message=Signal::derive(move || mark_lost.value().with(error_text))/>
+            <FormError message=Signal::derive(move || remove.value().with(error_text))/>
+            {move || remove.value().get().and_then(Result::ok).map(|name| view! {
+                <p class="form-ok" role="status" data-testid="node-removed">"Removed node " <strong>{name}</strong></p>
+            })}
             {move || mark_lost.value().get().and_then(Result::ok).map(|l| view! {
                 <p class="form-ok" role="status" data-testid="node-lost-ok">{lost_summary(&l)}</p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                <NodeTable nodes=nodes set_state=set_state mark_lost=mark_lost/>
+                <NodeTable nodes=nodes actions=actions/>
             </Transition>
         </section>
         <section class="card">
@@ -74,7 +88,7 @@ pub fn NodesPage() -> impl IntoView {
 }
 
 #[component]
-fn NodeTable(nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
+fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
     // Changes only when a node appears or goes, not on every poll.
     let ids = Memo::new(move |_| {
         nodes.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)))
@@ -91,7 +105,7 @@ fn NodeTable(nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_lost: Ser
                         </tr>
                     </thead>
                     <tbody>
-                        {ids.into_iter().map(|id| view! { <NodeLine id=id nodes=nodes set_state=set_state mark_lost=mark_lost/> }).collect_view()}
+                        {ids.into_iter().map(|id| view! { <NodeLine id=id nodes=nodes actions=actions/> }).collect_view()}
                     </tbody>
                 </table>
             }
@@ -102,7 +116,7 @@ fn NodeTable(nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_lost: Ser
 }
 
 #[component]
-fn NodeLine(id: i64, nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
+fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
     // The row's latest data; a node missing from one answer keeps its last.
     let row = Memo::new(move |prev: Option<&NodeRow>| {
         let latest = nodes.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|n| n.id == id).cloned()));
@@ -122,8 +136,16 @@ fn NodeLine(id: i64, nodes: Nodes, set_state: ServerAction<SetNodeState>, mark_l
     };
     let manage = {
         let name = name.clone();
-        move || if lost.get() { view! { <span class="muted small">"its machines were released"</span> }.into_any() } else {
-            view! { <NodeForms id=id name=name.clone() state=state set_state=set_state mark_lost=mark_lost/> }.into_any()
+        move || if lost.get() {
+            view! {
+                <span class="muted small">"its machines were released"</span>
+                <ActionForm action=actions.remove attr:class="inline" attr:data-testid="node-remove">
+                    <input type="hidden" name="node_id" value=id/>
+                    <button type="submit" class="danger" title="forget this node; leftovers on its engine are no longer collected">"Remove"</button>
+                </ActionForm>
+            }.into_any()
+        } else {
+            view! { <NodeForms id=id name=name.clone() state=state set_state=actions.set_state mark_lost=actions.mark_lost/> }.into_any()
         }
     };
     view! {
