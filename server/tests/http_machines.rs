@@ -394,7 +394,7 @@ gantry_testkit::timed_test! {
             let page = admin.get(server.url(path)).send().await.unwrap();
             assert_eq!(page.status(), StatusCode::OK, "{path}");
             let html = page.text().await.unwrap();
-            assert!(html.contains(needle), "{path} should contain {needle}");
+            assert!(html.contains(needle), "{path} should contain {needle}: {}", &html[html.find("<main").unwrap_or(0)..].chars().take(3000).collect::<String>());
         }
         let page = alice.get(server.url("/admin/nodes")).send().await.unwrap();
         assert_eq!(page.status(), StatusCode::FORBIDDEN);
