@@ -103,10 +103,11 @@ impl NodeCapacity {
 
 fn matches(m: &MasterImage, req: &TaskRequest) -> bool {
     let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
-    same(&m.framework, &req.framework)
-        && same(&m.framework_version, &req.framework_version)
-        && same(&m.interpreter, &req.interpreter)
+    // Versions first: they differ most often, so most entries stop there.
+    same(&m.framework_version, &req.framework_version)
         && same(&m.interpreter_version, &req.interpreter_version)
+        && same(&m.framework, &req.framework)
+        && same(&m.interpreter, &req.interpreter)
 }
 
 /// Decides where `req` runs. `seed` drives the shuffle and is recorded.
@@ -121,10 +122,22 @@ pub fn decide(catalogue: &[MasterImage], regions: &[RegionCapacity], req: &TaskR
         list.dedup_by_key(|i| i.id);
     }
     let image_set: Vec<String> = images.keys().map(|r| r.to_string()).collect();
+    // Which architectures have a fitting node, per region. A region's scan
+    // stops once every architecture is found: usually after a few nodes.
     let fitting: BTreeMap<&str, BTreeSet<Arch>> = regions
         .iter()
-        .map(|r| (r.code.as_str(), r.nodes.iter().filter(|n| n.fits(req)).map(|n| n.arch).collect::<BTreeSet<_>>()))
-        .filter(|(_, archs)| !archs.is_empty())
+        .filter_map(|r| {
+            let mut archs = BTreeSet::new();
+            for n in &r.nodes {
+                if !archs.contains(&n.arch) && n.fits(req) {
+                    archs.insert(n.arch);
+                    if archs.len() == Arch::ALL.len() {
+                        break;
+                    }
+                }
+            }
+            (!archs.is_empty()).then_some((r.code.as_str(), archs))
+        })
         .collect();
     let resource_set: Vec<String> = fitting.keys().map(|r| r.to_string()).collect();
     // The image to run in each region: the first matching one whose
