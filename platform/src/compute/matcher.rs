@@ -108,32 +108,52 @@ pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: 
     .await?;
     let mut placed = 0;
     let mut snap = snapshot(pool).await?;
+    // Decisions that leave a task waiting are recorded together; a placement
+    // commits them first (admission takes the write lock itself).
+    let mut tx = transitions::begin(pool).await?;
     for head in heads {
-        if place(pool, admissions, &snap, head, seeds()).await? {
+        let Some(admit) = decide_one(&mut tx, &snap, head, seeds()).await? else { continue };
+        tx.commit().await?;
+        if place(pool, admissions, &snap, admit).await? {
             placed += 1;
             // Resources changed; a task left pending changed nothing.
             snap = snapshot(pool).await?;
         }
+        tx = transitions::begin(pool).await?;
     }
+    tx.commit().await?;
     Ok(placed)
 }
 
-async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, t: Pending, seed: u64) -> Result<bool, PlatformError> {
-    let (id, requester_id, name, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, command, _) = t;
-    let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model: gpu_model.clone(), cpu_millis, memory_mb };
+/// A placement to admit: the task, its decision and where it goes.
+struct Admit {
+    t: Pending,
+    json: String,
+    region: (i64, i64),
+    code: String,
+    reference: String,
+}
+
+/// Decides one task and records the decision; `Some` when it is placed.
+async fn decide_one(tx: &mut transitions::Tx, snap: &Snapshot, t: Pending, seed: u64) -> Result<Option<Admit>, PlatformError> {
+    let (id, _, _, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, _, _) = t.clone();
+    let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb };
     let decision = decide(&snap.catalogue, &snap.regions, &req, seed);
     let json = serde_json::to_string(&decision).unwrap_or_default();
-    let mut tx = transitions::begin(pool).await?;
-    let (region, outcome) = match &decision.outcome {
-        Outcome::Rejected { reason } => (None, Err(reason.as_str())),
-        Outcome::Pending { reason } => (None, Ok(reason.clone())),
-        Outcome::Placed { region, region_image_id, .. } => {
-            (Some((snap.region_ids[region], *region_image_id)), Ok(format!("region {region} chosen; placing on a node")))
+    match decision.outcome {
+        Outcome::Rejected { reason } => transitions::compute::decided(tx, id, &json, None, Err(&reason)).await.map(|_| None),
+        Outcome::Pending { reason } => transitions::compute::decided(tx, id, &json, None, Ok(&reason)).await.map(|_| None),
+        Outcome::Placed { region: code, region_image_id, reference } => {
+            let region = (snap.region_ids[&code], region_image_id);
+            transitions::compute::decided(tx, id, &json, Some(region), Ok(&format!("region {code} chosen; placing on a node"))).await?;
+            Ok(Some(Admit { t, json, region, code, reference }))
         }
-    };
-    transitions::compute::decided(&mut tx, id, &json, region, outcome.as_ref().map(String::as_str).map_err(|e| *e)).await?;
-    tx.commit().await?;
-    let Outcome::Placed { region: code, reference, .. } = decision.outcome else { return Ok(false) };
+    }
+}
+
+async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Admit) -> Result<bool, PlatformError> {
+    let Admit { t, json, region, code, reference } = admit;
+    let (id, requester_id, name, _, _, _, _, gpus, gpu_model, cpu_millis, memory_mb, command, _) = t;
     let requester = accounts::user_by_id(pool, requester_id).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
     let mut create = CreateMachine::new(requester, format!("job-{id}-{name}").chars().take(32).collect::<String>(), gpus, 1);
     create.gpu_model = gpu_model;
@@ -149,7 +169,7 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, t: Pending
         Ok(_) => Ok(true),
         Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
             let mut tx = transitions::begin(pool).await?;
-            transitions::compute::decided(&mut tx, id, &json, region, Ok(&format!("region {code} chosen, but: {why}"))).await?;
+            transitions::compute::decided(&mut tx, id, &json, Some(region), Ok(&format!("region {code} chosen, but: {why}"))).await?;
             tx.commit().await?;
             Ok(false)
         }
