@@ -2,7 +2,8 @@
 # Prints Gantry's performance figures (nothing here is a test):
 #  1. admissions/s through the real admission path on a simulated 1,000-node x 8-GPU cluster;
 #  2. 20 dev machines created at once on the local Docker Engine vs raw Engine API calls;
-#  3. the signed-in dashboard and a static CSS file under wrk load from a second process.
+#  3. the browser terminal: keystroke echo through Gantry next to `docker exec -it`, memory per open terminal;
+#  4. the signed-in dashboard and a static CSS file under wrk load from a second process.
 # Needs the release build (`make build`); uses only 127.0.0.1 and the Docker socket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,14 @@ else
   echo "no Docker Engine: skipped"
 fi
 
-echo "== 3. HTTP under load (wrk -t2 -c64 -d10s)"
+echo "== 3. browser terminal: keystroke echo next to docker exec -it, memory per open terminal"
+if bash scripts/dockerd.sh >/dev/null && bash scripts/demo-image.sh >/dev/null; then
+  "$bin" bench terminal --keystrokes 1000 --terminals 50
+else
+  echo "no Docker Engine: skipped"
+fi
+
+echo "== 4. HTTP under load (wrk -t2 -c64 -d10s)"
 data=$(mktemp -d)
 port=3411
 GANTRY_DATA_DIR=$data GANTRY_LISTEN=127.0.0.1:$port GANTRY_ADMIN_PASSWORD=bench-password-1 \

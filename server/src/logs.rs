@@ -68,9 +68,19 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
         }
     };
     if follow {
+        let stopped = st.stopped();
+        let stopping = st.stopping.clone();
         let events = lines(stream)
+            .take_until(stopped)
             .map(|line| Ok::<_, Infallible>(Event::default().data(line)))
-            .chain(stream::once(async { Ok(Event::default().event("end").data("the log stream ended (the container stopped or was removed)")) }));
+            .chain(stream::once(async move {
+                let why = if *stopping.borrow() {
+                    "the log stream ended: the server is shutting down"
+                } else {
+                    "the log stream ended (the container stopped or was removed)"
+                };
+                Ok(Event::default().event("end").data(why))
+            }));
         return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
     }
     let body = stream::iter(first).chain(stream).map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));

@@ -114,6 +114,7 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         container,
         idle: Duration::from_secs(st.limits.idle_secs),
     };
+    let stopped = st.stopped();
     upgrade
         .read_buffer_size(4 * 1024)
         .write_buffer_size(0)
@@ -122,7 +123,7 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         .max_frame_size(MAX_MESSAGE)
         // A failed upgrade drops the closure: `Cleanup` hangs the shell up
         // and closes the session.
-        .on_upgrade(move |socket| run(socket, shell, guard, registration, ctx))
+        .on_upgrade(move |socket| run(socket, shell, guard, registration, ctx, stopped))
 }
 
 struct Ctx {
@@ -142,13 +143,14 @@ enum End {
     Idle,
 }
 
-async fn run(socket: WebSocket, shell: Shell, mut guard: Cleanup, mut registration: Registration, ctx: Ctx) {
+async fn run(socket: WebSocket, shell: Shell, mut guard: Cleanup, mut registration: Registration, ctx: Ctx, stopped: impl std::future::Future<Output = ()>) {
     let (mut tx, mut rx) = socket.split();
     let Shell { exec_id, mut output, mut input, .. } = shell;
     let started = Instant::now();
     // Milliseconds since `started` of the last byte in either direction.
     let last = AtomicU64::new(0);
     let touch = || last.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+    let mut stopped = std::pin::pin!(stopped);
 
     let end = {
         let pump_out = async {
@@ -210,6 +212,7 @@ async fn run(socket: WebSocket, shell: Shell, mut guard: Cleanup, mut registrati
             e = pump_in => e,
             e = signal => e,
             e = idle => e,
+            _ = stopped.as_mut() => End::Signal(CloseReason::new(close_code::GOING_AWAY, "the server is shutting down")),
         }
     };
 

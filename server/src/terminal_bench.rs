@@ -58,8 +58,19 @@ pub async fn run(args: TerminalBenchArgs) -> Result<(), PlatformError> {
     docker.ping().await.map_err(|e| fail(format!("{e}; run scripts/dockerd.sh and scripts/demo-image.sh")))?;
     let dir = tempfile::tempdir().map_err(fail)?;
     let mut child = Child::start(dir.path(), &args.docker_endpoint).await?;
-    let result = bench(&args, &child, Executor::from(docker)).await;
+    let engine = Executor::from(docker);
+    let result = bench(&args, &child, engine.clone()).await;
+    let instance = gantry_platform::machines::instance_id(&child.pool).await;
     child.stop().await;
+    // Whatever the run left (after an error, say) goes, by this run's label.
+    if let Ok(instance) = instance {
+        for c in engine.list_managed(&instance).await.unwrap_or_default() {
+            let _ = engine.remove_container(&c.id).await;
+        }
+        for v in engine.list_managed_volumes(&instance).await.unwrap_or_default() {
+            let _ = engine.remove_volume(&v).await;
+        }
+    }
     result
 }
 
@@ -183,7 +194,11 @@ async fn bench(args: &TerminalBenchArgs, child: &Child, docker: Executor) -> Res
     println!("  per open terminal: {:.1} KiB", (during.saturating_sub(before)) as f64 / m.max(1) as f64);
 
     // Clean up the way a user would.
-    let _ = post("/api/machine_operation", vec![("machine_id", machine_id.to_string()), ("operation", "delete".into())]).await;
+    let res = post("/api/machine_operation", vec![("machine_id", machine_id.to_string()), ("operation", "delete".into())]).await.map_err(fail)?;
+    if !res.status().is_success() {
+        println!("(deleting the machine was refused: {})", res.text().await.unwrap_or_default());
+        return Ok(());
+    }
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
         let state: String = sqlx::query_scalar("SELECT state FROM machines WHERE id = ?").bind(machine_id).fetch_one(&child.pool).await?;
@@ -267,16 +282,38 @@ async fn read_ws_until(ws: &mut Ws, needle: &[u8]) -> Result<(), PlatformError> 
         }
         Err(fail("the terminal closed"))
     };
-    tokio::time::timeout(Duration::from_secs(30), read).await.map_err(|_| fail(format!("no {:?} from the terminal within 30 s", String::from_utf8_lossy(needle))))?
+    match tokio::time::timeout(Duration::from_secs(30), read).await {
+        Ok(r) => r,
+        Err(_) => Err(fail(format!(
+            "no {:?} from the terminal within 30 s; it printed {:?}",
+            String::from_utf8_lossy(needle),
+            String::from_utf8_lossy(&seen[seen.len().saturating_sub(300)..])
+        ))),
+    }
 }
 
 const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+/// Not a letter: a late probe echo never passes for a keystroke's.
+const PROBE: &[u8] = b".";
 
 /// Types into `cat`, one letter at a time, timing each echo; a newline
 /// every 64 letters keeps the line short.
 async fn echo_ws(ws: &mut Ws, n: usize) -> Result<Vec<f64>, PlatformError> {
     ws.send(Message::Binary(b"exec cat >/dev/null\r".to_vec().into())).await.map_err(fail)?;
     read_ws_until(ws, b"/dev/null\r\n").await?;
+    // The shell hands the TTY (echo on) to cat a moment after the newline:
+    // probe until a probe's echo comes back.
+    let mut synced = false;
+    for _ in 0..100 {
+        ws.send(Message::Binary(PROBE.to_vec().into())).await.map_err(fail)?;
+        if tokio::time::timeout(Duration::from_millis(200), read_ws_until(ws, PROBE)).await.is_ok() {
+            synced = true;
+            break;
+        }
+    }
+    if !synced {
+        return Err(fail("the terminal never echoed"));
+    }
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let c = LETTERS[i % LETTERS.len()];
@@ -309,6 +346,18 @@ async fn echo_shell(shell: &mut Shell, n: usize) -> Result<Vec<f64>, PlatformErr
     until(shell, b"# ").await?;
     shell.input.write_all(b"exec cat >/dev/null\r").await.map_err(fail)?;
     until(shell, b"/dev/null\r\n").await?;
+    let mut synced = false;
+    for _ in 0..100 {
+        shell.input.write_all(PROBE).await.map_err(fail)?;
+        shell.input.flush().await.map_err(fail)?;
+        if tokio::time::timeout(Duration::from_millis(200), until(shell, PROBE)).await.is_ok() {
+            synced = true;
+            break;
+        }
+    }
+    if !synced {
+        return Err(fail("the shell never echoed"));
+    }
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let c = LETTERS[i % LETTERS.len()];

@@ -61,13 +61,32 @@ pub struct WsState {
     pub public_origin: Option<String>,
     /// The terminal sessions this process holds.
     pub terminals: Registry,
+    /// True once the process is asked to stop: followed logs and terminals
+    /// end then (with a reason), or the graceful shutdown would wait on
+    /// them for ever.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+}
+
+impl WsState {
+    /// Resolves when the process is asked to stop.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.stopping.clone();
+        async move {
+            let _ = rx.wait_for(|stopping| *stopping).await;
+        }
+    }
 }
 
 /// The routes, merged into the main router before its layers (sessions,
 /// the signed-in user, tracing) so they get the same treatment.
 pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>) -> Router<AppState> {
     let terminals = Registry::start(app.pool.clone());
-    let state = WsState { app, limits, public_origin, terminals };
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        stop_signal().await;
+        let _ = stop.send(true);
+    });
+    let state = WsState { app, limits, public_origin, terminals, stopping };
     Router::new()
         .route("/machines/{id}/terminal", get(terminal::terminal))
         .route("/machines/{id}/logs", get(logs::logs))
@@ -77,6 +96,25 @@ pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>) -> R
         )
         .route("/vendor/{file}", get(vendor::serve))
         .with_state(state)
+}
+
+/// Ctrl-C or SIGTERM: the same signals `router::serve` shuts down on.
+async fn stop_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
 pub fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
