@@ -342,7 +342,23 @@ gantry_testkit::timed_test! {
         let open = sessions::list_open(&env.pool).await.unwrap();
         assert_eq!(open.len(), 1);
         assert_eq!(open[0].user, "alice");
-        sessions::request_close(&env.pool, &env.admin, open[0].id).await.unwrap();
+        // The admin console's server functions: the list, and "close" —
+        // which only an administrator may use.
+        let call = |cookie: String, endpoint: &'static str, form: Vec<(&'static str, String)>| {
+            http()
+                .post(env.url(&format!("/api/{endpoint}")))
+                .header("Cookie", cookie)
+                .header("Origin", format!("http://{}", env.addr))
+                .form(&form)
+                .send()
+        };
+        let admin = sign_in(&env, "admin", ADMIN_PASSWORD).await;
+        let listed: serde_json::Value = call(admin.clone(), "terminal_sessions", vec![]).await.unwrap().json().await.unwrap();
+        assert_eq!(listed["open"][0]["user"], "alice", "{listed}");
+        let res = call(alice.clone(), "close_terminal", vec![("session_id", open[0].id.to_string())]).await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "a user cannot close sessions");
+        let res = call(admin.clone(), "close_terminal", vec![("session_id", open[0].id.to_string())]).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
         let (code, reason) = close_frame(&mut ws).await;
         assert_eq!(code, close_code::CLOSED_BY_ADMIN);
         assert!(reason.contains("administrator admin"), "{reason}");
