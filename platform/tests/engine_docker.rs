@@ -38,15 +38,17 @@ async fn operate(env: &Env, user: &User, machine_id: i64, kind: TaskKind, keep_v
     machines::request_operation(&env.pool, user, OperationRequest { machine_id, kind, keep_volume }).await.unwrap()
 }
 
-/// A copy of the demo image whose command exits at once.
+/// A copy of the demo image whose command cannot start: `docker start`
+/// itself fails, every time (a command that merely exits at once races
+/// with the dispatcher's look at the container, and can be seen running).
 fn exiting_image() -> &'static str {
-    const TAG: &str = "gantry/devbox:exits";
+    const TAG: &str = "gantry/devbox:broken";
     let present = Command::new("docker").args(["image", "inspect", TAG]).output().is_ok_and(|o| o.status.success());
     if !present {
         let name = format!("gantry-exits-{}", rand::random::<u32>());
         let run = |args: &[&str]| assert!(Command::new("docker").args(args).status().unwrap().success(), "docker {args:?}");
         run(&["create", "--name", &name, "gantry/devbox:latest"]);
-        run(&["commit", "--change", r#"CMD ["/bin/sh", "-c", "exit 3"]"#, &name, TAG]);
+        run(&["commit", "--change", r#"CMD ["/no/such/program"]"#, &name, TAG]);
         run(&["rm", &name]);
     }
     TAG
@@ -56,7 +58,7 @@ gantry_testkit::timed_test! {
     async fn a_failed_create_leaves_no_container_and_cannot_be_restarted() {
         let env = docker_env(2, 2).await;
         let alice = env.user("alice", "ml-team").await;
-        let image = images::create_image(&env.pool, None, "exits", exiting_image(), "exits at once", false).await.unwrap();
+        let image = images::create_image(&env.pool, None, "broken", exiting_image(), "cannot start", false).await.unwrap();
         let mut req = env.create(&alice, "dies", 2);
         req.image_id = Some(image.id);
         let made = env.admissions.create(req).await.unwrap();
@@ -64,7 +66,7 @@ gantry_testkit::timed_test! {
 
         let m = machines::machine_detail(&env.pool, &alice, made.machine_id).await.unwrap();
         assert_eq!(m.state, "failed", "{}", m.message);
-        assert!(m.message.contains("did not stay running") && m.message.contains("2 GPU(s) returned"), "{}", m.message);
+        assert!(m.message.contains("/no/such/program") && m.message.contains("2 GPU(s) returned"), "{}", m.message);
         assert_eq!((m.gpu_indexes.as_str(), m.container_id.as_deref()), ("", None), "holds nothing, remembers no container");
         assert_eq!(leftovers(&env).await.0, 0, "the container pinned to the GPUs is gone");
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
