@@ -28,7 +28,10 @@ else
   echo "no Docker Engine: skipped"
 fi
 
-echo "== 4. HTTP under load (wrk -t2 -c64 -d10s)"
+echo "== 4. compute-task matching: decisions on 100 regions x 100 nodes x 8 GPUs, a queue pass over 10,000 tasks"
+"$bin" bench matching
+
+echo "== 5. HTTP under load (wrk -t2 -c64 -d10s)"
 data=$(mktemp -d)
 port=3411
 GANTRY_DATA_DIR=$data GANTRY_LISTEN=127.0.0.1:$port GANTRY_ADMIN_PASSWORD=bench-password-1 \
