@@ -3,7 +3,8 @@
 #  1. admissions/s through the real admission path on a simulated 1,000-node x 8-GPU cluster;
 #  2. 20 dev machines created at once on the local Docker Engine vs raw Engine API calls;
 #  3. the browser terminal: keystroke echo through Gantry next to `docker exec -it`, memory per open terminal;
-#  4. the signed-in dashboard and a static CSS file under wrk load from a second process.
+#  4. compute-task matching decisions and a matcher pass over 10,000 queued tasks;
+#  5. the signed-in dashboard and a static CSS file under wrk load from a second process.
 # Needs the release build (`make build`); uses only 127.0.0.1 and the Docker socket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
