@@ -187,7 +187,7 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
     let (parts, body) = req.into_parts();
     let html = wants_html(&parts);
     let back = |key: &str, value: &str| {
-        Redirect::to(&format!("/machines/{id}?{key}={}#files", encode(value))).into_response()
+        Redirect::to(&format!("/machines/{id}?{key}={}#files", crate::http_guard::encode_query_value(value))).into_response()
     };
     let result = form_upload(&st, id, parts, body).await;
     match (result, html) {
@@ -248,17 +248,6 @@ fn file_stream(file: tokio::fs::File) -> ByteStream {
         }
     })
     .boxed()
-}
-
-fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -80,7 +80,8 @@ pub fn is_asset(path: &str) -> bool {
     path.starts_with("/pkg/") || path.rsplit('/').next().is_some_and(|seg| seg.contains('.'))
 }
 
-fn encode_query_value(s: &str) -> String {
+/// Percent-encodes a query value, keeping `/` readable.
+pub(crate) fn encode_query_value(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
