@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, navLink, signIn, signInOk, uniqueName } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signIn, signInOk, uniqueName, setDefaultQuota, createUser } from './helpers';
 
 // Compute tasks end to end on the server's real executor: the admin sets up
 // a region, a region image for region "local" (the local Docker node) with
@@ -92,19 +92,8 @@ test('admin sets up the catalogue; a user runs a compute task and sees why here,
   await expect(card.getByTestId('link')).toContainText(IMAGE);
 
   // GPU quota for the default group, and an account in it.
-  await page.goto('/admin/groups');
-  await hydrated(page);
-  const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
-  await policy.getByLabel('GPU quota').fill('2');
-  await policy.getByRole('button', { name: 'Save' }).click();
-  await expect(page.locator('[data-testid="group-row"][data-name="default"]')).toContainText('/ 2');
-  await page.goto('/admin');
-  await hydrated(page);
-  const account = page.getByTestId('create-user');
-  await account.getByLabel('Username').fill(user);
-  await account.getByLabel('Password').fill('compute-password-1');
-  await account.getByRole('button', { name: 'Create user' }).click();
-  await expect(page.getByTestId('users')).toContainText(user);
+  await expect(await setDefaultQuota(page, 2)).toContainText('/ 2');
+  await createUser(page, user, 'compute-password-1');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page).toHaveURL(/\/login/);
 

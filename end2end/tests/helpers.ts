@@ -32,3 +32,25 @@ export function navLink(page: Page, name: string) {
 export function uniqueName(prefix: string) {
   return `${prefix}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e4)}`;
 }
+
+/** As an admin: sets the default group's GPU quota and returns its row in
+ * the groups table, for the caller's own check of what it shows. */
+export async function setDefaultQuota(page: Page, gpus: number) {
+  await page.goto('/admin/groups');
+  await hydrated(page);
+  const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
+  await policy.getByLabel('GPU quota').fill(String(gpus));
+  await policy.getByRole('button', { name: 'Save' }).click();
+  return page.locator('[data-testid="group-row"][data-name="default"]');
+}
+
+/** As an admin: makes an account in the default group. */
+export async function createUser(page: Page, username: string, password: string) {
+  await page.goto('/admin');
+  await hydrated(page);
+  const form = page.getByTestId('create-user');
+  await form.getByLabel('Username').fill(username);
+  await form.getByLabel('Password').fill(password);
+  await form.getByRole('button', { name: 'Create user' }).click();
+  await expect(page.getByTestId('users')).toContainText(username);
+}

@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName, setDefaultQuota, createUser } from './helpers';
 
 // One user's whole journey with a dev machine, on the server's real
 // executor (Docker when `make test` started dockerd).
@@ -14,19 +14,8 @@ test('a user creates a machine, watches it run, deletes it and gets the quota ba
 
   // The admin gives the default group two GPUs and makes an account.
   await signInOk(page, 'admin', ADMIN_PASSWORD);
-  await page.goto('/admin/groups');
-  await hydrated(page);
-  const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
-  await policy.getByLabel('GPU quota').fill('2');
-  await policy.getByRole('button', { name: 'Save' }).click();
-  await expect(page.locator('[data-testid="group-row"][data-name="default"]')).toContainText('0 / 2');
-  await page.goto('/admin');
-  await hydrated(page);
-  const form = page.getByTestId('create-user');
-  await form.getByLabel('Username').fill(user);
-  await form.getByLabel('Password').fill('dev-password-1');
-  await form.getByRole('button', { name: 'Create user' }).click();
-  await expect(page.getByTestId('users')).toContainText(user);
+  await expect(await setDefaultQuota(page, 2)).toContainText('0 / 2');
+  await createUser(page, user, 'dev-password-1');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page).toHaveURL(/\/login/);
 

@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, navLink, signIn, signInOk, uniqueName } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signIn, signInOk, uniqueName, setDefaultQuota, createUser } from './helpers';
 
 // A node's whole life as the admin console drives it: added by its engine
 // endpoint (a second dockerd, scripts/dockerd2.sh), given a machine,
@@ -47,19 +47,8 @@ test('admin adds a node, drains it and marks it lost; its machine is released', 
   await expect(row).toContainText('1 / 1');
 
   // The default group gets GPUs, and a user to use them.
-  await page.goto('/admin/groups');
-  await hydrated(page);
-  const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
-  await policy.getByLabel('GPU quota').fill('2');
-  await policy.getByRole('button', { name: 'Save' }).click();
-  await expect(page.locator('[data-testid="group-row"][data-name="default"]')).toContainText('0 / 2');
-  await page.goto('/admin');
-  await hydrated(page);
-  const form = page.getByTestId('create-user');
-  await form.getByLabel('Username').fill(user);
-  await form.getByLabel('Password').fill('ops-password-1');
-  await form.getByRole('button', { name: 'Create user' }).click();
-  await expect(page.getByTestId('users')).toContainText(user);
+  await expect(await setDefaultQuota(page, 2)).toContainText('0 / 2');
+  await createUser(page, user, 'ops-password-1');
   await signOut(page);
 
   // The user asks for that GPU model, so the machine lands on the new node.

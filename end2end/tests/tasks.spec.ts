@@ -2,7 +2,7 @@ import { test, expect, type Page } from '@playwright/test';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName, setDefaultQuota, createUser } from './helpers';
 
 // Cancelling a task that has not started: a create waits for an engine that
 // answered when its node was added and has gone away since (the node's
@@ -40,19 +40,8 @@ test('a create waiting for an unreachable engine can be cancelled by its request
     // From now on the node's engine does not answer.
     rmSync(dir, { recursive: true, force: true });
   }
-  await page.goto('/admin/groups');
-  await hydrated(page);
-  const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
-  await policy.getByLabel('GPU quota').fill('2');
-  await policy.getByRole('button', { name: 'Save' }).click();
-  await expect(page.locator('[data-testid="group-row"][data-name="default"]')).toContainText('0 / 2');
-  await page.goto('/admin');
-  await hydrated(page);
-  const users = page.getByTestId('create-user');
-  await users.getByLabel('Username').fill(user);
-  await users.getByLabel('Password').fill('wait-password-1');
-  await users.getByRole('button', { name: 'Create user' }).click();
-  await expect(page.getByTestId('users')).toContainText(user);
+  await expect(await setDefaultQuota(page, 2)).toContainText('0 / 2');
+  await createUser(page, user, 'wait-password-1');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page).toHaveURL(/\/login/);
 

@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName, setDefaultQuota, createUser } from './helpers';
 
 // Kept data volumes from the owner's side: delete a machine keeping its
 // volume, create a new machine on it, keep it again, then delete it from
@@ -35,19 +35,8 @@ test('a kept volume carries a new machine and can then be deleted', async ({ pag
   test.setTimeout(180_000);
   const user = uniqueName('keep');
   await signInOk(page, 'admin', ADMIN_PASSWORD);
-  await page.goto('/admin/groups');
-  await hydrated(page);
-  const policy = page.locator('[data-testid="group-policy"][data-name="default"]');
-  await policy.getByLabel('GPU quota').fill('2');
-  await policy.getByRole('button', { name: 'Save' }).click();
-  await expect(page.locator('[data-testid="group-row"][data-name="default"]')).toContainText('/ 2');
-  await page.goto('/admin');
-  await hydrated(page);
-  const users = page.getByTestId('create-user');
-  await users.getByLabel('Username').fill(user);
-  await users.getByLabel('Password').fill('keep-password-1');
-  await users.getByRole('button', { name: 'Create user' }).click();
-  await expect(page.getByTestId('users')).toContainText(user);
+  await expect(await setDefaultQuota(page, 2)).toContainText('/ 2');
+  await createUser(page, user, 'keep-password-1');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page).toHaveURL(/\/login/);
 
