@@ -18,6 +18,7 @@ pub mod machines;
 pub mod nodes;
 pub mod password;
 pub mod policy;
+pub mod telemetry;
 pub mod throttle;
 pub mod tokens;
 pub mod transitions;
