@@ -3,8 +3,11 @@
 
 pub mod alloc;
 pub mod compute;
+pub mod datasets;
 pub mod machine;
 pub mod matching;
+pub mod rebalance;
+pub mod reclaim;
 pub mod shuffle;
 pub mod role;
 pub mod task;
