@@ -11,6 +11,7 @@ pub mod reclaim;
 pub mod shuffle;
 pub mod role;
 pub mod task;
+pub mod telemetry;
 pub mod throttle;
 pub mod time;
 pub mod validate;

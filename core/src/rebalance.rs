@@ -1,0 +1,190 @@
+//! Hot-GPU rebalancing: when a machine's GPU stays above the hot threshold
+//! (utilisation, memory or temperature) for a whole window while the node
+//! is contended (another machine's GPU on the node is hot too, or this GPU
+//! throttles), the machine is re-placed on free GPUs of the same model on
+//! the same node that are cooler than every GPU it leaves. A machine that
+//! cannot be moved gets a refusal with the reason. Pure: the platform
+//! gathers the windows and applies the verdicts.
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotSettings {
+    pub enabled: bool,
+    pub util_pct: f64,
+    /// Memory used as a share of the GPU's memory, in %.
+    pub mem_pct: f64,
+    pub temp_c: f64,
+    pub window_secs: i64,
+}
+
+impl Default for HotSettings {
+    fn default() -> Self {
+        HotSettings { enabled: true, util_pct: 90.0, mem_pct: 95.0, temp_c: 85.0, window_secs: 10 * 60 }
+    }
+}
+
+impl HotSettings {
+    pub fn check(&self) -> Result<(), String> {
+        for (what, v) in [("hot utilisation", self.util_pct), ("hot memory", self.mem_pct)] {
+            if !(0.0..=100.0).contains(&v) {
+                return Err(format!("the {what} threshold must be between 0 and 100 %"));
+            }
+        }
+        if !(20.0..=120.0).contains(&self.temp_c) {
+            return Err("the hot temperature must be between 20 and 120 °C".into());
+        }
+        if !(60..=86_400).contains(&self.window_secs) {
+            return Err("the hot window must be between 1 minute and 1 day".into());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HotSample {
+    pub at: i64,
+    pub util_pct: f64,
+    pub mem_pct: f64,
+    pub temp_c: f64,
+    pub throttled: bool,
+}
+
+/// One GPU of the node with its recent samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuWindow {
+    pub gpu_id: i64,
+    pub index: u32,
+    pub model: String,
+    /// The machine holding it; `None`: free.
+    pub holder: Option<i64>,
+    pub samples: Vec<HotSample>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineOnNode {
+    pub id: i64,
+    pub name: String,
+    /// The owner opted it out: never moved.
+    pub opted_out: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Verdict {
+    /// Re-place the machine: GPUs `from` (all it holds) become `to`.
+    Move { machine_id: i64, from: Vec<i64>, to: Vec<i64>, why: String },
+    /// Hot and contended, but no move is possible.
+    Refuse { machine_id: i64, reason: String },
+}
+
+/// Mean temperature over the window: how warm a GPU runs. `None` without
+/// samples (an unknown GPU is never a target: it might be hotter).
+fn heat(g: &GpuWindow, from: i64, now: i64) -> Option<f64> {
+    let temps: Vec<f64> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).map(|s| s.temp_c).collect();
+    (!temps.is_empty()).then(|| temps.iter().sum::<f64>() / temps.len() as f64)
+}
+
+fn sample_hot(s: &HotSample, t: &HotSettings) -> bool {
+    s.util_pct >= t.util_pct || s.mem_pct >= t.mem_pct || s.temp_c >= t.temp_c
+}
+
+/// Hot for the whole window: samples cover it (no gap over a quarter of
+/// the window, as for idle reclaim) and every one of them is hot.
+pub fn is_hot(g: &GpuWindow, t: &HotSettings, now: i64) -> bool {
+    let from = now - t.window_secs;
+    let mut inside: Vec<&HotSample> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).collect();
+    if inside.is_empty() || !inside.iter().all(|s| sample_hot(s, t)) {
+        return false;
+    }
+    inside.sort_by_key(|s| s.at);
+    let gap = (t.window_secs / 4).max(1);
+    let mut previous = from;
+    for at in inside.iter().map(|s| s.at).chain(std::iter::once(now)) {
+        if at - previous > gap {
+            return false;
+        }
+        previous = at;
+    }
+    true
+}
+
+fn mean(g: &GpuWindow, from: i64, now: i64, f: impl Fn(&HotSample) -> f64) -> f64 {
+    let v: Vec<f64> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).map(f).collect();
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+}
+
+/// Verdicts for the hot, contended machines of one node, hottest first;
+/// GPUs given to one move are not offered to the next.
+pub fn decide_node(node: &str, gpus: &[GpuWindow], machines: &[MachineOnNode], t: &HotSettings, now: i64) -> Vec<Verdict> {
+    if !t.enabled {
+        return Vec::new();
+    }
+    let from = now - t.window_secs;
+    let hot: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder.is_some() && is_hot(g, t, now)).collect();
+    let mut free: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder.is_none() && !is_hot(g, t, now) && heat(g, from, now).is_some()).collect();
+    free.sort_by(|a, b| heat(a, from, now).partial_cmp(&heat(b, from, now)).unwrap_or(std::cmp::Ordering::Equal).then(a.index.cmp(&b.index)));
+    let mut candidates: Vec<(&MachineOnNode, f64)> = machines
+        .iter()
+        .filter(|m| !m.opted_out && hot.iter().any(|g| g.holder == Some(m.id)))
+        .map(|m| (m, hot.iter().filter(|g| g.holder == Some(m.id)).filter_map(|g| heat(g, from, now)).fold(f64::MIN, f64::max)))
+        .collect();
+    candidates.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal).then(a.0.id.cmp(&b.0.id)));
+
+    let mut verdicts = Vec::new();
+    for (m, _) in candidates {
+        let own: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder == Some(m.id)).collect();
+        let own_hot: Vec<&&GpuWindow> = own.iter().filter(|g| hot.iter().any(|h| h.gpu_id == g.gpu_id)).collect();
+        let throttled = own_hot.iter().find(|g| g.samples.iter().any(|s| s.at >= from && s.throttled));
+        let neighbour = hot.iter().find(|g| g.holder != Some(m.id));
+        let contention = match (throttled, neighbour) {
+            (Some(g), _) => format!("GPU {} throttled", g.index),
+            (None, Some(n)) => format!("GPU {} of another machine is also hot", n.index),
+            (None, None) => continue,
+        };
+        let g = own_hot[0];
+        let mins = t.window_secs / 60;
+        let why_hot = format!(
+            "GPU {} ran hot for {mins} min (mean {:.0} % utilisation, {:.0} % memory, {:.0} °C; thresholds {:.0} %, {:.0} %, {:.0} °C) and {contention}",
+            g.index,
+            mean(g, from, now, |s| s.util_pct),
+            mean(g, from, now, |s| s.mem_pct),
+            mean(g, from, now, |s| s.temp_c),
+            t.util_pct,
+            t.mem_pct,
+            t.temp_c
+        );
+        // Cooler than every GPU it leaves: a machine whose own GPUs have no
+        // readings cannot be compared, so it is not moved.
+        let coolest_own = own.iter().map(|g| heat(g, from, now).unwrap_or(f64::MIN)).fold(f64::MAX, f64::min);
+        let model = &own[0].model;
+        let fits: Vec<&GpuWindow> =
+            free.iter().copied().filter(|f| &f.model == model && heat(f, from, now).is_some_and(|h| h < coolest_own)).take(own.len()).collect();
+        if fits.len() < own.len() {
+            verdicts.push(Verdict::Refuse {
+                machine_id: m.id,
+                reason: format!(
+                    "{why_hot}; node {node} has {} free {model} GPU(s) cooler than {coolest_own:.0} °C, {} needed; \
+                     moving to another node needs its data volume copied while it is stopped, which is not done automatically",
+                    fits.len(),
+                    own.len()
+                ),
+            });
+            continue;
+        }
+        let to_desc = fits.iter().map(|f| format!("GPU {} ({:.0} °C)", f.index, heat(f, from, now).unwrap_or_default())).collect::<Vec<_>>().join(", ");
+        let to: Vec<i64> = fits.iter().map(|f| f.gpu_id).collect();
+        free.retain(|f| !to.contains(&f.gpu_id));
+        verdicts.push(Verdict::Move { machine_id: m.id, from: own.iter().map(|g| g.gpu_id).collect(), to, why: format!("{why_hot}; moved to {to_desc} on node {node}") });
+    }
+    verdicts
+}
+
+/// Mean temperature of a GPU over the window, for tests and events.
+pub fn mean_temp(g: &GpuWindow, t: &HotSettings, now: i64) -> Option<f64> {
+    heat(g, now - t.window_secs, now)
+}

@@ -1,0 +1,52 @@
+use super::*;
+use proptest::prelude::*;
+
+const NOW: i64 = 50_000;
+
+fn arb_gpu(id: i64) -> impl Strategy<Value = GpuWindow> {
+    (prop::option::of(1i64..4), 0.0f64..100.0, 30.0f64..100.0, any::<bool>(), 0usize..3, prop::bool::weighted(0.8)).prop_map(
+        move |(holder, util, temp, throttled, model, dense)| {
+            let step = if dense { 10 } else { 250 };
+            let samples = (NOW - 600..=NOW)
+                .step_by(step)
+                .enumerate()
+                .map(|(i, at)| HotSample { at, util_pct: util, mem_pct: 20.0, temp_c: temp + (i % 3) as f64, throttled: throttled && i % 7 == 0 })
+                .collect();
+            GpuWindow { gpu_id: id, index: id as u32, model: ["A", "B", "C"][model].into(), holder, samples }
+        },
+    )
+}
+
+fn arb_node() -> impl Strategy<Value = Vec<GpuWindow>> {
+    (1usize..9).prop_flat_map(|n| (0..n as i64).map(arb_gpu).collect::<Vec<_>>())
+}
+
+proptest! {
+    /// Never to a hotter GPU: every target is free, of the same model, and
+    /// cooler than every GPU the machine leaves; no GPU is given twice.
+    #[test]
+    fn never_moves_to_a_hotter_gpu(gpus in arb_node(), opt in prop::collection::vec(any::<bool>(), 3)) {
+        let s = HotSettings { window_secs: 600, util_pct: 60.0, temp_c: 80.0, ..HotSettings::default() };
+        let machines: Vec<MachineOnNode> = (1..4).map(|id| MachineOnNode { id, name: format!("m{id}"), opted_out: opt[id as usize - 1] }).collect();
+        let verdicts = decide_node("n", &gpus, &machines, &s, NOW);
+        let mut given = std::collections::BTreeSet::new();
+        for v in &verdicts {
+            if let Verdict::Move { machine_id, from, to, .. } = v {
+                prop_assert!(!machines[*machine_id as usize - 1].opted_out);
+                prop_assert_eq!(from.len(), to.len());
+                let by_id = |id: &i64| gpus.iter().find(|g| g.gpu_id == *id).unwrap();
+                for t in to {
+                    prop_assert!(given.insert(*t), "GPU {} given twice", t);
+                    let target = by_id(t);
+                    prop_assert!(target.holder.is_none());
+                    for f in from {
+                        let source = by_id(f);
+                        prop_assert_eq!(&source.model, &target.model);
+                        prop_assert!(mean_temp(target, &s, NOW).unwrap() < mean_temp(source, &s, NOW).unwrap());
+                    }
+                }
+                prop_assert!(from.iter().any(|f| is_hot(by_id(f), &s, NOW)));
+            }
+        }
+    }
+}
