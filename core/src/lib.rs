@@ -12,6 +12,7 @@ pub mod shuffle;
 pub mod role;
 pub mod task;
 pub mod telemetry;
+pub mod telemetry;
 pub mod throttle;
 pub mod time;
 pub mod validate;
