@@ -4,8 +4,14 @@
 //!
 //! Times are unix milliseconds throughout this module.
 
+mod nvml;
+pub mod rollup;
+pub mod sampler;
+pub mod service;
 pub mod store;
 
+pub use sampler::sample_once;
+pub use service::{config, TelemetryConfig};
 pub use store::{gpu_window, insert_samples};
 
 /// One reading of one GPU, attributed to the node and to the machine that

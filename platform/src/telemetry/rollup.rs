@@ -1,0 +1,86 @@
+//! Rollups (1-minute and 1-hour mean and max per GPU and holder) and the
+//! pruning that keeps storage bounded.
+//!
+//! Every statement names the GPUs (`gpu_id IN (SELECT id FROM gpus)`) so
+//! SQLite walks the (gpu_id, time) primary keys instead of scanning the
+//! whole table for a time range.
+
+use crate::{db::Pool, PlatformError};
+use gantry_core::telemetry::{Retention, HOUR_MS, MINUTE_MS};
+
+/// Minutes whose end is at least this long ago are rolled up: later
+/// samples of a closed minute (a slow batch) still make it in.
+pub const ROLLUP_LAG_MS: i64 = 30_000;
+
+const MINUTES_FROM_RAW: &str = "INSERT OR REPLACE INTO gpu_rollup_1m \
+    (gpu_id, bucket_ms, machine_id, node_id, samples, minutes, util_mean, util_max, mem_mean, mem_max, mem_total, temp_mean, temp_max, power_mean, power_max) \
+    SELECT gpu_id, (at_ms / 60000) * 60000 AS b, COALESCE(machine_id, 0) AS m, MAX(node_id), COUNT(*), 1, \
+           AVG(util_pct), MAX(util_pct), AVG(mem_used_mb), MAX(mem_used_mb), MAX(mem_total_mb), AVG(temp_c), MAX(temp_c), AVG(power_w), MAX(power_w) \
+    FROM gpu_samples WHERE gpu_id IN (SELECT id FROM gpus) AND at_ms >= ? AND at_ms < ? GROUP BY gpu_id, b, m";
+
+// Means weighted by sample count: an hour's mean is the mean of its raw
+// samples, not of its minutes.
+const HOURS_FROM_MINUTES: &str = "INSERT OR REPLACE INTO gpu_rollup_1h \
+    (gpu_id, bucket_ms, machine_id, node_id, samples, minutes, util_mean, util_max, mem_mean, mem_max, mem_total, temp_mean, temp_max, power_mean, power_max) \
+    SELECT gpu_id, (bucket_ms / 3600000) * 3600000 AS b, machine_id, MAX(node_id), SUM(samples), SUM(minutes), \
+           SUM(util_mean * samples) / SUM(samples), MAX(util_max), SUM(mem_mean * samples) / SUM(samples), MAX(mem_max), MAX(mem_total), \
+           SUM(temp_mean * samples) / SUM(samples), MAX(temp_max), SUM(power_mean * samples) / SUM(samples), MAX(power_max) \
+    FROM gpu_rollup_1m WHERE gpu_id IN (SELECT id FROM gpus) AND bucket_ms >= ? AND bucket_ms < ? GROUP BY gpu_id, b, machine_id";
+
+/// Rolls up the raw samples of `[from_ms, to_ms)` (whole minutes) into
+/// minutes, and the hours those minutes touch (a partial hour is rewritten
+/// as it fills). Returns the minute rows written.
+pub async fn roll_up_range(pool: &Pool, from_ms: i64, to_ms: i64) -> Result<u64, PlatformError> {
+    let (from, to) = (floor(from_ms, MINUTE_MS), floor(to_ms, MINUTE_MS));
+    if to <= from {
+        return Ok(0);
+    }
+    let mut tx = pool.begin().await?;
+    let rows = sqlx::query(MINUTES_FROM_RAW).bind(from).bind(to).execute(&mut *tx).await?.rows_affected();
+    let hours_to = floor(to - 1, HOUR_MS) + HOUR_MS;
+    sqlx::query(HOURS_FROM_MINUTES).bind(floor(from, HOUR_MS)).bind(hours_to).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
+/// Rolls up every minute closed since the last call (at most `raw_keep_ms`
+/// back on the first call) and records how far it got.
+pub async fn roll_up(pool: &Pool, now_ms: i64, raw_keep_ms: i64) -> Result<u64, PlatformError> {
+    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(pool).await?;
+    let from = if rolled == 0 { floor(now_ms - raw_keep_ms, MINUTE_MS) } else { rolled };
+    let to = floor(now_ms - ROLLUP_LAG_MS, MINUTE_MS);
+    if to <= from {
+        return Ok(0);
+    }
+    let rows = roll_up_range(pool, from, to).await?;
+    sqlx::query("UPDATE telemetry_state SET rolled_to_ms = ? WHERE id = 1").bind(to).execute(pool).await?;
+    Ok(rows)
+}
+
+/// What a prune removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pruned {
+    pub raw: u64,
+    pub minutes: u64,
+    pub hours: u64,
+}
+
+/// Deletes what is older than its retention. Raw samples not yet rolled up
+/// are kept whatever their age, so pruning never loses history.
+pub async fn prune(pool: &Pool, now_ms: i64, keep: Retention) -> Result<Pruned, PlatformError> {
+    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(pool).await?;
+    let raw_cut = (now_ms - keep.raw_ms).min(rolled);
+    let delete = |table: &'static str, column: &'static str, cut: i64| async move {
+        let sql = format!("DELETE FROM {table} WHERE gpu_id IN (SELECT id FROM gpus) AND {column} < ?");
+        Ok::<u64, PlatformError>(sqlx::query(&sql).bind(cut).execute(pool).await?.rows_affected())
+    };
+    Ok(Pruned {
+        raw: delete("gpu_samples", "at_ms", raw_cut).await?,
+        minutes: delete("gpu_rollup_1m", "bucket_ms", now_ms - keep.minute_ms).await?,
+        hours: delete("gpu_rollup_1h", "bucket_ms", now_ms - keep.hour_ms).await?,
+    })
+}
+
+fn floor(ms: i64, unit: i64) -> i64 {
+    ms.div_euclid(unit) * unit
+}
