@@ -6,6 +6,7 @@ pub mod audit;
 pub mod catalogue;
 pub mod cluster;
 pub mod compute;
+pub mod datasets;
 pub mod db;
 pub mod error;
 pub mod executor;

@@ -1,0 +1,202 @@
+//! A store in a directory of the local file system — a plain disk, or a
+//! JuiceFS (or any other) mount. Temporary files sit under the same root,
+//! so placing one is a `rename` within one file system: atomic.
+
+use super::{check_key, temp_key, ByteStream, Store, TempWriter, TEMP_DIR};
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures_util::stream;
+use std::{
+    fs::{self, File, OpenOptions},
+    io::{self, Read, Seek, SeekFrom, Write},
+    path::{Path, PathBuf},
+};
+
+/// Bytes read per chunk of a download.
+const READ_CHUNK: usize = 256 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct DirStore {
+    root: PathBuf,
+}
+
+impl DirStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        DirStore { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, key: &str) -> io::Result<PathBuf> {
+        check_key(key)?;
+        Ok(self.root.join(key))
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> io::Result<T> + Send + 'static) -> io::Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(io::Error::other)?
+}
+
+#[async_trait]
+impl Store for DirStore {
+    fn describe(&self) -> String {
+        format!("directory {}", self.root.display())
+    }
+
+    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
+        let path = self.path(&temp_key(temp))?;
+        let dir = self.root.join(TEMP_DIR);
+        let file = blocking(move || {
+            fs::create_dir_all(&dir)?;
+            let mut file = OpenOptions::new().create(true).write(true).truncate(offset == 0).open(&path)?;
+            if offset > 0 {
+                let held = file.metadata()?.len();
+                if held < offset {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")));
+                }
+                file.set_len(offset)?;
+                file.seek(SeekFrom::Start(offset))?;
+            }
+            Ok(file)
+        })
+        .await?;
+        Ok(Box::new(DirWriter { file: Some(file) }))
+    }
+
+    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
+        match tokio::fs::metadata(self.path(&temp_key(temp))?).await {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
+        let from = self.path(&temp_key(temp))?;
+        let to = self.path(key)?;
+        blocking(move || {
+            if let Some(parent) = to.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::rename(&from, &to)
+        })
+        .await
+    }
+
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
+        let path = self.path(key)?;
+        let (file, remaining) = blocking(move || {
+            let mut file = File::open(&path)?;
+            let size = file.metadata()?.len();
+            let (start, len) = match range {
+                Some((start, end)) => (start, end.min(size.saturating_sub(1)).saturating_add(1).saturating_sub(start)),
+                None => (0, size),
+            };
+            file.seek(SeekFrom::Start(start))?;
+            Ok((file, len))
+        })
+        .await?;
+        Ok(Box::pin(stream::try_unfold((Some(file), remaining), |(file, remaining)| async move {
+            let Some(mut file) = file else { return Ok(None) };
+            if remaining == 0 {
+                return Ok(None);
+            }
+            let want = remaining.min(READ_CHUNK as u64) as usize;
+            let (file, chunk) = blocking(move || {
+                let mut buf = BytesMut::zeroed(want);
+                let n = file.read(&mut buf)?;
+                buf.truncate(n);
+                Ok((file, buf.freeze()))
+            })
+            .await?;
+            if chunk.is_empty() {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file is shorter than it was"));
+            }
+            let left = remaining - chunk.len() as u64;
+            Ok(Some((chunk, (Some(file), left))))
+        })))
+    }
+
+    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+        let root = self.root.clone();
+        let start = if prefix.is_empty() { root.clone() } else { self.path(prefix.trim_end_matches('/'))? };
+        blocking(move || {
+            let mut out = Vec::new();
+            let mut todo = vec![start];
+            while let Some(dir) = todo.pop() {
+                let entries = match fs::read_dir(&dir) {
+                    Ok(e) => e,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                for entry in entries {
+                    let entry = entry?;
+                    let kind = entry.file_type()?;
+                    if kind.is_dir() {
+                        todo.push(entry.path());
+                    } else if kind.is_file() {
+                        let rel = entry.path().strip_prefix(&root).map_err(io::Error::other)?.to_string_lossy().into_owned();
+                        out.push((rel, entry.metadata()?.len()));
+                    }
+                }
+            }
+            out.sort();
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str) -> io::Result<()> {
+        let path = self.path(key)?;
+        let root = self.root.clone();
+        blocking(move || {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            // Empty folders left behind go too (not the root, not the temp folder).
+            let mut dir = path.parent().map(Path::to_path_buf);
+            while let Some(d) = dir {
+                if d == root || d == root.join(TEMP_DIR) || fs::remove_dir(&d).is_err() {
+                    break;
+                }
+                dir = d.parent().map(Path::to_path_buf);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_prefix(&self, prefix: &str) -> io::Result<()> {
+        let path = self.path(prefix.trim_end_matches('/'))?;
+        blocking(move || match fs::remove_dir_all(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        })
+        .await
+    }
+}
+
+struct DirWriter {
+    file: Option<File>,
+}
+
+#[async_trait]
+impl TempWriter for DirWriter {
+    async fn write(&mut self, chunk: Bytes) -> io::Result<()> {
+        let mut file = self.file.take().ok_or_else(|| io::Error::other("write after a failed write"))?;
+        let file = blocking(move || file.write_all(&chunk).map(|_| file)).await?;
+        self.file = Some(file);
+        Ok(())
+    }
+
+    async fn finish(mut self: Box<Self>) -> io::Result<()> {
+        let file = self.file.take().ok_or_else(|| io::Error::other("finish after a failed write"))?;
+        // On disk before the file is listed: a crash after the rename must
+        // not leave an empty file under a listed name.
+        blocking(move || file.sync_data()).await
+    }
+}

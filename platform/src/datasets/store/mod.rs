@@ -1,0 +1,94 @@
+//! Where dataset files live: a small trait over a directory (the default,
+//! also a JuiceFS mount) and an S3-compatible object store. Both hold
+//! complete files at `{code}/{version}/{category}/{file}` and unfinished
+//! uploads under [`TEMP_DIR`], a prefix no dataset code can take (codes
+//! start with a letter or digit), so a half-written file is never visible.
+
+mod dir;
+mod s3;
+
+pub use dir::DirStore;
+pub use s3::{S3Config, S3Store};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::{stream::BoxStream, StreamExt};
+use sha2::{Digest, Sha256};
+use std::io;
+
+pub type ByteStream = BoxStream<'static, io::Result<Bytes>>;
+
+/// The prefix of temporary objects: uploads in progress.
+pub const TEMP_DIR: &str = ".gantry-tmp";
+
+/// The key of a temporary object.
+pub fn temp_key(temp: &str) -> String {
+    format!("{TEMP_DIR}/{temp}")
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// What and where, for messages ("directory /srv/central").
+    fn describe(&self) -> String;
+    /// Opens the temporary object `temp` for writing after its first
+    /// `offset` bytes (0: a new object; more: resume, dropping anything
+    /// beyond `offset`).
+    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>>;
+    /// Bytes a temporary object holds; `None` if there is none.
+    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>>;
+    /// Moves a complete temporary object to `key`, replacing what is there.
+    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()>;
+    /// Streams `key` (a temporary object too, through [`temp_key`]), or
+    /// bytes `start..=end` of it.
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream>;
+    /// Every key under `prefix` with its size.
+    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>>;
+    /// Removes `key`; a key that is not there is not an error.
+    async fn delete(&self, key: &str) -> io::Result<()>;
+    /// Removes everything under `prefix` (a deleted version).
+    async fn delete_prefix(&self, prefix: &str) -> io::Result<()> {
+        for (key, _) in self.list(prefix).await? {
+            self.delete(&key).await?;
+        }
+        Ok(())
+    }
+}
+
+/// One temporary object being written. Dropped without `finish`, what was
+/// written so far may remain (a resumable upload wants that); callers that
+/// do not resume delete the temporary object.
+#[async_trait]
+pub trait TempWriter: Send {
+    async fn write(&mut self, chunk: Bytes) -> io::Result<()>;
+    /// Everything written is in the store (and durable, where the store can say so).
+    async fn finish(self: Box<Self>) -> io::Result<()>;
+}
+
+/// Size and SHA-256 (lowercase hex) of what the store holds at `key`,
+/// read back through the store.
+pub async fn checksum(store: &dyn Store, key: &str) -> io::Result<(u64, String)> {
+    let mut stream = store.get(key, None).await?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        size += chunk.len() as u64;
+        hasher.update(&chunk);
+    }
+    Ok((size, hex(&hasher.finalize())))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Refuses keys that could leave the store's root: every key the platform
+/// builds comes from validated parts, this is the second lock.
+pub(crate) fn check_key(key: &str) -> io::Result<()> {
+    let bad = key.is_empty() || key.starts_with('/') || key.contains('\\') || key.split('/').any(|s| s.is_empty() || s == "." || s == "..");
+    if bad {
+        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("refused store key {key:?}")))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,165 @@
+//! A store in an S3-compatible bucket through `object_store` (tested
+//! against the JuiceFS S3 gateway; MinIO and AWS speak the same API).
+//! Temporary objects are multipart uploads completed when their writer
+//! finishes; an object cannot be appended to, so resuming at `offset`
+//! writes a new temporary object that starts with the old one's first
+//! `offset` bytes (read back through the server) and replaces it when
+//! finished. A cut connection therefore loses
+//! what it sent since its request began: resumable clients send chunks.
+
+use super::{check_key, temp_key, ByteStream, Store, TempWriter};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::{aws::AmazonS3Builder, path::Path, GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart};
+use std::{io, sync::Arc};
+
+/// Parts in flight per upload: bounds memory (5 MiB parts).
+const PARTS_IN_FLIGHT: usize = 2;
+
+#[derive(Debug, Clone)]
+pub struct S3Config {
+    /// `http://127.0.0.1:9100`; plain HTTP is allowed (a gateway on loopback).
+    pub endpoint: String,
+    pub bucket: String,
+    pub access_key: String,
+    pub secret_key: String,
+    pub region: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct S3Store {
+    inner: Arc<dyn ObjectStore>,
+    describe: String,
+}
+
+fn io_err(e: object_store::Error) -> io::Error {
+    match e {
+        object_store::Error::NotFound { .. } => io::Error::new(io::ErrorKind::NotFound, e.to_string()),
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+impl S3Store {
+    pub fn connect(cfg: &S3Config) -> io::Result<Self> {
+        // reqwest is built without a default TLS provider; ring is it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let inner = AmazonS3Builder::new()
+            .with_endpoint(&cfg.endpoint)
+            .with_bucket_name(&cfg.bucket)
+            .with_access_key_id(&cfg.access_key)
+            .with_secret_access_key(&cfg.secret_key)
+            .with_region(&cfg.region)
+            .with_allow_http(true)
+            .build()
+            .map_err(io_err)?;
+        Ok(S3Store { inner: Arc::new(inner), describe: format!("S3 bucket {} at {}", cfg.bucket, cfg.endpoint) })
+    }
+
+    fn path(key: &str) -> io::Result<Path> {
+        check_key(key)?;
+        Ok(Path::from(key))
+    }
+}
+
+#[async_trait]
+impl Store for S3Store {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
+        let final_path = Self::path(&temp_key(temp))?;
+        let (target, carry) = if offset == 0 {
+            (final_path.clone(), None)
+        } else {
+            let held = self.inner.head(&final_path).await.map_err(io_err)?.size;
+            if held < offset {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")));
+            }
+            (Self::path(&temp_key(&format!("{temp}.next")))?, Some(offset))
+        };
+        let upload = self.inner.put_multipart(&target).await.map_err(io_err)?;
+        let mut writer = Writer { store: self.inner.clone(), upload: Some(WriteMultipart::new(upload)), target, final_path };
+        if let Some(offset) = carry {
+            let mut old = self.get(&temp_key(temp), Some((0, offset - 1))).await?;
+            while let Some(chunk) = old.next().await {
+                writer.write(chunk?).await?;
+            }
+        }
+        Ok(Box::new(writer))
+    }
+
+    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
+        match self.inner.head(&Self::path(&temp_key(temp))?).await {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
+    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
+        self.inner.rename(&Self::path(&temp_key(temp))?, &Self::path(key)?).await.map_err(io_err)
+    }
+
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
+        let options = GetOptions { range: range.map(|(start, end)| GetRange::Bounded(start..end + 1)), ..Default::default() };
+        let result = self.inner.get_opts(&Self::path(key)?, options).await.map_err(io_err)?;
+        Ok(result.into_stream().map_err(io_err).boxed())
+    }
+
+    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+        let prefix = if prefix.is_empty() { None } else { Some(Self::path(prefix.trim_end_matches('/'))?) };
+        let mut out: Vec<(String, u64)> =
+            self.inner.list(prefix.as_ref()).map_ok(|m| (m.location.to_string(), m.size)).try_collect().await.map_err(io_err)?;
+        out.sort();
+        Ok(out)
+    }
+
+    async fn delete(&self, key: &str) -> io::Result<()> {
+        match self.inner.delete(&Self::path(key)?).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(io_err(e)),
+        }
+    }
+}
+
+struct Writer {
+    store: Arc<dyn ObjectStore>,
+    upload: Option<WriteMultipart>,
+    /// Where the parts go, and where the object must end up.
+    target: Path,
+    final_path: Path,
+}
+
+#[async_trait]
+impl TempWriter for Writer {
+    async fn write(&mut self, chunk: Bytes) -> io::Result<()> {
+        let upload = self.upload.as_mut().ok_or_else(|| io::Error::other("write after finish"))?;
+        upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(io_err)?;
+        upload.put(chunk);
+        Ok(())
+    }
+
+    async fn finish(mut self: Box<Self>) -> io::Result<()> {
+        let upload = self.upload.take().ok_or_else(|| io::Error::other("finished twice"))?;
+        upload.finish().await.map_err(io_err)?;
+        if self.target != self.final_path {
+            self.store.rename(&self.target, &self.final_path).await.map_err(io_err)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Writer {
+    /// An unfinished multipart upload is aborted, so the bucket keeps no parts.
+    fn drop(&mut self) {
+        if let Some(upload) = self.upload.take() {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = upload.abort().await;
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Uploads: a reservation row, then the body streamed into a temporary
+//! object in both stores at once (SHA-256 computed on the way, memory
+//! bounded by one batch), then [`super::placing`] verifies both copies and
+//! moves them into place. A one-request upload that does not finish
+//! leaves nothing; a resumable one keeps its temporary objects (invisible)
+//! until it is resumed, cancelled or expires.
+
+use super::{catalog, placing, store::{self, Store, TempWriter}, DatasetError, DatasetView, Datasets, FileView};
+use crate::{accounts::User, db::Pool, now};
+use bytes::{Bytes, BytesMut};
+use futures_util::{Stream, StreamExt};
+use gantry_core::datasets::{self as rules, check_quota};
+use sha2::{Digest, Sha256};
+use std::{io, sync::Arc};
+
+/// Bytes gathered before one write to both stores: large writes are fast,
+/// and this is all the memory an upload holds (plus the stores' own buffers).
+const BATCH: usize = 1 << 20;
+
+pub struct BeginUpload<'a> {
+    pub code: &'a str,
+    pub version: &'a str,
+    pub name: &'a str,
+    pub replace: bool,
+    /// The file's length when known (Content-Length, Upload-Length).
+    pub total: Option<u64>,
+    pub resumable: bool,
+}
+
+/// A reserved upload: its row, where it goes, and the bytes already held.
+pub struct Upload {
+    pub id: i64,
+    pub temp: String,
+    pub key: String,
+    pub dataset: DatasetView,
+    pub version_id: i64,
+    pub name: String,
+    pub total: Option<u64>,
+    pub resumable: bool,
+    pub user_id: i64,
+    /// Bytes both stores hold already (0 unless resuming).
+    pub offset: u64,
+    /// Most bytes this upload may bring: the size limit and the group's quota.
+    pub max_bytes: u64,
+    pub(super) stores: [Arc<dyn Store>; 2],
+}
+
+#[derive(Debug)]
+pub enum UploadState {
+    /// A resumable upload holds `offset` of `total` bytes.
+    Partial { offset: u64, total: u64 },
+    Done(FileView),
+}
+
+pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>) -> Result<Upload, DatasetError> {
+    rules::file_name(b.name)?;
+    let (d, v) = catalog::version(pool, user, b.code, b.version).await?;
+    catalog::may_write(user, &d)?;
+    if v.sealed_at.is_some() {
+        return Err(DatasetError::Conflict(format!("version {} of {} is sealed: it is read-only", b.version, b.code)));
+    }
+    let limits = stores.limits();
+    if let Some(total) = b.total.filter(|t| *t > limits.upload_max_bytes) {
+        let _ = total;
+        return Err(DatasetError::TooLarge { limit: limits.upload_max_bytes });
+    }
+    if b.resumable && b.total.is_none() {
+        return Err(DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into()));
+    }
+    let both = catalog::stores_of(stores, &d)?;
+    let key = rules::storage_key(&d.code, &v.name, &d.category, b.name);
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let open: Option<(i64, String, i64, Option<i64>, i64)> =
+        sqlx::query_as("SELECT id, temp_key, user_id, total_size, resumable FROM dataset_uploads WHERE version_id = ? AND name = ?")
+            .bind(v.id)
+            .bind(b.name)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let old_size: Option<i64> = sqlx::query_scalar("SELECT size FROM dataset_files WHERE version_id = ? AND name = ?")
+        .bind(v.id)
+        .bind(b.name)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let quota = catalog::quota_bytes(&mut *tx, d.group_id, limits.default_quota_bytes).await?;
+    let (used, reserved) = catalog::usage(&mut tx, d.group_id).await?;
+    let old = old_size.unwrap_or(0).max(0) as u64;
+    let mut upload = Upload {
+        id: 0,
+        temp: String::new(),
+        key,
+        dataset: d.clone(),
+        version_id: v.id,
+        name: b.name.to_string(),
+        total: b.total,
+        resumable: b.resumable,
+        user_id: user.id,
+        offset: 0,
+        max_bytes: limits.upload_max_bytes,
+        stores: both,
+    };
+    if let Some((id, temp, owner, total, resumable)) = open {
+        let same = resumable == 1 && b.resumable && owner == user.id && total.map(|t| t as u64) == b.total;
+        if !same {
+            return Err(DatasetError::Conflict(format!("an upload of {} into {}/{} is already in progress", b.name, b.code, b.version)));
+        }
+        // Resuming: its own reservation is already counted.
+        upload.id = id;
+        upload.temp = temp;
+        upload.max_bytes = upload.max_bytes.min(b.total.unwrap_or(u64::MAX));
+        tx.commit().await?;
+        upload.offset = held(&upload.stores, &upload.temp).await?;
+        return Ok(upload);
+    }
+    if old_size.is_some() && !b.replace {
+        return Err(DatasetError::Conflict(format!("{} already exists in {}/{}; choose replace to overwrite it", b.name, b.code, b.version)));
+    }
+    let growth = b.total.unwrap_or(0).saturating_sub(old);
+    check_quota(&d.group_name, quota, used, reserved, growth)?;
+    // Of unknown length: it may use what the quota has left.
+    let left = quota.saturating_sub(used.saturating_add(reserved)).saturating_add(old);
+    upload.max_bytes = upload.max_bytes.min(b.total.unwrap_or(u64::MAX)).min(left);
+    upload.temp = new_temp_name();
+    let total = b.total.map(|t| t as i64);
+    upload.id = sqlx::query_scalar(
+        "INSERT INTO dataset_uploads (version_id, name, temp_key, user_id, total_size, replace, resumable, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(v.id)
+    .bind(b.name)
+    .bind(&upload.temp)
+    .bind(user.id)
+    .bind(total)
+    .bind(b.replace as i64)
+    .bind(b.resumable as i64)
+    .bind(now())
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(upload)
+}
+
+fn new_temp_name() -> String {
+    let bytes: [u8; 16] = rand::random();
+    store::hex(&bytes)
+}
+
+/// What both stores hold of a temporary object: the shorter of the two.
+async fn held(stores: &[Arc<dyn Store>; 2], temp: &str) -> Result<u64, DatasetError> {
+    let (a, b) = tokio::try_join!(stores[0].temp_len(temp), stores[1].temp_len(temp)).map_err(|e| DatasetError::Store(e.to_string()))?;
+    Ok(a.unwrap_or(0).min(b.unwrap_or(0)))
+}
+
+/// Streams `body` into both stores from `offset` (which must be what they
+/// hold), then places the file when it is complete.
+pub async fn write_upload<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>) -> Result<UploadState, DatasetError>
+where
+    S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
+{
+    if offset != upload.offset {
+        return Err(DatasetError::Conflict(format!("the server holds {} bytes of this upload, not {offset}; continue from {}", upload.offset, upload.offset)));
+    }
+    let (size, streamed) = match stream_into(upload, offset, body).await {
+        Ok(x) => x,
+        Err(e) => {
+            let keep = upload.resumable && matches!(e, DatasetError::Incomplete(_));
+            if !keep {
+                placing::discard(pool, upload).await;
+            }
+            return Err(e);
+        }
+    };
+    match upload.total {
+        Some(total) if size < total && upload.resumable => return Ok(UploadState::Partial { offset: size, total }),
+        Some(total) if size < total => {
+            placing::discard(pool, upload).await;
+            return Err(DatasetError::Incomplete(format!("the body ended after {size} of {total} bytes; nothing was kept")));
+        }
+        _ => {}
+    }
+    // The hash of the whole file was computed while streaming only when
+    // this request carried all of it; otherwise the read-back decides.
+    let streamed = if offset == 0 { Some(streamed) } else { None };
+    placing::place(pool, upload, size, streamed.as_deref(), expected_sha256).await.map(UploadState::Done)
+}
+
+/// Writes the body to both temporary objects; returns the bytes held
+/// afterwards and the SHA-256 of what this request sent.
+async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S) -> Result<(u64, String), DatasetError>
+where
+    S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
+{
+    let [central, region] = &upload.stores;
+    let store_err = |s: &Arc<dyn Store>, e: io::Error| DatasetError::Store(format!("writing to the {} failed: {e}; nothing was kept", s.describe()));
+    let mut a = central.put_temp(&upload.temp, offset).await.map_err(|e| store_err(central, e))?;
+    let mut b = region.put_temp(&upload.temp, offset).await.map_err(|e| store_err(region, e))?;
+    let mut hasher = Sha256::new();
+    let mut size = offset;
+    let mut batch = BytesMut::with_capacity(BATCH);
+    loop {
+        let next = body.next().await;
+        let end = next.is_none();
+        match next {
+            Some(Ok(chunk)) => {
+                size += chunk.len() as u64;
+                if size > upload.max_bytes {
+                    return Err(too_big(upload));
+                }
+                hasher.update(&chunk);
+                batch.extend_from_slice(&chunk);
+            }
+            Some(Err(e)) => {
+                // Keep what was sent so far when the upload can resume.
+                let kept = size - batch.len() as u64;
+                if upload.resumable && flush(&mut a, &mut b, batch.split().freeze(), central, region).await.is_ok() {
+                    let _ = tokio::join!(a.finish(), b.finish());
+                    return Err(DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); resume from there")));
+                }
+                return Err(DatasetError::Incomplete(format!("the upload stopped after {kept} bytes ({e}); nothing was kept")));
+            }
+            None => {}
+        }
+        if batch.len() >= BATCH || (end && !batch.is_empty()) {
+            flush(&mut a, &mut b, batch.split().freeze(), central, region).await?;
+        }
+        if end {
+            break;
+        }
+    }
+    tokio::try_join!(async { a.finish().await.map_err(|e| store_err(central, e)) }, async { b.finish().await.map_err(|e| store_err(region, e)) })?;
+    Ok((size, store::hex(&hasher.finalize())))
+}
+
+async fn flush(a: &mut Box<dyn TempWriter>, b: &mut Box<dyn TempWriter>, chunk: Bytes, central: &Arc<dyn Store>, region: &Arc<dyn Store>) -> Result<(), DatasetError> {
+    let (ra, rb) = tokio::join!(a.write(chunk.clone()), b.write(chunk));
+    if let Err(e) = ra {
+        return Err(DatasetError::Store(format!("writing to the {} failed: {e}; nothing was kept", central.describe())));
+    }
+    if let Err(e) = rb {
+        return Err(DatasetError::Store(format!("writing to the {} failed: {e}; the copy in the {} was removed", region.describe(), central.describe())));
+    }
+    Ok(())
+}
+
+fn too_big(upload: &Upload) -> DatasetError {
+    match upload.total {
+        Some(total) if upload.max_bytes == total => DatasetError::BadRequest(format!("the body is longer than the declared {total} bytes")),
+        _ => DatasetError::TooLarge { limit: upload.max_bytes },
+    }
+}
+
+/// Bytes held and declared of a resumable upload the user started.
+pub async fn upload_status(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str) -> Result<(u64, u64), DatasetError> {
+    let (d, v) = catalog::version(pool, user, code, version).await?;
+    catalog::may_write(user, &d)?;
+    let row: Option<(String, Option<i64>)> = sqlx::query_as("SELECT temp_key, total_size FROM dataset_uploads WHERE version_id = ? AND name = ? AND resumable = 1")
+        .bind(v.id)
+        .bind(name)
+        .fetch_optional(pool)
+        .await?;
+    let (temp, total) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
+    let both = catalog::stores_of(stores, &d)?;
+    Ok((held(&both, &temp).await?, total.unwrap_or(0).max(0) as u64))
+}
+
+/// Cancels an upload in progress: its temporary objects and reservation go.
+pub async fn cancel_upload(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str) -> Result<(), DatasetError> {
+    let (d, v) = catalog::version(pool, user, code, version).await?;
+    catalog::may_write(user, &d)?;
+    let row: Option<(i64, String)> =
+        sqlx::query_as("SELECT id, temp_key FROM dataset_uploads WHERE version_id = ? AND name = ?").bind(v.id).bind(name).fetch_optional(pool).await?;
+    let (id, temp) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
+    let both = catalog::stores_of(stores, &d)?;
+    placing::remove_temps(&both, &temp).await;
+    sqlx::query("DELETE FROM dataset_uploads WHERE id = ?").bind(id).execute(pool).await?;
+    Ok(())
+}
+
+/// At start: one-request uploads died with the process that served them,
+/// resumable ones expire; every temporary object without a live upload goes.
+pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, DatasetError> {
+    let expiry = now() - stores.limits().resumable_expiry_secs;
+    sqlx::query("DELETE FROM dataset_uploads WHERE resumable = 0 OR created_at < ?").bind(expiry).execute(pool).await?;
+    let live: std::collections::HashSet<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
+    let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
+    let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];
+    all.extend(regions.iter().filter_map(|r| stores.region_store(r).ok()));
+    let mut removed = 0;
+    for s in all {
+        let temps = s.list(store::TEMP_DIR).await.map_err(|e| DatasetError::Store(format!("{}: {e}", s.describe())))?;
+        for (key, _) in temps {
+            let name = key.rsplit('/').next().unwrap_or("");
+            if !live.contains(name.trim_end_matches(".next")) && s.delete(&key).await.is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
