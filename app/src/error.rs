@@ -25,11 +25,46 @@ pub enum AppError {
     /// The scheduler refused (quota, permissions, capacity).
     #[error("{0}")]
     Refused(String),
-    #[error("{0}")]
+    /// Shown only as [`INTERNAL_TEXT`] (with the request id): whatever
+    /// detail a server function put here goes to the log, never to a client.
+    #[error("{}", public_internal(.0))]
     Internal(String),
 }
 
+/// What a client sees of any internal failure.
+pub const INTERNAL_TEXT: &str = "something went wrong on the server; the error has been logged";
+
+fn public_internal(s: &str) -> &str {
+    if s.starts_with(INTERNAL_TEXT) {
+        s
+    } else {
+        INTERNAL_TEXT
+    }
+}
+
+/// The id the server gave this request (the `X-Request-Id` header); error
+/// messages name it so a report can be matched with the log.
+#[derive(Clone, Debug)]
+pub struct RequestId(pub String);
+
 impl AppError {
+    /// An internal failure: `detail` goes to the log with the request id;
+    /// the client gets [`INTERNAL_TEXT`] and that id.
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        #[cfg(feature = "ssr")]
+        {
+            let id = leptos::prelude::use_context::<http::request::Parts>()
+                .and_then(|p| p.extensions.get::<RequestId>().map(|r| r.0.clone()))
+                .unwrap_or_else(|| "none".into());
+            tracing::error!(request_id = %id, error = %detail, "request failed");
+            AppError::Internal(format!("{INTERNAL_TEXT} (request id {id})")).respond()
+        }
+        #[cfg(not(feature = "ssr"))]
+        {
+            AppError::Internal(detail.to_string())
+        }
+    }
+
     pub fn status(&self) -> u16 {
         match self {
             AppError::Invalid(_) => 400,
@@ -67,14 +102,51 @@ impl AppError {
 impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
+    /// On the server: arguments that do not parse are the caller's fault
+    /// (400, naming what was wrong); anything else is internal. In the
+    /// browser: the call itself failed (network, an unreadable answer).
     fn from_server_fn_error(value: server_fn::error::ServerFnErrorErr) -> Self {
-        AppError::Internal(value.to_string())
+        use server_fn::error::ServerFnErrorErr as E;
+        match value {
+            #[cfg(feature = "ssr")]
+            E::Args(msg) | E::MissingArg(msg) | E::Deserialization(msg) => {
+                let msg: String = msg.chars().take(200).collect();
+                AppError::Invalid(format!("bad request: {msg}")).respond()
+            }
+            #[cfg(feature = "ssr")]
+            other => AppError::internal(other),
+            #[cfg(not(feature = "ssr"))]
+            other => AppError::Internal(other.to_string()),
+        }
+    }
+
+    /// Never lets an internal detail out, even one a server function built
+    /// by hand: it is logged and replaced by the generic text.
+    fn ser(&self) -> leptos::server_fn::Bytes {
+        use leptos::server_fn::Encodes;
+        let clean = match self {
+            AppError::Internal(s) if !s.starts_with(INTERNAL_TEXT) => AppError::internal(s),
+            other => other.clone(),
+        };
+        JsonEncoding::encode(&clean).unwrap_or_default()
+    }
+
+    /// In the browser, a 401 means the session ended (idle, disabled,
+    /// signed out elsewhere): go to the sign-in page, coming back here after.
+    fn de(data: leptos::server_fn::Bytes) -> Self {
+        use leptos::server_fn::{error::IntoAppError, Decodes};
+        let e = JsonEncoding::decode(data).unwrap_or_else(|e| server_fn::error::ServerFnErrorErr::Deserialization(e.to_string()).into_app_error());
+        #[cfg(feature = "hydrate")]
+        if e == AppError::Unauthorized {
+            crate::api::auth::go_to_login();
+        }
+        e
     }
 }
 
 impl From<ServerFnError> for AppError {
     fn from(e: ServerFnError) -> Self {
-        AppError::Internal(e.to_string())
+        AppError::internal(e)
     }
 }
 
@@ -96,10 +168,7 @@ impl From<gantry_platform::PlatformError> for AppError {
             e @ P::Throttled { .. } => AppError::Throttled(e.to_string()),
             P::NotFound(what) => AppError::NotFound(format!("{what} not found")),
             P::Conflict(msg) => AppError::Conflict(msg),
-            e @ (P::Database(_) | P::Internal(_) | P::LeaseLost(_)) => {
-                tracing::error!(error = %e, "server function failed");
-                AppError::Internal("something went wrong on the server; the error has been logged".into())
-            }
+            e @ (P::Database(_) | P::Internal(_) | P::LeaseLost(_)) => AppError::internal(e),
         };
         err.respond()
     }

@@ -1,5 +1,15 @@
 //! Login throttling policy: after too many failures inside a window the key
-//! (a username or a client address) is locked until the window ends.
+//! (an account seen from one client, or a client address) is locked until
+//! the window ends.
+//!
+//! Every attempt is counted *before* its password is checked (the platform
+//! does it in one write transaction), so parallel guesses cannot all slip
+//! past a check that has not seen the others yet: attempt number n is
+//! verified only if n is within the allowance ([`ThrottlePolicy::admits`]).
+//! A correct password forgives the account's count for that client.
+//!
+//! The per-account key includes the client, so a guesser elsewhere cannot
+//! lock the real owner out: the owner's own client has its own count.
 
 /// How many failures a key may collect in one window, and how long the
 /// window lasts.
@@ -10,8 +20,10 @@ pub struct ThrottlePolicy {
 }
 
 impl ThrottlePolicy {
-    /// Per username: a handful of typos, not a dictionary.
-    pub const PER_USER: ThrottlePolicy = ThrottlePolicy { max_failures: 5, window_secs: 15 * 60 };
+    /// Per account and client: a handful of typos, not a dictionary.
+    pub const PER_ACCOUNT_CLIENT: ThrottlePolicy = ThrottlePolicy { max_failures: 5, window_secs: 15 * 60 };
+    /// Older name of [`Self::PER_ACCOUNT_CLIENT`].
+    pub const PER_USER: ThrottlePolicy = Self::PER_ACCOUNT_CLIENT;
     /// Per client address: many people may share one NAT address.
     pub const PER_ADDRESS: ThrottlePolicy = ThrottlePolicy { max_failures: 30, window_secs: 15 * 60 };
 }
@@ -40,6 +52,16 @@ impl ThrottlePolicy {
         }
     }
 
+    /// Whether the attempt whose counting produced `counted` may go on to
+    /// verify its password: the first `max_failures` attempts of a window do.
+    pub fn admits(&self, counted: FailureRecord, now: i64) -> Verdict {
+        if counted.failures <= self.max_failures {
+            Verdict::Allowed
+        } else {
+            Verdict::Locked { retry_after_secs: (counted.window_start + self.window_secs - now).max(1) }
+        }
+    }
+
     /// The record after one more failure at `now`; an expired window starts over.
     pub fn after_failure(&self, record: Option<FailureRecord>, now: i64) -> FailureRecord {
         match record {
@@ -49,6 +71,21 @@ impl ThrottlePolicy {
             _ => FailureRecord { failures: 1, window_start: now },
         }
     }
+}
+
+/// The client address a request is counted against: the TCP peer, or —
+/// only when Gantry is told it sits behind a trusted reverse proxy — the
+/// last address in `X-Forwarded-For` (the one that proxy appended; earlier
+/// entries are whatever the client claimed). A header that does not parse
+/// as an address falls back to the peer.
+pub fn client_address(peer: &str, forwarded_for: Option<&str>, trust_proxy: bool) -> String {
+    if trust_proxy {
+        let last = forwarded_for.and_then(|h| h.rsplit(',').next()).map(str::trim);
+        if let Some(addr) = last.and_then(|a| a.parse::<std::net::IpAddr>().ok()) {
+            return addr.to_string();
+        }
+    }
+    peer.to_string()
 }
 
 #[cfg(test)]
@@ -79,5 +116,29 @@ mod tests {
     fn failures_inside_window_accumulate() {
         let rec = Some(FailureRecord { failures: 1, window_start: 0 });
         assert_eq!(P.after_failure(rec, 99), FailureRecord { failures: 2, window_start: 0 });
+    }
+
+    #[test]
+    fn counted_attempts_beyond_the_allowance_are_refused() {
+        let mut rec = None;
+        let mut allowed = 0;
+        for _ in 0..10 {
+            let counted = P.after_failure(rec, 10);
+            rec = Some(counted);
+            if P.admits(counted, 10) == Verdict::Allowed {
+                allowed += 1;
+            }
+        }
+        assert_eq!(allowed, 3);
+        assert_eq!(P.admits(rec.unwrap(), 60), Verdict::Locked { retry_after_secs: 50 });
+    }
+
+    #[test]
+    fn forwarded_for_counts_only_behind_a_trusted_proxy() {
+        assert_eq!(client_address("10.0.0.1", Some("1.2.3.4"), false), "10.0.0.1");
+        assert_eq!(client_address("10.0.0.1", Some("6.6.6.6, 1.2.3.4"), true), "1.2.3.4");
+        assert_eq!(client_address("10.0.0.1", Some("nonsense"), true), "10.0.0.1");
+        assert_eq!(client_address("10.0.0.1", None, true), "10.0.0.1");
+        assert_eq!(client_address("10.0.0.1", Some("::1"), true), "::1");
     }
 }

@@ -24,9 +24,39 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// `2026-11-29` as the unix seconds of that day's start (UTC); `None` for
+/// anything else, including impossible dates.
+pub fn parse_date(s: &str) -> Option<i64> {
+    let mut parts = s.trim().splitn(3, '-');
+    let y: i64 = parts.next()?.parse().ok()?;
+    let m: i64 = parts.next()?.parse().ok()?;
+    let d: i64 = parts.next()?.parse().ok()?;
+    if !(1..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from civil (the inverse of `civil_from_days`).
+    let yy = if m <= 2 { y - 1 } else { y };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    // 2026-02-31 would land in March: refuse it.
+    (civil_from_days(days) == (y, m as u32, d as u32)).then_some(days * 86_400)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::format_utc;
+    use super::{format_utc, parse_date};
+
+    #[test]
+    fn dates_parse_to_the_start_of_their_day() {
+        assert_eq!(parse_date("1970-01-01"), Some(0));
+        assert_eq!(parse_date("2000-02-29"), Some(951_782_400));
+        assert_eq!(parse_date("2026-02-31"), None);
+        assert_eq!(parse_date("yesterday"), None);
+    }
 
     #[test]
     fn known_instants() {

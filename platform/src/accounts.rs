@@ -1,4 +1,10 @@
-//! Users and groups: creation, sign-in, look-ups.
+//! Users and groups: creation, sign-in, look-ups. Disabling, password
+//! resets, role and group changes are in `lifecycle`.
+
+mod audit_search;
+mod lifecycle;
+pub use audit_search::{search_audit, AuditFilter, AuditPage, AUDIT_PAGE_MAX};
+pub use lifecycle::{change_password, reset_password, set_disabled, set_group, set_role};
 
 use crate::{audit, db::Pool, error::is_unique_violation, now, password, throttle, PlatformError};
 use gantry_core::{validate, Role};
@@ -16,6 +22,12 @@ pub struct User {
     pub group_name: String,
     /// The group's quota as of this read (one query serves both).
     pub group_quota: GroupQuota,
+    /// Disabled accounts cannot sign in; their sessions answer 401.
+    pub disabled: bool,
+    /// A temporary password set by an admin: change it before anything else.
+    pub must_change_password: bool,
+    /// Sessions made in another generation are void (see migration 0009).
+    pub session_gen: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -35,6 +47,9 @@ struct UserRow {
     gpu_quota: i64,
     gpus_in_use: i64,
     max_gpus_per_machine: i64,
+    disabled: bool,
+    must_change_password: bool,
+    session_gen: i64,
 }
 
 impl TryFrom<UserRow> for User {
@@ -47,12 +62,16 @@ impl TryFrom<UserRow> for User {
             group_id: r.group_id,
             group_name: r.group_name,
             group_quota: GroupQuota { gpu_quota: r.gpu_quota, gpus_in_use: r.gpus_in_use, max_gpus_per_machine: r.max_gpus_per_machine },
+            disabled: r.disabled,
+            must_change_password: r.must_change_password,
+            session_gen: r.session_gen,
         })
     }
 }
 
 const USER_SELECT: &str = "SELECT u.id, u.username, u.role, u.group_id, g.name AS group_name,
-                                  g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine
+                                  g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine,
+                                  u.disabled, u.must_change_password, u.session_gen
                            FROM users u JOIN groups g ON g.id = u.group_id";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
@@ -174,14 +193,25 @@ pub async fn count_admins(pool: &Pool) -> Result<i64, PlatformError> {
 }
 
 /// Checks a username and password, applying the login throttle for the
-/// username and the client address. Unknown users and wrong passwords get
-/// the same answer and take the same time.
+/// account from this client and for the client address. The attempt is
+/// counted before the password is verified (see `throttle`), and the
+/// verification waits for a slot of the argon2 gate. Unknown users and wrong
+/// passwords get the same answer and take the same time.
 pub async fn authenticate(pool: &Pool, username: &str, password: &str, address: Option<&str>) -> Result<User, PlatformError> {
+    authenticate_with(pool, &password::Gate::shared(), username, password, address).await
+}
+
+pub async fn authenticate_with(
+    pool: &Pool,
+    gate: &password::Gate,
+    username: &str,
+    password: &str,
+    address: Option<&str>,
+) -> Result<User, PlatformError> {
     let username = username.trim();
     validate::login_name(username)?;
     validate::present_password(password)?;
-    let keys = throttle::keys(username, address);
-    throttle::check(pool, &keys).await?;
+    let counted = throttle::count_attempt(pool, &throttle::keys(username, address)).await?;
 
     let row: Option<(i64, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE username = ?")
         .bind(username)
@@ -191,15 +221,16 @@ pub async fn authenticate(pool: &Pool, username: &str, password: &str, address: 
         Some((id, h)) => (Some(id), h),
         None => (None, password::DUMMY_HASH.clone()),
     };
-    let ok = password::verify(&stored, password).await;
+    let ok = password::verify_with(gate, &stored, password).await?;
     match (id, ok) {
         (Some(id), true) => {
-            throttle::clear_user(pool, username).await?;
-            user_by_id(pool, id).await?.ok_or(PlatformError::BadCredentials)
+            throttle::forgive(pool, &counted).await?;
+            let user = user_by_id(pool, id).await?.ok_or(PlatformError::BadCredentials)?;
+            if user.disabled {
+                return Err(PlatformError::Refused("this account is disabled; ask an administrator".into()));
+            }
+            Ok(user)
         }
-        _ => {
-            throttle::record_failure(pool, &keys).await?;
-            Err(PlatformError::BadCredentials)
-        }
+        _ => Err(PlatformError::BadCredentials),
     }
 }

@@ -9,8 +9,10 @@ pub enum PlatformError {
     Invalid(#[from] ValidationError),
     #[error("wrong username or password")]
     BadCredentials,
-    #[error("too many failed sign-in attempts; try again in {} minute(s)", (retry_after_secs + 59) / 60)]
-    Throttled { retry_after_secs: i64 },
+    /// Too many failed sign-ins for this account from this client (or from
+    /// this client), or — `busy` — too many passwords being checked at once.
+    #[error("{}", throttled_message(*retry_after_secs, *busy))]
+    Throttled { retry_after_secs: i64, busy: bool },
     #[error("{0}")]
     BadRequest(String),
     /// The scheduling core said no; the message names the rule and numbers.
@@ -40,6 +42,14 @@ impl From<sqlx::Error> for PlatformError {
 impl From<sqlx::migrate::MigrateError> for PlatformError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         PlatformError::Internal(format!("migration failed: {e}"))
+    }
+}
+
+fn throttled_message(retry_after_secs: i64, busy: bool) -> String {
+    if busy {
+        format!("the server is busy checking sign-ins; try again in {retry_after_secs} second(s)")
+    } else {
+        format!("too many failed sign-in attempts; try again in {} minute(s)", (retry_after_secs + 59) / 60)
     }
 }
 

@@ -1,46 +1,45 @@
 //! Failed-login bookkeeping in the database, so the limit holds across
 //! restarts and server replicas. The policy itself is `gantry_core::throttle`.
+//!
+//! An attempt is counted before its password is checked, for every key at
+//! once, in one `BEGIN IMMEDIATE` transaction: writers queue on SQLite's
+//! write lock instead of racing a stale snapshot, so no count is lost and
+//! parallel guesses each see the ones before them.
 
 use crate::{db::Pool, now, PlatformError};
 use gantry_core::throttle::{FailureRecord, ThrottlePolicy, Verdict};
 
-/// The keys one login attempt counts against, each with its policy.
+/// The keys one login attempt counts against, each with its policy: the
+/// account as seen from this client, and the client across all accounts.
 pub fn keys(username: &str, address: Option<&str>) -> Vec<(String, ThrottlePolicy)> {
-    let mut keys = vec![(format!("user:{}", username.to_lowercase()), ThrottlePolicy::PER_USER)];
+    let user = username.to_lowercase();
+    let addr = address.unwrap_or("unknown");
+    let mut keys = vec![(format!("user:{user}|addr:{addr}"), ThrottlePolicy::PER_ACCOUNT_CLIENT)];
     if let Some(addr) = address {
         keys.push((format!("addr:{addr}"), ThrottlePolicy::PER_ADDRESS));
     }
     keys
 }
 
-async fn load(pool: &Pool, key: &str) -> Result<Option<FailureRecord>, PlatformError> {
-    let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?")
-        .bind(key)
-        .fetch_optional(pool)
-        .await?;
-    Ok(row.map(|(f, w)| FailureRecord { failures: f as u32, window_start: w }))
+/// What counting an attempt decided: the records as written (to give back
+/// on success) and whether the attempt may verify its password.
+pub struct Counted {
+    records: Vec<(String, FailureRecord)>,
 }
 
-/// Refuses with `Throttled` when any key is locked.
-pub async fn check(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<(), PlatformError> {
-    let now = now();
-    for (key, policy) in keys {
-        if let Verdict::Locked { retry_after_secs } = policy.verdict(load(pool, key).await?, now) {
-            return Err(PlatformError::Throttled { retry_after_secs });
-        }
-    }
-    Ok(())
-}
-
-pub async fn record_failure(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<(), PlatformError> {
+/// Counts one attempt against every key and refuses with `Throttled` when
+/// it is beyond any key's allowance.
+pub async fn count_attempt(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<Counted, PlatformError> {
     let now = now();
     let mut tx = crate::transitions::begin(pool).await?;
+    let mut records = Vec::with_capacity(keys.len());
+    let mut refusal = None;
     for (key, policy) in keys {
         let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?")
             .bind(key)
             .fetch_optional(&mut *tx)
             .await?;
-        let before = row.map(|(f, w)| FailureRecord { failures: f as u32, window_start: w });
+        let before = row.map(|(f, w)| FailureRecord { failures: f.clamp(0, u32::MAX as i64) as u32, window_start: w });
         let after = policy.after_failure(before, now);
         sqlx::query(
             "INSERT INTO login_failures (key, failures, window_start) VALUES (?, ?, ?)
@@ -51,16 +50,43 @@ pub async fn record_failure(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> R
         .bind(after.window_start)
         .execute(&mut *tx)
         .await?;
+        if let Verdict::Locked { retry_after_secs } = policy.admits(after, now) {
+            refusal = Some(refusal.map_or(retry_after_secs, |r: i64| r.max(retry_after_secs)));
+        }
+        records.push((key.clone(), after));
+    }
+    tx.commit().await?;
+    match refusal {
+        Some(retry_after_secs) => Err(PlatformError::Throttled { retry_after_secs, busy: false }),
+        None => Ok(Counted { records }),
+    }
+}
+
+/// A correct password: the account's count for this client is forgiven,
+/// and the client's count gets this attempt back (a successful sign-in is
+/// not a failure; but one valid account must not unlock guessing at others,
+/// so earlier failures stay).
+pub async fn forgive(pool: &Pool, counted: &Counted) -> Result<(), PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    for (key, rec) in &counted.records {
+        if key.starts_with("user:") {
+            sqlx::query("DELETE FROM login_failures WHERE key = ?").bind(key).execute(&mut *tx).await?;
+        } else {
+            sqlx::query("UPDATE login_failures SET failures = MAX(failures - 1, 0) WHERE key = ? AND window_start = ?")
+                .bind(key)
+                .bind(rec.window_start)
+                .execute(&mut *tx)
+                .await?;
+        }
     }
     tx.commit().await?;
     Ok(())
 }
 
-/// A successful login forgives the username's failures (not the address's:
-/// one valid account must not unlock guessing at others).
+/// Forgets every count of one account (an admin reset its password).
 pub async fn clear_user(pool: &Pool, username: &str) -> Result<(), PlatformError> {
-    sqlx::query("DELETE FROM login_failures WHERE key = ?")
-        .bind(format!("user:{}", username.to_lowercase()))
+    sqlx::query("DELETE FROM login_failures WHERE key LIKE ? ESCAPE '\\'")
+        .bind(format!("user:{}|%", username.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")))
         .execute(pool)
         .await?;
     Ok(())

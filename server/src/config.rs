@@ -109,6 +109,8 @@ pub struct ServeArgs {
     pub node: NodeArgs,
     #[command(flatten)]
     pub workspace: crate::workspace::WorkspaceArgs,
+    #[command(flatten)]
+    pub security: crate::security::SecurityArgs,
 }
 
 /// The worker node this server process runs on.

@@ -1,39 +1,94 @@
 //! Request guards that run before any page or server function: who is
 //! signed in, pages that need an account, admin pages, foreign origins.
 
-use app::state::{AppState, RequestUser, SESSION_USER_KEY};
+use crate::security::Security;
+use app::{
+    api::auth::{ClientAddress, SESSION_GEN_KEY, SESSION_SEEN_KEY},
+    state::{AppState, RequestUser, SESSION_USER_KEY},
+};
 use axum::{
-    extract::{Request, State},
+    extract::{ConnectInfo, Request, State},
     http::{header, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Redirect, Response},
 };
-use gantry_platform::accounts;
+use gantry_platform::accounts::{self, User};
+use std::net::SocketAddr;
 use tower_sessions::Session;
 
+/// What the account guard needs: the app's state and the security settings.
+#[derive(Clone)]
+pub struct Guard {
+    pub state: AppState,
+    pub security: Security,
+}
+
 /// Looks up the session's account once per request and leaves it in the
-/// request's extensions for pages and server functions.
-pub async fn resolve_user(State(state): State<AppState>, session: Session, mut req: Request, next: Next) -> Response {
-    let user = if is_asset(req.uri().path()) {
-        None
-    } else {
-        match session.get::<i64>(SESSION_USER_KEY).await {
-            Ok(Some(id)) => accounts::user_by_id(&state.pool, id).await.ok().flatten(),
-            _ => None,
-        }
-    };
+/// request's extensions for pages and server functions, with the client's
+/// address (see `--trusted-proxy`) and the argon2 gate for sign-ins.
+pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Request, next: Next) -> Response {
+    let user = if is_asset(req.uri().path()) { None } else { session_user(&g, &session).await };
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string());
+    let forwarded = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let address = peer.map(|p| gantry_core::throttle::client_address(&p, forwarded, g.security.trusted_proxy));
+    req.extensions_mut().insert(ClientAddress(address));
+    req.extensions_mut().insert(g.security.gate.clone());
     req.extensions_mut().insert(RequestUser(user));
     next.run(req).await
 }
 
+/// The session's account, if the session is still good: used within the
+/// idle limit, made in the account's current session generation (disable,
+/// demotion and password changes start a new one), account enabled. A bad
+/// session is emptied, which also removes its cookie. Its last-seen time is
+/// renewed at most every `renew_after_secs`.
+async fn session_user(g: &Guard, session: &Session) -> Option<User> {
+    let id = session.get::<i64>(SESSION_USER_KEY).await.ok().flatten()?;
+    let now = g.security.clock.now();
+    let seen = session.get::<i64>(SESSION_SEEN_KEY).await.ok().flatten();
+    let gen = session.get::<i64>(SESSION_GEN_KEY).await.ok().flatten().unwrap_or(0);
+    let idle = seen.is_some_and(|s| now - s > g.security.session_idle_secs);
+    let user = if idle {
+        None
+    } else {
+        // A database failure is not a verdict on the session: keep it.
+        accounts::user_by_id(&g.state.pool, id).await.ok()?
+    };
+    match user {
+        Some(u) if !u.disabled && u.session_gen == gen => {
+            if seen.is_none_or(|s| now - s >= g.security.renew_after_secs()) {
+                let _ = session.insert(SESSION_SEEN_KEY, now).await;
+            }
+            Some(u)
+        }
+        _ => {
+            let _ = session.flush().await;
+            None
+        }
+    }
+}
+
+/// Where an account with a temporary password must go first.
+pub const CHANGE_PASSWORD_PAGE: &str = "/account/password";
+const OPEN_TO_TEMPORARY: [&str; 4] = [CHANGE_PASSWORD_PAGE, "/api/change_password", "/api/logout", "/api/login"];
+
 /// Anonymous visitors to a page are sent to the sign-in page; signed-in
-/// non-admins get 403 on admin pages (the page itself says why).
+/// non-admins get 403 on admin pages (the page itself says why); an account
+/// with a temporary password can only change it (or sign out).
 pub async fn guard_pages(req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
+    let user = req.extensions().get::<RequestUser>().and_then(|u| u.0.clone());
+    if user.as_ref().is_some_and(|u| u.must_change_password) && !OPEN_TO_TEMPORARY.contains(&path.as_str()) && !is_asset(&path) {
+        let html = req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+        if !path.starts_with("/api/") || html {
+            return Redirect::to(CHANGE_PASSWORD_PAGE).into_response();
+        }
+        let body = serde_json::json!({ "Invalid": "choose a new password first (your password was reset by an administrator)" });
+        return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
+    }
     if req.method() != Method::GET || path == "/login" || path.starts_with("/api/") || is_asset(&path) || path == "/healthz" {
         return next.run(req).await;
     }
-    let user = req.extensions().get::<RequestUser>().and_then(|u| u.0.clone());
     let Some(user) = user else {
         let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
         return Redirect::to(&format!("/login?next={}", encode_query_value(target))).into_response();

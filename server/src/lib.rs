@@ -6,11 +6,16 @@ pub mod assets;
 pub mod bench;
 pub mod bootstrap;
 pub mod config;
+pub mod datasets;
 pub mod files;
+pub mod form_errors;
 pub mod http_guard;
 pub mod matching_bench;
+pub mod request_id;
 pub mod logs;
 pub mod router;
+pub mod security;
+pub mod security_headers;
 pub mod services;
 pub mod terminal;
 pub mod terminal_bench;
@@ -65,7 +70,8 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             tracing::info!("Gantry listening on http://{}", listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?);
             let services = services::start(&pool, &cli.db.data_dir, &args.node).await?;
             let opts = router::Options::from_args(&args);
-            let app = router::build_full(opts, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
+            let security = security::Security::from_args(&args.security);
+            let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()))
         }
     }

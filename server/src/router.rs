@@ -4,7 +4,11 @@
 use crate::{
     assets,
     config::ServeArgs,
-    http_guard::{guard_pages, is_asset, resolve_user, same_origin},
+    form_errors::{signed_form_errors, FormErrorKey},
+    http_guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
+    request_id::request_id,
+    security::Security,
+    security_headers::{security_headers, CspNonce, HeaderPolicy},
 };
 use app::{
     shell,
@@ -22,7 +26,10 @@ use axum::{
     Router,
 };
 use gantry_platform::{db::Pool, PlatformError};
-use leptos::{config::LeptosOptions, prelude::provide_context};
+use leptos::{
+    config::LeptosOptions,
+    prelude::{provide_context, use_context},
+};
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use tower_http::{compression::CompressionLayer, trace::TraceLayer};
@@ -91,14 +98,31 @@ pub async fn build_full(
     dispatch: Arc<tokio::sync::Notify>,
     fleet: gantry_platform::fleet::Fleet,
 ) -> Result<Router, PlatformError> {
+    build_secured(opts, Security::default(), workspace, pool, admissions, dispatch, fleet).await
+}
+
+/// [`build_full`] with explicit security settings (trusted proxy, session
+/// idle limit and clock, the argon2 gate).
+pub async fn build_secured(
+    opts: Options,
+    security: Security,
+    workspace: gantry_platform::workspace::Limits,
+    pool: Pool,
+    admissions: gantry_platform::machines::Admissions,
+    dispatch: Arc<tokio::sync::Notify>,
+    fleet: gantry_platform::fleet::Fleet,
+) -> Result<Router, PlatformError> {
     let store = SqliteStore::new(pool.clone());
     tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(3600)));
+    // The guard ends idle sessions by its own clock; the store's expiry is
+    // the backstop that removes them, a renewal period later.
+    let store_idle = security.session_idle_secs + security.renew_after_secs();
     let sessions = SessionManagerLayer::new(store)
         .with_name("gantry_session")
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(opts.secure_cookies)
-        .with_expiry(Expiry::OnInactivity(time::Duration::days(7)));
+        .with_expiry(Expiry::OnInactivity(time::Duration::seconds(store_idle)));
 
     let state = AppState {
         leptos_options: leptos_options(&opts),
@@ -110,7 +134,7 @@ pub async fn build_full(
     let routes = generate_route_list(App);
     let context = {
         let state = state.clone();
-        move || provide_context(state.clone())
+        move || provide_page_context(&state)
     };
     let page_shell = {
         let options = state.leptos_options.clone();
@@ -126,22 +150,39 @@ pub async fn build_full(
         .fallback(fallback)
         .layer(axum::Extension(workspace))
         .layer(from_fn(guard_pages))
-        .layer(from_fn_with_state(state.clone(), resolve_user))
+        .layer(from_fn_with_state(Guard { state: state.clone(), security: security.clone() }, resolve_user))
         .layer(sessions)
         .layer(from_fn_with_state(opts.public_origin.clone(), same_origin))
+        .layer(from_fn_with_state(FormErrorKey::random(), signed_form_errors))
         .layer(CompressionLayer::new())
+        .layer(from_fn_with_state(HeaderPolicy { hsts: opts.secure_cookies }, security_headers))
+        .layer(from_fn(request_id))
         .layer(TraceLayer::new_for_http())
         .with_state(state))
+}
+
+/// The app's state, and this request's CSP nonce for Leptos' inline
+/// scripts (the security header layer made it and names it in the CSP).
+fn provide_page_context(state: &AppState) {
+    provide_context(state.clone());
+    let nonce = use_context::<http::request::Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned());
+    if let Some(CspNonce(n)) = nonce {
+        provide_context(leptos::nonce::Nonce::from_value(n));
+    }
 }
 
 async fn server_fns(State(state): State<AppState>, req: Request) -> impl IntoResponse {
     handle_server_fns_with_context(move || provide_context(state.clone()), req).await
 }
 
+/// Anonymous callers learn whether the database answers, not why not.
 async fn healthz(State(state): State<AppState>) -> Response {
     match sqlx::query("SELECT 1").execute(&state.pool).await {
         Ok(_) => (StatusCode::OK, "ok").into_response(),
-        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("database unavailable: {e}")).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "health check: database unavailable");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable; see the server log").into_response()
+        }
     }
 }
 
@@ -156,7 +197,7 @@ async fn fallback(State(state): State<AppState>, req: Request<Body>) -> Response
         };
     }
     let options = state.leptos_options.clone();
-    let render = leptos_axum::render_app_to_stream_with_context(move || provide_context(state.clone()), move || shell(options.clone()));
+    let render = leptos_axum::render_app_to_stream_with_context(move || provide_page_context(&state), move || shell(options.clone()));
     render(req).await.into_response()
 }
 

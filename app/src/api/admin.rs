@@ -3,7 +3,7 @@
 
 use crate::{
     error::AppError,
-    model::{AuditRow, GroupRow, UserRow},
+    model::{AuditPageView, AuditRow, GroupRow, UserRow},
 };
 use leptos::prelude::*;
 
@@ -11,7 +11,7 @@ use leptos::prelude::*;
 pub async fn list_users() -> Result<Vec<UserRow>, AppError> {
     crate::state::require_admin()?;
     let users = gantry_platform::accounts::list_users(&crate::state::pool()?).await?;
-    Ok(users.into_iter().map(|u| UserRow { id: u.id, username: u.username, role: u.role, group: u.group_name }).collect())
+    Ok(users.into_iter().map(user_row).collect())
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_user")]
@@ -27,7 +27,51 @@ pub async fn create_user(username: String, password: String, role: String, group
         group: (!group.is_empty()).then_some(group),
     };
     let u = accounts::create_user(&crate::state::pool()?, Some(admin.id), new).await?;
-    Ok(UserRow { id: u.id, username: u.username, role: u.role, group: u.group_name })
+    Ok(user_row(u))
+}
+
+#[cfg(feature = "ssr")]
+fn user_row(u: gantry_platform::accounts::User) -> UserRow {
+    UserRow {
+        id: u.id,
+        username: u.username,
+        role: u.role,
+        group: u.group_name,
+        disabled: u.disabled,
+        must_change_password: u.must_change_password,
+    }
+}
+
+/// `disable` or `enable` an account; disabling ends its sessions at once.
+#[server(prefix = "/api", endpoint = "admin/set_user_enabled")]
+pub async fn set_user_enabled(user_id: i64, action: String) -> Result<UserRow, AppError> {
+    let admin = crate::state::require_admin()?;
+    let disabled = match action.as_str() {
+        "disable" => true,
+        "enable" => false,
+        _ => return Err(AppError::Invalid("action must be disable or enable".into()).respond()),
+    };
+    Ok(user_row(gantry_platform::accounts::set_disabled(&crate::state::pool()?, admin.id, user_id, disabled).await?))
+}
+
+/// Sets a temporary password the user must change at their next sign-in.
+#[server(prefix = "/api", endpoint = "admin/reset_password")]
+pub async fn reset_password(user_id: i64, password: String) -> Result<UserRow, AppError> {
+    let admin = crate::state::require_admin()?;
+    Ok(user_row(gantry_platform::accounts::reset_password(&crate::state::pool()?, admin.id, user_id, &password).await?))
+}
+
+#[server(prefix = "/api", endpoint = "admin/set_user_role")]
+pub async fn set_user_role(user_id: i64, role: String) -> Result<UserRow, AppError> {
+    let admin = crate::state::require_admin()?;
+    let role: gantry_core::Role = role.parse()?;
+    Ok(user_row(gantry_platform::accounts::set_role(&crate::state::pool()?, admin.id, user_id, role).await?))
+}
+
+#[server(prefix = "/api", endpoint = "admin/set_user_group")]
+pub async fn set_user_group(user_id: i64, group: String) -> Result<UserRow, AppError> {
+    let admin = crate::state::require_admin()?;
+    Ok(user_row(gantry_platform::accounts::set_group(&crate::state::pool()?, admin.id, user_id, group.trim()).await?))
 }
 
 #[server(prefix = "/api", endpoint = "admin/groups")]
@@ -65,6 +109,42 @@ pub async fn recent_audit() -> Result<Vec<AuditRow>, AppError> {
         .map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail })
         .collect())
 }
+
+/// The audit log filtered by actor (a username, or `system`), action (or a
+/// family such as `user.`) and days (`YYYY-MM-DD`, UTC, both inclusive),
+/// newest first; `before` continues below the last id of a page.
+#[server(prefix = "/api", endpoint = "admin/audit_page")]
+pub async fn audit_page(
+    actor: Option<String>,
+    action: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    before: Option<i64>,
+) -> Result<AuditPageView, AppError> {
+    use gantry_core::time::parse_date;
+    crate::state::require_admin()?;
+    let text = |v: Option<String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let day = |v: Option<String>, what: &str| -> Result<Option<i64>, AppError> {
+        match text(v) {
+            None => Ok(None),
+            Some(d) => parse_date(&d).map(Some).ok_or_else(|| AppError::Invalid(format!("{what} must be a date like 2026-11-30")).respond()),
+        }
+    };
+    let filter = gantry_platform::accounts::AuditFilter {
+        actor: text(actor),
+        action: text(action),
+        since: day(since, "from")?,
+        until: day(until, "to")?.map(|d| d + 86_400),
+        before,
+    };
+    let page = gantry_platform::accounts::search_audit(&crate::state::pool()?, &filter, AUDIT_PAGE_SIZE).await?;
+    Ok(AuditPageView {
+        rows: page.rows.into_iter().map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail }).collect(),
+        next_before: page.next_before,
+    })
+}
+
+pub const AUDIT_PAGE_SIZE: i64 = 50;
 
 #[cfg(feature = "ssr")]
 pub(crate) fn group_row(g: gantry_platform::accounts::Group, allowed_models: Vec<String>) -> GroupRow {

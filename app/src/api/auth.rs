@@ -1,45 +1,114 @@
-//! Sign-in and sign-out.
+//! Sign-in, sign-out, changing one's password, and where to go after.
 
 use crate::{error::AppError, model::Me};
 use leptos::prelude::*;
 
-/// Where to go after signing in: only paths on this site, never `//host`.
+/// Session keys besides the user id: the account's session generation when
+/// the session was made, and when it was last used (unix seconds).
+pub const SESSION_GEN_KEY: &str = "gen";
+pub const SESSION_SEEN_KEY: &str = "seen";
+
+/// The client address the request counts against for the sign-in throttle,
+/// set by the server's guard (`--trusted-proxy` decides what it is).
+#[derive(Clone, Debug)]
+pub struct ClientAddress(pub Option<String>);
+
+pub const CHANGE_PASSWORD_PAGE: &str = "/account/password";
+
+/// Where to go after signing in: a path on this site made only of plain
+/// URL characters, never `//host` or `/\host`. Anything else — control
+/// characters (a tab or newline that a browser strips or a header refuses),
+/// spaces, backslashes, another scheme, a very long value — goes to `/`.
 pub fn safe_next(next: Option<&str>) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-._~/?=&%+,:;@!*".contains(c);
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") && n.len() <= 512 => n.to_string(),
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && n.len() <= 512 && n.chars().all(plain) => n.to_string(),
         _ => "/".to_string(),
     }
+}
+
+/// The sign-in page that comes back to `next` (percent-encoded).
+pub fn login_url(next: &str) -> String {
+    let mut out = String::from("/login?next=");
+    for b in next.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Leaves a page whose session has ended for the sign-in page.
+#[cfg(feature = "hydrate")]
+pub fn go_to_login() {
+    let location = window().location();
+    let here = format!("{}{}", location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
+    if !here.starts_with("/login") {
+        let _ = location.assign(&login_url(&here));
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn request_extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
+    use_context::<http::request::Parts>()?.extensions.get::<T>().cloned()
+}
+
+#[cfg(feature = "ssr")]
+fn client_address() -> Option<String> {
+    request_extension::<ClientAddress>().and_then(|a| a.0)
+}
+
+#[cfg(feature = "ssr")]
+fn gate() -> std::sync::Arc<gantry_platform::password::Gate> {
+    request_extension().unwrap_or_else(gantry_platform::password::Gate::shared)
+}
+
+#[cfg(feature = "ssr")]
+async fn session() -> Result<tower_sessions::Session, AppError> {
+    leptos_axum::extract::<tower_sessions::Session>().await.map_err(|e| AppError::internal(format!("session unavailable: {e}")))
 }
 
 #[server(prefix = "/api", endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<Me, AppError> {
     use crate::state::{pool, SESSION_USER_KEY};
-    use axum::extract::ConnectInfo;
-    use std::net::SocketAddr;
-    use tower_sessions::Session;
-
     let pool = pool()?;
-    let address = leptos_axum::extract::<ConnectInfo<SocketAddr>>().await.ok().map(|ci| ci.0.ip().to_string());
-    let user = gantry_platform::accounts::authenticate(&pool, &username, &password, address.as_deref()).await?;
-    let session = leptos_axum::extract::<Session>()
-        .await
-        .map_err(|e| AppError::Internal(format!("session unavailable: {e}")))?;
+    let user = gantry_platform::accounts::authenticate_with(&pool, &gate(), &username, &password, client_address().as_deref()).await?;
+    let session = session().await?;
     // A new id on sign-in, so a planted session id is worth nothing.
-    session.cycle_id().await.map_err(|e| AppError::Internal(e.to_string()))?;
-    session.insert(SESSION_USER_KEY, user.id).await.map_err(|e| AppError::Internal(e.to_string()))?;
+    session.cycle_id().await.map_err(AppError::internal)?;
+    session.insert(SESSION_USER_KEY, user.id).await.map_err(AppError::internal)?;
+    session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;
     tracing::info!(user = %user.username, "signed in");
-    redirect_form_post(&safe_next(next.as_deref()));
+    let to = if user.must_change_password { CHANGE_PASSWORD_PAGE.to_string() } else { safe_next(next.as_deref()) };
+    redirect_form_post(&to);
     Ok(user.into())
 }
 
 #[server(prefix = "/api", endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
-    use tower_sessions::Session;
-    if let Ok(session) = leptos_axum::extract::<Session>().await {
-        session.flush().await.map_err(|e| AppError::Internal(e.to_string()))?;
+    if let Ok(session) = leptos_axum::extract::<tower_sessions::Session>().await {
+        session.flush().await.map_err(AppError::internal)?;
     }
     redirect_form_post("/login");
     Ok(())
+}
+
+/// The signed-in user's own change (also the way out of a temporary
+/// password). Other sessions of the account end; this one continues.
+#[server(prefix = "/api", endpoint = "change_password")]
+pub async fn change_password(current: String, new: String, repeat: String) -> Result<Me, AppError> {
+    let me = crate::state::auth()?;
+    if new != repeat {
+        return Err(AppError::Invalid("the two new passwords differ".into()).respond());
+    }
+    let pool = crate::state::pool()?;
+    let user = gantry_platform::accounts::change_password(&pool, &gate(), me.id, &current, &new, client_address().as_deref()).await?;
+    let session = session().await?;
+    session.cycle_id().await.map_err(AppError::internal)?;
+    session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;
+    redirect_form_post("/account/password?changed=1");
+    Ok(user.into())
 }
 
 /// A plain HTML form post (JavaScript off) gets a real redirect; with
@@ -56,15 +125,21 @@ fn redirect_form_post(path: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::safe_next;
+    use super::{login_url, safe_next};
 
     #[test]
     fn next_stays_on_this_site() {
         assert_eq!(safe_next(Some("/admin")), "/admin");
-        assert_eq!(safe_next(Some("//evil.example")), "/");
-        assert_eq!(safe_next(Some("/\\evil.example")), "/");
-        assert_eq!(safe_next(Some("https://evil.example")), "/");
-        assert_eq!(safe_next(Some("")), "/");
+        assert_eq!(safe_next(Some("/machines/3?tab=logs&x=1")), "/machines/3?tab=logs&x=1");
+        for bad in ["//evil.example", "/\\evil.example", "https://evil.example", "https:/x", "", "/\t/evil.example", "/\n", "/\r", "/ x", "/é"] {
+            assert_eq!(safe_next(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(safe_next(Some(&format!("/{}", "a".repeat(600)))), "/");
         assert_eq!(safe_next(None), "/");
+    }
+
+    #[test]
+    fn login_url_encodes_the_way_back() {
+        assert_eq!(login_url("/machines?x=1"), "/login?next=/machines%3Fx%3D1");
     }
 }

@@ -1,0 +1,150 @@
+//! An account's life after creation: disabled and enabled, a temporary
+//! password set by an admin, the user's own password change, role and group
+//! changes. Each change is one `BEGIN IMMEDIATE` transaction with its audit
+//! row; changes that must end the account's sessions bump `session_gen`
+//! (the session middleware compares it on every request).
+
+use super::{user_by_id, User};
+use crate::{audit, db::Pool, password, throttle, PlatformError};
+use gantry_core::{validate, Role};
+
+use crate::transitions::Tx;
+
+async fn target(tx: &mut Tx, user_id: i64) -> Result<(String, String, bool), PlatformError> {
+    sqlx::query_as("SELECT username, role, disabled FROM users WHERE id = ?")
+        .bind(user_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("user".into()))
+}
+
+/// Refuses a change that would leave no enabled administrator.
+async fn keep_an_admin(tx: &mut Tx, user_id: i64) -> Result<(), PlatformError> {
+    let (others,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?")
+        .bind(user_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    if others == 0 {
+        return Err(PlatformError::Refused("this is the last enabled administrator; make another one first".into()));
+    }
+    Ok(())
+}
+
+async fn finish(pool: &Pool, tx: Tx, user_id: i64) -> Result<User, PlatformError> {
+    tx.commit().await?;
+    user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
+}
+
+/// Disables (its sessions end at once) or enables an account.
+pub async fn set_disabled(pool: &Pool, actor: i64, user_id: i64, disabled: bool) -> Result<User, PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    let (name, role, was) = target(&mut tx, user_id).await?;
+    if disabled && user_id == actor {
+        return Err(PlatformError::Refused("you cannot disable your own account".into()));
+    }
+    if disabled && role == Role::Admin.as_str() {
+        keep_an_admin(&mut tx, user_id).await?;
+    }
+    if was != disabled {
+        sqlx::query("UPDATE users SET disabled = ?, session_gen = session_gen + 1 WHERE id = ?")
+            .bind(disabled)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        let action = if disabled { "user.disable" } else { "user.enable" };
+        audit::record(&mut *tx, Some(actor), action, &format!("user {name}")).await?;
+    }
+    finish(pool, tx, user_id).await
+}
+
+/// An admin sets a temporary password: the account's sessions end, and its
+/// next sign-in must choose a new password before anything else.
+pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &str) -> Result<User, PlatformError> {
+    validate::new_password(temporary)?;
+    let hash = password::hash(temporary).await?;
+    let mut tx = crate::transitions::begin(pool).await?;
+    let (name, _, _) = target(&mut tx, user_id).await?;
+    sqlx::query("UPDATE users SET password_hash = ?, must_change_password = 1, session_gen = session_gen + 1 WHERE id = ?")
+        .bind(&hash)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(&mut *tx, Some(actor), "user.reset_password", &format!("temporary password for user {name}")).await?;
+    let user = finish(pool, tx, user_id).await?;
+    throttle::clear_user(pool, &name).await?;
+    Ok(user)
+}
+
+/// The user's own change: the current password (counted by the sign-in
+/// throttle like a sign-in), then the new one. Other sessions of the
+/// account end; the caller stamps its own session with the returned
+/// account's `session_gen`.
+pub async fn change_password(
+    pool: &Pool,
+    gate: &password::Gate,
+    user_id: i64,
+    current: &str,
+    new: &str,
+    address: Option<&str>,
+) -> Result<User, PlatformError> {
+    validate::present_password(current)?;
+    validate::new_password(new)?;
+    if current == new {
+        return Err(PlatformError::BadRequest("the new password must differ from the current one".into()));
+    }
+    let user = user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))?;
+    let counted = throttle::count_attempt(pool, &throttle::keys(&user.username, address)).await?;
+    let (stored,): (String,) = sqlx::query_as("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_one(pool).await?;
+    if !password::verify_with(gate, &stored, current).await? {
+        return Err(PlatformError::BadRequest("the current password is wrong".into()));
+    }
+    throttle::forgive(pool, &counted).await?;
+    let hash = password::hash_with(gate, new).await?;
+    let mut tx = crate::transitions::begin(pool).await?;
+    sqlx::query("UPDATE users SET password_hash = ?, must_change_password = 0, session_gen = session_gen + 1 WHERE id = ?")
+        .bind(&hash)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(&mut *tx, Some(user_id), "user.change_password", &format!("user {} changed their password", user.username)).await?;
+    finish(pool, tx, user_id).await
+}
+
+/// Makes an account a user or an admin. A demoted admin's sessions end.
+pub async fn set_role(pool: &Pool, actor: i64, user_id: i64, role: Role) -> Result<User, PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    let (name, was, _) = target(&mut tx, user_id).await?;
+    if was != role.as_str() {
+        if was == Role::Admin.as_str() {
+            keep_an_admin(&mut tx, user_id).await?;
+        }
+        sqlx::query("UPDATE users SET role = ?, session_gen = session_gen + 1 WHERE id = ?")
+            .bind(role.as_str())
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        audit::record(&mut *tx, Some(actor), "user.role", &format!("user {name}: {was} → {role}")).await?;
+    }
+    finish(pool, tx, user_id).await
+}
+
+/// Moves an account to another group. Its quota is the new group's from
+/// now on: new machines count there; machines it already holds stay
+/// charged to the group they were made in until they are deleted.
+pub async fn set_group(pool: &Pool, actor: i64, user_id: i64, group: &str) -> Result<User, PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    let (name, _, _) = target(&mut tx, user_id).await?;
+    let gid: Option<(i64,)> = sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(&mut *tx).await?;
+    let (gid,) = gid.ok_or_else(|| PlatformError::NotFound(format!("group \"{}\"", group.chars().take(40).collect::<String>())))?;
+    let changed = sqlx::query("UPDATE users SET group_id = ? WHERE id = ? AND group_id <> ?")
+        .bind(gid)
+        .bind(user_id)
+        .bind(gid)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if changed > 0 {
+        audit::record(&mut *tx, Some(actor), "user.group", &format!("user {name} → group {group}")).await?;
+    }
+    finish(pool, tx, user_id).await
+}

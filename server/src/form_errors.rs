@@ -1,0 +1,121 @@
+//! Errors carried in a URL. Without JavaScript, a form whose server
+//! function fails is redirected back with the error in the query
+//! (`__path`, `__err`: Leptos' progressive enhancement), and the page shows
+//! it. Anyone could craft such a link and put their own text in a form's
+//! error box ("your account is locked, call …"). So the server signs the
+//! error it writes into that redirect (`__sig`, keyed per process), and a
+//! page request carrying an error without a valid signature is redirected
+//! to the same URL without it: the text shown is only ever the server's own.
+
+use axum::{
+    extract::{Request, State},
+    http::{header, HeaderValue, Method, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct FormErrorKey(Arc<[u8; 32]>);
+
+impl FormErrorKey {
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        rand::thread_rng().fill_bytes(&mut key);
+        FormErrorKey(Arc::new(key))
+    }
+
+    /// A keyed hash of the raw (still percent-encoded) query values,
+    /// nested so that it cannot be extended.
+    fn sign(&self, path: &str, err: &str) -> String {
+        let inner = Sha256::new().chain_update(&self.0[..]).chain_update(path).chain_update([0]).chain_update(err).finalize();
+        let outer = Sha256::new().chain_update(&self.0[..]).chain_update(inner).finalize();
+        outer[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+const KEYS: [&str; 3] = ["__path", "__err", "__sig"];
+
+/// The query's pairs other than the error's, and the last of each error key.
+fn split(query: &str) -> (Vec<&str>, [Option<&str>; 3], usize) {
+    let mut rest = Vec::new();
+    let mut found = [None; 3];
+    let mut repeats = 0;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let key = pair.split_once('=').map_or(pair, |(k, _)| k);
+        match KEYS.iter().position(|k| *k == key) {
+            Some(i) => {
+                repeats += usize::from(found[i].is_some());
+                found[i] = Some(pair.split_once('=').map_or("", |(_, v)| v));
+            }
+            None => rest.push(pair),
+        }
+    }
+    (rest, found, repeats)
+}
+
+fn with_query(path: &str, pairs: &[String]) -> String {
+    if pairs.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", pairs.join("&"))
+    }
+}
+
+pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let api = path.starts_with("/api/");
+    if !api && req.method() == Method::GET {
+        if let Some(query) = req.uri().query() {
+            let (rest, [p, e, s], repeats) = split(query);
+            let carries = p.is_some() || e.is_some() || s.is_some();
+            let valid = matches!((p, e, s), (Some(p), Some(e), Some(s)) if repeats == 0 && key.sign(p, e) == s);
+            if carries && !valid {
+                let rest: Vec<String> = rest.into_iter().map(str::to_string).collect();
+                return (StatusCode::SEE_OTHER, [(header::LOCATION, with_query(&path, &rest))]).into_response();
+            }
+        }
+    }
+    let mut res = next.run(req).await;
+    if api {
+        sign_location(&key, &mut res);
+    }
+    res
+}
+
+/// Rewrites a server function's redirect: the newest error, signed; an
+/// old signature without an error is dropped.
+fn sign_location(key: &FormErrorKey, res: &mut Response) {
+    let Some(location) = res.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else { return };
+    let Some((base, query)) = location.split_once('?') else { return };
+    let (rest, [p, e, _], _) = split(query);
+    let mut pairs: Vec<String> = rest.into_iter().map(str::to_string).collect();
+    if let (Some(p), Some(e)) = (p, e) {
+        pairs.extend([format!("__path={p}"), format!("__err={e}"), format!("__sig={}", key.sign(p, e))]);
+    }
+    if let Ok(v) = HeaderValue::from_str(&with_query(base, &pairs)) {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_bind_path_and_error_to_the_key() {
+        let (a, b) = (FormErrorKey::random(), FormErrorKey::random());
+        assert_eq!(a.sign("p", "e"), a.sign("p", "e"));
+        assert_ne!(a.sign("p", "e"), a.sign("p", "f"));
+        assert_ne!(a.sign("p", "e"), b.sign("p", "e"));
+    }
+
+    #[test]
+    fn the_newest_error_wins_and_repeats_are_counted() {
+        let (rest, [p, e, s], repeats) = split("next=%2F&__path=a&__err=old&__sig=x&__err=new");
+        assert_eq!(rest, vec!["next=%2F"]);
+        assert_eq!((p, e, s, repeats), (Some("a"), Some("new"), Some("x"), 1));
+    }
+}

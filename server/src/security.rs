@@ -1,0 +1,79 @@
+//! Security settings of `gantry serve` and what the request guards need
+//! from them: whether a reverse proxy's `X-Forwarded-For` is believed, how
+//! long an idle session lives, the clock sessions are measured with (tests
+//! move it), and the argon2 gate sign-ins queue on.
+
+use clap::Args;
+use gantry_platform::password::Gate;
+use std::sync::{
+    atomic::{AtomicI64, Ordering},
+    Arc,
+};
+
+#[derive(Debug, Clone, Args)]
+pub struct SecurityArgs {
+    /// Gantry is reached only through a reverse proxy that appends the
+    /// client's address to X-Forwarded-For: count sign-in failures against
+    /// that address instead of the proxy's. Leave off when clients can reach
+    /// Gantry directly (they could then claim any address).
+    #[arg(long, env = "GANTRY_TRUSTED_PROXY")]
+    pub trusted_proxy: bool,
+    /// A session ends after this many hours without a request.
+    #[arg(long, env = "GANTRY_SESSION_IDLE_HOURS", default_value_t = 168)]
+    pub session_idle_hours: i64,
+}
+
+/// Unix seconds: the system clock, or one a test sets and moves.
+#[derive(Clone, Debug)]
+pub enum Clock {
+    System,
+    Manual(Arc<AtomicI64>),
+}
+
+impl Clock {
+    pub fn manual(start: i64) -> Clock {
+        Clock::Manual(Arc::new(AtomicI64::new(start)))
+    }
+    pub fn now(&self) -> i64 {
+        match self {
+            Clock::System => gantry_platform::now(),
+            Clock::Manual(t) => t.load(Ordering::SeqCst),
+        }
+    }
+    /// Moves a manual clock on; the system clock moves by itself.
+    pub fn advance(&self, secs: i64) {
+        if let Clock::Manual(t) = self {
+            t.fetch_add(secs, Ordering::SeqCst);
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Security {
+    pub trusted_proxy: bool,
+    pub session_idle_secs: i64,
+    pub clock: Clock,
+    pub gate: Arc<Gate>,
+}
+
+impl Default for Security {
+    fn default() -> Self {
+        Security { trusted_proxy: false, session_idle_secs: 7 * 24 * 3600, clock: Clock::System, gate: Gate::shared() }
+    }
+}
+
+impl Security {
+    pub fn from_args(args: &SecurityArgs) -> Security {
+        Security {
+            trusted_proxy: args.trusted_proxy,
+            session_idle_secs: args.session_idle_hours.max(1) * 3600,
+            ..Security::default()
+        }
+    }
+
+    /// A session's last-seen time is written at most this often: renewal
+    /// costs one session write per period, not one per request.
+    pub fn renew_after_secs(&self) -> i64 {
+        (self.session_idle_secs / 20).clamp(1, 300)
+    }
+}
