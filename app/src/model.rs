@@ -16,6 +16,9 @@ pub struct Me {
     pub username: String,
     pub role: Role,
     pub group: String,
+    /// An admin set a temporary password: choose a new one first.
+    #[serde(default)]
+    pub must_change_password: bool,
 }
 
 impl Me {
@@ -38,6 +41,18 @@ pub struct UserRow {
     pub username: String,
     pub role: Role,
     pub group: String,
+    #[serde(default)]
+    pub disabled: bool,
+    /// Holds a temporary password set by an admin.
+    #[serde(default)]
+    pub must_change_password: bool,
+}
+
+/// One page of the audit log and where the next (older) one starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPageView {
+    pub rows: Vec<AuditRow>,
+    pub next_before: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +94,6 @@ pub fn session_user_on_server() -> Option<Me> {
 #[cfg(feature = "ssr")]
 impl From<gantry_platform::accounts::User> for Me {
     fn from(u: gantry_platform::accounts::User) -> Self {
-        Me { id: u.id, username: u.username, role: u.role, group: u.group_name }
+        Me { id: u.id, username: u.username, role: u.role, group: u.group_name, must_change_password: u.must_change_password }
     }
 }
