@@ -28,8 +28,13 @@ pub fn can_become(from: MachineState, to: MachineState) -> bool {
     }
     match from {
         // A cancelled or refused create closes the record at once.
-        Creating => matches!(to, Running | Stopped | Failed | Lost | Deleted),
-        Running | Stopped | Failed => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost),
+        // A failed restore goes back to reclaimed (and may be tried again).
+        Creating => matches!(to, Running | Stopped | Failed | Lost | Deleted | Reclaimed),
+        // Only a machine that ran can be idle long enough to be reclaimed.
+        Running | Stopped => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed),
+        Failed => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost),
+        // Restore starts it again (as a create would); delete closes it.
+        Reclaimed => matches!(to, Creating | Deleting | Deleted | Lost),
         Restarting | Reinstalling => matches!(to, Running | Stopped | Failed | Lost),
         Deleting => matches!(to, Deleted | Failed | Lost),
         Lost => matches!(to, Deleting | Deleted),
@@ -60,7 +65,7 @@ pub fn may_start(name: &str, held: u32, needed: u32) -> Result<(), String> {
 
 /// States in which the machine's row must hold no GPUs.
 pub fn holds_nothing(state: MachineState) -> bool {
-    matches!(state, MachineState::Deleted | MachineState::Lost)
+    matches!(state, MachineState::Deleted | MachineState::Lost | MachineState::Reclaimed)
 }
 
 #[cfg(test)]
@@ -80,7 +85,8 @@ mod tests {
     fn operations_start_only_from_settled_states() {
         for from in MachineState::ALL {
             for to in [Restarting, Reinstalling, Deleting] {
-                let settled = matches!(from, Running | Stopped | Failed) || (*from == Lost && to == Deleting) || *from == to;
+                let closes = matches!(from, Lost | Reclaimed) && to == Deleting;
+                let settled = matches!(from, Running | Stopped | Failed) || closes || *from == to;
                 assert_eq!(can_become(*from, to), settled, "{from} -> {to}");
             }
         }
@@ -95,6 +101,16 @@ mod tests {
             let reaches = can_become(*from, Deleted) || can_become(*from, Deleting) || can_become(*from, Lost);
             assert!(reaches, "{from} has no way out");
         }
+    }
+
+    #[test]
+    fn only_a_machine_that_ran_is_reclaimed_and_reclaimed_restores_as_a_create() {
+        for from in MachineState::ALL {
+            assert_eq!(can_become(*from, Reclaimed), matches!(from, Running | Stopped | Reclaimed | Creating), "{from} -> reclaimed");
+        }
+        assert!(can_become(Reclaimed, Creating));
+        assert!(!can_become(Reclaimed, Running), "a restore goes through creating");
+        assert!(holds_nothing(Reclaimed));
     }
 
     #[test]

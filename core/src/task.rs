@@ -79,6 +79,12 @@ string_enum! {
         Restart => "restart",
         Reinstall => "reinstall",
         Snapshot => "snapshot",
+        /// Idle for too long: snapshot, remove the container, give the GPUs back.
+        Reclaim => "reclaim",
+        /// A reclaimed machine back on GPUs, from its reclaim snapshot.
+        Restore => "restore",
+        /// Re-placed on cooler GPUs of its node (new container, same volume).
+        Rebalance => "rebalance",
     }
 }
 
@@ -165,18 +171,22 @@ string_enum! {
         /// container and volume are collected if the node's engine returns.
         /// Only delete (which just closes the record) is possible.
         Lost => "lost",
+        /// Idle for too long: snapshotted, container removed, GPUs given
+        /// back. Its name and volume stay; restore brings it back.
+        Reclaimed => "reclaimed",
     }
 }
 
-/// The state a machine shows while a task of `kind` runs on it. A snapshot
+/// The state a machine shows while a task of `kind` runs on it; `None`:
+/// it keeps the state it has. A snapshot (also the one a reclaim takes)
 /// commits the container without stopping it, so the machine stays usable.
-pub fn machine_state_for(kind: TaskKind) -> MachineState {
+pub fn machine_state_for(kind: TaskKind) -> Option<MachineState> {
     match kind {
-        TaskKind::Create => MachineState::Creating,
-        TaskKind::Delete => MachineState::Deleting,
-        TaskKind::Restart => MachineState::Restarting,
-        TaskKind::Reinstall => MachineState::Reinstalling,
-        TaskKind::Snapshot => MachineState::Running,
+        TaskKind::Create | TaskKind::Restore => Some(MachineState::Creating),
+        TaskKind::Delete => Some(MachineState::Deleting),
+        TaskKind::Restart => Some(MachineState::Restarting),
+        TaskKind::Reinstall | TaskKind::Rebalance => Some(MachineState::Reinstalling),
+        TaskKind::Snapshot | TaskKind::Reclaim => None,
     }
 }
 
@@ -189,10 +199,13 @@ pub fn accepts(name: &str, state: MachineState, kind: TaskKind) -> Result<(), St
     let ok = match kind {
         TaskKind::Create => false,
         // A lost machine has no node to act on; deleting closes its record.
-        TaskKind::Delete => matches!(state, M::Running | M::Stopped | M::Failed | M::Lost),
+        TaskKind::Delete => matches!(state, M::Running | M::Stopped | M::Failed | M::Lost | M::Reclaimed),
         TaskKind::Restart | TaskKind::Reinstall => matches!(state, M::Running | M::Stopped | M::Failed),
         // A failed machine's container may be gone; there is nothing to commit.
-        TaskKind::Snapshot => matches!(state, M::Running | M::Stopped),
+        TaskKind::Snapshot | TaskKind::Reclaim => matches!(state, M::Running | M::Stopped),
+        TaskKind::Restore => state == M::Reclaimed,
+        // A new container on other GPUs: only for a machine that runs.
+        TaskKind::Rebalance => state == M::Running,
     };
     if ok {
         Ok(())

@@ -19,6 +19,8 @@ pub mod machines;
 pub mod nodes;
 pub mod password;
 pub mod policy;
+pub mod reclaim;
+pub mod snapshots;
 pub mod telemetry;
 pub mod throttle;
 pub mod tokens;

@@ -13,21 +13,21 @@ fn every_enum_round_trips_through_text() {
     for m in MachineState::ALL {
         assert_eq!(m.as_str().parse::<MachineState>(), Ok(*m));
     }
-    assert_eq!(TaskKind::ALL.len(), 5);
+    assert_eq!(TaskKind::ALL.len(), 8);
     assert_eq!(TaskState::ALL.len(), 6);
-    assert_eq!(MachineState::ALL.len(), 9);
+    assert_eq!(MachineState::ALL.len(), 10);
 }
 
 #[test]
 fn text_forms_are_lowercase_words() {
     let texts: Vec<&str> = TaskKind::ALL.iter().map(|k| k.as_str()).collect();
-    assert_eq!(texts, ["create", "delete", "restart", "reinstall", "snapshot"]);
+    assert_eq!(texts, ["create", "delete", "restart", "reinstall", "snapshot", "reclaim", "restore", "rebalance"]);
     let texts: Vec<&str> = TaskState::ALL.iter().map(|s| s.as_str()).collect();
     assert_eq!(texts, ["pending", "scheduled", "running", "succeeded", "failed", "cancelled"]);
     let texts: Vec<&str> = MachineState::ALL.iter().map(|m| m.as_str()).collect();
     assert_eq!(
         texts,
-        ["creating", "running", "stopped", "restarting", "reinstalling", "deleting", "deleted", "failed", "lost"]
+        ["creating", "running", "stopped", "restarting", "reinstalling", "deleting", "deleted", "failed", "lost", "reclaimed"]
     );
 }
 
@@ -41,7 +41,7 @@ fn unknown_text_is_refused_with_the_choices() {
     let err = "format".parse::<TaskKind>().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown task kind \"format\" (expected one of: create, delete, restart, reinstall, snapshot)"
+        "unknown task kind \"format\" (expected one of: create, delete, restart, reinstall, snapshot, reclaim, restore, rebalance)"
     );
     let err = "x".repeat(100).parse::<MachineState>().unwrap_err();
     assert_eq!(err.kind, "machine state");
@@ -96,11 +96,14 @@ fn refused_transition_says_which() {
 
 #[test]
 fn machine_shows_what_its_task_does() {
-    assert_eq!(machine_state_for(TaskKind::Create), MachineState::Creating);
-    assert_eq!(machine_state_for(TaskKind::Delete), MachineState::Deleting);
-    assert_eq!(machine_state_for(TaskKind::Restart), MachineState::Restarting);
-    assert_eq!(machine_state_for(TaskKind::Reinstall), MachineState::Reinstalling);
-    assert_eq!(machine_state_for(TaskKind::Snapshot), MachineState::Running);
+    assert_eq!(machine_state_for(TaskKind::Create), Some(MachineState::Creating));
+    assert_eq!(machine_state_for(TaskKind::Delete), Some(MachineState::Deleting));
+    assert_eq!(machine_state_for(TaskKind::Restart), Some(MachineState::Restarting));
+    assert_eq!(machine_state_for(TaskKind::Reinstall), Some(MachineState::Reinstalling));
+    assert_eq!(machine_state_for(TaskKind::Snapshot), None, "a snapshot leaves the machine as it is");
+    assert_eq!(machine_state_for(TaskKind::Reclaim), None);
+    assert_eq!(machine_state_for(TaskKind::Restore), Some(MachineState::Creating));
+    assert_eq!(machine_state_for(TaskKind::Rebalance), Some(MachineState::Reinstalling));
 }
 
 #[test]
@@ -120,6 +123,11 @@ fn accepted_operations_table() {
         (M::Failed, K::Restart),
         (M::Failed, K::Reinstall),
         (M::Lost, K::Delete),
+        (M::Running, K::Reclaim),
+        (M::Stopped, K::Reclaim),
+        (M::Running, K::Rebalance),
+        (M::Reclaimed, K::Restore),
+        (M::Reclaimed, K::Delete),
     ];
     for state in MachineState::ALL {
         for kind in TaskKind::ALL {
@@ -150,10 +158,7 @@ fn no_operation_overlaps_a_running_one() {
     // The states a machine shows during an operation accept nothing new,
     // except snapshot's, which is the ordinary running state.
     for kind in TaskKind::ALL {
-        let during = machine_state_for(*kind);
-        if during == MachineState::Running {
-            continue;
-        }
+        let Some(during) = machine_state_for(*kind) else { continue };
         for next in TaskKind::ALL {
             assert!(accepts("m", during, *next).is_err(), "{during} accepted {next}");
         }

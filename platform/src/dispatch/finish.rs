@@ -80,6 +80,20 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
             }
             run::fail(&d.pool, lease, task.machine_id, message, true).await?;
         }
+        // The machine stays as it was; only the snapshot failed.
+        TaskKind::Snapshot | TaskKind::Reclaim => {
+            crate::transitions::snapshot::failed(&d.pool, lease, message).await?;
+        }
+        TaskKind::Restore => {
+            if let Ok(ctx) = super::context::load(&d.pool, task.machine_id, task.id).await {
+                if let Ok(exec) = d.fleet.executor(&d.pool, ctx.node_id).await {
+                    if let Err(e) = steps::remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await {
+                        tracing::warn!(task = task.id, error = %e, "container of a failed restore left to the collector");
+                    }
+                }
+            }
+            crate::transitions::reclaim::restore_failed(&d.pool, lease, task.machine_id, message).await?;
+        }
         TaskKind::Delete if unreachable => {
             let note = format!(
                 "deleted; its node's engine did not answer ({message}); GPUs returned to the group's quota, \

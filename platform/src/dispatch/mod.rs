@@ -5,6 +5,7 @@
 
 mod context;
 mod finish;
+mod reclaim_steps;
 mod steps;
 
 use crate::{

@@ -67,7 +67,7 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
     };
 
     match task.kind {
-        TaskKind::Create | TaskKind::Reinstall => {
+        TaskKind::Create | TaskKind::Reinstall | TaskKind::Restore => {
             step(10, "preparing the data volume").await?;
             let volume = exec.ensure_volume(&ctx.spec).await?;
             run::volume_ready(&d.pool, lease, task.machine_id, volume.size_enforced).await?;
@@ -84,7 +84,11 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
             if !started {
                 return Err(StepError::Fail(format!("the container did not stay running (now {state})")));
             }
-            let verb = if task.kind == TaskKind::Create { "created" } else { "reinstalled (data volume kept)" };
+            let verb = match task.kind {
+                TaskKind::Create => "created",
+                TaskKind::Restore => "restored from its snapshot (data volume kept)",
+                _ => "reinstalled (data volume kept)",
+            };
             Ok(Done::Succeeded(format!("{verb}; running on {}", ctx.node_name)))
         }
         TaskKind::Restart => {
@@ -114,12 +118,12 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
             run::deleted(&d.pool, lease, task.machine_id, task.keep_volume, &format!("deleted; {held} GPU(s) returned to the group's quota{kept}")).await?;
             Ok(Done::Recorded)
         }
-        TaskKind::Snapshot => Err(StepError::Fail("snapshots are not supported yet".into())),
+        TaskKind::Snapshot | TaskKind::Reclaim | TaskKind::Rebalance => super::reclaim_steps::run(d, task, ctx, &exec).await,
     }
 }
 
 /// Reads the container's real state into the machine row.
-async fn observe(d: &Dispatcher, task: &ClaimedTask, exec: &Executor, container_id: &str) -> Result<MachineState, StepError> {
+pub(super) async fn observe(d: &Dispatcher, task: &ClaimedTask, exec: &Executor, container_id: &str) -> Result<MachineState, StepError> {
     let state = exec.inspect_container(container_id).await?;
     let (machine_state, exit_code, message) = match state.status {
         ContainerStatus::Running => (MachineState::Running, None, String::new()),

@@ -16,6 +16,8 @@ use tokio::sync::OnceCell;
 mod archive;
 mod container;
 mod exec;
+mod image;
+pub(crate) use image::split_reference;
 mod logs;
 mod output;
 mod volume;

@@ -135,6 +135,13 @@ pub struct EngineInfo {
     pub has_nvidia_runtime: bool,
 }
 
+/// An image on a node's engine (a committed snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageInfo {
+    pub id: String,
+    pub size_bytes: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VolumeInfo {
     pub name: String,
@@ -253,6 +260,24 @@ impl Executor {
     /// stdout+stderr interleaved as produced.
     pub async fn exec(&self, id: &str, cmd: &[&str]) -> Result<(i64, String), ExecError> {
         dispatch!(self, e => e.exec(id, cmd))
+    }
+}
+
+impl Executor {
+    /// Commits the container (running or stopped; paused meanwhile) to the
+    /// image `reference` (`repo:tag`). The data volume is not included.
+    pub async fn commit_container(&self, id: &str, reference: &str) -> Result<ImageInfo, ExecError> {
+        dispatch!(self, e => e.commit_container(id, reference))
+    }
+
+    /// The image, or `None` when the engine does not have it.
+    pub async fn image_info(&self, reference: &str) -> Result<Option<ImageInfo>, ExecError> {
+        dispatch!(self, e => e.image_info(reference))
+    }
+
+    /// Removes the image; missing is Ok, one a container still uses is refused.
+    pub async fn remove_image(&self, reference: &str) -> Result<(), ExecError> {
+        dispatch!(self, e => e.remove_image(reference))
     }
 }
 

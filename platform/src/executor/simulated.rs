@@ -15,6 +15,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod image;
+pub use image::SIM_SNAPSHOT_BYTES;
+
 #[derive(Clone, Default)]
 pub struct SimulatedExecutor {
     inner: Arc<Mutex<State>>,
@@ -41,6 +44,8 @@ struct State {
     volumes: HashMap<String, (VolumeInfo, String)>,
     /// One-shot failures injected by tests: operation name → error.
     faults: HashMap<&'static str, ExecError>,
+    /// Committed snapshot images: reference → size in bytes.
+    committed: HashMap<String, i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +56,7 @@ struct SimContainer {
     status: ContainerStatus,
     started_at: Option<String>,
     gpu_uuids: Vec<String>,
+    image: String,
 }
 
 /// What a test sees of a simulated container.
@@ -186,6 +192,7 @@ impl SimulatedExecutor {
             status: ContainerStatus::Created,
             started_at: None,
             gpu_uuids: spec.gpu_uuids.clone(),
+            image: spec.image.clone(),
         };
         s.containers.insert(id.clone(), c);
         Ok(ContainerInfo { id })

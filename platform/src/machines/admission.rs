@@ -82,7 +82,7 @@ impl CreateMachine {
 
 /// A kept volume a create asked for: where it lives and how big it is.
 #[derive(Debug, Clone)]
-struct KeptVolume {
+pub(crate) struct KeptVolume {
     name: String,
     node_id: i64,
     size_gb: i64,
@@ -270,7 +270,7 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
     Ok(results)
 }
 
-async fn load_policy(conn: &mut SqliteConnection, group_id: i64) -> Result<GroupPolicy, PlatformError> {
+pub(crate) async fn load_policy(conn: &mut SqliteConnection, group_id: i64) -> Result<GroupPolicy, PlatformError> {
     let (name, quota, in_use, max): (String, i64, i64, i64) =
         sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine FROM groups WHERE id = ?")
             .bind(group_id)
@@ -329,7 +329,7 @@ fn new_task<'a>(req: &'a CreateMachine, machine_id: Option<i64>, message: &'a st
 }
 
 /// CPU and memory within the group's per-machine limits.
-async fn check_limits(conn: &mut SqliteConnection, req: &CreateMachine, policy: &GroupPolicy) -> Result<Result<(), String>, PlatformError> {
+pub(crate) async fn check_limits(conn: &mut SqliteConnection, req: &CreateMachine, policy: &GroupPolicy) -> Result<Result<(), String>, PlatformError> {
     let (max_cpus, max_mem_gb): (i64, i64) =
         sqlx::query_as("SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
             .bind(req.requester.group_id)
@@ -369,7 +369,7 @@ async fn take_kept_volume(conn: &mut SqliteConnection, req: &CreateMachine, id: 
 
 /// Writes the machine, its GPUs and its task; `None` when the owner already
 /// has a live machine of that name (nothing written).
-async fn record_admission(
+pub(crate) async fn record_admission(
     conn: &mut SqliteConnection,
     req: &CreateMachine,
     image_id: i64,

@@ -7,6 +7,7 @@ mod views;
 mod volumes;
 
 pub use admission::{Admissions, Admitted, CreateMachine, Job};
+pub(crate) use admission::{check_limits, load_policy, record_admission};
 pub use ops::{request_operation, OperationRequest};
 pub use views::{list_machines, list_tasks, machine_detail, MachineView, TaskView};
 pub use volumes::{delete_kept_volume, list_kept_volumes, KeptVolumeView};

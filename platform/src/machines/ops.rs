@@ -23,7 +23,9 @@ pub struct OperationRequest {
 /// Queues an operation on a machine the requester may touch. Refused when
 /// the machine's state does not accept it or another operation is queued.
 pub async fn request_operation(pool: &Pool, requester: &User, op: OperationRequest) -> Result<i64, PlatformError> {
-    if matches!(op.kind, TaskKind::Create | TaskKind::Snapshot) {
+    // Snapshots, reclaims, restores and rebalances have their own entry
+    // points (crate::snapshots, crate::reclaim), which check more.
+    if !matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall | TaskKind::Delete) {
         return Err(PlatformError::BadRequest(format!("{} is not an operation on an existing machine", op.kind)));
     }
     let mut tx = transitions::begin(pool).await?;

@@ -27,7 +27,10 @@ pub mod compute;
 pub mod lease;
 pub mod machine;
 pub mod node;
+pub mod rebalance;
+pub mod reclaim;
 pub mod run;
+pub mod snapshot;
 pub mod task;
 
 pub use lease::{ClaimedTask, Lease};

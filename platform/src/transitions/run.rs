@@ -10,15 +10,13 @@ use gantry_core::task::{machine_state_for, MachineState, TaskKind, TaskState};
 pub async fn begin(pool: &Pool, lease: &Lease, kind: TaskKind, machine_id: i64) -> Result<machine::Current, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
-    if matches!(kind, TaskKind::Create | TaskKind::Restart | TaskKind::Reinstall) {
+    if matches!(kind, TaskKind::Create | TaskKind::Restart | TaskKind::Reinstall | TaskKind::Restore | TaskKind::Rebalance) {
         gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Refused)?;
     }
-    if kind == TaskKind::Snapshot {
-        return Err(PlatformError::Refused("snapshots are not supported yet".into()));
-    }
-    let showing = machine_state_for(kind);
-    if cur.state != showing {
-        machine::move_to(&mut tx, machine_id, showing, None, "").await?;
+    if let Some(showing) = machine_state_for(kind) {
+        if cur.state != showing {
+            machine::move_to(&mut tx, machine_id, showing, None, "").await?;
+        }
     }
     tx.commit().await?;
     Ok(cur)
@@ -51,8 +49,10 @@ pub async fn succeed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), Pl
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
     let (kind, machine_id): (String, Option<i64>) =
         sqlx::query_as("SELECT kind, machine_id FROM tasks WHERE id = ?").bind(lease.task_id).fetch_one(&mut *tx).await?;
-    if let (TaskKind::Create, Some(machine_id)) = (kind.parse().unwrap_or(TaskKind::Snapshot), machine_id) {
-        super::compute::machine_started(&mut tx, machine_id).await?;
+    match (kind.parse().unwrap_or(TaskKind::Snapshot), machine_id) {
+        (TaskKind::Create, Some(machine_id)) => super::compute::machine_started(&mut tx, machine_id).await?,
+        (TaskKind::Restore, Some(machine_id)) => super::snapshot::event(&mut tx, machine_id, "restored", message).await?,
+        _ => {}
     }
     tx.commit().await?;
     Ok(())

@@ -1,0 +1,135 @@
+//! The reclaim/rebalance settings row, exemptions and opt-outs. Every
+//! change is checked by the core first (a bad value changes nothing) and
+//! audited with the values.
+
+use crate::{accounts::User, audit, db::Pool, machines::visibility, transitions, PlatformError};
+use gantry_core::{rebalance::HotSettings, reclaim::ReclaimSettings};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    pub reclaim: ReclaimSettings,
+    pub hot: HotSettings,
+}
+
+type Row = (bool, f64, i64, i64, i64, i64, bool, f64, f64, f64, i64);
+
+pub async fn load_settings(pool: &Pool) -> Result<Settings, PlatformError> {
+    let r: Row = sqlx::query_as(
+        "SELECT enabled, threshold_pct, window_secs, grace_secs, extensions_allowed, extension_secs,
+                hot_enabled, hot_util_pct, hot_mem_pct, hot_temp_c, hot_window_secs FROM reclaim_settings WHERE id = 1",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(Settings {
+        reclaim: ReclaimSettings {
+            enabled: r.0,
+            threshold_pct: r.1,
+            window_secs: r.2,
+            grace_secs: r.3,
+            extensions_allowed: r.4.max(0) as u32,
+            extension_secs: r.5,
+        },
+        hot: HotSettings { enabled: r.6, util_pct: r.7, mem_pct: r.8, temp_c: r.9, window_secs: r.10 },
+    })
+}
+
+fn require_admin(who: &User) -> Result<(), PlatformError> {
+    if who.role.is_admin() {
+        Ok(())
+    } else {
+        Err(PlatformError::Conflict("only an administrator can change reclaim settings".into()))
+    }
+}
+
+pub async fn save_settings(pool: &Pool, who: &User, s: &Settings) -> Result<(), PlatformError> {
+    require_admin(who)?;
+    s.reclaim.check().map_err(PlatformError::BadRequest)?;
+    s.hot.check().map_err(PlatformError::BadRequest)?;
+    let mut tx = transitions::begin(pool).await?;
+    sqlx::query(
+        "UPDATE reclaim_settings SET enabled = ?, threshold_pct = ?, window_secs = ?, grace_secs = ?, extensions_allowed = ?, extension_secs = ?,
+                hot_enabled = ?, hot_util_pct = ?, hot_mem_pct = ?, hot_temp_c = ?, hot_window_secs = ?, updated_at = ? WHERE id = 1",
+    )
+    .bind(s.reclaim.enabled)
+    .bind(s.reclaim.threshold_pct)
+    .bind(s.reclaim.window_secs)
+    .bind(s.reclaim.grace_secs)
+    .bind(s.reclaim.extensions_allowed as i64)
+    .bind(s.reclaim.extension_secs)
+    .bind(s.hot.enabled)
+    .bind(s.hot.util_pct)
+    .bind(s.hot.mem_pct)
+    .bind(s.hot.temp_c)
+    .bind(s.hot.window_secs)
+    .bind(crate::now())
+    .execute(&mut *tx)
+    .await?;
+    let r = &s.reclaim;
+    let h = &s.hot;
+    let detail = format!(
+        "idle reclaim {}: threshold {} %, window {} s, grace {} s, {} extension(s) of {} s; rebalancing {}: {} % utilisation, {} % memory, {} °C for {} s",
+        if r.enabled { "on" } else { "off" },
+        r.threshold_pct,
+        r.window_secs,
+        r.grace_secs,
+        r.extensions_allowed,
+        r.extension_secs,
+        if h.enabled { "on" } else { "off" },
+        h.util_pct,
+        h.mem_pct,
+        h.temp_c,
+        h.window_secs
+    );
+    audit::record(&mut *tx, Some(who.id), "reclaim.settings", &detail).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub async fn set_group_exempt(pool: &Pool, who: &User, group_id: i64, exempt: bool) -> Result<(), PlatformError> {
+    require_admin(who)?;
+    let mut tx = transitions::begin(pool).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?")
+        .bind(group_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("group".into()))?;
+    sqlx::query("UPDATE groups SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(group_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, Some(who.id), "reclaim.exempt", &format!("group {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" })).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub async fn set_machine_exempt(pool: &Pool, who: &User, machine_id: i64, exempt: bool) -> Result<(), PlatformError> {
+    require_admin(who)?;
+    let mut tx = transitions::begin(pool).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM machines WHERE id = ?")
+        .bind(machine_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    sqlx::query("UPDATE machines SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(machine_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, Some(who.id), "reclaim.exempt", &format!("machine {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" })).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The owner (or an admin) keeps a machine where it is, or lets it move.
+pub async fn set_rebalance_opt_out(pool: &Pool, who: &User, machine_id: i64, opt_out: bool) -> Result<(), PlatformError> {
+    let mut tx = transitions::begin(pool).await?;
+    let (cond, bind) = visibility(who, "group_id");
+    let row: Option<(String, i64)> = sqlx::query_as(&format!("SELECT name, owner_id FROM machines WHERE id = ? AND ({cond})"))
+        .bind(machine_id)
+        .bind(bind)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (name, owner) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    if owner != who.id && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("only the machine's owner, or an admin, can change this".into()));
+    }
+    sqlx::query("UPDATE machines SET rebalance_opt_out = ? WHERE id = ?").bind(opt_out).bind(machine_id).execute(&mut *tx).await?;
+    let what = if opt_out { "opted out of" } else { "opted in to" };
+    audit::record(&mut *tx, Some(who.id), "rebalance.opt_out", &format!("machine {name} {what} hot-GPU rebalancing")).await?;
+    tx.commit().await?;
+    Ok(())
+}

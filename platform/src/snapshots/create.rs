@@ -1,0 +1,114 @@
+//! Machines from snapshots. The image lives on the node where it was
+//! committed, so a new machine from it is placed on that node — by the same
+//! scheduling core, group rules and quota as any create, in one
+//! transaction — and a reinstall from it is for machines on that node.
+
+use crate::{
+    accounts::User,
+    audit, cluster,
+    db::Pool,
+    machines::{check_limits, load_policy, record_admission, Admitted, CreateMachine},
+    now,
+    transitions::{self, reclaim::busy, snapshot, task},
+    PlatformError,
+};
+use gantry_core::{
+    alloc::{allocate, AllocationRequest, ClusterView},
+    task::{accepts, TaskKind, TaskState},
+    validate,
+};
+
+/// A ready snapshot the user's group may use: (image ref, node, model of
+/// the machine it was taken of).
+async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Result<(String, i64, String, String), PlatformError> {
+    let (cond, bind) = crate::machines::visibility(who, "s.group_id");
+    let row: Option<(String, Option<i64>, String, String, String)> = sqlx::query_as(&format!(
+        "SELECT s.image_ref, s.node_id, s.state, s.name, m.gpu_model FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
+    ))
+    .bind(id)
+    .bind(bind)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let (reference, node_id, state, name, model) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    if state != "ready" {
+        return Err(PlatformError::Conflict(format!("snapshot {name} is {state}, not ready")));
+    }
+    let node_id = node_id.ok_or_else(|| PlatformError::Conflict(format!("snapshot {name}'s node was removed; it cannot be used")))?;
+    Ok((reference, node_id, name, model))
+}
+
+/// A new machine from snapshot `snapshot_id`: its files as they were when
+/// the snapshot was taken, a new data volume, on the snapshot's node.
+pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -> Result<Admitted, PlatformError> {
+    validate::name("machine name", &req.name)?;
+    validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
+    validate::in_range("volume size (GB)", req.volume_size_gb, crate::machines::VOLUME_GB_MIN, crate::machines::VOLUME_GB_MAX)?;
+    let mut tx = transitions::begin(pool).await?;
+    let (reference, node_id, snap_name, model) = usable(&mut tx, &req.requester, snapshot_id).await?;
+    let refuse = |reason: String| PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {reason}", req.name));
+    let policy = load_policy(&mut tx, req.requester.group_id).await?;
+    check_limits(&mut tx, &req, &policy).await?.map_err(refuse)?;
+    let full = cluster::load_view(&mut tx).await?;
+    let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| n.id == node_id).collect(), ..full };
+    let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone().or(Some(model)) };
+    let alloc = allocate(&only, &policy, &request, now()).map_err(|r| refuse(format!("{r} (a snapshot's image lives on the node it was taken on)")))?;
+    let image = snapshot::image_row(&mut tx, &reference).await?;
+    let admitted = record_admission(&mut tx, &req, image, &alloc, None, now())
+        .await?
+        .ok_or_else(|| PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name)))?;
+    sqlx::query("UPDATE machines SET from_snapshot_id = ? WHERE id = ?").bind(snapshot_id).bind(admitted.machine_id).execute(&mut *tx).await?;
+    let done = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
+        .bind(i64::from(req.gpu_count))
+        .bind(req.requester.group_id)
+        .execute(&mut *tx)
+        .await?;
+    if done.rows_affected() != 1 {
+        return Err(PlatformError::Internal("quota check failed; nothing was changed".into()));
+    }
+    audit::record(
+        &mut *tx,
+        Some(req.requester.id),
+        "machine.admit",
+        &format!("machine {} from snapshot {snap_name} ({} × {}) on {}; group {} quota deducted", req.name, req.gpu_count, alloc.model, alloc.node_name, req.requester.group_name),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(admitted)
+}
+
+/// Reinstalls machine `machine_id` from snapshot `snapshot_id` (a new
+/// container from the snapshot's image, same data volume).
+pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_id: i64) -> Result<i64, PlatformError> {
+    let mut tx = transitions::begin(pool).await?;
+    let (cond, bind) = crate::machines::visibility(who, "group_id");
+    let row: Option<(i64, Option<i64>)> = sqlx::query_as(&format!("SELECT owner_id, node_id FROM machines WHERE id = ? AND ({cond})"))
+        .bind(machine_id)
+        .bind(bind)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (owner, machine_node) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    if owner != who.id && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("only the machine's owner, or an admin, can reinstall it".into()));
+    }
+    let (reference, node_id, snap_name, _) = usable(&mut tx, who, snapshot_id).await?;
+    let cur = transitions::machine::current(&mut tx, machine_id).await?;
+    accepts(&cur.name, cur.state, TaskKind::Reinstall).map_err(PlatformError::Conflict)?;
+    gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Conflict)?;
+    if machine_node != Some(node_id) {
+        return Err(PlatformError::Conflict(format!("snapshot {snap_name} lives on another node than machine {}; make a new machine from it instead", cur.name)));
+    }
+    if busy(&mut tx, machine_id).await? {
+        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
+    }
+    let image = snapshot::image_row(&mut tx, &reference).await?;
+    sqlx::query("UPDATE machines SET image_id = ?, from_snapshot_id = ? WHERE id = ?").bind(image).bind(snapshot_id).bind(machine_id).execute(&mut *tx).await?;
+    let task_id = task::insert_pending(
+        &mut tx,
+        &task::NewTask { kind: TaskKind::Reinstall, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
+    )
+    .await?;
+    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, &format!("reinstall from snapshot {snap_name}")).await?;
+    audit::record(&mut *tx, Some(who.id), "machine.reinstall", &format!("machine {} from snapshot {snap_name} ({reference})", cur.name)).await?;
+    tx.commit().await?;
+    Ok(task_id)
+}

@@ -1,0 +1,111 @@
+//! Snapshots of dev machines: a machine's container committed to an image
+//! tag on its node's engine (the data volume is not part of it). Users
+//! take, list and delete them (within the group's snapshot quota) and make
+//! a new machine, or reinstall one, from them; idle reclaim takes one too.
+//! Another group's snapshots are "not found".
+
+mod create;
+mod delete;
+
+pub use create::{create_machine, reinstall_from};
+pub use delete::delete;
+
+use crate::{
+    accounts::User,
+    audit,
+    db::Pool,
+    machines::visibility,
+    transitions::{self, reclaim::busy, snapshot, task},
+    PlatformError,
+};
+use gantry_core::task::{accepts, TaskKind, TaskState};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct SnapshotView {
+    pub id: i64,
+    pub name: String,
+    pub image_ref: String,
+    pub machine_id: i64,
+    pub machine_name: String,
+    pub node: Option<String>,
+    pub owner: String,
+    pub parent_id: Option<i64>,
+    pub origin: String,
+    pub state: String,
+    pub size_bytes: i64,
+    pub message: String,
+    pub created_at: i64,
+}
+
+const SELECT: &str = "SELECT s.id, s.name, s.image_ref, s.machine_id, s.machine_name, n.name AS node, u.username AS owner, s.parent_id,
+                             s.origin, s.state, s.size_bytes, s.message, s.created_at
+                      FROM snapshots s JOIN users u ON u.id = s.owner_id LEFT JOIN nodes n ON n.id = s.node_id";
+
+pub async fn list(pool: &Pool, viewer: &User) -> Result<Vec<SnapshotView>, PlatformError> {
+    let (cond, bind) = visibility(viewer, "s.group_id");
+    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY s.id DESC")).bind(bind).fetch_all(pool).await?)
+}
+
+/// One snapshot the viewer may see; another group's is "not found".
+pub async fn get(pool: &Pool, viewer: &User, id: i64) -> Result<SnapshotView, PlatformError> {
+    let (cond, bind) = visibility(viewer, "s.group_id");
+    sqlx::query_as(&format!("{SELECT} WHERE s.id = ? AND ({cond})"))
+        .bind(id)
+        .bind(bind)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("snapshot".into()))
+}
+
+/// How many snapshots the group keeps against its quota, and the quota.
+/// Reclaim snapshots are the system's doing and do not count.
+pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(i64, i64), PlatformError> {
+    Ok(sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM snapshots WHERE group_id = ?1 AND origin = 'user' AND state <> 'failed'), snapshot_quota FROM groups WHERE id = ?1",
+    )
+    .bind(group_id)
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+/// The owner (or an admin) asks for a snapshot of a running or stopped
+/// machine: a `creating` snapshot and its task, or a refusal that names
+/// the rule (quota with the numbers, state, busy) and writes nothing.
+pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Result<(i64, i64), PlatformError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err(PlatformError::BadRequest("a snapshot name is 1 to 64 printable characters".into()));
+    }
+    let mut tx = transitions::begin(pool).await?;
+    let (cond, bind) = visibility(who, "group_id");
+    let owner: i64 = sqlx::query_scalar(&format!("SELECT owner_id FROM machines WHERE id = ? AND ({cond})"))
+        .bind(machine_id)
+        .bind(bind)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    if owner != who.id && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("only the machine's owner, or an admin, can snapshot it".into()));
+    }
+    let cur = transitions::machine::current(&mut tx, machine_id).await?;
+    accepts(&cur.name, cur.state, TaskKind::Snapshot).map_err(PlatformError::Conflict)?;
+    if busy(&mut tx, machine_id).await? {
+        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
+    }
+    let (used, quota) = usage(&mut tx, cur.group_id).await?;
+    if used >= quota {
+        return Err(PlatformError::Refused(format!("the group keeps {used} of its {quota} snapshot(s); delete one first")));
+    }
+    let (snapshot_id, reference) = snapshot::insert(&mut tx, &snapshot::NewSnapshot { name, machine_id, origin: "user" }).await?;
+    let task_id = task::insert_pending(
+        &mut tx,
+        &task::NewTask { kind: TaskKind::Snapshot, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
+    )
+    .await?;
+    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "snapshot_id": snapshot_id })).await?;
+    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, "queued").await?;
+    audit::record(&mut *tx, Some(who.id), "snapshot.request", &format!("snapshot {name} of machine {} ({reference})", cur.name)).await?;
+    tx.commit().await?;
+    Ok((snapshot_id, task_id))
+}

@@ -1,0 +1,212 @@
+//! Idle reclaim and restore: the warning, extensions, the reclaim task's
+//! end (snapshot ready, GPUs refunded, state `reclaimed`, one commit) and
+//! restore (GPUs allocated by the scheduling core on the machine's node,
+//! quota deducted, state `creating` from its snapshot, one commit).
+
+use super::{begin, lease::fenced, machine, snapshot, task, Lease};
+use crate::{accounts::User, audit, cluster, db::Pool, machines::visibility, now, PlatformError};
+use gantry_core::{
+    alloc::{allocate, AllocationRequest, ClusterView},
+    task::{accepts, MachineState, TaskKind, TaskState},
+};
+use sqlx::SqliteConnection;
+
+/// Warns a machine that is not yet warned; `false` when it already was
+/// (or is no longer running/stopped).
+pub async fn warn(pool: &Pool, machine_id: i64, until: i64, detail: &str) -> Result<bool, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let done = sqlx::query(
+        "UPDATE machines SET reclaim_deadline = ?, reclaim_extensions = 0, rev = rev + 1
+         WHERE id = ? AND reclaim_deadline IS NULL AND state IN ('running', 'stopped')",
+    )
+    .bind(until)
+    .bind(machine_id)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    snapshot::event(&mut tx, machine_id, "reclaim_warning", detail).await?;
+    audit::record(&mut *tx, None, "reclaim.warn", &format!("machine #{machine_id}: {detail}")).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Withdraws a warning (the GPUs are busy again, or it became exempt).
+pub async fn clear(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let done = sqlx::query("UPDATE machines SET reclaim_deadline = NULL, reclaim_extensions = 0, rev = rev + 1 WHERE id = ? AND reclaim_deadline IS NOT NULL")
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    snapshot::event(&mut tx, machine_id, "reclaim_cleared", reason).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The owner (or an admin) pushes the deadline back, within the limit.
+pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_core::reclaim::ReclaimSettings) -> Result<i64, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let (cond, bind) = visibility(who, "group_id");
+    let row: Option<(String, i64, Option<i64>, i64)> =
+        sqlx::query_as(&format!("SELECT name, owner_id, reclaim_deadline, reclaim_extensions FROM machines WHERE id = ? AND ({cond})"))
+            .bind(machine_id)
+            .bind(bind)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (name, owner, deadline, used) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    if owner != who.id && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("only the machine's owner, or an admin, can extend it".into()));
+    }
+    let standing = gantry_core::reclaim::Standing { deadline, extensions_used: used as u32, ..Default::default() };
+    let until = gantry_core::reclaim::extend(settings, &standing, now()).map_err(PlatformError::Conflict)?;
+    sqlx::query("UPDATE machines SET reclaim_deadline = ?, reclaim_extensions = reclaim_extensions + 1, rev = rev + 1 WHERE id = ?")
+        .bind(until)
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
+    let detail = format!(
+        "{} extended the reclaim deadline to {} UTC (extension {} of {})",
+        who.username,
+        gantry_core::time::format_utc(until),
+        used + 1,
+        settings.extensions_allowed
+    );
+    snapshot::event(&mut tx, machine_id, "extended", &detail).await?;
+    audit::record(&mut *tx, Some(who.id), "reclaim.extend", &format!("machine {name}: {detail}")).await?;
+    tx.commit().await?;
+    Ok(until)
+}
+
+/// Queues the reclaim of a warned machine whose deadline passed: a
+/// `creating` snapshot and a `reclaim` task for the dispatcher.
+pub async fn queue(pool: &Pool, machine_id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let cur = machine::current(&mut tx, machine_id).await?;
+    if accepts(&cur.name, cur.state, TaskKind::Reclaim).is_err() || busy(&mut tx, machine_id).await? {
+        return Ok(None);
+    }
+    let stamp = gantry_core::time::format_utc(now());
+    let (snapshot_id, _) = snapshot::insert(&mut tx, &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: "reclaim" }).await?;
+    let owner: i64 = sqlx::query_scalar("SELECT owner_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    let task_id = task::insert_pending(
+        &mut tx,
+        &task::NewTask { kind: TaskKind::Reclaim, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: owner, group_id: cur.group_id, keep_volume: true, message: "accepted" },
+    )
+    .await?;
+    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "snapshot_id": snapshot_id })).await?;
+    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, why).await?;
+    audit::record(&mut *tx, None, "machine.reclaim", &format!("machine {}: {why}", cur.name)).await?;
+    tx.commit().await?;
+    Ok(Some(task_id))
+}
+
+pub(crate) async fn busy(conn: &mut SqliteConnection, machine_id: i64) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running'))")
+        .bind(machine_id)
+        .fetch_one(&mut *conn)
+        .await?)
+}
+
+/// The end of a reclaim: snapshot ready, GPUs refunded, container
+/// forgotten (the caller removed it), state `reclaimed`, task succeeded.
+pub async fn reclaimed(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64, size_bytes: i64) -> Result<i64, PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    snapshot::mark_ready(&mut tx, snapshot_id, size_bytes).await?;
+    let held = machine::current(&mut tx, machine_id).await?.held;
+    let message = format!("reclaimed after being idle; snapshot kept and {held} GPU(s) returned to the group's quota; restore brings it back");
+    let refunded = machine::release(&mut tx, machine_id, MachineState::Reclaimed, &message).await?;
+    sqlx::query("UPDATE machines SET restore_snapshot_id = ?, reclaim_deadline = NULL, reclaim_extensions = 0 WHERE id = ?")
+        .bind(snapshot_id)
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
+    snapshot::event(&mut tx, machine_id, "reclaimed", &message).await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
+    audit::record(&mut *tx, None, "machine.reclaimed", &format!("machine #{machine_id}: {message}")).await?;
+    tx.commit().await?;
+    Ok(refunded)
+}
+
+/// One-click restore of a reclaimed machine: its GPUs are chosen by the
+/// scheduling core among its node's (where its volume and snapshot are),
+/// within the group's quota; a refusal is recorded as a failed task with
+/// the reason and changes nothing else.
+pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let (cond, bind) = visibility(who, "group_id");
+    let row: Option<(i64, Option<i64>, i64, String, Option<i64>)> =
+        sqlx::query_as(&format!("SELECT owner_id, node_id, gpu_count, gpu_model, restore_snapshot_id FROM machines WHERE id = ? AND ({cond})"))
+            .bind(machine_id)
+            .bind(bind)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (owner, node_id, gpu_count, model, snapshot_id) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    if owner != who.id && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("only the machine's owner, or an admin, can restore it".into()));
+    }
+    let cur = machine::current(&mut tx, machine_id).await?;
+    accepts(&cur.name, cur.state, TaskKind::Restore).map_err(PlatformError::Conflict)?;
+    if busy(&mut tx, machine_id).await? {
+        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
+    }
+    let snap: Option<(String, String)> = sqlx::query_as("SELECT image_ref, state FROM snapshots WHERE id = ?").bind(snapshot_id).fetch_optional(&mut *tx).await?;
+    let reference = match (snap, node_id) {
+        (Some((reference, state)), Some(_)) if state == "ready" => reference,
+        _ => return Err(PlatformError::Conflict(format!("machine {} has no snapshot to restore from; delete it", cur.name))),
+    };
+    let policy = crate::machines::load_policy(&mut tx, cur.group_id).await?;
+    let full = cluster::load_view(&mut tx).await?;
+    let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| Some(n.id) == node_id).collect(), ..full };
+    let request = AllocationRequest { gpu_count: gpu_count as u32, model: Some(model) };
+    let task_id = task::insert_pending(
+        &mut tx,
+        &task::NewTask { kind: TaskKind::Restore, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
+    )
+    .await?;
+    let alloc = match allocate(&only, &policy, &request, now()) {
+        Ok(alloc) => alloc,
+        Err(refusal) => {
+            // Its volume and snapshot live on one node: only that node's GPUs will do.
+            let reason = format!("restore of {} refused: {refusal} (it can only run on its own node, where its volume is)", cur.name);
+            task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Failed, &reason).await?;
+            tx.commit().await?;
+            return Err(PlatformError::Refused(reason));
+        }
+    };
+    machine::move_to(&mut tx, machine_id, MachineState::Creating, None, "restoring from its snapshot").await?;
+    for gpu in &alloc.gpus {
+        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid = ?").bind(machine_id).bind(&gpu.uuid).execute(&mut *tx).await?;
+    }
+    let done = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
+        .bind(gpu_count)
+        .bind(cur.group_id)
+        .execute(&mut *tx)
+        .await?;
+    if done.rows_affected() != 1 {
+        return Err(PlatformError::Internal("quota check failed; nothing was changed".into()));
+    }
+    let image = snapshot::image_row(&mut tx, &reference).await?;
+    sqlx::query("UPDATE machines SET image_id = ?, from_snapshot_id = ? WHERE id = ?").bind(image).bind(snapshot_id).bind(machine_id).execute(&mut *tx).await?;
+    let gpu_list = alloc.gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
+    let placed = format!("allocated {gpu_count} × {} on {} (GPU {gpu_list}); restoring from snapshot {reference}", alloc.model, alloc.node_name);
+    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, &placed).await?;
+    audit::record(&mut *tx, Some(who.id), "machine.restore", &format!("machine {}: {placed}; group quota deducted", cur.name)).await?;
+    tx.commit().await?;
+    Ok(task_id)
+}
+
+/// A restore that failed for good: GPUs back, `reclaimed` again (its
+/// snapshot and volume are untouched, so it can be tried again).
+pub async fn restore_failed(pool: &Pool, lease: &Lease, machine_id: i64, message: &str) -> Result<(), PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    let shown = format!("restore failed: {message}; GPUs returned, it can be restored again");
+    machine::release(&mut tx, machine_id, MachineState::Reclaimed, &shown).await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Failed, message).await?;
+    audit::record(&mut *tx, None, "task.failed", &format!("task #{}: {shown}", lease.task_id)).await?;
+    tx.commit().await?;
+    Ok(())
+}
