@@ -2,6 +2,7 @@
 //! chart ranges the portal offers, and the simulated GPU source's patterns.
 
 mod sim;
+pub mod view;
 
 pub use sim::{simulate, SimPattern, SimReading};
 
@@ -61,6 +62,24 @@ pub fn choose_resolution(from_ms: i64, to_ms: i64, now_ms: i64, interval_ms: i64
         return r;
     }
     coarse_to_fine.iter().rev().copied().find(|r| kept(*r)).unwrap_or(Resolution::Hour)
+}
+
+/// Most points a chart draws per GPU.
+pub const MAX_POINTS: i64 = 300;
+
+/// Width of one drawn point: the resolution's step, widened by whole steps
+/// until the span needs at most [`MAX_POINTS`].
+pub fn point_step_ms(span_ms: i64, resolution_step_ms: i64) -> i64 {
+    let step = resolution_step_ms.max(1);
+    let steps = (span_ms.max(0) + step * MAX_POINTS - 1) / (step * MAX_POINTS);
+    step * steps.max(1)
+}
+
+/// Periods the held-vs-used table offers, as (text, milliseconds).
+pub const USAGE_PERIODS: [(&str, i64); 3] = [("24h", 24 * HOUR_MS), ("7d", 7 * 24 * HOUR_MS), ("30d", 30 * 24 * HOUR_MS)];
+
+pub fn usage_period_ms(s: &str) -> Option<i64> {
+    USAGE_PERIODS.iter().find(|(name, _)| *name == s).map(|(_, ms)| *ms)
 }
 
 /// The ranges the charts offer.
@@ -140,6 +159,21 @@ mod tests {
         // With raw retention shorter than the range, minutes serve an hour.
         let keep = Retention { raw_ms: 10 * MINUTE_MS, ..KEEP };
         assert_eq!(choose_resolution(NOW - HOUR_MS, NOW, NOW, 10_000, keep), Resolution::Minute);
+    }
+
+    #[test]
+    fn points_are_widened_to_whole_steps_until_few_enough() {
+        assert_eq!(point_step_ms(HOUR_MS, 10_000), 20_000);
+        assert_eq!(point_step_ms(HOUR_MS, 1_000), 12_000);
+        assert_eq!(point_step_ms(24 * HOUR_MS, MINUTE_MS), 5 * MINUTE_MS);
+        assert_eq!(point_step_ms(7 * 24 * HOUR_MS, HOUR_MS), HOUR_MS);
+        assert_eq!(point_step_ms(0, 0), 1);
+        for (span, step) in [(HOUR_MS, 10_000), (24 * HOUR_MS, MINUTE_MS), (7 * 24 * HOUR_MS, MINUTE_MS)] {
+            let s = point_step_ms(span, step);
+            assert!(s % step == 0 && span / s <= MAX_POINTS);
+        }
+        assert_eq!(usage_period_ms("7d"), Some(7 * 24 * HOUR_MS));
+        assert_eq!(usage_period_ms("1y"), None);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! Times are unix milliseconds throughout this module.
 
 mod nvml;
+pub mod overview;
+pub mod query;
 pub mod rollup;
 pub mod sampler;
 pub mod service;

@@ -1,0 +1,97 @@
+//! The admin cluster overview: every GPU's latest reading with who holds
+//! it, and per group GPU-hours held vs used over a period.
+
+use crate::{db::Pool, PlatformError};
+use gantry_core::telemetry::{
+    view::{GroupUsage, HeatCell},
+    HOUR_MS,
+};
+
+type CellRow = (i64, i64, String, i64, String, bool, Option<f64>, Option<f64>, Option<i64>, Option<i64>, Option<String>, Option<String>, Option<String>);
+
+/// Every GPU of every node, by node name and index.
+pub async fn heatmap(pool: &Pool) -> Result<Vec<HeatCell>, PlatformError> {
+    let rows: Vec<CellRow> = sqlx::query_as(
+        "SELECT g.id, g.node_id, n.name, g.idx, g.model, g.simulated, l.util_pct, l.temp_c, l.at_ms, m.id, m.name, u.username, gr.name \
+         FROM gpus g JOIN nodes n ON n.id = g.node_id \
+         LEFT JOIN gpu_latest l ON l.gpu_id = g.id \
+         LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN machines m ON m.id = mg.machine_id \
+         LEFT JOIN users u ON u.id = m.owner_id LEFT JOIN groups gr ON gr.id = m.group_id \
+         ORDER BY n.name, g.idx",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| HeatCell {
+            gpu_id: r.0,
+            node_id: r.1,
+            node: r.2,
+            idx: r.3,
+            model: r.4,
+            simulated: r.5,
+            util: r.6,
+            temp_c: r.7,
+            at_ms: r.8,
+            machine_id: r.9,
+            machine: r.10,
+            owner: r.11,
+            group: r.12,
+        })
+        .collect())
+}
+
+/// GPU-hours per group over the whole hours of `[now - period, now)`:
+/// held counts every minute a group's machine held a GPU, used weighs
+/// those minutes by the GPU's mean utilisation. Read from the hourly
+/// rollups, so the current (partial) hour counts as far as it is rolled up.
+pub async fn held_vs_used(pool: &Pool, period_ms: i64, now_ms: i64) -> Result<Vec<GroupUsage>, PlatformError> {
+    let from = (now_ms - period_ms).div_euclid(HOUR_MS) * HOUR_MS;
+    let rows: Vec<(String, f64, f64)> = sqlx::query_as(
+        "SELECT gr.name, SUM(r.minutes) / 60.0, SUM(r.util_mean * r.minutes) / 6000.0 \
+         FROM gpu_rollup_1h r JOIN machines m ON m.id = r.machine_id JOIN groups gr ON gr.id = m.group_id \
+         WHERE r.gpu_id IN (SELECT id FROM gpus) AND r.bucket_ms >= ? AND r.machine_id <> 0 \
+         GROUP BY gr.name ORDER BY gr.name",
+    )
+    .bind(from)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(group, held_gpu_hours, used_gpu_hours)| GroupUsage { group, held_gpu_hours, used_gpu_hours }).collect())
+}
+
+/// Counts for `/metrics`: (state, count) of machines and of tasks, and per
+/// group (name, quota, in use).
+pub struct Counts {
+    pub machines: Vec<(String, i64)>,
+    pub tasks: Vec<(String, i64)>,
+    pub groups: Vec<(String, i64, i64)>,
+}
+
+pub async fn counts(pool: &Pool) -> Result<Counts, PlatformError> {
+    Ok(Counts {
+        machines: sqlx::query_as("SELECT state, COUNT(*) FROM machines GROUP BY state ORDER BY state").fetch_all(pool).await?,
+        tasks: sqlx::query_as("SELECT state, COUNT(*) FROM tasks GROUP BY state ORDER BY state").fetch_all(pool).await?,
+        groups: sqlx::query_as("SELECT name, gpu_quota, gpus_in_use FROM groups ORDER BY name").fetch_all(pool).await?,
+    })
+}
+
+/// Sets the simulated pattern of a machine's GPUs (None: back to the
+/// default). Unknown patterns are refused and change nothing.
+pub async fn set_sim_pattern(pool: &Pool, actor_id: i64, machine_id: i64, pattern: Option<&str>) -> Result<(), PlatformError> {
+    if let Some(p) = pattern {
+        if gantry_core::telemetry::SimPattern::parse(p).is_none() {
+            return Err(PlatformError::BadRequest(format!("unknown simulated pattern \"{p}\" (idle, training, notebook or hot)")));
+        }
+    }
+    let mut tx = pool.begin().await?;
+    let name: Option<String> = sqlx::query_scalar("UPDATE machines SET sim_pattern = ? WHERE id = ? RETURNING name")
+        .bind(pattern)
+        .bind(machine_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let name = name.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
+    let detail = format!("machine {name} (#{machine_id}): simulated pattern {}", pattern.unwrap_or("default"));
+    crate::audit::record(&mut *tx, Some(actor_id), "machine.sim_pattern", &detail).await?;
+    tx.commit().await?;
+    Ok(())
+}

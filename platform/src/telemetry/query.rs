@@ -1,0 +1,151 @@
+//! The reads behind the charts: a machine's or a node's GPUs over a range,
+//! each from the coarsest stored resolution that serves it.
+
+use super::service::config;
+use crate::{db::Pool, PlatformError};
+use gantry_core::telemetry::{
+    choose_resolution, point_step_ms,
+    view::{ChartData, ChartEvent, ChartPoint, GpuSeries},
+    ChartRange, Resolution, DEFAULT_HOT_PCT, DEFAULT_RECLAIM_PCT,
+};
+
+/// Whose GPUs a chart shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The samples attributed to this machine, on whichever GPUs it held.
+    Machine(i64),
+    /// Every GPU of this node, whoever held it.
+    Node(i64),
+}
+
+/// The chart of `scope` over `range` ending at `now_ms`.
+pub async fn chart(pool: &Pool, scope: Scope, range: ChartRange, now_ms: i64) -> Result<ChartData, PlatformError> {
+    let cfg = config();
+    let interval_ms = cfg.interval.as_millis() as i64;
+    let (from, to) = (now_ms - range.span_ms(), now_ms);
+    let resolution = choose_resolution(from, to, now_ms, interval_ms, cfg.keep);
+    let step = point_step_ms(to - from, resolution.step_ms(interval_ms));
+    let gpus = gpus_of(pool, scope).await?;
+    let mut series = Vec::with_capacity(gpus.len());
+    let mut simulated = false;
+    for (gpu_id, label, sim) in gpus {
+        simulated |= sim;
+        let points = points(pool, scope, resolution, gpu_id, from, to, step).await?;
+        let mem_total_mb: i64 = match resolution {
+            Resolution::Raw => sqlx::query_scalar("SELECT COALESCE(MAX(mem_total_mb), 0) FROM gpu_samples WHERE gpu_id = ? AND at_ms BETWEEN ? AND ?"),
+            Resolution::Minute => sqlx::query_scalar("SELECT COALESCE(MAX(mem_total), 0) FROM gpu_rollup_1m WHERE gpu_id = ? AND bucket_ms BETWEEN ? AND ?"),
+            Resolution::Hour => sqlx::query_scalar("SELECT COALESCE(MAX(mem_total), 0) FROM gpu_rollup_1h WHERE gpu_id = ? AND bucket_ms BETWEEN ? AND ?"),
+        }
+        .bind(gpu_id)
+        .bind(from)
+        .bind(to)
+        .fetch_one(pool)
+        .await?;
+        series.push(GpuSeries { gpu_id, label, mem_total_mb, points });
+    }
+    let (reclaim_pct, hot_pct) = thresholds(pool).await?;
+    let events = match scope {
+        Scope::Machine(id) => events(pool, id, from, to).await?,
+        Scope::Node(_) => Vec::new(),
+    };
+    Ok(ChartData {
+        range: range.as_str().into(),
+        resolution: match resolution {
+            Resolution::Raw => "raw",
+            Resolution::Minute => "1m",
+            Resolution::Hour => "1h",
+        }
+        .into(),
+        from_ms: from,
+        to_ms: to,
+        reclaim_pct,
+        hot_pct,
+        series,
+        events,
+        simulated,
+    })
+}
+
+/// (gpu, label, simulated): a machine's GPUs now and those its history
+/// was sampled on; a node's GPUs.
+async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, PlatformError> {
+    let ids: Vec<i64> = match scope {
+        Scope::Machine(id) => {
+            sqlx::query_scalar(
+                "SELECT gpu_id FROM machine_gpus WHERE machine_id = ?1 UNION SELECT DISTINCT gpu_id FROM gpu_rollup_1h WHERE machine_id = ?1 \
+                 UNION SELECT DISTINCT gpu_id FROM gpu_rollup_1m WHERE machine_id = ?1 ORDER BY 1",
+            )
+            .bind(id)
+            .fetch_all(pool)
+            .await?
+        }
+        Scope::Node(id) => sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx").bind(id).fetch_all(pool).await?,
+    };
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let row: Option<(String, i64, String, bool)> =
+            sqlx::query_as("SELECT n.name, g.idx, g.model, g.simulated FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.id = ?")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+        out.push(match row {
+            Some((node, idx, model, sim)) => (id, format!("{node} GPU {idx} ({model})"), sim),
+            // The GPU's node was removed since: its history still shows.
+            None => (id, format!("GPU #{id} (removed)"), false),
+        });
+    }
+    Ok(out)
+}
+
+/// A GPU's points, averaged over `step` wide spans (means weighted by the
+/// samples behind them).
+async fn points(pool: &Pool, scope: Scope, res: Resolution, gpu_id: i64, from: i64, to: i64, step: i64) -> Result<Vec<ChartPoint>, PlatformError> {
+    let sql = match (res, scope) {
+        (Resolution::Raw, _) => "SELECT (at_ms / ?1) * ?1 AS b, AVG(util_pct), MAX(util_pct), AVG(mem_used_mb) FROM gpu_samples \
+             WHERE gpu_id = ?2 AND at_ms BETWEEN ?3 AND ?4 AND (?5 = 0 OR machine_id = ?5) GROUP BY b ORDER BY b"
+            .to_string(),
+        (res, _) => {
+            let table = if res == Resolution::Minute { "gpu_rollup_1m" } else { "gpu_rollup_1h" };
+            format!(
+                "SELECT (bucket_ms / ?1) * ?1 AS b, SUM(util_mean * samples) / SUM(samples), MAX(util_max), SUM(mem_mean * samples) / SUM(samples) \
+                 FROM {table} WHERE gpu_id = ?2 AND bucket_ms BETWEEN ?3 AND ?4 AND (?5 = 0 OR machine_id = ?5) GROUP BY b ORDER BY b"
+            )
+        }
+    };
+    let machine = match scope {
+        Scope::Machine(id) => id,
+        Scope::Node(_) => 0,
+    };
+    let rows: Vec<(i64, f64, f64, f64)> = sqlx::query_as(&sql).bind(step).bind(gpu_id).bind(from).bind(to).bind(machine).fetch_all(pool).await?;
+    Ok(rows.into_iter().map(|(at_ms, util, util_max, mem_mb)| ChartPoint { at_ms, util, util_max, mem_mb }).collect())
+}
+
+async fn table_exists(pool: &Pool, name: &str) -> Result<bool, PlatformError> {
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?").bind(name).fetch_one(pool).await?;
+    Ok(n > 0)
+}
+
+/// (reclaim threshold, hot threshold) in percent utilisation: the admin's
+/// reclaim settings where they exist, else the defaults.
+pub async fn thresholds(pool: &Pool) -> Result<(f64, f64), PlatformError> {
+    if !table_exists(pool, "reclaim_settings").await? {
+        return Ok((DEFAULT_RECLAIM_PCT, DEFAULT_HOT_PCT));
+    }
+    let row: Option<(f64, f64)> = sqlx::query_as("SELECT threshold_pct, hot_util_pct FROM reclaim_settings WHERE id = 1").fetch_optional(pool).await?;
+    Ok(row.unwrap_or((DEFAULT_RECLAIM_PCT, DEFAULT_HOT_PCT)))
+}
+
+/// The machine's reclaim/rebalance events within the range.
+async fn events(pool: &Pool, machine_id: i64, from: i64, to: i64) -> Result<Vec<ChartEvent>, PlatformError> {
+    if !table_exists(pool, "machine_events").await? {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(i64, String, String)> =
+        sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms")
+            .bind(machine_id)
+            .bind(from)
+            .bind(to)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(|(at_ms, kind, detail)| ChartEvent { at_ms, kind, detail }).collect())
+}
