@@ -3,6 +3,7 @@
 pub mod catalogue;
 pub mod compute;
 pub mod fleet;
+pub mod lists;
 pub mod machines;
 pub mod tokens;
 
@@ -96,4 +97,13 @@ impl From<gantry_platform::accounts::User> for Me {
     fn from(u: gantry_platform::accounts::User) -> Self {
         Me { id: u.id, username: u.username, role: u.role, group: u.group_name, must_change_password: u.must_change_password }
     }
+}
+
+/// What the dashboard tells someone whose portal cannot create a machine
+/// yet: their group has no quota, or no node is ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextSteps {
+    pub group: String,
+    pub group_has_quota: bool,
+    pub ready_nodes: i64,
 }

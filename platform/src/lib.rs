@@ -10,6 +10,7 @@ pub mod datasets;
 pub mod db;
 pub mod error;
 pub mod executor;
+pub mod first_run;
 pub mod fleet;
 pub mod dispatch;
 pub mod reconcile;

@@ -9,6 +9,7 @@ use gantry_platform::{
     db::Pool,
     dispatch::Dispatcher,
     executor::{loopdev, DockerExecutor, Executor, SimulatedExecutor},
+    first_run,
     fleet::Fleet,
     gpus::{self, GpuSource, SimulatedGpus},
     images,
@@ -45,6 +46,7 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
         Executor::Docker(_) => (args.docker_endpoint.as_str(), volume_dir.to_string_lossy().into_owned()),
         Executor::Simulated(_) => (simulated_endpoint.as_str(), String::new()),
     };
+    let new_cluster = first_run::is_new_cluster(pool).await?;
     let node_id = cluster::register_node(
         pool,
         NodeRegistration {
@@ -60,6 +62,11 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
     )
     .await?;
     cluster::set_node_arch(pool, node_id, cluster::host_arch()).await?;
+    if new_cluster {
+        if let Some(quota) = first_run::grant_first_node_gpus(pool, &args.node_name, found.len() as i64).await? {
+            tracing::info!(quota, node = %args.node_name, "first start: the default group's GPU quota is set to the GPUs found on this node (change it on the admin Groups page)");
+        }
+    }
     let fleet = Fleet::new();
     fleet.insert(node_id, executor);
     images::ensure_default_image(pool, "devbox", &args.default_image, "Gantry demo dev machine (busybox)").await?;

@@ -6,68 +6,25 @@
 
 mod common;
 
-use common::client_for;
 use gantry_platform::{db, executor::DockerExecutor, machines};
 use reqwest::StatusCode;
 use std::{
-    net::SocketAddr,
     path::Path,
-    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
 const PASSWORD: &str = "two-servers-admin-1";
 
-/// A child `gantry serve`, killed (by its PID) when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    client: reqwest::Client,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
-}
+type Server = common::child::ChildServer;
 
 async fn start(data_dir: &Path, log: &str) -> Server {
-    let addr = free_addr();
-    let log = std::fs::File::create(data_dir.join(log)).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_gantry"))
-        .arg("serve")
-        .env("GANTRY_DATA_DIR", data_dir)
-        .env("GANTRY_LISTEN", addr.to_string())
-        .env("GANTRY_SITE_ROOT", data_dir.join("no-site"))
-        .env("GANTRY_ADMIN_PASSWORD", PASSWORD)
-        .env("GANTRY_EXECUTOR", "docker")
-        .env("GANTRY_NODE_NAME", "shared-node")
-        .env("GANTRY_SIM_GPUS", "24")
-        .env("GANTRY_LEASE_SECS", "3")
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start gantry serve");
-    let client = client_for(addr);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(r) = client.get(format!("http://{addr}/healthz")).send().await {
-            if r.status() == StatusCode::OK {
-                break;
-            }
-        }
-        assert!(Instant::now() < deadline, "gantry serve on {addr} did not answer /healthz within 60 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let login = client.post(format!("http://{addr}/api/login")).form(&[("username", "admin"), ("password", PASSWORD)]).send().await.unwrap();
-    assert_eq!(login.status(), StatusCode::OK);
-    Server { child, addr, client }
+    let env = [
+        ("GANTRY_EXECUTOR", "docker"),
+        ("GANTRY_NODE_NAME", "shared-node"),
+        ("GANTRY_SIM_GPUS", "24"),
+        ("GANTRY_LEASE_SECS", "3"),
+    ];
+    common::child::spawn(data_dir, log, PASSWORD, &env).await
 }
 
 impl Server {

@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod compute;
 pub mod dashboard;
 pub mod fleet;
+pub mod lists;
 pub mod machines;
 pub mod terminals;
 pub mod tokens;

@@ -1,6 +1,10 @@
 //! The portal's front page: who you are, your group, its GPU quota.
 
-use crate::{api::dashboard::my_quota, components::quota_gauge::QuotaGauge, use_session};
+use crate::{
+    api::dashboard::my_quota,
+    components::{next_steps::NextStepsCard, quota_gauge::QuotaGauge},
+    use_session,
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -11,6 +15,7 @@ pub fn DashboardPage() -> impl IntoView {
     view! {
         <Title text="Portal"/>
         <h1>"Welcome, " {move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}</h1>
+        <NextStepsCard/>
         <div class="grid">
             <section class="card">
                 <h2>"GPU quota"</h2>

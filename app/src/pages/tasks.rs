@@ -3,9 +3,10 @@
 //! cancelled here.
 
 use crate::{
-    api::machines::{my_tasks, CancelTask},
+    api::{lists::tasks_window, machines::CancelTask},
     components::{
         form_error::{error_text, FormError},
+        list_nav::{use_list_query, FilterForm, Pager, StateLinks},
         poll::poll,
         task_table::TaskTable,
     },
@@ -14,13 +15,18 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+fn task_kinds() -> Vec<&'static str> {
+    gantry_core::task::TaskKind::ALL.iter().map(|k| k.as_str()).collect()
+}
+
 #[component]
 pub fn TasksPage() -> impl IntoView {
     let cancel = ServerAction::<CancelTask>::new();
     let tick = RwSignal::new(0u64);
-    let tasks = Resource::new(move || (tick.get(), cancel.version().get()), |_| my_tasks());
+    let query = use_list_query();
+    let tasks = Resource::new(move || (tick.get(), cancel.version().get(), query.get()), |(_, _, q)| tasks_window(q));
     let busy = Signal::derive(move || {
-        tasks.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|t| task_busy(&t.state))))
+        tasks.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|w| w.rows.iter().any(|t| task_busy(&t.state))))
     });
     poll(tick, busy);
     view! {
@@ -32,9 +38,14 @@ pub fn TasksPage() -> impl IntoView {
             {move || cancel.value().get().and_then(Result::ok).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="cancel-ok">"Task #" {id} " cancelled."</p>
             })}
+            {move || view! { <FilterForm base="/tasks" query=query.get() kinds=task_kinds() user_label="Requested by"/> }}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || tasks.get().map(|r| match r {
-                    Ok(list) => view! { <TaskTable tasks=list cancel=cancel show_machine=true/> }.into_any(),
+                    Ok(w) => view! {
+                        <StateLinks base="/tasks" query=query.get_untracked() counts=w.counts.clone()/>
+                        <TaskTable tasks=w.rows cancel=cancel show_machine=true/>
+                        <Pager base="/tasks" query=query.get_untracked() counts=w.counts/>
+                    }.into_any(),
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Transition>

@@ -2,12 +2,14 @@
 //! operations on existing machines, releasing GPUs, and what the portal lists.
 
 mod admission;
+mod listing;
 mod ops;
 mod views;
 mod volumes;
 
 pub use admission::{Admissions, Admitted, CreateMachine, Job};
 pub(crate) use admission::{check_limits, load_policy, record_admission};
+pub use listing::{machines_window, tasks_window, ListFilter, Window};
 pub use ops::{request_operation, OperationRequest};
 pub use views::{list_machines, list_tasks, machine_detail, MachineView, TaskView};
 pub use volumes::{delete_kept_volume, list_kept_volumes, KeptVolumeView};

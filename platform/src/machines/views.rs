@@ -30,7 +30,7 @@ pub struct MachineView {
     pub updated_at: i64,
 }
 
-fn machine_select() -> String {
+pub(super) fn machine_select() -> String {
     format!("
     SELECT m.id, m.name, u.username AS owner, g.name AS group_name, i.name AS image, m.gpu_count, m.gpu_model,
            COALESCE((SELECT GROUP_CONCAT(gp.idx) FROM (SELECT gp.idx FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id

@@ -2,6 +2,8 @@
 //! file, as `gantry serve` does, and gives tests an HTTP client for it.
 #![allow(dead_code)]
 
+pub mod child;
+
 use gantry_core::Role;
 use gantry_platform::{accounts, db};
 use gantry_server::{bootstrap, router};

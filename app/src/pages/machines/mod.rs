@@ -9,10 +9,12 @@ pub mod terminal;
 use crate::{
     api::{
         dashboard::my_quota,
-        machines::{create_options, my_machines, CreateMachine},
+        lists::machines_window,
+        machines::{create_options, CreateMachine},
         volumes::{kept_volumes, DeleteKeptVolume},
     },
     components::{
+        list_nav::{use_list_query, FilterForm, Pager, StateLinks},
         poll::poll,
         quota_gauge::QuotaGauge,
         status::{MachineBadge, Tag},
@@ -29,7 +31,9 @@ pub fn MachinesPage() -> impl IntoView {
     let create = ServerAction::<CreateMachine>::new();
     let delete_kept = ServerAction::<DeleteKeptVolume>::new();
     let tick = RwSignal::new(0u64);
-    let machines = Resource::new(move || (tick.get(), create.version().get()), |_| my_machines());
+    // One window of the list, as the URL's filters and page say.
+    let query = use_list_query();
+    let machines = Resource::new(move || (tick.get(), create.version().get(), query.get()), |(_, _, q)| machines_window(q));
     let quota = Resource::new(move || (tick.get(), create.version().get()), |_| my_quota());
     let kept = Resource::new(move || (tick.get(), create.version().get(), delete_kept.version().get()), |_| kept_volumes());
     // Fetched once: refetching would rebuild the form under the user's typing.
@@ -44,7 +48,7 @@ pub fn MachinesPage() -> impl IntoView {
     });
     // Poll quickly while any machine is between states.
     let busy = Signal::derive(move || {
-        machines.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|m| machine_busy(&m.state))))
+        machines.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|w| w.rows.iter().any(|m| machine_busy(&m.state))))
     });
     poll(tick, busy);
 
@@ -77,9 +81,17 @@ pub fn MachinesPage() -> impl IntoView {
         </div>
         <section class="card">
             <h2>"Machines"</h2>
+            {move || view! { <FilterForm base="/machines" query=query.get() user_label="Owner"/> }}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || machines.get().map(|r| match r {
-                    Ok(list) => view! { <MachineTable machines=list/> }.into_any(),
+                    Ok(w) => {
+                        let filtered = query.with(|q| q.state.is_some() || q.user.is_some() || q.group.is_some());
+                        view! {
+                            <StateLinks base="/machines" query=query.get_untracked() counts=w.counts.clone()/>
+                            <MachineTable machines=w.rows filtered=filtered/>
+                            <Pager base="/machines" query=query.get_untracked() counts=w.counts/>
+                        }.into_any()
+                    }
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Transition>
@@ -89,7 +101,10 @@ pub fn MachinesPage() -> impl IntoView {
 }
 
 #[component]
-fn MachineTable(machines: Vec<MachineRow>) -> impl IntoView {
+fn MachineTable(machines: Vec<MachineRow>, filtered: bool) -> impl IntoView {
+    if machines.is_empty() && filtered {
+        return view! { <p class="muted" data-testid="no-machines">"No machine matches these filters."</p> }.into_any();
+    }
     if machines.is_empty() {
         return view! { <p class="muted" data-testid="no-machines">"No machines yet. Create one with the form."</p> }.into_any();
     }

@@ -1,0 +1,58 @@
+//! The machines and tasks lists, a window at a time with filters and
+//! per-state counts. Values come from query strings: states and kinds are
+//! checked against the core's names (a typo is a 400 naming the choices),
+//! page numbers are clamped, and who sees what is the platform's rule.
+
+use crate::{
+    error::AppError,
+    model::lists::{ListQuery, MachinesWindow, TasksWindow},
+};
+use leptos::prelude::*;
+
+#[server(name = GetMachinesWindow, prefix = "/api", endpoint = "machines_window")]
+pub async fn machines_window(query: ListQuery) -> Result<MachinesWindow, AppError> {
+    use gantry_core::task::MachineState;
+    let user = crate::state::auth()?;
+    let (filter, page) = server::filter(&query, MachineState::ALL.iter().map(|s| s.as_str()), None)?;
+    let window = gantry_platform::machines::machines_window(&crate::state::pool()?, &user, &filter, page).await?;
+    let counts = server::counts(window.total, page, window.by_state);
+    Ok(MachinesWindow { rows: window.rows.into_iter().map(super::machines::machine_row).collect(), counts })
+}
+
+#[server(name = GetTasksWindow, prefix = "/api", endpoint = "tasks_window")]
+pub async fn tasks_window(query: ListQuery) -> Result<TasksWindow, AppError> {
+    use gantry_core::task::{TaskKind, TaskState};
+    let user = crate::state::auth()?;
+    let kinds: Vec<&str> = TaskKind::ALL.iter().map(|k| k.as_str()).collect();
+    let (filter, page) = server::filter(&query, TaskState::ALL.iter().map(|s| s.as_str()), Some(&kinds))?;
+    let window = gantry_platform::machines::tasks_window(&crate::state::pool()?, &user, &filter, page).await?;
+    let counts = server::counts(window.total, page, window.by_state);
+    Ok(TasksWindow { rows: window.rows.into_iter().map(super::machines::task_row).collect(), counts })
+}
+
+#[cfg(feature = "ssr")]
+mod server {
+    use crate::{error::AppError, model::lists::{ListCounts, ListQuery}};
+    use gantry_core::paging::{choice, name_filter, page_count, PageRequest};
+    use gantry_platform::machines::ListFilter;
+
+    pub fn filter<'a>(
+        q: &ListQuery,
+        states: impl Iterator<Item = &'a str>,
+        kinds: Option<&[&str]>,
+    ) -> Result<(ListFilter, PageRequest), AppError> {
+        let bad = |m: String| AppError::Invalid(m).respond();
+        let states: Vec<&str> = states.collect();
+        let state = choice("state", q.state.as_deref(), &states).map_err(bad)?.map(str::to_string);
+        let kind = match kinds {
+            Some(kinds) => choice("kind", q.kind.as_deref(), kinds).map_err(bad)?.map(str::to_string),
+            None => None,
+        };
+        let filter = ListFilter { state, kind, user: name_filter(q.user.as_deref()), group: name_filter(q.group.as_deref()) };
+        Ok((filter, PageRequest::parse(q.page.as_deref(), None)))
+    }
+
+    pub fn counts(total: i64, page: PageRequest, by_state: Vec<(String, i64)>) -> ListCounts {
+        ListCounts { total, page: page.page, per_page: page.per_page, pages: page_count(total, page.per_page), by_state }
+    }
+}

@@ -1,0 +1,67 @@
+//! A real `gantry serve` child process on 127.0.0.1, for tests that need
+//! the whole binary (background services, restarts, two processes on one
+//! database). Killed by its PID when dropped.
+
+use super::client_for;
+use reqwest::StatusCode;
+use std::{
+    net::SocketAddr,
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+pub struct ChildServer {
+    child: Child,
+    pub addr: SocketAddr,
+    /// Signed in as the first administrator.
+    pub client: reqwest::Client,
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+/// Starts `gantry serve` over `data_dir` with `env` on top of the basics,
+/// waits (bounded) for `/healthz`, and signs the admin in. stderr goes to
+/// `data_dir/log`.
+pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&str, &str)]) -> ChildServer {
+    let addr = free_addr();
+    let log = std::fs::File::create(data_dir.join(log)).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gantry"));
+    command
+        .arg("serve")
+        .env("GANTRY_DATA_DIR", data_dir)
+        .env("GANTRY_LISTEN", addr.to_string())
+        .env("GANTRY_SITE_ROOT", data_dir.join("no-site"))
+        .env("GANTRY_ADMIN_PASSWORD", admin_password)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(log);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let child = command.spawn().expect("start gantry serve");
+    let client = client_for(addr);
+    // A separate process: polling its health route is the only signal.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = client.get(format!("http://{addr}/healthz")).send().await {
+            if r.status() == StatusCode::OK {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "gantry serve on {addr} did not answer /healthz within 60 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let login = client.post(format!("http://{addr}/api/login")).form(&[("username", "admin"), ("password", admin_password)]).send().await.unwrap();
+    assert_eq!(login.status(), StatusCode::OK);
+    ChildServer { child, addr, client }
+}
