@@ -4,7 +4,7 @@
 #  2. 20 dev machines created at once on the local Docker Engine vs raw Engine API calls;
 #  3. the browser terminal: keystroke echo through Gantry next to `docker exec -it`, memory per open terminal;
 #  4. compute-task matching decisions and a matcher pass over 10,000 queued tasks;
-#  5. the signed-in dashboard and a static CSS file under wrk load from a second process.
+#  5. every portal page (20 machines/200 tasks, then 5,000/50,000) and a static asset under wrk load from a second process.
 # Needs the release build (`make build`); uses only 127.0.0.1 and the Docker socket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,20 +32,44 @@ fi
 echo "== 4. compute-task matching: decisions on 100 regions x 100 nodes x 8 GPUs, a queue pass over 10,000 tasks"
 "$bin" bench matching
 
-echo "== 5. HTTP under load (wrk -t2 -c64 -d10s)"
-data=$(mktemp -d)
+echo "== 5. HTTP under load (wrk -t2 -c64 -d10s): every portal page, signed in as admin"
+# Two databases: 20 machines and 200 tasks, then 5,000 machines and 50,000
+# tasks (rows seeded straight into the tables by scripts/bench-seed.py).
+pages="/ /machines /tasks /compute /datasets /tokens /admin /admin/groups /admin/nodes /admin/audit"
 port=3411
+bench_pages() { # MACHINES TASKS
+  local data server cookie
+  data=$(mktemp -d)
+  GANTRY_DATA_DIR=$data GANTRY_LISTEN=127.0.0.1:$port GANTRY_ADMIN_PASSWORD=bench-password-1 \
+    GANTRY_EXECUTOR=simulated RUST_LOG=warn "$bin" serve >"$data/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+  python3 scripts/bench-seed.py "$data/gantry.db" "$1" "$2"
+  cookie=$(curl -s -o /dev/null -D - -H "Origin: http://127.0.0.1:$port" \
+    --data 'username=admin&password=bench-password-1' "http://127.0.0.1:$port/api/login" \
+    | sed -n 's/^set-cookie: \(gantry_session=[^;]*\).*/\1/ip')
+  printf '%-16s %12s %10s %10s %10s\n' page req/s p50 p99 bytes
+  for page in $pages; do
+    bytes=$(curl -s -H "Cookie: $cookie" "http://127.0.0.1:$port$page" | wc -c)
+    wrk -t2 -c64 -d10s --latency -H "Cookie: $cookie" "http://127.0.0.1:$port$page" \
+      | awk -v page="$page" -v bytes="$bytes" '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$NF}
+          END {printf "%-16s %12s %10s %10s %10s%s\n", page, rps, p50, p99, bytes, (bad ? "  NON-2XX: " bad : "")}'
+  done
+  kill "$server"; wait "$server" 2>/dev/null || true
+  rm -rf "$data"
+}
+echo "-- 20 machines, 200 tasks"
+bench_pages 20 200
+echo "-- 5,000 machines, 50,000 tasks"
+bench_pages 5000 50000
+
+echo "-- a hashed static asset (gzip)"
+data=$(mktemp -d)
 GANTRY_DATA_DIR=$data GANTRY_LISTEN=127.0.0.1:$port GANTRY_ADMIN_PASSWORD=bench-password-1 \
   GANTRY_EXECUTOR=simulated RUST_LOG=warn "$bin" serve >"$data/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-cookie=$(curl -s -o /dev/null -D - -H "Origin: http://127.0.0.1:$port" \
-  --data 'username=admin&password=bench-password-1' "http://127.0.0.1:$port/api/login" \
-  | sed -n 's/^set-cookie: \(gantry_session=[^;]*\).*/\1/ip')
 css=$(ls target/site/pkg/*.css | head -n1 | sed 's|target/site||')
-echo "-- signed-in dashboard (/)"
-wrk -t2 -c64 -d10s --latency -H "Cookie: $cookie" "http://127.0.0.1:$port/" | grep -E "Latency|50%|99%|Requests/sec|Non-2xx"
-echo "-- static $css (gzip)"
 curl -s -o /dev/null -D - -H 'Accept-Encoding: gzip, br' "http://127.0.0.1:$port$css" | grep -iE "content-encoding|cache-control"
 wrk -t2 -c64 -d10s --latency -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port$css" | grep -E "Latency|50%|99%|Requests/sec"

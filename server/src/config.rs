@@ -110,6 +110,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub workspace: crate::workspace::WorkspaceArgs,
     #[command(flatten)]
+    pub datasets: crate::datasets::DatasetArgs,
+    #[command(flatten)]
     pub security: crate::security::SecurityArgs,
 }
 

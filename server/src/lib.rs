@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bootstrap;
 pub mod config;
 pub mod datasets;
+pub mod datasets;
 pub mod files;
 pub mod form_errors;
 pub mod http_guard;
@@ -71,7 +72,10 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             let services = services::start(&pool, &cli.db.data_dir, &args.node).await?;
             let opts = router::Options::from_args(&args);
             let security = security::Security::from_args(&args.security);
+            let stores = datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
             let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
+            // The dataset routes find their stores in this extension.
+            let app = app.layer(axum::Extension(stores));
             router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()))
         }
     }

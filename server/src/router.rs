@@ -144,6 +144,7 @@ pub async fn build_secured(
     Ok(Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
         .merge(crate::api_v1::routes())
+        .merge(crate::datasets::routes())
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
         .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone()))

@@ -1,0 +1,202 @@
+//! `/api/v1/datasets/…`: JSON and streamed files for scripts.
+
+use super::{api_user, error_json, no_store, stores, transfer};
+use app::state::AppState;
+use axum::{
+    extract::{Path, Query, Request, State},
+    http::{HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use futures_util::TryStreamExt;
+use gantry_platform::{
+    accounts::User,
+    datasets::{self, BeginUpload, DatasetError, Datasets, Filter, UploadState},
+};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+pub struct FilePath {
+    code: String,
+    version: String,
+    name: String,
+}
+
+#[derive(Deserialize)]
+pub struct VersionPath {
+    code: String,
+    version: String,
+}
+
+#[derive(Deserialize, Default)]
+pub struct PutQuery {
+    #[serde(default)]
+    replace: Option<String>,
+}
+
+impl PutQuery {
+    pub fn replace(&self) -> bool {
+        matches!(self.replace.as_deref(), Some("1" | "true" | "on" | "yes"))
+    }
+}
+
+#[derive(Deserialize, Default)]
+pub struct ListQuery {
+    q: Option<String>,
+    region: Option<String>,
+    category: Option<String>,
+}
+
+/// The caller and the stores, or the refusal.
+async fn enter(state: &AppState, req: Request) -> Result<(User, Datasets, HeaderMap, axum::body::Body), Response> {
+    let (parts, body) = req.into_parts();
+    let user = api_user(state, &parts).await?;
+    let stores = stores(&parts)?;
+    Ok((user, stores, parts.headers, body))
+}
+
+pub async fn list_datasets(State(state): State<AppState>, Query(q): Query<ListQuery>, req: Request) -> Response {
+    let (user, _, _, _) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let filter = Filter { q: q.q, region: q.region.filter(|r| !r.is_empty()), category: q.category.filter(|c| !c.is_empty()) };
+    match datasets::list_datasets(&state.pool, &user, &filter).await {
+        Ok(list) => no_store(Json(list).into_response()),
+        Err(e) => error_json(&e),
+    }
+}
+
+pub async fn list_files(State(state): State<AppState>, Path(p): Path<VersionPath>, req: Request) -> Response {
+    let (user, _, _, _) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    match datasets::files(&state.pool, &user, &p.code, &p.version).await {
+        Ok((d, v, files)) => no_store(
+            Json(serde_json::json!({ "dataset": d.code, "version": v.name, "sealed": v.sealed_at.is_some(), "category": d.category, "files": files }))
+                .into_response(),
+        ),
+        Err(e) => error_json(&e),
+    }
+}
+
+pub async fn put_file(State(state): State<AppState>, Path(p): Path<FilePath>, Query(q): Query<PutQuery>, req: Request) -> Response {
+    let (user, stores, headers, body) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let put = transfer::Put { code: &p.code, version: &p.version, name: &p.name, replace: q.replace() };
+    match transfer::put(&state.pool, &stores, &user, put, &headers, body).await {
+        Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
+        Err(e) => error_json(&e),
+    }
+}
+
+pub async fn get_file(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+    let (user, stores, headers, _) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    transfer::download(&state.pool, &stores, &user, &p.code, &p.version, &p.name, &headers).await
+}
+
+fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetError> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => v.to_str().ok().and_then(|v| v.trim().parse().ok()).map(Some).ok_or_else(|| DatasetError::BadRequest(format!("{name} must be a whole number of bytes"))),
+    }
+}
+
+fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
+    let mut res = no_store(status.into_response());
+    res.headers_mut().insert("upload-offset", HeaderValue::from(offset));
+    res.headers_mut().insert("upload-length", HeaderValue::from(total));
+    res
+}
+
+/// `POST …/uploads/{name}` with `Upload-Length`: starts a resumable
+/// upload, or finds the caller's unfinished one of that name and length.
+pub async fn start_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, Query(q): Query<PutQuery>, req: Request) -> Response {
+    let (user, stores, headers, _) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let total = match header_u64(&headers, "upload-length") {
+        Ok(Some(t)) => t,
+        Ok(None) => return error_json(&DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into())),
+        Err(e) => return error_json(&e),
+    };
+    let begin = BeginUpload { code: &p.code, version: &p.version, name: &p.name, replace: q.replace(), total: Some(total), resumable: true };
+    match datasets::begin_upload(&state.pool, &stores, &user, &begin).await {
+        Ok(up) => offsets(if up.offset == 0 { StatusCode::CREATED } else { StatusCode::OK }, up.offset, total),
+        Err(e) => error_json(&e),
+    }
+}
+
+pub async fn resumable_status(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+    let (user, stores, _, _) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    match datasets::upload_status(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
+        Ok((offset, total)) => offsets(StatusCode::OK, offset, total),
+        Err(e) => no_store(StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR).into_response()),
+    }
+}
+
+/// `PATCH …/uploads/{name}` with `Upload-Offset`: the body continues the
+/// file from that offset (it must be what the server holds).
+pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+    let (user, stores, headers, body) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let offset = match header_u64(&headers, "upload-offset") {
+        Ok(Some(o)) => o,
+        Ok(None) => return error_json(&DatasetError::BadRequest("PATCH needs Upload-Offset: the byte the body starts at".into())),
+        Err(e) => return error_json(&e),
+    };
+    let (held, total) = match datasets::upload_status(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
+        Ok(x) => x,
+        Err(e) => return error_json(&e),
+    };
+    let begin = BeginUpload { code: &p.code, version: &p.version, name: &p.name, replace: false, total: Some(total), resumable: true };
+    let upload = match datasets::begin_upload(&state.pool, &stores, &user, &begin).await {
+        Ok(u) => u,
+        Err(e) => return error_json(&e),
+    };
+    if offset != held {
+        let mut res = error_json(&DatasetError::Conflict(format!("the server holds {held} bytes of this upload, not {offset}; continue from {held}")));
+        res.headers_mut().insert("upload-offset", HeaderValue::from(held));
+        return res;
+    }
+    let expected = transfer::client_sha256(&headers);
+    let pool = state.pool.clone();
+    // Its own task: a dropped connection still ends in a consistent state.
+    let task = tokio::spawn(async move {
+        let stream = body.into_data_stream().map_err(std::io::Error::other);
+        datasets::write_upload(&pool, &upload, offset, stream, expected.as_deref()).await
+    });
+    match task.await {
+        Ok(Ok(UploadState::Partial { offset, total })) => offsets(StatusCode::NO_CONTENT, offset, total),
+        Ok(Ok(UploadState::Done(file))) => {
+            let mut res = no_store((StatusCode::CREATED, Json(file)).into_response());
+            res.headers_mut().insert("upload-offset", HeaderValue::from(total));
+            res
+        }
+        Ok(Err(e)) => error_json(&e),
+        Err(e) => error_json(&DatasetError::Store(format!("the upload task failed: {e}"))),
+    }
+}
+
+pub async fn cancel_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+    let (user, stores, _, _) = match enter(&state, req).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    match datasets::cancel_upload(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
+        Ok(()) => no_store(StatusCode::NO_CONTENT.into_response()),
+        Err(e) => error_json(&e),
+    }
+}

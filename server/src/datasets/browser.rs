@@ -1,0 +1,161 @@
+//! The upload page's routes (session cookie): a streamed `PUT` that the
+//! page's script sends with a progress bar, the same as a plain multipart
+//! form without JavaScript, and the download link.
+
+use super::{error_json, no_store, session_user, stores, transfer};
+use app::state::AppState;
+use axum::{
+    extract::{FromRequest, Multipart, Path, Query, Request, State},
+    http::StatusCode,
+    response::{IntoResponse, Redirect, Response},
+    Json,
+};
+use futures_util::TryStreamExt;
+use gantry_platform::{
+    accounts::User,
+    datasets::{self, BeginUpload, DatasetError, Datasets, UploadState},
+    db::Pool,
+};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+pub struct VersionPath {
+    code: String,
+    version: String,
+}
+
+#[derive(Deserialize)]
+pub struct NameQuery {
+    name: Option<String>,
+    replace: Option<String>,
+}
+
+fn signed_in(parts: &axum::http::request::Parts) -> Result<User, Response> {
+    session_user(parts).ok_or_else(|| no_store((StatusCode::UNAUTHORIZED, "please sign in").into_response()))
+}
+
+/// `PUT /datasets/{code}/{version}/upload?name=N`: the body is the file.
+pub async fn put_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, Query(q): Query<NameQuery>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let user = match signed_in(&parts) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let stores = match stores(&parts) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let name = q.name.unwrap_or_default();
+    let replace = matches!(q.replace.as_deref(), Some("1" | "true" | "on"));
+    let put = transfer::Put { code: &p.code, version: &p.version, name: &name, replace };
+    match transfer::put(&state.pool, &stores, &user, put, &parts.headers, body).await {
+        Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
+        Err(e) => error_json(&e),
+    }
+}
+
+pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>, Query(q): Query<NameQuery>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let user = match signed_in(&parts) {
+        Ok(u) => u,
+        Err(r) => return r,
+    };
+    let stores = match stores(&parts) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    transfer::download(&state.pool, &stores, &user, &p.code, &p.version, q.name.as_deref().unwrap_or(""), &parts.headers).await
+}
+
+/// `POST /datasets/{code}/{version}/upload` from the page's form
+/// (multipart: an optional `replace`, then one or more `file` parts),
+/// answered by a redirect to the version page saying what happened.
+pub async fn form_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, req: Request) -> Response {
+    let back = |key: &str, value: &str| {
+        let page = format!("/datasets/{}/{}", enc(&p.code), enc(&p.version));
+        Redirect::to(&format!("{page}?{key}={}", enc(value))).into_response()
+    };
+    match form_files(&state, &p, req).await {
+        Ok(names) => back("uploaded", &names.join(", ")),
+        Err(text) => back("upload_error", &text),
+    }
+}
+
+async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<Vec<String>, String> {
+    let (parts, body) = req.into_parts();
+    let user = session_user(&parts).ok_or("please sign in")?;
+    let stores = parts.extensions.get::<Datasets>().cloned().ok_or_else(|| DatasetError::Unconfigured.to_string())?;
+    let mut form = Multipart::from_request(Request::from_parts(parts, body), state).await.map_err(|e| format!("not a form upload: {e}"))?;
+    let mut replace = false;
+    let mut done = Vec::new();
+    while let Some(field) = form.next_field().await.map_err(|e| e.to_string())? {
+        match field.name() {
+            Some("replace") => replace = field.text().await.map(|t| t == "on" || t == "1").unwrap_or(false),
+            Some("file") => {
+                let name = field.file_name().unwrap_or("").to_string();
+                if name.is_empty() {
+                    continue; // the form was sent without choosing a file
+                }
+                let begin = BeginUpload { code: &p.code, version: &p.version, name: &name, replace, total: None, resumable: false };
+                let upload = datasets::begin_upload(&state.pool, &stores, &user, &begin).await.map_err(|e| e.public_message())?;
+                // If the connection drops, this future is dropped mid-write:
+                // the guard removes the upload then.
+                let guard = Unfinished { pool: state.pool.clone(), stores: stores.clone(), user: user.clone(), code: p.code.clone(), version: p.version.clone(), name: name.clone(), armed: true };
+                let stream = field.map_err(std::io::Error::other);
+                let result = datasets::write_upload(&state.pool, &upload, 0, stream, None).await;
+                guard.disarm();
+                match result {
+                    Ok(UploadState::Done(_)) => done.push(name),
+                    Ok(UploadState::Partial { .. }) => return Err("the upload ended early".into()),
+                    Err(e) => return Err(format!("{name}: {}", e.public_message())),
+                }
+            }
+            _ => {}
+        }
+    }
+    if done.is_empty() {
+        return Err("choose at least one file".into());
+    }
+    Ok(done)
+}
+
+/// Cancels an upload whose request future was dropped before it finished.
+struct Unfinished {
+    pool: Pool,
+    stores: Datasets,
+    user: User,
+    code: String,
+    version: String,
+    name: String,
+    armed: bool,
+}
+
+impl Unfinished {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (pool, stores, user) = (self.pool.clone(), self.stores.clone(), self.user.clone());
+        let (code, version, name) = (self.code.clone(), self.version.clone(), self.name.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = datasets::cancel_upload(&pool, &stores, &user, &code, &version, &name).await;
+            });
+        }
+    }
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,111 @@
+//! Dataset routes beside the Leptos pages: the streamed upload and the
+//! download, for scripts (`/api/v1/…`, personal API tokens) and for the
+//! browser (`/datasets/…`, the session cookie).
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /api/v1/datasets` | the datasets the token's owner may see (JSON) |
+//! | `GET /api/v1/datasets/{code}/versions/{version}/files` | the version's files (JSON) |
+//! | `PUT …/files/{name}[?replace=1]` | upload one file, the body streamed (one request: cut → nothing kept) |
+//! | `GET …/files/{name}` | download, `Range` supported |
+//! | `POST …/uploads/{name}` + `Upload-Length` | start (or find) a resumable upload; answers `Upload-Offset` |
+//! | `HEAD …/uploads/{name}` | `Upload-Offset`: bytes the server holds; `Upload-Length` |
+//! | `PATCH …/uploads/{name}` + `Upload-Offset` | append from that offset; 204 + new `Upload-Offset`, or 201 + the file when complete |
+//! | `DELETE …/uploads/{name}` | cancel a resumable upload |
+//! | `PUT /datasets/{code}/{version}/upload?name=N[&replace=1]` | the upload page's streamed upload (session) |
+//! | `POST /datasets/{code}/{version}/upload` | the same without JavaScript (multipart form; session) |
+//! | `GET /datasets/{code}/{version}/download?name=N` | the version page's download link (session) |
+//!
+//! The stores come in a request extension ([`Datasets`]) that `gantry
+//! serve` adds; without it every route answers 503.
+
+mod api;
+mod args;
+mod browser;
+mod transfer;
+
+pub use args::DatasetArgs;
+
+use app::state::{AppState, RequestUser};
+use axum::{
+    extract::DefaultBodyLimit,
+    http::{header, request::Parts, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, put},
+    Json, Router,
+};
+use gantry_platform::{
+    accounts::User,
+    datasets::{DatasetError, Datasets},
+    tokens,
+};
+
+pub fn routes() -> Router<AppState> {
+    let files = "/api/v1/datasets/{code}/versions/{version}";
+    Router::new()
+        .route("/api/v1/datasets", get(api::list_datasets))
+        .route(&format!("{files}/files"), get(api::list_files))
+        .route(&format!("{files}/files/{{*name}}"), put(api::put_file).get(api::get_file))
+        .route(
+            &format!("{files}/uploads/{{*name}}"),
+            axum::routing::post(api::start_resumable).head(api::resumable_status).patch(api::patch_resumable).delete(api::cancel_resumable),
+        )
+        .route("/datasets/{code}/{version}/upload", put(browser::put_upload).post(browser::form_upload))
+        .route("/datasets/{code}/{version}/download", get(browser::download))
+        .layer(DefaultBodyLimit::disable())
+}
+
+/// A refusal as the API shows it: `{"error": "…"}` with the status.
+pub fn error_json(e: &DatasetError) -> Response {
+    let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    no_store((status, Json(serde_json::json!({ "error": e.public_message() }))).into_response())
+}
+
+pub fn no_store(mut res: Response) -> Response {
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+pub fn unauthorized() -> Response {
+    let body = Json(serde_json::json!({ "error": "a valid API token is required: Authorization: Bearer <token>" }));
+    no_store((StatusCode::UNAUTHORIZED, body).into_response())
+}
+
+/// The stores `gantry serve` configured.
+pub fn stores(parts: &Parts) -> Result<Datasets, Response> {
+    parts.extensions.get::<Datasets>().cloned().ok_or_else(|| error_json(&DatasetError::Unconfigured))
+}
+
+/// The API's caller: a bearer token (personal API tokens, as the compute
+/// API), or else the signed-in session the guards resolved.
+pub async fn api_user(state: &AppState, parts: &Parts) -> Result<User, Response> {
+    if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
+        let token = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).ok_or_else(unauthorized)?;
+        return match tokens::authenticate(&state.pool, token.trim()).await {
+            Ok(Some(user)) => Ok(user),
+            Ok(None) => Err(unauthorized()),
+            Err(e) => Err(error_json(&DatasetError::Platform(e))),
+        };
+    }
+    session_user(parts).ok_or_else(unauthorized)
+}
+
+/// The signed-in user of a browser request.
+pub fn session_user(parts: &Parts) -> Option<User> {
+    parts.extensions.get::<RequestUser>().and_then(|u| u.0.clone())
+}
+
+/// The stores of `gantry serve`, with what earlier runs left half-written
+/// removed; each store is named in the log.
+pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_dir: &std::path::Path) -> Result<Datasets, gantry_platform::PlatformError> {
+    let stores = args.build(data_dir).map_err(gantry_platform::PlatformError::Internal)?;
+    for (what, store) in stores.describe() {
+        tracing::info!(store = %store, "dataset store ({what})");
+    }
+    match gantry_platform::datasets::clean_at_start(pool, &stores).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(removed = n, "removed temporary dataset uploads left by an earlier run"),
+        Err(e) => tracing::warn!(error = %e, "could not clean temporary dataset uploads; they are tried again at the next start"),
+    }
+    Ok(stores)
+}
