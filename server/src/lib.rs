@@ -7,7 +7,6 @@ pub mod bench;
 pub mod bootstrap;
 pub mod config;
 pub mod datasets;
-pub mod datasets;
 pub mod files;
 pub mod form_errors;
 pub mod http_guard;
