@@ -143,4 +143,6 @@ pub struct NodeArgs {
     /// another server resumes the tasks of one that died (at least 3).
     #[arg(long, env = "GANTRY_LEASE_SECS", default_value_t = 30)]
     pub lease_secs: i64,
+    #[command(flatten)]
+    pub telemetry: crate::metrics::TelemetryArgs,
 }

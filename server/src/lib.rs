@@ -11,6 +11,7 @@ pub mod files;
 pub mod form_errors;
 pub mod http_guard;
 pub mod matching_bench;
+pub mod metrics;
 pub mod request_id;
 pub mod logs;
 pub mod router;

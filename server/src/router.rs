@@ -141,6 +141,8 @@ pub async fn build_secured(
         move || shell(options.clone())
     };
 
+    // /metrics has its own access rule, so it sits outside the page guard.
+    let metrics = crate::metrics::routes(state.pool.clone());
     Ok(Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
         .merge(crate::api_v1::routes())
@@ -159,7 +161,8 @@ pub async fn build_secured(
         .layer(from_fn_with_state(HeaderPolicy { hsts: opts.secure_cookies }, security_headers))
         .layer(from_fn(request_id))
         .layer(TraceLayer::new_for_http())
-        .with_state(state))
+        .with_state(state)
+        .merge(metrics))
 }
 
 /// The app's state, and this request's CSP nonce for Leptos' inline

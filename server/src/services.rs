@@ -83,6 +83,7 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
     tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
     tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
     tokio::spawn(compute::run_loops(pool.clone(), fleet.clone(), admissions.clone(), Duration::from_secs(2)));
+    crate::metrics::start(pool, &args.telemetry);
     Ok(Services { admissions, dispatch: wake, fleet, node_id })
 }
 
