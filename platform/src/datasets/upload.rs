@@ -45,6 +45,12 @@ pub struct Upload {
     pub(super) stores: [Arc<dyn Store>; 2],
 }
 
+impl std::fmt::Debug for Upload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upload").field("id", &self.id).field("key", &self.key).field("offset", &self.offset).field("total", &self.total).finish()
+    }
+}
+
 #[derive(Debug)]
 pub enum UploadState {
     /// A resumable upload holds `offset` of `total` bytes.
