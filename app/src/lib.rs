@@ -108,6 +108,7 @@ fn AppRoutes() -> impl IntoView {
                     <Route path=path!("/tasks") view=TasksPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
                     <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async/>
+                    <Route path=path!("/snapshots") view=pages::machines::snapshots::SnapshotsPage ssr=SsrMode::Async/>
                     <ParentRoute path=path!("/admin") view=admin::AdminLayout ssr=SsrMode::Async>
                         <Route path=path!("") view=admin::users::UsersPage ssr=SsrMode::Async/>
                         <Route path=path!("/groups") view=admin::groups::GroupsPage ssr=SsrMode::Async/>
@@ -117,6 +118,7 @@ fn AppRoutes() -> impl IntoView {
                         <Route path=path!("/region-images") view=admin::region_images::RegionImagesPage ssr=SsrMode::Async/>
                         <Route path=path!("/catalogue") view=admin::catalogue::CataloguePage ssr=SsrMode::Async/>
                         <Route path=path!("/terminals") view=admin::terminals::TerminalsPage ssr=SsrMode::Async/>
+                        <Route path=path!("/reclaim") view=admin::reclaim::ReclaimPage ssr=SsrMode::Async/>
                         <Route path=path!("/audit") view=admin::audit::AuditPage ssr=SsrMode::Async/>
                     </ParentRoute>
                 </ParentRoute>

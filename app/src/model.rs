@@ -5,6 +5,8 @@ pub mod compute;
 pub mod fleet;
 pub mod lists;
 pub mod machines;
+pub mod reclaim;
+pub mod snapshots;
 pub mod tokens;
 
 use gantry_core::Role;

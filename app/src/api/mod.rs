@@ -9,6 +9,8 @@ pub mod dashboard;
 pub mod fleet;
 pub mod lists;
 pub mod machines;
+pub mod reclaim;
+pub mod snapshots;
 pub mod terminals;
 pub mod tokens;
 pub mod volumes;

@@ -30,6 +30,7 @@ pub fn Frame(children: Children) -> impl IntoView {
             <nav class="mainnav" aria-label="Main">
                 <A href="/" exact=true>"Portal"</A>
                 <A href="/machines">"Machines"</A>
+                <A href="/snapshots">"Snapshots"</A>
                 <A href="/compute">"Compute"</A>
                 <A href="/tasks">"Tasks"</A>
                 <A href="/datasets">"Datasets"</A>

@@ -15,6 +15,7 @@ pub fn DashboardPage() -> impl IntoView {
     view! {
         <Title text="Portal"/>
         <h1>"Welcome, " {move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}</h1>
+        <crate::pages::machines::reclaim::ReclaimBanner/>
         <NextStepsCard/>
         <div class="grid">
             <section class="card">

@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod groups;
 pub mod images;
 pub mod nodes;
+pub mod reclaim;
 pub mod region_images;
 pub mod regions;
 pub mod terminals;
@@ -31,6 +32,7 @@ pub fn AdminLayout() -> impl IntoView {
                 <A href="/admin/region-images">"Region images"</A>
                 <A href="/admin/catalogue">"Catalogue"</A>
                 <A href="/admin/terminals">"Terminals"</A>
+                <A href="/admin/reclaim">"Reclaim"</A>
                 <A href="/admin/audit">"Audit log"</A>
             </nav>
             <Outlet/>

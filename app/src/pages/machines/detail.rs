@@ -65,6 +65,7 @@ pub fn MachineDetailPage() -> impl IntoView {
                 Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
             })}
         </Transition>
+        <crate::pages::machines::reclaim::MachineReclaim id=Signal::derive(id)/>
         <crate::pages::machines::terminal::MachineWorkspace id=Signal::derive(id)/>
     }
 }

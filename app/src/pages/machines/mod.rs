@@ -4,6 +4,8 @@
 pub mod create;
 pub mod detail;
 pub mod kept;
+pub mod reclaim;
+pub mod snapshots;
 pub mod terminal;
 
 use crate::{
@@ -55,6 +57,7 @@ pub fn MachinesPage() -> impl IntoView {
     view! {
         <Title text="My machines"/>
         <h1>"My machines"</h1>
+        <reclaim::ReclaimBanner/>
         <div class="grid">
             <section class="card">
                 <h2>"New machine"</h2>

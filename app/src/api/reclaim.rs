@@ -1,0 +1,149 @@
+//! Idle reclaim and rebalancing: the banner's notices, a machine's standing
+//! and history, extend, one-click restore, the rebalance opt-out, and the
+//! admin's settings and exemptions (audited by the platform).
+
+use crate::{
+    error::AppError,
+    model::reclaim::{MachineEventRow, ReclaimAdminView, ReclaimNotice},
+};
+use leptos::prelude::*;
+
+#[cfg(feature = "ssr")]
+fn notice(s: gantry_platform::reclaim::ReclaimStatus, viewer: &gantry_platform::accounts::User, owner: i64) -> ReclaimNotice {
+    let now = gantry_platform::now();
+    ReclaimNotice {
+        machine_id: s.machine_id,
+        machine_name: s.machine_name,
+        restorable: s.state == "reclaimed" && s.restore_snapshot_id.is_some(),
+        state: s.state,
+        deadline: s.deadline,
+        seconds_left: s.deadline.map(|d| (d - now).max(0)),
+        extensions_used: s.extensions_used,
+        extensions_allowed: s.extensions_allowed,
+        exempt: s.exempt,
+        rebalance_opt_out: s.rebalance_opt_out,
+        mine: owner == viewer.id || viewer.role.is_admin(),
+    }
+}
+
+#[cfg(feature = "ssr")]
+async fn owner_of(pool: &gantry_platform::db::Pool, machine_id: i64) -> Result<i64, AppError> {
+    Ok(sqlx::query_scalar("SELECT owner_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(pool).await.map_err(gantry_platform::PlatformError::from)?)
+}
+
+/// Warned and reclaimed machines of the viewer's group (the banner).
+#[server(prefix = "/api", endpoint = "reclaim_notices")]
+pub async fn reclaim_notices() -> Result<Vec<ReclaimNotice>, AppError> {
+    let user = crate::state::auth()?;
+    let pool = crate::state::pool()?;
+    let mut out = Vec::new();
+    for s in gantry_platform::reclaim::notices(&pool, &user).await? {
+        let owner = owner_of(&pool, s.machine_id).await?;
+        out.push(notice(s, &user, owner));
+    }
+    Ok(out)
+}
+
+/// One machine's standing and its event history; another group's is 404.
+#[server(prefix = "/api", endpoint = "machine_reclaim")]
+pub async fn machine_reclaim(machine_id: i64) -> Result<(ReclaimNotice, Vec<MachineEventRow>), AppError> {
+    let user = crate::state::auth()?;
+    let pool = crate::state::pool()?;
+    let status = gantry_platform::reclaim::status(&pool, &user, machine_id).await?;
+    let events = gantry_platform::reclaim::events(&pool, &user, machine_id, 50).await?;
+    let owner = owner_of(&pool, machine_id).await?;
+    Ok((notice(status, &user, owner), events.into_iter().map(|e| MachineEventRow { at_ms: e.at_ms, kind: e.kind, detail: e.detail }).collect()))
+}
+
+/// Pushes the reclaim deadline back (limited); returns the new deadline's text.
+#[server(prefix = "/api", endpoint = "extend_reclaim")]
+pub async fn extend_reclaim(machine_id: i64) -> Result<String, AppError> {
+    let user = crate::state::auth()?;
+    let until = gantry_platform::reclaim::extend(&crate::state::pool()?, &user, machine_id).await?;
+    Ok(format!("Extended: reclaimed no earlier than {} UTC.", gantry_core::time::format_utc(until)))
+}
+
+/// One-click restore of a reclaimed machine; returns the task id.
+#[server(prefix = "/api", endpoint = "restore_machine")]
+pub async fn restore_machine(machine_id: i64) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    let task = gantry_platform::reclaim::restore(&crate::state::pool()?, &user, machine_id).await?;
+    crate::state::wake_dispatcher();
+    Ok(task)
+}
+
+/// The owner keeps the machine off hot-GPU rebalancing (checkbox ticked) or lets it move.
+#[server(prefix = "/api", endpoint = "rebalance_opt_out")]
+pub async fn rebalance_opt_out(machine_id: i64, opt_out: Option<String>) -> Result<bool, AppError> {
+    let user = crate::state::auth()?;
+    let out = opt_out.is_some_and(|v| matches!(v.as_str(), "on" | "true" | "1"));
+    gantry_platform::reclaim::set_rebalance_opt_out(&crate::state::pool()?, &user, machine_id, out).await?;
+    Ok(out)
+}
+
+#[server(prefix = "/api", endpoint = "reclaim_admin")]
+pub async fn reclaim_admin() -> Result<ReclaimAdminView, AppError> {
+    crate::state::require_admin()?;
+    let pool = crate::state::pool()?;
+    let s = gantry_platform::reclaim::load_settings(&pool).await?;
+    let db = |e: sqlx::Error| AppError::from(gantry_platform::PlatformError::from(e));
+    let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name").fetch_all(&pool).await.map_err(db)?;
+    let machines = sqlx::query_as(
+        "SELECT m.id, m.name, u.username, m.state, m.reclaim_exempt, m.rebalance_opt_out, m.reclaim_deadline
+         FROM machines m JOIN users u ON u.id = m.owner_id WHERE m.state NOT IN ('deleted', 'lost') AND m.workload = 'dev' ORDER BY m.id",
+    )
+    .fetch_all(&pool)
+    .await
+    .map_err(db)?;
+    Ok(ReclaimAdminView { reclaim: s.reclaim, hot: s.hot, groups, machines })
+}
+
+/// Saves the settings form (times in minutes); a bad value changes nothing.
+#[allow(clippy::too_many_arguments)]
+#[server(prefix = "/api", endpoint = "save_reclaim_settings")]
+pub async fn save_reclaim_settings(
+    enabled: Option<String>,
+    threshold_pct: String,
+    window_min: String,
+    grace_min: String,
+    extensions_allowed: String,
+    extension_min: String,
+    hot_enabled: Option<String>,
+    hot_util_pct: String,
+    hot_mem_pct: String,
+    hot_temp_c: String,
+    hot_window_min: String,
+) -> Result<String, AppError> {
+    let admin = crate::state::require_admin()?;
+    let e = enabled.unwrap_or_default();
+    let h = hot_enabled.unwrap_or_default();
+    let fields = [
+        ("enabled", e.as_str()),
+        ("threshold_pct", threshold_pct.as_str()),
+        ("window_min", window_min.as_str()),
+        ("grace_min", grace_min.as_str()),
+        ("extensions_allowed", extensions_allowed.as_str()),
+        ("extension_min", extension_min.as_str()),
+        ("hot_enabled", h.as_str()),
+        ("hot_util_pct", hot_util_pct.as_str()),
+        ("hot_mem_pct", hot_mem_pct.as_str()),
+        ("hot_temp_c", hot_temp_c.as_str()),
+        ("hot_window_min", hot_window_min.as_str()),
+    ];
+    let (reclaim, hot) = crate::model::reclaim::parse_settings(&fields).map_err(|m| AppError::Invalid(m).respond())?;
+    gantry_platform::reclaim::save_settings(&crate::state::pool()?, &admin, &gantry_platform::reclaim::Settings { reclaim, hot }).await?;
+    Ok("Settings saved.".into())
+}
+
+#[server(prefix = "/api", endpoint = "set_reclaim_exempt")]
+pub async fn set_reclaim_exempt(kind: String, id: i64, exempt: Option<String>) -> Result<String, AppError> {
+    let admin = crate::state::require_admin()?;
+    let pool = crate::state::pool()?;
+    let on = exempt.is_some_and(|v| matches!(v.as_str(), "on" | "true" | "1"));
+    match kind.as_str() {
+        "group" => gantry_platform::reclaim::set_group_exempt(&pool, &admin, id, on).await?,
+        "machine" => gantry_platform::reclaim::set_machine_exempt(&pool, &admin, id, on).await?,
+        _ => return Err(AppError::Invalid("kind must be group or machine".into()).respond()),
+    }
+    Ok(if on { "Exempt from idle reclaim." } else { "Subject to idle reclaim." }.into())
+}

@@ -1,0 +1,68 @@
+//! Snapshots: list (the viewer's group; admins all), take, delete, and
+//! machines from them. Another group's snapshot is "not found" (404).
+
+use crate::{error::AppError, model::snapshots::SnapshotRow};
+use leptos::prelude::*;
+
+#[cfg(feature = "ssr")]
+fn row(s: gantry_platform::snapshots::SnapshotView) -> SnapshotRow {
+    SnapshotRow {
+        id: s.id,
+        name: s.name,
+        image_ref: s.image_ref,
+        machine_id: s.machine_id,
+        machine_name: s.machine_name,
+        node: s.node,
+        owner: s.owner,
+        parent_id: s.parent_id,
+        origin: s.origin,
+        state: s.state,
+        size_bytes: s.size_bytes,
+        message: s.message,
+        created_at: s.created_at,
+    }
+}
+
+#[server(prefix = "/api", endpoint = "list_snapshots")]
+pub async fn list_snapshots() -> Result<Vec<SnapshotRow>, AppError> {
+    let user = crate::state::auth()?;
+    Ok(gantry_platform::snapshots::list(&crate::state::pool()?, &user).await?.into_iter().map(row).collect())
+}
+
+/// Takes a snapshot of the machine; returns the snapshot's id.
+#[server(prefix = "/api", endpoint = "take_snapshot")]
+pub async fn take_snapshot(machine_id: i64, name: String) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    let (id, _) = gantry_platform::snapshots::request(&crate::state::pool()?, &user, machine_id, &name).await?;
+    crate::state::wake_dispatcher();
+    Ok(id)
+}
+
+#[server(prefix = "/api", endpoint = "delete_snapshot")]
+pub async fn delete_snapshot(snapshot_id: i64) -> Result<String, AppError> {
+    let user = crate::state::auth()?;
+    let s = crate::state::state()?;
+    Ok(gantry_platform::snapshots::delete(&s.pool, &s.fleet, &user, snapshot_id).await?)
+}
+
+/// A new machine from the snapshot (on the snapshot's node); returns its id.
+#[server(prefix = "/api", endpoint = "machine_from_snapshot")]
+pub async fn machine_from_snapshot(snapshot_id: i64, name: String, gpu_count: String, volume_size_gb: String) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    let invalid = |m: String| AppError::Invalid(m).respond();
+    let gpus: u32 = gpu_count.trim().parse().map_err(|_| invalid(format!("GPU count: \"{gpu_count}\" is not a number")))?;
+    let size: i64 = volume_size_gb.trim().parse().map_err(|_| invalid(format!("volume size: \"{volume_size_gb}\" is not a number")))?;
+    let req = gantry_platform::machines::CreateMachine::new(user, name.trim(), gpus, size);
+    let admitted = gantry_platform::snapshots::create_machine(&crate::state::pool()?, req, snapshot_id).await?;
+    crate::state::wake_dispatcher();
+    Ok(admitted.machine_id)
+}
+
+/// Reinstalls the machine from the snapshot (same data volume); returns the task id.
+#[server(prefix = "/api", endpoint = "reinstall_from_snapshot")]
+pub async fn reinstall_from_snapshot(machine_id: i64, snapshot_id: i64) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    let task = gantry_platform::snapshots::reinstall_from(&crate::state::pool()?, &user, machine_id, snapshot_id).await?;
+    crate::state::wake_dispatcher();
+    Ok(task)
+}

@@ -1,0 +1,137 @@
+//! Idle reclaim in the portal: the banner on the dashboard and machines
+//! pages (a warned machine with the time left and Extend; a reclaimed one
+//! with Restore), and the machine page's card (the same, the rebalance
+//! opt-out, the machine's events and its snapshots).
+
+use crate::{
+    api::reclaim::{machine_reclaim, reclaim_notices, ExtendReclaim, RebalanceOptOut, RestoreMachine},
+    components::{
+        form_error::{error_text, FormError},
+        poll::poll,
+    },
+    model::reclaim::ReclaimNotice,
+};
+use leptos::prelude::*;
+
+/// Forms shared by the banner and the machine card: Extend for a warned
+/// machine, Restore for a reclaimed one.
+#[component]
+fn NoticeActions(n: ReclaimNotice, extend: ServerAction<ExtendReclaim>, restore: ServerAction<RestoreMachine>) -> impl IntoView {
+    let id = n.machine_id;
+    let extend_form = n.can_extend().then(|| {
+        let left = n.extensions_allowed - n.extensions_used;
+        view! {
+            <ActionForm action=extend attr:class="inline">
+                <input type="hidden" name="machine_id" value=id/>
+                <button type="submit" data-testid="reclaim-extend">{format!("Extend ({left} left)")}</button>
+            </ActionForm>
+        }
+    });
+    let restore_form = (n.restorable && n.mine).then(|| {
+        view! {
+            <ActionForm action=restore attr:class="inline">
+                <input type="hidden" name="machine_id" value=id/>
+                <button type="submit" class="primary" data-testid="reclaim-restore">"Restore"</button>
+            </ActionForm>
+        }
+    });
+    view! { {extend_form} {restore_form} }
+}
+
+fn notice_text(n: &ReclaimNotice) -> String {
+    if n.state == "reclaimed" {
+        format!("Machine {} was reclaimed after being idle: its files were snapshotted and its GPUs returned. Restore brings it back with its data volume.", n.machine_name)
+    } else {
+        n.warning_text()
+    }
+}
+
+/// The portal's banner: every warned or reclaimed machine of the group.
+#[component]
+pub fn ReclaimBanner() -> impl IntoView {
+    let extend = ServerAction::<ExtendReclaim>::new();
+    let restore = ServerAction::<RestoreMachine>::new();
+    let tick = RwSignal::new(0u64);
+    let notices = Resource::new(move || (tick.get(), extend.version().get(), restore.version().get()), |_| reclaim_notices());
+    poll(tick, Signal::derive(|| false));
+    view! {
+        <Transition fallback=|| ()>
+            {move || notices.get().and_then(Result::ok).filter(|l| !l.is_empty()).map(|list| view! {
+                <section class="card reclaim-banner stack" data-testid="reclaim-banner" role="status">
+                    <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
+                    {list.into_iter().map(|n| {
+                        let href = format!("/machines/{}", n.machine_id);
+                        let (machine, state, text) = (n.machine_name.clone(), n.state.clone(), notice_text(&n));
+                        view! {
+                            <p class="reclaim-notice" data-testid="reclaim-notice" data-machine=machine data-state=state>
+                                <a href=href>{text}</a> " "
+                                <NoticeActions n=n extend=extend restore=restore/>
+                            </p>
+                        }
+                    }).collect_view()}
+                </section>
+            })}
+        </Transition>
+    }
+}
+
+/// The machine page's card.
+#[component]
+pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
+    let extend = ServerAction::<ExtendReclaim>::new();
+    let restore = ServerAction::<RestoreMachine>::new();
+    let opt = ServerAction::<RebalanceOptOut>::new();
+    let tick = RwSignal::new(0u64);
+    let data = Resource::new(
+        move || (id.get(), tick.get(), extend.version().get(), restore.version().get(), opt.version().get()),
+        |(id, ..)| async move {
+            match id {
+                Some(id) => machine_reclaim(id).await.ok(),
+                None => None,
+            }
+        },
+    );
+    poll(tick, Signal::derive(|| false));
+    view! {
+        <Transition fallback=|| ()>
+            {move || data.get().flatten().map(|(n, events)| {
+                let text = notice_text(&n);
+                let shown = n.warned() || n.state == "reclaimed";
+                let opted = n.rebalance_opt_out;
+                let machine_id = n.machine_id;
+                view! {
+                    <section class="card stack" data-testid="machine-reclaim">
+                        <h2>"Idle reclaim and GPU placement"</h2>
+                        <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
+                        {move || extend.value().get().and_then(Result::ok).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
+                        {shown.then(|| view! {
+                            <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
+                        })}
+                        {n.exempt.then(|| view! { <p class="muted">"This machine is exempt from idle reclaim."</p> })}
+                        <ActionForm action=opt attr:class="inline">
+                            <input type="hidden" name="machine_id" value=machine_id/>
+                            <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"/>
+                                " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
+                            " " <button type="submit">"Save"</button>
+                        </ActionForm>
+                        {(!events.is_empty()).then(|| view! {
+                            <table class="table" data-testid="machine-events">
+                                <thead><tr><th>"When (UTC)"</th><th>"Event"</th><th>"Details"</th></tr></thead>
+                                <tbody>
+                                    {events.into_iter().map(|e| view! {
+                                        <tr data-testid="machine-event" data-kind=e.kind.clone()>
+                                            <td class="nowrap">{gantry_core::time::format_utc(e.at_ms.div_euclid(1000))}</td>
+                                            <td>{e.label()}</td>
+                                            <td>{e.detail.clone()}</td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        })}
+                    </section>
+                    <crate::pages::machines::snapshots::MachineSnapshots machine_id=machine_id/>
+                }
+            })}
+        </Transition>
+    }
+}

@@ -1,0 +1,140 @@
+//! Snapshots in the portal: taking one from the machine page (and
+//! reinstalling the machine from one), and the Snapshots page listing the
+//! group's snapshots with delete and "new machine from it".
+
+use crate::{
+    api::snapshots::{list_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
+    components::{
+        form_error::{error_text, FormError},
+        poll::poll,
+    },
+    model::snapshots::{size_text, SnapshotRow},
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+fn busy(list: &Option<Result<Vec<SnapshotRow>, crate::error::AppError>>) -> bool {
+    list.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|s| s.state == "creating"))
+}
+
+/// The machine page's snapshot card.
+#[component]
+pub fn MachineSnapshots(machine_id: i64) -> impl IntoView {
+    let take = ServerAction::<TakeSnapshot>::new();
+    let reinstall = ServerAction::<ReinstallFromSnapshot>::new();
+    let tick = RwSignal::new(0u64);
+    let list = Resource::new(move || (tick.get(), take.version().get(), reinstall.version().get()), |_| list_snapshots());
+    poll(tick, Signal::derive(move || list.with(busy)));
+    view! {
+        <section class="card stack" data-testid="machine-snapshots">
+            <h2>"Snapshots"</h2>
+            <FormError message=Signal::derive(move || take.value().with(error_text).or_else(|| reinstall.value().with(error_text)))/>
+            {move || reinstall.value().get().and_then(Result::ok).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
+            <ActionForm action=take attr:class="inline">
+                <input type="hidden" name="machine_id" value=machine_id/>
+                <label>"Name " <input type="text" name="name" required maxlength="64" placeholder="before upgrade" data-testid="snapshot-name"/></label>
+                " " <button type="submit" data-testid="snapshot-take">"Take snapshot"</button>
+            </ActionForm>
+            <p class="muted small">"A snapshot keeps the machine's files outside /data (installed software, settings); the data volume is not part of it."</p>
+            <Transition fallback=|| ()>
+                {move || list.get().and_then(Result::ok).map(|all| {
+                    let mine: Vec<SnapshotRow> = all.into_iter().filter(|s| s.machine_id == machine_id).collect();
+                    (!mine.is_empty()).then(|| view! {
+                        <table class="table" data-testid="machine-snapshot-list">
+                            <thead><tr><th>"Name"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"State"</th><th></th></tr></thead>
+                            <tbody>
+                                {mine.into_iter().map(|s| {
+                                    let ready = s.state == "ready";
+                                    view! {
+                                        <tr data-testid="machine-snapshot" data-name=s.name.clone()>
+                                            <td>{s.name.clone()}</td>
+                                            <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
+                                            <td>{size_text(s.size_bytes)}</td>
+                                            <td>{s.state.clone()}</td>
+                                            <td>{ready.then(|| view! {
+                                                <ActionForm action=reinstall attr:class="inline">
+                                                    <input type="hidden" name="machine_id" value=machine_id/>
+                                                    <input type="hidden" name="snapshot_id" value=s.id/>
+                                                    <button type="submit">"Reinstall from it"</button>
+                                                </ActionForm>
+                                            })}</td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    })
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+/// `/snapshots`: the group's snapshots (an admin's: all).
+#[component]
+pub fn SnapshotsPage() -> impl IntoView {
+    let delete = ServerAction::<DeleteSnapshot>::new();
+    let create = ServerAction::<MachineFromSnapshot>::new();
+    let tick = RwSignal::new(0u64);
+    let list = Resource::new(move || (tick.get(), delete.version().get(), create.version().get()), |_| list_snapshots());
+    poll(tick, Signal::derive(move || list.with(busy)));
+    view! {
+        <Title text="Snapshots"/>
+        <h1>"Snapshots"</h1>
+        <section class="card stack" data-testid="snapshots">
+            <FormError message=Signal::derive(move || delete.value().with(error_text).or_else(|| create.value().with(error_text)))/>
+            {move || delete.value().get().and_then(Result::ok).map(|n| view! { <p class="form-ok" role="status" data-testid="snapshot-deleted">"Snapshot " {n} " deleted."</p> })}
+            {move || create.value().get().and_then(Result::ok).map(|id| view! {
+                <p class="form-ok" role="status" data-testid="snapshot-machine-created">"Machine created: " <a href=format!("/machines/{id}")>"open it"</a></p>
+            })}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || list.get().map(|r| match r {
+                    Ok(l) if l.is_empty() => view! { <p class="muted" data-testid="no-snapshots">"No snapshots yet. Take one from a machine's page."</p> }.into_any(),
+                    Ok(l) => view! { <SnapshotTable list=l delete=delete create=create/> }.into_any(),
+                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn SnapshotTable(list: Vec<SnapshotRow>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>) -> impl IntoView {
+    view! {
+        <table class="table" data-testid="snapshot-list">
+            <thead><tr><th>"Name"</th><th>"Machine"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"Origin"</th><th>"State"</th><th>"New machine from it"</th><th></th></tr></thead>
+            <tbody>
+                {list.into_iter().map(|s| {
+                    let ready = s.state == "ready";
+                    let origin = if s.origin == "reclaim" { "idle reclaim" } else { "taken by hand" };
+                    let delete_label = format!("Delete snapshot {}", s.name);
+                    view! {
+                        <tr data-testid="snapshot" data-name=s.name.clone()>
+                            <td>{s.name.clone()}{s.parent_id.map(|p| view! { <span class="muted small">{format!(" (from snapshot #{p})")}</span> })}</td>
+                            <td><a href=format!("/machines/{}", s.machine_id)>{s.machine_name.clone()}</a></td>
+                            <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
+                            <td>{size_text(s.size_bytes)}</td>
+                            <td>{origin}</td>
+                            <td title=s.message.clone()>{s.state.clone()}</td>
+                            <td>{ready.then(|| view! {
+                                <ActionForm action=create attr:class="inline wrap">
+                                    <input type="hidden" name="snapshot_id" value=s.id/>
+                                    <input type="text" name="name" required placeholder="name" size="10" aria-label="New machine name"/>
+                                    <input type="number" name="gpu_count" value="1" min="1" max="64" aria-label="GPUs"/>
+                                    <input type="number" name="volume_size_gb" value="10" min="1" aria-label="Volume GB"/>
+                                    <button type="submit">"Create"</button>
+                                </ActionForm>
+                            })}</td>
+                            <td>
+                                <ActionForm action=delete attr:class="inline">
+                                    <input type="hidden" name="snapshot_id" value=s.id/>
+                                    <button type="submit" class="danger" aria-label=delete_label>"Delete"</button>
+                                </ActionForm>
+                            </td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
