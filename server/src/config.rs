@@ -145,4 +145,6 @@ pub struct NodeArgs {
     pub lease_secs: i64,
     #[command(flatten)]
     pub telemetry: crate::metrics::TelemetryArgs,
+    #[command(flatten)]
+    pub reclaim: crate::reclaim_loop::ReclaimArgs,
 }
