@@ -64,6 +64,12 @@ impl Gate {
         self.peak.load(Ordering::SeqCst)
     }
 
+    /// Takes one slot until the permit is dropped (maintenance, and tests
+    /// that need a full gate without racing for it).
+    pub async fn hold(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.slots.acquire().await.expect("the gate's semaphore is never closed")
+    }
+
     async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PlatformError> {
         let busy = PlatformError::Throttled { retry_after_secs: 1, busy: true };
         let _slot = match tokio::time::timeout(self.queue_timeout, self.slots.acquire()).await {
@@ -158,7 +164,7 @@ mod tests {
 
             // No queue at all: with the only slot taken, the next is refused.
             let tight = Gate::new(1, Duration::ZERO);
-            let held = tight.slots.acquire().await.unwrap();
+            let held = tight.hold().await;
             let refused = verify_with(&tight, &h, "x").await.unwrap_err();
             assert!(matches!(refused, PlatformError::Throttled { busy: true, .. }), "{refused:?}");
             drop(held);

@@ -89,7 +89,7 @@ gantry_testkit::timed_test! {
 }
 
 gantry_testkit::timed_test! {
-    async fn repeated_failures_lock_the_username_even_for_the_right_password() {
+    async fn repeated_failures_lock_the_account_from_that_client_but_not_its_owner_elsewhere() {
         let (_dir, pool) = fresh_db().await;
         accounts::create_user(&pool, None, alice()).await.unwrap();
         for _ in 0..5 {
@@ -98,9 +98,13 @@ gantry_testkit::timed_test! {
                 Err(PlatformError::BadCredentials)
             ));
         }
-        let locked = accounts::authenticate(&pool, "alice", "correct horse", Some("127.0.0.10")).await.unwrap_err();
-        assert!(matches!(locked, PlatformError::Throttled { .. }), "{locked:?}");
+        // The guesser's client is locked out of this account, even with the
+        // right password...
+        let locked = accounts::authenticate(&pool, "alice", "correct horse", Some("127.0.0.9")).await.unwrap_err();
+        assert!(matches!(locked, PlatformError::Throttled { busy: false, .. }), "{locked:?}");
         assert!(locked.to_string().starts_with("too many failed sign-in attempts; try again in "), "{locked}");
+        // ...while the owner, from their own client, still gets in.
+        accounts::authenticate(&pool, "alice", "correct horse", Some("127.0.0.10")).await.unwrap();
     }
 }
 

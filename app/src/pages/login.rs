@@ -1,5 +1,8 @@
 //! The sign-in page. A plain form: it works before the wasm loads and with
-//! JavaScript off; with JavaScript it submits without a page load.
+//! JavaScript off; with JavaScript it submits without a page load. Its
+//! error box shows only the server's own answer: an error carried in the
+//! URL (after a no-JS post) is signed by the server, and the server strips
+//! one it did not sign.
 
 use crate::{api::auth::Login, components::form_error::{error_text, FormError}, use_session};
 use leptos::prelude::*;
@@ -23,7 +26,11 @@ pub fn LoginPage() -> impl IntoView {
     view! {
         <Title text="Sign in"/>
         <Show when=move || me.with(Option::is_some)>
-            <Redirect path=crate::api::auth::safe_next(Some(&next()))/>
+            {move || {
+                let forced = me.with(|m| m.as_ref().is_some_and(|m| m.must_change_password));
+                let to = if forced { crate::api::auth::CHANGE_PASSWORD_PAGE.to_string() } else { crate::api::auth::safe_next(Some(&next())) };
+                view! { <Redirect path=to/> }
+            }}
         </Show>
         <main class="login">
             <ActionForm action=login attr:class="card login-card">

@@ -14,7 +14,7 @@ use crate::{
     },
     components::{
         form_error::{error_text, FormError},
-        poll::poll,
+        poll::{poll_guarded, tracked},
         status::Tag,
     },
     error::AppError,
@@ -45,12 +45,13 @@ pub fn NodesPage() -> impl IntoView {
     let remove = ServerAction::<RemoveNode>::new();
     let actions = NodeActions { set_state, mark_lost, remove };
     let tick = RwSignal::new(0u64);
+    let in_flight = RwSignal::new(false);
     let nodes = Resource::new(
         move || (tick.get(), add.version().get(), set_state.version().get(), mark_lost.version().get(), remove.version().get()),
-        |_| list_nodes(),
+        move |_| tracked(in_flight, list_nodes()),
     );
     // Heartbeats and free GPUs change on their own; refresh now and then.
-    poll(tick, Signal::stored(false));
+    poll_guarded(tick, Signal::stored(false), in_flight);
     // The add form's region choices, fetched once so the form is built once.
     let regions = Resource::new(|| (), |_| list_regions());
     view! {
@@ -89,9 +90,13 @@ pub fn NodesPage() -> impl IntoView {
 
 #[component]
 fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
-    // Changes only when a node appears or goes, not on every poll.
-    let ids = Memo::new(move |_| {
-        nodes.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)))
+    // Changes only when a node appears or goes, not on every poll; while a
+    // refetch runs (the resource may read as not loaded) the rows stay, so
+    // an admin's half-made choice in a row's state select is not rebuilt.
+    let ids = Memo::new(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
+        nodes
+            .with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)))
+            .or_else(|| prev.cloned().flatten())
     });
     move || match ids.get()? {
         Ok(ids) if ids.is_empty() => Some(view! { <p class="muted" data-testid="no-nodes">"No worker nodes have registered yet."</p> }.into_any()),

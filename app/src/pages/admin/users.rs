@@ -1,22 +1,56 @@
-//! Users: list and create.
+//! Users: list and create, and each account's life: disable or enable it,
+//! set a temporary password (the user must change it at the next sign-in),
+//! change its role and its group. The server checks and audits each change.
 
 use crate::{
-    api::admin::{list_groups, list_users, CreateUser},
+    api::admin::{list_groups, list_users, CreateUser, ResetPassword, SetUserEnabled, SetUserGroup, SetUserRole},
     components::form_error::{error_text, FormError},
+    error::AppError,
+    model::{GroupRow, UserRow},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+/// The per-user actions, owned by the page so a result survives the list's
+/// refetch.
+#[derive(Clone, Copy)]
+struct UserActions {
+    enabled: ServerAction<SetUserEnabled>,
+    reset: ServerAction<ResetPassword>,
+    role: ServerAction<SetUserRole>,
+    group: ServerAction<SetUserGroup>,
+}
+
+fn done<T>(v: &Option<Result<UserRow, AppError>>, what: impl Fn(&UserRow) -> T) -> Option<T> {
+    v.as_ref().and_then(|r| r.as_ref().ok()).map(what)
+}
+
 #[component]
 pub fn UsersPage() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
-    let users = Resource::new(move || create.version().get(), |_| list_users());
+    let actions = UserActions {
+        enabled: ServerAction::new(),
+        reset: ServerAction::new(),
+        role: ServerAction::new(),
+        group: ServerAction::new(),
+    };
+    let users = Resource::new(
+        move || (create.version().get(), actions.enabled.version().get(), actions.reset.version().get(), actions.role.version().get(), actions.group.version().get()),
+        |_| list_users(),
+    );
     let groups = Resource::new(|| (), |_| list_groups());
     // Same rules as the server, checked as you type.
     let (name, set_name) = signal(String::new());
     let name_hint = move || {
         let n = name.get();
         (!n.is_empty()).then(|| gantry_core::validate::name("username", n.trim()).err().map(|e| e.to_string())).flatten()
+    };
+    let outcome = move || {
+        let a = actions;
+        done(&a.enabled.value().get(), |u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" }))
+            .or_else(|| done(&a.reset.value().get(), |u| format!("{} has a temporary password; they must change it at their next sign-in", u.username)))
+            .or_else(|| done(&a.role.value().get(), |u| format!("{} is now {}", u.username, u.role)))
+            .or_else(|| done(&a.group.value().get(), |u| format!("{} is now in group {}", u.username, u.group)))
     };
 
     view! {
@@ -57,24 +91,78 @@ pub fn UsersPage() -> impl IntoView {
                     <button type="submit" class="primary">"Create user"</button>
                 </ActionForm>
             </section>
-            <section class="card">
+            <section class="card stack">
                 <h2>"All users"</h2>
+                <FormError message=Signal::derive(move || actions.enabled.value().with(error_text))/>
+                <FormError message=Signal::derive(move || actions.reset.value().with(error_text))/>
+                <FormError message=Signal::derive(move || actions.role.value().with(error_text))/>
+                <FormError message=Signal::derive(move || actions.group.value().with(error_text))/>
+                {move || outcome().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
                 <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || users.get().map(|r| match r {
-                        Ok(list) => view! {
-                            <table class="table" data-testid="users">
-                                <thead><tr><th>"Username"</th><th>"Role"</th><th>"Group"</th></tr></thead>
-                                <tbody>
-                                    {list.into_iter().map(|u| view! {
-                                        <tr><td>{u.username}</td><td>{u.role.to_string()}</td><td>{u.group}</td></tr>
-                                    }).collect_view()}
-                                </tbody>
-                            </table>
-                        }.into_any(),
+                        Ok(list) => {
+                            let groups = groups.get().and_then(Result::ok).unwrap_or_default();
+                            view! {
+                                <table class="table" data-testid="users">
+                                    <thead><tr><th>"Username"</th><th>"Role"</th><th>"Group"</th><th>"Manage"</th></tr></thead>
+                                    <tbody>
+                                        {list.into_iter().map(|u| view! { <UserLine u=u groups=groups.clone() actions=actions/> }).collect_view()}
+                                    </tbody>
+                                </table>
+                            }.into_any()
+                        }
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
                 </Suspense>
             </section>
         </div>
+    }
+}
+
+#[component]
+fn UserLine(u: UserRow, groups: Vec<GroupRow>, actions: UserActions) -> impl IntoView {
+    let (id, name) = (u.id, u.username.clone());
+    let toggle = if u.disabled { ("enable", "Enable") } else { ("disable", "Disable") };
+    let status = u.disabled.then(|| view! { " " <span class="tag warn" data-testid="user-disabled">"disabled"</span> });
+    let temporary = u.must_change_password.then(|| view! { " " <span class="tag" title="must choose a new password at the next sign-in">"temporary password"</span> });
+    let role = u.role.to_string();
+    let (role_label, group_label, reset_label) = (format!("Role of {name}"), format!("Group of {name}"), format!("Temporary password for {name}"));
+    let shown = name.clone();
+    view! {
+        <tr data-testid="user-row" data-name=name>
+            <td>{shown} {status} {temporary}</td>
+            <td>{role.clone()}</td>
+            <td>{u.group.clone()}</td>
+            <td class="user-manage">
+                <ActionForm action=actions.enabled attr:data-testid="user-enabled">
+                    <input type="hidden" name="user_id" value=id/>
+                    <input type="hidden" name="action" value=toggle.0/>
+                    <button type="submit">{toggle.1}</button>
+                </ActionForm>
+                <ActionForm action=actions.role attr:data-testid="user-role">
+                    <input type="hidden" name="user_id" value=id/>
+                    <select name="role" aria-label=role_label>
+                        {["user", "admin"].map(|r| view! { <option value=r selected=r == role>{r}</option> }).into_iter().collect_view()}
+                    </select>
+                    <button type="submit">"Set role"</button>
+                </ActionForm>
+                <ActionForm action=actions.group attr:data-testid="user-group">
+                    <input type="hidden" name="user_id" value=id/>
+                    <select name="group" aria-label=group_label>
+                        {groups.into_iter().map(|g| {
+                            let selected = g.name == u.group;
+                            view! { <option value=g.name.clone() selected=selected>{g.name.clone()}</option> }
+                        }).collect_view()}
+                    </select>
+                    <button type="submit">"Move"</button>
+                </ActionForm>
+                <ActionForm action=actions.reset attr:data-testid="user-reset">
+                    <input type="hidden" name="user_id" value=id/>
+                    <input type="password" name="password" required minlength="8" maxlength="256" autocomplete="new-password"
+                        placeholder="temporary password" aria-label=reset_label/>
+                    <button type="submit">"Reset password"</button>
+                </ActionForm>
+            </td>
+        </tr>
     }
 }

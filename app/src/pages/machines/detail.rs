@@ -1,11 +1,17 @@
 //! One dev machine: its facts, the operations it accepts now, and its task
 //! history, kept current while an operation runs.
+//!
+//! The page polls, and a poll must never rebuild what the user is working
+//! with: the view is built once per machine, the facts and task history
+//! re-render from memos that change only when the data does, and the
+//! actions (the "keep the data volume" checkbox above all) are the same
+//! elements for the page's life, reading the state through memos.
 
 use crate::{
     api::machines::{machine_detail, CancelTask, MachineOperation},
     components::{
         form_error::{error_text, FormError},
-        poll::poll,
+        poll::{poll_guarded, tracked},
         status::{MachineBadge, Tag},
         task_table::TaskTable,
     },
@@ -17,6 +23,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
+type Detail = Resource<Result<MachineDetail, AppError>>;
+
 #[component]
 pub fn MachineDetailPage() -> impl IntoView {
     let params = use_params_map();
@@ -24,13 +32,16 @@ pub fn MachineDetailPage() -> impl IntoView {
     let op = ServerAction::<MachineOperation>::new();
     let cancel = ServerAction::<CancelTask>::new();
     let tick = RwSignal::new(0u64);
+    let in_flight = RwSignal::new(false);
     let detail = Resource::new(
         move || (id(), tick.get(), op.version().get(), cancel.version().get()),
-        |(id, _, _, _)| async move {
-            match id {
-                Some(id) => machine_detail(id).await,
-                None => Err(AppError::NotFound("machine not found".into())),
-            }
+        move |(id, _, _, _)| {
+            tracked(in_flight, async move {
+                match id {
+                    Some(id) => machine_detail(id).await,
+                    None => Err(AppError::NotFound("machine not found".into())),
+                }
+            })
         },
     );
     let busy = Signal::derive(move || {
@@ -38,7 +49,7 @@ pub fn MachineDetailPage() -> impl IntoView {
             d.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|d| machine_busy(&d.machine.state) || d.tasks.iter().any(|t| task_busy(&t.state)))
         })
     });
-    poll(tick, busy);
+    poll_guarded(tick, busy, in_flight);
     // Set once the page is interactive: deletion is then confirmed with a
     // dialog instead of the checkbox a plain HTML form needs.
     let js = RwSignal::new(false);
@@ -47,46 +58,72 @@ pub fn MachineDetailPage() -> impl IntoView {
     view! {
         <p class="crumbs"><a href="/machines">"← My machines"</a></p>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || detail.get().map(|r| match r {
-                Ok(d) => view! { <MachineView detail=d op=op cancel=cancel js=js/> }.into_any(),
-                Err(AppError::NotFound(_)) => {
-                    #[cfg(feature = "ssr")]
-                    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
-                        resp.set_status(http::StatusCode::NOT_FOUND);
-                    }
-                    view! {
-                        <Title text="Machine not found"/>
-                        <section class="card empty" data-testid="machine-not-found">
-                            <h1>"Machine not found"</h1>
-                            <p class="muted">"There is no such machine, or it belongs to another group."</p>
-                        </section>
-                    }.into_any()
-                }
-                Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-            })}
+            <MachineBody detail=detail op=op cancel=cancel js=js/>
         </Transition>
         <crate::pages::machines::reclaim::MachineReclaim id=Signal::derive(id)/>
         <crate::pages::machines::terminal::MachineWorkspace id=Signal::derive(id)/>
     }
 }
 
+/// Built inside the Transition, so its memos' reads of the resource count
+/// for it. The view is rebuilt only when the outcome changes (another
+/// machine, or an error), not on every answer.
 #[component]
-fn MachineView(detail: MachineDetail, op: ServerAction<MachineOperation>, cancel: ServerAction<CancelTask>, js: RwSignal<bool>) -> impl IntoView {
-    let MachineDetail { machine: m, tasks } = detail;
+fn MachineBody(detail: Detail, op: ServerAction<MachineOperation>, cancel: ServerAction<CancelTask>, js: RwSignal<bool>) -> impl IntoView {
+    // While a refetch runs the resource may read as not loaded: keep the
+    // last outcome then, or the whole view would be torn down and rebuilt.
+    let outcome = Memo::new(move |prev: Option<&Option<Result<i64, AppError>>>| {
+        detail.with(|r| r.as_ref().map(|r| r.as_ref().map(|d| d.machine.id).map_err(Clone::clone))).or_else(|| prev.cloned().flatten())
+    });
+    // The latest answer; a failed refetch keeps the last good one.
+    let data = Memo::new(move |prev: Option<&Option<MachineDetail>>| {
+        detail.with(|r| match r {
+            Some(Ok(d)) => Some(d.clone()),
+            _ => prev.cloned().flatten(),
+        })
+    });
+    move || {
+        outcome.get().map(|o| match o {
+            Ok(_) => view! { <MachineView data=data op=op cancel=cancel js=js/> }.into_any(),
+            Err(AppError::NotFound(_)) => {
+                #[cfg(feature = "ssr")]
+                if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+                    resp.set_status(http::StatusCode::NOT_FOUND);
+                }
+                view! {
+                    <Title text="Machine not found"/>
+                    <section class="card empty" data-testid="machine-not-found">
+                        <h1>"Machine not found"</h1>
+                        <p class="muted">"There is no such machine, or it belongs to another group."</p>
+                    </section>
+                }
+                .into_any()
+            }
+            Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+        })
+    }
+}
+
+#[component]
+fn MachineView(data: Memo<Option<MachineDetail>>, op: ServerAction<MachineOperation>, cancel: ServerAction<CancelTask>, js: RwSignal<bool>) -> impl IntoView {
+    let machine = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.machine.clone())));
+    let tasks = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.tasks.clone()).unwrap_or_default()));
+    let state = Memo::new(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
+    let name = machine.with_untracked(|m| m.as_ref().map(|m| m.name.clone()).unwrap_or_default());
     view! {
-        <Title text=m.name.clone()/>
+        <Title text=name.clone()/>
         <div class="page-head">
-            <h1>{m.name.clone()}</h1>
-            <MachineBadge state=m.state.clone()/>
+            <h1>{name}</h1>
+            {move || view! { <MachineBadge state=state.get()/> }}
         </div>
         <div class="grid two">
-            <MachineFacts m=m.clone()/>
-            <MachineActions m=m op=op js=js/>
+            {move || machine.get().map(|m| view! { <MachineFacts m=m/> })}
+            <MachineActions machine=machine state=state op=op js=js/>
         </div>
         <section class="card stack">
             <h2>"Task history"</h2>
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-            <TaskTable tasks=tasks cancel=cancel/>
+            {move || view! { <TaskTable tasks=tasks.get() cancel=cancel/> }}
         </section>
     }
     .into_any()
@@ -130,73 +167,84 @@ fn MachineFacts(m: MachineRow) -> impl IntoView {
     .into_any()
 }
 
-#[component]
-fn MachineActions(m: MachineRow, op: ServerAction<MachineOperation>, js: RwSignal<bool>) -> impl IntoView {
-    if m.state == "deleted" {
-        return view! {
-            <section class="card stack" data-testid="machine-actions">
-                <h2>"Actions"</h2>
-                <p class="muted">"This machine is deleted; its GPUs are back in the group's quota. Its history stays below."</p>
-                <p><a href="/machines">"Back to my machines"</a></p>
-            </section>
-        }
-        .into_any();
+/// What the Delete dialog asks: what goes, what stays, the volume named.
+pub fn delete_question(name: &str, volume: &str, size_gb: i64, keep: bool) -> String {
+    let volume = volume_summary(volume, size_gb);
+    if keep {
+        format!("Delete machine {name}? Its container is removed and its GPUs are given back. The data volume {volume} is KEPT: it is listed under kept volumes.")
+    } else {
+        format!("Delete machine {name}? Its container is removed, its GPUs are given back, and its data volume {volume} is DELETED with everything on it.")
     }
-    let lost = m.state == MachineState::Lost.as_str();
-    let can = |kind| accepts(&m.state, kind);
+}
+
+#[component]
+fn MachineActions(machine: Memo<Option<MachineRow>>, state: Memo<String>, op: ServerAction<MachineOperation>, js: RwSignal<bool>) -> impl IntoView {
+    let (id, name, volume, size) =
+        machine.with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb)).unwrap_or_default());
+    let deleted = Memo::new(move |_| state.get() == "deleted");
+    let lost = Memo::new(move |_| state.get() == MachineState::Lost.as_str());
+    let can = move |kind| Memo::new(move |_| accepts(&state.get(), kind));
     let (can_restart, can_reinstall, can_delete) = (can(TaskKind::Restart), can(TaskKind::Reinstall), can(TaskKind::Delete));
     let pending = op.pending();
-    let name = m.name.clone();
+    // The box's state lives here as well as in the element: it survives
+    // any redraw, and the dialog names what it decides.
+    let keep = RwSignal::new(false);
     let confirm_delete = move |ev: leptos::ev::MouseEvent| {
-        let question = format!("Delete machine {name}? Its container is removed and its GPUs are given back.");
+        let question = delete_question(&name, &volume, size, keep.get_untracked() && !lost.get_untracked());
         if !window().confirm_with_message(&question).unwrap_or(false) {
             ev.prevent_default();
         }
     };
-    let simple = view! {
+    let live = view! {
         <div class="actions">
             <ActionForm action=op attr:data-testid="restart-machine">
-                <input type="hidden" name="machine_id" value=m.id/>
+                <input type="hidden" name="machine_id" value=id/>
                 <input type="hidden" name="operation" value="restart"/>
-                <button type="submit" disabled=move || !can_restart || pending.get()>"Restart"</button>
+                <button type="submit" disabled=move || !can_restart.get() || pending.get()>"Restart"</button>
             </ActionForm>
             <ActionForm action=op attr:data-testid="reinstall-machine">
-                <input type="hidden" name="machine_id" value=m.id/>
+                <input type="hidden" name="machine_id" value=id/>
                 <input type="hidden" name="operation" value="reinstall"/>
-                <button type="submit" disabled=move || !can_reinstall || pending.get()>"Reinstall"</button>
+                <button type="submit" disabled=move || !can_reinstall.get() || pending.get()>"Reinstall"</button>
             </ActionForm>
         </div>
-    }
-    .into_any();
-    // A lost machine's volume was on the lost node: there is nothing to keep.
-    let keep = (!lost).then(|| view! { <label class="check"><input type="checkbox" name="keep_volume"/>" Keep the data volume"</label> });
-    let delete = view! {
+        <p class="muted small">"Restart restarts the container; reinstall recreates it from its image and keeps the data volume."</p>
         <ActionForm action=op attr:class="stack danger-zone" attr:data-testid="delete-machine">
-            <input type="hidden" name="machine_id" value=m.id/>
+            <input type="hidden" name="machine_id" value=id/>
             <input type="hidden" name="operation" value="delete"/>
-            {keep}
+            // A lost machine's volume was on the lost node: there is nothing to keep.
+            <label class="check" hidden=move || lost.get()>
+                <input type="checkbox" name="keep_volume" data-testid="keep-volume" prop:checked=keep
+                    on:change=move |ev| keep.set(event_target_checked(&ev))/>
+                " Keep the data volume"
+            </label>
             {move || (!js.get()).then(|| view! {
                 <label class="check"><input type="checkbox" required/>" I understand this deletes the machine"</label>
             })}
-            <button type="submit" class="danger" disabled=move || !can_delete || pending.get() on:click=confirm_delete>"Delete machine"</button>
+            <button type="submit" class="danger" disabled=move || !can_delete.get() || pending.get() on:click=confirm_delete>"Delete machine"</button>
         </ActionForm>
-    }
-    .into_any();
-    let blocked = (!(can_restart || can_delete)).then(|| {
-        view! { <p class="muted small">"The machine is " {m.state.clone()} "; operations are possible once it is running, stopped or failed."</p> }
-    });
-    let lost_note = lost.then(|| {
-        let why = if m.message.is_empty() { "its node was lost; its GPUs are back in the group's quota".to_string() } else { m.message.clone() };
-        view! { <p class="notice" data-testid="machine-lost">{why} ". Deleting the machine closes its record."</p> }
-    });
+        {move || (!(can_restart.get() || can_delete.get())).then(|| {
+            view! { <p class="muted small">"The machine is " {state.get()} "; operations are possible once it is running, stopped or failed."</p> }
+        })}
+    };
+    let lost_note = move || {
+        lost.get().then(|| {
+            let why = machine.with(|m| m.as_ref().map(|m| m.message.clone()).unwrap_or_default());
+            let why = if why.is_empty() { "its node was lost; its GPUs are back in the group's quota".to_string() } else { why };
+            view! { <p class="notice" data-testid="machine-lost">{why} ". Deleting the machine closes its record."</p> }
+        })
+    };
     view! {
         <section class="card stack" data-testid="machine-actions">
             <h2>"Actions"</h2>
-            {lost_note}
-            {simple}
-            <p class="muted small">"Restart restarts the container; reinstall recreates it from its image and keeps the data volume."</p>
-            {delete}
-            {blocked}
+            <Show when=move || deleted.get()>
+                <p class="muted">"This machine is deleted; its GPUs are back in the group's quota. Its history stays below."</p>
+                <p><a href="/machines">"Back to my machines"</a></p>
+            </Show>
+            <div class="stack" hidden=move || deleted.get()>
+                {lost_note}
+                {live}
+            </div>
             <FormError message=Signal::derive(move || op.value().with(error_text))/>
             {move || op.value().get().and_then(Result::ok).map(|task| view! {
                 <p class="form-ok" role="status" data-testid="operation-ok">"Task #" {task} " queued."</p>
@@ -204,4 +252,17 @@ fn MachineActions(m: MachineRow, op: ServerAction<MachineOperation>, js: RwSigna
         </section>
     }
     .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::delete_question;
+
+    #[test]
+    fn the_delete_dialog_names_the_volume_and_its_fate() {
+        let gone = delete_question("m1", "gantry-vol-1", 20, false);
+        assert!(gone.contains("gantry-vol-1 · 20 GB") && gone.contains("DELETED"), "{gone}");
+        let kept = delete_question("m1", "gantry-vol-1", 20, true);
+        assert!(kept.contains("gantry-vol-1 · 20 GB") && kept.contains("KEPT"), "{kept}");
+    }
 }
