@@ -45,6 +45,7 @@ pub fn Frame(children: Children) -> impl IntoView {
                         {move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}
                         <small>{move || me.with(|m| m.as_ref().map(|m| format!(" · {}", m.group)))}</small>
                     </span>
+                    <a href="/account/password" class="small" data-testid="account-link">"Password"</a>
                     <ActionForm action=logout>
                         <button type="submit" class="link">"Sign out"</button>
                     </ActionForm>
