@@ -42,5 +42,7 @@ stage "Rust tests (core, platform, app, server)" 1200 cargo test --locked "${rus
 # A full cargo-leptos build: a server binary from `cargo test` paired with a
 # frontend-only bundle was seen to fail hydration.
 stage "build the site (cargo leptos build)" 1800 cargo leptos build
-cd end2end
-stage "End-to-end tests (Chromium)" 900 env GANTRY_E2E_NODE2_ENDPOINT="$node2" npx playwright test
+(cd end2end && stage "End-to-end tests (Chromium)" 900 env GANTRY_E2E_NODE2_ENDPOINT="$node2" npx playwright test)
+
+# Figures, not a test: the release bundle's raw/gzip/brotli sizes.
+stage "bundle size (release wasm)" 1800 bash scripts/bundle-size.sh
