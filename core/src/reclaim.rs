@@ -58,8 +58,8 @@ impl ReclaimSettings {
         if self.extensions_allowed > 100 {
             return Err("at most 100 extensions may be allowed".into());
         }
-        if !(60..=30 * 86_400).contains(&self.extension_secs) {
-            return Err("an extension must be between 1 minute and 30 days".into());
+        if !(10..=30 * 86_400).contains(&self.extension_secs) {
+            return Err("an extension must be between 10 seconds and 30 days".into());
         }
         Ok(())
     }
