@@ -114,6 +114,8 @@ fn AppRoutes() -> impl IntoView {
                         <Route path=path!("") view=admin::users::UsersPage ssr=SsrMode::Async/>
                         <Route path=path!("/groups") view=admin::groups::GroupsPage ssr=SsrMode::Async/>
                         <Route path=path!("/nodes") view=admin::nodes::NodesPage ssr=SsrMode::Async/>
+                        <Route path=path!("/nodes/:id") view=admin::node_detail::NodeDetailPage ssr=SsrMode::Async/>
+                        <Route path=path!("/overview") view=admin::overview::OverviewPage ssr=SsrMode::Async/>
                         <Route path=path!("/images") view=admin::images::ImagesPage ssr=SsrMode::Async/>
                         <Route path=path!("/regions") view=admin::regions::RegionsPage ssr=SsrMode::Async/>
                         <Route path=path!("/region-images") view=admin::region_images::RegionImagesPage ssr=SsrMode::Async/>

@@ -4,6 +4,7 @@ pub mod catalogue;
 pub mod compute;
 pub mod fleet;
 pub mod lists;
+pub mod telemetry;
 pub mod machines;
 pub mod reclaim;
 pub mod snapshots;

@@ -2,43 +2,13 @@
 //! sampled GPUs, machines, tasks and quotas, and who may read it.
 
 mod common;
+mod telemetry_common;
 
 use common::TestServer;
-use gantry_platform::{
-    cluster::{self, NodeRegistration},
-    gpus, telemetry,
-};
 use gantry_server::{metrics, router};
 
 async fn node_with_a_hot_machine(server: &TestServer) {
-    let found = gpus::simulated("mnode", &gpus::SimulatedGpus { count: 2, model: "SIM \"A100\"".into(), memory_mb: 1024 });
-    let reg = NodeRegistration {
-        name: "mnode",
-        region_code: "local",
-        docker_endpoint: "simulated://mnode",
-        volume_dir: "",
-        executor: "simulated",
-        cpu_count: 2,
-        memory_mb: 1024,
-        gpus: &found,
-    };
-    let node = cluster::register_node(&server.pool, reg).await.unwrap();
-    gantry_platform::images::ensure_default_image(&server.pool, "devbox", "gantry/devbox:latest", "demo").await.unwrap();
-    let machine: i64 = sqlx::query_scalar(
-        "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_name, volume_size_gb, state, created_at, updated_at, sim_pattern) \
-         SELECT 'cooker', id, group_id, (SELECT MIN(id) FROM images), 1, 'SIM', ?, 'vol-cooker', 1, 'running', 0, 0, 'hot' FROM users LIMIT 1 RETURNING id",
-    )
-    .bind(node)
-    .fetch_one(&server.pool)
-    .await
-    .unwrap();
-    sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT MIN(id), ? FROM gpus WHERE node_id = ?")
-        .bind(machine)
-        .bind(node)
-        .execute(&server.pool)
-        .await
-        .unwrap();
-    telemetry::sample_once(&server.pool, telemetry::now_ms()).await.unwrap();
+    telemetry_common::cluster(&server.pool, "admin", "hot", 1).await;
 }
 
 fn value(text: &str, line_start: &str) -> f64 {

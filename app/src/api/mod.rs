@@ -11,6 +11,7 @@ pub mod lists;
 pub mod machines;
 pub mod reclaim;
 pub mod snapshots;
+pub mod telemetry;
 pub mod terminals;
 pub mod tokens;
 pub mod volumes;

@@ -1,3 +1,5 @@
+pub mod chart;
+pub mod chart_heatmap;
 pub mod form_error;
 pub mod layout;
 pub mod list_nav;

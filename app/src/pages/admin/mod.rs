@@ -6,7 +6,9 @@ pub mod audit;
 pub mod catalogue;
 pub mod groups;
 pub mod images;
+pub mod node_detail;
 pub mod nodes;
+pub mod overview;
 pub mod reclaim;
 pub mod region_images;
 pub mod regions;
@@ -26,6 +28,7 @@ pub fn AdminLayout() -> impl IntoView {
             <nav class="subnav" aria-label="Admin">
                 <A href="/admin" exact=true>"Users"</A>
                 <A href="/admin/groups">"Groups"</A>
+                <A href="/admin/overview">"Overview"</A>
                 <A href="/admin/nodes">"Nodes"</A>
                 <A href="/admin/images">"Images"</A>
                 <A href="/admin/regions">"Regions"</A>

@@ -61,6 +61,7 @@ pub fn MachineDetailPage() -> impl IntoView {
             <MachineBody detail=detail op=op cancel=cancel js=js/>
         </Transition>
         <crate::pages::machines::reclaim::MachineReclaim id=Signal::derive(id)/>
+        <crate::pages::machines::charts::MachineCharts id=Signal::derive(id)/>
         <crate::pages::machines::terminal::MachineWorkspace id=Signal::derive(id)/>
     }
 }

@@ -2,6 +2,7 @@
 //! and the group's quota, all kept current while operations run.
 
 pub mod create;
+pub mod charts;
 pub mod detail;
 pub mod kept;
 pub mod reclaim;
