@@ -5,6 +5,7 @@
 #  3. the browser terminal: keystroke echo through Gantry next to `docker exec -it`, memory per open terminal;
 #  4. compute-task matching decisions and a matcher pass over 10,000 queued tasks;
 #  5. every portal page (20 machines/200 tasks, then 5,000/50,000) and a static asset under wrk load from a second process.
+#  6. a 2 GiB dataset upload into both directory stores over loopback next to two cp's of the file, and peak memory.
 # Needs the release build (`make build`); uses only 127.0.0.1 and the Docker socket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,3 +74,6 @@ for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null &
 css=$(ls target/site/pkg/*.css | head -n1 | sed 's|target/site||')
 curl -s -o /dev/null -D - -H 'Accept-Encoding: gzip, br' "http://127.0.0.1:$port$css" | grep -iE "content-encoding|cache-control"
 wrk -t2 -c64 -d10s --latency -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port$css" | grep -E "Latency|50%|99%|Requests/sec"
+
+echo "== dataset upload: 2 GiB into both directory stores over loopback, next to two cp's of it"
+"$bin" bench upload --size-mib 2048 --dir "${TMPDIR:-/tmp}"

@@ -107,9 +107,11 @@ fn AppRoutes() -> impl IntoView {
                     <Route path=path!("/compute/:id") view=ComputeTaskPage ssr=SsrMode::Async/>
                     <Route path=path!("/tasks") view=TasksPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets") view=DatasetsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/datasets/:code") view=pages::datasets::DatasetPage ssr=SsrMode::Async/>
+                    <Route path=path!("/datasets/:code/:version") view=pages::datasets::DatasetVersionPage ssr=SsrMode::Async/>
                     <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async/>
-                    <Route path=path!("/account/password") view=pages::account::ChangePasswordPage ssr=SsrMode::Async/>
                     <Route path=path!("/snapshots") view=pages::machines::snapshots::SnapshotsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/account/password") view=pages::account::ChangePasswordPage ssr=SsrMode::Async/>
                     <ParentRoute path=path!("/admin") view=admin::AdminLayout ssr=SsrMode::Async>
                         <Route path=path!("") view=admin::users::UsersPage ssr=SsrMode::Async/>
                         <Route path=path!("/groups") view=admin::groups::GroupsPage ssr=SsrMode::Async/>

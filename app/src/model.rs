@@ -2,6 +2,7 @@
 
 pub mod catalogue;
 pub mod compute;
+pub mod datasets;
 pub mod fleet;
 pub mod lists;
 pub mod telemetry;

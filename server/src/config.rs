@@ -83,6 +83,8 @@ pub enum BenchCommand {
     Matching,
     /// Browser terminal: keystroke echo through Gantry next to `docker exec -it`, and server memory per open terminal.
     Terminal(crate::terminal_bench::TerminalBenchArgs),
+    /// Dataset upload: a large file into both directory stores over loopback, next to two cp's of it; peak memory.
+    Upload(crate::datasets::bench::UploadBenchArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -38,6 +38,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
         Command::Bench { command: BenchCommand::Docker { machines } } => return bench::docker(machines).await,
         Command::Bench { command: BenchCommand::Matching } => return matching_bench::run().await,
         Command::Bench { command: BenchCommand::Terminal(args) } => return terminal_bench::run(args).await,
+        Command::Bench { command: BenchCommand::Upload(args) } => return datasets::bench::run(args, &cli.db.data_dir).await,
         other => other,
     };
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;

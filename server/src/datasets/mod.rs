@@ -21,6 +21,7 @@
 
 mod api;
 mod args;
+pub mod bench;
 mod browser;
 mod transfer;
 

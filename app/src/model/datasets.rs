@@ -1,0 +1,116 @@
+//! Datasets as the pages show them.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetRow {
+    pub code: String,
+    pub name: String,
+    pub region: String,
+    pub region_name: String,
+    pub category: String,
+    pub description: String,
+    /// "group" or "public".
+    pub visibility: String,
+    pub group: String,
+    pub created_by: String,
+    pub created_at: i64,
+    pub versions: i64,
+    pub bytes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRow {
+    pub name: String,
+    pub sealed_at: Option<i64>,
+    pub created_by: String,
+    pub created_at: i64,
+    pub files: i64,
+    pub bytes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRow {
+    pub name: String,
+    pub size: i64,
+    pub sha256: String,
+    pub uploaded_by: String,
+    pub uploaded_at: i64,
+}
+
+/// The list page: the datasets and what the filters can choose from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetList {
+    pub datasets: Vec<DatasetRow>,
+    /// (code, name) of every region.
+    pub regions: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetDetail {
+    pub dataset: DatasetRow,
+    pub versions: Vec<VersionRow>,
+    /// The viewer's group owns it (or the viewer is an admin).
+    pub may_write: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionDetail {
+    pub dataset: DatasetRow,
+    pub version: VersionRow,
+    pub files: Vec<FileRow>,
+    pub may_write: bool,
+    pub upload_max_bytes: u64,
+}
+
+/// Where the page's script sends one file (the session's streamed upload).
+pub fn upload_url(code: &str, version: &str, name: &str, replace: bool) -> String {
+    let mut url = format!("/datasets/{}/{}/upload?name={}", encode(code), encode(version), encode(name));
+    if replace {
+        url.push_str("&replace=1");
+    }
+    url
+}
+
+pub fn download_url(code: &str, version: &str, name: &str) -> String {
+    format!("/datasets/{}/{}/download?name={}", encode(code), encode(version), encode(name))
+}
+
+pub fn version_url(code: &str, version: &str) -> String {
+    format!("/datasets/{}/{}", encode(code), encode(version))
+}
+
+/// Percent-encodes a path segment or query value.
+pub fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// "3.2 MiB/s · 12 s left" from bytes sent, the total and seconds so far.
+pub fn rate_label(sent: f64, total: f64, secs: f64) -> String {
+    if secs <= 0.0 || sent <= 0.0 {
+        return String::new();
+    }
+    let rate = sent / secs;
+    let left = ((total - sent).max(0.0) / rate).ceil() as u64;
+    let left = if left >= 120 { format!("{} min left", left.div_ceil(60)) } else { format!("{left} s left") };
+    format!("{}/s · {left}", gantry_core::datasets::format_bytes(rate as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_labels() {
+        assert_eq!(upload_url("coco", "v1", "a b/c.jpg", true), "/datasets/coco/v1/upload?name=a%20b%2Fc.jpg&replace=1");
+        assert_eq!(download_url("coco", "v1", "x.bin"), "/datasets/coco/v1/download?name=x.bin");
+        assert_eq!(rate_label(2048.0, 4096.0, 2.0), "1.0 KiB/s · 2 s left");
+        assert_eq!(rate_label(0.0, 10.0, 1.0), "");
+        assert_eq!(rate_label(1024.0, 1024.0 * 1000.0, 1.0), "1.0 KiB/s · 17 min left");
+    }
+}

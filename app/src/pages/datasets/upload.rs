@@ -1,0 +1,241 @@
+//! The upload area: drop files or choose them; each file gets its own bar
+//! (bytes sent of total, rate, time left) and a cancel button. With
+//! JavaScript the page's wasm sends each file as one streamed `PUT`
+//! (XMLHttpRequest, for its upload progress events); without it, the same
+//! form posts the files as multipart and the server redirects back.
+
+use crate::model::datasets::{encode, rate_label};
+#[cfg(feature = "hydrate")]
+use crate::model::datasets::upload_url;
+use gantry_core::datasets::format_bytes;
+use leptos::prelude::*;
+
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+enum Phase {
+    Sending,
+    Done,
+    Failed(String),
+    Cancelled,
+}
+
+impl Phase {
+    fn key(&self) -> &'static str {
+        match self {
+            Phase::Sending => "sending",
+            Phase::Done => "done",
+            Phase::Failed(_) => "failed",
+            Phase::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One file on its way.
+#[derive(Clone)]
+struct Item {
+    id: usize,
+    name: String,
+    total: f64,
+    started_ms: f64,
+    sent: RwSignal<f64>,
+    phase: RwSignal<Phase>,
+}
+
+#[component]
+pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSignal<u64>) -> impl IntoView {
+    let items = RwSignal::new(Vec::<Item>::new());
+    let replace = RwSignal::new(false);
+    let input = NodeRef::<leptos::html::Input>::new();
+    #[cfg(feature = "hydrate")]
+    let handles: browser::Handles = StoredValue::new_local(Vec::new());
+    let next_id = StoredValue::new(0usize);
+    let action = format!("/datasets/{}/{}/upload", encode(&code), encode(&version));
+    // Only the browser sends files from here (the server renders the form).
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (uploaded, next_id);
+
+    #[cfg(feature = "hydrate")]
+    let start = {
+        let (code, version) = (code.clone(), version.clone());
+        move |files: Vec<leptos::web_sys::File>| {
+            for file in files {
+                let id = next_id.get_value();
+                next_id.set_value(id + 1);
+                let item = Item {
+                    id,
+                    name: file.name(),
+                    total: file.size(),
+                    started_ms: browser::now(),
+                    sent: RwSignal::new(0.0),
+                    phase: RwSignal::new(Phase::Sending),
+                };
+                items.update(|list| list.push(item.clone()));
+                let url = upload_url(&code, &version, &item.name, replace.get_untracked());
+                browser::send(file, url, item, handles, move || uploaded.update(|n| *n += 1));
+            }
+        }
+    };
+    let on_submit = {
+        #[cfg(feature = "hydrate")]
+        let start = start.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            #[cfg(feature = "hydrate")]
+            if let Some(el) = input.get() {
+                ev.prevent_default();
+                let files = browser::files_of_input(&el);
+                el.set_value("");
+                start(files);
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (ev, input);
+        }
+    };
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        #[cfg(feature = "hydrate")]
+        start(browser::files_of_drop(&ev));
+    };
+    let cancel = move |id: usize| {
+        #[cfg(feature = "hydrate")]
+        browser::cancel(handles, id);
+        if let Some(item) = items.with_untracked(|l| l.iter().find(|i| i.id == id).cloned()) {
+            item.phase.set(Phase::Cancelled);
+        }
+    };
+    view! {
+        <section class="card stack">
+            <h2>"Upload"</h2>
+            <form method="post" action=action enctype="multipart/form-data" class="stack" data-testid="upload-form" on:submit=on_submit>
+                <label class="check">
+                    <input type="checkbox" name="replace" on:change=move |ev| replace.set(event_target_checked(&ev))/>
+                    " Replace files that already have the same name"
+                </label>
+                <div class="dropzone" data-testid="dropzone" on:dragover=|ev: leptos::ev::DragEvent| ev.prevent_default() on:drop=on_drop>
+                    <p>"Drop files here, or choose them: "</p>
+                    <input type="file" name="file" multiple node_ref=input data-testid="file-input" aria-label="Files to upload"/>
+                </div>
+                <p class="muted small">{format!("Each file may be up to {}. Files go to the central store and the owning region's store; both copies are checked by SHA-256 before a file is listed.", format_bytes(max_bytes))}</p>
+                <button type="submit" class="primary" data-testid="upload-submit">"Upload"</button>
+            </form>
+            <ul class="uploads" data-testid="uploads">
+                <For each=move || items.get() key=|i| i.id let:item>
+                    <UploadRow item=item cancel=cancel/>
+                </For>
+            </ul>
+        </section>
+    }
+}
+
+#[component]
+fn UploadRow(item: Item, cancel: impl Fn(usize) + Copy + Send + Sync + 'static) -> impl IntoView {
+    let Item { id, name, total, started_ms, sent, phase } = item;
+    let figures = move || {
+        let s = sent.get();
+        let pct = if total > 0.0 { (s / total * 100.0).floor() } else { 100.0 };
+        let rate = if phase.get() == Phase::Sending { rate_label(s, total, (now_ms() - started_ms) / 1000.0) } else { String::new() };
+        let sep = if rate.is_empty() { "" } else { " · " };
+        format!("{} of {} ({pct} %){sep}{rate}", format_bytes(s as u64), format_bytes(total as u64))
+    };
+    view! {
+        <li class="upload-item" data-testid="upload-item" data-name=name.clone() data-state=move || phase.get().key()>
+            <span class="upload-name">{name.clone()}</span>
+            <progress max=total value=move || sent.get() data-testid="upload-progress"></progress>
+            <span class="upload-figures muted small" data-testid="upload-figures">{figures}</span>
+            {move || match phase.get() {
+                Phase::Sending => view! { <button type="button" data-testid="upload-cancel" on:click=move |_| cancel(id)>"Cancel"</button> }.into_any(),
+                Phase::Done => view! { <span class="ok">"stored and verified"</span> }.into_any(),
+                Phase::Cancelled => view! { <span class="muted">"cancelled"</span> }.into_any(),
+                Phase::Failed(m) => view! { <span class="form-error" role="alert">{m}</span> }.into_any(),
+            }}
+        </li>
+    }
+}
+
+fn now_ms() -> f64 {
+    #[cfg(feature = "hydrate")]
+    return browser::now();
+    #[cfg(not(feature = "hydrate"))]
+    0.0
+}
+
+/// The browser half: XMLHttpRequest for upload progress (fetch has none).
+#[cfg(feature = "hydrate")]
+mod browser {
+    use super::{Item, Phase};
+    use leptos::{
+        prelude::*,
+        wasm_bindgen::{closure::Closure, JsCast},
+        web_sys::{self, File, HtmlInputElement, ProgressEvent, XmlHttpRequest},
+    };
+
+    pub type Handles = StoredValue<Vec<(usize, XmlHttpRequest)>, LocalStorage>;
+
+    pub fn now() -> f64 {
+        web_sys::js_sys::Date::now()
+    }
+
+    pub fn files_of_input(input: &HtmlInputElement) -> Vec<File> {
+        input.files().map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
+    }
+
+    pub fn files_of_drop(ev: &web_sys::DragEvent) -> Vec<File> {
+        ev.data_transfer().and_then(|d| d.files()).map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
+    }
+
+    pub fn cancel(handles: Handles, id: usize) {
+        handles.with_value(|h| {
+            if let Some((_, xhr)) = h.iter().find(|(i, _)| *i == id) {
+                let _ = xhr.abort();
+            }
+        });
+    }
+
+    /// `{"error": "…"}` → the message (the server's JSON has no nesting).
+    fn error_of(body: &str, status: u16) -> String {
+        body.split_once("\"error\":")
+            .and_then(|(_, rest)| rest.trim_start().strip_prefix('"'))
+            .and_then(|rest| rest.rsplit_once('"').map(|(m, _)| m.replace("\\\"", "\"")))
+            .unwrap_or_else(|| format!("the server answered {status}"))
+    }
+
+    pub fn send(file: File, url: String, item: Item, handles: Handles, done: impl Fn() + 'static) {
+        let fail = |m: &str| item.phase.set(Phase::Failed(m.to_string()));
+        let Ok(xhr) = XmlHttpRequest::new() else { return fail("this browser cannot upload") };
+        if xhr.open_with_async("PUT", &url, true).is_err() {
+            return fail("could not start the upload");
+        }
+        let _ = xhr.set_request_header("Accept", "application/json");
+        let sent = item.sent;
+        if let Ok(upload) = xhr.upload() {
+            let progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| sent.set(ev.loaded()));
+            upload.set_onprogress(Some(progress.as_ref().unchecked_ref()));
+            progress.forget();
+        }
+        let (phase, total) = (item.phase, item.total);
+        let answer = xhr.clone();
+        let loaded = Closure::<dyn FnMut()>::new(move || {
+            let status = answer.status().unwrap_or(0);
+            if status == 201 {
+                sent.set(total);
+                phase.set(Phase::Done);
+                done();
+            } else {
+                let body = answer.response_text().ok().flatten().unwrap_or_default();
+                phase.set(Phase::Failed(error_of(&body, status)));
+            }
+        });
+        xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));
+        loaded.forget();
+        let broken = Closure::<dyn FnMut()>::new(move || {
+            if phase.get_untracked() == Phase::Sending {
+                phase.set(Phase::Failed("the connection failed".into()));
+            }
+        });
+        xhr.set_onerror(Some(broken.as_ref().unchecked_ref()));
+        broken.forget();
+        if xhr.send_with_opt_blob(Some(&file)).is_err() {
+            return fail("could not send the file");
+        }
+        handles.update_value(|h| h.push((item.id, xhr)));
+    }
+}

@@ -1,0 +1,143 @@
+//! `gantry bench upload`: figures, not assertions. A file of `--size-mib`
+//! goes over loopback into the real router (one streamed `PUT`, stored in
+//! both directory stores, each copy read back and checked), next to `cp`
+//! of the same file to two places on the same disk, in the same run. The
+//! process's peak resident memory during the upload is printed too (the
+//! router runs in this process; the client holds one 256 KiB buffer).
+
+use gantry_core::Role;
+use gantry_platform::{
+    accounts::{self, NewUser},
+    datasets::{self, store::DirStore, Datasets, Limits, NewDataset},
+    db, tokens, PlatformError,
+};
+use std::{collections::HashMap, io::Write, path::Path, sync::Arc, time::Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct UploadBenchArgs {
+    /// Size of the uploaded file, in MiB.
+    #[arg(long, default_value_t = 2048)]
+    pub size_mib: u64,
+    /// Where the source file and both stores go (one disk); default: a temporary directory under the data dir.
+    #[arg(long)]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+fn fail(e: impl std::fmt::Display) -> PlatformError {
+    PlatformError::Internal(e.to_string())
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| t.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// The file system and device holding `dir`, from /proc/mounts (longest prefix).
+fn disk_of(dir: &Path) -> String {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && dir.starts_with(f[1])).then(|| (f[1].len(), format!("{} on {} ({})", f[0], f[1], f[2])))
+        })
+        .max()
+        .map(|(_, s)| s)
+        .unwrap_or_else(|| "unknown".into())
+}
+
+pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformError> {
+    let parent = args.dir.clone().unwrap_or_else(|| data_dir.to_path_buf());
+    std::fs::create_dir_all(&parent).map_err(fail)?;
+    let work = tempfile::Builder::new().prefix("bench-upload-").tempdir_in(&parent).map_err(fail)?;
+    let root = work.path();
+    let size = args.size_mib << 20;
+    println!("disk: {}", disk_of(root));
+    let source = root.join("source.bin");
+    {
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&source).map_err(fail)?);
+        let block: Vec<u8> = (0..(1u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        for _ in 0..args.size_mib {
+            f.write_all(&block).map_err(fail)?;
+        }
+        f.flush().map_err(fail)?;
+    }
+
+    // Two cp's of the same file on the same disk.
+    std::fs::create_dir_all(root.join("cp-a")).map_err(fail)?;
+    std::fs::create_dir_all(root.join("cp-b")).map_err(fail)?;
+    let started = Instant::now();
+    for to in ["cp-a/x", "cp-b/x"] {
+        let ok = std::process::Command::new("cp").arg(&source).arg(root.join(to)).status().map_err(fail)?.success();
+        if !ok {
+            return Err(fail("cp failed"));
+        }
+    }
+    let cp_secs = started.elapsed().as_secs_f64();
+    let sync_started = Instant::now();
+    let _ = std::process::Command::new("sync").status();
+    let sync_secs = sync_started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(root.join("cp-a"));
+    let _ = std::fs::remove_dir_all(root.join("cp-b"));
+
+    // The router on a temporary database with directory stores on this disk.
+    let pool = db::connect_file(&root.join("gantry.db")).await?;
+    db::migrate(&pool).await?;
+    let user = accounts::create_user(&pool, None, NewUser { username: "bench", password: "bench-password-1", role: Role::Admin, group: None }).await?;
+    let (_, token) = tokens::create(&pool, &user, "bench").await?;
+    let limits = Limits { upload_max_bytes: size + 1, default_quota_bytes: size * 2, ..Limits::default() };
+    let stores = Datasets::new(Arc::new(DirStore::new(root.join("central"))), HashMap::new(), Some(root.join("regions")), limits);
+    let new = NewDataset { code: "bench", name: "bench", region: "local", category: "other", description: "", visibility: "group" };
+    datasets::create_dataset(&pool, &user, &new).await.map_err(|e| fail(e.to_string()))?;
+    datasets::create_version(&pool, &user, "bench", "v1").await.map_err(|e| fail(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(fail)?;
+    let addr = listener.local_addr().map_err(fail)?;
+    let opts = crate::router::Options { site_root: root.join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+    let app = crate::router::build(opts, pool.clone()).await?.layer(axum::Extension(stores));
+    tokio::spawn(async move {
+        let _ = crate::router::serve(listener, app).await;
+    });
+
+    let rss_before = status_kib("VmRSS:");
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let started = Instant::now();
+    let answer = put_file(addr, &token, &source, size).await?;
+    let up_secs = started.elapsed().as_secs_f64();
+    let peak = status_kib("VmHWM:");
+    if !answer.starts_with("HTTP/1.1 201") {
+        return Err(fail(format!("the upload was refused: {}", answer.lines().next().unwrap_or(""))));
+    }
+    let mib = args.size_mib as f64;
+    println!("file: {} MiB (page-cached source; both copies fsynced and read back by the upload)", args.size_mib);
+    println!("2 x cp:                  {cp_secs:7.2} s  ({:7.1} MiB/s of file)   + sync afterwards {sync_secs:.2} s", mib / cp_secs);
+    println!("upload into both stores: {up_secs:7.2} s  ({:7.1} MiB/s of file)", mib / up_secs);
+    println!("upload / 2 x cp:         {:.2}x   (with cp's sync counted: {:.2}x)", cp_secs / up_secs, (cp_secs + sync_secs) / up_secs);
+    println!("process RSS: {} MiB before, peak {} MiB during the upload", rss_before / 1024, peak / 1024);
+    Ok(())
+}
+
+/// One streamed `PUT` of the file over a plain socket; returns the answer's text.
+async fn put_file(addr: std::net::SocketAddr, token: &str, source: &Path, size: u64) -> Result<String, PlatformError> {
+    let mut sock = tokio::net::TcpStream::connect(addr).await.map_err(fail)?;
+    let _ = sock.set_nodelay(true);
+    let head = format!(
+        "PUT /api/v1/datasets/bench/versions/v1/files/big.bin HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
+    );
+    sock.write_all(head.as_bytes()).await.map_err(fail)?;
+    let mut file = tokio::fs::File::open(source).await.map_err(fail)?;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf).await.map_err(fail)?;
+        if n == 0 {
+            break;
+        }
+        sock.write_all(&buf[..n]).await.map_err(fail)?;
+    }
+    let mut answer = Vec::new();
+    sock.read_to_end(&mut answer).await.map_err(fail)?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
