@@ -96,13 +96,20 @@ pub async fn taken(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64
     Ok(())
 }
 
+/// The snapshot of a task that ended without running (cancelled) fails
+/// with it, so it is not shown as being taken for ever.
+pub async fn task_ended(conn: &mut SqliteConnection, task_id: i64, why: &str) -> Result<(), PlatformError> {
+    if let Some(id) = payload(conn, task_id).await?.get("snapshot_id").and_then(|v| v.as_i64()) {
+        sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ? AND state = 'creating'").bind(why).bind(id).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 /// A snapshot (or the reclaim that takes one) failed for good: the task
 /// fails and its snapshot with it; the machine stays as it was.
 pub async fn failed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    if let Some(id) = payload(&mut tx, lease.task_id).await?.get("snapshot_id").and_then(|v| v.as_i64()) {
-        sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ? AND state = 'creating'").bind(message).bind(id).execute(&mut *tx).await?;
-    }
+    task_ended(&mut tx, lease.task_id, message).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Failed, message).await?;
     audit::record(&mut *tx, None, "task.failed", &format!("task #{}: {message}", lease.task_id)).await?;
     tx.commit().await?;

@@ -96,9 +96,18 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     let by = format!("cancelled by {}", who.username);
     set_state(&mut tx, task_id, state, TaskState::Cancelled, &by).await?;
     let mut detail = format!("task #{task_id} ({kind} of machine {machine_name}) {by}");
-    if let (Ok(TaskKind::Create), Some(machine_id)) = (kind.parse::<TaskKind>(), machine_id) {
-        let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
-        detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
+    match (kind.parse::<TaskKind>(), machine_id) {
+        (Ok(TaskKind::Create), Some(machine_id)) => {
+            let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
+            detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
+        }
+        // A restore holds the GPUs it was given: back, and reclaimed again.
+        (Ok(TaskKind::Restore), Some(machine_id)) => {
+            let refunded = machine::release(&mut tx, machine_id, MachineState::Reclaimed, &format!("restore {by}")).await?;
+            detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
+        }
+        (Ok(TaskKind::Snapshot | TaskKind::Reclaim), _) => super::snapshot::task_ended(&mut tx, task_id, &by).await?,
+        _ => {}
     }
     audit::record(&mut *tx, Some(who.id), "task.cancel", &detail).await?;
     tx.commit().await?;
