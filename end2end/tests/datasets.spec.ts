@@ -1,0 +1,104 @@
+import { test, expect, type Page } from '@playwright/test';
+import { createHash } from 'node:crypto';
+import { ADMIN_PASSWORD, hydrated, signIn, signInOk, uniqueName } from './helpers';
+
+// Datasets end to end: a dataset and a version made through the pages, two
+// files uploaded at once with their bars reaching 100 % and then listed
+// with their SHA-256, one upload cancelled mid-way and never listed, and the
+// same pages without JavaScript: the plain form uploads a small file.
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+function bytes(n: number, seed: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed * 7 + (i >> 9)) & 0xff;
+  return b;
+}
+
+/** Makes dataset `code` with version v1 through the forms; ends on the version page. */
+async function datasetWithVersion(page: Page, code: string, js: boolean) {
+  await page.goto('/datasets');
+  if (js) await hydrated(page);
+  const form = page.getByTestId('create-dataset');
+  await form.getByLabel('Code').fill(code);
+  await form.getByLabel('Name').fill(`Dataset ${code}`);
+  await form.getByLabel('Category').selectOption('images');
+  await form.getByRole('button', { name: 'Create dataset' }).click();
+  if (js) {
+    await page.locator(`[data-testid="dataset-row"][data-code="${code}"] a`).click();
+  }
+  await expect(page).toHaveURL(new RegExp(`/datasets/${code}$`));
+  if (js) await hydrated(page);
+  await page.getByTestId('create-version').getByLabel('New version').fill('v1');
+  await page.getByRole('button', { name: 'Create version' }).click();
+  if (js) {
+    await page.locator('[data-testid="version-row"][data-name="v1"] a').click();
+  }
+  await expect(page).toHaveURL(new RegExp(`/datasets/${code}/v1$`));
+  if (js) await hydrated(page);
+}
+
+test('two files upload with bars reaching 100 % and are listed with their SHA-256; a cancelled one is not', async ({ page }) => {
+  test.setTimeout(120_000);
+  const code = uniqueName('ds');
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
+  await datasetWithVersion(page, code, true);
+
+  const one = bytes(3 * 1024 * 1024 + 11, 1);
+  const two = bytes(700_000, 2);
+  await page.getByTestId('file-input').setInputFiles([
+    { name: 'one.bin', mimeType: 'application/octet-stream', buffer: one },
+    { name: 'two.bin', mimeType: 'application/octet-stream', buffer: two },
+  ]);
+  await page.getByTestId('upload-submit').click();
+  for (const [name, data] of [['one.bin', one], ['two.bin', two]] as const) {
+    const item = page.locator(`[data-testid="upload-item"][data-name="${name}"]`);
+    await expect(item).toHaveAttribute('data-state', 'done');
+    const bar = item.getByTestId('upload-progress');
+    await expect(bar).toHaveJSProperty('value', data.length);
+    await expect(bar).toHaveJSProperty('max', data.length);
+    await expect(item.getByTestId('upload-figures')).toContainText('(100 %)');
+    const row = page.locator(`[data-testid="file-row"][data-name="${name}"]`);
+    await expect(row.getByTestId('file-sha256')).toHaveText(sha256(data));
+  }
+
+  // A slow link (Chromium's network emulation), a big file, cancelled mid-way.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 256 * 1024 });
+  await page.getByTestId('file-input').setInputFiles([{ name: 'slow.bin', mimeType: 'application/octet-stream', buffer: bytes(24 * 1024 * 1024, 3) }]);
+  await page.getByTestId('upload-submit').click();
+  const slow = page.locator('[data-testid="upload-item"][data-name="slow.bin"]');
+  await expect(slow).toHaveAttribute('data-state', 'sending');
+  await expect.poll(async () => Number(await slow.getByTestId('upload-progress').evaluate((e) => (e as HTMLProgressElement).value))).toBeGreaterThan(0);
+  await expect(slow.getByTestId('upload-figures')).toContainText('left');
+  await slow.getByTestId('upload-cancel').click();
+  await expect(slow).toHaveAttribute('data-state', 'cancelled');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+
+  await page.reload();
+  await hydrated(page);
+  await expect(page.locator('[data-testid="file-row"][data-name="one.bin"]')).toHaveCount(1);
+  await expect(page.locator('[data-testid="file-row"][data-name="slow.bin"]')).toHaveCount(0);
+  await expect(page.getByTestId('files').locator('[data-testid="file-row"]')).toHaveCount(2);
+});
+
+test.describe('without JavaScript', () => {
+  test.use({ javaScriptEnabled: false });
+
+  test('the plain form uploads a small file, listed with its SHA-256', async ({ page }) => {
+    const code = uniqueName('nojs');
+    await signIn(page, 'admin', ADMIN_PASSWORD, { js: false });
+    await expect(page.getByTestId('whoami')).toContainText('admin');
+    await datasetWithVersion(page, code, false);
+    const data = Buffer.from('a small file, sent by a plain form\n');
+    await page.getByTestId('file-input').setInputFiles([{ name: 'small.txt', mimeType: 'text/plain', buffer: data }]);
+    await page.getByTestId('upload-submit').click();
+    await expect(page.getByTestId('upload-done')).toContainText('small.txt');
+    const row = page.locator('[data-testid="file-row"][data-name="small.txt"]');
+    await expect(row.getByTestId('file-sha256')).toHaveText(sha256(data));
+    // Listed in the search, found by its code.
+    await page.goto(`/datasets?q=${code}`);
+    await expect(page.locator(`[data-testid="dataset-row"][data-code="${code}"]`)).toHaveCount(1);
+  });
+});
