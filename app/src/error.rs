@@ -106,6 +106,7 @@ impl FromServerFnError for AppError {
     /// (400, naming what was wrong); anything else is internal. In the
     /// browser: the call itself failed (network, an unreadable answer).
     fn from_server_fn_error(value: server_fn::error::ServerFnErrorErr) -> Self {
+        #[cfg(feature = "ssr")]
         use server_fn::error::ServerFnErrorErr as E;
         match value {
             #[cfg(feature = "ssr")]

@@ -47,11 +47,11 @@ test('the keep-volume box survives three polls and the volume is kept', async ({
   await create.getByLabel('Name').fill(name);
   await create.getByLabel('GPU count').fill('1');
   await create.getByRole('button', { name: 'Create machine' }).click();
-  const row = page.locator(`[data-testid="machine-row"][data-name="${name}"]`);
-  await expect(row).toHaveAttribute('data-state', 'running', { timeout: 60_000 });
-  await row.getByRole('link', { name }).click();
+  await expect(page.getByTestId('create-ok')).toContainText(name);
+  await page.getByTestId('create-ok').getByRole('link', { name }).click();
   await expect(page).toHaveURL(/\/machines\/\d+$/);
   await hydrated(page);
+  await expect(page.getByTestId('machine-facts')).toContainText('running', { timeout: 60_000 });
 
   const keep = page.getByTestId('delete-machine').getByLabel('Keep the data volume');
   await keep.check();

@@ -70,7 +70,7 @@ async fn session_user(g: &Guard, session: &Session) -> Option<User> {
 
 /// Where an account with a temporary password must go first.
 pub const CHANGE_PASSWORD_PAGE: &str = "/account/password";
-const OPEN_TO_TEMPORARY: [&str; 4] = [CHANGE_PASSWORD_PAGE, "/api/change_password", "/api/logout", "/api/login"];
+const OPEN_TO_TEMPORARY: [&str; 5] = [CHANGE_PASSWORD_PAGE, "/api/change_password", "/api/logout", "/api/login", "/healthz"];
 
 /// Anonymous visitors to a page are sent to the sign-in page; signed-in
 /// non-admins get 403 on admin pages (the page itself says why); an account

@@ -45,13 +45,29 @@ pub fn UsersPage() -> impl IntoView {
         let n = name.get();
         (!n.is_empty()).then(|| gantry_core::validate::name("username", n.trim()).err().map(|e| e.to_string())).flatten()
     };
-    let outcome = move || {
-        let a = actions;
-        done(&a.enabled.value().get(), |u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" }))
-            .or_else(|| done(&a.reset.value().get(), |u| format!("{} has a temporary password; they must change it at their next sign-in", u.username)))
-            .or_else(|| done(&a.role.value().get(), |u| format!("{} is now {}", u.username, u.role)))
-            .or_else(|| done(&a.group.value().get(), |u| format!("{} is now in group {}", u.username, u.group)))
-    };
+    // The latest change's outcome, whichever form made it.
+    let outcome = RwSignal::new(None::<String>);
+    let a = actions;
+    Effect::new(move |_| {
+        if let Some(m) = done(&a.enabled.value().get(), |u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" })) {
+            outcome.set(Some(m));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(m) = done(&a.reset.value().get(), |u| format!("{} has a temporary password; they must change it at their next sign-in", u.username)) {
+            outcome.set(Some(m));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(m) = done(&a.role.value().get(), |u| format!("{} is now {}", u.username, u.role)) {
+            outcome.set(Some(m));
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(m) = done(&a.group.value().get(), |u| format!("{} is now in group {}", u.username, u.group)) {
+            outcome.set(Some(m));
+        }
+    });
 
     view! {
         <Title text="Users"/>
@@ -97,7 +113,7 @@ pub fn UsersPage() -> impl IntoView {
                 <FormError message=Signal::derive(move || actions.reset.value().with(error_text))/>
                 <FormError message=Signal::derive(move || actions.role.value().with(error_text))/>
                 <FormError message=Signal::derive(move || actions.group.value().with(error_text))/>
-                {move || outcome().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
+                {move || outcome.get().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
                 <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || users.get().map(|r| match r {
                         Ok(list) => {
