@@ -162,6 +162,12 @@ pub fn decide_node(node: &str, gpus: &[GpuWindow], machines: &[MachineOnNode], t
         // readings cannot be compared, so it is not moved.
         let coolest_own = own.iter().map(|g| heat(g, from, now).unwrap_or(f64::MIN)).fold(f64::MAX, f64::min);
         let model = &own[0].model;
+        // Allocation gives a machine GPUs of one model; anything else is a
+        // record this rule cannot pair GPU for GPU, so it stays put.
+        if own.iter().any(|g| &g.model != model) {
+            verdicts.push(Verdict::Refuse { machine_id: m.id, reason: format!("{why_hot}; it holds GPUs of more than one model, so no like-for-like move exists") });
+            continue;
+        }
         let fits: Vec<&GpuWindow> =
             free.iter().copied().filter(|f| &f.model == model && heat(f, from, now).is_some_and(|h| h < coolest_own)).take(own.len()).collect();
         if fits.len() < own.len() {
