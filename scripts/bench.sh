@@ -77,3 +77,6 @@ wrk -t2 -c64 -d10s --latency -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port$
 
 echo "== dataset upload: 2 GiB into both directory stores over loopback, next to two cp's of it"
 "$bin" bench upload --size-mib 2048 --dir "${TMPDIR:-/tmp}"
+
+echo "== GPU telemetry: 1,000 GPUs x 7 days at 10 s (ingest, 7-day node chart, cluster overview, bytes per GPU-day)"
+"$bin" bench telemetry

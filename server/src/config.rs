@@ -85,6 +85,8 @@ pub enum BenchCommand {
     Terminal(crate::terminal_bench::TerminalBenchArgs),
     /// Dataset upload: a large file into both directory stores over loopback, next to two cp's of it; peak memory.
     Upload(crate::datasets::bench::UploadBenchArgs),
+    /// GPU telemetry: ingest rate, a 7-day node chart and the cluster overview over 1,000 GPUs x 7 days; bytes per GPU-day.
+    Telemetry(crate::telemetry_bench::TelemetryBenchArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -20,6 +20,7 @@ pub mod security;
 pub mod security_headers;
 pub mod services;
 pub mod terminal;
+pub mod telemetry_bench;
 pub mod terminal_bench;
 pub mod vendor;
 pub mod workspace;
@@ -38,6 +39,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
         Command::Bench { command: BenchCommand::Docker { machines } } => return bench::docker(machines).await,
         Command::Bench { command: BenchCommand::Matching } => return matching_bench::run().await,
         Command::Bench { command: BenchCommand::Terminal(args) } => return terminal_bench::run(args).await,
+        Command::Bench { command: BenchCommand::Telemetry(args) } => return telemetry_bench::run(args).await,
         Command::Bench { command: BenchCommand::Upload(args) } => return datasets::bench::run(args, &cli.db.data_dir).await,
         other => other,
     };

@@ -65,13 +65,9 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
     // Charts of one 8-GPU node: median of 21 runs each.
     let node_id: i64 = sqlx::query_scalar("SELECT MIN(id) FROM nodes").fetch_one(&pool).await?;
     for range in [ChartRange::Week, ChartRange::Day, ChartRange::Hour] {
-        let mut points = 0;
-        let ms = median_ms(21, || async {
-            let c = query::chart(&pool, query::Scope::Node(node_id), range, now).await?;
-            points = c.series.iter().map(|s| s.points.len()).sum();
-            Ok(())
-        })
-        .await?;
+        let ms = median_ms(21, || async { query::chart(&pool, query::Scope::Node(node_id), range, now).await.map(|_| ()) }).await?;
+        let chart = query::chart(&pool, query::Scope::Node(node_id), range, now).await?;
+        let points: usize = chart.series.iter().map(|s| s.points.len()).sum();
         println!("chart of one 8-GPU node over {}: {ms:.2} ms median ({points} points)", range.as_str());
     }
     for period in ["24h", "7d"] {

@@ -2,16 +2,24 @@
 //! per-state counts. Values come from query strings: states and kinds are
 //! checked against the core's names (a typo is a 400 naming the choices),
 //! page numbers are clamped, and who sees what is the platform's rule.
+//! The arguments are flat optional fields (not one struct) so that an empty
+//! query — the unfiltered first page — is an empty, valid request body.
 
 use crate::{
     error::AppError,
-    model::lists::{ListQuery, MachinesWindow, TasksWindow},
+    model::lists::{MachinesWindow, TasksWindow},
 };
 use leptos::prelude::*;
 
 #[server(name = GetMachinesWindow, prefix = "/api", endpoint = "machines_window")]
-pub async fn machines_window(query: ListQuery) -> Result<MachinesWindow, AppError> {
+pub async fn machines_window(
+    state: Option<String>,
+    user: Option<String>,
+    group: Option<String>,
+    page: Option<String>,
+) -> Result<MachinesWindow, AppError> {
     use gantry_core::task::MachineState;
+    let query = crate::model::lists::ListQuery { state, user, group, kind: None, page };
     let user = crate::state::auth()?;
     let (filter, page) = server::filter(&query, MachineState::ALL.iter().map(|s| s.as_str()), None)?;
     let window = gantry_platform::machines::machines_window(&crate::state::pool()?, &user, &filter, page).await?;
@@ -20,8 +28,15 @@ pub async fn machines_window(query: ListQuery) -> Result<MachinesWindow, AppErro
 }
 
 #[server(name = GetTasksWindow, prefix = "/api", endpoint = "tasks_window")]
-pub async fn tasks_window(query: ListQuery) -> Result<TasksWindow, AppError> {
+pub async fn tasks_window(
+    state: Option<String>,
+    user: Option<String>,
+    group: Option<String>,
+    kind: Option<String>,
+    page: Option<String>,
+) -> Result<TasksWindow, AppError> {
     use gantry_core::task::{TaskKind, TaskState};
+    let query = crate::model::lists::ListQuery { state, user, group, kind, page };
     let user = crate::state::auth()?;
     let kinds: Vec<&str> = TaskKind::ALL.iter().map(|k| k.as_str()).collect();
     let (filter, page) = server::filter(&query, TaskState::ALL.iter().map(|s| s.as_str()), Some(&kinds))?;

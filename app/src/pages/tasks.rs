@@ -24,7 +24,7 @@ pub fn TasksPage() -> impl IntoView {
     let cancel = ServerAction::<CancelTask>::new();
     let tick = RwSignal::new(0u64);
     let query = use_list_query();
-    let tasks = Resource::new(move || (tick.get(), cancel.version().get(), query.get()), |(_, _, q)| tasks_window(q));
+    let tasks = Resource::new(move || (tick.get(), cancel.version().get(), query.get()), |(_, _, q)| tasks_window(q.state, q.user, q.group, q.kind, q.page));
     let busy = Signal::derive(move || {
         tasks.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|w| w.rows.iter().any(|t| task_busy(&t.state))))
     });

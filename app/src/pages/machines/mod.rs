@@ -36,7 +36,7 @@ pub fn MachinesPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     // One window of the list, as the URL's filters and page say.
     let query = use_list_query();
-    let machines = Resource::new(move || (tick.get(), create.version().get(), query.get()), |(_, _, q)| machines_window(q));
+    let machines = Resource::new(move || (tick.get(), create.version().get(), query.get()), |(_, _, q)| machines_window(q.state, q.user, q.group, q.page));
     let quota = Resource::new(move || (tick.get(), create.version().get()), |_| my_quota());
     let kept = Resource::new(move || (tick.get(), create.version().get(), delete_kept.version().get()), |_| kept_volumes());
     // Fetched once: refetching would rebuild the form under the user's typing.
