@@ -94,6 +94,10 @@ test('an idle machine is warned with the time left, extended, reclaimed and rest
     await page.getByTestId('machine-reclaim').getByTestId('reclaim-restore').click();
     await expect(page.getByTestId('machine-state')).toHaveText('running', { timeout: 60_000 });
     await expect(page.locator('[data-testid="machine-event"][data-kind="restored"]')).toHaveCount(1, { timeout: 20_000 });
+
+    // Leave no machine behind: later specs count the default group's GPUs.
+    await serverFn(page.request, '/api/machine_operation', { machine_id: String(id), operation: 'delete' });
+    await expect(page.getByTestId('machine-state')).toHaveText('deleted', { timeout: 60_000 });
   } finally {
     // Later specs run on this server: back to the default window.
     await serverFn(admin.request, '/api/save_reclaim_settings', {
