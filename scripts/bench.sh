@@ -6,6 +6,8 @@
 #  4. compute-task matching decisions and a matcher pass over 10,000 queued tasks;
 #  5. every portal page (20 machines/200 tasks, then 5,000/50,000) and a static asset under wrk load from a second process.
 #  6. a 2 GiB dataset upload into both directory stores over loopback next to two cp's of the file, and peak memory.
+#  7. GPU telemetry: ingest rate, node charts, cluster overview, bytes per GPU-day;
+#  8. the release wasm bundle's raw, gzip and brotli sizes.
 # Needs the release build (`make build`); uses only 127.0.0.1 and the Docker socket.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,3 +82,6 @@ echo "== dataset upload: 2 GiB into both directory stores over loopback, next to
 
 echo "== GPU telemetry: 1,000 GPUs x 7 days at 10 s (ingest, 7-day node chart, cluster overview, bytes per GPU-day)"
 "$bin" bench telemetry
+
+echo "== wasm bundle: raw, gzip and brotli bytes of the release build"
+bash scripts/bundle-size.sh

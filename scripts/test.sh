@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+# A test run builds once: incremental caches would only add gigabytes
+# (24 GB were seen here) to a machine's disk. Developers may set it to 1.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 # stage NAME SECONDS COMMAND...: runs COMMAND, killed after SECONDS.
 stage() {
@@ -44,5 +47,3 @@ stage "Rust tests (core, platform, app, server)" 1200 cargo test --locked "${rus
 stage "build the site (cargo leptos build)" 1800 cargo leptos build
 (cd end2end && stage "End-to-end tests (Chromium)" 900 env GANTRY_E2E_NODE2_ENDPOINT="$node2" npx playwright test)
 
-# Figures, not a test: the release bundle's raw/gzip/brotli sizes.
-stage "bundle size (release wasm)" 1800 bash scripts/bundle-size.sh

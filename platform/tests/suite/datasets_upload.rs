@@ -1,0 +1,270 @@
+//! The dataset upload on directory stores: both copies equal the client's
+//! checksum, a cut or refused upload leaves nothing (no file, no temporary
+//! file, no row), traversal names are refused, a failing second store
+//! removes the first copy, a resumable upload continues from its offset,
+//! quota and sealing refuse and change nothing, deleting a version removes
+//! its files from both stores, and the start-up clean-up.
+
+use crate::datasets_support;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use datasets_support::*;
+use gantry_platform::datasets::{
+    self,
+    store::{ByteStream, DirStore, Store, TempWriter},
+    BeginUpload, DatasetError, UploadState,
+};
+use std::{io, sync::Arc};
+
+fn done(state: UploadState) -> datasets::FileView {
+    match state {
+        UploadState::Done(f) => f,
+        other => panic!("expected a finished upload, got {other:?}"),
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn both_copies_match_the_clients_checksum_at_the_category_path() {
+        let env = env().await;
+        let data = random_bytes(3 * 1024 * 1024 + 17);
+        let file = done(env.put("train/cat 1.jpg", &data).await.unwrap());
+        assert_eq!(file.sha256, sha(&data));
+        assert_eq!(file.size as usize, data.len());
+        for root in [env.central_root.clone(), env.region_dir()] {
+            let stored = std::fs::read(root.join("coco/v1/images/train/cat 1.jpg")).unwrap();
+            assert_eq!(sha(&stored), sha(&data), "{}", root.display());
+            assert_eq!(files_under(&root), vec!["coco/v1/images/train/cat 1.jpg".to_string()], "no temporary file left in {}", root.display());
+        }
+        let (_, _, files) = datasets::files(&env.pool, &env.alice, "coco", "v1").await.unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_cut_upload_leaves_no_file_no_temporary_file_and_no_row() {
+        let env = env().await;
+        let data = random_bytes(2 * 1024 * 1024);
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.bin", replace: false, total: Some(data.len() as u64), resumable: false };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let err = datasets::write_upload(&env.pool, &upload, 0, cut_body(&data, 1_500_000), None).await.unwrap_err();
+        assert!(matches!(err, DatasetError::Incomplete(_)), "{err:?}");
+        assert!(err.to_string().contains("nothing was kept"), "{err}");
+        assert!(files_under(&env.central_root).is_empty(), "{:?}", files_under(&env.central_root));
+        assert!(files_under(&env.region_dir()).is_empty());
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        // A body shorter than its declared length is cut too.
+        let err = env_put_short(&env, &data).await;
+        assert!(err.to_string().contains("ended after"), "{err}");
+        assert!(files_under(&env.central_root).is_empty());
+    }
+}
+
+async fn env_put_short(env: &Env, data: &[u8]) -> DatasetError {
+    let begin = BeginUpload { code: "coco", version: "v1", name: "b.bin", replace: false, total: Some(data.len() as u64 + 10), resumable: false };
+    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+    datasets::write_upload(&env.pool, &upload, 0, body(data.to_vec(), 4096), None).await.unwrap_err()
+}
+
+gantry_testkit::timed_test! {
+    async fn traversal_and_other_bad_names_are_refused_before_anything_is_written() {
+        let env = env().await;
+        for bad in ["../x", "/etc/passwd", "a/../../b", "a\\..\\b", "new\nline", "", "a//b", "./a"] {
+            let err = env.put(bad, b"x").await.unwrap_err();
+            assert_eq!(err.status(), 400, "{bad:?}: {err}");
+        }
+        assert!(files_under(&env.dir.path().join("central")).is_empty());
+        assert!(!env.dir.path().join("x").exists() && !env.region_root.exists() || files_under(&env.region_root).is_empty());
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    }
+}
+
+/// A directory store that fails: while writing after `fail_after` bytes, or when placing.
+struct Failing {
+    inner: DirStore,
+    fail_after: Option<u64>,
+    fail_rename: bool,
+}
+
+struct FailingWriter {
+    inner: Box<dyn TempWriter>,
+    left: Option<u64>,
+}
+
+#[async_trait]
+impl TempWriter for FailingWriter {
+    async fn write(&mut self, chunk: Bytes) -> io::Result<()> {
+        if let Some(left) = self.left.as_mut() {
+            if chunk.len() as u64 > *left {
+                return Err(io::Error::other("disk on fire"));
+            }
+            *left -= chunk.len() as u64;
+        }
+        self.inner.write(chunk).await
+    }
+    async fn finish(self: Box<Self>) -> io::Result<()> {
+        self.inner.finish().await
+    }
+}
+
+#[async_trait]
+impl Store for Failing {
+    fn describe(&self) -> String {
+        "failing test store".into()
+    }
+    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
+        Ok(Box::new(FailingWriter { inner: self.inner.put_temp(temp, offset).await?, left: self.fail_after }))
+    }
+    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
+        self.inner.temp_len(temp).await
+    }
+    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
+        if self.fail_rename {
+            return Err(io::Error::other("rename refused"));
+        }
+        self.inner.rename_into_place(temp, key).await
+    }
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
+        self.inner.get(key, range).await
+    }
+    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+        self.inner.list(prefix).await
+    }
+    async fn delete(&self, key: &str) -> io::Result<()> {
+        self.inner.delete(key).await
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_second_store_failing_removes_the_first_copy_and_says_why() {
+        for (fail_after, fail_rename) in [(Some(2 * 1024 * 1024), false), (None, true)] {
+            let scratch = tempfile::tempdir().unwrap();
+            let failing = Arc::new(Failing { inner: DirStore::new(scratch.path()), fail_after, fail_rename });
+            let env = env_with(None, Some(failing)).await;
+            let data = random_bytes(5 * 1024 * 1024);
+            let err = env.put("a.bin", &data).await.unwrap_err();
+            assert_eq!(err.status(), 502, "{err}");
+            let text = err.to_string();
+            assert!(text.contains("failing test store") && (text.contains("was removed") || text.contains("nothing was kept")), "{text}");
+            assert!(files_under(&env.central_root).is_empty(), "central copy left: {:?}", files_under(&env.central_root));
+            assert!(files_under(scratch.path()).is_empty(), "region copy left: {:?}", files_under(scratch.path()));
+            assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+            assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+        }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_resumable_upload_continues_from_its_offset_after_a_cut() {
+        let env = env().await;
+        let data = random_bytes(6 * 1024 * 1024 + 5);
+        let total = data.len() as u64;
+        let begin = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(total), resumable: true };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert_eq!(upload.offset, 0);
+        let err = datasets::write_upload(&env.pool, &upload, 0, cut_body(&data, 2_500_000), None).await.unwrap_err();
+        assert!(matches!(err, DatasetError::Incomplete(_)), "{err:?}");
+        // Nothing visible, but the server holds what arrived.
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        let (held, declared) = datasets::upload_status(&env.pool, &env.stores, &env.alice, "coco", "v1", "big.bin").await.unwrap();
+        assert_eq!((held, declared), (2_500_000, total));
+        // Someone else cannot take the name meanwhile; a wrong offset is refused.
+        let other = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(total), resumable: false };
+        assert_eq!(datasets::begin_upload(&env.pool, &env.stores, &env.alice, &other).await.unwrap_err().status(), 409);
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert_eq!(upload.offset, held);
+        let wrong = datasets::write_upload(&env.pool, &upload, 0, body(data.clone(), 65536), None).await.unwrap_err();
+        assert!(wrong.to_string().contains("holds 2500000 bytes"), "{wrong}");
+        // The rest, in two requests.
+        let mid = 4_000_000usize;
+        let state = datasets::write_upload(&env.pool, &upload, held, body(data[held as usize..mid].to_vec(), 65536), None).await.unwrap();
+        assert!(matches!(state, UploadState::Partial { offset: 4_000_000, .. }), "{state:?}");
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let file = done(datasets::write_upload(&env.pool, &upload, mid as u64, body(data[mid..].to_vec(), 65536), Some(&sha(&data))).await.unwrap());
+        assert_eq!(file.sha256, sha(&data));
+        for root in [env.central_root.clone(), env.region_dir()] {
+            assert_eq!(sha(&std::fs::read(root.join("coco/v1/images/big.bin")).unwrap()), sha(&data));
+            assert_eq!(files_under(&root).len(), 1, "{:?}", files_under(&root));
+        }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn duplicates_quota_and_sealed_versions_are_refused_and_change_nothing() {
+        let env = env().await;
+        done(env.put("a.txt", b"first").await.unwrap());
+        let err = env.put("a.txt", b"second").await.unwrap_err();
+        assert_eq!(err.status(), 409);
+        assert!(err.to_string().contains("choose replace"), "{err}");
+        // Replace is allowed when asked for.
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(6), resumable: false };
+        let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        done(datasets::write_upload(&env.pool, &up, 0, body(b"second".to_vec(), 2), None).await.unwrap());
+        assert_eq!(std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(), b"second");
+        // Quota: 10 bytes for group ml, 6 held.
+        let admin = gantry_platform::accounts::create_user(
+            &env.pool,
+            None,
+            gantry_platform::accounts::NewUser { username: "root", password: "a-good-password", role: gantry_core::Role::Admin, group: None },
+        )
+        .await
+        .unwrap();
+        datasets::set_quota(&env.pool, &admin, "ml", 10).await.unwrap();
+        let err = env.put("b.txt", b"12345").await.unwrap_err();
+        assert_eq!(err.status(), 413);
+        assert_eq!(err.to_string(), "group ml holds 6 B of its 10 B dataset quota; this file needs 5 B more");
+        // Unknown length: stopped when the quota runs out.
+        let begin = BeginUpload { code: "coco", version: "v1", name: "c.txt", replace: false, total: None, resumable: false };
+        let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let err = datasets::write_upload(&env.pool, &up, 0, body(b"123456789".to_vec(), 3), None).await.unwrap_err();
+        assert_eq!(err.status(), 413, "{err}");
+        assert_eq!(files_under(&env.central_root), vec!["coco/v1/images/a.txt".to_string()]);
+        // Another group may not write, and does not even see a private dataset.
+        assert_eq!(datasets::begin_upload(&env.pool, &env.stores, &env.carol, &BeginUpload { name: "x", ..begin }).await.unwrap_err().status(), 404);
+        // Sealed: read-only.
+        datasets::seal_version(&env.pool, &env.alice, "coco", "v1").await.unwrap();
+        let err = env.put("d.txt", b"1").await.unwrap_err();
+        assert_eq!(err.status(), 409);
+        assert!(err.to_string().contains("sealed"), "{err}");
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 1);
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn deleting_a_version_removes_its_files_from_both_stores() {
+        let env = env().await;
+        done(env.put("a.txt", b"hello").await.unwrap());
+        done(env.put("sub/b.txt", b"world").await.unwrap());
+        assert_eq!(datasets::delete_version(&env.pool, &env.stores, &env.carol, "coco", "v1").await.unwrap_err().status(), 404);
+        datasets::delete_version(&env.pool, &env.stores, &env.alice, "coco", "v1").await.unwrap();
+        assert!(files_under(&env.central_root).is_empty());
+        assert!(files_under(&env.region_dir()).is_empty());
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_versions").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn temporary_files_without_a_live_upload_are_removed_at_start() {
+        let env = env().await;
+        let data = random_bytes(300_000);
+        // A resumable upload (kept) and a one-request upload a crash left behind.
+        let keep = BeginUpload { code: "coco", version: "v1", name: "keep.bin", replace: false, total: Some(data.len() as u64), resumable: true };
+        let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &keep).await.unwrap();
+        let _ = datasets::write_upload(&env.pool, &up, 0, cut_body(&data, 100_000), None).await;
+        let lost = BeginUpload { code: "coco", version: "v1", name: "lost.bin", replace: false, total: None, resumable: false };
+        let lost = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &lost).await.unwrap();
+        let mut w = env.stores.central().unwrap().put_temp(&lost.temp, 0).await.unwrap();
+        w.write(Bytes::from_static(b"half")).await.unwrap();
+        w.finish().await.unwrap();
+        std::fs::write(env.central_root.join(".gantry-tmp/stray"), b"x").unwrap();
+        assert_eq!(files_under(&env.central_root.join(".gantry-tmp")).len(), 3);
+        let removed = datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
+        assert_eq!(removed, 2);
+        assert_eq!(files_under(&env.central_root.join(".gantry-tmp")), vec![up.temp.clone()]);
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 1);
+    }
+}

@@ -1,0 +1,34 @@
+//! Every platform integration test in one test binary (SQLite and real
+//! Docker), so the platform is linked once rather than once per file.
+//! Run one group with `cargo test -p gantry-platform --test suite
+//! reclaim_docker::`. `docker_tls` and `engine_races` stay binaries of
+//! their own: they set `GANTRY_DOCKER_CERT_DIR` for the whole process.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../datasets_support/mod.rs"]
+mod datasets_support;
+#[path = "../reclaim_common/mod.rs"]
+mod reclaim_common;
+#[path = "../telemetry_common/mod.rs"]
+mod telemetry_common;
+
+mod accounts;
+mod admission;
+mod compute_docker;
+mod datasets_juicefs;
+mod datasets_upload;
+mod docker_executor;
+mod engine_docker;
+mod engine_invariant;
+mod machines_docker;
+mod migrate_engine;
+mod nodes_admin;
+mod rebalance_docker;
+mod reclaim_docker;
+mod reclaim_migrate;
+mod reclaim_sim;
+mod snapshots_docker;
+mod telemetry_sampler;
+mod telemetry_store;
+mod volume_reboot;

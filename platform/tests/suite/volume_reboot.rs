@@ -1,0 +1,76 @@
+//! Block volumes across a host reboot, simulated: the loop device of a
+//! machine's volume is detached behind Gantry's back. The next start
+//! re-attaches the right image (the data is still there); a device that now
+//! holds another file is refused, never mounted. Its own test binary, so no
+//! other test grabs the freed loop device in between.
+
+use crate::common;
+
+use common::env;
+use gantry_core::task::TaskKind;
+use gantry_platform::{
+    executor::loopdev,
+    machines::{self, OperationRequest},
+};
+use std::process::Command;
+
+fn losetup(args: &[&str]) -> String {
+    let out = Command::new("losetup").args(args).output().unwrap();
+    assert!(out.status.success(), "losetup {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+gantry_testkit::timed_test! {
+    async fn a_start_reattaches_its_own_image_and_refuses_a_device_holding_another() {
+        if loopdev::enabled().is_err() {
+            panic!("loop volumes need root with losetup and mkfs.ext4: {:?}", loopdev::enabled());
+        }
+        let env = env("docker", 1, 1).await;
+        let alice = env.user("alice", "ml-team").await;
+        let exec = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
+        let made = env.admissions.create(env.create(&alice, "rebooted", 1)).await.unwrap();
+        env.drive().await;
+        let m = machines::machine_detail(&env.pool, &alice, made.machine_id).await.unwrap();
+        assert!(m.volume_enforced, "a block volume: {}", m.message);
+        let container = m.container_id.clone().unwrap();
+        assert_eq!(exec.exec(&container, &["sh", "-c", "echo survived > /data/f"]).await.unwrap().0, 0);
+        let docker = bollard::Docker::connect_with_defaults().unwrap().negotiate_version().await.unwrap();
+        let device = docker.inspect_volume(&m.volume_name).await.unwrap().options["device"].clone();
+        let image = loopdev::image_path(&env.dir.path().join("volumes"), &m.volume_name);
+        let restart = || machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: made.machine_id, kind: TaskKind::Restart, keep_volume: false });
+
+        // "Reboot": the container stops, the device is detached.
+        exec.stop_container(&container).await.unwrap();
+        losetup(&[&format!("--detach={device}")]);
+        assert!(loopdev::attached_devices(&image).unwrap().is_empty());
+        let task = restart().await.unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {task}")).await, "succeeded");
+        assert_eq!(loopdev::attached_devices(&image).unwrap(), vec![device.clone()], "re-attached to the recorded device");
+        let (_, out) = exec.exec(&container, &["cat", "/data/f"]).await.unwrap();
+        assert_eq!(out, "survived\n");
+
+        // After the next "reboot" another file got that device first.
+        exec.stop_container(&container).await.unwrap();
+        losetup(&[&format!("--detach={device}")]);
+        let stranger = env.dir.path().join("stranger.img");
+        std::fs::File::create(&stranger).unwrap().set_len(16 << 20).unwrap();
+        losetup(&["--", &device, stranger.to_str().unwrap()]);
+        let task = restart().await.unwrap();
+        env.drive().await;
+        let (state, message): (String, String) =
+            sqlx::query_as("SELECT state, message FROM tasks WHERE id = ?").bind(task).fetch_one(&env.pool).await.unwrap();
+        assert_eq!(state, "failed");
+        assert!(message.contains(&format!("{device} now holds")) && message.contains("refusing to mount"), "{message}");
+        assert!(loopdev::attached_devices(&image).unwrap().is_empty(), "our image was not attached elsewhere either");
+        losetup(&[&format!("--detach={device}")]);
+
+        // Delete cleans up the rest.
+        machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: made.machine_id, kind: TaskKind::Delete, keep_volume: false })
+            .await
+            .unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "deleted");
+        assert!(!image.exists(), "image file removed");
+    }
+}

@@ -1,0 +1,112 @@
+//! The JSON API for scripts over real HTTP: tokens (made, used, revoked),
+//! group isolation, bad submissions refused with nothing written.
+
+use crate::common;
+
+use common::{count, TestServer};
+use gantry_core::Role;
+use gantry_platform::{accounts, catalogue, tokens};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+async fn user(server: &TestServer, name: &str, group: &str) -> accounts::User {
+    accounts::create_user(&server.pool, None, accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) })
+        .await
+        .unwrap()
+}
+
+fn task(framework: &str) -> Value {
+    json!({
+        "name": "train", "framework": framework, "framework_version": "2.4",
+        "interpreter": "Python", "interpreter_version": "3.11", "command": ["echo", "hi"], "gpus": 1
+    })
+}
+
+gantry_testkit::timed_test! {
+    async fn the_compute_api_needs_a_live_token_and_keeps_groups_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        accounts::create_group(&server.pool, None, "ml", 4).await.unwrap();
+        accounts::create_group(&server.pool, None, "other", 4).await.unwrap();
+        let alice = user(&server, "alice", "ml").await;
+        let carol = user(&server, "carol", "other").await;
+        let image = catalogue::create_region_image(&server.pool, alice.id, "local", "gantry/devbox:latest", "amd64", "training").await.unwrap();
+        let master = catalogue::create_master_image(
+            &server.pool,
+            alice.id,
+            &catalogue::NewMasterImage { name: "torch", interpreter: "Python", interpreter_version: "3.11", framework: "PyTorch", framework_version: "2.4" },
+        )
+        .await
+        .unwrap();
+        catalogue::set_link(&server.pool, alice.id, master, image.id, true).await.unwrap();
+        let (_, alice_token) = tokens::create(&server.pool, &alice, "laptop").await.unwrap();
+        let (_, carol_token) = tokens::create(&server.pool, &carol, "ci").await.unwrap();
+        let http = reqwest::Client::new();
+        let url = |p: &str| server.url(p);
+
+        // No token, a wrong one, or a malformed header: 401 and nothing written.
+        let res = http.post(url("/api/v1/compute-tasks")).json(&task("PyTorch")).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert!(res.text().await.unwrap().contains("API token"));
+        for bad in ["Bearer gnt_0000", "Basic abc", &format!("Bearer {}x", &alice_token[..alice_token.len() - 1])] {
+            let res = http.get(url("/api/v1/compute-tasks")).header("Authorization", bad).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{bad}");
+        }
+        assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await, 0);
+
+        // Submitted with a token: the decision is in the answer (no node is
+        // ready in this test server, so the task waits, with the reason).
+        let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).json(&task("PyTorch")).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let body: Value = res.json().await.unwrap();
+        let id = body["id"].as_i64().unwrap();
+        assert_eq!(body["state"], "pending");
+        assert_eq!(body["decision"]["image_set"], json!(["local"]));
+        assert_eq!(body["command"], json!(["echo", "hi"]));
+        assert!(body["message"].as_str().unwrap().starts_with("regions with a matching image: local; none has"), "{body}");
+
+        // Its owner sees it; another group's token gets 404, and an empty list.
+        let res = http.get(url(&format!("/api/v1/compute-tasks/{id}"))).bearer_auth(&alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let res = http.get(url(&format!("/api/v1/compute-tasks/{id}"))).bearer_auth(&carol_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let res = http.get(url(&format!("/api/v1/compute-tasks/{id}/logs"))).bearer_auth(&carol_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let list: Value = http.get(url("/api/v1/compute-tasks")).bearer_auth(&carol_token).send().await.unwrap().json().await.unwrap();
+        assert_eq!(list, json!([]));
+        let res = http.post(url(&format!("/api/v1/compute-tasks/{id}/cancel"))).bearer_auth(&carol_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+
+        // Bad submissions: 400, nothing written.
+        let before = count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await;
+        let mut both = task("PyTorch");
+        both["shell"] = json!("echo hi");
+        let mut zero = task("PyTorch");
+        zero["gpus"] = json!(0);
+        let mut bad_name = task("PyTorch");
+        bad_name["name"] = json!("Bad Name!");
+        for (what, body) in [("both command and shell", both), ("zero GPUs", zero), ("bad name", bad_name), ("unknown field", json!({"nme": 1}))] {
+            let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).json(&body).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{what}");
+        }
+        let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).body("not json").header("content-type", "application/json").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await, before);
+
+        // No matching image: rejected at once with the versions.
+        let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).json(&task("JAX")).send().await.unwrap();
+        let body: Value = res.json().await.unwrap();
+        assert_eq!((body["state"].as_str(), body["message"].as_str()), (Some("failed"), Some("no image matches framework JAX 2.4 / interpreter Python 3.11")));
+
+        // The owner cancels; a revoked token stops working at once.
+        let res = http.post(url(&format!("/api/v1/compute-tasks/{id}/cancel"))).bearer_auth(&alice_token).send().await.unwrap();
+        assert_eq!(res.json::<Value>().await.unwrap()["state"], "cancelled");
+        let token_id: i64 = sqlx::query_scalar("SELECT id FROM api_tokens WHERE user_id = ?").bind(alice.id).fetch_one(&server.pool).await.unwrap();
+        tokens::revoke(&server.pool, &alice, token_id).await.unwrap();
+        assert!(tokens::revoke(&server.pool, &carol, token_id).await.is_err(), "not carol's to revoke");
+        let res = http.get(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        let stored: String = sqlx::query_scalar("SELECT secret_hash FROM api_tokens WHERE id = ?").bind(token_id).fetch_one(&server.pool).await.unwrap();
+        assert!(!stored.contains(&alice_token[4..]) && stored.len() == 64, "only a hash is stored");
+    }
+}

@@ -1,0 +1,209 @@
+//! Dataset routes over real HTTP: tokens and group isolation, sealed
+//! versions and byte quotas refused with nothing changed, downloads with
+//! `Range`, the resumable protocol (POST/HEAD/PATCH with Upload-Offset),
+//! a cut PUT leaving nothing, the page's session upload and its no-JS
+//! form. (The 1 GiB memory test is datasets_memory.rs, alone in its process.)
+
+use crate::datasets_support;
+
+use datasets_support::*;
+use gantry_platform::datasets;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+gantry_testkit::timed_test! {
+    async fn tokens_and_groups_decide_who_sees_and_writes_a_dataset() {
+        let s = start(limits()).await;
+        let http = reqwest::Client::new();
+        // No token or a bad one: 401, nothing written.
+        let res = http.put(s.file_url("a.txt")).body("hello").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        let res = http.put(s.file_url("a.txt")).bearer_auth("gnt_nope").body("hello").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await + s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+
+        let res = http.put(s.file_url("dir/a.txt")).bearer_auth(&s.alice_token).body("hello").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let file: Value = res.json().await.unwrap();
+        assert_eq!(file["sha256"], "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+        assert_eq!(std::fs::read(s.central.join("coco/v1/images/dir/a.txt")).unwrap(), b"hello");
+        assert_eq!(std::fs::read(s.region.join("coco/v1/images/dir/a.txt")).unwrap(), b"hello");
+
+        // Listed and downloadable by its group.
+        let list: Value = http.get(s.url("/api/v1/datasets/coco/versions/v1/files")).bearer_auth(&s.alice_token).send().await.unwrap().json().await.unwrap();
+        assert_eq!(list["files"][0]["name"], "dir/a.txt");
+        assert_eq!(list["files"][0]["uploaded_by"], "alice");
+        let got = http.get(s.file_url("dir/a.txt")).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(got.status(), StatusCode::OK);
+        assert_eq!(got.text().await.unwrap(), "hello");
+
+        // Another group: private means not found, everywhere.
+        for url in [s.file_url("dir/a.txt"), s.url("/api/v1/datasets/coco/versions/v1/files")] {
+            let res = http.get(&url).bearer_auth(&s.carol_token).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::NOT_FOUND, "{url}");
+        }
+        let res = http.put(s.file_url("b.txt")).bearer_auth(&s.carol_token).body("x").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let all: Value = http.get(s.url("/api/v1/datasets")).bearer_auth(&s.carol_token).send().await.unwrap().json().await.unwrap();
+        assert_eq!(all, serde_json::json!([]));
+        let carol_browser = s.browser("carol").await;
+        let page = carol_browser.get(s.url("/datasets/coco/v1/download?name=dir/a.txt")).send().await.unwrap();
+        assert_eq!(page.status(), StatusCode::NOT_FOUND);
+
+        // Public: readable by every group, still written only by its own.
+        sqlx::query("UPDATE datasets SET visibility = 'public'").execute(&s.pool).await.unwrap();
+        let got = http.get(s.file_url("dir/a.txt")).bearer_auth(&s.carol_token).send().await.unwrap();
+        assert_eq!(got.text().await.unwrap(), "hello");
+        let res = http.put(s.file_url("b.txt")).bearer_auth(&s.carol_token).body("x").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 1);
+
+        // Names that climb out are refused; a duplicate needs ?replace=1.
+        for bad in ["..%2Fx", "a%2F..%2F..%2Fx", "%2Fetc%2Fpasswd", "a%0Ab"] {
+            let res = http.put(s.file_url(bad)).bearer_auth(&s.alice_token).body("x").send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{bad}");
+        }
+        let res = http.put(s.file_url("dir/a.txt")).bearer_auth(&s.alice_token).body("again").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CONFLICT);
+        let res = http.put(s.file_url("dir/a.txt?replace=1")).bearer_auth(&s.alice_token).body("again").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert_eq!(files_under(&s.central), vec!["coco/v1/images/dir/a.txt".to_string()]);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn sealed_versions_and_byte_quotas_refuse_and_change_nothing() {
+        let s = start(limits()).await;
+        let http = reqwest::Client::new();
+        let put = |name: &str, body: &'static str| http.put(s.file_url(name)).bearer_auth(&s.alice_token).body(body).send();
+        assert_eq!(put("a.txt", "0123456789").await.unwrap().status(), StatusCode::CREATED);
+        sqlx::query("INSERT INTO dataset_quotas (group_id, max_bytes) VALUES (?, 15)").bind(s.alice.group_id).execute(&s.pool).await.unwrap();
+        let res = put("b.txt", "0123456789").await.unwrap();
+        assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["error"], "group ml holds 10 B of its 15 B dataset quota; this file needs 10 B more");
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 1);
+        assert_eq!(files_under(&s.central), vec!["coco/v1/images/a.txt".to_string()]);
+
+        datasets::seal_version(&s.pool, &s.alice, "coco", "v1").await.unwrap();
+        let res = put("c.txt", "1").await.unwrap();
+        assert_eq!(res.status(), StatusCode::CONFLICT);
+        assert!(res.text().await.unwrap().contains("sealed"));
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 1);
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+        assert_eq!(files_under(&s.central), vec!["coco/v1/images/a.txt".to_string()]);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn downloads_answer_ranges() {
+        let s = start(limits()).await;
+        let http = reqwest::Client::new();
+        http.put(s.file_url("r.bin")).bearer_auth(&s.alice_token).body("0123456789").send().await.unwrap();
+        let res = http.get(s.file_url("r.bin")).bearer_auth(&s.alice_token).header("Range", "bytes=2-5").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::PARTIAL_CONTENT);
+        assert_eq!(res.headers()["content-range"], "bytes 2-5/10");
+        assert_eq!(res.text().await.unwrap(), "2345");
+        let res = http.get(s.file_url("r.bin")).bearer_auth(&s.alice_token).header("Range", "bytes=-3").send().await.unwrap();
+        assert_eq!(res.text().await.unwrap(), "789");
+        let res = http.get(s.file_url("r.bin")).bearer_auth(&s.alice_token).header("Range", "bytes=10-").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+        let res = http.get(s.file_url("r.bin")).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.headers()["accept-ranges"], "bytes");
+        assert_eq!(res.text().await.unwrap(), "0123456789");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_cut_put_leaves_no_file_and_no_temporary_file() {
+        let s = start(limits()).await;
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
+        let cut = raw(s.addr, "PUT", "/api/v1/datasets/coco/versions/v1/files/cut.bin", &auth, 20 << 20, Some(7 << 20), pattern).await;
+        assert!(cut.is_none());
+        until_no_uploads(&s).await;
+        assert!(files_under(&s.central).is_empty(), "{:?}", files_under(&s.central));
+        assert!(files_under(&s.region).is_empty(), "{:?}", files_under(&s.region));
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_resumable_upload_continues_where_the_connection_dropped() {
+        let s = start(limits()).await;
+        let http = reqwest::Client::new();
+        let total: u64 = 12 << 20;
+        let url = s.url("/api/v1/datasets/coco/versions/v1/uploads/big.bin");
+        let res = http.post(&url).bearer_auth(&s.alice_token).header("Upload-Length", total).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        assert_eq!(res.headers()["upload-offset"], "0");
+        // A PATCH cut after 5 MiB: what arrived is kept, invisible.
+        let auth = |offset: u64| vec![("Authorization", format!("Bearer {}", s.alice_token)), ("Upload-Offset", offset.to_string())];
+        let cut = raw(s.addr, "PATCH", "/api/v1/datasets/coco/versions/v1/uploads/big.bin", &auth(0), total, Some(5 << 20), pattern).await;
+        assert!(cut.is_none());
+        // The server's task finishes the cut on its own; HEAD says where to go on.
+        let mut held = 0;
+        for _ in 0..500 {
+            let res = http.head(&url).bearer_auth(&s.alice_token).send().await.unwrap();
+            held = res.headers()["upload-offset"].to_str().unwrap().parse::<u64>().unwrap();
+            if held == 5 << 20 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(held, 5 << 20);
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        // A wrong offset is refused with the right one.
+        let wrong = raw(s.addr, "PATCH", "/api/v1/datasets/coco/versions/v1/uploads/big.bin", &auth(0), 10, None, pattern).await.unwrap();
+        assert_eq!(wrong.status, 409);
+        assert_eq!(wrong.headers["upload-offset"], (5u64 << 20).to_string());
+        // The rest from the offset: the file is whole.
+        let rest = raw(s.addr, "PATCH", "/api/v1/datasets/coco/versions/v1/uploads/big.bin", &auth(held), total - held, None, |at, buf| pattern(at + held, buf)).await.unwrap();
+        assert_eq!(rest.status, 201, "{}", rest.body);
+        let file: Value = serde_json::from_str(rest.body.trim()).unwrap_or_else(|_| serde_json::from_str(rest.body.lines().nth(1).unwrap_or("")).unwrap());
+        assert_eq!(file["sha256"], pattern_sha(total));
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+        let res = http.head(&url).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        assert_eq!(files_under(&s.central), vec!["coco/v1/images/big.bin".to_string()]);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn the_upload_page_streams_with_the_session_and_the_form_works_without_javascript() {
+        let s = start(limits()).await;
+        let alice = s.browser("alice").await;
+        let res = alice.put(s.url("/datasets/coco/v1/upload?name=page.txt")).body("from the page").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        // Signed out: refused.
+        let res = reqwest::Client::new().put(s.url("/datasets/coco/v1/upload?name=x.txt")).body("x").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        // The form: multipart, two files, answered by a redirect to the page.
+        let boundary = "gantryboundary";
+        let mut form = String::new();
+        for (name, text) in [("one.txt", "first file"), ("two.txt", "second file")] {
+            form.push_str(&format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: text/plain\r\n\r\n{text}\r\n"));
+        }
+        form.push_str(&format!("--{boundary}--\r\n"));
+        let res = alice
+            .post(s.url("/datasets/coco/v1/upload"))
+            .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+            .header("Accept", "text/html")
+            .body(form)
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_redirection(), "{}", res.status());
+        assert_eq!(res.headers()["location"], "/datasets/coco/v1?uploaded=one.txt%2C%20two.txt");
+        assert_eq!(std::fs::read(s.region.join("coco/v1/images/two.txt")).unwrap(), b"second file");
+        let got = alice.get(s.url("/datasets/coco/v1/download?name=one.txt")).send().await.unwrap();
+        assert_eq!(got.text().await.unwrap(), "first file");
+        // The version page lists them with their checksums.
+        let page = alice.get(s.url("/datasets/coco/v1")).send().await.unwrap().text().await.unwrap();
+        assert!(page.contains("one.txt") && page.contains(&sha_hex(b"second file")), "{page}");
+    }
+}
+
+fn sha_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,66 @@
+//! `/metrics` over HTTP on the real router: the Prometheus text with the
+//! sampled GPUs, machines, tasks and quotas, and who may read it.
+
+use crate::common;
+use crate::telemetry_common;
+
+use common::TestServer;
+use gantry_server::{metrics, router};
+
+async fn node_with_a_hot_machine(server: &TestServer) {
+    telemetry_common::cluster(&server.pool, "admin", "hot", 1).await;
+}
+
+fn value(text: &str, line_start: &str) -> f64 {
+    let line = text.lines().find(|l| l.starts_with(line_start)).unwrap_or_else(|| panic!("no line {line_start} in\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+gantry_testkit::timed_test! {
+    async fn metrics_expose_gpus_machines_tasks_and_quotas_to_this_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        node_with_a_hot_machine(&server).await;
+        let res = reqwest::get(server.url("/metrics")).await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/plain; version=0.0.4"));
+        let text = res.text().await.unwrap();
+        // The held GPU runs hot; the model's quotes are escaped.
+        let hot = "gantry_gpu_utilization_percent{node=\"mnode\",gpu=\"0\",model=\"SIM \\\"A100\\\"\",machine=\"cooker\",group=\"default\",simulated=\"true\"}";
+        assert!(value(&text, hot) >= 90.0, "{text}");
+        let free = "gantry_gpu_utilization_percent{node=\"mnode\",gpu=\"1\",model=\"SIM \\\"A100\\\"\",machine=\"\",group=\"\",simulated=\"true\"}";
+        assert!(value(&text, free) < 5.0);
+        assert_eq!(value(&text, "gantry_gpu_memory_total_bytes{node=\"mnode\",gpu=\"1\""), 1024.0 * 1024.0 * 1024.0);
+        assert!(value(&text, "gantry_gpu_temperature_celsius{node=\"mnode\",gpu=\"0\"") >= 84.0);
+        assert_eq!(value(&text, "gantry_machines{state=\"running\"}"), 1.0);
+        assert_eq!(value(&text, "gantry_group_gpu_quota{group=\"default\"}"), 0.0);
+        assert!(text.contains("# TYPE gantry_tasks gauge"));
+        // Every sample line is `name{labels} number`.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (_, v) = line.rsplit_once(' ').unwrap();
+            assert!(v.parse::<f64>().is_ok(), "bad line {line}");
+        }
+        // Through a proxy (a forwarding header), this host's rule no longer holds.
+        let res = reqwest::Client::new().get(server.url("/metrics")).header("X-Forwarded-For", "203.0.113.9").send().await.unwrap();
+        assert_eq!(res.status(), 403);
+        assert!(res.text().await.unwrap().contains("--metrics-token"));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn with_a_token_metrics_need_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = metrics::routes_with_token(server.pool.clone(), Some("s3cret-token".into()));
+        tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
+        let url = format!("http://{addr}/metrics");
+        let client = reqwest::Client::new();
+        assert_eq!(client.get(&url).send().await.unwrap().status(), 403, "loopback alone is not enough once a token is set");
+        assert_eq!(client.get(&url).bearer_auth("wrong-token!").send().await.unwrap().status(), 403);
+        let ok = client.get(&url).bearer_auth("s3cret-token").send().await.unwrap();
+        assert_eq!(ok.status(), 200);
+        assert!(ok.text().await.unwrap().contains("# TYPE gantry_machines gauge"));
+    }
+}

@@ -1,0 +1,67 @@
+//! Where sign-in goes next, and what the form's error box may say (issue
+//! 11): `next` is a path of plain characters on this site or `/`, and no
+//! value panics the request; an error carried in the URL shows only if the
+//! server wrote (signed) it.
+
+use crate::security_support;
+
+use gantry_server::security::Security;
+use security_support::{base64_url, start, ADMIN_PASSWORD};
+
+/// The no-JavaScript form post: the answer is a redirect.
+async fn form_login(server: &security_support::Secured, password: &str, next: &str, referer: &str) -> reqwest::Response {
+    server
+        .client()
+        .post(server.url("/api/login"))
+        .header("accept", "text/html")
+        .header("referer", server.url(referer))
+        .form(&[("username", "admin"), ("password", password), ("next", next)])
+        .send()
+        .await
+        .unwrap()
+}
+
+gantry_testkit::timed_test! {
+    async fn next_goes_only_to_plain_paths_on_this_site() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security::default(), false).await;
+        for bad in ["/\t/evil.example", "/\n", "/\r", "/\r\nSet-Cookie: x=1", "//evil.example", "/\\evil.example", "https://evil.example", "https:evil"] {
+            let res = form_login(&server, ADMIN_PASSWORD, bad, "/login").await;
+            assert!(res.status().is_redirection(), "{bad:?}: {}", res.status());
+            assert_eq!(res.headers()["location"], "/", "{bad:?}");
+        }
+        let good = form_login(&server, ADMIN_PASSWORD, "/machines?x=1", "/login").await;
+        assert_eq!(good.headers()["location"], "/machines?x=1");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn only_the_servers_own_errors_show_in_the_form() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security::default(), false).await;
+        let c = server.client();
+
+        // A crafted link: the error is stripped, the page never shows it.
+        let forged = base64_url(br#"{"Invalid":"ATTACKER: call +1 555 0100 to unlock"}"#);
+        let link = format!("/login?next=%2F&__path=%2Fapi%2Flogin&__err={forged}");
+        let res = c.get(server.url(&link)).send().await.unwrap();
+        assert_eq!(res.status(), 303);
+        assert_eq!(res.headers()["location"], "/login?next=%2F");
+        let page = c.get(server.url("/login?next=%2F")).send().await.unwrap().text().await.unwrap();
+        assert!(!page.contains("ATTACKER"));
+
+        // The server's own answer to a wrong password comes back signed and shows.
+        let wrong = form_login(&server, "wrong-password", "/", "/login?next=%2F").await;
+        let location = wrong.headers()["location"].to_str().unwrap().to_string();
+        assert!(location.contains("__err=") && location.contains("__sig="), "{location}");
+        let path = location.split_once(&server.addr.to_string()).map_or(location.as_str(), |(_, p)| p).to_string();
+        let shown = c.get(server.url(&path)).send().await.unwrap();
+        assert_eq!(shown.status(), 200);
+        assert!(shown.text().await.unwrap().contains("wrong username or password"));
+
+        // The same signature on another text is refused.
+        let swapped = path.replace(path.split("__err=").nth(1).unwrap().split('&').next().unwrap(), &forged);
+        let res = c.get(server.url(&swapped)).send().await.unwrap();
+        assert_eq!(res.status(), 303);
+    }
+}

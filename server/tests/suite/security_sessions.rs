@@ -1,0 +1,77 @@
+//! Sessions (issue 11): renewed on use — cheaply, a write only once per
+//! renewal period — and ended after inactivity, measured by an injected
+//! clock; an account that is disabled, demoted or deleted loses its open
+//! sessions at once (the next request answers 401).
+
+use crate::security_support;
+
+use gantry_core::Role;
+use gantry_server::security::{Clock, Security};
+use security_support::{gate, start, ADMIN_PASSWORD};
+
+async fn quota(server: &security_support::Secured, c: &reqwest::Client) -> reqwest::Response {
+    c.post(server.url("/api/my_quota")).send().await.unwrap()
+}
+
+gantry_testkit::timed_test! {
+    async fn sessions_are_renewed_on_use_and_end_after_inactivity() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::manual(1_800_000_000);
+        let security = Security { session_idle_secs: 3600, clock: clock.clone(), gate: gate(2), ..Security::default() };
+        let renew = security.renew_after_secs();
+        let server = start(&dir, security, false).await;
+        server.add_user("dana", "dana-password-1", Role::User).await;
+        let c = server.client();
+        assert_eq!(server.login(&c, "dana", "dana-password-1").await.status(), 200);
+        assert_eq!(quota(&server, &c).await.status(), 200, "first use stamps the session");
+        // Within the renewal period nothing is written (no new cookie).
+        let quiet = quota(&server, &c).await;
+        assert_eq!(quiet.status(), 200);
+        assert!(quiet.headers().get("set-cookie").is_none(), "no session write on every request");
+
+        clock.advance(3000);
+        let renewed = quota(&server, &c).await;
+        assert_eq!(renewed.status(), 200);
+        assert!(renewed.headers().get("set-cookie").is_some(), "used after {renew}s or more: renewed");
+        clock.advance(3000); // 6000 s after sign-in, 3000 s after last use
+        assert_eq!(quota(&server, &c).await.status(), 200, "activity keeps the session");
+
+        clock.advance(3601);
+        assert_eq!(quota(&server, &c).await.status(), 401, "idle longer than the limit");
+        let page = c.get(server.url("/machines")).send().await.unwrap();
+        assert_eq!(page.headers()["location"], "/login?next=/machines");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn disabled_demoted_and_deleted_accounts_lose_their_open_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security { gate: gate(2), ..Security::default() }, false).await;
+        let bob = server.add_user("bob", "bob-password-1", Role::User).await;
+        let second = server.add_user("second", "second-password-1", Role::Admin).await;
+        let carol = server.add_user("carol", "carol-password-1", Role::User).await;
+        let (admin, b, s, k) = (server.client(), server.client(), server.client(), server.client());
+        assert_eq!(server.login(&admin, "admin", ADMIN_PASSWORD).await.status(), 200);
+        assert_eq!(server.login(&b, "bob", "bob-password-1").await.status(), 200);
+        assert_eq!(server.login(&s, "second", "second-password-1").await.status(), 200);
+        assert_eq!(server.login(&k, "carol", "carol-password-1").await.status(), 200);
+        assert_eq!(quota(&server, &b).await.status(), 200);
+        assert_eq!(s.post(server.url("/api/admin/users")).send().await.unwrap().status(), 200);
+
+        let off = admin.post(server.url("/api/admin/set_user_enabled")).form(&[("user_id", bob.to_string().as_str()), ("action", "disable")]).send().await.unwrap();
+        assert_eq!(off.status(), 200, "{}", off.text().await.unwrap());
+        assert_eq!(quota(&server, &b).await.status(), 401, "a disabled user's open session ends");
+        let refused = server.login(&b, "bob", "bob-password-1").await;
+        assert_eq!(refused.status(), 409);
+        assert!(refused.text().await.unwrap().contains("disabled"));
+        admin.post(server.url("/api/admin/set_user_enabled")).form(&[("user_id", bob.to_string().as_str()), ("action", "enable")]).send().await.unwrap();
+        assert_eq!(server.login(&b, "bob", "bob-password-1").await.status(), 200);
+
+        let demote = admin.post(server.url("/api/admin/set_user_role")).form(&[("user_id", second.to_string().as_str()), ("role", "user")]).send().await.unwrap();
+        assert_eq!(demote.status(), 200);
+        assert_eq!(s.post(server.url("/api/admin/users")).send().await.unwrap().status(), 401, "a demoted admin's session ends");
+
+        sqlx::query("DELETE FROM users WHERE id = ?").bind(carol).execute(&server.pool).await.unwrap();
+        assert_eq!(quota(&server, &k).await.status(), 401, "a deleted account's session ends");
+    }
+}
