@@ -32,6 +32,10 @@ pub enum DatasetRuleError {
     UnknownVisibility(String),
     #[error("file name \"{name}\" refused: {why}")]
     BadFileName { name: String, why: &'static str },
+    #[error("dataset mount \"{item}\" refused: {why}")]
+    BadMount { item: String, why: String },
+    #[error("at most {max} dataset versions can be mounted into one machine")]
+    TooManyMounts { max: usize },
 }
 
 pub fn code(value: &str) -> Result<(), DatasetRuleError> {
@@ -140,8 +144,10 @@ pub fn version_prefix(code: &str, version: &str) -> String {
     format!("{code}/{version}/")
 }
 
+mod mounts;
 mod quota;
 mod range;
+pub use mounts::{parse_mounts, MountRef, MOUNTS_MAX, MOUNT_ROOT};
 pub use quota::{check_quota, format_bytes, QuotaRefusal};
 pub use range::{byte_range, ByteRange};
 

@@ -4,7 +4,7 @@
 
 use app::state::AppState;
 use axum::{
-    extract::{Path, State},
+    extract::{Extension, Path, State},
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -13,6 +13,7 @@ use axum::{
 use gantry_platform::{
     accounts::User,
     compute::{self, Command, ComputeTaskView, SubmitCompute},
+    datasets::{mounts, DatasetError, Datasets},
     tokens, PlatformError,
 };
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,13 @@ pub fn routes() -> Router<AppState> {
 
 /// An API answer: JSON, or `{"error": "…"}` with the status.
 struct ApiError(StatusCode, String);
+
+impl From<DatasetError> for ApiError {
+    fn from(e: DatasetError) -> Self {
+        let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        ApiError(status, e.public_message())
+    }
+}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -106,6 +114,10 @@ struct Submission {
     memory_mb: i64,
     #[serde(default = "an_hour")]
     time_limit_secs: i64,
+    /// Sealed dataset versions to mount read-only, `["code/version", …]`;
+    /// each appears at `/datasets/code/version`.
+    #[serde(default)]
+    datasets: Vec<String>,
 }
 
 fn one_cpu() -> f64 {
@@ -118,7 +130,12 @@ fn an_hour() -> i64 {
     3600
 }
 
-async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Result<Json<Submission>, axum::extract::rejection::JsonRejection>) -> Result<Response, ApiError> {
+async fn submit(
+    State(state): State<AppState>,
+    stores: Option<Extension<Datasets>>,
+    headers: HeaderMap,
+    body: Result<Json<Submission>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
     let user = bearer(&state, &headers).await?;
     let Json(s) = body.map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("the body must be a compute task in JSON: {}", e.body_text())))?;
     let command = match (s.command, s.shell) {
@@ -129,6 +146,10 @@ async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Result<
     if !s.cpus.is_finite() || s.cpus <= 0.0 {
         return Err(ApiError(StatusCode::BAD_REQUEST, "cpus must be a positive number".into()));
     }
+    if s.datasets.iter().any(|d| d.contains(',') || d.trim().is_empty()) {
+        return Err(ApiError(StatusCode::BAD_REQUEST, "each entry of \"datasets\" is one dataset-code/version".into()));
+    }
+    let datasets = mounts::resolve_named(&state.pool, stores.as_ref().map(|e| &e.0), &user, &s.datasets.join(",")).await?;
     let req = SubmitCompute {
         name: s.name,
         framework: s.framework,
@@ -141,6 +162,7 @@ async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Result<
         cpu_millis: (s.cpus * 1000.0).round() as i64,
         memory_mb: s.memory_mb,
         time_limit_secs: s.time_limit_secs,
+        datasets,
     };
     let task = compute::submit(&state.pool, &state.admissions, &user, &req).await?;
     state.dispatch.notify_one();

@@ -114,6 +114,7 @@ pub async fn run() -> Result<(), PlatformError> {
             cpu_millis: 1000,
             memory_mb: 1024,
             time_limit_secs: 60,
+            datasets: Vec::new(),
         };
         compute::record(&pool, &users[i % 100], &req).await?;
     }

@@ -31,7 +31,7 @@ pub async fn create_user(username: String, password: String, role: String, group
 }
 
 #[cfg(feature = "ssr")]
-fn user_row(u: gantry_platform::accounts::User) -> UserRow {
+pub(crate) fn user_row(u: gantry_platform::accounts::User) -> UserRow {
     UserRow {
         id: u.id,
         username: u.username,

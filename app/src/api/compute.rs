@@ -66,6 +66,7 @@ pub async fn submit_compute(
     memory_mb: Option<String>,
     time_limit: String,
     time_unit: Option<String>,
+    datasets: Option<String>,
 ) -> Result<ComputeRow, AppError> {
     use crate::model::{
         catalogue::parse_choice,
@@ -92,6 +93,7 @@ pub async fn submit_compute(
         .into_iter()
         .find(|x| x.id == master_id)
         .ok_or_else(|| invalid("choose a framework and interpreter from the list".into()))?;
+    let datasets = crate::api::datasets::mounts_for(&user, datasets.as_deref()).await?;
     let req = Submission {
         name,
         framework: master.framework,
@@ -104,6 +106,7 @@ pub async fn submit_compute(
         cpu_millis,
         memory_mb,
         time_limit_secs,
+        datasets,
     };
     let task = compute::submit(&pool, &crate::state::admissions()?, &user, &req).await?;
     crate::state::wake_dispatcher();

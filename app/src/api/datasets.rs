@@ -91,8 +91,21 @@ pub async fn load_dataset_version(code: String, version: String) -> Result<Versi
     })
 }
 
+/// Resolves a form's "datasets" field (`code/version` items) for the
+/// signed-in user: visible, sealed, mountable — or a refusal saying which.
 #[cfg(feature = "ssr")]
-fn app_error(e: gantry_platform::datasets::DatasetError) -> AppError {
+pub(crate) async fn mounts_for(
+    user: &gantry_platform::accounts::User,
+    field: Option<&str>,
+) -> Result<Vec<gantry_platform::datasets::mounts::DatasetMount>, AppError> {
+    let stores = ssr::stores().ok();
+    gantry_platform::datasets::mounts::resolve_named(&crate::state::pool()?, stores.as_ref(), user, field.unwrap_or(""))
+        .await
+        .map_err(app_error)
+}
+
+#[cfg(feature = "ssr")]
+pub(crate) fn app_error(e: gantry_platform::datasets::DatasetError) -> AppError {
     let message = e.public_message();
     match e.status() {
         400 | 413 | 422 => AppError::Invalid(message),
@@ -105,7 +118,7 @@ fn app_error(e: gantry_platform::datasets::DatasetError) -> AppError {
 }
 
 #[cfg(feature = "ssr")]
-mod ssr {
+pub(crate) mod ssr {
     use crate::{error::AppError, model::datasets::*};
     use gantry_platform::datasets as ds;
 

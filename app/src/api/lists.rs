@@ -7,7 +7,7 @@
 
 use crate::{
     error::AppError,
-    model::lists::{MachinesWindow, TasksWindow},
+    model::lists::{MachinesWindow, TasksWindow, UsersWindow},
 };
 use leptos::prelude::*;
 
@@ -43,6 +43,26 @@ pub async fn tasks_window(
     let window = gantry_platform::machines::tasks_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
     Ok(TasksWindow { rows: window.rows.into_iter().map(super::machines::task_row).collect(), counts })
+}
+
+/// The admin console's users: `state` is active or disabled, `user` part of
+/// a username, `group` a group's name.
+#[server(name = GetUsersWindow, prefix = "/api", endpoint = "admin/users_window")]
+pub async fn users_window(
+    state: Option<String>,
+    user: Option<String>,
+    group: Option<String>,
+    page: Option<String>,
+) -> Result<UsersWindow, AppError> {
+    use gantry_core::paging::{choice, name_filter, PageRequest};
+    use gantry_platform::accounts::{UserFilter, USER_STATES};
+    crate::state::require_admin()?;
+    let status = choice("state", state.as_deref(), &USER_STATES).map_err(|m| AppError::Invalid(m).respond())?;
+    let filter = UserFilter { name: name_filter(user.as_deref()), group: name_filter(group.as_deref()), status: status.map(str::to_string) };
+    let page = PageRequest::parse(page.as_deref(), None);
+    let window = gantry_platform::accounts::users_window(&crate::state::pool()?, &filter, page).await?;
+    let counts = server::counts(window.total, page, window.by_status);
+    Ok(UsersWindow { rows: window.rows.into_iter().map(super::admin::user_row).collect(), counts })
 }
 
 #[cfg(feature = "ssr")]

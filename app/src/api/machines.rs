@@ -27,7 +27,12 @@ pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
     let pool = crate::state::pool()?;
     let machine = machines::machine_detail(&pool, &user, id).await?;
     let tasks = machines::list_tasks(&pool, &user, Some(id), MACHINE_TASKS_LIMIT).await?;
-    Ok(MachineDetail { machine: machine_row(machine), tasks: tasks.into_iter().map(task_row).collect() })
+    let datasets = gantry_platform::datasets::mounts::of_machine(&pool, id).await.map_err(gantry_platform::PlatformError::from)?;
+    Ok(MachineDetail {
+        machine: machine_row(machine),
+        tasks: tasks.into_iter().map(task_row).collect(),
+        datasets: datasets.into_iter().map(|m| (m.name, m.target)).collect(),
+    })
 }
 
 #[server(prefix = "/api", endpoint = "my_tasks")]
@@ -82,6 +87,7 @@ pub async fn create_machine(
     cpus: Option<String>,
     memory_mb: Option<String>,
     kept_volume_id: Option<String>,
+    datasets: Option<String>,
 ) -> Result<CreatedMachine, AppError> {
     use crate::model::machines::{parse_cpus, parse_create, parse_kept_volume, parse_memory_mb};
     use gantry_platform::machines::CreateMachine;
@@ -92,6 +98,7 @@ pub async fn create_machine(
     let cpu_millis = parse_cpus(&field(&cpus)).map_err(invalid)?;
     let memory_mb = parse_memory_mb(&field(&memory_mb)).map_err(invalid)?;
     let kept_volume_id = parse_kept_volume(&field(&kept_volume_id)).map_err(invalid)?;
+    let datasets = crate::api::datasets::mounts_for(&user, datasets.as_deref()).await?;
     let admitted = crate::state::admissions()?
         .create(CreateMachine {
             requester: user,
@@ -104,6 +111,7 @@ pub async fn create_machine(
             memory_mb,
             kept_volume_id,
             job: None,
+            datasets,
         })
         .await?;
     crate::state::wake_dispatcher();

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod catalogue;
 pub mod compute;
 pub mod dashboard;
+pub mod dataset_quotas;
 pub mod datasets;
 pub mod fleet;
 pub mod lists;

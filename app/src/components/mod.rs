@@ -1,5 +1,6 @@
 pub mod chart;
 pub mod chart_heatmap;
+pub mod dataset_field;
 pub mod form_error;
 pub mod layout;
 pub mod list_nav;

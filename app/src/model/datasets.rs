@@ -72,6 +72,15 @@ pub fn upload_url(code: &str, version: &str, name: &str, replace: bool) -> Strin
     url
 }
 
+/// A file's resumable upload in the JSON API (the page's session signs it).
+pub fn resumable_url(code: &str, version: &str, name: &str) -> String {
+    format!("/api/v1/datasets/{}/versions/{}/uploads/{}", encode(code), encode(version), encode(name))
+}
+
+/// The most the upload page sends in one request: a dropped connection
+/// costs at most this much again.
+pub const RESUMABLE_CHUNK_BYTES: f64 = (32u64 << 20) as f64;
+
 pub fn download_url(code: &str, version: &str, name: &str) -> String {
     format!("/datasets/{}/{}/download?name={}", encode(code), encode(version), encode(name))
 }
@@ -113,4 +122,15 @@ mod tests {
         assert_eq!(rate_label(0.0, 10.0, 1.0), "");
         assert_eq!(rate_label(1024.0, 1024.0 * 1000.0, 1.0), "1.0 KiB/s · 17 min left");
     }
+}
+
+/// One group's dataset storage, for the admin console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupStorageRow {
+    pub group: String,
+    pub used_bytes: u64,
+    pub reserved_bytes: u64,
+    pub quota_bytes: u64,
+    /// Its own quota, not the server's default.
+    pub own_quota: bool,
 }

@@ -1,7 +1,10 @@
 //! Long lists travel a window at a time: the rows of one page, the counts
 //! per state, and the query that produced them (so links keep filters).
 
-use super::machines::{MachineRow, TaskRow};
+use super::{
+    machines::{MachineRow, TaskRow},
+    UserRow,
+};
 use serde::{Deserialize, Serialize};
 
 /// A list page's query string, as typed or clicked: every value optional
@@ -84,4 +87,10 @@ mod tests {
         assert_eq!(q.href("/machines", Some(None), None), "/machines?user=a%20b%26c");
         assert_eq!(ListQuery::default().href("/tasks", Some(Some("failed")), Some(1)), "/tasks?state=failed");
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsersWindow {
+    pub rows: Vec<UserRow>,
+    pub counts: ListCounts,
 }

@@ -87,7 +87,9 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
     Ok(Snapshot { catalogue, regions: regions.into_values().collect(), region_ids: all_regions.into_iter().map(|(id, c)| (c, id)).collect() })
 }
 
-type Pending = (i64, i64, String, String, String, String, String, u32, Option<String>, i64, i64, String, i64);
+/// id, requester, name, framework (+version), interpreter (+version), GPUs,
+/// model, CPU, memory, command, time limit, dataset mounts (JSON).
+type Pending = (i64, i64, String, String, String, String, String, u32, Option<String>, i64, i64, String, i64, String);
 
 /// Decides the head of every group's queue with random seeds; returns how
 /// many were placed.
@@ -99,7 +101,7 @@ pub async fn evaluate_queue(pool: &Pool, admissions: &Admissions) -> Result<usiz
 pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: &mut (dyn FnMut() -> u64 + Send)) -> Result<usize, PlatformError> {
     let heads: Vec<Pending> = sqlx::query_as(
         "SELECT c.id, c.requester_id, c.name, c.framework, c.framework_version, c.interpreter, c.interpreter_version, c.gpu_count, c.gpu_model,
-                c.cpu_millis, c.memory_mb, c.command, c.time_limit_secs
+                c.cpu_millis, c.memory_mb, c.command, c.time_limit_secs, c.datasets
          FROM compute_tasks c
          WHERE c.state = 'pending' AND c.id = (SELECT MIN(o.id) FROM compute_tasks o WHERE o.group_id = c.group_id AND o.state = 'pending')
          ORDER BY c.id",
@@ -136,7 +138,7 @@ struct Admit {
 
 /// Decides one task and records the decision; `Some` when it is placed.
 async fn decide_one(tx: &mut transitions::Tx, snap: &Snapshot, t: Pending, seed: u64) -> Result<Option<Admit>, PlatformError> {
-    let (id, _, _, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, _, _) = t.clone();
+    let (id, _, _, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, _, _, _) = t.clone();
     let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb };
     let decision = decide(&snap.catalogue, &snap.regions, &req, seed);
     let json = serde_json::to_string(&decision).unwrap_or_default();
@@ -153,12 +155,13 @@ async fn decide_one(tx: &mut transitions::Tx, snap: &Snapshot, t: Pending, seed:
 
 async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Admit) -> Result<bool, PlatformError> {
     let Admit { t, json, region, code, reference } = admit;
-    let (id, requester_id, name, _, _, _, _, gpus, gpu_model, cpu_millis, memory_mb, command, _) = t;
+    let (id, requester_id, name, _, _, _, _, gpus, gpu_model, cpu_millis, memory_mb, command, _, datasets) = t;
     let requester = accounts::user_by_id(pool, requester_id).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
     let mut create = CreateMachine::new(requester, format!("job-{id}-{name}").chars().take(32).collect::<String>(), gpus, 1);
     create.gpu_model = gpu_model;
     create.cpu_millis = Some(cpu_millis);
     create.memory_mb = Some(memory_mb);
+    create.datasets = serde_json::from_str(&datasets).unwrap_or_default();
     create.job = Some(Job {
         compute_task_id: id,
         region_id: snap.region_ids[&code],

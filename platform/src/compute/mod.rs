@@ -40,6 +40,9 @@ pub struct SubmitCompute {
     pub cpu_millis: i64,
     pub memory_mb: i64,
     pub time_limit_secs: i64,
+    /// Sealed dataset versions to mount read-only, already resolved for the
+    /// requester (`datasets::mounts::resolve`).
+    pub datasets: Vec<crate::datasets::mounts::DatasetMount>,
 }
 
 /// Longest time limit: a week.
@@ -130,6 +133,7 @@ pub async fn record(pool: &Pool, requester: &User, req: &SubmitCompute) -> Resul
             cpu_millis: req.cpu_millis,
             memory_mb: req.memory_mb,
             time_limit_secs: req.time_limit_secs,
+            datasets: &req.datasets,
         },
     )
     .await?;

@@ -219,6 +219,13 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     let central = stores.central()?;
     let region = stores.region_store(&d.region)?;
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mounted_by = super::mounts::live_users(&mut tx, v.id).await?;
+    if !mounted_by.is_empty() {
+        return Err(DatasetError::Conflict(format!(
+            "version {name} is mounted by {}; delete or cancel them first",
+            mounted_by.join(", ")
+        )));
+    }
     let temps: Vec<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_all(&mut *tx).await?;
     sqlx::query("DELETE FROM dataset_versions WHERE id = ?").bind(v.id).execute(&mut *tx).await?;
     audit::record(&mut *tx, Some(user.id), "dataset.version.delete", &format!("dataset {code} version {name} deleted ({} files)", v.files)).await?;

@@ -9,7 +9,9 @@
 
 mod catalog;
 mod error;
+pub mod mounts;
 mod placing;
+pub mod quotas;
 pub mod store;
 mod upload;
 

@@ -35,6 +35,7 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
     .bind(machine_id)
     .fetch_all(pool)
     .await?;
+    let mounts = crate::datasets::mounts::of_machine(pool, machine_id).await?;
     let instance = crate::machines::instance_id(pool).await?;
     Ok(MachineContext {
         spec: MachineSpec {
@@ -51,6 +52,7 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
             volume_size_gb,
             limits: crate::executor::Limits { cpu_millis, memory_mb, pids: pids_limit },
             command: command.and_then(|c| serde_json::from_str(&c).ok()),
+            mounts: mounts.iter().map(|m| m.read_only()).collect(),
         },
         node_id,
         node_name: node_name.unwrap_or_default(),

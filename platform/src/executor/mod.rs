@@ -52,6 +52,17 @@ pub struct MachineSpec {
     pub limits: Limits,
     /// A compute task's argv; `None`: the image's own command.
     pub command: Option<Vec<String>>,
+    /// Host directories bound read-only (sealed dataset versions).
+    pub mounts: Vec<ReadOnlyMount>,
+}
+
+/// A host directory bound into the container read-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOnlyMount {
+    /// Absolute path on the node.
+    pub source: String,
+    /// Absolute path inside the container.
+    pub target: String,
 }
 
 /// Resource limits of a machine's container, applied by the engine.

@@ -57,6 +57,7 @@ struct SimContainer {
     started_at: Option<String>,
     gpu_uuids: Vec<String>,
     image: String,
+    mounts: Vec<ReadOnlyMount>,
 }
 
 /// What a test sees of a simulated container.
@@ -66,6 +67,8 @@ pub struct SimContainerView {
     pub machine_id: i64,
     pub status: ContainerStatus,
     pub gpu_uuids: Vec<String>,
+    /// Read-only binds it was created with (dataset versions).
+    pub mounts: Vec<ReadOnlyMount>,
 }
 
 /// Monotonic "start time", so every (re)start gets a distinct `started_at`
@@ -108,7 +111,13 @@ impl SimulatedExecutor {
         let s = self.lock();
         s.containers
             .iter()
-            .map(|(id, c)| SimContainerView { id: id.clone(), machine_id: c.machine_id, status: c.status, gpu_uuids: c.gpu_uuids.clone() })
+            .map(|(id, c)| SimContainerView {
+                id: id.clone(),
+                machine_id: c.machine_id,
+                status: c.status,
+                gpu_uuids: c.gpu_uuids.clone(),
+                mounts: c.mounts.clone(),
+            })
             .collect()
     }
 
@@ -193,6 +202,7 @@ impl SimulatedExecutor {
             started_at: None,
             gpu_uuids: spec.gpu_uuids.clone(),
             image: spec.image.clone(),
+            mounts: spec.mounts.clone(),
         };
         s.containers.insert(id.clone(), c);
         Ok(ContainerInfo { id })
@@ -304,6 +314,7 @@ mod tests {
             volume_size_gb: 1,
             limits: Limits::default(),
             command: None,
+            mounts: Vec::new(),
         }
     }
 

@@ -47,6 +47,9 @@ pub struct CreateMachine {
     /// A compute task's machine: runs `command` from a region image, on a
     /// node of that region.
     pub job: Option<Job>,
+    /// Sealed dataset versions bound read-only (resolved by
+    /// `datasets::mounts::resolve`), recorded with the machine.
+    pub datasets: Vec<crate::datasets::mounts::DatasetMount>,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +74,7 @@ impl CreateMachine {
             memory_mb: None,
             kept_volume_id: None,
             job: None,
+            datasets: Vec::new(),
         }
     }
 
@@ -419,6 +423,7 @@ pub(crate) async fn record_admission(
             sqlx::query("DELETE FROM kept_volumes WHERE name = ?").bind(&k.name).execute(&mut *conn).await?;
         }
     }
+    crate::datasets::mounts::attach(conn, machine_id, &req.datasets).await?;
     // One statement for all its GPUs; the primary key on gpu_id makes
     // holding a GPU twice impossible.
     let placeholders = vec!["?"; alloc.gpus.len()].join(", ");

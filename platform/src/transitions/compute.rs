@@ -21,14 +21,16 @@ pub struct NewCompute<'a> {
     pub cpu_millis: i64,
     pub memory_mb: i64,
     pub time_limit_secs: i64,
+    /// Resolved read-only dataset mounts, handed to the machine on placement.
+    pub datasets: &'a [crate::datasets::mounts::DatasetMount],
 }
 
 pub async fn insert(conn: &mut SqliteConnection, t: &NewCompute<'_>) -> Result<i64, PlatformError> {
     let now = now();
     Ok(sqlx::query_scalar(
         "INSERT INTO compute_tasks (name, requester_id, group_id, framework, framework_version, interpreter, interpreter_version, command,
-                                    gpu_count, gpu_model, cpu_millis, memory_mb, time_limit_secs, state, message, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'waiting for a decision', ?, ?) RETURNING id",
+                                    gpu_count, gpu_model, cpu_millis, memory_mb, time_limit_secs, datasets, state, message, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 'waiting for a decision', ?, ?) RETURNING id",
     )
     .bind(t.name)
     .bind(t.requester.id)
@@ -43,6 +45,7 @@ pub async fn insert(conn: &mut SqliteConnection, t: &NewCompute<'_>) -> Result<i
     .bind(t.cpu_millis)
     .bind(t.memory_mb)
     .bind(t.time_limit_secs)
+    .bind(serde_json::to_string(t.datasets).unwrap_or_else(|_| "[]".into()))
     .bind(now)
     .bind(now)
     .fetch_one(&mut *conn)

@@ -43,6 +43,7 @@ fn job(name: &str, command: Command) -> SubmitCompute {
         cpu_millis: 500,
         memory_mb: 256,
         time_limit_secs: 600,
+        datasets: Vec::new(),
     }
 }
 

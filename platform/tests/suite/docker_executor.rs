@@ -63,6 +63,7 @@ fn spec(tag: &str) -> MachineSpec {
         volume_size_gb: 1,
         limits: Limits { cpu_millis: 1500, memory_mb: 256, pids: 128 },
         command: None,
+        mounts: Vec::new(),
     }
 }
 

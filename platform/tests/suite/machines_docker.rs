@@ -135,6 +135,7 @@ gantry_testkit::timed_test! {
             volume_size_gb: 1,
             limits: Default::default(),
             command: None,
+            mounts: Vec::new(),
         };
         let orphan = ex.create_container(&stray).await.unwrap();
 

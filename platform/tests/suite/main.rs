@@ -16,6 +16,7 @@ mod telemetry_common;
 mod accounts;
 mod admission;
 mod compute_docker;
+mod dataset_mounts;
 mod datasets_juicefs;
 mod datasets_upload;
 mod docker_executor;

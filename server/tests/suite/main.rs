@@ -18,6 +18,8 @@ mod telemetry_common;
 
 mod accounts_lifecycle;
 mod api_v1;
+mod dataset_mounts_http;
+mod dataset_quotas_http;
 mod datasets_http;
 mod first_run;
 mod http_admin;
@@ -34,3 +36,4 @@ mod snapshots_http;
 mod telemetry_pages;
 mod terminal;
 mod two_servers;
+mod users_list;

@@ -48,6 +48,8 @@ pub struct MachineDetail {
     pub machine: MachineRow,
     /// The machine's tasks, newest first.
     pub tasks: Vec<TaskRow>,
+    /// Sealed dataset versions bound read-only: (`code/version`, path inside).
+    pub datasets: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! Groups and their GPU policy: list, create, and edit quota, most GPUs
-//! per machine and allowed GPU models.
+//! per machine and allowed GPU models; below, their dataset storage.
 
 use crate::{
     api::{
@@ -79,6 +79,7 @@ pub fn GroupsPage() -> impl IntoView {
                 })}
             </Suspense>
         </section>
+        <super::dataset_quotas::DatasetQuotas/>
     }
 }
 

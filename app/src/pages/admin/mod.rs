@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod catalogue;
+pub mod dataset_quotas;
 pub mod groups;
 pub mod images;
 pub mod node_detail;

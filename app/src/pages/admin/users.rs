@@ -1,10 +1,17 @@
-//! Users: list and create, and each account's life: disable or enable it,
-//! set a temporary password (the user must change it at the next sign-in),
-//! change its role and its group. The server checks and audits each change.
+//! Users: list (a page at a time, filtered by name, group and status) and
+//! create, and each account's life: disable or enable it, set a temporary
+//! password (the user must change it at the next sign-in), change its role
+//! and its group. The server checks and audits each change.
 
 use crate::{
-    api::admin::{list_groups, list_users, CreateUser, ResetPassword, SetUserEnabled, SetUserGroup, SetUserRole},
-    components::form_error::{error_text, FormError},
+    api::{
+        admin::{list_groups, CreateUser, ResetPassword, SetUserEnabled, SetUserGroup, SetUserRole},
+        lists::users_window,
+    },
+    components::{
+        form_error::{error_text, FormError},
+        list_nav::{use_list_query, FilterForm, Pager, StateLinks},
+    },
     error::AppError,
     model::{GroupRow, UserRow},
 };
@@ -34,9 +41,13 @@ pub fn UsersPage() -> impl IntoView {
         role: ServerAction::new(),
         group: ServerAction::new(),
     };
+    let query = use_list_query();
     let users = Resource::new(
-        move || (create.version().get(), actions.enabled.version().get(), actions.reset.version().get(), actions.role.version().get(), actions.group.version().get()),
-        |_| list_users(),
+        move || {
+            let versions = (create.version().get(), actions.enabled.version().get(), actions.reset.version().get(), actions.role.version().get(), actions.group.version().get());
+            (versions, query.get())
+        },
+        |(_, q)| users_window(q.state, q.user, q.group, q.page),
     );
     let groups = Resource::new(|| (), |_| list_groups());
     // Same rules as the server, checked as you type.
@@ -114,22 +125,25 @@ pub fn UsersPage() -> impl IntoView {
                 <FormError message=Signal::derive(move || actions.role.value().with(error_text))/>
                 <FormError message=Signal::derive(move || actions.group.value().with(error_text))/>
                 {move || outcome.get().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
-                <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || view! { <FilterForm base="/admin" query=query.get() user_label="Username"/> }}
+                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || users.get().map(|r| match r {
-                        Ok(list) => {
+                        Ok(w) => {
                             let groups = groups.get().and_then(Result::ok).unwrap_or_default();
                             view! {
+                                <StateLinks base="/admin" query=query.get_untracked() counts=w.counts.clone()/>
                                 <table class="table" data-testid="users">
                                     <thead><tr><th>"Username"</th><th>"Role"</th><th>"Group"</th><th>"Manage"</th></tr></thead>
                                     <tbody>
-                                        {list.into_iter().map(|u| view! { <UserLine u=u groups=groups.clone() actions=actions/> }).collect_view()}
+                                        {w.rows.into_iter().map(|u| view! { <UserLine u=u groups=groups.clone() actions=actions/> }).collect_view()}
                                     </tbody>
                                 </table>
+                                <Pager base="/admin" query=query.get_untracked() counts=w.counts/>
                             }.into_any()
                         }
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
-                </Suspense>
+                </Transition>
             </section>
         </div>
     }

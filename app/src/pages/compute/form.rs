@@ -61,6 +61,7 @@ pub fn SubmitForm(submit: ServerAction<SubmitCompute>, options: ComputeOptions) 
                 <label>"CPUs" <input type="text" name="cpus" inputmode="decimal" autocomplete="off" placeholder=default_cpus.clone()/></label>
                 <label>"Memory (MB)" <input type="number" name="memory_mb" min="64" step="1" placeholder=DEFAULT_COMPUTE_MEMORY_MB.to_string()/></label>
             </div>
+            <crate::components::dataset_field::DatasetField/>
             <div class="row">
                 <label>"Time limit" <input type="number" name="time_limit" min="1" step="1" value=DEFAULT_TIME_LIMIT_MIN required/></label>
                 <label>"Unit"

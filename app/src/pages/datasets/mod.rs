@@ -5,6 +5,8 @@
 
 mod dataset;
 mod upload;
+#[cfg(feature = "hydrate")]
+mod upload_browser;
 mod version;
 
 pub use dataset::DatasetPage;

@@ -1,18 +1,19 @@
 //! The upload area: drop files or choose them; each file gets its own bar
 //! (bytes sent of total, rate, time left) and a cancel button. With
-//! JavaScript the page's wasm sends each file as one streamed `PUT`
-//! (XMLHttpRequest, for its upload progress events); without it, the same
-//! form posts the files as multipart and the server redirects back.
+//! JavaScript the page's wasm sends each file through the resumable upload
+//! API (`upload_browser`: pieces at offsets, resumed after a dropped
+//! connection); without it, the same form posts the files as multipart and
+//! the server redirects back.
 
 use crate::model::datasets::{encode, rate_label};
 #[cfg(feature = "hydrate")]
-use crate::model::datasets::upload_url;
+use {super::upload_browser as browser, crate::model::datasets::resumable_url};
 use gantry_core::datasets::format_bytes;
 use leptos::prelude::*;
 
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-enum Phase {
+pub(super) enum Phase {
     Sending,
     Done,
     Failed(String),
@@ -32,13 +33,16 @@ impl Phase {
 
 /// One file on its way.
 #[derive(Clone)]
-struct Item {
-    id: usize,
-    name: String,
-    total: f64,
-    started_ms: f64,
-    sent: RwSignal<f64>,
-    phase: RwSignal<Phase>,
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+pub(super) struct Item {
+    pub id: usize,
+    pub name: String,
+    /// Its resumable upload (`…/uploads/{name}`).
+    pub url: String,
+    pub total: f64,
+    pub started_ms: f64,
+    pub sent: RwSignal<f64>,
+    pub phase: RwSignal<Phase>,
 }
 
 #[component]
@@ -64,14 +68,15 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
                 let item = Item {
                     id,
                     name: file.name(),
+                    url: resumable_url(&code, &version, &file.name()),
                     total: file.size(),
                     started_ms: browser::now(),
                     sent: RwSignal::new(0.0),
                     phase: RwSignal::new(Phase::Sending),
                 };
                 items.update(|list| list.push(item.clone()));
-                let url = upload_url(&code, &version, &item.name, replace.get_untracked());
-                browser::send(file, url, item, handles, move || uploaded.update(|n| *n += 1));
+                let url = item.url.clone();
+                browser::send(file, url, replace.get_untracked(), item, handles, move || uploaded.update(|n| *n += 1));
             }
         }
     };
@@ -96,10 +101,10 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
         start(browser::files_of_drop(&ev));
     };
     let cancel = move |id: usize| {
-        #[cfg(feature = "hydrate")]
-        browser::cancel(handles, id);
         if let Some(item) = items.with_untracked(|l| l.iter().find(|i| i.id == id).cloned()) {
             item.phase.set(Phase::Cancelled);
+            #[cfg(feature = "hydrate")]
+            browser::cancel(handles, id, item.url);
         }
     };
     view! {
@@ -128,7 +133,7 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
 
 #[component]
 fn UploadRow(item: Item, cancel: impl Fn(usize) + Copy + Send + Sync + 'static) -> impl IntoView {
-    let Item { id, name, total, started_ms, sent, phase } = item;
+    let Item { id, name, total, started_ms, sent, phase, .. } = item;
     let figures = move || {
         let s = sent.get();
         let pct = if total > 0.0 { (s / total * 100.0).floor() } else { 100.0 };
@@ -156,86 +161,4 @@ fn now_ms() -> f64 {
     return browser::now();
     #[cfg(not(feature = "hydrate"))]
     0.0
-}
-
-/// The browser half: XMLHttpRequest for upload progress (fetch has none).
-#[cfg(feature = "hydrate")]
-mod browser {
-    use super::{Item, Phase};
-    use leptos::{
-        prelude::*,
-        wasm_bindgen::{closure::Closure, JsCast},
-        web_sys::{self, File, HtmlInputElement, ProgressEvent, XmlHttpRequest},
-    };
-
-    pub type Handles = StoredValue<Vec<(usize, XmlHttpRequest)>, LocalStorage>;
-
-    pub fn now() -> f64 {
-        web_sys::js_sys::Date::now()
-    }
-
-    pub fn files_of_input(input: &HtmlInputElement) -> Vec<File> {
-        input.files().map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
-    }
-
-    pub fn files_of_drop(ev: &web_sys::DragEvent) -> Vec<File> {
-        ev.data_transfer().and_then(|d| d.files()).map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
-    }
-
-    pub fn cancel(handles: Handles, id: usize) {
-        handles.with_value(|h| {
-            if let Some((_, xhr)) = h.iter().find(|(i, _)| *i == id) {
-                let _ = xhr.abort();
-            }
-        });
-    }
-
-    /// `{"error": "…"}` → the message (the server's JSON has no nesting).
-    fn error_of(body: &str, status: u16) -> String {
-        body.split_once("\"error\":")
-            .and_then(|(_, rest)| rest.trim_start().strip_prefix('"'))
-            .and_then(|rest| rest.rsplit_once('"').map(|(m, _)| m.replace("\\\"", "\"")))
-            .unwrap_or_else(|| format!("the server answered {status}"))
-    }
-
-    pub fn send(file: File, url: String, item: Item, handles: Handles, done: impl Fn() + 'static) {
-        let fail = |m: &str| item.phase.set(Phase::Failed(m.to_string()));
-        let Ok(xhr) = XmlHttpRequest::new() else { return fail("this browser cannot upload") };
-        if xhr.open_with_async("PUT", &url, true).is_err() {
-            return fail("could not start the upload");
-        }
-        let _ = xhr.set_request_header("Accept", "application/json");
-        let sent = item.sent;
-        if let Ok(upload) = xhr.upload() {
-            let progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| sent.set(ev.loaded()));
-            upload.set_onprogress(Some(progress.as_ref().unchecked_ref()));
-            progress.forget();
-        }
-        let (phase, total) = (item.phase, item.total);
-        let answer = xhr.clone();
-        let loaded = Closure::<dyn FnMut()>::new(move || {
-            let status = answer.status().unwrap_or(0);
-            if status == 201 {
-                sent.set(total);
-                phase.set(Phase::Done);
-                done();
-            } else {
-                let body = answer.response_text().ok().flatten().unwrap_or_default();
-                phase.set(Phase::Failed(error_of(&body, status)));
-            }
-        });
-        xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));
-        loaded.forget();
-        let broken = Closure::<dyn FnMut()>::new(move || {
-            if phase.get_untracked() == Phase::Sending {
-                phase.set(Phase::Failed("the connection failed".into()));
-            }
-        });
-        xhr.set_onerror(Some(broken.as_ref().unchecked_ref()));
-        broken.forget();
-        if xhr.send_with_opt_blob(Some(&file)).is_err() {
-            return fail("could not send the file");
-        }
-        handles.update_value(|h| h.push((item.id, xhr)));
-    }
 }

@@ -84,6 +84,7 @@ pub fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions, k
                     <input type="number" name="memory_mb" min="64" step="1" placeholder=DEFAULT_MEMORY_MB.to_string()/>
                 </label>
             </div>
+            <crate::components::dataset_field::DatasetField/>
             <p class="muted small">
                 "At most " {max} " GPUs per machine for group " {options.quota.group.clone()} ". "
                 "Empty CPUs and memory mean " {DEFAULT_CPUS} " CPUs and " {DEFAULT_MEMORY_MB} " MB."

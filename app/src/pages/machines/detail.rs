@@ -109,6 +109,7 @@ fn MachineBody(detail: Detail, op: ServerAction<MachineOperation>, cancel: Serve
 fn MachineView(data: Memo<Option<MachineDetail>>, op: ServerAction<MachineOperation>, cancel: ServerAction<CancelTask>, js: RwSignal<bool>) -> impl IntoView {
     let machine = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.machine.clone())));
     let tasks = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.tasks.clone()).unwrap_or_default()));
+    let mounts = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.datasets.clone()).unwrap_or_default()));
     let state = Memo::new(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
     let name = machine.with_untracked(|m| m.as_ref().map(|m| m.name.clone()).unwrap_or_default());
     view! {
@@ -121,6 +122,17 @@ fn MachineView(data: Memo<Option<MachineDetail>>, op: ServerAction<MachineOperat
             {move || machine.get().map(|m| view! { <MachineFacts m=m/> })}
             <MachineActions machine=machine state=state op=op js=js/>
         </div>
+        {move || {
+            let list = mounts.get();
+            (!list.is_empty()).then(|| view! {
+                <section class="card" data-testid="machine-datasets">
+                    <h2>"Datasets (read-only)"</h2>
+                    <ul>
+                        {list.into_iter().map(|(name, target)| view! { <li><strong>{name}</strong> " at " <code>{target}</code></li> }).collect_view()}
+                    </ul>
+                </section>
+            })
+        }}
         <section class="card stack">
             <h2>"Task history"</h2>
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>

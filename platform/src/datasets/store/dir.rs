@@ -45,6 +45,10 @@ impl Store for DirStore {
         format!("directory {}", self.root.display())
     }
 
+    fn local_dir(&self) -> Option<&Path> {
+        Some(&self.root)
+    }
+
     async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
         let path = self.path(&temp_key(temp))?;
         let dir = self.root.join(TEMP_DIR);

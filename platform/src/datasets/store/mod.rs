@@ -30,6 +30,11 @@ pub fn temp_key(temp: &str) -> String {
 pub trait Store: Send + Sync + 'static {
     /// What and where, for messages ("directory /srv/central").
     fn describe(&self) -> String;
+    /// The directory holding the keys, when the store is one: what a
+    /// container engine on the same file system can bind-mount.
+    fn local_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
     /// Opens the temporary object `temp` for writing after its first
     /// `offset` bytes (0: a new object; more: resume, dropping anything
     /// beyond `offset`).

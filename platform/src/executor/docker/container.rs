@@ -14,6 +14,25 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use std::collections::HashMap;
 
+/// The data volume, then each dataset version read-only (a bind mount:
+/// the engine refuses a missing source instead of creating it).
+fn mounts(spec: &MachineSpec) -> Vec<Mount> {
+    let data = Mount {
+        target: Some(DATA_MOUNT.into()),
+        source: Some(spec.volume_name.clone()),
+        typ: Some(MountType::VOLUME),
+        ..Default::default()
+    };
+    let datasets = spec.mounts.iter().map(|m| Mount {
+        target: Some(m.target.clone()),
+        source: Some(m.source.clone()),
+        typ: Some(MountType::BIND),
+        read_only: Some(true),
+        ..Default::default()
+    });
+    std::iter::once(data).chain(datasets).collect()
+}
+
 impl DockerExecutor {
     pub async fn create_container(&self, spec: &MachineSpec) -> Result<ContainerInfo, ExecError> {
         let nvidia = self.has_nvidia().await?;
@@ -50,12 +69,7 @@ impl DockerExecutor {
             ]),
             host_config: Some(HostConfig {
                 network_mode: Some("none".into()),
-                mounts: Some(vec![Mount {
-                    target: Some(DATA_MOUNT.into()),
-                    source: Some(spec.volume_name.clone()),
-                    typ: Some(MountType::VOLUME),
-                    ..Default::default()
-                }]),
+                mounts: Some(mounts(spec)),
                 device_requests,
                 nano_cpus: Some(spec.limits.cpu_millis * 1_000_000),
                 memory: Some(spec.limits.memory_mb * 1024 * 1024),

@@ -1,0 +1,202 @@
+//! The upload page's browser half. Every file goes through the resumable
+//! upload API (`POST …/uploads/{name}` with its length, then `PATCH`es of
+//! at most 32 MiB at the offset the server holds), sent with
+//! XMLHttpRequest for its upload progress events (fetch has none).
+//!
+//! A dropped connection does not start the file over: after a growing
+//! pause the page asks the server how much it holds (`HEAD`) and goes on
+//! from there, up to six times in a row; after that the row says so, and
+//! choosing the same file again continues from the server's offset (the
+//! server finds the unfinished upload of that name and length). Cancel
+//! aborts the request in flight and deletes what the server held.
+
+use super::upload::{Item, Phase};
+use crate::model::datasets::RESUMABLE_CHUNK_BYTES;
+use leptos::{
+    prelude::*,
+    wasm_bindgen::{closure::Closure, JsCast},
+    web_sys::{self, File, HtmlInputElement, ProgressEvent, XmlHttpRequest},
+};
+use std::{cell::Cell, rc::Rc, time::Duration};
+
+/// Tries in a row without progress before the row gives up.
+const RETRIES: u32 = 6;
+
+/// The request in flight per row, so Cancel can abort it.
+pub type Handles = StoredValue<Vec<(usize, XmlHttpRequest)>, LocalStorage>;
+
+pub fn now() -> f64 {
+    web_sys::js_sys::Date::now()
+}
+
+pub fn files_of_input(input: &HtmlInputElement) -> Vec<File> {
+    input.files().map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
+}
+
+pub fn files_of_drop(ev: &web_sys::DragEvent) -> Vec<File> {
+    ev.data_transfer().and_then(|d| d.files()).map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
+}
+
+/// One file's transfer.
+struct Job {
+    file: File,
+    /// `…/uploads/{name}`.
+    url: String,
+    replace: bool,
+    item: Item,
+    handles: Handles,
+    done: Box<dyn Fn()>,
+    /// Failed tries since the last progress.
+    tries: Cell<u32>,
+}
+
+pub fn send(file: File, url: String, replace: bool, item: Item, handles: Handles, done: impl Fn() + 'static) {
+    let job = Rc::new(Job { file, url, replace, item, handles, done: Box::new(done), tries: Cell::new(0) });
+    begin(job);
+}
+
+pub fn cancel(handles: Handles, id: usize, url: String) {
+    handles.with_value(|h| {
+        if let Some((_, xhr)) = h.iter().find(|(i, _)| *i == id) {
+            let _ = xhr.abort();
+        }
+    });
+    // What the server held goes too (best effort: a leftover expires).
+    if let Ok(xhr) = XmlHttpRequest::new() {
+        if xhr.open_with_async("DELETE", &url, true).is_ok() {
+            let _ = xhr.send();
+        }
+    }
+}
+
+fn active(job: &Job) -> bool {
+    job.item.phase.get_untracked() == Phase::Sending
+}
+
+/// A request for this job, registered for Cancel; `None` after a failure
+/// that was already shown.
+fn request(job: &Rc<Job>, method: &str, url: &str) -> Option<XmlHttpRequest> {
+    let xhr = XmlHttpRequest::new().ok()?;
+    xhr.open_with_async(method, url, true).ok()?;
+    let _ = xhr.set_request_header("Accept", "application/json");
+    let id = job.item.id;
+    job.handles.update_value(|h| {
+        h.retain(|(i, _)| *i != id);
+        h.push((id, xhr.clone()));
+    });
+    let again = job.clone();
+    let broken = Closure::<dyn FnMut()>::new(move || retry(again.clone()));
+    xhr.set_onerror(Some(broken.as_ref().unchecked_ref()));
+    broken.forget();
+    Some(xhr)
+}
+
+fn fail(job: &Job, message: String) {
+    if active(job) {
+        job.item.phase.set(Phase::Failed(message));
+    }
+}
+
+fn offset_of(xhr: &XmlHttpRequest) -> Option<f64> {
+    xhr.get_response_header("upload-offset").ok().flatten().and_then(|v| v.trim().parse().ok())
+}
+
+/// `POST` with the length: the server answers the offset it holds (0 for
+/// a new upload, more for an unfinished one of this name and length).
+fn begin(job: Rc<Job>) {
+    let url = if job.replace { format!("{}?replace=1", job.url) } else { job.url.clone() };
+    let Some(xhr) = request(&job, "POST", &url) else { return fail(&job, "this browser cannot upload".into()) };
+    let _ = xhr.set_request_header("Upload-Length", &job.item.total.to_string());
+    on_load(&xhr, job.clone(), |job, xhr, status| match (status, offset_of(xhr)) {
+        (200 | 201, Some(offset)) => patch(job, offset),
+        _ => fail(&job, error_of(xhr, status)),
+    });
+    if xhr.send().is_err() {
+        fail(&job, "could not start the upload".into());
+    }
+}
+
+/// Sends the next piece from `offset`.
+fn patch(job: Rc<Job>, offset: f64) {
+    if !active(&job) {
+        return;
+    }
+    let total = job.item.total;
+    let end = (offset + RESUMABLE_CHUNK_BYTES).min(total);
+    let Ok(piece) = job.file.slice_with_f64_and_f64(offset, end) else { return fail(&job, "could not read the file".into()) };
+    let Some(xhr) = request(&job, "PATCH", &job.url) else { return fail(&job, "could not continue the upload".into()) };
+    let _ = xhr.set_request_header("Upload-Offset", &offset.to_string());
+    let _ = xhr.set_request_header("Content-Type", "application/offset+octet-stream");
+    let sent = job.item.sent;
+    if let Ok(upload) = xhr.upload() {
+        let progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| sent.set(offset + ev.loaded()));
+        upload.set_onprogress(Some(progress.as_ref().unchecked_ref()));
+        progress.forget();
+    }
+    on_load(&xhr, job.clone(), move |job, xhr, status| match (status, offset_of(xhr)) {
+        (201, _) => {
+            job.item.sent.set(total);
+            job.item.phase.set(Phase::Done);
+            (job.done)();
+        }
+        (204, Some(next)) => {
+            job.tries.set(0);
+            patch(job, next);
+        }
+        // The server holds a different amount (an earlier try got further).
+        (409, Some(held)) if held != offset => patch(job, held),
+        _ => fail(&job, error_of(xhr, status)),
+    });
+    if xhr.send_with_opt_blob(Some(&piece)).is_err() {
+        fail(&job, "could not send the file".into());
+    }
+}
+
+/// The connection failed: wait (2, 4, 8… s), ask the server what it holds,
+/// go on from there.
+fn retry(job: Rc<Job>) {
+    if !active(&job) {
+        return;
+    }
+    let tries = job.tries.get() + 1;
+    job.tries.set(tries);
+    if tries > RETRIES {
+        return fail(&job, "the connection keeps failing; choose the file again to continue from where it stopped".into());
+    }
+    set_timeout(
+        move || {
+            if !active(&job) {
+                return;
+            }
+            let Some(xhr) = request(&job, "HEAD", &job.url) else { return fail(&job, "could not resume the upload".into()) };
+            on_load(&xhr, job.clone(), |job, xhr, status| match (status, offset_of(xhr)) {
+                (200, Some(held)) => patch(job, held),
+                _ => fail(&job, format!("the upload could not be resumed (the server answered {status})")),
+            });
+            if xhr.send().is_err() {
+                fail(&job, "could not resume the upload".into());
+            }
+        },
+        Duration::from_secs(1 << tries.min(5)),
+    );
+}
+
+fn on_load(xhr: &XmlHttpRequest, job: Rc<Job>, then: impl Fn(Rc<Job>, &XmlHttpRequest, u16) + 'static) {
+    let answer = xhr.clone();
+    let loaded = Closure::<dyn FnMut()>::new(move || {
+        if active(&job) {
+            then(job.clone(), &answer, answer.status().unwrap_or(0));
+        }
+    });
+    xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));
+    loaded.forget();
+}
+
+/// `{"error": "…"}` → the message (the server's JSON has no nesting).
+fn error_of(xhr: &XmlHttpRequest, status: u16) -> String {
+    let body = xhr.response_text().ok().flatten().unwrap_or_default();
+    body.split_once("\"error\":")
+        .and_then(|(_, rest)| rest.trim_start().strip_prefix('"'))
+        .and_then(|rest| rest.rsplit_once('"').map(|(m, _)| m.replace("\\\"", "\"")))
+        .unwrap_or_else(|| format!("the server answered {status}"))
+}
