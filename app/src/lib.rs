@@ -2,6 +2,10 @@
 //! (later) the dataset pages, rendered on the server and hydrated in the
 //! browser. Server functions live in `api/`, one file per area.
 
+// Leptos' view types nest as deep as the page: the release wasm build of the
+// dataset version page needs more than the default 128 query levels.
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod components;
 pub mod error;

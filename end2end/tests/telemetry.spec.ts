@@ -44,12 +44,19 @@ test('the machine page charts its GPUs without JavaScript and updates live with 
   const plain = await nojs.newPage();
   await signIn(plain, user, 'chart-password-1', { js: false });
   await expect(plain).toHaveURL(/\/$/);
-  await expect
-    .poll(async () => {
-      await plain.goto(`/machines/${id}`);
-      return Number((await plain.getByTestId('machine-util-chart').getAttribute('data-points')) ?? '0');
-    }, { timeout: 60_000, intervals: [2_000] })
-    .toBeGreaterThan(0);
+  // What the chart section said last, so a failure explains itself.
+  let seen = '';
+  try {
+    await expect
+      .poll(async () => {
+        await plain.goto(`/machines/${id}`);
+        seen = (await plain.getByTestId('machine-charts').textContent()) ?? '(no chart section)';
+        return Number((await plain.getByTestId('machine-util-chart').getAttribute('data-points')) ?? '0');
+      }, { timeout: 60_000, intervals: [2_000] })
+      .toBeGreaterThan(0);
+  } catch (e) {
+    throw new Error(`no samples charted within 60 s; the chart section last said: ${seen}\n${e}`);
+  }
   const chart = plain.getByTestId('machine-util-chart');
   await expect(chart.locator('polyline.series')).toHaveCount(1);
   await expect(chart.locator('line[data-threshold="reclaim"]')).toHaveCount(1);

@@ -130,9 +130,11 @@ pub fn origin_allowed(headers: &axum::http::HeaderMap, public_origin: Option<&st
     }
 }
 
-/// Files (anything whose last path segment has a dot) are public assets.
+/// Files (anything whose last path segment has a dot) are public assets —
+/// except under `/api/`, where a dot is part of a name (a dataset file's
+/// resumable upload, `…/uploads/train.bin`) and the session still counts.
 pub fn is_asset(path: &str) -> bool {
-    path.starts_with("/pkg/") || path.rsplit('/').next().is_some_and(|seg| seg.contains('.'))
+    path.starts_with("/pkg/") || (!path.starts_with("/api/") && path.rsplit('/').next().is_some_and(|seg| seg.contains('.')))
 }
 
 /// Percent-encodes a query value, keeping `/` readable.
@@ -157,6 +159,7 @@ mod tests {
         assert!(is_asset("/favicon.svg"));
         assert!(!is_asset("/admin/groups"));
         assert!(!is_asset("/"));
+        assert!(!is_asset("/api/v1/datasets/coco/versions/v1/uploads/train.bin"), "API names may have dots");
     }
 
     #[test]

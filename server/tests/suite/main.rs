@@ -21,6 +21,7 @@ mod api_v1;
 mod dataset_mounts_http;
 mod dataset_quotas_http;
 mod datasets_http;
+mod datasets_page_resume;
 mod first_run;
 mod http_admin;
 mod http_auth;
