@@ -28,7 +28,13 @@ if [ "${1:-}" = stop ]; then
     kill "$pid"
     # dockerd stops its containers first; give it a while before giving up.
     for _ in $(seq 1 60); do
-      kill -0 "$pid" 2>/dev/null || { echo "[dockerd2] stopped"; exit 0; }
+      if ! kill -0 "$pid" 2>/dev/null; then
+        # Mounts the daemon left under its state (so the caller can remove
+        # the directory): deepest first, lazily.
+        awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+        echo "[dockerd2] stopped"
+        exit 0
+      fi
       sleep 0.5
     done
     echo "[dockerd2] pid $pid still running after 30 s" >&2
