@@ -3,7 +3,9 @@
 //! filter text is taken literally; only admins may ask; a status that is
 //! none gets a 400 naming the choices.
 
-use crate::common::{login, TestServer, ADMIN_PASSWORD};
+mod common;
+
+use common::{login, TestServer, ADMIN_PASSWORD};
 use gantry_platform::accounts;
 use reqwest::StatusCode;
 use serde_json::Value;

@@ -2,7 +2,9 @@
 //! bad figures change nothing, a set quota is listed and audited, and an
 //! upload over it is refused with the numbers.
 
-use crate::datasets_support::{limits, start, PASSWORD};
+mod datasets_support;
+
+use datasets_support::{limits, start, PASSWORD};
 use gantry_core::Role;
 use gantry_platform::accounts::{self, NewUser};
 use reqwest::StatusCode;

@@ -4,7 +4,9 @@
 //! is accepted, recorded with the task, and keeps the version from being
 //! deleted while the task waits.
 
-use crate::datasets_support::{limits, start};
+mod datasets_support;
+
+use datasets_support::{limits, start};
 use gantry_platform::{
     catalogue,
     datasets::{self, store::DirStore, Datasets},

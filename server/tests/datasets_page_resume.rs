@@ -3,7 +3,9 @@
 //! (the page after a dropped connection, or the file chosen again) finds
 //! the unfinished upload at the offset the server holds.
 
-use crate::datasets_support::{limits, start};
+mod datasets_support;
+
+use datasets_support::{limits, start};
 use reqwest::StatusCode;
 
 gantry_testkit::timed_test! {
