@@ -1,7 +1,8 @@
 //! `gantry bench telemetry`: figures for GPU telemetry on 1,000 GPUs (125
 //! nodes × 8) with 7 days of history at 10 s samples (prints, asserts
 //! nothing). The newest `--raw-hours` go through the real ingest path
-//! (`insert_samples`, 10 passes per batch as the writer coalesces them) and
+//! (`insert_samples`, 10 passes per batch as the writer coalesces them, and
+//! the half-hourly `move_settled` into the table keyed by GPU) and
 //! the real roll-up; the older part is written straight into the rollup
 //! tables (1-minute for the last 24 h, 1-hour for all 7 days) because
 //! ingesting 60 million samples would take ten minutes and prove nothing
@@ -16,7 +17,7 @@ use gantry_platform::{
     db::{self, Pool},
     gpus::{self, SimulatedGpus},
     images,
-    telemetry::{self, overview, query, rollup, GpuSample},
+    telemetry::{self, overview, query, rollup, store, GpuSample},
     PlatformError,
 };
 use std::time::Instant;
@@ -24,7 +25,7 @@ use std::time::Instant;
 #[derive(Debug, Clone, Args)]
 pub struct TelemetryBenchArgs {
     /// Hours of raw samples ingested through the real path (the rest of the 7 days is written as rollups).
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 24)]
     pub raw_hours: i64,
 }
 
@@ -49,7 +50,7 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
     let raw_from = now - raw_hours * HOUR_MS;
     let ingest = ingest(&pool, &gpus, raw_from, now).await?;
     println!(
-        "ingest: {} samples ({raw_hours} h x {} GPUs at 10 s) in {:.1} s through insert_samples = {:.0} samples/s",
+        "ingest: {} samples ({raw_hours} h x {} GPUs at 10 s) in {:.1} s through insert_samples and move_settled = {:.0} samples/s",
         ingest.0,
         gpus.len(),
         ingest.1,
@@ -134,7 +135,7 @@ async fn setup_cluster(pool: &Pool) -> Result<Vec<Gpu>, PlatformError> {
 }
 
 /// Inserts `[from, to)` at 10 s for every GPU, ten passes per batch;
-/// returns (samples, seconds spent inside insert_samples).
+/// returns (samples, seconds spent inside insert_samples and move_settled).
 async fn ingest(pool: &Pool, gpus: &[Gpu], from: i64, to: i64) -> Result<(usize, f64), PlatformError> {
     let (mut total, mut secs) = (0, 0.0);
     let mut at = from;
@@ -163,9 +164,12 @@ async fn ingest(pool: &Pool, gpus: &[Gpu], from: i64, to: i64) -> Result<(usize,
         }
         let started = Instant::now();
         telemetry::insert_samples(pool, &batch).await?;
+        at += 10 * STEP_MS;
+        // As the server does after each pass: settled half hours move into
+        // the table keyed by GPU; that cost is part of ingesting.
+        store::move_settled(pool, store::settle_before(at)).await?;
         secs += started.elapsed().as_secs_f64();
         total += batch.len();
-        at += 10 * STEP_MS;
     }
     Ok((total, secs))
 }
@@ -175,6 +179,9 @@ async fn ingest(pool: &Pool, gpus: &[Gpu], from: i64, to: i64) -> Result<(usize,
 /// left them.
 async fn older_rollups(pool: &Pool, raw_from: i64, now: i64) -> Result<(u64, u64), PlatformError> {
     let insert = |table: &'static str, step: i64, samples: i64, minutes: i64, from: i64| async move {
+        if from >= raw_from {
+            return Ok(0);
+        }
         let sql = format!(
             "WITH RECURSIVE b(ms) AS (SELECT ?1 UNION ALL SELECT ms + ?2 FROM b WHERE ms + ?2 < ?3) \
              INSERT INTO {table} (gpu_id, bucket_ms, machine_id, node_id, samples, minutes, util_mean, util_max, mem_mean, mem_max, mem_total, temp_mean, temp_max, power_mean, power_max) \
@@ -213,7 +220,7 @@ async fn storage(pool: &Pool, gpus: f64, raw_hours: i64) -> Result<(), PlatformE
         let sql = format!("SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN ({names})");
         sqlx::query_scalar::<_, i64>(&sql).fetch_one(pool).await.map(|b| b as f64)
     };
-    let raw = bytes("'gpu_samples'").await? / (gpus * raw_hours as f64 / 24.0);
+    let raw = bytes("'gpu_samples', 'gpu_samples_recent'").await? / (gpus * raw_hours as f64 / 24.0);
     let minute = bytes("'gpu_rollup_1m', 'gpu_rollup_1m_machine'").await? / gpus;
     let hour = bytes("'gpu_rollup_1h', 'gpu_rollup_1h_machine'").await? / (gpus * 7.0);
     let keep = telemetry::TelemetryConfig::default().keep;

@@ -10,6 +10,7 @@
 mod catalog;
 mod error;
 pub mod mounts;
+mod pipeline;
 mod placing;
 pub mod quotas;
 pub mod store;

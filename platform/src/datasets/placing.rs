@@ -1,6 +1,6 @@
 //! The last step of an upload: read both temporary copies back, compare
-//! their SHA-256 with each other (and with what was streamed, and with the
-//! client's figure if it sent one), move them into place — central first,
+//! their hashes with each other (and with what was streamed, and the
+//! SHA-256 with the client's figure if it sent one), move them into place — central first,
 //! then the region's; if the second fails the first is removed — and list
 //! the file. Until the row is written nobody sees the file.
 
@@ -8,28 +8,48 @@ use super::{store::{self, Store}, upload::Upload, DatasetError, FileView};
 use crate::{audit, db::Pool, now};
 use std::sync::Arc;
 
-pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Option<&str>, expected: Option<&str>) -> Result<FileView, DatasetError> {
+/// What was hashed while the body streamed, when one request carried the
+/// whole file.
+#[derive(Debug, Clone)]
+pub(super) struct Streamed {
+    pub sha256: String,
+    pub blake3: String,
+}
+
+pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Option<&Streamed>, expected: Option<&str>) -> Result<FileView, DatasetError> {
     let [central, region] = &upload.stores;
-    let temp = store::temp_key(&upload.temp);
-    let read_back = tokio::try_join!(
-        async { store::checksum(central.as_ref(), &temp).await.map_err(|e| (central.describe(), e)) },
-        async { store::checksum(region.as_ref(), &temp).await.map_err(|e| (region.describe(), e)) },
-    );
-    let ((size_a, sha_a), (size_b, sha_b)) = match read_back {
+    // Each copy is read back on its own task (two cores hash at once).
+    // BLAKE3 proves a copy holds the bytes received; SHA-256, the figure
+    // users see, is read back only when no single request streamed it all.
+    let read = |s: &Arc<dyn Store>, with_sha256: bool| {
+        let (s, key) = (s.clone(), store::temp_key(&upload.temp));
+        async move {
+            let which = s.describe();
+            let task = tokio::spawn(async move { store::digest(s.as_ref(), &key, with_sha256).await });
+            match task.await {
+                Ok(Ok(d)) => Ok(d),
+                Ok(Err(e)) => Err((which, e.to_string())),
+                Err(e) => Err((which, e.to_string())),
+            }
+        }
+    };
+    let read_back = tokio::try_join!(read(central, streamed.is_none()), read(region, false));
+    let (a, b) = match read_back {
         Ok(x) => x,
         Err((which, e)) => {
             discard(pool, upload).await;
             return Err(DatasetError::Store(format!("reading the copy in the {which} back failed: {e}; nothing was kept")));
         }
     };
-    let mismatch = if size_a != size || size_b != size {
-        Some(format!("the stores hold {size_a} and {size_b} bytes, the upload sent {size}"))
-    } else if sha_a != sha_b {
-        Some(format!("the two copies differ (SHA-256 {sha_a} in the {}, {sha_b} in the {})", central.describe(), region.describe()))
-    } else if streamed.is_some_and(|s| s != sha_a) {
-        Some(format!("the stored copies (SHA-256 {sha_a}) differ from what was received ({})", streamed.unwrap_or_default()))
-    } else if expected.is_some_and(|e| !e.eq_ignore_ascii_case(&sha_a)) {
-        Some(format!("the file's SHA-256 is {sha_a}, not {} as the client said", expected.unwrap_or_default()))
+    let sha = streamed.map(|s| s.sha256.clone()).or(a.sha256.clone()).unwrap_or_default();
+    let mismatch = if a.size != size || b.size != size {
+        Some(format!("the stores hold {} and {} bytes, the upload sent {size}", a.size, b.size))
+    } else if a.blake3 != b.blake3 {
+        Some(format!("the two copies differ (BLAKE3 {} in the {}, {} in the {})", a.blake3, central.describe(), b.blake3, region.describe()))
+    } else if streamed.is_some_and(|s| s.blake3 != a.blake3) {
+        Some(format!("the stored copies (BLAKE3 {}) differ from what was received ({})", a.blake3, streamed.map(|s| s.blake3.as_str()).unwrap_or_default()))
+    } else if expected.is_some_and(|e| !e.eq_ignore_ascii_case(&sha)) {
+        Some(format!("the file's SHA-256 is {sha}, not {} as the client said", expected.unwrap_or_default()))
     } else {
         None
     };
@@ -52,7 +72,7 @@ pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Opt
             central.describe()
         )));
     }
-    match list_file(pool, upload, size, &sha_a).await {
+    match list_file(pool, upload, size, &sha).await {
         Ok(view) => Ok(view),
         Err(e) => {
             let _ = tokio::join!(central.delete(&upload.key), region.delete(&upload.key));

@@ -1,21 +1,16 @@
 //! Uploads: a reservation row, then the body streamed into a temporary
-//! object in both stores at once (SHA-256 computed on the way, memory
-//! bounded by one batch), then [`super::placing`] verifies both copies and
+//! object in both stores at once ([`super::pipeline`]: hashed on the way,
+//! memory bounded by a few batches), then [`super::placing`] verifies both copies and
 //! moves them into place. A one-request upload that does not finish
 //! leaves nothing; a resumable one keeps its temporary objects (invisible)
 //! until it is resumed, cancelled or expires.
 
-use super::{catalog, placing, store::{self, Store, TempWriter}, DatasetError, DatasetView, Datasets, FileView};
+use super::{catalog, pipeline, placing, store::{self, Store}, DatasetError, DatasetView, Datasets, FileView};
 use crate::{accounts::User, db::Pool, now};
-use bytes::{Bytes, BytesMut};
-use futures_util::{Stream, StreamExt};
+use bytes::Bytes;
+use futures_util::Stream;
 use gantry_core::datasets::{self as rules, check_quota};
-use sha2::{Digest, Sha256};
 use std::{io, sync::Arc};
-
-/// Bytes gathered before one write to both stores: large writes are fast,
-/// and this is all the memory an upload holds (plus the stores' own buffers).
-const BATCH: usize = 1 << 20;
 
 pub struct BeginUpload<'a> {
     pub code: &'a str,
@@ -165,8 +160,8 @@ where
     if offset != upload.offset {
         return Err(DatasetError::Conflict(format!("the server holds {} bytes of this upload, not {offset}; continue from {}", upload.offset, upload.offset)));
     }
-    let (size, streamed) = match stream_into(upload, offset, body).await {
-        Ok(x) => x,
+    let (size, streamed) = match pipeline::stream_into(upload, offset, body).await {
+        Ok(r) => (r.size, r.hashes),
         Err(e) => {
             let keep = upload.resumable && matches!(e, DatasetError::Incomplete(_));
             if !keep {
@@ -183,75 +178,10 @@ where
         }
         _ => {}
     }
-    // The hash of the whole file was computed while streaming only when
+    // The hashes of the whole file were computed while streaming only when
     // this request carried all of it; otherwise the read-back decides.
     let streamed = if offset == 0 { Some(streamed) } else { None };
-    placing::place(pool, upload, size, streamed.as_deref(), expected_sha256).await.map(UploadState::Done)
-}
-
-/// Writes the body to both temporary objects; returns the bytes held
-/// afterwards and the SHA-256 of what this request sent.
-async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S) -> Result<(u64, String), DatasetError>
-where
-    S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
-{
-    let [central, region] = &upload.stores;
-    let store_err = |s: &Arc<dyn Store>, e: io::Error| DatasetError::Store(format!("writing to the {} failed: {e}; nothing was kept", s.describe()));
-    let mut a = central.put_temp(&upload.temp, offset).await.map_err(|e| store_err(central, e))?;
-    let mut b = region.put_temp(&upload.temp, offset).await.map_err(|e| store_err(region, e))?;
-    let mut hasher = Sha256::new();
-    let mut size = offset;
-    let mut batch = BytesMut::with_capacity(BATCH);
-    loop {
-        let next = body.next().await;
-        let end = next.is_none();
-        match next {
-            Some(Ok(chunk)) => {
-                size += chunk.len() as u64;
-                if size > upload.max_bytes {
-                    return Err(too_big(upload));
-                }
-                hasher.update(&chunk);
-                batch.extend_from_slice(&chunk);
-            }
-            Some(Err(e)) => {
-                // Keep what was sent so far when the upload can resume.
-                let kept = size - batch.len() as u64;
-                if upload.resumable && flush(&mut a, &mut b, batch.split().freeze(), central, region).await.is_ok() {
-                    let _ = tokio::join!(a.finish(), b.finish());
-                    return Err(DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); resume from there")));
-                }
-                return Err(DatasetError::Incomplete(format!("the upload stopped after {kept} bytes ({e}); nothing was kept")));
-            }
-            None => {}
-        }
-        if batch.len() >= BATCH || (end && !batch.is_empty()) {
-            flush(&mut a, &mut b, batch.split().freeze(), central, region).await?;
-        }
-        if end {
-            break;
-        }
-    }
-    tokio::try_join!(async { a.finish().await.map_err(|e| store_err(central, e)) }, async { b.finish().await.map_err(|e| store_err(region, e)) })?;
-    Ok((size, store::hex(&hasher.finalize())))
-}
-
-async fn flush(a: &mut Box<dyn TempWriter>, b: &mut Box<dyn TempWriter>, chunk: Bytes, central: &Arc<dyn Store>, region: &Arc<dyn Store>) -> Result<(), DatasetError> {
-    let (ra, rb) = tokio::join!(a.write(chunk.clone()), b.write(chunk));
-    if let Err(e) = ra {
-        return Err(DatasetError::Store(format!("writing to the {} failed: {e}; nothing was kept", central.describe())));
-    }
-    if let Err(e) = rb {
-        return Err(DatasetError::Store(format!("writing to the {} failed: {e}; the copy in the {} was removed", region.describe(), central.describe())));
-    }
-    Ok(())
-}
-
-fn too_big(upload: &Upload) -> DatasetError {
-    match upload.total {
-        Some(total) if upload.max_bytes == total => DatasetError::BadRequest(format!("the body is longer than the declared {total} bytes")),
-        _ => DatasetError::TooLarge { limit: upload.max_bytes },
-    }
+    placing::place(pool, upload, size, streamed.as_ref(), expected_sha256).await.map(UploadState::Done)
 }
 
 /// Bytes held and declared of a resumable upload the user started.

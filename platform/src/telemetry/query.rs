@@ -3,6 +3,7 @@
 
 use super::service::config;
 use crate::{db::Pool, PlatformError};
+use std::collections::HashMap;
 use gantry_core::telemetry::{
     choose_resolution, point_step_ms,
     view::{ChartData, ChartEvent, ChartPoint, GpuSeries},
@@ -26,21 +27,22 @@ pub async fn chart(pool: &Pool, scope: Scope, range: ChartRange, now_ms: i64) ->
     let resolution = choose_resolution(from, to, now_ms, interval_ms, cfg.keep);
     let step = point_step_ms(to - from, resolution.step_ms(interval_ms));
     let gpus = gpus_of(pool, scope).await?;
+    let machine = match scope {
+        Scope::Machine(id) => id,
+        Scope::Node(_) => 0,
+    };
+    let mut raw = match resolution {
+        Resolution::Raw => raw_points(pool, &gpus.iter().map(|g| g.0).collect::<Vec<_>>(), machine, from, to, step).await?,
+        _ => HashMap::new(),
+    };
     let mut series = Vec::with_capacity(gpus.len());
     let mut simulated = false;
     for (gpu_id, label, sim) in gpus {
         simulated |= sim;
-        let points = points(pool, scope, resolution, gpu_id, from, to, step).await?;
-        let mem_total_mb: i64 = match resolution {
-            Resolution::Raw => sqlx::query_scalar("SELECT COALESCE(MAX(mem_total_mb), 0) FROM gpu_samples WHERE gpu_id = ? AND at_ms BETWEEN ? AND ?"),
-            Resolution::Minute => sqlx::query_scalar("SELECT COALESCE(MAX(mem_total), 0) FROM gpu_rollup_1m WHERE gpu_id = ? AND bucket_ms BETWEEN ? AND ?"),
-            Resolution::Hour => sqlx::query_scalar("SELECT COALESCE(MAX(mem_total), 0) FROM gpu_rollup_1h WHERE gpu_id = ? AND bucket_ms BETWEEN ? AND ?"),
-        }
-        .bind(gpu_id)
-        .bind(from)
-        .bind(to)
-        .fetch_one(pool)
-        .await?;
+        let (points, mem_total_mb) = match resolution {
+            Resolution::Raw => raw.remove(&gpu_id).unwrap_or_default(),
+            res => rolled_points(pool, res, machine, gpu_id, from, to, step).await?,
+        };
         series.push(GpuSeries { gpu_id, label, mem_total_mb, points });
     }
     let (reclaim_pct, hot_pct) = thresholds(pool).await?;
@@ -97,27 +99,46 @@ async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, 
     Ok(out)
 }
 
-/// A GPU's points, averaged over `step` wide spans (means weighted by the
-/// samples behind them).
-async fn points(pool: &Pool, scope: Scope, res: Resolution, gpu_id: i64, from: i64, to: i64, step: i64) -> Result<Vec<ChartPoint>, PlatformError> {
-    let sql = match (res, scope) {
-        (Resolution::Raw, _) => "SELECT (at_ms / ?1) * ?1 AS b, AVG(util_pct), MAX(util_pct), AVG(mem_used_mb) FROM gpu_samples \
-             WHERE gpu_id = ?2 AND at_ms BETWEEN ?3 AND ?4 AND (?5 = 0 OR machine_id = ?5) GROUP BY b ORDER BY b"
-            .to_string(),
-        (res, _) => {
-            let table = if res == Resolution::Minute { "gpu_rollup_1m" } else { "gpu_rollup_1h" };
-            format!(
-                "SELECT (bucket_ms / ?1) * ?1 AS b, SUM(util_mean * samples) / SUM(samples), MAX(util_max), SUM(mem_mean * samples) / SUM(samples) \
-                 FROM {table} WHERE gpu_id = ?2 AND bucket_ms BETWEEN ?3 AND ?4 AND (?5 = 0 OR machine_id = ?5) GROUP BY b ORDER BY b"
-            )
-        }
-    };
-    let machine = match scope {
-        Scope::Machine(id) => id,
-        Scope::Node(_) => 0,
-    };
-    let rows: Vec<(i64, f64, f64, f64)> = sqlx::query_as(&sql).bind(step).bind(gpu_id).bind(from).bind(to).bind(machine).fetch_all(pool).await?;
-    Ok(rows.into_iter().map(|(at_ms, util, util_max, mem_mb)| ChartPoint { at_ms, util, util_max, mem_mb }).collect())
+/// Points and memory size of each GPU from the raw samples, settled and
+/// recent, in one read: the recent table is keyed by time, so one scan
+/// serves every GPU of the chart.
+async fn raw_points(pool: &Pool, gpu_ids: &[i64], machine: i64, from: i64, to: i64, step: i64) -> Result<HashMap<i64, (Vec<ChartPoint>, i64)>, PlatformError> {
+    let ids = serde_json::to_string(gpu_ids).unwrap_or_else(|_| "[]".into());
+    let rows: Vec<(i64, i64, f64, f64, f64, i64)> = sqlx::query_as(
+        "SELECT gpu_id, (at_ms / ?1) * ?1 AS b, AVG(util_pct), MAX(util_pct), AVG(mem_used_mb), MAX(mem_total_mb) FROM ( \
+           SELECT gpu_id, at_ms, machine_id, util_pct, mem_used_mb, mem_total_mb FROM gpu_samples \
+             WHERE gpu_id IN (SELECT value FROM json_each(?2)) AND at_ms BETWEEN ?3 AND ?4 \
+           UNION ALL SELECT gpu_id, at_ms, machine_id, util_pct, mem_used_mb, mem_total_mb FROM gpu_samples_recent \
+             WHERE at_ms BETWEEN ?3 AND ?4 AND gpu_id IN (SELECT value FROM json_each(?2))) \
+         WHERE ?5 = 0 OR machine_id = ?5 GROUP BY gpu_id, b ORDER BY gpu_id, b",
+    )
+    .bind(step)
+    .bind(ids)
+    .bind(from)
+    .bind(to)
+    .bind(machine)
+    .fetch_all(pool)
+    .await?;
+    let mut out: HashMap<i64, (Vec<ChartPoint>, i64)> = HashMap::new();
+    for (gpu_id, at_ms, util, util_max, mem_mb, mem_total) in rows {
+        let entry = out.entry(gpu_id).or_default();
+        entry.0.push(ChartPoint { at_ms, util, util_max, mem_mb });
+        entry.1 = entry.1.max(mem_total);
+    }
+    Ok(out)
+}
+
+/// A GPU's points from a rollup, averaged over `step` wide spans (means
+/// weighted by the samples behind them), and its memory size.
+async fn rolled_points(pool: &Pool, res: Resolution, machine: i64, gpu_id: i64, from: i64, to: i64, step: i64) -> Result<(Vec<ChartPoint>, i64), PlatformError> {
+    let table = if res == Resolution::Minute { "gpu_rollup_1m" } else { "gpu_rollup_1h" };
+    let sql = format!(
+        "SELECT (bucket_ms / ?1) * ?1 AS b, SUM(util_mean * samples) / SUM(samples), MAX(util_max), SUM(mem_mean * samples) / SUM(samples), MAX(mem_total) \
+         FROM {table} WHERE gpu_id = ?2 AND bucket_ms BETWEEN ?3 AND ?4 AND (?5 = 0 OR machine_id = ?5) GROUP BY b ORDER BY b"
+    );
+    let rows: Vec<(i64, f64, f64, f64, i64)> = sqlx::query_as(&sql).bind(step).bind(gpu_id).bind(from).bind(to).bind(machine).fetch_all(pool).await?;
+    let mem_total = rows.iter().map(|r| r.4).max().unwrap_or(0);
+    Ok((rows.into_iter().map(|(at_ms, util, util_max, mem_mb, _)| ChartPoint { at_ms, util, util_max, mem_mb }).collect(), mem_total))
 }
 
 async fn table_exists(pool: &Pool, name: &str) -> Result<bool, PlatformError> {

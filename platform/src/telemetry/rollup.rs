@@ -1,9 +1,10 @@
 //! Rollups (1-minute and 1-hour mean and max per GPU and holder) and the
 //! pruning that keeps storage bounded.
 //!
-//! Every statement names the GPUs (`gpu_id IN (SELECT id FROM gpus)`) so
-//! SQLite walks the (gpu_id, time) primary keys instead of scanning the
-//! whole table for a time range.
+//! Every statement on a table keyed by GPU first names the GPUs (`gpu_id IN
+//! (SELECT id FROM gpus)`) so SQLite walks the (gpu_id, time) primary keys
+//! instead of scanning the whole table for a time range; recent raw
+//! samples are keyed by time and read as a range.
 
 use crate::{db::Pool, PlatformError};
 use gantry_core::telemetry::{Retention, HOUR_MS, MINUTE_MS};
@@ -16,7 +17,9 @@ const MINUTES_FROM_RAW: &str = "INSERT OR REPLACE INTO gpu_rollup_1m \
     (gpu_id, bucket_ms, machine_id, node_id, samples, minutes, util_mean, util_max, mem_mean, mem_max, mem_total, temp_mean, temp_max, power_mean, power_max) \
     SELECT gpu_id, (at_ms / 60000) * 60000 AS b, COALESCE(machine_id, 0) AS m, MAX(node_id), COUNT(*), 1, \
            AVG(util_pct), MAX(util_pct), AVG(mem_used_mb), MAX(mem_used_mb), MAX(mem_total_mb), AVG(temp_c), MAX(temp_c), AVG(power_w), MAX(power_w) \
-    FROM gpu_samples WHERE gpu_id IN (SELECT id FROM gpus) AND at_ms >= ? AND at_ms < ? GROUP BY gpu_id, b, m";
+    FROM (SELECT * FROM gpu_samples WHERE gpu_id IN (SELECT id FROM gpus) AND at_ms >= ?1 AND at_ms < ?2 \
+          UNION ALL SELECT * FROM gpu_samples_recent WHERE at_ms >= ?1 AND at_ms < ?2) \
+    GROUP BY gpu_id, b, m";
 
 // Means weighted by sample count: an hour's mean is the mean of its raw
 // samples, not of its minutes.
@@ -66,7 +69,8 @@ pub struct Pruned {
 }
 
 /// Deletes what is older than its retention. Raw samples not yet rolled up
-/// are kept whatever their age, so pruning never loses history.
+/// are kept whatever their age, so pruning never loses history; recent
+/// samples are pruned once moved (they are younger than any retention).
 pub async fn prune(pool: &Pool, now_ms: i64, keep: Retention) -> Result<Pruned, PlatformError> {
     let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(pool).await?;
     let raw_cut = (now_ms - keep.raw_ms).min(rolled);

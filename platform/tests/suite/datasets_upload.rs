@@ -86,6 +86,9 @@ struct Failing {
     inner: DirStore,
     fail_after: Option<u64>,
     fail_rename: bool,
+    /// Reads hand back the stored bytes with one bit flipped: a copy that
+    /// rotted between the write and the read-back.
+    corrupt_reads: bool,
 }
 
 struct FailingWriter {
@@ -127,7 +130,20 @@ impl Store for Failing {
         self.inner.rename_into_place(temp, key).await
     }
     async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
-        self.inner.get(key, range).await
+        let stream = self.inner.get(key, range).await?;
+        if !self.corrupt_reads {
+            return Ok(stream);
+        }
+        let mut first = true;
+        Ok(Box::pin(futures_util::StreamExt::map(stream, move |chunk| {
+            chunk.map(|c| {
+                let mut v = c.to_vec();
+                if std::mem::take(&mut first) && !v.is_empty() {
+                    v[0] ^= 1;
+                }
+                Bytes::from(v)
+            })
+        })))
     }
     async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
         self.inner.list(prefix).await
@@ -141,7 +157,7 @@ gantry_testkit::timed_test! {
     async fn a_second_store_failing_removes_the_first_copy_and_says_why() {
         for (fail_after, fail_rename) in [(Some(2 * 1024 * 1024), false), (None, true)] {
             let scratch = tempfile::tempdir().unwrap();
-            let failing = Arc::new(Failing { inner: DirStore::new(scratch.path()), fail_after, fail_rename });
+            let failing = Arc::new(Failing { inner: DirStore::new(scratch.path()), fail_after, fail_rename, corrupt_reads: false });
             let env = env_with(None, Some(failing)).await;
             let data = random_bytes(5 * 1024 * 1024);
             let err = env.put("a.bin", &data).await.unwrap_err();
@@ -153,6 +169,20 @@ gantry_testkit::timed_test! {
             assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 0);
             assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
         }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_copy_that_reads_back_different_from_what_was_received_is_not_listed() {
+        let scratch = tempfile::tempdir().unwrap();
+        let rotten = Arc::new(Failing { inner: DirStore::new(scratch.path()), fail_after: None, fail_rename: false, corrupt_reads: true });
+        let env = env_with(None, Some(rotten)).await;
+        let err = env.put("a.bin", &random_bytes(3 * 1024 * 1024 + 17)).await.unwrap_err();
+        assert_eq!(err.status(), 422, "{err}");
+        assert!(err.to_string().contains("the two copies differ") && err.to_string().contains("nothing was kept"), "{err}");
+        assert!(files_under(&env.central_root).is_empty() && files_under(scratch.path()).is_empty());
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
     }
 }
 

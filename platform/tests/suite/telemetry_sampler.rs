@@ -3,8 +3,8 @@
 
 use crate::telemetry_common;
 
-use gantry_core::telemetry::{simulate, view::HeatCell, ChartRange, SimPattern, HOUR_MS};
-use gantry_platform::telemetry::{self, overview, query, rollup};
+use gantry_core::telemetry::{simulate, view::HeatCell, ChartRange, SimPattern, HOUR_MS, MINUTE_MS};
+use gantry_platform::telemetry::{self, overview, query, rollup, store};
 
 const T0: i64 = 1_700_002_800_000;
 
@@ -66,6 +66,17 @@ gantry_testkit::timed_test! {
 
         let hour = query::chart(&f.pool, query::Scope::Machine(m), ChartRange::Hour, now).await.unwrap();
         assert_eq!(hour.resolution, "raw");
+        // Samples before T0 + 90 min move to the table keyed by GPU: the
+        // hour chart then reads both tables and shows the same points.
+        assert_eq!(store::settle_before(T0 + 95 * MINUTE_MS), T0 + 90 * MINUTE_MS);
+        assert_eq!(store::move_settled(&f.pool, T0 + 90 * MINUTE_MS).await.unwrap(), 3 * 90 * 6);
+        let again = query::chart(&f.pool, query::Scope::Machine(m), ChartRange::Hour, now).await.unwrap();
+        for (a, b) in hour.series.iter().zip(&again.series) {
+            assert_eq!((a.gpu_id, a.mem_total_mb, a.points.len()), (b.gpu_id, b.mem_total_mb, b.points.len()));
+            for (p, q) in a.points.iter().zip(&b.points) {
+                assert!(p.at_ms == q.at_ms && (p.util - q.util).abs() < 1e-9 && p.util_max == q.util_max, "{p:?} vs {q:?}");
+            }
+        }
         assert!(hour.simulated);
         assert_eq!(hour.series.len(), 2, "the machine's two GPUs, not the free one");
         for s in &hour.series {

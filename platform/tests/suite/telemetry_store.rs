@@ -6,7 +6,7 @@ use crate::telemetry_common;
 use gantry_core::telemetry::{Retention, HOUR_MS, MINUTE_MS};
 use gantry_platform::{
     db,
-    telemetry::{self, rollup, GpuSample},
+    telemetry::{self, rollup, store, GpuSample},
 };
 use std::collections::BTreeMap;
 
@@ -15,6 +15,11 @@ async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
     let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     (dir, pool)
+}
+
+/// Raw samples stored, settled and recent.
+async fn raw_count(pool: &db::Pool) -> i64 {
+    sqlx::query_scalar("SELECT (SELECT COUNT(*) FROM gpu_samples) + (SELECT COUNT(*) FROM gpu_samples_recent)").fetch_one(pool).await.unwrap()
 }
 
 fn sample(gpu_id: i64, at_ms: i64, machine_id: Option<i64>, util: f64) -> GpuSample {
@@ -48,8 +53,7 @@ gantry_testkit::timed_test! {
         assert_eq!(window.iter().find(|s| s.gpu_id == 2 && s.at_ms == 50_000).unwrap(), original);
         // A retried batch replaces instead of failing.
         telemetry::insert_samples(&pool, &samples[..10]).await.unwrap();
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM gpu_samples").fetch_one(&pool).await.unwrap();
-        assert_eq!(count, 1000);
+        assert_eq!(raw_count(&pool).await, 1000);
     }
 }
 
@@ -62,8 +66,7 @@ gantry_testkit::timed_test! {
         assert!(err.to_string().contains("invalid sample for GPU #1"), "{err}");
         batch[2].util_pct = 140.0;
         assert!(telemetry::insert_samples(&pool, &batch).await.is_err());
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM gpu_samples").fetch_one(&pool).await.unwrap();
-        assert_eq!(count, 0);
+        assert_eq!(raw_count(&pool).await, 0);
     }
 }
 
@@ -176,6 +179,8 @@ gantry_testkit::timed_test! {
         telemetry::insert_samples(&f.pool, &samples).await.unwrap();
         let now = T0 + 150 * MINUTE_MS;
         let keep = Retention { raw_ms: 30 * MINUTE_MS, minute_ms: HOUR_MS, hour_ms: 2 * HOUR_MS };
+        // Settled into the table keyed by GPU, as the server does.
+        store::move_settled(&f.pool, now).await.unwrap();
         // Nothing rolled up yet: nothing raw may go, whatever its age.
         let pruned = rollup::prune(&f.pool, now, keep).await.unwrap();
         assert_eq!(pruned.raw, 0);
@@ -209,5 +214,38 @@ gantry_testkit::timed_test! {
         assert_eq!(rollup::roll_up(&f.pool, T0 + 11 * MINUTE_MS, HOUR_MS).await.unwrap(), 5);
         assert_eq!(f.count("SELECT COUNT(*) FROM gpu_rollup_1m").await, 10);
         assert_eq!(f.count("SELECT SUM(minutes) FROM gpu_rollup_1h").await, 10);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn settled_samples_move_once_read_the_same_and_late_samples_replace_instead_of_doubling() {
+        let f = telemetry_common::fixture(2).await;
+        let mut samples = series(&f.gpu_ids, 1, 2);
+        telemetry::insert_samples(&f.pool, &samples).await.unwrap();
+        let end = T0 + 150 * MINUTE_MS;
+        let before = telemetry::gpu_window(&f.pool, &f.gpu_ids, T0, end).await.unwrap();
+        assert_eq!(f.count("SELECT COUNT(*) FROM gpu_samples_recent").await, samples.len() as i64, "new samples go to the recent table");
+        // The first hour moves; the same horizon again moves nothing.
+        assert_eq!(store::move_settled(&f.pool, T0 + HOUR_MS).await.unwrap(), 2 * 60 * 6);
+        assert_eq!(store::move_settled(&f.pool, T0 + HOUR_MS).await.unwrap(), 0);
+        assert_eq!(store::move_settled(&f.pool, T0).await.unwrap(), 0, "the horizon never goes back");
+        assert_eq!(f.count("SELECT COUNT(*) FROM gpu_samples").await, 2 * 60 * 6);
+        assert_eq!(raw_count(&f.pool).await, samples.len() as i64);
+        let after = telemetry::gpu_window(&f.pool, &f.gpu_ids, T0, end).await.unwrap();
+        assert_eq!(after, before, "same samples, same order (GPU, then time) across both tables");
+        // A late copy of a moved sample replaces it where it lives, and a
+        // late copy of a recent one replaces it in the recent table.
+        samples[0].util_pct = 99.0;
+        let late = samples.len() - 1;
+        samples[late].util_pct = 1.0;
+        telemetry::insert_samples(&f.pool, &[samples[0].clone(), samples[late].clone()]).await.unwrap();
+        assert_eq!(raw_count(&f.pool).await, samples.len() as i64);
+        assert_eq!(f.count("SELECT COUNT(*) FROM gpu_samples").await, 2 * 60 * 6);
+        let window = telemetry::gpu_window(&f.pool, &f.gpu_ids, T0, end).await.unwrap();
+        assert_eq!(window.iter().find(|s| s.gpu_id == samples[0].gpu_id && s.at_ms == T0).unwrap().util_pct, 99.0);
+        // Rollups over the whole period read both tables.
+        rollup::roll_up_range(&f.pool, T0, end).await.unwrap();
+        assert_rollup_matches(&f.pool, "gpu_rollup_1m", &aggregate(&samples, MINUTE_MS)).await;
+        assert_rollup_matches(&f.pool, "gpu_rollup_1h", &aggregate(&samples, HOUR_MS)).await;
     }
 }

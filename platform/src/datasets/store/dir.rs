@@ -4,7 +4,7 @@
 
 use super::{check_key, temp_key, ByteStream, Store, TempWriter, TEMP_DIR};
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::stream;
 use std::{
     fs::{self, File, OpenOptions},
@@ -12,8 +12,12 @@ use std::{
     path::{Path, PathBuf},
 };
 
-/// Bytes read per chunk of a download.
-const READ_CHUNK: usize = 256 * 1024;
+/// Bytes read per chunk of a download or read-back.
+const READ_CHUNK: usize = 1 << 20;
+
+/// Written bytes handed to the kernel's writeback this often, so the fsync
+/// at the end of an upload finds them mostly on disk already.
+const WRITEBACK_EVERY: u64 = 16 << 20;
 
 #[derive(Debug, Clone)]
 pub struct DirStore {
@@ -66,7 +70,7 @@ impl Store for DirStore {
             Ok(file)
         })
         .await?;
-        Ok(Box::new(DirWriter { file: Some(file) }))
+        Ok(Box::new(DirWriter { file: Some(file), at: offset, unhinted: 0 }))
     }
 
     async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
@@ -109,10 +113,10 @@ impl Store for DirStore {
             }
             let want = remaining.min(READ_CHUNK as u64) as usize;
             let (file, chunk) = blocking(move || {
-                let mut buf = BytesMut::zeroed(want);
-                let n = file.read(&mut buf)?;
-                buf.truncate(n);
-                Ok((file, buf.freeze()))
+                // Into spare capacity: no zeroing of a buffer about to be overwritten.
+                let mut buf = Vec::with_capacity(want);
+                (&mut file).take(want as u64).read_to_end(&mut buf)?;
+                Ok((file, Bytes::from(buf)))
             })
             .await?;
             if chunk.is_empty() {
@@ -186,14 +190,29 @@ impl Store for DirStore {
 
 struct DirWriter {
     file: Option<File>,
+    /// Where the next write goes.
+    at: u64,
+    /// Bytes before `at` not yet handed to writeback.
+    unhinted: u64,
 }
 
 #[async_trait]
 impl TempWriter for DirWriter {
     async fn write(&mut self, chunk: Bytes) -> io::Result<()> {
         let mut file = self.file.take().ok_or_else(|| io::Error::other("write after a failed write"))?;
-        let file = blocking(move || file.write_all(&chunk).map(|_| file)).await?;
+        let len = chunk.len() as u64;
+        let (at, unhinted) = (self.at + len, self.unhinted + len);
+        let hint = unhinted >= WRITEBACK_EVERY;
+        let file = blocking(move || {
+            file.write_all(&chunk)?;
+            if hint {
+                start_writeback(&file, at - unhinted, unhinted);
+            }
+            Ok(file)
+        })
+        .await?;
         self.file = Some(file);
+        (self.at, self.unhinted) = (at, if hint { 0 } else { unhinted });
         Ok(())
     }
 
@@ -204,3 +223,19 @@ impl TempWriter for DirWriter {
         blocking(move || file.sync_data()).await
     }
 }
+
+/// Asks the kernel to start writing `len` bytes from `start` to disk now,
+/// without waiting: writeback overlaps the rest of the upload instead of
+/// all of it landing in the final fsync (which for two 2 GiB copies took a
+/// second here). Only a hint: an error changes nothing, the fsync decides.
+#[cfg(target_os = "linux")]
+fn start_writeback(file: &File, start: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain system call on a descriptor we own; no memory passed.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), start as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_file: &File, _start: u64, _len: u64) {}

@@ -72,15 +72,35 @@ pub trait TempWriter: Send {
 /// Size and SHA-256 (lowercase hex) of what the store holds at `key`,
 /// read back through the store.
 pub async fn checksum(store: &dyn Store, key: &str) -> io::Result<(u64, String)> {
+    let d = digest(store, key, true).await?;
+    Ok((d.size, d.sha256.unwrap_or_default()))
+}
+
+/// What a read-back found: the size, the BLAKE3 (lowercase hex) — which
+/// proves a copy equals the bytes received at a fraction of SHA-256's cost
+/// — and the SHA-256 when asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadBack {
+    pub size: u64,
+    pub blake3: String,
+    pub sha256: Option<String>,
+}
+
+/// Reads `key` back through the store and hashes it.
+pub async fn digest(store: &dyn Store, key: &str, with_sha256: bool) -> io::Result<ReadBack> {
     let mut stream = store.get(key, None).await?;
-    let mut hasher = Sha256::new();
+    let mut sha = with_sha256.then(Sha256::new);
+    let mut b3 = blake3::Hasher::new();
     let mut size = 0u64;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk?;
         size += chunk.len() as u64;
-        hasher.update(&chunk);
+        b3.update(&chunk);
+        if let Some(s) = sha.as_mut() {
+            s.update(&chunk);
+        }
     }
-    Ok((size, hex(&hasher.finalize())))
+    Ok(ReadBack { size, blake3: b3.finalize().to_hex().to_string(), sha256: sha.map(|s| hex(&s.finalize())) })
 }
 
 pub fn hex(bytes: &[u8]) -> String {
