@@ -65,6 +65,19 @@ pub async fn resolve(pool: &Pool, stores: &Datasets, user: &User, refs: &[MountR
     Ok(out)
 }
 
+/// The first of `mounts` whose version no longer exists (deleted between
+/// the request's check and its admission), read inside the admission
+/// transaction so the answer holds until it commits.
+pub async fn first_missing(conn: &mut SqliteConnection, mounts: &[DatasetMount]) -> Result<Option<String>, sqlx::Error> {
+    for m in mounts {
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(m.version_id).fetch_optional(&mut *conn).await?;
+        if found.is_none() {
+            return Ok(Some(m.name.clone()));
+        }
+    }
+    Ok(None)
+}
+
 /// Records a new machine's mounts (inside its admission transaction).
 pub async fn attach(conn: &mut SqliteConnection, machine_id: i64, mounts: &[DatasetMount]) -> Result<(), sqlx::Error> {
     for m in mounts {

@@ -209,6 +209,13 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
             results.push(Err(refuse(&mut tx, req, refusal, now).await?));
             continue;
         }
+        // Deleted since the request was checked: refused alone, not the
+        // whole batch through the foreign key.
+        if let Some(gone) = crate::datasets::mounts::first_missing(&mut tx, &req.datasets).await? {
+            let reason = format!("dataset version {gone} was deleted after the request was made; nothing was created");
+            results.push(Err(refuse(&mut tx, req, reason, now).await?));
+            continue;
+        }
         let kept = match req.kept_volume_id {
             None => None,
             Some(id) => match take_kept_volume(&mut tx, req, id).await? {

@@ -55,7 +55,7 @@ gantry_testkit::timed_test! {
         let resolved = mounts::resolve(&env.pool, &stores, &alice, &refs).await.unwrap();
         assert_eq!(resolved[0].target, "/datasets/coco/v1");
         let mut req = env.create(&alice, "reader", 1);
-        req.datasets = resolved;
+        req.datasets = resolved.clone();
         let made = env.admissions.create(req).await.unwrap();
         env.drive().await;
         let ex = env.executor().await;
@@ -81,5 +81,15 @@ gantry_testkit::timed_test! {
         datasets::delete_version(&env.pool, &stores, &alice, "coco", "v1").await.unwrap();
         assert!(!env.dir.path().join("datasets/regions/local/coco/v1/images/train/a.txt").exists(), "files removed");
         assert_eq!(env.scalar("SELECT COUNT(*) FROM machine_datasets").await, 0, "the closed machine's mount went with the version");
+
+        // A request checked before the version was deleted is refused at
+        // admission, alone and with the reason; nothing is created.
+        let machines_before = env.scalar("SELECT COUNT(*) FROM machines").await;
+        let mut late = env.create(&alice, "late-reader", 1);
+        late.datasets = resolved;
+        let err = env.admissions.create(late).await.unwrap_err();
+        assert!(err.to_string().contains("dataset version coco/v1 was deleted"), "{err}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM machines").await, machines_before);
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
     }
 }
