@@ -51,7 +51,12 @@ test('the machine page charts its GPUs without JavaScript and updates live with 
       .poll(async () => {
         await plain.goto(`/machines/${id}`);
         seen = (await plain.getByTestId('machine-charts').textContent()) ?? '(no chart section)';
-        return Number((await plain.getByTestId('machine-util-chart').getAttribute('data-points')) ?? '0');
+        // Before the first sample the page says so and has no chart: a
+        // plain getAttribute would wait for the chart forever, and this
+        // poll would never load the page again.
+        const chart = plain.getByTestId('machine-util-chart');
+        if ((await chart.count()) === 0) return 0;
+        return Number((await chart.getAttribute('data-points')) ?? '0');
       }, { timeout: 60_000, intervals: [2_000] })
       .toBeGreaterThan(0);
   } catch (e) {
