@@ -34,6 +34,10 @@ pub async fn connect(url: &str) -> Result<Pool, PlatformError> {
         .idle_timeout(None)
         .max_lifetime(None)
         .acquire_timeout(Duration::from_secs(30))
+        // No ping before each acquire: a connection to a local file cannot
+        // have gone away, and the ping is a round trip to the connection's
+        // thread — about as many thread switches as the queries of a page.
+        .test_before_acquire(false)
         .connect_with(opts)
         .await?;
     Ok(pool)

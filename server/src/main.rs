@@ -1,6 +1,9 @@
 use clap::Parser;
 use gantry_server::{config::Cli, run};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
