@@ -8,7 +8,7 @@ use common::{env, Env};
 use gantry_core::task::{MachineState, TaskKind};
 use gantry_platform::{
     dispatch::{self, Dispatcher},
-    executor::{Executor, SimulatedExecutor},
+    executor::{ExecError, Executor, SimulatedExecutor},
     machines::{self, OperationRequest},
     reconcile, transitions,
 };
@@ -126,6 +126,29 @@ gantry_testkit::timed_test! {
         env.dispatcher.execute(claimed.into_iter().next().unwrap()).await;
         assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", second.task_id)).await, "succeeded");
         env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_create_whose_container_exists_cannot_be_cancelled_so_its_gpus_stay_claimed() {
+        // Found by engine_invariant: cancelling here used to free the GPU
+        // the created container is pinned to, before anything removed it.
+        let (env, sim) = sim_env(1, 1).await;
+        let alice = env.user("alice", "ml-team").await;
+        sim.fail_next("start_container", ExecError::Unavailable("injected outage".into()));
+        let made = env.admissions.create(env.create(&alice, "half", 1)).await.unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", made.task_id)).await, "scheduled", "the start is retried");
+        assert_eq!(sim.containers().len(), 1, "the container was created");
+        let refused = transitions::task::cancel(&env.pool, &alice, made.task_id).await.unwrap_err().to_string();
+        assert!(refused.contains("container was already created"), "{refused}");
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", made.task_id)).await, "scheduled", "nothing changed");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {}", made.machine_id)).await, 1);
+        env.assert_quota_consistent().await;
+        // The retry starts it.
+        sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", made.task_id)).await, "succeeded");
     }
 }
 

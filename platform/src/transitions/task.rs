@@ -93,6 +93,19 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     }
     let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     state.cancellable().map_err(|why| PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {why}")))?;
+    // A create or restore waiting to retry may already have made its
+    // container (its start failed and is retried). Cancelling would free
+    // the GPUs that container is pinned to before anything removed it, so
+    // a GPU could be handed out while a container still claims it.
+    if let (Ok(TaskKind::Create | TaskKind::Restore), Some(machine_id)) = (kind.parse::<TaskKind>(), machine_id) {
+        let container: Option<String> =
+            sqlx::query_scalar("SELECT container_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(&mut *tx).await?.flatten();
+        if container.is_some() {
+            return Err(PlatformError::Conflict(format!(
+                "task #{task_id} cannot be cancelled: machine {machine_name}'s container was already created and its start is being retried; delete the machine once the task has ended"
+            )));
+        }
+    }
     let by = format!("cancelled by {}", who.username);
     set_state(&mut tx, task_id, state, TaskState::Cancelled, &by).await?;
     let mut detail = format!("task #{task_id} ({kind} of machine {machine_name}) {by}");
