@@ -25,6 +25,9 @@ pub struct Report {
     pub changes: Vec<String>,
     pub containers_collected: Vec<String>,
     pub volumes_collected: Vec<String>,
+    /// Garbage the engine refused to remove this pass, with why; the next
+    /// pass tries again (until then such a container may still hold its GPU).
+    pub not_collected: Vec<String>,
     /// Nodes whose engine did not answer (or could not be set up), with why.
     pub unreachable: Vec<String>,
 }
@@ -119,7 +122,10 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
                 tracing::warn!("collected {what}");
                 report.containers_collected.push(what);
             }
-            Err(e) => tracing::warn!(container = %c.id, error = %e, "collector: could not remove container"),
+            Err(e) => {
+                tracing::warn!(container = %c.id, error = %e, "collector: could not remove container");
+                report.not_collected.push(format!("container {} on node {node_name}: {e}", c.name));
+            }
         }
     }
 
@@ -137,7 +143,10 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
                 report.volumes_collected.push(what);
             }
             // In use by a container that is itself about to be collected.
-            Err(e) => tracing::warn!(volume = %name, error = %e, "collector: could not remove volume"),
+            Err(e) => {
+                tracing::warn!(volume = %name, error = %e, "collector: could not remove volume");
+                report.not_collected.push(format!("volume {name} on node {node_name}: {e}"));
+            }
         }
     }
     Ok(())
@@ -167,8 +176,8 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
     loop {
         tick.tick().await;
         match reconcile_once(&pool, &fleet).await {
-            Ok(r) if !r.changes.is_empty() || !r.containers_collected.is_empty() || !r.volumes_collected.is_empty() => {
-                tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected, "reconciled");
+            Ok(r) if !r.changes.is_empty() || !r.containers_collected.is_empty() || !r.volumes_collected.is_empty() || !r.not_collected.is_empty() => {
+                tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected, not_collected = ?r.not_collected, "reconciled");
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "reconcile failed"),

@@ -6,8 +6,9 @@
 //!   hold at that moment (checked inside the executor, at the start);
 //! - every group's `gpus_in_use` equals the GPUs its machines hold, and a
 //!   deleted or lost machine holds nothing;
-//! - once the engine answers and the reconciler has passed, every container
-//!   belongs to a machine that holds exactly the GPUs it is pinned to.
+//! - once the engine answers and the reconciler has passed without a
+//!   refused removal, every container belongs to a machine that holds
+//!   exactly the GPUs it is pinned to.
 
 use crate::common;
 
@@ -85,7 +86,13 @@ async fn run_case(ops: Vec<Op>) {
         apply(&env, &sim, &alice, step, &op, &mut engine_up).await;
         env.assert_quota_consistent().await;
         if engine_up {
-            reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+            let mut report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+            if !report.not_collected.is_empty() {
+                // An injected fault hit the collector (the engine refused a
+                // removal); like a real refusal, the next pass tries again.
+                report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+                assert!(report.not_collected.is_empty(), "after {op:?}: the collector's second pass could not remove {:?}", report.not_collected);
+            }
             assert_containers_hold_their_gpus(&env, &sim, &op).await;
         }
     }
@@ -163,4 +170,28 @@ proptest! {
     fn gpus_and_containers_never_disagree(ops in prop::collection::vec(op(), 1..40)) {
         gantry_testkit::run("gpus_and_containers_never_disagree", gantry_testkit::DEFAULT_LIMIT, move || run_case(ops));
     }
+}
+
+/// The case CI found: a delete gives up on an engine that stays down
+/// (GPUs refunded, container left to the collector), and when the engine
+/// comes back it refuses the collector's first removal. The container must
+/// be gone after the next pass.
+#[test]
+fn a_container_the_engine_refused_to_collect_goes_on_the_next_pass() {
+    use Op::*;
+    let ops = vec![
+        Create { gpus: 1 },
+        Drive,
+        Create { gpus: 1 },
+        Engine { up: false },
+        Operate { machine: 2, kind: TaskKind::Delete, keep: false },
+        Drive,
+        Drive,
+        Drive,
+        Drive,
+        Fault { op: "remove_container", retryable: false },
+        Drive,
+        Engine { up: true },
+    ];
+    gantry_testkit::run("a_container_the_engine_refused_to_collect_goes_on_the_next_pass", gantry_testkit::DEFAULT_LIMIT, move || run_case(ops));
 }
