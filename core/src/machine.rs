@@ -27,9 +27,10 @@ pub fn can_become(from: MachineState, to: MachineState) -> bool {
         return !matches!(from, Deleted);
     }
     match from {
-        // A cancelled or refused create closes the record at once.
+        // A cancelled or refused create closes the record at once — or,
+        // when its container already exists, is deleted through the engine.
         // A failed restore goes back to reclaimed (and may be tried again).
-        Creating => matches!(to, Running | Stopped | Failed | Lost | Deleted | Reclaimed),
+        Creating => matches!(to, Running | Stopped | Failed | Lost | Deleting | Deleted | Reclaimed),
         // Only a machine that ran can be idle long enough to be reclaimed.
         Running | Stopped => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed),
         Failed => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost),
@@ -85,7 +86,7 @@ mod tests {
     fn operations_start_only_from_settled_states() {
         for from in MachineState::ALL {
             for to in [Restarting, Reinstalling, Deleting] {
-                let closes = matches!(from, Lost | Reclaimed) && to == Deleting;
+                let closes = matches!(from, Lost | Reclaimed | Creating) && to == Deleting;
                 let settled = matches!(from, Running | Stopped | Failed) || closes || *from == to;
                 assert_eq!(can_become(*from, to), settled, "{from} -> {to}");
             }

@@ -130,7 +130,7 @@ gantry_testkit::timed_test! {
 }
 
 gantry_testkit::timed_test! {
-    async fn a_create_whose_container_exists_cannot_be_cancelled_so_its_gpus_stay_claimed() {
+    async fn cancelling_a_create_whose_container_exists_deletes_it_before_its_gpus_return() {
         // Found by engine_invariant: cancelling here used to free the GPU
         // the created container is pinned to, before anything removed it.
         let (env, sim) = sim_env(1, 1).await;
@@ -140,15 +140,60 @@ gantry_testkit::timed_test! {
         env.drive().await;
         assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", made.task_id)).await, "scheduled", "the start is retried");
         assert_eq!(sim.containers().len(), 1, "the container was created");
-        let refused = transitions::task::cancel(&env.pool, &alice, made.task_id).await.unwrap_err().to_string();
-        assert!(refused.contains("container was already created"), "{refused}");
-        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", made.task_id)).await, "scheduled", "nothing changed");
-        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {}", made.machine_id)).await, 1);
+        transitions::task::cancel(&env.pool, &alice, made.task_id).await.unwrap();
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", made.task_id)).await, "cancelled");
+        assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "deleting");
+        let delete = env.scalar(&format!("SELECT id FROM tasks WHERE machine_id = {} AND kind = 'delete' AND state = 'scheduled'", made.machine_id)).await;
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {}", made.machine_id)).await, 1, "the GPU stays claimed while its container exists");
         env.assert_quota_consistent().await;
-        // The retry starts it.
-        sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
+        // The quota is still taken: a second machine does not fit yet.
+        assert!(env.admissions.create(env.create(&alice, "next", 1)).await.is_err(), "the GPU is not free until the container is gone");
         env.drive().await;
-        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", made.task_id)).await, "succeeded");
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {delete}")).await, "succeeded");
+        assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "deleted");
+        assert!(sim.containers().is_empty(), "the container was removed");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {}", made.machine_id)).await, 0);
+        env.assert_quota_consistent().await;
+        env.admissions.create(env.create(&alice, "next", 1)).await.expect("the GPU is free again");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_compute_task_whose_create_is_cancelled_that_way_ends_cancelled() {
+        use gantry_platform::{catalogue::{self, NewMasterImage}, compute::{self, Command, SubmitCompute}};
+        let (env, sim) = sim_env(1, 1).await;
+        let alice = env.user("alice", "ml-team").await;
+        let image = catalogue::create_region_image(&env.pool, alice.id, "local", "gantry/devbox:latest", "amd64", "training").await.unwrap();
+        let master = NewMasterImage { name: "torch", interpreter: "Python", interpreter_version: "3.11", framework: "PyTorch", framework_version: "2.4" };
+        let master = catalogue::create_master_image(&env.pool, alice.id, &master).await.unwrap();
+        catalogue::set_link(&env.pool, alice.id, master, image.id, true).await.unwrap();
+        let job = SubmitCompute {
+            name: "job".into(),
+            framework: "PyTorch".into(),
+            framework_version: "2.4".into(),
+            interpreter: "Python".into(),
+            interpreter_version: "3.11".into(),
+            command: Command::Argv(vec!["true".into()]),
+            gpu_count: 1,
+            gpu_model: None,
+            cpu_millis: 500,
+            memory_mb: 256,
+            time_limit_secs: 600,
+            datasets: Vec::new(),
+        };
+        sim.fail_next("start_container", ExecError::Unavailable("injected outage".into()));
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &job).await.unwrap();
+        compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
+        env.drive().await;
+        assert_eq!(sim.containers().len(), 1, "the job's container was created; its start is retried");
+        // The owner cancels the machine's create from the tasks page.
+        let create = env.scalar(&format!("SELECT t.id FROM tasks t JOIN compute_tasks c ON c.machine_id = t.machine_id WHERE c.id = {} AND t.kind = 'create'", t.id)).await;
+        transitions::task::cancel(&env.pool, &alice, create).await.unwrap();
+        env.drive().await;
+        let done = compute::compute_task(&env.pool, &alice, t.id).await.unwrap();
+        assert_eq!(done.state, "cancelled", "{}", done.message);
+        assert!(sim.containers().is_empty(), "the container was removed");
+        env.assert_quota_consistent().await;
     }
 }
 

@@ -76,8 +76,10 @@ pub async fn progress(pool: &Pool, lease: &Lease, pct: i64, message: &str) -> Re
 
 /// Cancels a task that has not started, for its requester or an admin (a
 /// task of another group is "not found"). A cancelled create closes its
-/// machine and refunds the GPUs it was given; any other cancelled
-/// operation leaves the machine as it was.
+/// machine and refunds the GPUs it was given — unless its container was
+/// already made (its start is being retried): then the machine is deleted
+/// through the engine, and its GPUs come back only once that container is
+/// gone. Any other cancelled operation leaves the machine as it was.
 pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
@@ -94,35 +96,58 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     state.cancellable().map_err(|why| PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {why}")))?;
     // A create or restore waiting to retry may already have made its
-    // container (its start failed and is retried). Cancelling would free
-    // the GPUs that container is pinned to before anything removed it, so
-    // a GPU could be handed out while a container still claims it.
-    if let (Ok(TaskKind::Create | TaskKind::Restore), Some(machine_id)) = (kind.parse::<TaskKind>(), machine_id) {
-        let container: Option<String> =
-            sqlx::query_scalar("SELECT container_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(&mut *tx).await?.flatten();
-        if container.is_some() {
-            return Err(PlatformError::Conflict(format!(
-                "task #{task_id} cannot be cancelled: machine {machine_name}'s container was already created and its start is being retried; delete the machine once the task has ended"
-            )));
+    // container. Freeing its GPUs now would hand out a GPU that container
+    // is pinned to, so the container must go first.
+    let parsed = kind.parse::<TaskKind>().ok();
+    let container = match (parsed, machine_id) {
+        (Some(TaskKind::Create | TaskKind::Restore), Some(machine_id)) => {
+            sqlx::query_scalar::<_, Option<String>>("SELECT container_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(&mut *tx).await?.flatten()
         }
+        _ => None,
+    };
+    if container.is_some() && parsed == Some(TaskKind::Restore) {
+        return Err(PlatformError::Conflict(format!(
+            "task #{task_id} cannot be cancelled: machine {machine_name}'s container was already created from its snapshot and its start is being retried; \
+             if it keeps failing the restore ends by itself and the machine is reclaimed again"
+        )));
     }
     let by = format!("cancelled by {}", who.username);
     set_state(&mut tx, task_id, state, TaskState::Cancelled, &by).await?;
     let mut detail = format!("task #{task_id} ({kind} of machine {machine_name}) {by}");
-    match (kind.parse::<TaskKind>(), machine_id) {
-        (Ok(TaskKind::Create), Some(machine_id)) => {
+    match (parsed, machine_id) {
+        (Some(TaskKind::Create), Some(machine_id)) if container.is_some() => {
+            let delete_id = delete_instead(&mut tx, who, machine_id, &machine_name, task_id).await?;
+            detail.push_str(&format!("; its container already existed, so the machine is deleted by task #{delete_id} (GPUs returned once the container is removed)"));
+        }
+        (Some(TaskKind::Create), Some(machine_id)) => {
             let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
             detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
         }
         // A restore holds the GPUs it was given: back, and reclaimed again.
-        (Ok(TaskKind::Restore), Some(machine_id)) => {
+        (Some(TaskKind::Restore), Some(machine_id)) => {
             let refunded = machine::release(&mut tx, machine_id, MachineState::Reclaimed, &format!("restore {by}")).await?;
             detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
         }
-        (Ok(TaskKind::Snapshot | TaskKind::Reclaim), _) => super::snapshot::task_ended(&mut tx, task_id, &by).await?,
+        (Some(TaskKind::Snapshot | TaskKind::Reclaim), _) => super::snapshot::task_ended(&mut tx, task_id, &by).await?,
         _ => {}
     }
     audit::record(&mut *tx, Some(who.id), "task.cancel", &detail).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Queues the delete that replaces a cancelled create whose container
+/// exists: the machine shows `deleting` and keeps its GPUs until the
+/// dispatcher has removed the container (and the volume nobody used yet).
+async fn delete_instead(tx: &mut SqliteConnection, who: &User, machine_id: i64, machine_name: &str, create_id: i64) -> Result<i64, PlatformError> {
+    let group_id: i64 = sqlx::query_scalar("SELECT group_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    machine::move_to(tx, machine_id, MachineState::Deleting, None, &format!("create cancelled by {}; removing its container", who.username)).await?;
+    // A compute task waiting for this machine ends cancelled, not failed,
+    // when the delete gives the GPUs back.
+    sqlx::query("UPDATE compute_tasks SET cancel_requested = 1 WHERE machine_id = ?").bind(machine_id).execute(&mut *tx).await?;
+    let message = format!("replaces the cancelled create #{create_id}");
+    let new = NewTask { kind: TaskKind::Delete, machine_id: Some(machine_id), machine_name, requester_id: who.id, group_id, keep_volume: false, message: &message };
+    let delete_id = insert_pending(tx, &new).await?;
+    set_state(tx, delete_id, TaskState::Pending, TaskState::Scheduled, &message).await?;
+    Ok(delete_id)
 }
