@@ -11,9 +11,12 @@ target=${CARGO_TARGET_DIR:-target}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-cargo build --locked -q -p frontend --lib --target wasm32-unknown-unknown --profile wasm-release
+# As `cargo leptos build --release` does (`always-erase-components`), with the
+# cfg in its own target directory so the flag does not rebuild the main one.
+RUSTFLAGS="--cfg erase_components" CARGO_TARGET_DIR="$target/wasm-erased" \
+  cargo build --locked -q -p frontend --lib --target wasm32-unknown-unknown --profile wasm-release
 wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name gantry \
-  "$target/wasm32-unknown-unknown/wasm-release/frontend.wasm"
+  "$target/wasm-erased/wasm32-unknown-unknown/wasm-release/frontend.wasm"
 wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   "$out/gantry_bg.wasm" -o "$out/gantry_bg.opt.wasm"
 mv "$out/gantry_bg.opt.wasm" "$out/gantry_bg.wasm"
