@@ -169,6 +169,9 @@
       this.ws = ws;
       ws.onopen = () => {
         this.setState('open', 'Connected.');
+        // The screen opens below its buttons, often below the fold; xterm
+        // does not draw while it is out of view, so bring it into view.
+        this.screen.scrollIntoView({ block: 'nearest' });
         this.term.focus();
       };
       ws.onmessage = (e) => {
