@@ -47,6 +47,5 @@ stage "Rust tests (core, platform, app, server)" 1200 cargo test --locked "${rus
 stage "build the site (cargo leptos build)" 1800 cargo leptos build
 (cd end2end && stage "End-to-end tests (Chromium)" 900 env GANTRY_E2E_NODE2_ENDPOINT="$node2" npx playwright test)
 
-
 # A figure, not a threshold: the release bundle's raw/gzip/brotli bytes.
 stage "release bundle size (a figure)" 1500 bash scripts/bundle-size.sh

@@ -160,27 +160,11 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_compute_task_whose_create_is_cancelled_that_way_ends_cancelled() {
-        use gantry_platform::{catalogue::{self, NewMasterImage}, compute::{self, Command, SubmitCompute}};
+        use gantry_platform::compute::{self, Command};
         let (env, sim) = sim_env(1, 1).await;
         let alice = env.user("alice", "ml-team").await;
-        let image = catalogue::create_region_image(&env.pool, alice.id, "local", "gantry/devbox:latest", "amd64", "training").await.unwrap();
-        let master = NewMasterImage { name: "torch", interpreter: "Python", interpreter_version: "3.11", framework: "PyTorch", framework_version: "2.4" };
-        let master = catalogue::create_master_image(&env.pool, alice.id, &master).await.unwrap();
-        catalogue::set_link(&env.pool, alice.id, master, image.id, true).await.unwrap();
-        let job = SubmitCompute {
-            name: "job".into(),
-            framework: "PyTorch".into(),
-            framework_version: "2.4".into(),
-            interpreter: "Python".into(),
-            interpreter_version: "3.11".into(),
-            command: Command::Argv(vec!["true".into()]),
-            gpu_count: 1,
-            gpu_model: None,
-            cpu_millis: 500,
-            memory_mb: 256,
-            time_limit_secs: 600,
-            datasets: Vec::new(),
-        };
+        common::torch_catalogue(&env, &alice).await;
+        let job = common::compute_job("job", Command::Argv(vec!["true".into()]));
         sim.fail_next("start_container", ExecError::Unavailable("injected outage".into()));
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job).await.unwrap();
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();

@@ -163,3 +163,32 @@ impl Env {
         sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
     }
 }
+
+/// Region `local` (the env's node) runs PyTorch 2.4 / Python 3.11, from the
+/// demo image; returns the master image's id.
+pub async fn torch_catalogue(env: &Env, admin: &User) -> i64 {
+    use gantry_platform::catalogue::{self, NewMasterImage};
+    let image = catalogue::create_region_image(&env.pool, admin.id, "local", IMAGE, "amd64", "training").await.unwrap();
+    let master = NewMasterImage { name: "torch", interpreter: "Python", interpreter_version: "3.11", framework: "PyTorch", framework_version: "2.4" };
+    let master = catalogue::create_master_image(&env.pool, admin.id, &master).await.unwrap();
+    catalogue::set_link(&env.pool, admin.id, master, image.id, true).await.unwrap();
+    master
+}
+
+/// A one-GPU PyTorch 2.4 job that `torch_catalogue` matches.
+pub fn compute_job(name: &str, command: gantry_platform::compute::Command) -> gantry_platform::compute::SubmitCompute {
+    gantry_platform::compute::SubmitCompute {
+        name: name.into(),
+        framework: "PyTorch".into(),
+        framework_version: "2.4".into(),
+        interpreter: "Python".into(),
+        interpreter_version: "3.11".into(),
+        command,
+        gpu_count: 1,
+        gpu_model: None,
+        cpu_millis: 500,
+        memory_mb: 256,
+        time_limit_secs: 600,
+        datasets: Vec::new(),
+    }
+}

@@ -5,47 +5,14 @@
 
 use crate::common;
 
-use common::{docker_env, Env};
+use common::{compute_job, docker_env, torch_catalogue, Env, IMAGE};
 use gantry_platform::{
     accounts::User,
     catalogue::{self, NewMasterImage},
     cluster::{self, NodeRegistration},
-    compute::{self, Command, SubmitCompute},
+    compute::{self, Command},
     gpus::{self, SimulatedGpus},
 };
-
-const IMAGE: &str = "gantry/devbox:latest";
-
-/// Region `local` (the env's node) runs PyTorch 2.4 / Python 3.11.
-async fn catalogue(env: &Env, admin: &User) -> i64 {
-    let image = catalogue::create_region_image(&env.pool, admin.id, "local", IMAGE, "amd64", "training").await.unwrap();
-    let master = catalogue::create_master_image(
-        &env.pool,
-        admin.id,
-        &NewMasterImage { name: "torch", interpreter: "Python", interpreter_version: "3.11", framework: "PyTorch", framework_version: "2.4" },
-    )
-    .await
-    .unwrap();
-    catalogue::set_link(&env.pool, admin.id, master, image.id, true).await.unwrap();
-    master
-}
-
-fn job(name: &str, command: Command) -> SubmitCompute {
-    SubmitCompute {
-        name: name.into(),
-        framework: "PyTorch".into(),
-        framework_version: "2.4".into(),
-        interpreter: "Python".into(),
-        interpreter_version: "3.11".into(),
-        command,
-        gpu_count: 1,
-        gpu_model: None,
-        cpu_millis: 500,
-        memory_mb: 256,
-        time_limit_secs: 600,
-        datasets: Vec::new(),
-    }
-}
 
 /// Runs dispatcher and watcher until the task ends (bounded passes).
 async fn run_to_end(env: &Env, user: &User, id: i64) -> compute::ComputeTaskView {
@@ -72,9 +39,9 @@ gantry_testkit::timed_test! {
     async fn a_compute_task_runs_to_its_end_and_gives_its_gpus_back() {
         let env = docker_env(2, 2).await;
         let alice = env.user("alice", "ml-team").await;
-        catalogue(&env, &alice).await;
+        torch_catalogue(&env, &alice).await;
 
-        let t = compute::submit(&env.pool, &env.admissions, &alice, &job("hello", Command::Argv(vec!["echo".into(), "hello".into()]))).await.unwrap();
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("hello", Command::Argv(vec!["echo".into(), "hello".into()]))).await.unwrap();
         assert_eq!((t.state.as_str(), t.region.as_deref()), ("scheduled", Some("local")), "{}", t.message);
         let decision: serde_json::Value = serde_json::from_str(t.decision.as_deref().unwrap()).unwrap();
         assert_eq!(decision["image_set"], serde_json::json!(["local"]));
@@ -87,7 +54,7 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "refunded on exit");
         assert_eq!(leftovers(&env).await, 0);
 
-        let t = compute::submit(&env.pool, &env.admissions, &alice, &job("oops", Command::Shell("echo oops >&2; exit 3".into()))).await.unwrap();
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("oops", Command::Shell("echo oops >&2; exit 3".into()))).await.unwrap();
         let done = run_to_end(&env, &alice, t.id).await;
         assert_eq!((done.state.as_str(), done.exit_code, done.logs_tail.as_str()), ("failed", Some(3), "oops\n"), "{}", done.message);
         assert_eq!(done.message, "exited with code 3");
@@ -100,8 +67,8 @@ gantry_testkit::timed_test! {
     async fn a_time_limit_or_a_cancel_stops_a_job_and_refunds() {
         let env = docker_env(2, 2).await;
         let alice = env.user("alice", "ml-team").await;
-        catalogue(&env, &alice).await;
-        let mut long = job("sleeper", Command::Argv(vec!["sleep".into(), "300".into()]));
+        torch_catalogue(&env, &alice).await;
+        let mut long = compute_job("sleeper", Command::Argv(vec!["sleep".into(), "300".into()]));
         long.time_limit_secs = 60;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &long).await.unwrap();
         env.drive().await;
@@ -112,7 +79,7 @@ gantry_testkit::timed_test! {
         assert_eq!(done.state, "failed");
         assert!(done.message.contains("time limit of 60 s reached"), "{}", done.message);
 
-        let t = compute::submit(&env.pool, &env.admissions, &alice, &job("unwanted", Command::Argv(vec!["sleep".into(), "300".into()]))).await.unwrap();
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("unwanted", Command::Argv(vec!["sleep".into(), "300".into()]))).await.unwrap();
         env.drive().await;
         let bob = env.user("bob", "ml-team").await;
         assert!(compute::cancel(&env.pool, &bob, t.id).await.unwrap_err().to_string().contains("only the person who submitted"));
@@ -129,19 +96,19 @@ gantry_testkit::timed_test! {
     async fn no_image_is_refused_and_no_room_waits_with_the_reason() {
         let env = docker_env(1, 4).await;
         let alice = env.user("alice", "ml-team").await;
-        catalogue(&env, &alice).await;
-        let mut other = job("jax", Command::Argv(vec!["true".into()]));
+        torch_catalogue(&env, &alice).await;
+        let mut other = compute_job("jax", Command::Argv(vec!["true".into()]));
         other.framework = "JAX".into();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &other).await.unwrap();
         assert_eq!((t.state.as_str(), t.message.as_str()), ("failed", "no image matches framework JAX 2.4 / interpreter Python 3.11"));
 
-        let mut big = job("big", Command::Argv(vec!["true".into()]));
+        let mut big = compute_job("big", Command::Argv(vec!["true".into()]));
         big.gpu_count = 2;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &big).await.unwrap();
         assert_eq!(t.state, "pending");
         assert!(t.message.starts_with("regions with a matching image: local; none has 2 free GPU(s)"), "{}", t.message);
         // First come, first served: a small task of the same group waits behind it.
-        let small = compute::submit(&env.pool, &env.admissions, &alice, &job("small", Command::Argv(vec!["true".into()]))).await.unwrap();
+        let small = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("small", Command::Argv(vec!["true".into()]))).await.unwrap();
         assert_eq!((small.state.as_str(), small.message.as_str()), ("pending", "waiting for a decision"));
         compute::cancel(&env.pool, &alice, t.id).await.unwrap();
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
@@ -154,7 +121,7 @@ gantry_testkit::timed_test! {
     async fn tasks_spread_over_two_regions_and_an_image_only_one_has_decides() {
         let env = docker_env(2, 4).await;
         let alice = env.user("alice", "ml-team").await;
-        let master = catalogue(&env, &alice).await;
+        let master = torch_catalogue(&env, &alice).await;
         // Region east: a second engine on its own socket.
         let endpoint = std::env::var("GANTRY_DOCKERD2_ENDPOINT").unwrap_or_else(|_| "unix:///tmp/gantry-dockerd2/docker.sock".into());
         let probe = gantry_platform::executor::DockerExecutor::connect(&endpoint).unwrap();
@@ -173,7 +140,7 @@ gantry_testkit::timed_test! {
         let mut seeds = (1..).map(|s: u64| s.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let mut regions = Vec::new();
         for i in 0..4 {
-            let id = compute::record(&env.pool, &alice, &job(&format!("spread{i}"), Command::Argv(vec!["true".into()]))).await.unwrap();
+            let id = compute::record(&env.pool, &alice, &compute_job(&format!("spread{i}"), Command::Argv(vec!["true".into()]))).await.unwrap();
             compute::evaluate_queue_seeded(&env.pool, &env.admissions, &mut || seeds.next().unwrap()).await.unwrap();
             let t = run_to_end(&env, &alice, id).await;
             assert_eq!(t.state, "succeeded", "{}", t.message);
@@ -191,7 +158,7 @@ gantry_testkit::timed_test! {
         .unwrap();
         catalogue::set_link(&env.pool, alice.id, only_b, image_b.id, true).await.unwrap();
         for i in 0..3 {
-            let mut tf = job(&format!("tf{i}"), Command::Argv(vec!["true".into()]));
+            let mut tf = compute_job(&format!("tf{i}"), Command::Argv(vec!["true".into()]));
             (tf.framework, tf.framework_version, tf.interpreter_version) = ("TensorFlow".into(), "2.17".into(), "3.12".into());
             let t = compute::submit(&env.pool, &env.admissions, &alice, &tf).await.unwrap();
             assert_eq!(t.region.as_deref(), Some("east"));
