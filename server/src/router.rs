@@ -30,8 +30,13 @@ use leptos::{
     config::LeptosOptions,
     prelude::{provide_context, use_context},
 };
-use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use leptos_axum::{generate_route_list, handle_server_fns_with_context, AxumRouteListing, LeptosRoutes};
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{Arc, LazyLock},
+    time::Duration,
+};
 use tower_http::{compression::CompressionLayer, trace::TraceLayer};
 use tower_sessions::{cookie::SameSite, Expiry, SessionManagerLayer};
 use tower_sessions_core::ExpiredDeletion;
@@ -131,7 +136,7 @@ pub async fn build_secured(
         dispatch,
         fleet,
     };
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let context = {
         let state = state.clone();
         move || provide_page_context(&state)
@@ -163,6 +168,17 @@ pub async fn build_secured(
         .layer(TraceLayer::new_for_http())
         .with_state(state)
         .merge(metrics))
+}
+
+/// The app's routes, generated once per process. Generating runs the app
+/// with a process-wide flag that parks every resource first polled in the
+/// meantime for ever (leptos-rs/leptos#4773): a second router built while
+/// the first serves — every HTTP test binary does that — could leave a page
+/// of the first waiting on its data with no answer. Once, before any
+/// router exists, nothing renders inside that window.
+fn route_list() -> Vec<AxumRouteListing> {
+    static ROUTES: LazyLock<Vec<AxumRouteListing>> = LazyLock::new(|| generate_route_list(App));
+    ROUTES.clone()
 }
 
 /// The app's state, and this request's CSP nonce for Leptos' inline
