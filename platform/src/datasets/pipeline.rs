@@ -1,5 +1,6 @@
-//! The body of an upload on its way into both stores. It is received in
-//! 1 MiB batches, each handed at once to three workers — one writer per
+//! The body of an upload on its way into both stores. Its chunks are
+//! gathered into batches of about 1 MiB (the chunks themselves, shared, not
+//! copied into one buffer), each handed at once to three workers — one writer per
 //! store and one hasher (SHA-256, the figure users see; BLAKE3, what the
 //! read-back of each copy is checked against) — through short bounded
 //! queues: receiving, hashing and both writes overlap on different cores,
@@ -7,15 +8,19 @@
 //! few batches whatever the file's size.
 
 use super::{placing::Streamed, store::{self, Store, TempWriter}, upload::Upload, DatasetError};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
 use std::{io, sync::Arc};
 use tokio::{sync::mpsc, task::JoinHandle};
 
-/// Bytes gathered before they are handed on: one blocking write per batch
-/// and store, few enough to keep the per-write overhead negligible.
+/// Bytes gathered before they are handed on: one blocking (vectored) write
+/// per batch and store, few enough to keep the per-write overhead negligible.
 const BATCH: usize = 1 << 20;
+
+/// Chunks gathered at most before they are handed on (the kernel's limit
+/// of pieces per vectored write).
+const MAX_PIECES: usize = 1024;
 
 /// Batches queued to each worker; with one being written and one being
 /// filled, an upload holds at most about `IN_FLIGHT + 2` MiB.
@@ -38,7 +43,7 @@ where
     let b = region.put_temp(&upload.temp, offset).await.map_err(|e| write_failed(upload, 1, e))?;
     let mut pipes = Pipes::start([a, b]);
     let mut size = offset;
-    let mut batch = BytesMut::with_capacity(BATCH);
+    let mut batch = Batch::default();
     let stop = loop {
         match body.next().await {
             Some(Ok(chunk)) => {
@@ -46,8 +51,8 @@ where
                 if size > upload.max_bytes {
                     break Some(Stop::TooBig);
                 }
-                batch.extend_from_slice(&chunk);
-                if batch.len() >= BATCH && !pipes.send(take(&mut batch)).await {
+                batch.push(chunk);
+                if batch.full() && !pipes.send(batch.take()).await {
                     break Some(Stop::StoreFailed);
                 }
             }
@@ -57,7 +62,7 @@ where
     };
     match stop {
         None => {
-            let sent = batch.is_empty() || pipes.send(take(&mut batch)).await;
+            let sent = batch.chunks.is_empty() || pipes.send(batch.take()).await;
             let (writers, hashes) = pipes.close().await;
             let [a, b] = written(upload, writers)?;
             if !sent {
@@ -80,7 +85,7 @@ where
         Some(Stop::Body(e)) => {
             // Keep what was sent so far when the upload can resume.
             if upload.resumable {
-                let _ = batch.is_empty() || pipes.send(take(&mut batch)).await;
+                let _ = batch.chunks.is_empty() || pipes.send(batch.take()).await;
                 let (writers, _) = pipes.close().await;
                 if let Ok([a, b]) = written(upload, writers) {
                     if let (Ok(()), Ok(())) = tokio::join!(a.finish(), b.finish()) {
@@ -101,18 +106,35 @@ enum Stop {
     Body(io::Error),
 }
 
-fn take(batch: &mut BytesMut) -> Bytes {
-    let full = batch.split().freeze();
-    batch.reserve(BATCH);
-    full
+/// Chunks received and not yet handed on.
+#[derive(Default)]
+struct Batch {
+    chunks: Vec<Bytes>,
+    bytes: usize,
+}
+
+impl Batch {
+    /// A megabyte, or as many pieces as one `writev` takes: a client
+    /// sending tiny chunks gets small batches, not a huge list of pieces.
+    fn full(&self) -> bool {
+        self.bytes >= BATCH || self.chunks.len() >= MAX_PIECES
+    }
+    fn push(&mut self, chunk: Bytes) {
+        self.bytes += chunk.len();
+        self.chunks.push(chunk);
+    }
+    fn take(&mut self) -> Vec<Bytes> {
+        self.bytes = 0;
+        std::mem::take(&mut self.chunks)
+    }
 }
 
 type Written = io::Result<Box<dyn TempWriter>>;
 
 /// The three workers of one request.
 struct Pipes {
-    writers: Vec<(mpsc::Sender<Bytes>, JoinHandle<Written>)>,
-    hasher: (mpsc::Sender<Bytes>, JoinHandle<Streamed>),
+    writers: Vec<(mpsc::Sender<Vec<Bytes>>, JoinHandle<Written>)>,
+    hasher: (mpsc::Sender<Vec<Bytes>>, JoinHandle<Streamed>),
 }
 
 impl Pipes {
@@ -120,23 +142,25 @@ impl Pipes {
         let writers = stores
             .into_iter()
             .map(|mut w| {
-                let (tx, mut rx) = mpsc::channel::<Bytes>(IN_FLIGHT);
+                let (tx, mut rx) = mpsc::channel::<Vec<Bytes>>(IN_FLIGHT);
                 let task = tokio::spawn(async move {
-                    while let Some(chunk) = rx.recv().await {
-                        w.write(chunk).await?;
+                    while let Some(chunks) = rx.recv().await {
+                        w.write(chunks).await?;
                     }
                     Ok(w)
                 });
                 (tx, task)
             })
             .collect();
-        let (tx, mut rx) = mpsc::channel::<Bytes>(IN_FLIGHT);
+        let (tx, mut rx) = mpsc::channel::<Vec<Bytes>>(IN_FLIGHT);
         // Hashing is CPU work: on a blocking thread, beside the writers.
         let task = tokio::task::spawn_blocking(move || {
             let (mut sha, mut b3) = (Sha256::new(), blake3::Hasher::new());
-            while let Some(chunk) = rx.blocking_recv() {
-                sha.update(&chunk);
-                b3.update(&chunk);
+            while let Some(chunks) = rx.blocking_recv() {
+                for chunk in &chunks {
+                    sha.update(chunk);
+                    b3.update(chunk);
+                }
             }
             Streamed { sha256: store::hex(&sha.finalize()), blake3: b3.finalize().to_hex().to_string() }
         });
@@ -145,9 +169,9 @@ impl Pipes {
 
     /// Hands a batch to every worker, waiting while their queues are full;
     /// false when a writer has stopped (its error comes from `close`).
-    async fn send(&mut self, chunk: Bytes) -> bool {
+    async fn send(&mut self, chunks: Vec<Bytes>) -> bool {
         let (w0, w1) = (&self.writers[0].0, &self.writers[1].0);
-        let (a, b, h) = tokio::join!(w0.send(chunk.clone()), w1.send(chunk.clone()), self.hasher.0.send(chunk));
+        let (a, b, h) = tokio::join!(w0.send(chunks.clone()), w1.send(chunks.clone()), self.hasher.0.send(chunks));
         a.is_ok() && b.is_ok() && h.is_ok()
     }
 

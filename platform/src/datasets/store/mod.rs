@@ -50,6 +50,17 @@ pub trait Store: Send + Sync + 'static {
     async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>>;
     /// Removes `key`; a key that is not there is not an error.
     async fn delete(&self, key: &str) -> io::Result<()>;
+    /// Size and hashes of what `key` holds, read back through the store.
+    /// A store that can read its own bytes more cheaply than through
+    /// [`Store::get`]'s stream (a local file) overrides it.
+    async fn digest(&self, key: &str, with_sha256: bool) -> io::Result<ReadBack> {
+        let mut stream = self.get(key, None).await?;
+        let mut hashes = Hashes::new(with_sha256);
+        while let Some(chunk) = stream.next().await {
+            hashes.update(&chunk?);
+        }
+        Ok(hashes.finish())
+    }
     /// Removes everything under `prefix` (a deleted version).
     async fn delete_prefix(&self, prefix: &str) -> io::Result<()> {
         for (key, _) in self.list(prefix).await? {
@@ -64,7 +75,9 @@ pub trait Store: Send + Sync + 'static {
 /// do not resume delete the temporary object.
 #[async_trait]
 pub trait TempWriter: Send {
-    async fn write(&mut self, chunk: Bytes) -> io::Result<()>;
+    /// Appends `chunks` in order: the pieces of a body as they arrived,
+    /// handed on together rather than copied into one buffer first.
+    async fn write(&mut self, chunks: Vec<Bytes>) -> io::Result<()>;
     /// Everything written is in the store (and durable, where the store can say so).
     async fn finish(self: Box<Self>) -> io::Result<()>;
 }
@@ -88,19 +101,30 @@ pub struct ReadBack {
 
 /// Reads `key` back through the store and hashes it.
 pub async fn digest(store: &dyn Store, key: &str, with_sha256: bool) -> io::Result<ReadBack> {
-    let mut stream = store.get(key, None).await?;
-    let mut sha = with_sha256.then(Sha256::new);
-    let mut b3 = blake3::Hasher::new();
-    let mut size = 0u64;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk?;
-        size += chunk.len() as u64;
-        b3.update(&chunk);
-        if let Some(s) = sha.as_mut() {
-            s.update(&chunk);
+    store.digest(key, with_sha256).await
+}
+
+/// The running size and hashes of a read-back.
+pub(crate) struct Hashes {
+    size: u64,
+    b3: blake3::Hasher,
+    sha: Option<Sha256>,
+}
+
+impl Hashes {
+    pub(crate) fn new(with_sha256: bool) -> Hashes {
+        Hashes { size: 0, b3: blake3::Hasher::new(), sha: with_sha256.then(Sha256::new) }
+    }
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.size += bytes.len() as u64;
+        self.b3.update(bytes);
+        if let Some(s) = self.sha.as_mut() {
+            s.update(bytes);
         }
     }
-    Ok(ReadBack { size, blake3: b3.finalize().to_hex().to_string(), sha256: sha.map(|s| hex(&s.finalize())) })
+    pub(crate) fn finish(self) -> ReadBack {
+        ReadBack { size: self.size, blake3: self.b3.finalize().to_hex().to_string(), sha256: self.sha.map(|s| hex(&s.finalize())) }
+    }
 }
 
 pub fn hex(bytes: &[u8]) -> String {

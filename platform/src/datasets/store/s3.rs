@@ -87,7 +87,7 @@ impl Store for S3Store {
         if let Some(offset) = carry {
             let mut old = self.get(&temp_key(temp), Some((0, offset - 1))).await?;
             while let Some(chunk) = old.next().await {
-                writer.write(chunk?).await?;
+                writer.write(vec![chunk?]).await?;
             }
         }
         Ok(Box::new(writer))
@@ -137,10 +137,12 @@ struct Writer {
 
 #[async_trait]
 impl TempWriter for Writer {
-    async fn write(&mut self, chunk: Bytes) -> io::Result<()> {
+    async fn write(&mut self, chunks: Vec<Bytes>) -> io::Result<()> {
         let upload = self.upload.as_mut().ok_or_else(|| io::Error::other("write after finish"))?;
         upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(io_err)?;
-        upload.put(chunk);
+        for chunk in chunks {
+            upload.put(chunk);
+        }
         Ok(())
     }
 
