@@ -10,6 +10,7 @@ use datasets_support::*;
 use gantry_platform::datasets;
 use reqwest::StatusCode;
 use serde_json::Value;
+use tokio::io::AsyncWriteExt;
 
 gantry_testkit::timed_test! {
     async fn tokens_and_groups_decide_who_sees_and_writes_a_dataset() {
@@ -145,7 +146,9 @@ gantry_testkit::timed_test! {
         for _ in 0..500 {
             let res = http.head(&url).bearer_auth(&s.alice_token).send().await.unwrap();
             held = res.headers()["upload-offset"].to_str().unwrap().parse::<u64>().unwrap();
-            if held == 5 << 20 {
+            // Done when the cut request has also let go of the upload (until
+            // then a PATCH would be told to retry).
+            if held == 5 << 20 && s.count("SELECT COUNT(*) FROM dataset_uploads WHERE writer IS NOT NULL").await == 0 {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -156,6 +159,41 @@ gantry_testkit::timed_test! {
         let wrong = raw(s.addr, "PATCH", "/api/v1/datasets/coco/versions/v1/uploads/big.bin", &auth(0), 10, None, pattern).await.unwrap();
         assert_eq!(wrong.status, 409);
         assert_eq!(wrong.headers["upload-offset"], (5u64 << 20).to_string());
+        // A PATCH still being received holds the upload: a second one (a
+        // client retrying too soon) is told to try again, and touches nothing.
+        let mut live = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        let head = format!(
+            "PATCH /api/v1/datasets/coco/versions/v1/uploads/big.bin HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nAuthorization: Bearer {}\r\nUpload-Offset: {held}\r\n\r\n",
+            s.addr,
+            total - held,
+            s.alice_token
+        );
+        let mut first = vec![0u8; 1000];
+        pattern(held, &mut first);
+        live.write_all(head.as_bytes()).await.unwrap();
+        live.write_all(&first).await.unwrap();
+        for _ in 0..500 {
+            if s.count("SELECT COUNT(*) FROM dataset_uploads WHERE writer IS NOT NULL").await == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let busy = raw(s.addr, "PATCH", "/api/v1/datasets/coco/versions/v1/uploads/big.bin", &auth(held), 10, None, |at, buf| pattern(at + held, buf)).await.unwrap();
+        assert_eq!(busy.status, 409, "{}", busy.body);
+        assert_eq!(busy.headers["retry-after"], "5");
+        assert!(busy.body.contains("another request is writing this upload"), "{}", busy.body);
+        // That request's connection drops: its 1,000 bytes are kept and the
+        // upload is free again.
+        drop(live);
+        for _ in 0..500 {
+            if s.count("SELECT COUNT(*) FROM dataset_uploads WHERE writer IS NOT NULL").await == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let res = http.head(&url).bearer_auth(&s.alice_token).send().await.unwrap();
+        let held = res.headers()["upload-offset"].to_str().unwrap().parse::<u64>().unwrap();
+        assert_eq!(held, (5 << 20) + 1000);
         // The rest from the offset: the file is whole.
         let rest = raw(s.addr, "PATCH", "/api/v1/datasets/coco/versions/v1/uploads/big.bin", &auth(held), total - held, None, |at, buf| pattern(at + held, buf)).await.unwrap();
         assert_eq!(rest.status, 201, "{}", rest.body);

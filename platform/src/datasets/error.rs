@@ -21,6 +21,9 @@ pub enum DatasetError {
     Quota(#[from] QuotaRefusal),
     #[error("the file is larger than the upload limit of {limit} bytes")]
     TooLarge { limit: u64 },
+    /// Another request is writing this upload now; try again shortly.
+    #[error("{0}")]
+    Busy(String),
     /// The body ended before its declared length (a cut connection).
     #[error("{0}")]
     Incomplete(String),
@@ -48,7 +51,7 @@ impl DatasetError {
             DatasetError::Rule(_) | DatasetError::BadRequest(_) | DatasetError::Incomplete(_) => 400,
             DatasetError::Forbidden(_) => 403,
             DatasetError::NotFound(_) => 404,
-            DatasetError::Conflict(_) => 409,
+            DatasetError::Conflict(_) | DatasetError::Busy(_) => 409,
             DatasetError::Quota(_) | DatasetError::TooLarge { .. } => 413,
             DatasetError::Checksum(_) => 422,
             DatasetError::Store(_) => 502,

@@ -15,6 +15,7 @@ mod placing;
 pub mod quotas;
 pub mod store;
 mod upload;
+pub mod writing;
 
 pub use catalog::*;
 pub use error::DatasetError;

@@ -45,7 +45,11 @@ where
     let mut size = offset;
     let mut batch = Batch::default();
     let stop = loop {
-        match body.next().await {
+        let Ok(next) = tokio::time::timeout(upload.body_idle, body.next()).await else {
+            let idle = io::Error::new(io::ErrorKind::TimedOut, format!("no bytes arrived for {} s", upload.body_idle.as_secs()));
+            break Some(Stop::Body(idle));
+        };
+        match next {
             Some(Ok(chunk)) => {
                 size += chunk.len() as u64;
                 if size > upload.max_bytes {

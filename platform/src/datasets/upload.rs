@@ -5,7 +5,7 @@
 //! leaves nothing; a resumable one keeps its temporary objects (invisible)
 //! until it is resumed, cancelled or expires.
 
-use super::{catalog, pipeline, placing, store::{self, Store}, DatasetError, DatasetView, Datasets, FileView};
+use super::{catalog, pipeline, placing, store::{self, Store}, writing, DatasetError, DatasetView, Datasets, FileView};
 use crate::{accounts::User, db::Pool, now};
 use bytes::Bytes;
 use futures_util::Stream;
@@ -37,8 +37,16 @@ pub struct Upload {
     pub offset: u64,
     /// Most bytes this upload may bring: the size limit and the group's quota.
     pub max_bytes: u64,
+    /// A body that brings no byte for this long is cut (see [`BODY_IDLE`]).
+    pub body_idle: std::time::Duration,
     pub(super) stores: [Arc<dyn Store>; 2],
 }
+
+/// How long an upload's body may bring nothing before the request is cut
+/// (kept as far as it got, when resumable). A connection that died without
+/// a word would otherwise hold its upload — and the writer lease that keeps
+/// a second request out — for as long as the server runs.
+pub const BODY_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl std::fmt::Debug for Upload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -97,6 +105,7 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
         user_id: user.id,
         offset: 0,
         max_bytes: limits.upload_max_bytes,
+        body_idle: BODY_IDLE,
         stores: both,
     };
     if let Some((id, temp, owner, total, resumable)) = open {
@@ -153,7 +162,19 @@ async fn held(stores: &[Arc<dyn Store>; 2], temp: &str) -> Result<u64, DatasetEr
 
 /// Streams `body` into both stores from `offset` (which must be what they
 /// hold), then places the file when it is complete.
+/// Only one request writes an upload at a time (see [`writing`]); a second
+/// is refused before it touches anything.
 pub async fn write_upload<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>) -> Result<UploadState, DatasetError>
+where
+    S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
+{
+    let claim = writing::claim(pool, upload.id).await?;
+    let result = write_claimed(pool, upload, offset, body, expected_sha256).await;
+    claim.release().await;
+    result
+}
+
+async fn write_claimed<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>) -> Result<UploadState, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {

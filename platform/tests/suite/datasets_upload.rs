@@ -60,6 +60,86 @@ gantry_testkit::timed_test! {
 }
 
 gantry_testkit::timed_test! {
+    async fn a_second_request_cannot_write_an_upload_another_request_is_writing() {
+        let env = env().await;
+        let data = random_bytes(300_000);
+        let begin = BeginUpload { code: "coco", version: "v1", name: "both.bin", replace: false, total: Some(data.len() as u64), resumable: true };
+        // The first request has sent 100,000 bytes and is still sending.
+        let first = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let (tx, rx) = live_body();
+        tx.send(Ok(Bytes::copy_from_slice(&data[..100_000]))).unwrap();
+        let pool = env.pool.clone();
+        let writing = tokio::spawn(async move { datasets::write_upload(&pool, &first, 0, rx, None).await });
+        wait_until_written_by_someone(&env, "both.bin").await;
+
+        // A second request of the same owner — a client retrying too soon —
+        // is refused before it touches the temporary files.
+        let second = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let err = datasets::write_upload(&env.pool, &second, second.offset, body(data.clone(), 64 * 1024), None).await.unwrap_err();
+        assert!(matches!(err, DatasetError::Busy(_)), "{err:?}");
+        assert_eq!(err.status(), 409);
+        assert!(err.to_string().contains("another request is writing this upload"), "{err}");
+
+        // The first request's connection breaks: its bytes are kept and the
+        // upload is free at once; the client continues from the offset.
+        tx.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "reset"))).unwrap();
+        let cut = writing.await.unwrap().unwrap_err();
+        assert!(matches!(cut, DatasetError::Incomplete(_)), "{cut:?}");
+        let third = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert_eq!(third.offset, 100_000);
+        let file = done(datasets::write_upload(&env.pool, &third, 100_000, body(data[100_000..].to_vec(), 64 * 1024), None).await.unwrap());
+        assert_eq!(file.sha256, sha(&data), "the file is exactly what the client sent, in order");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_body_that_stops_sending_is_cut_and_frees_the_upload() {
+        let env = env().await;
+        let data = random_bytes(200_000);
+        let begin = BeginUpload { code: "coco", version: "v1", name: "idle.bin", replace: false, total: Some(data.len() as u64), resumable: true };
+        let mut upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        upload.body_idle = std::time::Duration::from_millis(300);
+        // 50,000 bytes, then nothing: a connection that died without a word.
+        let (tx, rx) = live_body();
+        tx.send(Ok(Bytes::copy_from_slice(&data[..50_000]))).unwrap();
+        let err = datasets::write_upload(&env.pool, &upload, 0, rx, None).await.unwrap_err();
+        assert!(matches!(err, DatasetError::Incomplete(_)), "{err:?}");
+        assert!(err.to_string().contains("no bytes arrived"), "{err}");
+        drop(tx);
+        // Kept as far as it got, and nobody holds it any more.
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads WHERE writer IS NOT NULL").await, 0);
+        let next = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert_eq!(next.offset, 50_000);
+        let file = done(datasets::write_upload(&env.pool, &next, 50_000, body(data[50_000..].to_vec(), 64 * 1024), None).await.unwrap());
+        assert_eq!(file.sha256, sha(&data));
+    }
+}
+
+/// A body the test feeds as it goes: what is sent arrives; nothing more
+/// arrives until the sender sends again or is dropped (the body ends).
+fn live_body() -> (tokio::sync::mpsc::UnboundedSender<io::Result<Bytes>>, impl futures_util::Stream<Item = io::Result<Bytes>> + Unpin + Send) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    (tx, Box::pin(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })))
+}
+
+/// Waits (bounded) until some request holds the writer lease of `name`'s
+/// upload: the first request's claim is the event the test waits for.
+async fn wait_until_written_by_someone(env: &Env, name: &str) {
+    for _ in 0..2000 {
+        let held: Option<i64> = sqlx::query_scalar("SELECT 1 FROM dataset_uploads WHERE name = ? AND writer IS NOT NULL")
+            .bind(name)
+            .fetch_optional(&env.pool)
+            .await
+            .unwrap();
+        if held.is_some() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("the first request never took the upload");
+}
+
+gantry_testkit::timed_test! {
     async fn a_cut_upload_leaves_no_file_no_temporary_file_and_no_row() {
         let env = env().await;
         let data = random_bytes(2 * 1024 * 1024);

@@ -59,7 +59,12 @@ pub fn routes() -> Router<AppState> {
 /// A refusal as the API shows it: `{"error": "…"}` with the status.
 pub fn error_json(e: &DatasetError) -> Response {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    no_store((status, Json(serde_json::json!({ "error": e.public_message() }))).into_response())
+    let mut res = no_store((status, Json(serde_json::json!({ "error": e.public_message() }))).into_response());
+    // Another request holds the upload: the client may simply try again.
+    if matches!(e, DatasetError::Busy(_)) {
+        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    res
 }
 
 pub fn no_store(mut res: Response) -> Response {

@@ -145,6 +145,9 @@ fn patch(job: Rc<Job>, offset: f64) {
         }
         // The server holds a different amount (an earlier try got further).
         (409, Some(held)) if held != offset => patch(job, held),
+        // Another request still holds the upload (an earlier try the server
+        // has not yet seen die): wait and ask again, as after a cut.
+        (409, _) if xhr.get_response_header("retry-after").ok().flatten().is_some() => retry(job),
         _ => fail(&job, error_of(xhr, status)),
     });
     if xhr.send_with_opt_blob(Some(&piece)).is_err() {
