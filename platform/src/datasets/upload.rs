@@ -161,9 +161,9 @@ async fn held(stores: &[Arc<dyn Store>; 2], temp: &str) -> Result<u64, DatasetEr
 }
 
 /// Streams `body` into both stores from `offset` (which must be what they
-/// hold), then places the file when it is complete.
-/// Only one request writes an upload at a time (see [`writing`]); a second
-/// is refused before it touches anything.
+/// hold), then places the file when it is complete. Only one request
+/// writes an upload at a time (see [`writing`]); a second is refused
+/// before it touches anything.
 pub async fn write_upload<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>) -> Result<UploadState, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
