@@ -25,7 +25,7 @@ pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Opt
         let (s, key) = (s.clone(), store::temp_key(&upload.temp));
         async move {
             let which = s.describe();
-            let task = tokio::spawn(async move { store::digest(s.as_ref(), &key, with_sha256).await });
+            let task = tokio::spawn(async move { s.digest(&key, with_sha256).await });
             match task.await {
                 Ok(Ok(d)) => Ok(d),
                 Ok(Err(e)) => Err((which, e.to_string())),

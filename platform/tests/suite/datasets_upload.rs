@@ -102,7 +102,11 @@ gantry_testkit::timed_test! {
         // 50,000 bytes, then nothing: a connection that died without a word.
         let (tx, rx) = live_body();
         tx.send(Ok(Bytes::copy_from_slice(&data[..50_000]))).unwrap();
-        let err = datasets::write_upload(&env.pool, &upload, 0, rx, None).await.unwrap_err();
+        // The bound only tells "never cut" from a slow machine.
+        let err = tokio::time::timeout(std::time::Duration::from_secs(60), datasets::write_upload(&env.pool, &upload, 0, rx, None))
+            .await
+            .expect("a body that stopped sending was never cut")
+            .unwrap_err();
         assert!(matches!(err, DatasetError::Incomplete(_)), "{err:?}");
         assert!(err.to_string().contains("no bytes arrived"), "{err}");
         drop(tx);
@@ -111,6 +115,28 @@ gantry_testkit::timed_test! {
         let next = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
         assert_eq!(next.offset, 50_000);
         let file = done(datasets::write_upload(&env.pool, &next, 50_000, body(data[50_000..].to_vec(), 64 * 1024), None).await.unwrap());
+        assert_eq!(file.sha256, sha(&data));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_writer_lease_left_by_a_dead_process_lets_the_next_request_in_once_it_expires() {
+        let env = env().await;
+        let data = random_bytes(100_000);
+        let begin = BeginUpload { code: "coco", version: "v1", name: "orphan.bin", replace: false, total: Some(data.len() as u64), resumable: true };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        // A process holding the lease died between two renewals: while its
+        // lease runs, the upload is refused and nothing is written.
+        let lease = |expires: i64| {
+            sqlx::query("UPDATE dataset_uploads SET writer = 'a-dead-process', writer_expires = ? WHERE id = ?").bind(expires).bind(upload.id)
+        };
+        lease(gantry_platform::now() + datasets::writing::LEASE_SECS).execute(&env.pool).await.unwrap();
+        let err = datasets::write_upload(&env.pool, &upload, 0, body(data.clone(), 64 * 1024), None).await.unwrap_err();
+        assert!(matches!(err, DatasetError::Busy(_)), "{err:?}");
+        assert!(files_under(&env.central_root).is_empty(), "{:?}", files_under(&env.central_root));
+        // Once it has expired, the next request takes the upload over.
+        lease(gantry_platform::now() - 1).execute(&env.pool).await.unwrap();
+        let file = done(datasets::write_upload(&env.pool, &upload, 0, body(data.clone(), 64 * 1024), None).await.unwrap());
         assert_eq!(file.sha256, sha(&data));
     }
 }

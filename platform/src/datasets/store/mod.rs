@@ -85,7 +85,7 @@ pub trait TempWriter: Send {
 /// Size and SHA-256 (lowercase hex) of what the store holds at `key`,
 /// read back through the store.
 pub async fn checksum(store: &dyn Store, key: &str) -> io::Result<(u64, String)> {
-    let d = digest(store, key, true).await?;
+    let d = store.digest(key, true).await?;
     Ok((d.size, d.sha256.unwrap_or_default()))
 }
 
@@ -97,11 +97,6 @@ pub struct ReadBack {
     pub size: u64,
     pub blake3: String,
     pub sha256: Option<String>,
-}
-
-/// Reads `key` back through the store and hashes it.
-pub async fn digest(store: &dyn Store, key: &str, with_sha256: bool) -> io::Result<ReadBack> {
-    store.digest(key, with_sha256).await
 }
 
 /// The running size and hashes of a read-back.
