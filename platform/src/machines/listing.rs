@@ -2,9 +2,11 @@
 //! per state, for the portal's list pages. Isolation is the same SQL
 //! condition as everywhere ([`super::visibility`]); filters only narrow it.
 //!
-//! Cost stays flat as tables grow: rows come from `ORDER BY id DESC LIMIT`
-//! over an index, and the per-state counts come from covering indexes
-//! (migration 0010) rather than from the rows themselves.
+//! Cost stays flat as tables grow: the window's ids come from an index
+//! walked newest first (a filter that is set is a plain `=` the planner can
+//! use; one that is not set is left out), the row details are read for
+//! those ids only, and the per-state counts come from the count tables the
+//! triggers of migration 0014 keep, not from the rows.
 
 use super::{views::machine_select, visibility, MachineView, TaskView};
 use crate::{accounts::User, db::Pool, PlatformError};
@@ -33,21 +35,44 @@ pub struct Window<T> {
     pub by_state: Vec<(String, i64)>,
 }
 
-// Parameters: `?1` the visibility bind, `?2` user, `?3` group, then for
-// tasks `?4` kind; the state filter and the window follow.
-const MACHINE_FILTER: &str = "m.state <> 'deleted' AND m.workload = 'dev'
-    AND (?2 IS NULL OR m.owner_id = (SELECT id FROM users WHERE username = ?2))
-    AND (?3 IS NULL OR m.group_id = (SELECT id FROM groups WHERE name = ?3))";
+/// `cond` when the filter is set; otherwise a condition that is always
+/// true but still names the parameter (every numbered parameter is bound).
+fn when(set: bool, cond: &str, param: &str) -> String {
+    if set {
+        cond.to_string()
+    } else {
+        format!("{param} IS NULL")
+    }
+}
 
-const TASK_FILTER: &str = "(?2 IS NULL OR t.requester_id = (SELECT id FROM users WHERE username = ?2))
-    AND (?3 IS NULL OR t.group_id = (SELECT id FROM groups WHERE name = ?3))
-    AND (?4 IS NULL OR t.kind = ?4)";
+// Parameters: `?1` the visibility bind, `?2` user, `?3` group, then for
+// tasks `?4` kind; the state filter and the window follow. The conditions
+// name the columns `m.` and `t.` of the rows and of the count tables alike.
+fn machine_filter(f: &ListFilter) -> String {
+    format!(
+        "m.state <> 'deleted' AND m.workload = 'dev' AND {} AND {}",
+        when(f.user.is_some(), "m.owner_id = (SELECT id FROM users WHERE username = ?2)", "?2"),
+        when(f.group.is_some(), "m.group_id = (SELECT id FROM groups WHERE name = ?3)", "?3"),
+    )
+}
+
+fn task_filter(f: &ListFilter) -> String {
+    format!(
+        "{} AND {} AND {}",
+        when(f.user.is_some(), "t.requester_id = (SELECT id FROM users WHERE username = ?2)", "?2"),
+        when(f.group.is_some(), "t.group_id = (SELECT id FROM groups WHERE name = ?3)", "?3"),
+        when(f.kind.is_some(), "t.kind = ?4", "?4"),
+    )
+}
 
 pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<MachineView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
     let cond = cond.replace('?', "?1");
+    let filters = machine_filter(filter);
+    let state = when(filter.state.is_some(), "m.state = ?4", "?4");
     let rows = sqlx::query_as(&format!(
-        "{} WHERE ({cond}) AND {MACHINE_FILTER} AND (?4 IS NULL OR m.state = ?4) ORDER BY m.id DESC LIMIT ?5 OFFSET ?6",
+        "{} WHERE m.id IN (SELECT m.id FROM machines m WHERE ({cond}) AND {filters} AND {state} ORDER BY m.id DESC LIMIT ?5 OFFSET ?6)
+         ORDER BY m.id DESC",
         machine_select()
     ))
     .bind(bind)
@@ -59,7 +84,7 @@ pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, pa
     .fetch_all(pool)
     .await?;
     let by_state: Vec<(String, i64)> = sqlx::query_as(&format!(
-        "SELECT m.state, COUNT(*) FROM machines m WHERE ({cond}) AND {MACHINE_FILTER} GROUP BY m.state ORDER BY m.state"
+        "SELECT m.state, SUM(m.n) FROM machine_counts m WHERE ({cond}) AND {filters} GROUP BY m.state HAVING SUM(m.n) > 0 ORDER BY m.state"
     ))
     .bind(bind)
     .bind(&filter.user)
@@ -72,12 +97,14 @@ pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, pa
 pub async fn tasks_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<TaskView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "t.group_id");
     let cond = cond.replace('?', "?1");
+    let filters = task_filter(filter);
+    let state = when(filter.state.is_some(), "t.state = ?5", "?5");
     let rows = sqlx::query_as(&format!(
         "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,
                 t.attempts, t.created_at, t.updated_at
          FROM tasks t JOIN users u ON u.id = t.requester_id
-         WHERE ({cond}) AND {TASK_FILTER} AND (?5 IS NULL OR t.state = ?5)
-         ORDER BY t.id DESC LIMIT ?6 OFFSET ?7"
+         WHERE t.id IN (SELECT t.id FROM tasks t WHERE ({cond}) AND {filters} AND {state} ORDER BY t.id DESC LIMIT ?6 OFFSET ?7)
+         ORDER BY t.id DESC"
     ))
     .bind(bind)
     .bind(&filter.user)
@@ -88,14 +115,15 @@ pub async fn tasks_window(pool: &Pool, viewer: &User, filter: &ListFilter, page:
     .bind(page.offset())
     .fetch_all(pool)
     .await?;
-    let by_state: Vec<(String, i64)> =
-        sqlx::query_as(&format!("SELECT t.state, COUNT(*) FROM tasks t WHERE ({cond}) AND {TASK_FILTER} GROUP BY t.state ORDER BY t.state"))
-            .bind(bind)
-            .bind(&filter.user)
-            .bind(&filter.group)
-            .bind(&filter.kind)
-            .fetch_all(pool)
-            .await?;
+    let by_state: Vec<(String, i64)> = sqlx::query_as(&format!(
+        "SELECT t.state, SUM(t.n) FROM task_counts t WHERE ({cond}) AND {filters} GROUP BY t.state HAVING SUM(t.n) > 0 ORDER BY t.state"
+    ))
+    .bind(bind)
+    .bind(&filter.user)
+    .bind(&filter.group)
+    .bind(&filter.kind)
+    .fetch_all(pool)
+    .await?;
     Ok(Window { rows, total: total_for(&by_state, filter.state.as_deref()), by_state })
 }
 

@@ -8,7 +8,8 @@
 //!   deleted or lost machine holds nothing;
 //! - once the engine answers and the reconciler has passed without a
 //!   refused removal, every container belongs to a machine that holds
-//!   exactly the GPUs it is pinned to.
+//!   exactly the GPUs it is pinned to;
+//! - the list pages' count tables (kept by triggers) agree with the rows.
 
 use crate::common;
 
@@ -85,6 +86,7 @@ async fn run_case(ops: Vec<Op>) {
     for (step, op) in ops.into_iter().enumerate() {
         apply(&env, &sim, &alice, step, &op, &mut engine_up).await;
         env.assert_quota_consistent().await;
+        crate::list_counts::assert_counts_agree(&env.pool, &format!("{op:?}")).await;
         if engine_up {
             let mut report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
             if !report.not_collected.is_empty() {

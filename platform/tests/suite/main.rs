@@ -22,6 +22,7 @@ mod datasets_upload;
 mod docker_executor;
 mod engine_docker;
 mod engine_invariant;
+mod list_counts;
 mod machines_docker;
 mod migrate_engine;
 mod nodes_admin;
