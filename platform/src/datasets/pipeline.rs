@@ -159,14 +159,14 @@ impl Pipes {
         let (tx, mut rx) = mpsc::channel::<Vec<Bytes>>(IN_FLIGHT);
         // Hashing is CPU work: on a blocking thread, beside the writers.
         let task = tokio::task::spawn_blocking(move || {
-            let (mut sha, mut b3) = (Sha256::new(), blake3::Hasher::new());
+            let (mut sha, mut crc) = (Sha256::new(), store::crc64());
             while let Some(chunks) = rx.blocking_recv() {
                 for chunk in &chunks {
                     sha.update(chunk);
-                    b3.update(chunk);
+                    crc.update(chunk);
                 }
             }
-            Streamed { sha256: store::hex(&sha.finalize()), blake3: b3.finalize().to_hex().to_string() }
+            Streamed { sha256: store::hex(&sha.finalize()), crc64: store::crc64_hex(&crc) }
         });
         Pipes { writers, hasher: (tx, task) }
     }
@@ -189,7 +189,7 @@ impl Pipes {
             results.push(task.await);
         }
         drop(hasher.0);
-        let hashes = hasher.1.await.unwrap_or(Streamed { sha256: String::new(), blake3: String::new() });
+        let hashes = hasher.1.await.unwrap_or(Streamed { sha256: String::new(), crc64: String::new() });
         (results, hashes)
     }
 }

@@ -13,13 +13,13 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub(super) struct Streamed {
     pub sha256: String,
-    pub blake3: String,
+    pub crc64: String,
 }
 
 pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Option<&Streamed>, expected: Option<&str>) -> Result<FileView, DatasetError> {
     let [central, region] = &upload.stores;
     // Each copy is read back on its own task (two cores hash at once).
-    // BLAKE3 proves a copy holds the bytes received; SHA-256, the figure
+    // CRC-64 proves a copy holds the bytes received; SHA-256, the figure
     // users see, is read back only when no single request streamed it all.
     let read = |s: &Arc<dyn Store>, with_sha256: bool| {
         let (s, key) = (s.clone(), store::temp_key(&upload.temp));
@@ -44,10 +44,10 @@ pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Opt
     let sha = streamed.map(|s| s.sha256.clone()).or(a.sha256.clone()).unwrap_or_default();
     let mismatch = if a.size != size || b.size != size {
         Some(format!("the stores hold {} and {} bytes, the upload sent {size}", a.size, b.size))
-    } else if a.blake3 != b.blake3 {
-        Some(format!("the two copies differ (BLAKE3 {} in the {}, {} in the {})", a.blake3, central.describe(), b.blake3, region.describe()))
-    } else if streamed.is_some_and(|s| s.blake3 != a.blake3) {
-        Some(format!("the stored copies (BLAKE3 {}) differ from what was received ({})", a.blake3, streamed.map(|s| s.blake3.as_str()).unwrap_or_default()))
+    } else if a.crc64 != b.crc64 {
+        Some(format!("the two copies differ (CRC-64 {} in the {}, {} in the {})", a.crc64, central.describe(), b.crc64, region.describe()))
+    } else if streamed.is_some_and(|s| s.crc64 != a.crc64) {
+        Some(format!("the stored copies (CRC-64 {}) differ from what was received ({})", a.crc64, streamed.map(|s| s.crc64.as_str()).unwrap_or_default()))
     } else if expected.is_some_and(|e| !e.eq_ignore_ascii_case(&sha)) {
         Some(format!("the file's SHA-256 is {sha}, not {} as the client said", expected.unwrap_or_default()))
     } else {
