@@ -3,7 +3,9 @@
 -- index still read every row (12 ms for 50,000 tasks), counting from these
 -- tables reads one row per (group, person, kind, state) whatever the
 -- tables hold. Columns are named as in `machines` and `tasks` so that the
--- list filters apply to them unchanged.
+-- list filters apply to them unchanged. A later migration that rebuilds
+-- `machines` or `tasks` (create, copy, drop, rename) drops their triggers
+-- with the old table and must create them again.
 
 CREATE TABLE machine_counts (
     group_id INTEGER NOT NULL,

@@ -37,10 +37,9 @@ pub struct MachineEvent {
 /// Warned and reclaimed machines the viewer may see (the banner).
 pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
-    let allowed = load_settings(pool).await?.reclaim.extensions_allowed as i64;
     // An admin's banner shows the machines of their own group only; the
     // console lists everything.
-    let rows: Vec<(i64, String, String, Option<i64>, i64, bool, bool, Option<i64>)> = sqlx::query_as(&format!(
+    let rows: Vec<Row> = sqlx::query_as(&format!(
         "SELECT m.id, m.name, m.state, m.reclaim_deadline, m.reclaim_extensions, m.reclaim_exempt, m.rebalance_opt_out, m.restore_snapshot_id
          FROM machines m WHERE ({cond}) AND m.group_id = ? AND (m.reclaim_deadline IS NOT NULL OR m.state = 'reclaimed') ORDER BY m.id"
     ))
@@ -48,6 +47,12 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
     .bind(viewer.group_id)
     .fetch_all(pool)
     .await?;
+    // The banner is on every page and nearly always empty: the settings
+    // are read only when there is something to show.
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let allowed = load_settings(pool).await?.reclaim.extensions_allowed as i64;
     Ok(rows.into_iter().map(|r| status_from(r, allowed)).collect())
 }
 
