@@ -2,6 +2,7 @@
 //! middleware around the Leptos app. Tests start the real router on port 0.
 
 pub mod api_v1;
+pub mod asset_memory;
 pub mod assets;
 pub mod bench;
 pub mod bootstrap;
