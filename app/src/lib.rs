@@ -16,7 +16,7 @@ pub mod state;
 
 use components::layout::{Frame, Layout};
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, HashedStylesheet, Link, Meta, MetaTags, Title};
+use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Title};
 use leptos_router::{
     components::{ParentRoute, Route, Router, Routes},
     path, SsrMode,
@@ -42,9 +42,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                <HashedStylesheet options=options.clone() id="leptos"/>
                 <AutoReload options=options.clone()/>
-                <HydrationScripts options/>
+                <components::asset_tags::AssetTags options/>
                 <MetaTags/>
             </head>
             <body>

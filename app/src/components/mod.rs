@@ -1,3 +1,4 @@
+pub mod asset_tags;
 pub mod chart;
 pub mod chart_heatmap;
 pub mod dataset_field;
