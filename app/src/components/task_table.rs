@@ -5,7 +5,7 @@
 
 use crate::{
     api::machines::CancelTask,
-    components::status::{Progress, TaskBadge},
+    components::status::{progress_bar, task_state_badge},
     model::machines::{task_cancellable, TaskRow},
     use_session,
 };
@@ -60,8 +60,8 @@ pub fn TaskTable(tasks: Vec<TaskRow>, cancel: ServerAction<CancelTask>, #[prop(o
                             <td>{t.id}</td>
                             <td><code>{t.kind}</code></td>
                             {machine}
-                            <td><TaskBadge state=t.state/></td>
-                            <td><Progress value=t.progress label=label/></td>
+                            <td>{task_state_badge(t.state)}</td>
+                            <td>{progress_bar(t.progress, label)}</td>
                             <td class="message">{t.message}</td>
                             <td>{t.attempts}</td>
                             <td>{t.requester}</td>

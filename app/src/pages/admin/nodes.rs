@@ -15,7 +15,7 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         poll::{poll_guarded, tracked},
-        status::Tag,
+        status::tag,
     },
     error::AppError,
     model::{
@@ -133,11 +133,11 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
     let badge = move || format!("badge node {}", state.get().parse::<NodeState>().map(NodeState::as_str).unwrap_or("unknown"));
     let heartbeat = move || row.with(|n| if n.last_heartbeat > 0 { gantry_core::time::format_utc(n.last_heartbeat) } else { "never".to_string() });
     let stale = move || {
-        (!row.with(|n| n.heartbeat_fresh) && !lost.get()).then(|| view! { " " <Tag text="stale" title="no recent heartbeat: the node takes no new machines"/> })
+        (!row.with(|n| n.heartbeat_fresh) && !lost.get()).then(|| view! { " " {tag("stale", "no recent heartbeat: the node takes no new machines")} })
     };
     let simulated = move || {
         row.with(|n| n.simulated)
-            .then(|| view! { " " <Tag text="simulated" title="no NVIDIA driver seen: the GPUs are simulated or declared by an administrator"/> })
+            .then(|| view! { " " {tag("simulated", "no NVIDIA driver seen: the GPUs are simulated or declared by an administrator")} })
     };
     let manage = {
         let name = name.clone();

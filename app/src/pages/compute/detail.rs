@@ -8,7 +8,7 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         poll::poll,
-        status::TaskBadge,
+        status::task_state_badge,
     },
     error::AppError,
     model::{
@@ -83,7 +83,7 @@ fn TaskView(detail: ComputeDetail, cancel: ServerAction<CancelCompute>) -> impl 
         <Title text=format!("Compute task {}", t.name)/>
         <div class="page-head">
             <h1>"#" {t.id} " " {t.name.clone()}</h1>
-            <TaskBadge state=t.state.clone()/>
+            {task_state_badge(t.state.clone())}
             {busy.then(|| view! { <a href=refresh class="small">"Refresh"</a> })}
         </div>
         <div class="grid two">

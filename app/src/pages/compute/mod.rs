@@ -11,7 +11,7 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         poll::poll,
-        status::TaskBadge,
+        status::task_state_badge,
     },
     model::{
         compute::{compute_cancellable, task_combo, ComputeRow},
@@ -100,7 +100,7 @@ fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>) -> 
                             <td>{t.id}</td>
                             <td class="nowrap"><a href=format!("/compute/{}", t.id)><strong>{t.name.clone()}</strong></a></td>
                             <td>{task_combo(&t)}</td>
-                            <td><TaskBadge state=t.state.clone()/></td>
+                            <td>{task_state_badge(t.state.clone())}</td>
                             <td>{t.region.clone().unwrap_or_else(dash)}</td>
                             <td>{t.node.clone().unwrap_or_else(dash)}</td>
                             <td>{t.exit_code.map(|c| c.to_string()).unwrap_or_else(dash)}</td>

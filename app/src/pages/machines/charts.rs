@@ -10,7 +10,7 @@ use crate::{
         chart::{Legend, Metric, SeriesChart},
         form_error::{error_text, FormError},
         poll::{poll_guarded, tracked},
-        status::Tag,
+        status::tag,
     },
     model::telemetry::ChartData,
 };
@@ -42,7 +42,7 @@ pub fn ChartPair(data: ChartData, #[prop(into)] prefix: String) -> impl IntoView
     let source = format!("from {} samples", if data.resolution == "raw" { "raw".to_string() } else { format!("{} rollups of", data.resolution) });
     view! {
         <p class="muted small">
-            {source} {data.simulated.then(|| view! { " " <Tag text="simulated" title="no NVIDIA driver: these series come from the simulated source"/> })}
+            {source} {data.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver: these series come from the simulated source")} })}
         </p>
         <SeriesChart data=data.clone() metric=Metric::Util title="GPU utilisation (%)" testid=format!("{prefix}-util-chart")/>
         <SeriesChart data=data.clone() metric=Metric::Memory title="GPU memory used (%)" testid=format!("{prefix}-mem-chart")/>

@@ -12,7 +12,7 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         poll::{poll_guarded, tracked},
-        status::{MachineBadge, Tag},
+        status::{machine_state_badge, tag},
         task_table::TaskTable,
     },
     error::AppError,
@@ -116,7 +116,7 @@ fn MachineView(data: Memo<Option<MachineDetail>>, op: ServerAction<MachineOperat
         <Title text=name.clone()/>
         <div class="page-head">
             <h1>{name}</h1>
-            {move || view! { <MachineBadge state=state.get()/> }}
+            {move || view! { {machine_state_badge(state.get())} }}
         </div>
         <div class="grid two">
             {move || machine.get().map(|m| view! { <MachineFacts m=m/> })}
@@ -150,12 +150,12 @@ fn MachineFacts(m: MachineRow) -> impl IntoView {
     };
     let gpus = view! {
         <span data-testid="machine-gpus">{gpu_summary(m.gpu_count, &m.gpu_model, &m.gpu_indexes)}</span>
-        {m.simulated.then(|| view! { " " <Tag text="simulated" title="no NVIDIA driver on this node: the GPUs are simulated"/> })}
+        {m.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver on this node: the GPUs are simulated")} })}
     }
     .into_any();
     let volume = view! {
         {volume_summary(&m.volume_name, m.volume_size_gb)}
-        {(!m.volume_enforced).then(|| view! { " " <Tag text="size not enforced" title="a plain Docker volume: the size is not a hard limit on this node"/> })}
+        {(!m.volume_enforced).then(|| view! { " " {tag("size not enforced", "a plain Docker volume: the size is not a hard limit on this node")} })}
     }
     .into_any();
     let message = if m.message.is_empty() { "—".to_string() } else { m.message.clone() };

@@ -6,7 +6,7 @@ use crate::{
     api::volumes::DeleteKeptVolume,
     components::{
         form_error::{error_text, FormError},
-        status::Tag,
+        status::tag,
     },
     error::AppError,
     model::machines::KeptVolumeRow,
@@ -61,7 +61,7 @@ fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, j
                             <td><code>{v.name.clone()}</code></td>
                             <td class="nowrap">
                                 {format!("{} GB", v.size_gb)}
-                                {(!v.enforced).then(|| view! { " " <Tag text="size not enforced" title="a plain Docker volume: the size is not a hard limit on its node"/> })}
+                                {(!v.enforced).then(|| view! { " " {tag("size not enforced", "a plain Docker volume: the size is not a hard limit on its node")} })}
                             </td>
                             <td>{v.node.clone()}</td>
                             <td>{v.from_machine.clone()}</td>

@@ -20,7 +20,7 @@ use crate::{
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
         poll::poll,
         quota_gauge::QuotaGauge,
-        status::{MachineBadge, Tag},
+        status::{machine_state_badge, tag},
     },
     model::machines::{gpu_summary, machine_busy, volume_summary, KeptVolumeRow, MachineRow},
 };
@@ -124,15 +124,15 @@ fn MachineTable(machines: Vec<MachineRow>, filtered: bool) -> impl IntoView {
                 {machines.into_iter().map(|m| view! {
                     <tr data-testid="machine-row" data-name=m.name.clone() data-state=m.state.clone()>
                         <td class="nowrap"><a href=format!("/machines/{}", m.id)><strong>{m.name.clone()}</strong></a></td>
-                        <td><MachineBadge state=m.state.clone()/></td>
+                        <td>{machine_state_badge(m.state.clone())}</td>
                         <td>
                             <span class="nowrap" data-testid="machine-gpus">{gpu_summary(m.gpu_count, &m.gpu_model, &m.gpu_indexes)}</span>
-                            {m.simulated.then(|| view! { " " <Tag text="simulated" title="no NVIDIA driver on this node: the GPUs are simulated"/> })}
+                            {m.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver on this node: the GPUs are simulated")} })}
                         </td>
                         <td>{m.node.clone().unwrap_or_else(|| "—".into())}</td>
                         <td>
                             <span class="nowrap">{volume_summary(&m.volume_name, m.volume_size_gb)}</span>
-                            {(!m.volume_enforced).then(|| view! { " " <Tag text="size not enforced" title="a plain Docker volume: the size is not a hard limit on this node"/> })}
+                            {(!m.volume_enforced).then(|| view! { " " {tag("size not enforced", "a plain Docker volume: the size is not a hard limit on this node")} })}
                         </td>
                         <td>{m.image.clone()}</td>
                         <td>{m.owner.clone()}</td>
