@@ -19,30 +19,37 @@ fn names(options: &LeptosOptions) -> &'static AssetNames {
     static NAMES: OnceLock<AssetNames> = OnceLock::new();
     NAMES.get_or_init(|| {
         let base = options.output_name.to_string();
-        let (mut css, mut js, mut wasm) = (base.clone(), base.clone(), base);
         if options.hash_files {
-            // cargo-leptos writes `css: HASH`, `js: HASH`, `wasm: HASH` next to the binary.
+            // cargo-leptos writes the hashes next to the binary; no file: plain names.
             let hashes = std::env::current_exe()
                 .ok()
                 .and_then(|exe| exe.parent().map(|dir| dir.join(options.hash_file.as_ref())))
                 .and_then(|path| std::fs::read_to_string(path).ok())
                 .unwrap_or_default();
-            for (file, hash) in hashes.lines().filter_map(|l| l.split_once(':')) {
-                let name = match file.trim() {
-                    "css" => &mut css,
-                    "js" => &mut js,
-                    "wasm" => &mut wasm,
-                    _ => continue,
-                };
-                name.push('.');
-                name.push_str(hash.trim());
-            }
-        } else if option_env!("LEPTOS_OUTPUT_NAME").is_none() {
+            hashed_names(&base, &hashes)
+        } else {
             // A plain wasm-bindgen build names the module `NAME_bg.wasm`.
-            wasm.push_str("_bg");
+            let wasm = if option_env!("LEPTOS_OUTPUT_NAME").is_none() { format!("{base}_bg") } else { base.clone() };
+            AssetNames { css: base.clone(), js: base, wasm }
         }
-        AssetNames { css, js, wasm }
     })
+}
+
+/// The names for cargo-leptos' `hash.txt` (`css: HASH`, `js: HASH`,
+/// `wasm: HASH`, one per line): `BASE.HASH`, or `BASE` where a line is missing.
+fn hashed_names(base: &str, hashes: &str) -> AssetNames {
+    let mut names = AssetNames { css: base.into(), js: base.into(), wasm: base.into() };
+    for (file, hash) in hashes.lines().filter_map(|l| l.split_once(':')) {
+        let name = match file.trim() {
+            "css" => &mut names.css,
+            "js" => &mut names.js,
+            "wasm" => &mut names.wasm,
+            _ => continue,
+        };
+        name.push('.');
+        name.push_str(hash.trim());
+    }
+    names
 }
 
 /// `<link>`s for the stylesheet, the JS module and the wasm, and the inline
@@ -59,5 +66,18 @@ pub fn AssetTags(options: LeptosOptions) -> impl IntoView {
         <link rel="modulepreload" href=js/>
         <link rel="preload" href=wasm r#as="fetch" r#type="application/wasm" crossorigin=""/>
         <script type="module" nonce=use_nonce()>{boot}</script>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_file_gets_its_own_hash_and_a_missing_line_leaves_the_plain_name() {
+        let n = hashed_names("gantry", "js: J1\nwasm: W-2_x\n\nsplit: S\n");
+        assert_eq!((n.css.as_str(), n.js.as_str(), n.wasm.as_str()), ("gantry", "gantry.J1", "gantry.W-2_x"));
+        let n = hashed_names("gantry", "css: C\njs: J\nwasm: W\n");
+        assert_eq!((n.css.as_str(), n.js.as_str(), n.wasm.as_str()), ("gantry.C", "gantry.J", "gantry.W"));
     }
 }

@@ -116,7 +116,7 @@ fn MachineView(data: Memo<Option<MachineDetail>>, op: ServerAction<MachineOperat
         <Title text=name.clone()/>
         <div class="page-head">
             <h1>{name}</h1>
-            {move || view! { {machine_state_badge(state.get())} }}
+            {move || machine_state_badge(state.get())}
         </div>
         <div class="grid two">
             {move || machine.get().map(|m| view! { <MachineFacts m=m/> })}
