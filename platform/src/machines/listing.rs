@@ -65,16 +65,34 @@ fn task_filter(f: &ListFilter) -> String {
     )
 }
 
-pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<MachineView>, PlatformError> {
-    let (cond, bind) = visibility(viewer, "m.group_id");
-    let cond = cond.replace('?', "?1");
+/// The isolation condition with its parameter numbered `?1`.
+fn visible_as_1(viewer: &User, group_column: &str) -> (String, i64) {
+    let (cond, bind) = visibility(viewer, group_column);
+    (cond.replace('?', "?1"), bind)
+}
+
+/// The ids of one window of machines, newest first. Parameters: `?1` the
+/// visibility bind, `?2` user, `?3` group, `?4` state, `?5` limit, `?6`
+/// offset. Public so that a test can check its query plan.
+pub fn machine_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
+    let (cond, bind) = visible_as_1(viewer, "m.group_id");
     let filters = machine_filter(filter);
     let state = when(filter.state.is_some(), "m.state = ?4", "?4");
-    let rows = sqlx::query_as(&format!(
-        "{} WHERE m.id IN (SELECT m.id FROM machines m WHERE ({cond}) AND {filters} AND {state} ORDER BY m.id DESC LIMIT ?5 OFFSET ?6)
-         ORDER BY m.id DESC",
-        machine_select()
-    ))
+    (format!("SELECT m.id FROM machines m WHERE ({cond}) AND {filters} AND {state} ORDER BY m.id DESC LIMIT ?5 OFFSET ?6"), bind)
+}
+
+/// The ids of one window of tasks, newest first: `?1`–`?3` as for
+/// machines, `?4` kind, `?5` state, `?6` limit, `?7` offset.
+pub fn task_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
+    let (cond, bind) = visible_as_1(viewer, "t.group_id");
+    let filters = task_filter(filter);
+    let state = when(filter.state.is_some(), "t.state = ?5", "?5");
+    (format!("SELECT t.id FROM tasks t WHERE ({cond}) AND {filters} AND {state} ORDER BY t.id DESC LIMIT ?6 OFFSET ?7"), bind)
+}
+
+pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<MachineView>, PlatformError> {
+    let (ids, bind) = machine_ids_sql(viewer, filter);
+    let rows = sqlx::query_as(&format!("{} WHERE m.id IN ({ids}) ORDER BY m.id DESC", machine_select()))
     .bind(bind)
     .bind(&filter.user)
     .bind(&filter.group)
@@ -83,6 +101,7 @@ pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, pa
     .bind(page.offset())
     .fetch_all(pool)
     .await?;
+    let (cond, filters) = (visible_as_1(viewer, "m.group_id").0, machine_filter(filter));
     let by_state: Vec<(String, i64)> = sqlx::query_as(&format!(
         "SELECT m.state, SUM(m.n) FROM machine_counts m WHERE ({cond}) AND {filters} GROUP BY m.state HAVING SUM(m.n) > 0 ORDER BY m.state"
     ))
@@ -95,16 +114,12 @@ pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, pa
 }
 
 pub async fn tasks_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<TaskView>, PlatformError> {
-    let (cond, bind) = visibility(viewer, "t.group_id");
-    let cond = cond.replace('?', "?1");
-    let filters = task_filter(filter);
-    let state = when(filter.state.is_some(), "t.state = ?5", "?5");
+    let (ids, bind) = task_ids_sql(viewer, filter);
     let rows = sqlx::query_as(&format!(
         "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,
                 t.attempts, t.created_at, t.updated_at
          FROM tasks t JOIN users u ON u.id = t.requester_id
-         WHERE t.id IN (SELECT t.id FROM tasks t WHERE ({cond}) AND {filters} AND {state} ORDER BY t.id DESC LIMIT ?6 OFFSET ?7)
-         ORDER BY t.id DESC"
+         WHERE t.id IN ({ids}) ORDER BY t.id DESC"
     ))
     .bind(bind)
     .bind(&filter.user)
@@ -115,6 +130,7 @@ pub async fn tasks_window(pool: &Pool, viewer: &User, filter: &ListFilter, page:
     .bind(page.offset())
     .fetch_all(pool)
     .await?;
+    let (cond, filters) = (visible_as_1(viewer, "t.group_id").0, task_filter(filter));
     let by_state: Vec<(String, i64)> = sqlx::query_as(&format!(
         "SELECT t.state, SUM(t.n) FROM task_counts t WHERE ({cond}) AND {filters} GROUP BY t.state HAVING SUM(t.n) > 0 ORDER BY t.state"
     ))

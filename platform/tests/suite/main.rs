@@ -23,6 +23,7 @@ mod docker_executor;
 mod engine_docker;
 mod engine_invariant;
 mod list_counts;
+mod list_plans;
 mod machines_docker;
 mod migrate_engine;
 mod nodes_admin;
