@@ -89,10 +89,23 @@ impl Store for DirStore {
         let from = self.path(&temp_key(temp))?;
         let to = self.path(key)?;
         blocking(move || {
-            if let Some(parent) = to.parent() {
-                fs::create_dir_all(parent)?;
+            let parent = to.parent().ok_or_else(|| io::Error::other("a key names a folder"))?;
+            // Folders made now for the key ({dataset}/{version}/{category}).
+            let made: Vec<PathBuf> = parent.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
+            fs::create_dir_all(parent)?;
+            fs::rename(&from, &to)?;
+            // The new names on disk before the file is listed: the data was
+            // synced when written, the directory entries only now. (On the
+            // database's file system its next commit would carry them
+            // along; a store on another disk or a JuiceFS mount has no
+            // such luck.)
+            sync_dir(parent)?;
+            for dir in &made {
+                if let Some(up) = dir.parent() {
+                    sync_dir(up)?;
+                }
             }
-            fs::rename(&from, &to)
+            Ok(())
         })
         .await
     }
@@ -246,6 +259,15 @@ impl TempWriter for DirWriter {
         // On disk before the file is listed: a crash after the rename must
         // not leave an empty file under a listed name.
         blocking(move || file.sync_data()).await
+    }
+}
+
+/// Makes a directory's entries durable. A file system that cannot sync a
+/// directory (some answer "invalid argument") has nothing more to offer.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    match File::open(dir)?.sync_all() {
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput || e.kind() == io::ErrorKind::Unsupported => Ok(()),
+        other => other,
     }
 }
 
