@@ -7,6 +7,7 @@ pub mod layout;
 pub mod list_nav;
 pub mod next_steps;
 pub mod poll;
+pub mod polled;
 pub mod quota_gauge;
 pub mod status;
 pub mod task_table;

@@ -7,6 +7,7 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
+        polled::busy_when,
         poll::poll,
         task_table::TaskTable,
     },
@@ -25,10 +26,7 @@ pub fn TasksPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let query = use_list_query();
     let tasks = Resource::new(move || (tick.get(), cancel.version().get(), query.get()), |(_, _, q)| tasks_window(q.state, q.user, q.group, q.kind, q.page));
-    let busy = Signal::derive(move || {
-        tasks.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|w| w.rows.iter().any(|t| task_busy(&t.state))))
-    });
-    poll(tick, busy);
+    poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
     view! {
         <Title text="Tasks"/>
         <h1>"Tasks"</h1>

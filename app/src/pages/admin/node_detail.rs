@@ -2,8 +2,7 @@
 
 use crate::{
     api::telemetry::node_chart,
-    components::poll::{poll_guarded, tracked},
-    model::telemetry::ChartData,
+    components::{poll::{poll_guarded, tracked}, polled::last_good},
     pages::machines::charts::{query_range, ChartPair, RangeLinks},
 };
 use leptos::prelude::*;
@@ -22,18 +21,13 @@ pub fn NodeDetailPage() -> impl IntoView {
         move |(id, range, _)| tracked(in_flight, node_chart(id, range.as_str().to_string())),
     );
     poll_guarded(tick, Signal::stored(false), in_flight);
-    let shown = Memo::new(move |prev: Option<&Option<(String, ChartData)>>| {
-        chart.with(|r| match r {
-            Some(Ok(d)) => Some(d.clone()),
-            _ => prev.cloned().flatten(),
-        })
-    });
+    // Keep the last good answer while a refetch runs or fails.
+    let last = StoredValue::new(None);
     view! {
         <p class="crumbs"><a href="/admin/overview">"← Cluster overview"</a> " · " <a href="/admin/nodes">"Nodes"</a></p>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || {
-                let error = chart.with(|r| r.as_ref().and_then(|r| r.as_ref().err().map(|e| e.to_string())));
-                match (shown.get(), error) {
+                match last_good(chart, last) {
                     (Some((name, data)), _) => view! {
                         <Title text=format!("Node {name}")/>
                         <div class="page-head"><h1 data-testid="node-name">{format!("Node {name}")}</h1><RangeLinks range=range/></div>

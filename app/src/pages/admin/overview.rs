@@ -7,9 +7,10 @@ use crate::{
     api::telemetry::cluster_overview,
     components::{
         chart_heatmap::Heatmap,
+        polled::last_good,
         poll::{poll_guarded, tracked},
     },
-    model::telemetry::{GroupUsage, Overview},
+    model::telemetry::GroupUsage,
 };
 use gantry_core::telemetry::USAGE_PERIODS;
 use leptos::prelude::*;
@@ -26,12 +27,8 @@ pub fn OverviewPage() -> impl IntoView {
     let in_flight = RwSignal::new(false);
     let data = Resource::new(move || (period.get(), tick.get()), move |(p, _)| tracked(in_flight, cluster_overview(p)));
     poll_guarded(tick, Signal::stored(false), in_flight);
-    let shown = Memo::new(move |prev: Option<&Option<Overview>>| {
-        data.with(|r| match r {
-            Some(Ok(d)) => Some(d.clone()),
-            _ => prev.cloned().flatten(),
-        })
-    });
+    // Keep the last good answer while a refetch runs or fails.
+    let last = StoredValue::new(None);
     let links = USAGE_PERIODS.map(|(p, _)| {
         let class = move || if period.get() == p { "active" } else { "" };
         view! { <a href=format!("?period={p}") class=class>{p}</a> }
@@ -41,8 +38,7 @@ pub fn OverviewPage() -> impl IntoView {
         <h1>"Cluster overview"</h1>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || {
-                let error = data.with(|r| r.as_ref().and_then(|r| r.as_ref().err().map(|e| e.to_string())));
-                match (shown.get(), error) {
+                match last_good(data, last) {
                     (Some(o), _) => view! {
                         <section class="card stack">
                             <h2>"GPUs now"</h2>

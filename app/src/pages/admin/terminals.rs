@@ -7,6 +7,7 @@ use crate::{
     api::terminals::{terminal_sessions, CloseTerminal, TerminalSessionRow},
     components::{
         form_error::{error_text, FormError},
+        polled::busy_when,
         poll::poll,
     },
 };
@@ -29,8 +30,7 @@ pub fn TerminalsPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let sessions = Resource::new(move || (tick.get(), close.version().get()), |_| terminal_sessions());
     // While a close is on its way, look again soon.
-    let busy = Signal::derive(move || sessions.with(|s| s.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|s| s.open.iter().any(|t| t.close_requested))));
-    poll(tick, busy);
+    poll(tick, busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)));
     view! {
         <Title text="Terminals"/>
         <h1>"Terminal sessions"</h1>

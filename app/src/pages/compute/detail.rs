@@ -7,6 +7,7 @@ use crate::{
     api::compute::{compute_detail, CancelCompute},
     components::{
         form_error::{error_text, FormError},
+        polled::busy_when,
         poll::poll,
         status::task_state_badge,
     },
@@ -36,8 +37,7 @@ pub fn ComputeTaskPage() -> impl IntoView {
             }
         },
     );
-    let busy = Signal::derive(move || detail.with(|d| d.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|d| task_busy(&d.task.state))));
-    poll(tick, busy);
+    poll(tick, busy_when(detail, |d| task_busy(&d.task.state)));
     view! {
         <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
         <FormError message=Signal::derive(move || cancel.value().with(error_text))/>

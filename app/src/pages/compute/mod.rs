@@ -10,6 +10,7 @@ use crate::{
     api::compute::{compute_options, my_compute_tasks, CancelCompute, SubmitCompute},
     components::{
         form_error::{error_text, FormError},
+        polled::busy_when,
         poll::poll,
         status::task_state_badge,
     },
@@ -30,10 +31,7 @@ pub fn ComputePage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let tasks = Resource::new(move || (tick.get(), submit.version().get(), cancel.version().get()), |_| my_compute_tasks());
     let options = Resource::new(|| (), |_| compute_options());
-    let busy = Signal::derive(move || {
-        tasks.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|t| task_busy(&t.state))))
-    });
-    poll(tick, busy);
+    poll(tick, busy_when(tasks, |l| l.iter().any(|t| task_busy(&t.state))));
     view! {
         <Title text="Compute"/>
         <h1>"Compute tasks"</h1>

@@ -9,6 +9,7 @@ use crate::{
     components::{
         chart::{Legend, Metric, SeriesChart},
         form_error::{error_text, FormError},
+        polled::last_good,
         poll::{poll_guarded, tracked},
         status::tag,
     },
@@ -63,12 +64,7 @@ pub fn MachineCharts(id: Signal<Option<i64>>) -> impl IntoView {
     // New samples arrive every interval: refetch on the idle cadence.
     poll_guarded(tick, Signal::stored(false), in_flight);
     // Keep the last good answer while a refetch runs or fails.
-    let shown = Memo::new(move |prev: Option<&Option<ChartData>>| {
-        chart.with(|r| match r {
-            Some(Ok(d)) => Some(d.clone()),
-            _ => prev.cloned().flatten(),
-        })
-    });
+    let last = StoredValue::new(None);
     let is_admin = move || crate::use_session().0.with(|m| m.as_ref().is_some_and(|m| m.is_admin()));
     view! {
         <section class="card stack" data-testid="machine-charts">
@@ -78,8 +74,7 @@ pub fn MachineCharts(id: Signal<Option<i64>>) -> impl IntoView {
             </div>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
-                    let error = chart.with(|r| r.as_ref().and_then(|r| r.as_ref().err().map(|e| e.to_string())));
-                    match (shown.get(), error) {
+                    match last_good(chart, last) {
                         (Some(data), _) => view! { <ChartPair data=data prefix="machine"/> }.into_any(),
                         (None, Some(e)) => view! { <p class="form-error">{e}</p> }.into_any(),
                         (None, None) => ().into_any(),

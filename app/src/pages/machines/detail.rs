@@ -11,6 +11,7 @@ use crate::{
     api::machines::{machine_detail, CancelTask, MachineOperation},
     components::{
         form_error::{error_text, FormError},
+        polled::busy_when,
         poll::{poll_guarded, tracked},
         status::{machine_state_badge, tag},
         task_table::TaskTable,
@@ -44,11 +45,7 @@ pub fn MachineDetailPage() -> impl IntoView {
             })
         },
     );
-    let busy = Signal::derive(move || {
-        detail.with(|d| {
-            d.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|d| machine_busy(&d.machine.state) || d.tasks.iter().any(|t| task_busy(&t.state)))
-        })
-    });
+    let busy = busy_when(detail, |d| machine_busy(&d.machine.state) || d.tasks.iter().any(|t| task_busy(&t.state)));
     poll_guarded(tick, busy, in_flight);
     // Set once the page is interactive: deletion is then confirmed with a
     // dialog instead of the checkbox a plain HTML form needs.

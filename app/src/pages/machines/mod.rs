@@ -18,6 +18,7 @@ use crate::{
     },
     components::{
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
+        polled::busy_when,
         poll::poll,
         quota_gauge::QuotaGauge,
         status::{machine_state_badge, tag},
@@ -50,10 +51,7 @@ pub fn MachinesPage() -> impl IntoView {
         }
     });
     // Poll quickly while any machine is between states.
-    let busy = Signal::derive(move || {
-        machines.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|w| w.rows.iter().any(|m| machine_busy(&m.state))))
-    });
-    poll(tick, busy);
+    poll(tick, busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))));
 
     view! {
         <Title text="My machines"/>

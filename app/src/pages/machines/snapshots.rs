@@ -6,6 +6,7 @@ use crate::{
     api::snapshots::{list_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
     components::{
         form_error::{error_text, FormError},
+        polled::busy_when,
         poll::poll,
     },
     model::snapshots::{size_text, SnapshotRow},
@@ -13,8 +14,8 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-fn busy(list: &Option<Result<Vec<SnapshotRow>, crate::error::AppError>>) -> bool {
-    list.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|l| l.iter().any(|s| s.state == "creating"))
+fn creating(list: &Vec<SnapshotRow>) -> bool {
+    list.iter().any(|s| s.state == "creating")
 }
 
 /// The machine page's snapshot card.
@@ -24,7 +25,7 @@ pub fn MachineSnapshots(machine_id: i64) -> impl IntoView {
     let reinstall = ServerAction::<ReinstallFromSnapshot>::new();
     let tick = RwSignal::new(0u64);
     let list = Resource::new(move || (tick.get(), take.version().get(), reinstall.version().get()), |_| list_snapshots());
-    poll(tick, Signal::derive(move || list.with(busy)));
+    poll(tick, busy_when(list, creating));
     view! {
         <section class="card stack" data-testid="machine-snapshots">
             <h2>"Snapshots"</h2>
@@ -77,7 +78,7 @@ pub fn SnapshotsPage() -> impl IntoView {
     let create = ServerAction::<MachineFromSnapshot>::new();
     let tick = RwSignal::new(0u64);
     let list = Resource::new(move || (tick.get(), delete.version().get(), create.version().get()), |_| list_snapshots());
-    poll(tick, Signal::derive(move || list.with(busy)));
+    poll(tick, busy_when(list, creating));
     view! {
         <Title text="Snapshots"/>
         <h1>"Snapshots"</h1>
