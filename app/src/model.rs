@@ -103,6 +103,13 @@ impl From<gantry_platform::accounts::User> for Me {
     }
 }
 
+/// The front page's data: the group's quota and what to do next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashboardView {
+    pub quota: QuotaView,
+    pub next: NextSteps,
+}
+
 /// What the dashboard tells someone whose portal cannot create a machine
 /// yet: their group has no quota, or no node is ready.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

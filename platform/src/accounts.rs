@@ -30,6 +30,12 @@ pub struct User {
     pub must_change_password: bool,
     /// Sessions made in another generation are void (see migration 0009).
     pub session_gen: i64,
+    /// Whether a machine of the group is warned or reclaimed, as of this
+    /// read. The reclaim banner on every page is nearly always empty; with
+    /// this it looks further only when there is something to show, instead
+    /// of a query of its own on every page (a round trip to SQLite's thread
+    /// costs more than the read itself).
+    pub reclaim_notices: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -52,6 +58,7 @@ struct UserRow {
     disabled: bool,
     must_change_password: bool,
     session_gen: i64,
+    reclaim_notices: bool,
 }
 
 impl TryFrom<UserRow> for User {
@@ -67,13 +74,16 @@ impl TryFrom<UserRow> for User {
             disabled: r.disabled,
             must_change_password: r.must_change_password,
             session_gen: r.session_gen,
+            reclaim_notices: r.reclaim_notices,
         })
     }
 }
 
 const USER_SELECT: &str = "SELECT u.id, u.username, u.role, u.group_id, g.name AS group_name,
                                   g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine,
-                                  u.disabled, u.must_change_password, u.session_gen
+                                  u.disabled, u.must_change_password, u.session_gen,
+                                  EXISTS (SELECT 1 FROM machines m WHERE m.group_id = u.group_id
+                                          AND (m.reclaim_deadline IS NOT NULL OR m.state = 'reclaimed')) AS reclaim_notices
                            FROM users u JOIN groups g ON g.id = u.group_id";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]

@@ -1,6 +1,9 @@
 //! What the portal's front page shows.
 
-use crate::{error::AppError, model::QuotaView};
+use crate::{
+    error::AppError,
+    model::{DashboardView, NextSteps, QuotaView},
+};
 use leptos::prelude::*;
 
 /// The signed-in user's group and its GPU quota.
@@ -12,12 +15,16 @@ pub async fn my_quota() -> Result<QuotaView, AppError> {
     Ok(QuotaView { group: user.group_name, gpu_quota: q.gpu_quota, gpus_in_use: q.gpus_in_use, max_gpus_per_machine: q.max_gpus_per_machine })
 }
 
-/// Whether the signed-in user can create a machine right now, and if not,
-/// why (no quota in their group, no ready node).
-#[server(prefix = "/api", endpoint = "next_steps")]
-pub async fn next_steps() -> Result<crate::model::NextSteps, AppError> {
-    let user = crate::state::auth()?;
+/// The front page's data in one answer: the group's quota, and whether
+/// the signed-in user can create a machine right now (and if not, why: no
+/// quota in their group, no ready node). One resource rather than two: on
+/// the server every resource and its Suspense boundary is a good part of
+/// rendering a page this small.
+#[server(prefix = "/api", endpoint = "dashboard")]
+pub async fn dashboard() -> Result<DashboardView, AppError> {
     let pool = crate::state::pool()?;
+    let quota = my_quota().await?;
     let ready_nodes = gantry_platform::first_run::ready_nodes(&pool).await?;
-    Ok(crate::model::NextSteps { group: user.group_name, group_has_quota: user.group_quota.gpu_quota > 0, ready_nodes })
+    let next = NextSteps { group: quota.group.clone(), group_has_quota: quota.gpu_quota > 0, ready_nodes };
+    Ok(DashboardView { quota, next })
 }

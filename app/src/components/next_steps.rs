@@ -2,21 +2,12 @@
 //! between the user and a first machine: no quota in their group, or no
 //! ready node. Admins get links to fix it; users are told whom to ask.
 
-use crate::{api::dashboard::next_steps, model::NextSteps, use_session};
+use crate::{model::NextSteps, use_session};
 use leptos::prelude::*;
 
+/// Nothing when the user can go ahead.
 #[component]
-pub fn NextStepsCard() -> impl IntoView {
-    let steps = Resource::new(|| (), |_| next_steps());
-    view! {
-        <Suspense fallback=|| ()>
-            {move || steps.get().and_then(|s| s.ok()).map(|s| view! { <Steps steps=s/> })}
-        </Suspense>
-    }
-}
-
-#[component]
-fn Steps(steps: NextSteps) -> impl IntoView {
+pub fn NextStepsCard(steps: NextSteps) -> impl IntoView {
     let admin = use_session().0.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
     if steps.group_has_quota && steps.ready_nodes > 0 {
         return ().into_any();

@@ -1,7 +1,7 @@
 //! The portal's front page: who you are, your group, its GPU quota.
 
 use crate::{
-    api::dashboard::my_quota,
+    api::dashboard::dashboard,
     components::{next_steps::NextStepsCard, quota_gauge::QuotaGauge},
     use_session,
 };
@@ -11,22 +11,11 @@ use leptos_meta::Title;
 #[component]
 pub fn DashboardPage() -> impl IntoView {
     let me = use_session().0;
-    let quota = Resource::new(|| (), |_| my_quota());
-    view! {
-        <Title text="Portal"/>
-        <h1>"Welcome, " {move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}</h1>
-        <crate::pages::machines::reclaim::ReclaimBanner/>
-        <NextStepsCard/>
-        <div class="grid">
-            <section class="card">
-                <h2>"GPU quota"</h2>
-                <Suspense fallback=|| view! { <p class="muted">"Loading quota…"</p> }>
-                    {move || quota.get().map(|q| match q {
-                        Ok(q) => view! { <QuotaGauge quota=q/> }.into_any(),
-                        Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-                    })}
-                </Suspense>
-            </section>
+    // One resource and one Suspense for the whole page: each is a good part
+    // of the server's work on a page this small.
+    let data = Resource::new(|| (), |_| dashboard());
+    let account = move || {
+        view! {
             <section class="card">
                 <h2>"Account"</h2>
                 <dl class="facts">
@@ -35,6 +24,27 @@ pub fn DashboardPage() -> impl IntoView {
                     <dt>"Group"</dt><dd data-testid="dash-group">{move || me.with(|m| m.as_ref().map(|m| m.group.clone()))}</dd>
                 </dl>
             </section>
-        </div>
+        }
+    };
+    view! {
+        <Title text="Portal"/>
+        <h1>"Welcome, " {move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}</h1>
+        <crate::pages::machines::reclaim::ReclaimBanner/>
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || data.get().map(|r| match r {
+                Ok(d) => view! {
+                    <NextStepsCard steps=d.next/>
+                    <div class="grid">
+                        <section class="card">
+                            <h2>"GPU quota"</h2>
+                            <QuotaGauge quota=d.quota/>
+                        </section>
+                        {account()}
+                    </div>
+                }
+                .into_any(),
+                Err(e) => view! { <p class="form-error">{e.to_string()}</p> <div class="grid">{account()}</div> }.into_any(),
+            })}
+        </Suspense>
     }
 }
