@@ -17,9 +17,8 @@ pub async fn my_quota() -> Result<QuotaView, AppError> {
 
 /// The front page's data in one answer: the group's quota, and whether
 /// the signed-in user can create a machine right now (and if not, why: no
-/// quota in their group, no ready node). One resource rather than two: on
-/// the server every resource and its Suspense boundary is a good part of
-/// rendering a page this small.
+/// quota in their group, no ready node). One resource rather than two:
+/// one fetch and one Suspense boundary fewer on every view of the page.
 #[server(prefix = "/api", endpoint = "dashboard")]
 pub async fn dashboard() -> Result<DashboardView, AppError> {
     let pool = crate::state::pool()?;

@@ -11,8 +11,7 @@ use leptos_meta::Title;
 #[component]
 pub fn DashboardPage() -> impl IntoView {
     let me = use_session().0;
-    // One resource and one Suspense for the whole page: each is a good part
-    // of the server's work on a page this small.
+    // One resource and one Suspense for the whole page's data.
     let data = Resource::new(|| (), |_| dashboard());
     let account = move || {
         view! {
