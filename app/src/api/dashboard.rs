@@ -2,7 +2,7 @@
 
 use crate::{
     error::AppError,
-    model::{DashboardView, NextSteps, QuotaView},
+    model::{DashboardView, QuotaView},
 };
 use leptos::prelude::*;
 
@@ -24,6 +24,6 @@ pub async fn dashboard() -> Result<DashboardView, AppError> {
     let pool = crate::state::pool()?;
     let quota = my_quota().await?;
     let ready_nodes = gantry_platform::first_run::ready_nodes(&pool).await?;
-    let next = NextSteps { group: quota.group.clone(), group_has_quota: quota.gpu_quota > 0, ready_nodes };
+    let next = crate::model::NextSteps { group: quota.group.clone(), group_has_quota: quota.gpu_quota > 0, ready_nodes };
     Ok(DashboardView { quota, next })
 }
