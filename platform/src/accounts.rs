@@ -31,10 +31,10 @@ pub struct User {
     /// Sessions made in another generation are void (see migration 0009).
     pub session_gen: i64,
     /// Whether a machine of the group is warned or reclaimed, as of this
-    /// read. The reclaim banner on every page is nearly always empty; with
-    /// this it looks further only when there is something to show, instead
-    /// of a query of its own on every page (a round trip to SQLite's thread
-    /// costs more than the read itself).
+    /// read. The reclaim banner (dashboard, machines page) is nearly always
+    /// empty; with this it looks further only when there is something to
+    /// show, instead of a query of its own on every view (a round trip to
+    /// SQLite's thread costs more than the read itself).
     pub reclaim_notices: bool,
 }
 
