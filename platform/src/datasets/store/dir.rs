@@ -99,13 +99,12 @@ impl Store for DirStore {
             // database's file system its next commit would carry them
             // along; a store on another disk or a JuiceFS mount has no
             // such luck.)
-            sync_dir(parent)?;
-            for dir in &made {
-                if let Some(up) = dir.parent() {
-                    sync_dir(up)?;
-                }
+            let synced = sync_dir(parent).and_then(|()| made.iter().filter_map(|d| d.parent()).try_for_each(sync_dir));
+            if synced.is_err() {
+                // The caller reports "nothing was kept": make it so.
+                let _ = fs::remove_file(&to);
             }
-            Ok(())
+            synced
         })
         .await
     }
