@@ -14,6 +14,7 @@ setup:
 
 build: setup
 	cargo leptos build --release --precompress
+	bash scripts/regzip.sh target/site
 
 clean-data:
 	rm -rf data

@@ -28,4 +28,5 @@ if [ -z "${GANTRY_DATASETS_CENTRAL_DIR:-}${GANTRY_DATASETS_S3_ENDPOINT:-}" ]; th
 fi
 
 cargo leptos build --release --precompress
+bash scripts/regzip.sh target/site
 exec target/release/gantry serve "$@"

@@ -18,8 +18,8 @@ pub const LIVE_OUTPUT_LINES: usize = 200;
 /// images linked), the GPU models this group may use, and its quota.
 #[server(name = GetComputeOptions, prefix = "/api", endpoint = "compute_options")]
 pub async fn compute_options() -> Result<ComputeOptions, AppError> {
-    use crate::model::{catalogue::combo_label, compute::FrameworkChoice, QuotaView};
-    use gantry_platform::{accounts, catalogue, cluster, policy};
+    use crate::model::{catalogue::combo_label, compute::FrameworkChoice};
+    use gantry_platform::{catalogue, cluster, policy};
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
     let mut frameworks: Vec<FrameworkChoice> = Vec::new();
@@ -34,18 +34,13 @@ pub async fn compute_options() -> Result<ComputeOptions, AppError> {
         }
     }
     frameworks.sort_by_key(|f| f.label.to_lowercase());
-    let group = accounts::group_by_id(&pool, user.group_id).await?;
     let allowed = policy::allowed_models(&pool, user.group_id).await?;
     let gpu_models = cluster::gpu_models(&pool).await?.into_iter().filter(|m| allowed.is_empty() || allowed.contains(m)).collect();
     Ok(ComputeOptions {
         frameworks,
         gpu_models,
-        quota: QuotaView {
-            group: group.name,
-            gpu_quota: group.gpu_quota,
-            gpus_in_use: group.gpus_in_use,
-            max_gpus_per_machine: group.max_gpus_per_machine,
-        },
+        // The group's quota came with the request's user (no query of its own).
+        quota: crate::api::dashboard::my_quota().await?,
     })
 }
 

@@ -45,10 +45,11 @@ pub async fn my_tasks() -> Result<Vec<TaskRow>, AppError> {
 /// Images, GPU models and limits the create form offers this user.
 #[server(name = GetCreateOptions, prefix = "/api", endpoint = "create_options")]
 pub async fn create_options() -> Result<CreateOptions, AppError> {
-    use gantry_platform::{accounts, cluster, images, policy};
+    use gantry_platform::{cluster, images, policy};
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
-    let group = accounts::group_by_id(&pool, user.group_id).await?;
+    // The group's quota came with the request's user (no query of its own).
+    let quota = crate::api::dashboard::my_quota().await?;
     let images = images::images_for_group(&pool, user.group_id).await?;
     let allowed = policy::allowed_models(&pool, user.group_id).await?;
     let kept = gantry_platform::machines::list_kept_volumes(&pool, &user).await?;
@@ -60,13 +61,8 @@ pub async fn create_options() -> Result<CreateOptions, AppError> {
     Ok(CreateOptions {
         images: images.into_iter().map(crate::api::fleet::image_row).collect(),
         gpu_models,
-        max_gpus_per_machine: group.max_gpus_per_machine,
-        quota: crate::model::QuotaView {
-            group: group.name,
-            gpu_quota: group.gpu_quota,
-            gpus_in_use: group.gpus_in_use,
-            max_gpus_per_machine: group.max_gpus_per_machine,
-        },
+        max_gpus_per_machine: quota.max_gpus_per_machine,
+        quota,
         kept_volumes: kept.into_iter().map(crate::api::volumes::kept_volume_row).collect(),
     })
 }

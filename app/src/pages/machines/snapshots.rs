@@ -14,7 +14,7 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-fn creating(list: &Vec<SnapshotRow>) -> bool {
+fn creating(list: &[SnapshotRow]) -> bool {
     list.iter().any(|s| s.state == "creating")
 }
 
@@ -25,7 +25,7 @@ pub fn MachineSnapshots(machine_id: i64) -> impl IntoView {
     let reinstall = ServerAction::<ReinstallFromSnapshot>::new();
     let tick = RwSignal::new(0u64);
     let list = Resource::new(move || (tick.get(), take.version().get(), reinstall.version().get()), |_| list_snapshots());
-    poll(tick, busy_when(list, creating));
+    poll(tick, busy_when(list, |l| creating(l)));
     view! {
         <section class="card stack" data-testid="machine-snapshots">
             <h2>"Snapshots"</h2>
@@ -78,7 +78,7 @@ pub fn SnapshotsPage() -> impl IntoView {
     let create = ServerAction::<MachineFromSnapshot>::new();
     let tick = RwSignal::new(0u64);
     let list = Resource::new(move || (tick.get(), delete.version().get(), create.version().get()), |_| list_snapshots());
-    poll(tick, busy_when(list, creating));
+    poll(tick, busy_when(list, |l| creating(l)));
     view! {
         <Title text="Snapshots"/>
         <h1>"Snapshots"</h1>
