@@ -104,6 +104,14 @@ gantry_testkit::timed_test! {
         assert_eq!(json(&body)[0]["name"], "first", "the group sees it");
         let (_, body) = post(&server, &carol, "/api/list_snapshots", &[]).await;
         assert_eq!(json(&body), serde_json::json!([]), "another group does not");
+        // The machine page's card: this machine's snapshots, for its group only.
+        let (_, body) = post(&server, &bob, "/api/machine_snapshots", &[("machine_id", &id)]).await;
+        assert_eq!(json(&body)[0]["name"], "first", "{body}");
+        let other = (id.parse::<i64>().unwrap() + 1000).to_string();
+        let (_, body) = post(&server, &bob, "/api/machine_snapshots", &[("machine_id", &other)]).await;
+        assert_eq!(json(&body), serde_json::json!([]), "another machine's card lists none of them");
+        let (_, body) = post(&server, &carol, "/api/machine_snapshots", &[("machine_id", &id)]).await;
+        assert_eq!(json(&body), serde_json::json!([]), "another group's card lists none");
         for (path, form) in [
             ("/api/delete_snapshot", vec![("snapshot_id", snap.as_str())]),
             ("/api/machine_from_snapshot", vec![("snapshot_id", snap.as_str()), ("name", "stolen"), ("gpu_count", "1"), ("volume_size_gb", "1")]),

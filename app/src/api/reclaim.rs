@@ -9,7 +9,7 @@ use crate::{
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
-fn notice(s: gantry_platform::reclaim::ReclaimStatus, viewer: &gantry_platform::accounts::User, owner: i64) -> ReclaimNotice {
+fn notice(s: gantry_platform::reclaim::ReclaimStatus, viewer: &gantry_platform::accounts::User) -> ReclaimNotice {
     let now = gantry_platform::now();
     ReclaimNotice {
         machine_id: s.machine_id,
@@ -22,13 +22,8 @@ fn notice(s: gantry_platform::reclaim::ReclaimStatus, viewer: &gantry_platform::
         extensions_allowed: s.extensions_allowed,
         exempt: s.exempt,
         rebalance_opt_out: s.rebalance_opt_out,
-        mine: owner == viewer.id || viewer.role.is_admin(),
+        mine: s.owner_id == viewer.id || viewer.role.is_admin(),
     }
-}
-
-#[cfg(feature = "ssr")]
-async fn owner_of(pool: &gantry_platform::db::Pool, machine_id: i64) -> Result<i64, AppError> {
-    Ok(sqlx::query_scalar("SELECT owner_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(pool).await.map_err(gantry_platform::PlatformError::from)?)
 }
 
 /// Warned and reclaimed machines of the viewer's group (the banner).
@@ -40,12 +35,7 @@ pub async fn reclaim_notices() -> Result<Vec<ReclaimNotice>, AppError> {
         return Ok(Vec::new());
     }
     let pool = crate::state::pool()?;
-    let mut out = Vec::new();
-    for s in gantry_platform::reclaim::notices(&pool, &user).await? {
-        let owner = owner_of(&pool, s.machine_id).await?;
-        out.push(notice(s, &user, owner));
-    }
-    Ok(out)
+    Ok(gantry_platform::reclaim::notices(&pool, &user).await?.into_iter().map(|s| notice(s, &user)).collect())
 }
 
 /// One machine's standing and its event history; another group's is 404.
@@ -53,10 +43,8 @@ pub async fn reclaim_notices() -> Result<Vec<ReclaimNotice>, AppError> {
 pub async fn machine_reclaim(machine_id: i64) -> Result<(ReclaimNotice, Vec<MachineEventRow>), AppError> {
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
-    let status = gantry_platform::reclaim::status(&pool, &user, machine_id).await?;
-    let events = gantry_platform::reclaim::events(&pool, &user, machine_id, 50).await?;
-    let owner = owner_of(&pool, machine_id).await?;
-    Ok((notice(status, &user, owner), events.into_iter().map(|e| MachineEventRow { at_ms: e.at_ms, kind: e.kind, detail: e.detail }).collect()))
+    let (status, events) = gantry_platform::reclaim::standing(&pool, &user, machine_id, 50).await?;
+    Ok((notice(status, &user), events.into_iter().map(|e| MachineEventRow { at_ms: e.at_ms, kind: e.kind, detail: e.detail }).collect()))
 }
 
 /// Pushes the reclaim deadline back (limited); returns the new deadline's text.

@@ -29,6 +29,13 @@ pub async fn list_snapshots() -> Result<Vec<SnapshotRow>, AppError> {
     Ok(gantry_platform::snapshots::list(&crate::state::pool()?, &user).await?.into_iter().map(row).collect())
 }
 
+/// One machine's snapshots (its page's card), newest first.
+#[server(prefix = "/api", endpoint = "machine_snapshots")]
+pub async fn machine_snapshots(machine_id: i64) -> Result<Vec<SnapshotRow>, AppError> {
+    let user = crate::state::auth()?;
+    Ok(gantry_platform::snapshots::list_for_machine(&crate::state::pool()?, &user, machine_id).await?.into_iter().map(row).collect())
+}
+
 /// Takes a snapshot of the machine; returns the snapshot's id.
 #[server(prefix = "/api", endpoint = "take_snapshot")]
 pub async fn take_snapshot(machine_id: i64, name: String) -> Result<i64, AppError> {

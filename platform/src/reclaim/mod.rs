@@ -18,6 +18,8 @@ use serde::Serialize;
 pub struct ReclaimStatus {
     pub machine_id: i64,
     pub machine_name: String,
+    /// Who may extend or restore it (with admins).
+    pub owner_id: i64,
     pub state: String,
     pub deadline: Option<i64>,
     pub extensions_used: i64,
@@ -40,7 +42,7 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
     // An admin's banner shows the machines of their own group only; the
     // console lists everything.
     let rows: Vec<Row> = sqlx::query_as(&format!(
-        "SELECT m.id, m.name, m.state, m.reclaim_deadline, m.reclaim_extensions, m.reclaim_exempt, m.rebalance_opt_out, m.restore_snapshot_id
+        "SELECT m.id, m.name, m.owner_id, m.state, m.reclaim_deadline, m.reclaim_extensions, m.reclaim_exempt, m.rebalance_opt_out, m.restore_snapshot_id
          FROM machines m WHERE ({cond}) AND m.group_id = ? AND (m.reclaim_deadline IS NOT NULL OR m.state = 'reclaimed') ORDER BY m.id"
     ))
     .bind(bind)
@@ -56,12 +58,13 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
     Ok(rows.into_iter().map(|r| status_from(r, allowed)).collect())
 }
 
-type Row = (i64, String, String, Option<i64>, i64, bool, bool, Option<i64>);
+type Row = (i64, String, i64, String, Option<i64>, i64, bool, bool, Option<i64>);
 
-fn status_from((machine_id, machine_name, state, deadline, used, exempt, opt_out, restore): Row, allowed: i64) -> ReclaimStatus {
+fn status_from((machine_id, machine_name, owner_id, state, deadline, used, exempt, opt_out, restore): Row, allowed: i64) -> ReclaimStatus {
     ReclaimStatus {
         machine_id,
         machine_name,
+        owner_id,
         state,
         deadline,
         extensions_used: used,
@@ -77,7 +80,7 @@ pub async fn status(pool: &Pool, viewer: &User, machine_id: i64) -> Result<Recla
     let (cond, bind) = visibility(viewer, "m.group_id");
     let allowed = load_settings(pool).await?.reclaim.extensions_allowed as i64;
     let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT m.id, m.name, m.state, m.reclaim_deadline, m.reclaim_extensions, (m.reclaim_exempt OR g.reclaim_exempt), m.rebalance_opt_out, m.restore_snapshot_id
+        "SELECT m.id, m.name, m.owner_id, m.state, m.reclaim_deadline, m.reclaim_extensions, (m.reclaim_exempt OR g.reclaim_exempt), m.rebalance_opt_out, m.restore_snapshot_id
          FROM machines m JOIN groups g ON g.id = m.group_id WHERE m.id = ? AND ({cond})"
     ))
     .bind(machine_id)
@@ -87,14 +90,16 @@ pub async fn status(pool: &Pool, viewer: &User, machine_id: i64) -> Result<Recla
     Ok(status_from(row.ok_or_else(|| PlatformError::NotFound("machine".into()))?, allowed))
 }
 
-/// The machine's history of reclaim/rebalance/snapshot events, newest first.
-pub async fn events(pool: &Pool, viewer: &User, machine_id: i64, limit: i64) -> Result<Vec<MachineEvent>, PlatformError> {
-    status(pool, viewer, machine_id).await?;
-    Ok(sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT ?")
+/// A machine's standing and its history of reclaim/rebalance/snapshot
+/// events, newest first: what its page shows, after one visibility check.
+pub async fn standing(pool: &Pool, viewer: &User, machine_id: i64, limit: i64) -> Result<(ReclaimStatus, Vec<MachineEvent>), PlatformError> {
+    let status = status(pool, viewer, machine_id).await?;
+    let events = sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT ?")
         .bind(machine_id)
         .bind(limit.clamp(1, 500))
         .fetch_all(pool)
-        .await?)
+        .await?;
+    Ok((status, events))
 }
 
 /// The owner (or an admin) pushes the reclaim deadline back.

@@ -47,6 +47,13 @@ pub async fn list(pool: &Pool, viewer: &User) -> Result<Vec<SnapshotView>, Platf
     Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY s.id DESC")).bind(bind).fetch_all(pool).await?)
 }
 
+/// One machine's snapshots that the viewer may see, newest first (its
+/// page's card); another group's machine has none to show.
+pub async fn list_for_machine(pool: &Pool, viewer: &User, machine_id: i64) -> Result<Vec<SnapshotView>, PlatformError> {
+    let (cond, bind) = visibility(viewer, "s.group_id");
+    Ok(sqlx::query_as(&format!("{SELECT} WHERE s.machine_id = ? AND ({cond}) ORDER BY s.id DESC")).bind(machine_id).bind(bind).fetch_all(pool).await?)
+}
+
 /// One snapshot the viewer may see; another group's is "not found".
 pub async fn get(pool: &Pool, viewer: &User, id: i64) -> Result<SnapshotView, PlatformError> {
     let (cond, bind) = visibility(viewer, "s.group_id");

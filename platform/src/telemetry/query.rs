@@ -141,26 +141,15 @@ async fn rolled_points(pool: &Pool, res: Resolution, machine: i64, gpu_id: i64, 
     Ok((rows.into_iter().map(|(at_ms, util, util_max, mem_mb, _)| ChartPoint { at_ms, util, util_max, mem_mb }).collect(), mem_total))
 }
 
-async fn table_exists(pool: &Pool, name: &str) -> Result<bool, PlatformError> {
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?").bind(name).fetch_one(pool).await?;
-    Ok(n > 0)
-}
-
 /// (reclaim threshold, hot threshold) in percent utilisation: the admin's
 /// reclaim settings where they exist, else the defaults.
 pub async fn thresholds(pool: &Pool) -> Result<(f64, f64), PlatformError> {
-    if !table_exists(pool, "reclaim_settings").await? {
-        return Ok((DEFAULT_RECLAIM_PCT, DEFAULT_HOT_PCT));
-    }
     let row: Option<(f64, f64)> = sqlx::query_as("SELECT threshold_pct, hot_util_pct FROM reclaim_settings WHERE id = 1").fetch_optional(pool).await?;
     Ok(row.unwrap_or((DEFAULT_RECLAIM_PCT, DEFAULT_HOT_PCT)))
 }
 
 /// The machine's reclaim/rebalance events within the range.
 async fn events(pool: &Pool, machine_id: i64, from: i64, to: i64) -> Result<Vec<ChartEvent>, PlatformError> {
-    if !table_exists(pool, "machine_events").await? {
-        return Ok(Vec::new());
-    }
     let rows: Vec<(i64, String, String)> =
         sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms")
             .bind(machine_id)

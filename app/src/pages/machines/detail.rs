@@ -18,6 +18,7 @@ use crate::{
     },
     error::AppError,
     model::machines::{accepts, gpu_summary, machine_busy, short_id, task_busy, volume_summary, MachineDetail, MachineRow},
+    pages::machines::snapshots::{MachineSnapshots, SnapshotCardData},
 };
 use gantry_core::task::{MachineState, TaskKind};
 use leptos::prelude::*;
@@ -51,11 +52,12 @@ pub fn MachineDetailPage() -> impl IntoView {
     // dialog instead of the checkbox a plain HTML form needs.
     let js = RwSignal::new(false);
     Effect::new(move |_| js.set(true));
+    let snapshots = SnapshotCardData::new(id);
 
     view! {
         <p class="crumbs"><a href="/machines">"← My machines"</a></p>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            <MachineBody detail=detail op=op cancel=cancel js=js/>
+            <MachineBody detail=detail op=op cancel=cancel js=js snapshots=snapshots/>
         </Transition>
         <crate::pages::machines::reclaim::MachineReclaim id=Signal::derive(id)/>
         <crate::pages::machines::charts::MachineCharts id=Signal::derive(id)/>
@@ -67,7 +69,13 @@ pub fn MachineDetailPage() -> impl IntoView {
 /// for it. The view is rebuilt only when the outcome changes (another
 /// machine, or an error), not on every answer.
 #[component]
-fn MachineBody(detail: Detail, op: ServerAction<MachineOperation>, cancel: ServerAction<CancelTask>, js: RwSignal<bool>) -> impl IntoView {
+fn MachineBody(
+    detail: Detail,
+    op: ServerAction<MachineOperation>,
+    cancel: ServerAction<CancelTask>,
+    js: RwSignal<bool>,
+    snapshots: SnapshotCardData,
+) -> impl IntoView {
     // While a refetch runs the resource may read as not loaded: keep the
     // last outcome then, or the whole view would be torn down and rebuilt.
     let outcome = Memo::new(move |prev: Option<&Option<Result<i64, AppError>>>| {
@@ -82,7 +90,7 @@ fn MachineBody(detail: Detail, op: ServerAction<MachineOperation>, cancel: Serve
     });
     move || {
         outcome.get().map(|o| match o {
-            Ok(_) => view! { <MachineView data=data op=op cancel=cancel js=js/> }.into_any(),
+            Ok(_) => view! { <MachineView data=data op=op cancel=cancel js=js snapshots=snapshots/> }.into_any(),
             Err(AppError::NotFound(_)) => {
                 #[cfg(feature = "ssr")]
                 if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
@@ -103,12 +111,19 @@ fn MachineBody(detail: Detail, op: ServerAction<MachineOperation>, cancel: Serve
 }
 
 #[component]
-fn MachineView(data: Memo<Option<MachineDetail>>, op: ServerAction<MachineOperation>, cancel: ServerAction<CancelTask>, js: RwSignal<bool>) -> impl IntoView {
+fn MachineView(
+    data: Memo<Option<MachineDetail>>,
+    op: ServerAction<MachineOperation>,
+    cancel: ServerAction<CancelTask>,
+    js: RwSignal<bool>,
+    snapshots: SnapshotCardData,
+) -> impl IntoView {
     let machine = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.machine.clone())));
     let tasks = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.tasks.clone()).unwrap_or_default()));
     let mounts = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.datasets.clone()).unwrap_or_default()));
     let state = Memo::new(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
     let name = machine.with_untracked(|m| m.as_ref().map(|m| m.name.clone()).unwrap_or_default());
+    let id = machine.with_untracked(|m| m.as_ref().map(|m| m.id));
     view! {
         <Title text=name.clone()/>
         <div class="page-head">
@@ -135,6 +150,7 @@ fn MachineView(data: Memo<Option<MachineDetail>>, op: ServerAction<MachineOperat
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
             {move || view! { <TaskTable tasks=tasks.get() cancel=cancel/> }}
         </section>
+        {id.map(|id| view! { <MachineSnapshots machine_id=id data=snapshots/> })}
     }
     .into_any()
 }

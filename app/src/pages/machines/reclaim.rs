@@ -129,7 +129,6 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
                             </table>
                         })}
                     </section>
-                    <crate::pages::machines::snapshots::MachineSnapshots machine_id=machine_id/>
                 }
             })}
         </Transition>

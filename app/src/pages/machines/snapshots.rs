@@ -3,11 +3,11 @@
 //! group's snapshots with delete and "new machine from it".
 
 use crate::{
-    api::snapshots::{list_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
+    api::snapshots::{list_snapshots, machine_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
     components::{
         form_error::{error_text, FormError},
-        polled::busy_when,
         poll::poll,
+        polled::{busy_when, Polled},
     },
     model::snapshots::{size_text, SnapshotRow},
 };
@@ -18,14 +18,36 @@ fn creating(list: &[SnapshotRow]) -> bool {
     list.iter().any(|s| s.state == "creating")
 }
 
+/// The machine page's snapshot list and actions, made at the top of the
+/// page: the card sits inside the machine's `<Transition>`, and a resource
+/// made there would be made (and fetched) again on each server render pass.
+#[derive(Clone, Copy)]
+pub struct SnapshotCardData {
+    list: Polled<Vec<SnapshotRow>>,
+    take: ServerAction<TakeSnapshot>,
+    reinstall: ServerAction<ReinstallFromSnapshot>,
+}
+
+impl SnapshotCardData {
+    pub fn new(machine_id: impl Fn() -> Option<i64> + Send + Sync + 'static) -> Self {
+        let take = ServerAction::<TakeSnapshot>::new();
+        let reinstall = ServerAction::<ReinstallFromSnapshot>::new();
+        let tick = RwSignal::new(0u64);
+        let list = Resource::new(move || (machine_id(), tick.get(), take.version().get(), reinstall.version().get()), |(id, ..)| async move {
+            match id {
+                Some(id) => machine_snapshots(id).await,
+                None => Ok(Vec::new()),
+            }
+        });
+        poll(tick, busy_when(list, |l| creating(l)));
+        Self { list, take, reinstall }
+    }
+}
+
 /// The machine page's snapshot card.
 #[component]
-pub fn MachineSnapshots(machine_id: i64) -> impl IntoView {
-    let take = ServerAction::<TakeSnapshot>::new();
-    let reinstall = ServerAction::<ReinstallFromSnapshot>::new();
-    let tick = RwSignal::new(0u64);
-    let list = Resource::new(move || (tick.get(), take.version().get(), reinstall.version().get()), |_| list_snapshots());
-    poll(tick, busy_when(list, |l| creating(l)));
+pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData) -> impl IntoView {
+    let SnapshotCardData { list, take, reinstall } = data;
     view! {
         <section class="card stack" data-testid="machine-snapshots">
             <h2>"Snapshots"</h2>
@@ -38,8 +60,7 @@ pub fn MachineSnapshots(machine_id: i64) -> impl IntoView {
             </ActionForm>
             <p class="muted small">"A snapshot keeps the machine's files outside /data (installed software, settings); the data volume is not part of it."</p>
             <Transition fallback=|| ()>
-                {move || list.get().and_then(Result::ok).map(|all| {
-                    let mine: Vec<SnapshotRow> = all.into_iter().filter(|s| s.machine_id == machine_id).collect();
+                {move || list.get().and_then(Result::ok).map(|mine| {
                     (!mine.is_empty()).then(|| view! {
                         <table class="table" data-testid="machine-snapshot-list">
                             <thead><tr><th>"Name"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"State"</th><th></th></tr></thead>
