@@ -79,17 +79,24 @@ pub struct TaskView {
 
 /// Tasks the viewer may see, newest first; optionally one machine's.
 pub async fn list_tasks(pool: &Pool, viewer: &User, machine_id: Option<i64>, limit: i64) -> Result<Vec<TaskView>, PlatformError> {
-    let (cond, bind) = visibility(viewer, "t.group_id");
-    Ok(sqlx::query_as(&format!(
+    let (sql, bind) = recent_tasks_sql(viewer, machine_id.is_some());
+    Ok(sqlx::query_as(&sql).bind(bind).bind(machine_id).bind(limit).fetch_all(pool).await?)
+}
+
+/// The SQL of [`list_tasks`] (binds: visibility, machine id, limit). A
+/// machine's history is a plain `=` on the machine (the `tasks_machine`
+/// index): `?2 IS NULL OR …` would walk every task newest first to find
+/// a machine's few (6.7 ms with 50,000 tasks). The unary `+` keeps SQLite
+/// from walking the group's index instead (every task of the group).
+pub fn recent_tasks_sql(viewer: &User, one_machine: bool) -> (String, i64) {
+    let (cond, bind) = visibility(viewer, if one_machine { "+t.group_id" } else { "t.group_id" });
+    let machine = if one_machine { "t.machine_id = ?2" } else { "?2 IS NULL" };
+    let sql = format!(
         "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,
                 t.attempts, t.created_at, t.updated_at
          FROM tasks t JOIN users u ON u.id = t.requester_id
-         WHERE ({cond}) AND (?2 IS NULL OR t.machine_id = ?2)
+         WHERE ({cond}) AND {machine}
          ORDER BY t.id DESC LIMIT ?3"
-    ))
-    .bind(bind)
-    .bind(machine_id)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?)
+    );
+    (sql, bind)
 }

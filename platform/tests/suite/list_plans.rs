@@ -9,7 +9,7 @@ use gantry_core::Role;
 use gantry_platform::{
     accounts::{self, User},
     db::Pool,
-    machines::{machine_ids_sql, task_ids_sql, ListFilter},
+    machines::{machine_ids_sql, recent_tasks_sql, task_ids_sql, ListFilter},
 };
 
 type PlanRow = (i64, i64, i64, String);
@@ -71,5 +71,32 @@ gantry_testkit::timed_test! {
             }
         }
         assert_eq!(checked, 2 * (8 + 16));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_machines_task_history_reads_only_that_machines_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+        gantry_platform::db::migrate(&pool).await.unwrap();
+        accounts::create_group(&pool, None, "g1", 8).await.unwrap();
+        for (name, role) in [("root", Role::Admin), ("ann", Role::User)] {
+            let new = accounts::NewUser { username: name, password: "password-123", role, group: Some("g1") };
+            let who = accounts::create_user(&pool, None, new).await.unwrap();
+            let (sql, bind) = recent_tasks_sql(&who, true);
+            let steps: Vec<String> = sqlx::query_as::<_, PlanRow>(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .bind(bind)
+                .bind(7_i64)
+                .bind(20_i64)
+                .fetch_all(&pool)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.3)
+                .collect();
+            let context = format!("{name}: {steps:?}");
+            assert!(steps.iter().any(|s| s.contains("tasks_machine")), "does not use the machine's index: {context}");
+            assert!(!steps.iter().any(|s| s.contains("TEMP B-TREE") || s == "SCAN t"), "reads or sorts beyond the machine's tasks: {context}");
+        }
     }
 }
