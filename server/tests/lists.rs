@@ -121,5 +121,14 @@ gantry_testkit::timed_test! {
         assert_eq!(total(&team_b), 15);
         assert!(team_b.contains("<strong>b-0</strong>") && !team_b.contains("<strong>a-0</strong>"), "only team-b's running machines");
         assert_eq!(total(&page(&admin, &server, "/tasks?user=bob").await), 90);
+
+        // The reclaim console pages its machines too, newest first.
+        let reclaim = page(&admin, &server, "/admin/reclaim").await;
+        assert_eq!(rows(&reclaim, "reclaim-machine"), 50, "one page of 50, not all 150");
+        assert_eq!(total(&reclaim), 150);
+        assert!(reclaim.contains("data-name=\"b-29\"") && !reclaim.contains("data-name=\"a-0\""), "the newest first");
+        let last = page(&admin, &server, "/admin/reclaim?page=3").await;
+        assert_eq!(rows(&last, "reclaim-machine"), 50);
+        assert!(last.contains("data-name=\"a-0\""), "the oldest on the last page");
     }
 }

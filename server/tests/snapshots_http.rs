@@ -171,5 +171,7 @@ gantry_testkit::timed_test! {
         let page = json(&body);
         assert_eq!(page["reclaim"]["extensions_allowed"], 3);
         assert_eq!(page["machines"][0][5], true, "the admin sees the opt-out");
+        assert_eq!(page["counts"]["page"], 1, "{body}");
+        assert_eq!(page["counts"]["total"].as_i64(), Some(page["machines"].as_array().unwrap().len() as i64), "{body}");
     }
 }

@@ -66,7 +66,7 @@ pub async fn users_window(
 }
 
 #[cfg(feature = "ssr")]
-mod server {
+pub(crate) mod server {
     use crate::{error::AppError, model::lists::{ListCounts, ListQuery}};
     use gantry_core::paging::{choice, name_filter, page_count, PageRequest};
     use gantry_platform::machines::ListFilter;

@@ -73,21 +73,34 @@ pub async fn rebalance_opt_out(machine_id: i64, opt_out: Option<String>) -> Resu
     Ok(out)
 }
 
+/// The console: settings, groups, and one page of the live dev machines,
+/// newest first (it costs the same with 50 or 5,000 machines; all of them
+/// were 2 MB of HTML at 14 req/s with 5,000).
 #[server(prefix = "/api", endpoint = "reclaim_admin")]
-pub async fn reclaim_admin() -> Result<ReclaimAdminView, AppError> {
+pub async fn reclaim_admin(page: Option<String>) -> Result<ReclaimAdminView, AppError> {
+    use gantry_core::paging::PageRequest;
     crate::state::require_admin()?;
     let pool = crate::state::pool()?;
+    let page = PageRequest::parse(page.as_deref(), None);
     let s = gantry_platform::reclaim::load_settings(&pool).await?;
     let db = |e: sqlx::Error| AppError::from(gantry_platform::PlatformError::from(e));
     let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name").fetch_all(&pool).await.map_err(db)?;
     let machines = sqlx::query_as(
         "SELECT m.id, m.name, u.username, m.state, m.reclaim_exempt, m.rebalance_opt_out, m.reclaim_deadline
-         FROM machines m JOIN users u ON u.id = m.owner_id WHERE m.state NOT IN ('deleted', 'lost') AND m.workload = 'dev' ORDER BY m.id",
+         FROM machines m JOIN users u ON u.id = m.owner_id WHERE m.state NOT IN ('deleted', 'lost') AND m.workload = 'dev' ORDER BY m.id DESC LIMIT ? OFFSET ?",
     )
+    .bind(page.per_page)
+    .bind(page.offset())
     .fetch_all(&pool)
     .await
     .map_err(db)?;
-    Ok(ReclaimAdminView { reclaim: s.reclaim, hot: s.hot, groups, machines })
+    // The count tables (migration 0014) say how many without reading them.
+    let total: i64 = sqlx::query_scalar("SELECT COALESCE(SUM(n), 0) FROM machine_counts WHERE state NOT IN ('deleted', 'lost') AND workload = 'dev'")
+        .fetch_one(&pool)
+        .await
+        .map_err(db)?;
+    let counts = crate::api::lists::server::counts(total, page, Vec::new());
+    Ok(ReclaimAdminView { reclaim: s.reclaim, hot: s.hot, groups, machines, counts })
 }
 
 /// Saves the settings form (times in minutes); a bad value changes nothing.

@@ -57,6 +57,8 @@ pub struct ReclaimAdminView {
     pub groups: Vec<(i64, String, bool)>,
     /// (id, name, owner, state, exempt, opted out of rebalancing, deadline)
     pub machines: Vec<(i64, String, String, String, bool, bool, Option<i64>)>,
+    /// Which page of the machines this is.
+    pub counts: crate::model::lists::ListCounts,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -69,34 +69,36 @@ pub async fn chart(pool: &Pool, scope: Scope, range: ChartRange, now_ms: i64) ->
 }
 
 /// (gpu, label, simulated): a machine's GPUs now and those its history
-/// was sampled on; a node's GPUs.
+/// was sampled on; a node's GPUs. One query, labels included.
 async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, PlatformError> {
-    let ids: Vec<i64> = match scope {
+    type Row = (i64, Option<String>, Option<i64>, Option<String>, Option<bool>);
+    let rows: Vec<Row> = match scope {
         Scope::Machine(id) => {
-            sqlx::query_scalar(
-                "SELECT gpu_id FROM machine_gpus WHERE machine_id = ?1 UNION SELECT DISTINCT gpu_id FROM gpu_rollup_1h WHERE machine_id = ?1 \
-                 UNION SELECT DISTINCT gpu_id FROM gpu_rollup_1m WHERE machine_id = ?1 ORDER BY 1",
+            sqlx::query_as(
+                "WITH ids(gpu_id) AS (SELECT gpu_id FROM machine_gpus WHERE machine_id = ?1 \
+                     UNION SELECT gpu_id FROM gpu_rollup_1h WHERE machine_id = ?1 UNION SELECT gpu_id FROM gpu_rollup_1m WHERE machine_id = ?1) \
+                 SELECT ids.gpu_id, n.name, g.idx, g.model, g.simulated FROM ids \
+                 LEFT JOIN gpus g ON g.id = ids.gpu_id LEFT JOIN nodes n ON n.id = g.node_id ORDER BY ids.gpu_id",
             )
             .bind(id)
             .fetch_all(pool)
             .await?
         }
-        Scope::Node(id) => sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx").bind(id).fetch_all(pool).await?,
-    };
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        let row: Option<(String, i64, String, bool)> =
-            sqlx::query_as("SELECT n.name, g.idx, g.model, g.simulated FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.id = ?")
+        Scope::Node(id) => {
+            sqlx::query_as("SELECT g.id, n.name, g.idx, g.model, g.simulated FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.node_id = ? ORDER BY g.idx")
                 .bind(id)
-                .fetch_optional(pool)
-                .await?;
-        out.push(match row {
-            Some((node, idx, model, sim)) => (id, format!("{node} GPU {idx} ({model})"), sim),
+                .fetch_all(pool)
+                .await?
+        }
+    };
+    Ok(rows
+        .into_iter()
+        .map(|row| match row {
+            (id, Some(node), Some(idx), Some(model), sim) => (id, format!("{node} GPU {idx} ({model})"), sim.unwrap_or(false)),
             // The GPU's node was removed since: its history still shows.
-            None => (id, format!("GPU #{id} (removed)"), false),
-        });
-    }
-    Ok(out)
+            (id, ..) => (id, format!("GPU #{id} (removed)"), false),
+        })
+        .collect())
 }
 
 /// Points and memory size of each GPU from the raw samples, settled and

@@ -108,5 +108,18 @@ gantry_testkit::timed_test! {
         assert_eq!(cells[0].machine.as_deref(), Some("train"));
         assert_eq!(cells[0].owner.as_deref(), Some("tina"));
         assert!(cells[2].machine.is_none() && cells[2].util.unwrap() < 5.0);
+
+        // Each series is labelled with its node and GPU, in the GPUs' order;
+        // a GPU removed since still shows its history, labelled as removed.
+        let labels = |c: &gantry_core::telemetry::view::ChartData| c.series.iter().map(|s| s.label.clone()).collect::<Vec<_>>();
+        for (i, label) in labels(&week).iter().enumerate() {
+            assert!(label.contains(&format!(" GPU {i} (")), "{:?}", labels(&week));
+        }
+        let gone = f.gpu_ids[1];
+        sqlx::query("DELETE FROM machine_gpus WHERE gpu_id = ?").bind(gone).execute(&f.pool).await.unwrap();
+        sqlx::query("DELETE FROM gpus WHERE id = ?").bind(gone).execute(&f.pool).await.unwrap();
+        let after = query::chart(&f.pool, query::Scope::Machine(m), ChartRange::Day, now).await.unwrap();
+        assert_eq!(labels(&after)[1], format!("GPU #{gone} (removed)"), "{:?}", labels(&after));
+        assert!(labels(&after)[0].contains(" GPU 0 ("), "{:?}", labels(&after));
     }
 }

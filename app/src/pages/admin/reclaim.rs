@@ -4,8 +4,11 @@
 
 use crate::{
     api::reclaim::{reclaim_admin, SaveReclaimSettings, SetReclaimExempt},
-    model::reclaim::ReclaimAdminView,
-    components::form_error::{error_text, FormError},
+    components::{
+        form_error::{error_text, FormError},
+        list_nav::{use_list_query, Pager},
+    },
+    model::{lists::ListQuery, reclaim::ReclaimAdminView},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -19,13 +22,14 @@ fn minutes(secs: i64) -> String {
 pub fn ReclaimPage() -> impl IntoView {
     let save = ServerAction::<SaveReclaimSettings>::new();
     let exempt = ServerAction::<SetReclaimExempt>::new();
-    let data = Resource::new(move || (save.version().get(), exempt.version().get()), |_| reclaim_admin());
+    let query = use_list_query();
+    let data = Resource::new(move || (save.version().get(), exempt.version().get(), query.get()), |(_, _, q)| reclaim_admin(q.page));
     view! {
         <Title text="Reclaim"/>
         <h1>"Idle reclaim and hot GPUs"</h1>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || data.get().map(|r| match r {
-                Ok(d) => view! { <Settings d=d save=save exempt=exempt/> }.into_any(),
+                Ok(d) => view! { <Settings d=d save=save exempt=exempt query=query.get_untracked()/> }.into_any(),
                 Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
             })}
         </Transition>
@@ -33,7 +37,7 @@ pub fn ReclaimPage() -> impl IntoView {
 }
 
 #[component]
-fn Settings(d: ReclaimAdminView, save: ServerAction<SaveReclaimSettings>, exempt: ServerAction<SetReclaimExempt>) -> impl IntoView {
+fn Settings(d: ReclaimAdminView, save: ServerAction<SaveReclaimSettings>, exempt: ServerAction<SetReclaimExempt>, query: ListQuery) -> impl IntoView {
     let r = d.reclaim.clone();
     let h = d.hot.clone();
     view! {
@@ -83,7 +87,7 @@ fn Settings(d: ReclaimAdminView, save: ServerAction<SaveReclaimSettings>, exempt
                 <thead><tr><th>"Machine"</th><th>"Owner"</th><th>"State"</th><th>"Reclaim deadline (UTC)"</th><th>"Rebalancing"</th><th>"Exempt"</th></tr></thead>
                 <tbody>
                     {d.machines.into_iter().map(|(id, name, owner, state, ex, opted, deadline)| view! {
-                        <tr data-name=name.clone()>
+                        <tr data-testid="reclaim-machine" data-name=name.clone()>
                             <td><a href=format!("/machines/{id}")>{name.clone()}</a></td>
                             <td>{owner}</td>
                             <td>{state}</td>
@@ -94,6 +98,7 @@ fn Settings(d: ReclaimAdminView, save: ServerAction<SaveReclaimSettings>, exempt
                     }).collect_view()}
                 </tbody>
             </table>
+            <Pager base="/admin/reclaim" query=query counts=d.counts/>
         </section>
     }
 }
