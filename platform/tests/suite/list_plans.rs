@@ -44,17 +44,23 @@ fn check(who: &User, f: &ListFilter, table: &str, steps: &[String]) {
     }
 }
 
+/// A fresh database with an admin (`root`) and a member (`ann`) of `g1`.
+async fn admin_and_member() -> (tempfile::TempDir, Pool, Vec<User>) {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+    gantry_platform::db::migrate(&pool).await.unwrap();
+    accounts::create_group(&pool, None, "g1", 8).await.unwrap();
+    let mut people = Vec::new();
+    for (name, role) in [("root", Role::Admin), ("ann", Role::User)] {
+        let new = accounts::NewUser { username: name, password: "password-123", role, group: Some("g1") };
+        people.push(accounts::create_user(&pool, None, new).await.unwrap());
+    }
+    (dir, pool, people)
+}
+
 gantry_testkit::timed_test! {
     async fn every_list_window_walks_an_index_in_id_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-        gantry_platform::db::migrate(&pool).await.unwrap();
-        accounts::create_group(&pool, None, "g1", 8).await.unwrap();
-        let mut people = Vec::new();
-        for (name, role) in [("root", Role::Admin), ("ann", Role::User)] {
-            let new = accounts::NewUser { username: name, password: "password-123", role, group: Some("g1") };
-            people.push(accounts::create_user(&pool, None, new).await.unwrap());
-        }
+        let (_dir, pool, people) = admin_and_member().await;
         let mut checked = 0;
         for who in &people {
             for f in filters(false) {
@@ -76,14 +82,9 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_machines_task_history_reads_only_that_machines_tasks() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-        gantry_platform::db::migrate(&pool).await.unwrap();
-        accounts::create_group(&pool, None, "g1", 8).await.unwrap();
-        for (name, role) in [("root", Role::Admin), ("ann", Role::User)] {
-            let new = accounts::NewUser { username: name, password: "password-123", role, group: Some("g1") };
-            let who = accounts::create_user(&pool, None, new).await.unwrap();
-            let (sql, bind) = recent_tasks_sql(&who, true);
+        let (_dir, pool, people) = admin_and_member().await;
+        for who in &people {
+            let (sql, bind) = recent_tasks_sql(who, true);
             let steps: Vec<String> = sqlx::query_as::<_, PlanRow>(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .bind(bind)
                 .bind(7_i64)
@@ -94,7 +95,7 @@ gantry_testkit::timed_test! {
                 .into_iter()
                 .map(|r| r.3)
                 .collect();
-            let context = format!("{name}: {steps:?}");
+            let context = format!("{}: {steps:?}", who.username);
             assert!(steps.iter().any(|s| s.contains("tasks_machine")), "does not use the machine's index: {context}");
             assert!(!steps.iter().any(|s| s.contains("TEMP B-TREE") || s == "SCAN t"), "reads or sorts beyond the machine's tasks: {context}");
         }
