@@ -88,9 +88,39 @@ pub fn client_address(peer: &str, forwarded_for: Option<&str>, trust_proxy: bool
     peer.to_string()
 }
 
+/// The part of a client address that failures are counted against. One
+/// IPv6 subscriber usually holds a whole /64 (2^64 addresses): counting
+/// each address apart would give a guesser unlimited tries, so an IPv6
+/// address counts as its /64. IPv4 (also IPv4-mapped IPv6) counts as itself;
+/// anything that is not an address is kept as it is.
+pub fn counted_address(addr: &str) -> String {
+    match addr.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                let net = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+                format!("{net}/64")
+            }
+        },
+        Ok(ip) => ip.to_string(),
+        Err(_) => addr.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_clients_count_by_their_64_and_ipv4_by_address() {
+        assert_eq!(counted_address("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(counted_address("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64", "one subscriber, one count");
+        assert_ne!(counted_address("2001:db8:1:3::1"), counted_address("2001:db8:1:2::1"));
+        assert_eq!(counted_address("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(counted_address("192.0.2.7"), "192.0.2.7");
+        assert_eq!(counted_address("unknown"), "unknown");
+    }
 
     const P: ThrottlePolicy = ThrottlePolicy { max_failures: 3, window_secs: 100 };
 

@@ -213,6 +213,25 @@ pub async fn authenticate(pool: &Pool, username: &str, password: &str, address: 
     authenticate_with(pool, &password::Gate::shared(), username, password, address).await
 }
 
+/// Verifies a password whose attempt was counted; when the argon2 gate
+/// turns it away unverified, the count is given back (see
+/// `throttle::give_back`).
+pub(crate) async fn verify_counted(
+    pool: &Pool,
+    gate: &password::Gate,
+    counted: &throttle::Counted,
+    stored: &str,
+    password: &str,
+) -> Result<bool, PlatformError> {
+    match password::verify_with(gate, stored, password).await {
+        Err(busy @ PlatformError::Throttled { busy: true, .. }) => {
+            throttle::give_back(pool, counted).await?;
+            Err(busy)
+        }
+        other => other,
+    }
+}
+
 pub async fn authenticate_with(
     pool: &Pool,
     gate: &password::Gate,
@@ -233,7 +252,7 @@ pub async fn authenticate_with(
         Some((id, h)) => (Some(id), h),
         None => (None, password::DUMMY_HASH.clone()),
     };
-    let ok = password::verify_with(gate, &stored, password).await?;
+    let ok = verify_counted(pool, gate, &counted, &stored, password).await?;
     match (id, ok) {
         (Some(id), true) => {
             throttle::forgive(pool, &counted).await?;

@@ -10,12 +10,14 @@ use crate::{db::Pool, now, PlatformError};
 use gantry_core::throttle::{FailureRecord, ThrottlePolicy, Verdict};
 
 /// The keys one login attempt counts against, each with its policy: the
-/// account as seen from this client, and the client across all accounts.
+/// account as seen from this client, and the client across all accounts
+/// (an IPv6 client as its /64: `gantry_core::throttle::counted_address`).
 pub fn keys(username: &str, address: Option<&str>) -> Vec<(String, ThrottlePolicy)> {
     let user = username.to_lowercase();
-    let addr = address.unwrap_or("unknown");
+    let address = address.map(gantry_core::throttle::counted_address);
+    let addr = address.as_deref().unwrap_or("unknown");
     let mut keys = vec![(format!("user:{user}|addr:{addr}"), ThrottlePolicy::PER_ACCOUNT_CLIENT)];
-    if let Some(addr) = address {
+    if let Some(addr) = &address {
         keys.push((format!("addr:{addr}"), ThrottlePolicy::PER_ADDRESS));
     }
     keys
@@ -72,14 +74,33 @@ pub async fn forgive(pool: &Pool, counted: &Counted) -> Result<(), PlatformError
         if key.starts_with("user:") {
             sqlx::query("DELETE FROM login_failures WHERE key = ?").bind(key).execute(&mut *tx).await?;
         } else {
-            sqlx::query("UPDATE login_failures SET failures = MAX(failures - 1, 0) WHERE key = ? AND window_start = ?")
-                .bind(key)
-                .bind(rec.window_start)
-                .execute(&mut *tx)
-                .await?;
+            take_back(&mut tx, key, rec).await?;
         }
     }
     tx.commit().await?;
+    Ok(())
+}
+
+/// An attempt whose password was never verified (the argon2 gate was
+/// full): it told its sender nothing, so it is not a guess — every key gets
+/// it back. Otherwise a flood of anonymous sign-ins would make the real
+/// owner's refused attempts count, and lock them out.
+pub async fn give_back(pool: &Pool, counted: &Counted) -> Result<(), PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    for (key, rec) in &counted.records {
+        take_back(&mut tx, key, rec).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// One attempt off a key's count, if its window is still the one counted in.
+async fn take_back(tx: &mut crate::transitions::Tx, key: &str, rec: &FailureRecord) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE login_failures SET failures = MAX(failures - 1, 0) WHERE key = ? AND window_start = ?")
+        .bind(key)
+        .bind(rec.window_start)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

@@ -73,7 +73,9 @@ pub async fn revoke(pool: &Pool, owner: &User, id: i64) -> Result<(), PlatformEr
 }
 
 /// The account a bearer token belongs to; `None` for anything that is not
-/// a live token.
+/// a live token, and for an account that may not act now: disabled, or
+/// waiting for its owner to replace an admin-set temporary password (what
+/// a browser session of it could not do, a script cannot either).
 pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, PlatformError> {
     if !secret.starts_with(PREFIX) || secret.len() != PREFIX.len() + 64 {
         return Ok(None);
@@ -89,5 +91,5 @@ pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, Pla
         .bind(hash(secret))
         .execute(pool)
         .await?;
-    accounts::user_by_id(pool, user_id).await
+    Ok(accounts::user_by_id(pool, user_id).await?.filter(|u| !u.disabled && !u.must_change_password))
 }

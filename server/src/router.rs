@@ -146,9 +146,11 @@ pub async fn build_secured(
         move || shell(options.clone())
     };
 
-    // /metrics has its own access rule, so it sits outside the page guard.
+    // /metrics has its own access rule, so it sits outside the sessions and
+    // the page guard — but inside the layers every response gets (headers,
+    // request id, tracing).
     let metrics = crate::metrics::routes(state.pool.clone());
-    Ok(Router::new()
+    let app = Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
         .merge(crate::api_v1::routes())
         .merge(crate::datasets::routes())
@@ -162,12 +164,13 @@ pub async fn build_secured(
         .layer(sessions)
         .layer(from_fn_with_state(opts.public_origin.clone(), same_origin))
         .layer(from_fn_with_state(FormErrorKey::random(), signed_form_errors))
+        .with_state(state);
+    Ok(app
+        .merge(metrics)
         .layer(CompressionLayer::new())
         .layer(from_fn_with_state(HeaderPolicy { hsts: opts.secure_cookies }, security_headers))
         .layer(from_fn(request_id))
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
-        .merge(metrics))
+        .layer(TraceLayer::new_for_http()))
 }
 
 /// The app's routes, generated once per process. Generating runs the app

@@ -130,13 +130,35 @@ pub fn refusal(r: Refusal) -> Response {
     refuse(status, r.to_string())
 }
 
+/// An engine's error as the machine's owner reads it. An unreachable
+/// engine's text names its endpoint (an address inside the cluster) and
+/// the connection's innards: that goes to the log only.
 pub fn exec_error(e: ExecError) -> Response {
     let status = match e {
         ExecError::NotFound(_) => StatusCode::NOT_FOUND,
         ExecError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         ExecError::ImageMissing(_) | ExecError::Failed(_) => StatusCode::BAD_GATEWAY,
     };
+    if let ExecError::Unavailable(detail) = &e {
+        tracing::warn!(error = %detail, "a machine's engine is unavailable");
+        return refuse(status, "the machine's node does not answer now; try again in a moment (the error has been logged)");
+    }
     refuse(status, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    gantry_testkit::timed_test! {
+        async fn an_unreachable_engine_is_not_named_to_the_user() {
+            let res = exec_error(ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2375 is unreachable: connection refused".into()));
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(text.contains("does not answer") && !text.contains("10.1.2.3") && !text.contains("tcp://"), "{text}");
+        }
+    }
 }
 
 pub fn internal(e: impl std::fmt::Display) -> Response {

@@ -110,3 +110,44 @@ gantry_testkit::timed_test! {
         assert!(!stored.contains(&alice_token[4..]) && stored.len() == 64, "only a hash is stored");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_disabled_or_reset_account_cannot_use_its_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        accounts::create_group(&server.pool, None, "ml", 4).await.unwrap();
+        let alice = user(&server, "alice", "ml").await;
+        let admin: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = 'admin'").fetch_one(&server.pool).await.unwrap();
+        let (_, token) = tokens::create(&server.pool, &alice, "laptop").await.unwrap();
+        let http = reqwest::Client::new();
+        let list = |token: String| {
+            let (http, url) = (http.clone(), server.url("/api/v1/compute-tasks"));
+            async move { http.get(url).bearer_auth(token).send().await.unwrap().status() }
+        };
+        assert_eq!(list(token.clone()).await, StatusCode::OK);
+
+        // Disabled: the token answers 401 (as the account's sessions do) and writes nothing.
+        accounts::set_disabled(&server.pool, admin, alice.id, true).await.unwrap();
+        assert_eq!(list(token.clone()).await, StatusCode::UNAUTHORIZED, "a disabled account's token");
+        let res = http.post(server.url("/api/v1/compute-tasks")).bearer_auth(&token).json(&task("PyTorch")).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await, 0);
+        // Enabled again: the token was suspended, not revoked.
+        accounts::set_disabled(&server.pool, admin, alice.id, false).await.unwrap();
+        assert_eq!(list(token.clone()).await, StatusCode::OK, "enabled again");
+
+        // An admin's password reset revokes the account's tokens, audited.
+        accounts::reset_password(&server.pool, admin, alice.id, "temporary-password-1").await.unwrap();
+        assert_eq!(list(token.clone()).await, StatusCode::UNAUTHORIZED, "after a reset");
+        let live = format!("SELECT COUNT(*) FROM api_tokens WHERE user_id = {} AND revoked_at IS NULL", alice.id);
+        assert_eq!(count(&server.pool, &live).await, 0);
+        let detail: String = sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'user.reset_password'").fetch_one(&server.pool).await.unwrap();
+        assert!(detail.contains("1 API token(s) revoked"), "{detail}");
+        // Until the temporary password is replaced, no token of the account works.
+        let (_, fresh) = tokens::create(&server.pool, &alice, "new laptop").await.unwrap();
+        assert_eq!(list(fresh.clone()).await, StatusCode::UNAUTHORIZED, "a temporary password still to replace");
+        sqlx::query("UPDATE users SET must_change_password = 0 WHERE id = ?").bind(alice.id).execute(&server.pool).await.unwrap();
+        assert_eq!(list(fresh).await, StatusCode::OK);
+        assert_eq!(list(token).await, StatusCode::UNAUTHORIZED, "the revoked one stays revoked");
+    }
+}

@@ -59,6 +59,13 @@ gantry_testkit::timed_test! {
         assert_common(&asset);
         assert_eq!(header(&asset, "cache-control"), "public, max-age=31536000, immutable");
 
+        // Outside the sessions and the page guard too: /metrics (its own
+        // access rule) and an unknown path.
+        for path in ["/metrics", "/no-such-page"] {
+            let res = c.get(server.url(path)).send().await.unwrap();
+            assert_common(&res);
+        }
+
         let signed_in = server.client();
         assert_eq!(server.login(&signed_in, "admin", security_support::ADMIN_PASSWORD).await.status(), 200);
         let dashboard = signed_in.get(server.url("/")).send().await.unwrap();

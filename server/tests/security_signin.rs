@@ -75,9 +75,15 @@ gantry_testkit::timed_test! {
         let server = start(&dir, Security { gate: g.clone(), ..Security::default() }, false).await;
         let held = g.hold().await;
         let c = server.client();
-        let busy = server.login(&c, "admin", "wrong-password").await;
-        assert_eq!(busy.status(), 429);
-        assert!(busy.text().await.unwrap().contains("busy"));
+        // More refusals than the account's allowance of failures: turned
+        // away unverified, none of them is a guess, so none counts — the
+        // owner is not locked out by a flood they were caught in.
+        for _ in 0..8 {
+            let busy = server.login(&c, "admin", security_support::ADMIN_PASSWORD).await;
+            assert_eq!(busy.status(), 429);
+            assert!(busy.text().await.unwrap().contains("busy"));
+        }
+        assert_eq!(g.started(), 0, "nothing was verified");
         drop(held);
         assert_eq!(server.login(&c, "admin", security_support::ADMIN_PASSWORD).await.status(), 200);
     }
@@ -95,5 +101,23 @@ gantry_testkit::timed_test! {
         }
         let claims_elsewhere = server.client_from("198.51.100.99");
         assert_eq!(server.login(&claims_elsewhere, "bob", "bob-password-1").await.status(), 429);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn an_ipv6_guesser_counts_as_its_64_not_as_each_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security { trusted_proxy: true, gate: gate(2), ..Security::default() }, false).await;
+        server.add_user("bob", "bob-password-1", Role::User).await;
+        // A new address of the same /64 for every guess: still one client.
+        for i in 1..=ThrottlePolicy::PER_ACCOUNT_CLIENT.max_failures {
+            let c = server.client_from(&format!("2001:db8:7:7::{i:x}"));
+            assert_eq!(server.login(&c, "bob", "wrong").await.status(), 401, "guess {i}");
+        }
+        let next = server.client_from("2001:db8:7:7:ffff::1");
+        assert_eq!(server.login(&next, "bob", "wrong").await.status(), 429, "the /64 has used its allowance");
+        // Another /64 is another client: the owner gets in.
+        let owner = server.client_from("2001:db8:7:8::1");
+        assert_eq!(server.login(&owner, "bob", "bob-password-1").await.status(), 200);
     }
 }

@@ -397,6 +397,39 @@ fn noise(len: usize) -> Vec<u8> {
 }
 
 gantry_testkit::timed_test! {
+    async fn a_terminal_closes_when_its_account_is_disabled_or_demoted() {
+        let env = env(Limits::default()).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-acct").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let mut ws = connect(&env, Some(&alice), None, id).await.unwrap();
+        read_until(&mut ws, "# ").await;
+        let mut logs = http().get(env.url(&format!("/machines/{id}/logs?follow=1&tail=0"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(logs.status(), StatusCode::OK);
+        // Disabled while typing into a shell and following the logs: both
+        // end with the account's sessions, saying why.
+        let (closed, disabled) = tokio::join!(close_frame(&mut ws), accounts::set_disabled(&env.pool, env.admin.id, env.alice.id, true));
+        disabled.unwrap();
+        assert_eq!(closed.0, close_code::ACCOUNT_CHANGED, "{closed:?}");
+        assert!(closed.1.contains("sign in again"), "{closed:?}");
+        let end = next_event(&mut logs, &mut String::new()).await.expect("an end event");
+        assert!(end.contains("your account was changed"), "{end}");
+        // The old cookie opens nothing (the page guard sends it to sign in).
+        assert_eq!(connect(&env, Some(&alice), None, id).await.err(), Some(StatusCode::SEE_OTHER));
+
+        // An admin's shell on another user's machine ends when demoted.
+        let dora = accounts::create_user(&env.pool, None, NewUser { username: "dora", password: PASSWORD, role: Role::Admin, group: Some("other") }).await.unwrap();
+        let dora_cookie = sign_in(&env, "dora", PASSWORD).await;
+        let mut ws = connect(&env, Some(&dora_cookie), None, id).await.unwrap();
+        read_until(&mut ws, "# ").await;
+        let (closed, demoted) = tokio::join!(close_frame(&mut ws), accounts::set_role(&env.pool, env.admin.id, dora.id, Role::User));
+        demoted.unwrap();
+        assert_eq!(closed.0, close_code::ACCOUNT_CHANGED, "{closed:?}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM terminal_sessions WHERE closed_at IS NULL").await, 0);
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+gantry_testkit::timed_test! {
     async fn files_go_in_and_out_of_the_volume_and_stay_inside_it() {
         let env = env(Limits::default()).await;
         let (id, container) = env.machine(&env.alice.clone(), "files-1").await;

@@ -57,8 +57,10 @@ pub async fn set_disabled(pool: &Pool, actor: i64, user_id: i64, disabled: bool)
     finish(pool, tx, user_id).await
 }
 
-/// An admin sets a temporary password: the account's sessions end, and its
-/// next sign-in must choose a new password before anything else.
+/// An admin sets a temporary password: the account's sessions end, its API
+/// tokens are revoked (a reset is what follows a leaked password, and a
+/// token made by whoever had it must not outlive it), and its next sign-in
+/// must choose a new password before anything else.
 pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &str) -> Result<User, PlatformError> {
     validate::new_password(temporary)?;
     let hash = password::hash(temporary).await?;
@@ -69,7 +71,17 @@ pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &s
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(&mut *tx, Some(actor), "user.reset_password", &format!("temporary password for user {name}")).await?;
+    let revoked = sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL")
+        .bind(crate::now())
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    let detail = match revoked {
+        0 => format!("temporary password for user {name}"),
+        n => format!("temporary password for user {name}; {n} API token(s) revoked"),
+    };
+    audit::record(&mut *tx, Some(actor), "user.reset_password", &detail).await?;
     let user = finish(pool, tx, user_id).await?;
     throttle::clear_user(pool, &name).await?;
     Ok(user)
@@ -95,7 +107,7 @@ pub async fn change_password(
     let user = user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))?;
     let counted = throttle::count_attempt(pool, &throttle::keys(&user.username, address)).await?;
     let (stored,): (String,) = sqlx::query_as("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_one(pool).await?;
-    if !password::verify_with(gate, &stored, current).await? {
+    if !super::verify_counted(pool, gate, &counted, &stored, current).await? {
         return Err(PlatformError::BadRequest("the current password is wrong".into()));
     }
     throttle::forgive(pool, &counted).await?;

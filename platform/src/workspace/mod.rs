@@ -144,6 +144,9 @@ pub mod close_code {
     pub const CLOSED_BY_ADMIN: u16 = 4003;
     /// Nothing was typed or printed for the idle limit.
     pub const IDLE: u16 = 4004;
+    /// The account was disabled, demoted or had its password reset: its
+    /// sessions ended, its terminals with them.
+    pub const ACCOUNT_CHANGED: u16 = 4005;
 }
 
 impl CloseReason {

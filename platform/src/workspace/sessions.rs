@@ -7,7 +7,8 @@
 //! [`WATCH_EVERY`] it reads, in one query, the state of the machines of its
 //! open sessions and any close requests, and signals the sessions concerned:
 //! a machine that left `running` (stopped, restarting, deleted — usually
-//! already seen as the end of the shell's output stream) or an admin's
+//! already seen as the end of the shell's output stream), an account that
+//! lost its sessions (disabled, demoted, password reset), or an admin's
 //! close. It also renews its sessions' `seen_at` and closes sessions of
 //! processes that stopped renewing theirs (a crashed server).
 
@@ -48,10 +49,11 @@ pub async fn open(pool: &Pool, user: &User, machine_id: i64, machine: &str, serv
     let at = now();
     let mut tx = pool.begin().await?;
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO terminal_sessions (machine_id, user_id, server, client_addr, opened_at, seen_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO terminal_sessions (machine_id, user_id, user_gen, server, client_addr, opened_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(machine_id)
     .bind(user.id)
+    .bind(user.session_gen)
     .bind(server)
     .bind(client_addr)
     .bind(at)
@@ -211,17 +213,24 @@ impl Registry {
         let ids: Vec<i64> = self.inner.sessions.lock().expect("terminal registry").keys().copied().collect();
         let pool = &self.inner.pool;
         if !ids.is_empty() {
-            let rows: Vec<(i64, String, String, Option<String>)> = sqlx::query_as(
-                "SELECT ts.id, m.name, m.state, a.username FROM terminal_sessions ts
-                 JOIN machines m ON m.id = ts.machine_id LEFT JOIN users a ON a.id = ts.close_requested_by
+            // The account's generation too: a terminal opened before it was
+            // disabled, demoted or had its password reset (or was deleted)
+            // closes like its browser sessions end.
+            let rows: Vec<(i64, String, String, Option<String>, bool)> = sqlx::query_as(
+                "SELECT ts.id, m.name, m.state, a.username, (u.id IS NULL OR u.disabled OR u.session_gen <> ts.user_gen)
+                 FROM terminal_sessions ts JOIN machines m ON m.id = ts.machine_id
+                 LEFT JOIN users a ON a.id = ts.close_requested_by LEFT JOIN users u ON u.id = ts.user_id
                  WHERE ts.server = ? AND ts.closed_at IS NULL",
             )
             .bind(&self.inner.server)
             .fetch_all(pool)
             .await?;
-            for (id, machine, state, admin) in rows {
+            for (id, machine, state, admin, account_changed) in rows {
                 if let Some(admin) = admin {
                     self.signal(id, CloseReason::new(super::close_code::CLOSED_BY_ADMIN, format!("closed by administrator {admin}")));
+                } else if account_changed {
+                    let why = "your account was changed (disabled, its role or its password): sign in again";
+                    self.signal(id, CloseReason::new(super::close_code::ACCOUNT_CHANGED, why));
                 } else if state != "running" {
                     self.signal(id, CloseReason::for_state(&machine, &state));
                 }
