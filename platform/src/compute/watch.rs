@@ -1,75 +1,111 @@
 //! The compute watcher: notices a job's container ending (or its time
 //! limit, or a cancel), keeps the end of its output and its exit code, and
-//! asks for the job machine's delete — whose commit gives the GPUs back and
-//! finishes the task (see `transitions::compute::machine_released`). Any
-//! server may run it; a second one asking for the same delete is refused
-//! as busy and changes nothing.
+//! queues the job machine's delete in the same commit — whose own commit
+//! gives the GPUs back and finishes the task (see
+//! `transitions::compute::machine_released`). Any server may run it; a
+//! second one queueing the same delete finds the machine busy and changes
+//! nothing.
 
-use crate::{
-    accounts, db::Pool, executor::ContainerStatus, fleet::Fleet, machines::{self, Admissions, OperationRequest}, now, transitions,
-    PlatformError,
-};
-use gantry_core::task::TaskKind;
+use crate::{accounts, db::Pool, executor::ContainerStatus, fleet::Fleet, machines::Admissions, now, transitions, PlatformError};
 use std::time::Duration;
 
 /// Lines of output kept with a finished task.
 const TAIL_LINES: usize = 200;
 
-type Watched = (i64, i64, i64, Option<i64>, bool, i64, String, Option<String>, i64);
+type Watched = (i64, i64, i64, Option<i64>, bool, String, Option<String>, i64, Option<i64>);
 
-/// One pass; returns how many jobs were finished or stopped.
+/// One pass; returns how many jobs had their machine's delete queued.
 pub async fn watch_once(pool: &Pool, fleet: &Fleet) -> Result<usize, PlatformError> {
     cancel_unstarted(pool).await?;
+    // A job whose exit is recorded but whose machine has no delete yet
+    // (refused when tried: the machine was busy) is taken up again.
     let rows: Vec<Watched> = sqlx::query_as(
-        "SELECT c.id, c.machine_id, c.time_limit_secs, c.started_at, c.cancel_requested, c.requester_id, c.message, m.container_id, m.node_id
+        "SELECT c.id, c.machine_id, c.time_limit_secs, c.started_at, c.cancel_requested, c.message, m.container_id, m.node_id, c.exit_code
          FROM compute_tasks c JOIN machines m ON m.id = c.machine_id
-         WHERE c.state = 'running' AND c.exit_code IS NULL AND m.node_id IS NOT NULL
-           AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running'))",
+         WHERE c.state = 'running' AND m.node_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running'))
+           AND (c.exit_code IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind = 'delete'))",
     )
     .fetch_all(pool)
     .await?;
     let mut finished = 0;
-    for (id, machine_id, limit, started_at, cancel, requester, message, container, node_id) in rows {
-        let exec = fleet.executor(pool, node_id).await?;
-        let Some(container) = container else { continue };
-        let status = match exec.inspect_container(&container).await {
-            Ok(s) => s.status,
-            Err(e) => {
-                tracing::warn!(task = id, error = %e, "compute watcher: engine not answering");
-                continue;
-            }
-        };
-        let over_time = started_at.is_some_and(|s| now() >= s + limit);
-        let why = match status {
-            ContainerStatus::Exited { code } => format!("exited with code {code}"),
-            ContainerStatus::Missing => "its container vanished".to_string(),
-            _ if cancel => message,
-            _ if over_time => format!("time limit of {limit} s reached; stopped"),
-            _ => continue,
-        };
-        if !matches!(status, ContainerStatus::Exited { .. } | ContainerStatus::Missing) {
-            if let Err(e) = exec.stop_container(&container).await {
-                tracing::warn!(task = id, error = %e, "compute watcher: could not stop the container");
-                continue;
-            }
-        }
-        let code = match exec.inspect_container(&container).await.map(|s| s.status) {
-            Ok(ContainerStatus::Exited { code }) => code,
-            _ => -1,
-        };
-        let tail = exec.output_tail(&container, TAIL_LINES).await.unwrap_or_default();
-        let mut tx = transitions::begin(pool).await?;
-        // A time limit fails the task whatever the exit code the stop left.
-        let code = if over_time && !cancel && code == 0 { 124 } else { code };
-        transitions::compute::exited(&mut tx, id, code, &tail, &why).await?;
-        tx.commit().await?;
-        let requester = accounts::user_by_id(pool, requester).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
-        match machines::request_operation(pool, &requester, OperationRequest { machine_id, kind: TaskKind::Delete, keep_volume: false }).await {
-            Ok(_) | Err(PlatformError::Conflict(_)) => finished += 1,
-            Err(e) => return Err(e),
+    for row in rows {
+        let id = row.0;
+        match watch_one(pool, fleet, row).await {
+            Ok(true) => finished += 1,
+            Ok(false) => {}
+            // One job's trouble must not leave the others unwatched.
+            Err(e) => tracing::warn!(task = id, error = %e, "compute watcher: job left for the next pass"),
         }
     }
     Ok(finished)
+}
+
+/// Records the job's end if it ended (or must be stopped) and queues its
+/// machine's delete in the same commit; `true` when the delete is queued.
+async fn watch_one(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<bool, PlatformError> {
+    let (id, machine_id, exit_code) = (row.0, row.1, row.8);
+    let ended = match exit_code {
+        Some(code) => {
+            tracing::info!(task = id, machine = machine_id, "compute watcher: exit {code} recorded earlier; queueing its delete again");
+            None
+        }
+        None => match observe_end(pool, fleet, row).await? {
+            Some(ended) => Some(ended),
+            None => return Ok(false),
+        },
+    };
+    let mut tx = transitions::begin(pool).await?;
+    let why = match ended {
+        Some((code, tail, why)) => {
+            transitions::compute::exited(&mut tx, id, code, &tail, &why).await?;
+            why
+        }
+        None => format!("exited with code {}", exit_code.unwrap_or(-1)),
+    };
+    // The system's delete, not the requester's: they may no longer see the
+    // machine (moved to another group), and the GPUs must come back anyway.
+    let queued = transitions::compute::delete_job_machine(&mut tx, id, &why).await?;
+    tx.commit().await?;
+    Ok(queued.is_some())
+}
+
+/// The job's exit code, the end of its output and why it ended — once its
+/// container exited or vanished, or after stopping it (cancel, time
+/// limit); `None` while it should keep running or its engine is away.
+async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<(i64, String, String)>, PlatformError> {
+    let (_, _, limit, started_at, cancel, message, container, node_id, _) = row;
+    let Some(container) = container.as_deref() else { return Ok(None) };
+    let exec = fleet.executor(pool, node_id).await?;
+    let status = match exec.inspect_container(container).await {
+        Ok(s) => s.status,
+        Err(e) => {
+            tracing::warn!(container, error = %e, "compute watcher: engine not answering");
+            return Ok(None);
+        }
+    };
+    let over_time = started_at.is_some_and(|s| now() >= s + limit);
+    let why = match status {
+        ContainerStatus::Exited { code } => format!("exited with code {code}"),
+        ContainerStatus::Missing => "its container vanished".to_string(),
+        _ if cancel => message,
+        _ if over_time => format!("time limit of {limit} s reached; stopped"),
+        _ => return Ok(None),
+    };
+    if !matches!(status, ContainerStatus::Exited { .. } | ContainerStatus::Missing) {
+        if let Err(e) = exec.stop_container(container).await {
+            tracing::warn!(container, error = %e, "compute watcher: could not stop the container");
+            return Ok(None);
+        }
+    }
+    let code = match exec.inspect_container(container).await.map(|s| s.status) {
+        Ok(ContainerStatus::Exited { code }) => code,
+        _ => -1,
+    };
+    let tail = exec.output_tail(container, TAIL_LINES).await.unwrap_or_default();
+    // A time limit fails the task whatever the exit code the stop left.
+    let code = if over_time && !cancel && code == 0 { 124 } else { code };
+    Ok(Some((code, tail, why)))
 }
 
 /// A cancel of a task whose machine has not started yet cancels the
@@ -83,9 +119,10 @@ async fn cancel_unstarted(pool: &Pool) -> Result<(), PlatformError> {
     .await?;
     for (task_id, requester) in waiting {
         if let Some(user) = accounts::user_by_id(pool, requester).await? {
+            // Never abort the pass: the jobs after this one are watched too.
             match transitions::task::cancel(pool, &user, task_id).await {
                 Ok(()) | Err(PlatformError::Conflict(_)) => {}
-                Err(e) => return Err(e),
+                Err(e) => tracing::warn!(task = task_id, error = %e, "compute watcher: could not cancel the create of a cancelled job"),
             }
         }
     }

@@ -8,25 +8,23 @@ pub struct MachineContext {
     pub spec: MachineSpec,
     pub node_id: i64,
     pub node_name: String,
-    /// The node was marked lost: nothing is to be done on its engine.
-    pub node_lost: bool,
     /// A compute task's machine: its container runs to completion.
     pub is_job: bool,
     pub container_id: Option<String>,
 }
 
 pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineContext, PlatformError> {
-    type Row = (String, String, String, String, Option<i64>, Option<String>, String, i64, Option<String>, i64, i64, i64, bool, String, Option<String>);
+    type Row = (String, String, String, String, Option<i64>, Option<String>, String, i64, Option<String>, i64, i64, i64, String, Option<String>);
     let row: Option<Row> = sqlx::query_as(
         "SELECT m.name, u.username, g.name, i.reference, m.node_id, n.name, m.volume_name, m.volume_size_gb, m.container_id,
-                m.cpu_millis, m.memory_mb, m.pids_limit, COALESCE(n.state = 'lost', 0), m.workload, m.command
+                m.cpu_millis, m.memory_mb, m.pids_limit, m.workload, m.command
          FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
          JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id WHERE m.id = ?",
     )
     .bind(machine_id)
     .fetch_optional(pool)
     .await?;
-    let (name, owner, group, image, node_id, node_name, volume_name, volume_size_gb, container_id, cpu_millis, memory_mb, pids_limit, node_lost, workload, command) =
+    let (name, owner, group, image, node_id, node_name, volume_name, volume_size_gb, container_id, cpu_millis, memory_mb, pids_limit, workload, command) =
         row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
     let node_id = node_id.ok_or_else(|| PlatformError::Internal(format!("machine {name} has no node")))?;
     let gpus: Vec<(i64, String)> = sqlx::query_as(
@@ -56,8 +54,19 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
         },
         node_id,
         node_name: node_name.unwrap_or_default(),
-        node_lost,
         is_job: workload == "job",
         container_id,
     })
+}
+
+/// The machine's node was marked lost, or removed after that (its lost
+/// machines keep no node): nothing is left to do on an engine.
+pub async fn node_gone(pool: &Pool, machine_id: i64) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar(
+        "SELECT m.node_id IS NULL OR COALESCE(n.state = 'lost', 1) FROM machines m LEFT JOIN nodes n ON n.id = m.node_id WHERE m.id = ?",
+    )
+    .bind(machine_id)
+    .fetch_optional(pool)
+    .await?
+    .unwrap_or(false))
 }

@@ -5,7 +5,7 @@
 
 use super::{context::{self, MachineContext}, steps::{observe, remove_machine_containers, Done, StepError}, ClaimedTask, Dispatcher};
 use crate::{
-    executor::Executor,
+    executor::{ExecError, Executor},
     transitions::{rebalance, reclaim, snapshot, task::progress},
     PlatformError,
 };
@@ -34,12 +34,23 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: 
         TaskKind::Reclaim => {
             let snapshot_id = snapshot_id.ok_or_else(|| StepError::Fail("the task names no snapshot".into()))?;
             let reference = snapshot::image_ref(&ctx.spec.instance, snapshot_id);
-            // A resumed task may find the container gone and the image made.
-            let image = match &ctx.container_id {
+            // A resumed task may find the container gone and the image made:
+            // removing the container does not forget its id (only the
+            // final commit does), so a missing container is looked past
+            // to the image, which is what the reclaim needs.
+            let committed = match &ctx.container_id {
                 Some(id) => {
                     step(20, "snapshotting the idle machine").await?;
-                    exec.commit_container(id, &reference).await?
+                    match exec.commit_container(id, &reference).await {
+                        Ok(image) => Some(image),
+                        Err(ExecError::NotFound(_)) => None,
+                        Err(e) => return Err(e.into()),
+                    }
                 }
+                None => None,
+            };
+            let image = match committed {
+                Some(image) => image,
                 None => exec.image_info(&reference).await?.ok_or_else(|| StepError::Fail("the machine has no container to snapshot".into()))?,
             };
             step(60, "removing the container").await?;

@@ -53,13 +53,16 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
     let lease = &task.lease;
     let before = run::begin(&d.pool, lease, task.kind, task.machine_id).await?;
     d.checkpoint(task, "begun")?;
-    let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
-    if task.kind == TaskKind::Delete && (before.state == MachineState::Lost || ctx.node_lost) {
+    // Decided before loading the context, which needs a node: a removed
+    // node leaves its lost machines with none. A resumed delete finds the
+    // machine `deleting`, so the node is asked, not only the state.
+    if task.kind == TaskKind::Delete && (before.state == MachineState::Lost || context::node_gone(&d.pool, task.machine_id).await?) {
         // Its node is gone; the collector removes whatever the engine still
         // has if it ever answers again. Deleting closes the record.
         run::deleted(&d.pool, lease, task.machine_id, false, "deleted (its node was lost)").await?;
         return Ok(Done::Recorded);
     }
+    let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
     let exec = d.fleet.executor(&d.pool, ctx.node_id).await?;
     let step = |pct: i64, msg: &'static str| async move {
         progress(&d.pool, lease, pct, msg).await?;

@@ -93,7 +93,7 @@ async fn idle(pool: &Pool, settings: &Settings, now: i64, report: &mut PassRepor
             }
             Decision::Reclaim { peak_pct } => {
                 let why = format!("idle reclaim: at most {peak_pct:.1} % GPU utilisation for {} and the warning's deadline passed", format_left(s.window_secs));
-                if reclaim::queue(pool, id, &why).await?.is_some() {
+                if reclaim::queue(pool, id, now, &why).await?.is_some() {
                     report.reclaims_queued.push(id);
                 }
             }

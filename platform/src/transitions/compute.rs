@@ -4,8 +4,12 @@
 //! commit that releases the machine's GPUs (whatever released them: the
 //! job's end, a cancel, a failed start, its node being lost).
 
+use super::task;
 use crate::{accounts::User, audit, machines::visibility, now, PlatformError};
-use gantry_core::{compute, task::TaskState};
+use gantry_core::{
+    compute,
+    task::{accepts, TaskKind, TaskState},
+};
 use sqlx::SqliteConnection;
 
 pub struct NewCompute<'a> {
@@ -138,6 +142,27 @@ pub async fn exited(conn: &mut SqliteConnection, id: i64, exit_code: i64, logs_t
         .execute(&mut *conn)
         .await?;
     Ok(())
+}
+
+/// The job ended: its machine's delete is queued by the system, in the
+/// commit that records the exit, whoever the requester is now (moved to
+/// another group, disabled) — the person only names who the task is for.
+/// `None` when the machine cannot take it now (another operation is
+/// queued, or its state refuses a delete); the watcher tries again on a
+/// later pass, because the exit code stays recorded.
+pub async fn delete_job_machine(conn: &mut SqliteConnection, id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+    let (machine_id, requester_id): (i64, i64) =
+        sqlx::query_as("SELECT machine_id, requester_id FROM compute_tasks WHERE id = ? AND machine_id IS NOT NULL").bind(id).fetch_one(&mut *conn).await?;
+    let cur = super::machine::current(conn, machine_id).await?;
+    if accepts(&cur.name, cur.state, TaskKind::Delete).is_err() || super::reclaim::busy(conn, machine_id).await? {
+        return Ok(None);
+    }
+    let message = format!("compute task #{id} ended ({why}); removing its machine");
+    let new = task::NewTask { kind: TaskKind::Delete, machine_id: Some(machine_id), machine_name: &cur.name, requester_id, group_id: cur.group_id, keep_volume: false, message: &message };
+    let task_id = task::insert_pending(conn, &new).await?;
+    task::set_state(conn, task_id, TaskState::Pending, TaskState::Scheduled, &message).await?;
+    audit::record(&mut *conn, None, "machine.delete", &format!("machine {}: {message}", cur.name)).await?;
+    Ok(Some(task_id))
 }
 
 /// Called by `machine::release` for every machine it releases: a job's

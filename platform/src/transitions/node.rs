@@ -2,11 +2,11 @@
 //! machine on it at once (quota refunded), ends the tasks that were waiting
 //! for or running on it, and leaves the leftovers to the collector.
 
-use super::{begin, machine, task};
+use super::{begin, machine, snapshot, task};
 use crate::{audit, db::Pool, PlatformError};
 use gantry_core::{
     alloc::NodeState,
-    task::{MachineState, TaskState},
+    task::{MachineState, TaskKind, TaskState},
 };
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,17 +52,23 @@ pub async fn mark_lost(pool: &Pool, actor: Option<i64>, node_id: i64, reason: &s
         .ok_or_else(|| PlatformError::NotFound("node".into()))?;
     sqlx::query("UPDATE nodes SET state = 'lost', state_reason = ? WHERE id = ?").bind(reason).bind(node_id).execute(&mut *tx).await?;
     let mut report = LostReport::default();
-    let open: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT t.id, t.state FROM tasks t JOIN machines m ON m.id = t.machine_id
+    let open: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT t.id, t.state, t.kind FROM tasks t JOIN machines m ON m.id = t.machine_id
          WHERE m.node_id = ? AND t.state IN ('pending', 'scheduled', 'running')",
     )
     .bind(node_id)
     .fetch_all(&mut *tx)
     .await?;
-    for (task_id, state) in open {
+    for (task_id, state, kind) in open {
         let from: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
         let to = if from == TaskState::Running { TaskState::Failed } else { TaskState::Cancelled };
-        task::set_state(&mut tx, task_id, from, to, &format!("node {name} was lost: {reason}")).await?;
+        let why = format!("node {name} was lost: {reason}");
+        task::set_state(&mut tx, task_id, from, to, &why).await?;
+        // Its snapshot fails with it: a `creating` one could never be
+        // deleted and would count against the group's quota for ever.
+        if matches!(kind.parse(), Ok(TaskKind::Snapshot | TaskKind::Reclaim)) {
+            snapshot::task_ended(&mut tx, task_id, &why).await?;
+        }
         report.tasks_ended += 1;
     }
     let machines: Vec<(i64, String)> =

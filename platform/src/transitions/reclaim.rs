@@ -81,15 +81,17 @@ pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_
     Ok(until)
 }
 
-/// Queues the reclaim of a warned machine whose deadline passed: a
-/// `creating` snapshot and a `reclaim` task for the dispatcher.
-pub async fn queue(pool: &Pool, machine_id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+/// Queues the reclaim of a warned machine whose deadline passed at `now`
+/// (the pass's clock): a `creating` snapshot and a `reclaim` task for the
+/// dispatcher. The pass decided on what it read before; an extension, a
+/// withdrawn warning or an exemption committed since wins (`None`).
+pub async fn queue(pool: &Pool, machine_id: i64, now: i64, why: &str) -> Result<Option<i64>, PlatformError> {
     let mut tx = begin(pool).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
-    if accepts(&cur.name, cur.state, TaskKind::Reclaim).is_err() || busy(&mut tx, machine_id).await? {
+    if accepts(&cur.name, cur.state, TaskKind::Reclaim).is_err() || busy(&mut tx, machine_id).await? || !still_due(&mut tx, machine_id, now).await? {
         return Ok(None);
     }
-    let stamp = gantry_core::time::format_utc(now());
+    let stamp = gantry_core::time::format_utc(crate::now());
     let (snapshot_id, _) = snapshot::insert(&mut tx, &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: "reclaim" }).await?;
     let owner: i64 = sqlx::query_scalar("SELECT owner_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
     let task_id = task::insert_pending(
@@ -102,6 +104,19 @@ pub async fn queue(pool: &Pool, machine_id: i64, why: &str) -> Result<Option<i64
     audit::record(&mut *tx, None, "machine.reclaim", &format!("machine {}: {why}", cur.name)).await?;
     tx.commit().await?;
     Ok(Some(task_id))
+}
+
+/// Warned, past the deadline at `now`, and neither it nor its group exempt.
+async fn still_due(conn: &mut SqliteConnection, machine_id: i64, now: i64) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM machines m JOIN groups g ON g.id = m.group_id
+                        WHERE m.id = ? AND m.reclaim_deadline IS NOT NULL AND m.reclaim_deadline <= ?
+                          AND NOT m.reclaim_exempt AND NOT g.reclaim_exempt)",
+    )
+    .bind(machine_id)
+    .bind(now)
+    .fetch_one(&mut *conn)
+    .await?)
 }
 
 pub(crate) async fn busy(conn: &mut SqliteConnection, machine_id: i64) -> Result<bool, PlatformError> {

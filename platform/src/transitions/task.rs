@@ -79,17 +79,19 @@ pub async fn progress(pool: &Pool, lease: &Lease, pct: i64, message: &str) -> Re
 /// machine and refunds the GPUs it was given — unless its container was
 /// already made (its start is being retried): then the machine is deleted
 /// through the engine, and its GPUs come back only once that container is
-/// gone. Any other cancelled operation leaves the machine as it was.
+/// gone. A delete that has already begun is refused (see
+/// [`refuse_begun_delete`]). Any other cancelled operation leaves the
+/// machine as it was.
 pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, String, Option<i64>, i64, String)> =
-        sqlx::query_as(&format!("SELECT kind, state, machine_id, requester_id, machine_name FROM tasks WHERE id = ? AND ({cond})"))
+    let row: Option<(String, String, Option<i64>, i64, String, i64)> =
+        sqlx::query_as(&format!("SELECT kind, state, machine_id, requester_id, machine_name, attempts FROM tasks WHERE id = ? AND ({cond})"))
             .bind(task_id)
             .bind(bind)
             .fetch_optional(&mut *tx)
             .await?;
-    let (kind, state, machine_id, requester_id, machine_name) = row.ok_or_else(|| PlatformError::NotFound("task".into()))?;
+    let (kind, state, machine_id, requester_id, machine_name, attempts) = row.ok_or_else(|| PlatformError::NotFound("task".into()))?;
     if requester_id != who.id && !who.role.is_admin() {
         return Err(PlatformError::Conflict("only the person who asked for a task, or an admin, can cancel it".into()));
     }
@@ -99,6 +101,9 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     // container. Freeing its GPUs now would hand out a GPU that container
     // is pinned to, so the container must go first.
     let parsed = kind.parse::<TaskKind>().ok();
+    if parsed == Some(TaskKind::Delete) {
+        refuse_begun_delete(&mut tx, task_id, machine_id, &machine_name, attempts).await?;
+    }
     let container = match (parsed, machine_id) {
         (Some(TaskKind::Create | TaskKind::Restore), Some(machine_id)) => {
             sqlx::query_scalar::<_, Option<String>>("SELECT container_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(&mut *tx).await?.flatten()
@@ -133,6 +138,26 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     }
     audit::record(&mut *tx, Some(who.id), "task.cancel", &detail).await?;
     tx.commit().await?;
+    Ok(())
+}
+
+/// A delete that has begun (its machine shows `deleting`: a try reached
+/// the engine, or it replaces a cancelled create) cannot be undone: the
+/// container may be half-removed, and a `deleting` machine can neither go
+/// back to running nor take another operation, so cancelling would leave
+/// it holding its GPUs for ever. It finishes by itself — when the engine
+/// answers, or by closing the machine after its last retry.
+async fn refuse_begun_delete(tx: &mut SqliteConnection, task_id: i64, machine_id: Option<i64>, machine_name: &str, attempts: i64) -> Result<(), PlatformError> {
+    let deleting = match machine_id {
+        Some(id) => machine::current(tx, id).await?.state == MachineState::Deleting,
+        None => false,
+    };
+    if attempts > 0 || deleting {
+        return Err(PlatformError::Conflict(format!(
+            "task #{task_id} cannot be cancelled: the delete of machine {machine_name} has already begun on its node and is waiting to retry; \
+             it finishes by itself once the node's engine answers (or after its last retry the machine is closed and its GPUs returned)"
+        )));
+    }
     Ok(())
 }
 

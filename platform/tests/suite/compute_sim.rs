@@ -1,0 +1,45 @@
+//! The compute watcher on the simulated engine: a job machine's delete is
+//! the system's to queue, so it is not lost when the person who submitted
+//! the job can no longer see the machine (moved to another group).
+
+use crate::{common, reclaim_common};
+
+use common::{compute_job, env, torch_catalogue};
+use gantry_platform::{
+    accounts,
+    compute::{self, Command},
+    executor::{Executor, SimulatedExecutor},
+};
+
+gantry_testkit::timed_test! {
+    async fn a_job_whose_requester_changed_group_still_gives_its_gpus_back() {
+        let env = env("simulated", 2, 2).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        let root = reclaim_common::admin(&env.pool).await;
+        let alice = env.user("alice", "ml-team").await;
+        torch_catalogue(&env, &root).await;
+        accounts::create_group(&env.pool, None, "vision", 2).await.unwrap();
+
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+        assert_eq!(t.state, "scheduled", "{}", t.message);
+        env.drive().await;
+        let state = |id: i64| format!("SELECT state FROM compute_tasks WHERE id = {id}");
+        assert_eq!(env.text(&state(t.id)).await, "running");
+
+        // Alice moves on; her job's container then ends by itself.
+        accounts::set_group(&env.pool, root.id, alice.id, "vision").await.unwrap();
+        let container = sim.containers().pop().unwrap();
+        sim.simulate_exit(&container.id, 0).unwrap();
+        compute::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        env.drive().await;
+
+        assert_eq!(env.text(&state(t.id)).await, "succeeded");
+        assert_eq!(env.scalar(&format!("SELECT exit_code FROM compute_tasks WHERE id = {}", t.id)).await, 0);
+        let machine = env.scalar(&format!("SELECT machine_id FROM compute_tasks WHERE id = {}", t.id)).await;
+        assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {machine}")).await, "deleted");
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "refunded to the group it was charged to");
+        assert!(sim.containers().is_empty());
+        env.assert_quota_consistent().await;
+    }
+}

@@ -1,0 +1,139 @@
+//! Edges of the transition module on the simulated engine: a delete that
+//! already began on the engine cannot be cancelled (the machine would stay
+//! `deleting` with its GPUs for ever), a lost node fails the snapshots it
+//! was taking, and a lost machine whose node was removed is still deleted.
+
+use crate::{common, reclaim_common};
+
+use common::{env, Env};
+use gantry_core::task::TaskKind;
+use gantry_platform::{
+    dispatch,
+    executor::{ExecError, Executor, SimulatedExecutor},
+    machines::{self, OperationRequest},
+    snapshots, transitions, PlatformError,
+};
+use reclaim_common::{machine_state, task_outcome};
+
+async fn sim_env(gpus: u32) -> (Env, SimulatedExecutor) {
+    let env = env("simulated", gpus, gpus as i64).await;
+    let sim = SimulatedExecutor::new();
+    env.use_executor(Executor::from(sim.clone()));
+    (env, sim)
+}
+
+fn delete(machine_id: i64) -> OperationRequest {
+    OperationRequest { machine_id, kind: TaskKind::Delete, keep_volume: false }
+}
+
+/// Due now, whatever backoff the retries left.
+async fn drive_now(env: &Env) {
+    sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
+    env.drive().await;
+}
+
+gantry_testkit::timed_test! {
+    async fn a_delete_that_began_on_the_engine_cannot_be_cancelled() {
+        let (env, sim) = sim_env(2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "doomed", 1)).await.unwrap().machine_id;
+        env.drive().await;
+
+        // The engine is away: the delete began (machine `deleting`) and waits to retry.
+        sim.set_available(false);
+        let task = machines::request_operation(&env.pool, &alice, delete(m)).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "scheduled");
+        assert_eq!(machine_state(&env.pool, m).await.0, "deleting");
+        let refused = transitions::task::cancel(&env.pool, &alice, task).await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Conflict(why) if why.contains("cannot be cancelled")), "{refused}");
+        assert_eq!(task_outcome(&env.pool, task).await.0, "scheduled", "the refusal changes nothing");
+
+        // The engine is back: the delete completes and the GPU comes back.
+        sim.set_available(true);
+        drive_now(&env).await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, m).await.0, "deleted");
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
+        assert!(sim.containers().is_empty());
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn the_delete_that_replaces_a_cancelled_create_cannot_be_cancelled() {
+        let (env, sim) = sim_env(2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "half-made", 1)).await.unwrap().machine_id;
+        // Its container is made but the start waits to retry.
+        sim.fail_next("start_container", ExecError::Unavailable("engine restarting".into()));
+        env.drive().await;
+        let create = env.scalar(&format!("SELECT id FROM tasks WHERE machine_id = {m} AND kind = 'create'")).await;
+        transitions::task::cancel(&env.pool, &alice, create).await.unwrap();
+        assert_eq!(machine_state(&env.pool, m).await.0, "deleting");
+        let delete = env.scalar(&format!("SELECT id FROM tasks WHERE machine_id = {m} AND kind = 'delete'")).await;
+        let refused = transitions::task::cancel(&env.pool, &alice, delete).await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Conflict(_)), "{refused}");
+
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "deleted");
+        assert!(sim.containers().is_empty());
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_lost_node_fails_the_snapshots_it_was_taking() {
+        let (env, _sim) = sim_env(2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let a = env.admissions.create(env.create(&alice, "box-a", 1)).await.unwrap().machine_id;
+        let b = env.admissions.create(env.create(&alice, "box-b", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        // One snapshot is being taken (claimed, running), one waits for a dispatcher.
+        let (running, _) = snapshots::request(&env.pool, &alice, b, "in-flight").await.unwrap();
+        assert_eq!(dispatch::claim(&env.pool, &env.dispatcher.owner, 16).await.unwrap().len(), 1);
+        let (waiting, _) = snapshots::request(&env.pool, &alice, a, "queued").await.unwrap();
+
+        transitions::node::mark_lost(&env.pool, None, env.node_id, "flooded").await.unwrap();
+        for snap in [running, waiting] {
+            let view = snapshots::get(&env.pool, &alice, snap).await.unwrap();
+            assert_eq!(view.state, "failed", "snapshot {}", view.name);
+        }
+        let group = alice.group_id;
+        let mut conn = env.pool.acquire().await.unwrap();
+        assert_eq!(snapshots::usage(&mut conn, group).await.unwrap().0, 0, "failed snapshots do not count");
+        drop(conn);
+        for snap in [running, waiting] {
+            snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snap).await.unwrap();
+        }
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_lost_machine_whose_node_was_removed_can_be_deleted() {
+        let (env, _sim) = sim_env(2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let a = env.admissions.create(env.create(&alice, "gone-a", 1)).await.unwrap().machine_id;
+        let b = env.admissions.create(env.create(&alice, "gone-b", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        transitions::node::mark_lost(&env.pool, None, env.node_id, "stolen").await.unwrap();
+        transitions::node::remove(&env.pool, None, env.node_id).await.unwrap();
+
+        let task = machines::request_operation(&env.pool, &alice, delete(a)).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded", "{}", task_outcome(&env.pool, task).await.1);
+        assert_eq!(machine_state(&env.pool, a).await.0, "deleted");
+
+        // Resumed after a crash right after it began (machine already `deleting`).
+        let task = machines::request_operation(&env.pool, &alice, delete(b)).await.unwrap();
+        assert!(env.drive_dying_at(0).await);
+        assert_eq!(machine_state(&env.pool, b).await.0, "deleting");
+        env.expire_all_leases().await;
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded", "{}", task_outcome(&env.pool, task).await.1);
+        assert_eq!(machine_state(&env.pool, b).await.0, "deleted");
+        env.assert_quota_consistent().await;
+    }
+}
