@@ -33,15 +33,20 @@ pub struct Counted {
 /// it is beyond any key's allowance.
 pub async fn count_attempt(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<Counted, PlatformError> {
     let now = now();
+    // A key already locked refuses the attempt whatever is counted: said
+    // without a write, so a locked client sending random names neither
+    // grows the table nor holds SQLite's write lock (a stale read can only
+    // miss a lock, which the counting below then finds).
+    for (key, policy) in keys {
+        if let Verdict::Locked { retry_after_secs } = policy.verdict(record(pool, key).await?, now) {
+            return Err(PlatformError::Throttled { retry_after_secs, busy: false });
+        }
+    }
     let mut tx = crate::transitions::begin(pool).await?;
     let mut records = Vec::with_capacity(keys.len());
     let mut refusal = None;
     for (key, policy) in keys {
-        let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?")
-            .bind(key)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let before = row.map(|(f, w)| FailureRecord { failures: f.clamp(0, u32::MAX as i64) as u32, window_start: w });
+        let before = record(&mut *tx, key).await?;
         let after = policy.after_failure(before, now);
         sqlx::query(
             "INSERT INTO login_failures (key, failures, window_start) VALUES (?, ?, ?)
@@ -61,6 +66,31 @@ pub async fn count_attempt(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Re
     match refusal {
         Some(retry_after_secs) => Err(PlatformError::Throttled { retry_after_secs, busy: false }),
         None => Ok(Counted { records }),
+    }
+}
+
+async fn record<'c, E: sqlx::SqliteExecutor<'c>>(conn: E, key: &str) -> Result<Option<FailureRecord>, PlatformError> {
+    let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?").bind(key).fetch_optional(conn).await?;
+    Ok(row.map(|(f, w)| FailureRecord { failures: f.clamp(0, u32::MAX as i64) as u32, window_start: w }))
+}
+
+/// Forgets the counts whose window ended before `now` (the longest policy's
+/// window): a row past its window means what no row means, and rows of
+/// guessed names would otherwise pile up for ever.
+pub async fn prune(pool: &Pool, now: i64) -> Result<u64, PlatformError> {
+    let longest = ThrottlePolicy::PER_ACCOUNT_CLIENT.window_secs.max(ThrottlePolicy::PER_ADDRESS.window_secs);
+    Ok(sqlx::query("DELETE FROM login_failures WHERE window_start <= ?").bind(now - longest).execute(pool).await?.rows_affected())
+}
+
+/// [`prune`] every `every`, for as long as the process runs.
+pub async fn prune_loop(pool: Pool, every: std::time::Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = prune(&pool, now()).await {
+            tracing::warn!(error = %e, "could not prune the sign-in throttle's old counts");
+        }
     }
 }
 

@@ -119,6 +119,7 @@ pub async fn build_secured(
 ) -> Result<Router, PlatformError> {
     let store = SqliteStore::new(pool.clone());
     tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(3600)));
+    tokio::spawn(gantry_platform::throttle::prune_loop(pool.clone(), Duration::from_secs(3600)));
     // The guard ends idle sessions by its own clock; the store's expiry is
     // the backstop that removes them, a renewal period later.
     let store_idle = security.session_idle_secs + security.renew_after_secs();

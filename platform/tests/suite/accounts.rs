@@ -121,3 +121,28 @@ gantry_testkit::timed_test! {
         assert_eq!(listed.iter().find(|x| x.name == "ml-team").unwrap().members, 1);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_locked_client_is_refused_without_a_write_and_old_counts_are_pruned() {
+        let (_dir, pool) = fresh_db().await;
+        let rows = || async { sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM login_failures").fetch_one(&pool).await.unwrap() };
+        let allowance = gantry_core::throttle::ThrottlePolicy::PER_ADDRESS.max_failures;
+        for i in 0..allowance {
+            let r = accounts::authenticate(&pool, &format!("ghost{i}"), "guess", Some("198.51.100.1")).await;
+            assert!(matches!(r, Err(PlatformError::BadCredentials)), "{r:?}");
+        }
+        let before = rows().await;
+        assert_eq!(before, allowance as i64 + 1, "one row per guessed name and one for the address");
+        // The address is locked: new names are refused and leave no row.
+        for i in 0..20 {
+            let r = accounts::authenticate(&pool, &format!("other{i}"), "guess", Some("198.51.100.1")).await;
+            assert!(matches!(r, Err(PlatformError::Throttled { busy: false, .. })), "{r:?}");
+        }
+        assert_eq!(rows().await, before, "a locked client grows nothing");
+        // Counts inside their window stay; past it, they go.
+        let now = gantry_platform::now();
+        assert_eq!(gantry_platform::throttle::prune(&pool, now).await.unwrap(), 0);
+        assert_eq!(gantry_platform::throttle::prune(&pool, now + 15 * 60).await.unwrap(), before as u64);
+        assert_eq!(rows().await, 0);
+    }
+}
