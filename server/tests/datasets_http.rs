@@ -245,3 +245,52 @@ fn sha_hex(data: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
+
+gantry_testkit::timed_test! {
+    async fn cancelling_an_upload_another_request_is_writing_is_refused() {
+        let s = start(limits()).await;
+        let http = reqwest::Client::new();
+        let url = s.url("/api/v1/datasets/coco/versions/v1/uploads/held.bin");
+        let res = http.post(&url).bearer_auth(&s.alice_token).header("Upload-Length", 100).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        // A PATCH of another request holds the upload.
+        let lease = |expires: i64| sqlx::query("UPDATE dataset_uploads SET writer = 'another-request', writer_expires = ?").bind(expires);
+        lease(gantry_platform::now() + datasets::writing::LEASE_SECS).execute(&s.pool).await.unwrap();
+        let res = http.delete(&url).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CONFLICT);
+        assert_eq!(res.headers()["retry-after"], "5");
+        let body: Value = res.json().await.unwrap();
+        assert!(body["error"].as_str().unwrap().contains("another request is writing this upload"), "{body}");
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 1);
+        // Once it has let go, the cancel goes through.
+        lease(gantry_platform::now() - 1).execute(&s.pool).await.unwrap();
+        let res = http.delete(&url).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NO_CONTENT);
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn store_failures_name_the_store_by_its_role_and_keep_its_details_in_the_log() {
+        let s = start(limits()).await;
+        let http = reqwest::Client::new();
+        assert_eq!(http.put(s.file_url("r.txt")).bearer_auth(&s.alice_token).body("hello").send().await.unwrap().status(), StatusCode::CREATED);
+        // Both copies are gone from under the server: the download fails.
+        std::fs::remove_dir_all(&s.central).unwrap();
+        std::fs::remove_dir_all(&s.region).unwrap();
+        let res = http.get(s.file_url("r.txt")).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
+        let text = res.json::<Value>().await.unwrap()["error"].as_str().unwrap().to_string();
+        assert!(text.contains("the central store") && text.contains("the region's store"), "{text}");
+        assert!(!text.contains("os error"), "{text}");
+        // The central store's directory is a file now: the upload fails.
+        std::fs::write(&s.central, b"not a directory").unwrap();
+        let res = http.put(s.file_url("w.txt")).bearer_auth(&s.alice_token).body("hello").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
+        let text = res.json::<Value>().await.unwrap()["error"].as_str().unwrap().to_string();
+        assert!(text.contains("the central store") && text.contains("nothing was kept"), "{text}");
+        let root = s.dir.path().display().to_string();
+        assert!(!text.contains(&root) && !text.contains("directory") && !text.contains("os error"), "{text}");
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    }
+}

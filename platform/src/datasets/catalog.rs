@@ -231,8 +231,8 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     audit::record(&mut *tx, Some(user.id), "dataset.version.delete", &format!("dataset {code} version {name} deleted ({} files)", v.files)).await?;
     tx.commit().await?;
     let prefix = rules::version_prefix(code, name);
-    let mut failed = Vec::new();
-    for store in [&central, &region] {
+    let (mut failed, mut details) = (Vec::new(), Vec::new());
+    for (role, store) in [(super::error::CENTRAL, &central), (super::error::REGION, &region)] {
         let mut result = store.delete_prefix(&prefix).await;
         for temp in &temps {
             if result.is_ok() {
@@ -240,13 +240,14 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
             }
         }
         if let Err(e) = result {
-            failed.push(format!("{}: {e}", store.describe()));
+            failed.push(role);
+            details.push(format!("{}: {e}", store.describe()));
         }
     }
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(DatasetError::Store(format!("version {name} was deleted, but removing its files failed in {}", failed.join("; "))))
+        Err(DatasetError::store(format!("version {name} was deleted, but removing its files failed in {}", failed.join(" and ")), details.join("; ")))
     }
 }
 

@@ -38,6 +38,20 @@ pub enum DatasetError {
     Platform(#[from] crate::PlatformError),
 }
 
+/// How messages name the two stores of a file: by role, never by what
+/// or where they are.
+pub(crate) const CENTRAL: &str = "the central store";
+pub(crate) const REGION: &str = "the region's store";
+
+/// The role of `Upload::stores[i]` (the central store first).
+pub(crate) fn role(i: usize) -> &'static str {
+    if i == 0 {
+        CENTRAL
+    } else {
+        REGION
+    }
+}
+
 impl From<sqlx::Error> for DatasetError {
     fn from(e: sqlx::Error) -> Self {
         DatasetError::Platform(e.into())
@@ -61,6 +75,15 @@ impl DatasetError {
             DatasetError::Platform(P::Conflict(_) | P::Refused(_)) => 409,
             DatasetError::Platform(_) => 500,
         }
+    }
+
+    /// A store failed. The person reads `public`, which names stores by
+    /// their role ([`CENTRAL`], [`REGION`]); `detail` — the store's own
+    /// words, which carry its paths and endpoints — goes to the log only.
+    pub fn store(public: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+        let public = public.into();
+        tracing::warn!(detail = %detail, "dataset store failure: {public}");
+        DatasetError::Store(public)
     }
 
     /// The text shown to the person; internal details stay in the log.

@@ -9,6 +9,7 @@
 
 mod catalog;
 mod error;
+mod listing;
 pub mod mounts;
 mod pipeline;
 mod placing;
@@ -19,7 +20,7 @@ pub mod writing;
 
 pub use catalog::*;
 pub use error::DatasetError;
-pub use upload::{begin_upload, cancel_upload, clean_at_start, upload_status, write_upload, BeginUpload, Upload, UploadState};
+pub use upload::{abandon_upload, begin_upload, cancel_upload, clean_at_start, upload_status, write_upload, BeginUpload, Upload, UploadState};
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 use store::{DirStore, Store};

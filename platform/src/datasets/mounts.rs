@@ -47,19 +47,16 @@ pub async fn resolve(pool: &Pool, stores: &Datasets, user: &User, refs: &[MountR
         let region = stores.region_store(&d.region)?;
         let central = stores.central()?;
         let root = region.local_dir().or(central.local_dir()).ok_or_else(|| {
-            DatasetError::Store(format!(
-                "dataset {} cannot be mounted: neither the store of region {} ({}) nor the central store ({}) is a directory a node can mount",
-                r.code,
-                d.region,
-                region.describe(),
-                central.describe()
-            ))
+            DatasetError::store(
+                format!("dataset {} cannot be mounted: neither the store of region {} nor the central store is a directory a node can mount", r.code, d.region),
+                format!("region {}: {}; central: {}", d.region, region.describe(), central.describe()),
+            )
         })?;
         let dir = root.join(&r.code).join(&r.version);
         // A sealed version without files has no directory yet; the engine
         // refuses to bind a missing path.
         let created = tokio::fs::create_dir_all(&dir).await.and(tokio::fs::canonicalize(&dir).await);
-        let host_dir = created.map_err(|e| DatasetError::Store(format!("the files of {r} at {} cannot be mounted: {e}", dir.display())))?;
+        let host_dir = created.map_err(|e| DatasetError::store(format!("the files of {r} cannot be mounted: their directory could not be made"), format!("{}: {e}", dir.display())))?;
         out.push(DatasetMount { version_id: v.id, name: r.to_string(), host_dir: host_dir.display().to_string(), target: r.target() });
     }
     Ok(out)

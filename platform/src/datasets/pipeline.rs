@@ -7,11 +7,17 @@
 //! a slow store slows the sender (TCP backpressure), and memory stays at a
 //! few batches whatever the file's size.
 
-use super::{placing::Streamed, store::{self, Store, TempWriter}, upload::Upload, DatasetError};
+use super::{
+    error::{CENTRAL, REGION},
+    placing::Streamed,
+    store::{self, TempWriter},
+    upload::Upload,
+    DatasetError,
+};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
-use std::{io, sync::Arc};
+use std::io;
 use tokio::{sync::mpsc, task::JoinHandle};
 
 /// Bytes gathered before they are handed on: one blocking (vectored) write
@@ -210,11 +216,11 @@ fn written(upload: &Upload, results: Vec<Result<Written, tokio::task::JoinError>
 /// A failed write: to the central store nothing was kept; to the region's,
 /// the central copy goes too (the caller discards both).
 fn write_failed(upload: &Upload, which: usize, e: io::Error) -> DatasetError {
-    let [central, region]: &[Arc<dyn Store>; 2] = &upload.stores;
+    let detail = format!("{}: {e}", upload.stores[which].describe());
     if which == 0 {
-        DatasetError::Store(format!("writing to the {} failed: {e}; nothing was kept", central.describe()))
+        DatasetError::store(format!("writing to {CENTRAL} failed; nothing was kept"), detail)
     } else {
-        DatasetError::Store(format!("writing to the {} failed: {e}; the copy in the {} was removed", region.describe(), central.describe()))
+        DatasetError::store(format!("writing to {REGION} failed; the copy in {CENTRAL} was removed"), detail)
     }
 }
 

@@ -1,11 +1,23 @@
 //! The last step of an upload: read both temporary copies back, compare
 //! their hashes with each other (and with what was streamed, and the
-//! SHA-256 with the client's figure if it sent one), move them into place — central first,
-//! then the region's; if the second fails the first is removed — and list
+//! SHA-256 with the client's figure if it sent one), check and reserve in
+//! the database that the file may be listed ([`listing::reserve`]), move
+//! both copies into place — central first, then the region's — and list
 //! the file. Until the row is written nobody sees the file.
+//!
+//! A replace keeps the listed file's copies aside (a second name, not a
+//! copy, in a directory) until the new file is listed: whatever fails
+//! after the first move puts them back, so a failed replace leaves the
+//! listed file as it was.
 
-use super::{store::{self, Store}, upload::Upload, DatasetError, FileView};
-use crate::{audit, db::Pool, now};
+use super::{
+    error::{role, CENTRAL, REGION},
+    listing,
+    store::{self, Store},
+    upload::Upload,
+    DatasetError, FileView,
+};
+use crate::db::Pool;
 use std::sync::Arc;
 
 /// What was hashed while the body streamed, when one request carried the
@@ -16,36 +28,92 @@ pub(super) struct Streamed {
     pub crc64: String,
 }
 
+/// Verifies, reserves, places and lists a complete upload; on any failure
+/// nothing of it is left and a replaced file is as it was.
 pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Option<&Streamed>, expected: Option<&str>) -> Result<FileView, DatasetError> {
-    let [central, region] = &upload.stores;
-    // Each copy is read back on its own task (two cores hash at once).
-    // CRC-64 proves a copy holds the bytes received; SHA-256, the figure
-    // users see, is read back only when no single request streamed it all.
-    let read = |s: &Arc<dyn Store>, with_sha256: bool| {
-        let (s, key) = (s.clone(), store::temp_key(&upload.temp));
+    let checked = async {
+        let sha = verify(upload, size, streamed, expected).await?;
+        Ok::<_, DatasetError>((sha, listing::reserve(pool, upload, size).await?))
+    };
+    let (sha, replacing) = match checked.await {
+        Ok(x) => x,
+        Err(e) => {
+            discard(pool, upload).await;
+            return Err(e);
+        }
+    };
+    let aside = format!("{}.old", upload.temp);
+    let mut kept = [false; 2];
+    if replacing {
+        for (i, s) in upload.stores.iter().enumerate() {
+            match s.copy_to_temp(&upload.key, &aside).await {
+                Ok(k) => kept[i] = k,
+                Err(e) => {
+                    remove_temps(&upload.stores, &aside).await;
+                    discard(pool, upload).await;
+                    let public = format!("keeping the listed {} in {} while it is replaced failed; nothing was changed", upload.name, role(i));
+                    return Err(DatasetError::store(public, format!("{}: {e}", s.describe())));
+                }
+            }
+        }
+    }
+    for (i, s) in upload.stores.iter().enumerate() {
+        if let Err(e) = s.rename_into_place(&upload.temp, &upload.key).await {
+            let steps = [0, 1].map(|j| if j < i { Step::Placed } else if j == i { Step::Failed } else { Step::Untouched });
+            let undone = undo(pool, upload, &aside, kept, steps).await;
+            discard(pool, upload).await;
+            return Err(DatasetError::store(format!("placing the file in {} failed; {undone}", role(i)), format!("{}: {e}", s.describe())));
+        }
+    }
+    match listing::list(pool, upload, size, &sha).await {
+        Ok(view) => {
+            if replacing {
+                remove_temps(&upload.stores, &aside).await;
+            }
+            Ok(view)
+        }
+        Err(e) => {
+            undo(pool, upload, &aside, kept, [Step::Placed; 2]).await;
+            discard(pool, upload).await;
+            Err(e)
+        }
+    }
+}
+
+/// How far the move into place got in one store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Not tried: the key is as it was.
+    Untouched,
+    /// Tried and failed: the key may be as it was, or not.
+    Failed,
+    Placed,
+}
+
+/// Reads both copies back (each on its own task: two cores hash at once)
+/// and answers the file's SHA-256, or why the copies cannot be listed.
+/// CRC-64 proves a copy holds the bytes received; SHA-256, the figure
+/// users see, is read back only when no single request streamed it all.
+async fn verify(upload: &Upload, size: u64, streamed: Option<&Streamed>, expected: Option<&str>) -> Result<String, DatasetError> {
+    let read = |i: usize, with_sha256: bool| {
+        let (s, key) = (upload.stores[i].clone(), store::temp_key(&upload.temp));
         async move {
             let which = s.describe();
             let task = tokio::spawn(async move { s.digest(&key, with_sha256).await });
+            let failed = |e: String| DatasetError::store(format!("reading the copy in {} back failed; nothing was kept", role(i)), format!("{which}: {e}"));
             match task.await {
                 Ok(Ok(d)) => Ok(d),
-                Ok(Err(e)) => Err((which, e.to_string())),
-                Err(e) => Err((which, e.to_string())),
+                Ok(Err(e)) => Err(failed(e.to_string())),
+                Err(e) => Err(failed(e.to_string())),
             }
         }
     };
-    let read_back = tokio::try_join!(read(central, streamed.is_none()), read(region, false));
-    let (a, b) = match read_back {
-        Ok(x) => x,
-        Err((which, e)) => {
-            discard(pool, upload).await;
-            return Err(DatasetError::Store(format!("reading the copy in the {which} back failed: {e}; nothing was kept")));
-        }
-    };
+    let (a, b) = tokio::try_join!(read(0, streamed.is_none()), read(1, false))?;
     let sha = streamed.map(|s| s.sha256.clone()).or(a.sha256.clone()).unwrap_or_default();
     let mismatch = if a.size != size || b.size != size {
         Some(format!("the stores hold {} and {} bytes, the upload sent {size}", a.size, b.size))
     } else if a.crc64 != b.crc64 {
-        Some(format!("the two copies differ (CRC-64 {} in the {}, {} in the {})", a.crc64, central.describe(), b.crc64, region.describe()))
+        Some(format!("the two copies differ (CRC-64 {} in {CENTRAL}, {} in {REGION})", a.crc64, b.crc64))
     } else if streamed.is_some_and(|s| s.crc64 != a.crc64) {
         Some(format!("the stored copies (CRC-64 {}) differ from what was received ({})", a.crc64, streamed.map(|s| s.crc64.as_str()).unwrap_or_default()))
     } else if expected.is_some_and(|e| !e.eq_ignore_ascii_case(&sha)) {
@@ -53,62 +121,69 @@ pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Opt
     } else {
         None
     };
-    if let Some(why) = mismatch {
-        discard(pool, upload).await;
-        return Err(DatasetError::Checksum(format!("checksum check failed: {why}; nothing was kept")));
+    match mismatch {
+        Some(why) => Err(DatasetError::Checksum(format!("checksum check failed: {why}; nothing was kept"))),
+        None => Ok(sha),
     }
-    if let Err(e) = central.rename_into_place(&upload.temp, &upload.key).await {
-        discard(pool, upload).await;
-        return Err(DatasetError::Store(format!("placing the file in the {} failed: {e}; nothing was kept", central.describe())));
+}
+
+/// Takes the new file out of place after a failure: a store that held a
+/// listed file gets it back from aside, the others lose the key (nothing
+/// was there before). Says what became of the listed file; if it could not
+/// be put back everywhere, it is no longer listed (a listed file has both
+/// copies), and what could not be put back stays aside for the log's reader.
+async fn undo(pool: &Pool, upload: &Upload, aside: &str, kept: [bool; 2], steps: [Step; 2]) -> &'static str {
+    let mut restored = true;
+    for (i, s) in upload.stores.iter().enumerate() {
+        let result = match (kept[i], steps[i]) {
+            (true, Step::Untouched) => s.delete(&store::temp_key(aside)).await,
+            (false, Step::Untouched) => Ok(()),
+            (false, _) => s.delete(&upload.key).await,
+            (true, step) => put_back(s, upload, aside, step).await,
+        };
+        if let Err(e) = result {
+            let kept_at = store::temp_key(aside);
+            tracing::error!(error = %e, store = %s.describe(), key = %upload.key, aside = %kept_at, "could not take a failed upload out of place");
+            restored &= !kept[i];
+        }
     }
-    if let Err(e) = region.rename_into_place(&upload.temp, &upload.key).await {
-        let _ = central.delete(&upload.key).await;
-        discard(pool, upload).await;
-        // A replaced file's old central copy was overwritten: its row goes too.
-        let _ = sqlx::query("DELETE FROM dataset_files WHERE version_id = ? AND name = ?").bind(upload.version_id).bind(&upload.name).execute(pool).await;
-        return Err(DatasetError::Store(format!(
-            "placing the file in the {} failed: {e}; the copy in the {} was removed",
-            region.describe(),
-            central.describe()
-        )));
-    }
-    match list_file(pool, upload, size, &sha).await {
-        Ok(view) => Ok(view),
-        Err(e) => {
-            let _ = tokio::join!(central.delete(&upload.key), region.delete(&upload.key));
-            discard(pool, upload).await;
-            Err(e)
+    match (kept.contains(&true), restored) {
+        (false, _) => "nothing was kept",
+        (true, true) => "the listed file was kept as it was",
+        (true, false) => {
+            let unlisted = sqlx::query("DELETE FROM dataset_files WHERE version_id = ? AND name = ?").bind(upload.version_id).bind(&upload.name).execute(pool).await;
+            if let Err(e) = unlisted {
+                tracing::error!(error = %e, key = %upload.key, "could not unlist a file whose copies were lost");
+            }
+            "the listed file could not be put back and is no longer listed"
         }
     }
 }
 
-async fn list_file(pool: &Pool, upload: &Upload, size: u64, sha256: &str) -> Result<FileView, DatasetError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let at = now();
-    sqlx::query(
-        "INSERT INTO dataset_files (version_id, name, size, sha256, uploaded_by, uploaded_at) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (version_id, name) DO UPDATE SET size = excluded.size, sha256 = excluded.sha256,
-           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at",
-    )
-    .bind(upload.version_id)
-    .bind(&upload.name)
-    .bind(size as i64)
-    .bind(sha256)
-    .bind(upload.user_id)
-    .bind(at)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query("DELETE FROM dataset_uploads WHERE id = ?").bind(upload.id).execute(&mut *tx).await?;
-    audit::record(&mut *tx, Some(upload.user_id), "dataset.file.upload", &format!("{} ({size} bytes, sha256 {sha256})", upload.key)).await?;
-    let uploaded_by: String = sqlx::query_scalar("SELECT username FROM users WHERE id = ?").bind(upload.user_id).fetch_one(&mut *tx).await?;
-    tx.commit().await?;
-    Ok(FileView { name: upload.name.clone(), size: size as i64, sha256: sha256.to_string(), uploaded_by, uploaded_at: at })
+/// Puts the listed file back at its key from aside. Where the move into
+/// place failed, the key may never have changed: if putting back fails
+/// too, the key still holding what was kept aside is as good.
+async fn put_back(s: &Arc<dyn Store>, upload: &Upload, aside: &str, step: Step) -> std::io::Result<()> {
+    let moved = s.rename_into_place(aside, &upload.key).await;
+    match moved {
+        Err(e) if step == Step::Failed => {
+            let kept_at = store::temp_key(aside);
+            let (now, before) = tokio::try_join!(s.digest(&upload.key, false), s.digest(&kept_at, false))?;
+            if now != before {
+                return Err(e);
+            }
+            s.delete(&kept_at).await
+        }
+        other => other,
+    }
 }
 
-/// Removes an upload's temporary objects from both stores and its row.
+/// Removes an upload's temporary objects from both stores and its row
+/// (its own row only: the id and the temporary object together).
 pub(super) async fn discard(pool: &Pool, upload: &Upload) {
     remove_temps(&upload.stores, &upload.temp).await;
-    if let Err(e) = sqlx::query("DELETE FROM dataset_uploads WHERE id = ?").bind(upload.id).execute(pool).await {
+    let removed = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload.id).bind(&upload.temp).execute(pool).await;
+    if let Err(e) = removed {
         tracing::warn!(error = %e, upload = upload.id, "could not remove an upload's row; it is removed at the next start");
     }
 }

@@ -23,12 +23,15 @@ pub struct BeginUpload<'a> {
 }
 
 /// A reserved upload: its row, where it goes, and the bytes already held.
+#[derive(Clone)]
 pub struct Upload {
     pub id: i64,
     pub temp: String,
     pub key: String,
     pub dataset: DatasetView,
     pub version_id: i64,
+    /// The version's name, for messages.
+    pub version: String,
     pub name: String,
     pub total: Option<u64>,
     pub resumable: bool,
@@ -40,6 +43,8 @@ pub struct Upload {
     /// A body that brings no byte for this long is cut (see [`BODY_IDLE`]).
     pub body_idle: std::time::Duration,
     pub(super) stores: [Arc<dyn Store>; 2],
+    /// The server's quota for groups without their own, for the check at listing.
+    pub(super) default_quota: u64,
 }
 
 /// How long an upload's body may bring nothing before the request is cut
@@ -65,9 +70,6 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
     rules::file_name(b.name)?;
     let (d, v) = catalog::version(pool, user, b.code, b.version).await?;
     catalog::may_write(user, &d)?;
-    if v.sealed_at.is_some() {
-        return Err(DatasetError::Conflict(format!("version {} of {} is sealed: it is read-only", b.version, b.code)));
-    }
     let limits = stores.limits();
     if let Some(total) = b.total.filter(|t| *t > limits.upload_max_bytes) {
         let _ = total;
@@ -79,6 +81,14 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
     let both = catalog::stores_of(stores, &d)?;
     let key = rules::storage_key(&d.code, &v.name, &d.category, b.name);
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    // Read under the write lock: a seal that landed after the read above
+    // must not get an upload (seal_version refuses while one exists).
+    let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;
+    match sealed {
+        None => return Err(DatasetError::NotFound(format!("version {} of dataset {}", b.version, b.code))),
+        Some(Some(_)) => return Err(DatasetError::Conflict(format!("version {} of {} is sealed: it is read-only", b.version, b.code))),
+        Some(None) => {}
+    }
     let open: Option<(i64, String, i64, Option<i64>, i64)> =
         sqlx::query_as("SELECT id, temp_key, user_id, total_size, resumable FROM dataset_uploads WHERE version_id = ? AND name = ?")
             .bind(v.id)
@@ -99,6 +109,7 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
         key,
         dataset: d.clone(),
         version_id: v.id,
+        version: v.name.clone(),
         name: b.name.to_string(),
         total: b.total,
         resumable: b.resumable,
@@ -107,6 +118,7 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
         max_bytes: limits.upload_max_bytes,
         body_idle: BODY_IDLE,
         stores: both,
+        default_quota: limits.default_quota_bytes,
     };
     if let Some((id, temp, owner, total, resumable)) = open {
         let same = resumable == 1 && b.resumable && owner == user.id && total.map(|t| t as u64) == b.total;
@@ -156,7 +168,8 @@ fn new_temp_name() -> String {
 
 /// What both stores hold of a temporary object: the shorter of the two.
 async fn held(stores: &[Arc<dyn Store>; 2], temp: &str) -> Result<u64, DatasetError> {
-    let (a, b) = tokio::try_join!(stores[0].temp_len(temp), stores[1].temp_len(temp)).map_err(|e| DatasetError::Store(e.to_string()))?;
+    let (a, b) = tokio::try_join!(stores[0].temp_len(temp), stores[1].temp_len(temp))
+        .map_err(|e| DatasetError::store("asking the stores how much of the upload they hold failed", e))?;
     Ok(a.unwrap_or(0).min(b.unwrap_or(0)))
 }
 
@@ -168,7 +181,7 @@ pub async fn write_upload<S>(pool: &Pool, upload: &Upload, offset: u64, body: S,
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
-    let claim = writing::claim(pool, upload.id).await?;
+    let claim = writing::claim(pool, upload.id, &upload.temp).await?;
     let result = write_claimed(pool, upload, offset, body, expected_sha256).await;
     claim.release().await;
     result
@@ -219,17 +232,35 @@ pub async fn upload_status(pool: &Pool, stores: &Datasets, user: &User, code: &s
     Ok((held(&both, &temp).await?, total.unwrap_or(0).max(0) as u64))
 }
 
-/// Cancels an upload in progress: its temporary objects and reservation go.
+/// Cancels an upload in progress: its temporary objects and reservation
+/// go. While another request writes it (holds its lease), cancel is
+/// refused: that request would go on writing into removed objects, and
+/// could still list the file.
 pub async fn cancel_upload(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str) -> Result<(), DatasetError> {
     let (d, v) = catalog::version(pool, user, code, version).await?;
     catalog::may_write(user, &d)?;
     let row: Option<(i64, String)> =
         sqlx::query_as("SELECT id, temp_key FROM dataset_uploads WHERE version_id = ? AND name = ?").bind(v.id).bind(name).fetch_optional(pool).await?;
     let (id, temp) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
+    let claim = writing::claim(pool, id, &temp).await.map_err(|e| match e {
+        DatasetError::Busy(_) => DatasetError::Busy(format!(
+            "another request is writing this upload of {name} now; cancel it once that request has ended (a lost one lets go within {} s)",
+            writing::LEASE_SECS
+        )),
+        other => other,
+    })?;
     let both = catalog::stores_of(stores, &d)?;
     placing::remove_temps(&both, &temp).await;
-    sqlx::query("DELETE FROM dataset_uploads WHERE id = ?").bind(id).execute(pool).await?;
+    let removed = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(id).bind(&temp).execute(pool).await;
+    claim.release().await;
+    removed?;
     Ok(())
+}
+
+/// Removes an upload this request began and could not finish (its
+/// request went away): the upload itself, not whatever now has its name.
+pub async fn abandon_upload(pool: &Pool, upload: &Upload) {
+    placing::discard(pool, upload).await;
 }
 
 /// At start: one-request uploads died with the process that served them,
@@ -243,10 +274,12 @@ pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, Dat
     all.extend(regions.iter().filter_map(|r| stores.region_store(r).ok()));
     let mut removed = 0;
     for s in all {
-        let temps = s.list(store::TEMP_DIR).await.map_err(|e| DatasetError::Store(format!("{}: {e}", s.describe())))?;
+        let temps = s.list(store::TEMP_DIR).await.map_err(|e| DatasetError::store("listing the temporary uploads of a store failed", format!("{}: {e}", s.describe())))?;
         for (key, _) in temps {
             let name = key.rsplit('/').next().unwrap_or("");
-            if !live.contains(name.trim_end_matches(".next")) && s.delete(&key).await.is_ok() {
+            // `.next`: a resumed S3 upload's new object; `.old`: a replaced file kept aside.
+            let upload = name.strip_suffix(".next").or_else(|| name.strip_suffix(".old")).unwrap_or(name);
+            if !live.contains(upload) && s.delete(&key).await.is_ok() {
                 removed += 1;
             }
         }

@@ -27,22 +27,26 @@ pub(super) struct Claim {
     renewal: JoinHandle<()>,
 }
 
-/// Takes the upload for this request, or says why not.
-pub(super) async fn claim(pool: &Pool, upload_id: i64) -> Result<Claim, DatasetError> {
+/// Takes the upload for this request, or says why not. The upload is
+/// named by its id and its temporary object together: a request holding
+/// an upload that has ended never takes another upload's row.
+pub(super) async fn claim(pool: &Pool, upload_id: i64, temp: &str) -> Result<Claim, DatasetError> {
     let owner = super::store::hex(&rand::random::<[u8; 12]>());
     let at = now();
     let taken = sqlx::query(
-        "UPDATE dataset_uploads SET writer = ?, writer_expires = ? WHERE id = ? AND (writer IS NULL OR writer_expires <= ?)",
+        "UPDATE dataset_uploads SET writer = ?, writer_expires = ? WHERE id = ? AND temp_key = ? AND (writer IS NULL OR writer_expires <= ?)",
     )
     .bind(&owner)
     .bind(at + LEASE_SECS)
     .bind(upload_id)
+    .bind(temp)
     .bind(at)
     .execute(pool)
     .await?
     .rows_affected();
     if taken == 0 {
-        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_uploads WHERE id = ?").bind(upload_id).fetch_optional(pool).await?;
+        let exists: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload_id).bind(temp).fetch_optional(pool).await?;
         return Err(match exists {
             Some(_) => DatasetError::Busy(
                 "another request is writing this upload now; when it has ended, ask for the offset the server holds and continue from there".into(),

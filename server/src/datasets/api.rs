@@ -186,7 +186,7 @@ pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePa
             res
         }
         Ok(Err(e)) => error_json(&e),
-        Err(e) => error_json(&DatasetError::Store(format!("the upload task failed: {e}"))),
+        Err(e) => error_json(&DatasetError::store("the upload failed on the server", format!("upload task: {e}"))),
     }
 }
 

@@ -100,7 +100,7 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<V
                 let upload = datasets::begin_upload(&state.pool, &stores, &user, &begin).await.map_err(|e| e.public_message())?;
                 // If the connection drops, this future is dropped mid-write:
                 // the guard removes the upload then.
-                let guard = Unfinished { pool: state.pool.clone(), stores: stores.clone(), user: user.clone(), code: p.code.clone(), version: p.version.clone(), name: name.clone(), armed: true };
+                let guard = Unfinished { pool: state.pool.clone(), upload: upload.clone(), armed: true };
                 let stream = field.map_err(std::io::Error::other);
                 let result = datasets::write_upload(&state.pool, &upload, 0, stream, None).await;
                 guard.disarm();
@@ -119,14 +119,13 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<V
     Ok(done)
 }
 
-/// Cancels an upload whose request future was dropped before it finished.
+/// Removes an upload whose request future was dropped before it finished.
+/// It names the upload itself (not its name in the version, which a new
+/// upload may hold by the time this runs), and it bypasses the writer's
+/// lease: the writer was this request.
 struct Unfinished {
     pool: Pool,
-    stores: Datasets,
-    user: User,
-    code: String,
-    version: String,
-    name: String,
+    upload: datasets::Upload,
     armed: bool,
 }
 
@@ -141,12 +140,9 @@ impl Drop for Unfinished {
         if !self.armed {
             return;
         }
-        let (pool, stores, user) = (self.pool.clone(), self.stores.clone(), self.user.clone());
-        let (code, version, name) = (self.code.clone(), self.version.clone(), self.name.clone());
+        let (pool, upload) = (self.pool.clone(), self.upload.clone());
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = datasets::cancel_upload(&pool, &stores, &user, &code, &version, &name).await;
-            });
+            rt.spawn(async move { datasets::abandon_upload(&pool, &upload).await });
         }
     }
 }

@@ -48,7 +48,7 @@ pub async fn put(pool: &Pool, stores: &Datasets, user: &User, p: Put<'_>, header
         Ok(Ok(UploadState::Done(file))) => Ok(file),
         Ok(Ok(UploadState::Partial { .. })) => Err(DatasetError::Incomplete("the upload ended early".into())),
         Ok(Err(e)) => Err(e),
-        Err(e) => Err(DatasetError::Store(format!("the upload task failed: {e}"))),
+        Err(e) => Err(DatasetError::store("the upload failed on the server", format!("upload task: {e}"))),
     }
 }
 
@@ -92,7 +92,7 @@ pub async fn download(pool: &Pool, stores: &Datasets, user: &User, code: &str, v
     };
     let stream = match stream {
         Ok(s) => s,
-        Err(e) => return error_json(&DatasetError::Store(format!("reading {key} failed in both stores: {e}"))),
+        Err(e) => return error_json(&DatasetError::store("reading the file failed in the central store and in the region's store", format!("{key}: {e}"))),
     };
     let length = span.map(|(s, e)| e - s + 1).unwrap_or(size);
     let mut res = Body::from_stream(stream).into_response();

@@ -21,6 +21,9 @@ use std::{cell::Cell, rc::Rc, time::Duration};
 
 /// Tries in a row without progress before the row gives up.
 const RETRIES: u32 = 6;
+/// Times a cancelled upload's `DELETE` is repeated while the server still
+/// holds it for the aborted request (1 + 2 + 4 + 8 × 5 s at most).
+const DISCARD_TRIES: u32 = 8;
 
 /// The request in flight per row, so Cancel can abort it.
 pub type Handles = StoredValue<Vec<(usize, XmlHttpRequest)>, LocalStorage>;
@@ -61,12 +64,30 @@ pub fn cancel(handles: Handles, id: usize, url: String) {
             let _ = xhr.abort();
         }
     });
-    // What the server held goes too (best effort: a leftover expires).
-    if let Ok(xhr) = XmlHttpRequest::new() {
-        if xhr.open_with_async("DELETE", &url, true).is_ok() {
-            let _ = xhr.send();
-        }
+    // What the server held goes too.
+    discard(url, 0);
+}
+
+/// `DELETE`s what the server holds of a cancelled upload. The request just
+/// aborted may still hold the upload on the server for a moment (it has not
+/// yet seen the connection die): answered 409 with `Retry-After`, asked
+/// again after 1, 2, 4… s. Best effort beyond that: a leftover expires.
+fn discard(url: String, tries: u32) {
+    let Ok(xhr) = XmlHttpRequest::new() else { return };
+    if xhr.open_with_async("DELETE", &url, true).is_err() {
+        return;
     }
+    let answer = xhr.clone();
+    let loaded = Closure::<dyn FnMut()>::new(move || {
+        let held = answer.status().unwrap_or(0) == 409 && answer.get_response_header("retry-after").ok().flatten().is_some();
+        if held && tries < DISCARD_TRIES {
+            let url = url.clone();
+            set_timeout(move || discard(url, tries + 1), Duration::from_secs(1 << tries.min(3)));
+        }
+    });
+    xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));
+    loaded.forget();
+    let _ = xhr.send();
 }
 
 fn active(job: &Job) -> bool {

@@ -61,12 +61,49 @@ pub trait Store: Send + Sync + 'static {
         }
         Ok(hashes.finish())
     }
+    /// Makes the temporary object `temp` hold what `key` holds, leaving
+    /// `key` as it is: a listed file kept aside while it is replaced.
+    /// False when `key` holds nothing. In a directory it is a second name
+    /// for the same bytes (no copy); elsewhere a copy through the store.
+    async fn copy_to_temp(&self, key: &str, temp: &str) -> io::Result<bool> {
+        if let Some(root) = self.local_dir() {
+            check_key(key)?;
+            let (from, to, dir) = (root.join(key), root.join(temp_key(temp)), root.join(TEMP_DIR));
+            return tokio::task::spawn_blocking(move || link_or_copy(&from, &to, &dir)).await.map_err(io::Error::other)?;
+        }
+        let mut from = match self.get(key, None).await {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            other => other?,
+        };
+        let mut to = self.put_temp(temp, 0).await?;
+        while let Some(chunk) = from.next().await {
+            to.write(vec![chunk?]).await?;
+        }
+        to.finish().await?;
+        Ok(true)
+    }
     /// Removes everything under `prefix` (a deleted version).
     async fn delete_prefix(&self, prefix: &str) -> io::Result<()> {
         for (key, _) in self.list(prefix).await? {
             self.delete(&key).await?;
         }
         Ok(())
+    }
+}
+
+/// `to` as a hard link to `from` (a copy where the file system has no
+/// hard links); false when `from` is not there.
+fn link_or_copy(from: &std::path::Path, to: &std::path::Path, dir: &std::path::Path) -> io::Result<bool> {
+    std::fs::create_dir_all(dir)?;
+    match std::fs::remove_file(to) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let made = std::fs::hard_link(from, to).or_else(|e| if e.kind() == io::ErrorKind::NotFound { Err(e) } else { std::fs::copy(from, to).map(drop) });
+    match made {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

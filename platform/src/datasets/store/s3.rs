@@ -105,6 +105,15 @@ impl Store for S3Store {
         self.inner.rename(&Self::path(&temp_key(temp))?, &Self::path(key)?).await.map_err(io_err)
     }
 
+    /// A copy inside the bucket: the bytes do not pass through the server.
+    async fn copy_to_temp(&self, key: &str, temp: &str) -> io::Result<bool> {
+        match self.inner.copy(&Self::path(key)?, &Self::path(&temp_key(temp))?).await {
+            Ok(()) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
     async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
         let options = GetOptions { range: range.map(|(start, end)| GetRange::Bounded(start..end + 1)), ..Default::default() };
         let result = self.inner.get_opts(&Self::path(key)?, options).await.map_err(io_err)?;

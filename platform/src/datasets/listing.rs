@@ -1,0 +1,90 @@
+//! The database side of placing a file, in two `BEGIN IMMEDIATE`
+//! transactions around the moves into place ([`super::placing`]):
+//!
+//! - before: the upload may still be listed — its row is still its own,
+//!   the version is open, and the group's quota has room for the bytes
+//!   that actually arrived (an upload of unknown length reserved nothing
+//!   when it began, so this is the check that holds the quota) — and those
+//!   bytes are reserved until the file is listed;
+//! - after: the file is listed and the upload's row goes.
+//!
+//! Uploads finishing at once are counted one after the other.
+
+use super::{catalog, upload::Upload, DatasetError, FileView};
+use crate::{audit, db::Pool, now};
+use gantry_core::datasets::check_quota;
+
+/// Checks that the upload may be listed and reserves its `size` bytes;
+/// answers whether it replaces a listed file.
+pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<bool, DatasetError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let own: Option<Option<i64>> = sqlx::query_scalar("SELECT total_size FROM dataset_uploads WHERE id = ? AND temp_key = ?")
+        .bind(upload.id)
+        .bind(&upload.temp)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(own) = own else { return Err(gone(upload)) };
+    // A seal is refused while this row exists, and the row was made with
+    // the version open; read again all the same, as listing a file into a
+    // sealed version must never happen, whatever removed that protection.
+    let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?").bind(upload.version_id).fetch_optional(&mut *tx).await?;
+    match sealed {
+        None => return Err(gone(upload)),
+        Some(Some(_)) => return Err(DatasetError::Conflict(format!("{} was sealed while {} was uploading; nothing was kept", version_of(upload), upload.name))),
+        Some(None) => {}
+    }
+    let old: Option<i64> = sqlx::query_scalar("SELECT size FROM dataset_files WHERE version_id = ? AND name = ?")
+        .bind(upload.version_id)
+        .bind(&upload.name)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let d = &upload.dataset;
+    let quota = catalog::quota_bytes(&mut *tx, d.group_id, upload.default_quota).await?;
+    let (used, reserved) = catalog::usage(&mut tx, d.group_id).await?;
+    // This upload's own reservation is not in the way of its own bytes.
+    let others = reserved.saturating_sub(own.unwrap_or(0).max(0) as u64);
+    let growth = size.saturating_sub(old.unwrap_or(0).max(0) as u64);
+    if growth > 0 {
+        check_quota(&d.group_name, quota, used, others, growth)?;
+    }
+    sqlx::query("UPDATE dataset_uploads SET total_size = ? WHERE id = ?").bind(size as i64).bind(upload.id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(old.is_some())
+}
+
+/// Lists the file (replacing the row of the file it replaces) and ends the upload.
+pub(super) async fn list(pool: &Pool, upload: &Upload, size: u64, sha256: &str) -> Result<FileView, DatasetError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let ended = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload.id).bind(&upload.temp).execute(&mut *tx).await?;
+    if ended.rows_affected() == 0 {
+        return Err(gone(upload));
+    }
+    let at = now();
+    sqlx::query(
+        "INSERT INTO dataset_files (version_id, name, size, sha256, uploaded_by, uploaded_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (version_id, name) DO UPDATE SET size = excluded.size, sha256 = excluded.sha256,
+           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at",
+    )
+    .bind(upload.version_id)
+    .bind(&upload.name)
+    .bind(size as i64)
+    .bind(sha256)
+    .bind(upload.user_id)
+    .bind(at)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(&mut *tx, Some(upload.user_id), "dataset.file.upload", &format!("{} ({size} bytes, sha256 {sha256})", upload.key)).await?;
+    let uploaded_by: String = sqlx::query_scalar("SELECT username FROM users WHERE id = ?").bind(upload.user_id).fetch_one(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(FileView { name: upload.name.clone(), size: size as i64, sha256: sha256.to_string(), uploaded_by, uploaded_at: at })
+}
+
+/// The upload's row is no longer its own: it was cancelled, its version
+/// deleted, or it expired.
+fn gone(upload: &Upload) -> DatasetError {
+    DatasetError::Conflict(format!("the upload of {} into {} was cancelled meanwhile; nothing was kept", upload.name, version_of(upload)))
+}
+
+fn version_of(upload: &Upload) -> String {
+    format!("{}/{}", upload.dataset.code, upload.version)
+}

@@ -1,0 +1,99 @@
+//! Replacing a listed file is all or nothing too: when placing the new
+//! copies or listing them fails, the listed file stays as it was — in both
+//! stores, with its row — and nothing of the new one is left behind.
+
+use crate::datasets_support;
+
+use async_trait::async_trait;
+use datasets_support::*;
+use gantry_platform::datasets::{
+    self,
+    store::{ByteStream, DirStore, Store, TempWriter},
+    BeginUpload, DatasetError, UploadState,
+};
+use std::{
+    io,
+    path::Path,
+    sync::{atomic::{AtomicBool, Ordering}, Arc},
+};
+
+/// A directory store whose renames into place fail once told to.
+struct Flaky {
+    inner: DirStore,
+    fail_rename: AtomicBool,
+}
+
+#[async_trait]
+impl Store for Flaky {
+    fn describe(&self) -> String {
+        "flaky test store".into()
+    }
+    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
+        self.inner.put_temp(temp, offset).await
+    }
+    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
+        self.inner.temp_len(temp).await
+    }
+    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
+        if self.fail_rename.load(Ordering::SeqCst) {
+            return Err(io::Error::other("rename refused"));
+        }
+        self.inner.rename_into_place(temp, key).await
+    }
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
+        self.inner.get(key, range).await
+    }
+    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+        self.inner.list(prefix).await
+    }
+    async fn delete(&self, key: &str) -> io::Result<()> {
+        self.inner.delete(key).await
+    }
+}
+
+async fn replace(env: &Env, name: &str, data: &[u8]) -> Result<UploadState, DatasetError> {
+    let begin = BeginUpload { code: "coco", version: "v1", name, replace: true, total: Some(data.len() as u64), resumable: false };
+    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await?;
+    datasets::write_upload(&env.pool, &upload, 0, body(data.to_vec(), 4), None).await
+}
+
+/// The listed file is `data` in both stores and in its row, and nothing else is anywhere.
+async fn still_listed(env: &Env, region_root: &Path, data: &[u8]) {
+    for root in [env.central_root.as_path(), region_root] {
+        assert_eq!(files_under(root), vec!["coco/v1/images/a.txt".to_string()], "nothing else in {}", root.display());
+        assert_eq!(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap(), data, "{}", root.display());
+    }
+    let (_, file) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
+    assert_eq!((file.size as usize, file.sha256), (data.len(), sha(data)));
+    assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+}
+
+gantry_testkit::timed_test! {
+    async fn a_replace_the_regions_store_fails_to_place_keeps_the_listed_file() {
+        let scratch = tempfile::tempdir().unwrap();
+        let flaky = Arc::new(Flaky { inner: DirStore::new(scratch.path()), fail_rename: AtomicBool::new(false) });
+        let env = env_with(None, Some(flaky.clone())).await;
+        assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
+        // The central copy is already in place when the region's fails.
+        flaky.fail_rename.store(true, Ordering::SeqCst);
+        let err = replace(&env, "a.txt", b"the new file, longer").await.unwrap_err();
+        assert_eq!(err.status(), 502, "{err}");
+        still_listed(&env, scratch.path(), b"the old file").await;
+        assert_eq!(err.to_string(), "placing the file in the region's store failed; the listed file was kept as it was");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_replace_that_fails_to_be_listed_keeps_the_listed_file() {
+        let env = env().await;
+        assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
+        // Both copies are in place when the listing fails.
+        sqlx::query("CREATE TRIGGER refuse_listing BEFORE UPDATE ON dataset_files BEGIN SELECT RAISE(ABORT, 'listing refused'); END")
+            .execute(&env.pool)
+            .await
+            .unwrap();
+        let err = replace(&env, "a.txt", b"the new file, longer").await.unwrap_err();
+        assert_eq!(err.status(), 500, "{err}");
+        still_listed(&env, &env.region_dir(), b"the old file").await;
+    }
+}
