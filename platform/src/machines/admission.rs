@@ -363,15 +363,16 @@ pub(crate) async fn check_limits(conn: &mut SqliteConnection, req: &CreateMachin
     Ok(Ok(()))
 }
 
-/// The kept volume, if the requester's group owns it. It stops being
-/// "kept" only when the machine that mounts it is written.
+/// The kept volume, if it is the requester's (an admin may take any): it
+/// holds its owner's data, which a group member may not enter. It stops
+/// being "kept" only when the machine that mounts it is written.
 async fn take_kept_volume(conn: &mut SqliteConnection, req: &CreateMachine, id: i64) -> Result<Result<KeptVolume, String>, PlatformError> {
-    let row: Option<(String, i64, i64, i64)> = sqlx::query_as("SELECT name, node_id, size_gb, group_id FROM kept_volumes WHERE id = ?")
+    let row: Option<(String, i64, i64, i64)> = sqlx::query_as("SELECT name, node_id, size_gb, owner_id FROM kept_volumes WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut *conn)
         .await?;
     match row {
-        Some((name, node_id, size_gb, group_id)) if group_id == req.requester.group_id || req.requester.role.is_admin() => {
+        Some((name, node_id, size_gb, owner)) if owner == req.requester.id || req.requester.role.is_admin() => {
             Ok(Ok(KeptVolume { name, node_id, size_gb }))
         }
         _ => Ok(Err("the chosen kept volume does not exist".to_string())),

@@ -20,8 +20,11 @@ pub struct OperationRequest {
     pub keep_volume: bool,
 }
 
-/// Queues an operation on a machine the requester may touch. Refused when
-/// the machine's state does not accept it or another operation is queued.
+/// Queues an operation on a machine the requester may touch: their own, or
+/// any as an admin (group members see each other's machines, but a delete
+/// takes the owner's data volume with it). A compute task's machine ends
+/// with its task (cancel the task), except by an admin. Refused when the
+/// machine's state does not accept it or another operation is queued.
 pub async fn request_operation(pool: &Pool, requester: &User, op: OperationRequest) -> Result<i64, PlatformError> {
     // Snapshots, reclaims, restores and rebalances have their own entry
     // points (crate::snapshots, crate::reclaim), which check more.
@@ -30,13 +33,21 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     }
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(requester, "group_id");
-    let row: Option<(i64,)> = sqlx::query_as(&format!("SELECT id FROM machines WHERE id = ? AND ({cond})"))
+    let row: Option<(i64, String, String)> = sqlx::query_as(&format!("SELECT owner_id, workload, name FROM machines WHERE id = ? AND ({cond})"))
         .bind(op.machine_id)
         .bind(bind)
         .fetch_optional(&mut *tx)
         .await?;
     // Another group's machine is "not found": its existence is not ours to know.
-    row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let (owner, workload, name) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    if !requester.role.is_admin() {
+        if owner != requester.id {
+            return Err(PlatformError::Conflict(format!("only machine {name}'s owner, or an admin, can {} it", op.kind)));
+        }
+        if workload == "job" {
+            return Err(PlatformError::Conflict(format!("machine {name} runs a compute task: cancel the task instead (its machine goes with it)")));
+        }
+    }
     let cur = transitions::machine::current(&mut tx, op.machine_id).await?;
     accepts(&cur.name, cur.state, op.kind).map_err(PlatformError::Conflict)?;
     if matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall) {

@@ -28,6 +28,7 @@ mod engine_edges;
 mod engine_invariant;
 mod list_counts;
 mod list_plans;
+mod machine_ownership;
 mod machines_docker;
 mod migrate_engine;
 mod nodes_admin;
