@@ -124,6 +124,8 @@ pub enum Refusal {
     ModelNotAllowed { group: String, model: String, allowed: Vec<String> },
     #[error("group {group} holds {in_use} of {}; this machine asks for {asked}", gpus(.quota))]
     OverQuota { group: String, in_use: i64, quota: i64, asked: u32 },
+    #[error("group {group}'s GPU quota is {}; this machine asks for {asked}, more than the whole quota", gpus(.quota))]
+    OverQuotaCeiling { group: String, quota: i64, asked: u32 },
     #[error(
         "no ready node has {asked} free {} (most free on one node: {best_free})",
         model_gpus(.model, .asked)
@@ -146,6 +148,34 @@ fn model_gpus(model: &Option<String>, n: &u32) -> String {
 /// The group's own rules, in the order a person would fix them: a request
 /// that breaks several gets the most fundamental reason.
 pub(crate) fn check_policy(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
+    check_fixed_rules(policy, request)?;
+    let asked = request.gpu_count;
+    if policy.available() < i64::from(asked) {
+        return Err(Refusal::OverQuota {
+            group: policy.group_name.clone(),
+            in_use: policy.gpus_in_use,
+            quota: policy.gpu_quota,
+            asked,
+        });
+    }
+    Ok(())
+}
+
+/// The group's rules no release of GPUs can change: a request refused here
+/// is refused until an admin changes the group, so a queue must not wait
+/// for it (a compute task fails instead). The quota counts as a ceiling
+/// only beyond its whole size; within it, GPUs in use are "not now".
+pub fn check_ceilings(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
+    check_fixed_rules(policy, request)?;
+    if i64::from(request.gpu_count) > policy.gpu_quota {
+        return Err(Refusal::OverQuotaCeiling { group: policy.group_name.clone(), quota: policy.gpu_quota, asked: request.gpu_count });
+    }
+    Ok(())
+}
+
+/// Zero GPUs, GPUs per machine and the allowed models: what neither time
+/// nor releases change.
+fn check_fixed_rules(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
     let asked = request.gpu_count;
     if asked == 0 {
         return Err(Refusal::ZeroGpus);
@@ -165,14 +195,6 @@ pub(crate) fn check_policy(policy: &GroupPolicy, request: &AllocationRequest) ->
                 allowed: policy.allowed_models.clone(),
             });
         }
-    }
-    if policy.available() < i64::from(asked) {
-        return Err(Refusal::OverQuota {
-            group: policy.group_name.clone(),
-            in_use: policy.gpus_in_use,
-            quota: policy.gpu_quota,
-            asked,
-        });
     }
     Ok(())
 }

@@ -127,6 +127,8 @@ fn rule_of(result: &Result<Allocation, Refusal>) -> &'static str {
         Err(Refusal::OverMachineLimit { .. }) => "machine limit",
         Err(Refusal::ModelNotAllowed { .. }) => "model",
         Err(Refusal::OverQuota { .. }) => "quota",
+        // Only `check_ceilings` says this; the oracle never expects it here.
+        Err(Refusal::OverQuotaCeiling { .. }) => "ceiling",
         Err(Refusal::NoCapacity { .. }) => "capacity",
     }
 }
@@ -194,6 +196,25 @@ proptest! {
             n.gpus.reverse();
         }
         prop_assert_eq!(allocate(&c, &p, &r, NOW), allocate(&reversed, &p, &r, NOW));
+    }
+
+    /// "Never" means never: what `check_ceilings` refuses no release of
+    /// GPUs lets through, and what it lets through is admitted once the
+    /// group holds nothing and a node has the GPUs free.
+    #[test]
+    fn ceilings_part_never_from_not_now(p in arb_policy(), r in arb_request()) {
+        let idle = GroupPolicy { gpus_in_use: 0, ..p.clone() };
+        let model = r.model.clone().or_else(|| p.allowed_models.first().cloned()).unwrap_or_else(|| MODELS[0].to_string());
+        let gpus = (0..r.gpu_count).map(|i| GpuView { index: i, uuid: format!("GPU-{i}"), model: model.clone(), taken: false }).collect();
+        let node = NodeView { id: 1, name: "roomy".into(), state: NodeState::Ready, last_heartbeat: NOW, gpus };
+        let roomy = ClusterView { nodes: vec![node], heartbeat_timeout_secs: 30 };
+        match check_ceilings(&p, &r) {
+            Err(never) => {
+                prop_assert!(allocate(&roomy, &idle, &r, NOW).is_err(), "{never}");
+                prop_assert!(check_ceilings(&idle, &r).is_err(), "in use does not matter");
+            }
+            Ok(()) => prop_assert!(allocate(&roomy, &idle, &r, NOW).is_ok()),
+        }
     }
 
     #[test]

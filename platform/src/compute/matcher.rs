@@ -99,6 +99,8 @@ pub async fn evaluate_queue(pool: &Pool, admissions: &Admissions) -> Result<usiz
 
 /// The same with the shuffle seeds from `seeds` (tests replay choices).
 pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: &mut (dyn FnMut() -> u64 + Send)) -> Result<usize, PlatformError> {
+    // A head that can never be admitted would hold its group's queue for ever.
+    super::rules::fail_impossible_heads(pool).await?;
     let heads: Vec<Pending> = sqlx::query_as(
         "SELECT c.id, c.requester_id, c.name, c.framework, c.framework_version, c.interpreter, c.interpreter_version, c.gpu_count, c.gpu_model,
                 c.cpu_millis, c.memory_mb, c.command, c.time_limit_secs, c.datasets
@@ -168,9 +170,18 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
         image_reference: reference,
         command: serde_json::from_str(&command).unwrap_or_default(),
     });
+    let ask = super::rules::Ask { gpus, gpu_model: create.gpu_model.clone(), cpu_millis, memory_mb };
+    let requester = create.requester.clone();
     match admissions.create(create).await {
         Ok(_) => Ok(true),
         Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
+            // Refused for good (the group's rules changed since the queue
+            // was checked): fail it, or the group's queue waits for ever.
+            // Anything else (capacity, quota in use) is "not now".
+            if let Some(never) = super::rules::never_admitted(&mut *pool.acquire().await?, &requester, &ask).await? {
+                super::rules::fail(pool, id, &never).await?;
+                return Ok(false);
+            }
             let mut tx = transitions::begin(pool).await?;
             transitions::compute::decided(&mut tx, id, &json, Some(region), Ok(&format!("region {code} chosen, but: {why}"))).await?;
             tx.commit().await?;

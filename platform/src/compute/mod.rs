@@ -5,6 +5,7 @@
 //! machines; watched to their end.
 
 mod matcher;
+mod rules;
 mod views;
 mod watch;
 
@@ -87,13 +88,19 @@ impl SubmitCompute {
 /// task is returned in whatever state that left it.
 pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, requester: &User, req: &SubmitCompute) -> Result<ComputeTaskView, PlatformError> {
     let id = record(pool, requester, req).await?;
-    // A task no image can ever run is refused now, wherever it would queue.
-    reject_if_no_image(pool, id, req).await?;
+    // A task no image can ever run, or that its group's rules can never
+    // admit, is refused now, wherever it would queue: behind it, the
+    // group's later tasks would wait for ever.
+    if !reject_if_no_image(pool, id, req).await? {
+        let ask = rules::Ask { gpus: req.gpu_count, gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()), cpu_millis: req.cpu_millis, memory_mb: req.memory_mb };
+        rules::fail_if_never_admitted(pool, requester, id, &ask).await?;
+    }
     evaluate_queue(pool, admissions).await?;
     compute_task(pool, requester, id).await
 }
 
-async fn reject_if_no_image(pool: &Pool, id: i64, req: &SubmitCompute) -> Result<(), PlatformError> {
+/// `true` when the task was failed for want of an image.
+async fn reject_if_no_image(pool: &Pool, id: i64, req: &SubmitCompute) -> Result<bool, PlatformError> {
     let snap = snapshot(pool).await?;
     let request = gantry_core::matching::TaskRequest {
         framework: req.framework.trim().into(),
@@ -110,8 +117,9 @@ async fn reject_if_no_image(pool: &Pool, id: i64, req: &SubmitCompute) -> Result
         let mut tx = transitions::begin(pool).await?;
         transitions::compute::decided(&mut tx, id, &serde_json::to_string(&decision).unwrap_or_default(), None, Err(reason)).await?;
         tx.commit().await?;
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Validates and records the task as `pending`, for the matcher.

@@ -111,6 +111,18 @@ pub async fn decided(conn: &mut SqliteConnection, id: i64, decision_json: &str, 
     Ok(())
 }
 
+/// A pending task its group's rules can never admit ends `failed` with
+/// why, rather than hold up its group's queue; `false` when it is no longer
+/// pending (cancelled meanwhile).
+pub async fn never_admitted(conn: &mut SqliteConnection, id: i64, why: &str) -> Result<bool, PlatformError> {
+    if state_of(conn, id).await? != TaskState::Pending {
+        return Ok(false);
+    }
+    move_to(conn, id, TaskState::Failed, why).await?;
+    audit::record(&mut *conn, None, "compute.finished", &format!("compute task #{id}: failed ({why})")).await?;
+    Ok(true)
+}
+
 /// Admission wrote the task's machine (same transaction).
 pub async fn scheduled(conn: &mut SqliteConnection, id: i64, machine_id: i64, placed: &str) -> Result<(), PlatformError> {
     move_to(conn, id, TaskState::Scheduled, placed).await?;

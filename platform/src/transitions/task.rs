@@ -95,12 +95,13 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     if requester_id != who.id && !who.role.is_admin() {
         return Err(PlatformError::Conflict("only the person who asked for a task, or an admin, can cancel it".into()));
     }
+    let parsed = kind.parse::<TaskKind>().ok();
+    refuse_system_task(who, task_id, parsed)?;
     let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     state.cancellable().map_err(|why| PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {why}")))?;
     // A create or restore waiting to retry may already have made its
     // container. Freeing its GPUs now would hand out a GPU that container
     // is pinned to, so the container must go first.
-    let parsed = kind.parse::<TaskKind>().ok();
     if parsed == Some(TaskKind::Delete) {
         refuse_begun_delete(&mut tx, task_id, machine_id, &machine_name, attempts).await?;
     }
@@ -139,6 +140,20 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     audit::record(&mut *tx, Some(who.id), "task.cancel", &detail).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Reclaim and rebalance tasks are the system's: they name the machine's
+/// owner as requester only so the owner sees them. Cancelling a reclaim
+/// would leave the deadline passed and the machine idle past its
+/// extensions, and a script could do it at every pass; only an admin may.
+fn refuse_system_task(who: &User, task_id: i64, kind: Option<TaskKind>) -> Result<(), PlatformError> {
+    let instead = match kind {
+        _ if who.role.is_admin() => return Ok(()),
+        Some(TaskKind::Reclaim) => "an idle reclaim is the system's; extend the deadline instead (or ask an admin to exempt the machine)",
+        Some(TaskKind::Rebalance) => "a hot-GPU move is the system's; opt the machine out of rebalancing on its page instead",
+        _ => return Ok(()),
+    };
+    Err(PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {instead}")))
 }
 
 /// A delete that has begun (its machine shows `deleting`: a try reached
