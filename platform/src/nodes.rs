@@ -49,6 +49,13 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
     if exists.is_some() {
         return Err(PlatformError::Conflict(format!("a node named {} exists already", req.name)));
     }
+    // One engine, one node: a second row would offer its GPUs twice. (A
+    // lost node's engine may come back as a new node: the collector then
+    // removes what the lost machines left there.)
+    let twin: Option<String> = sqlx::query_scalar("SELECT name FROM nodes WHERE docker_endpoint = ? AND state <> 'lost'").bind(endpoint).fetch_optional(pool).await?;
+    if let Some(twin) = twin {
+        return Err(PlatformError::Conflict(format!("node {twin} already has the engine at {endpoint}")));
+    }
     let executor = executor_for("docker", endpoint, "")?;
     let info = executor
         .ping()

@@ -111,8 +111,8 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
             continue;
         }
         if let Some(id) = c.machine_id {
-            if holds_gpus_now(pool, id, node_id).await.map_err(db)? {
-                continue; // admitted after our read
+            if holds_gpus_now(pool, id).await.map_err(db)? {
+                continue; // admitted after our read, or another node's
             }
         }
         match exec.remove_container(&c.id).await {
@@ -152,12 +152,11 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
     Ok(())
 }
 
-async fn holds_gpus_now(pool: &Pool, machine_id: i64, node_id: i64) -> Result<bool, PlatformError> {
-    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM machine_gpus mg JOIN machines m ON m.id = mg.machine_id WHERE m.id = ? AND m.node_id = ?)")
-        .bind(machine_id)
-        .bind(node_id)
-        .fetch_one(pool)
-        .await?)
+/// Whether the machine holds GPUs, on whichever node: two node rows may
+/// name one engine (a node renamed at start, an engine added twice), and a
+/// container this node's engine lists may be another node's live machine.
+async fn holds_gpus_now(pool: &Pool, machine_id: i64) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM machine_gpus WHERE machine_id = ?)").bind(machine_id).fetch_one(pool).await?)
 }
 
 async fn volume_in_use_now(pool: &Pool, name: &str) -> Result<bool, PlatformError> {

@@ -202,6 +202,9 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
     }
 }
 
+/// The form's `dir` field: a path inside the volume (Linux's PATH_MAX).
+const MAX_DIR_FIELD: usize = 4096;
+
 async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<(String, u64), Response> {
     let (_target, p) = place(st, &parts, id).await?;
     let mut multipart = Multipart::from_request(Request::from_parts(parts, body), st)
@@ -211,7 +214,17 @@ async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<
     while let Some(mut field) = multipart.next_field().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))? {
         match field.name() {
             Some("dir") => {
-                let text = field.text().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))?;
+                // Read to a path's length at most: this route has no body
+                // limit (files may be large), so a field read whole could
+                // be gigabytes in memory.
+                let mut text = Vec::new();
+                while let Some(chunk) = field.chunk().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))? {
+                    if text.len() + chunk.len() > MAX_DIR_FIELD {
+                        return Err(refuse(StatusCode::BAD_REQUEST, format!("the folder is longer than {MAX_DIR_FIELD} bytes")));
+                    }
+                    text.extend_from_slice(&chunk);
+                }
+                let text = String::from_utf8(text).map_err(|_| refuse(StatusCode::BAD_REQUEST, "the folder is not UTF-8"))?;
                 dir = VolumePath::parse(&text).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?;
             }
             Some("file") => {

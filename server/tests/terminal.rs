@@ -494,6 +494,23 @@ gantry_testkit::timed_test! {
         assert_eq!(location, format!("/machines/{id}?uploaded=/data/forms/hello.txt#files"));
         let res = http().get(files("?path=forms/hello.txt")).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.text().await.unwrap(), "hello from a form\n");
+        // A folder field longer than any path is refused once it is (it is
+        // no longer read whole into memory first, whatever its size).
+        let long = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"dir\"\r\n\r\n{}\r\n--{boundary}--\r\n",
+            "d".repeat(5000)
+        );
+        let res = http()
+            .post(files(""))
+            .header("Cookie", &alice)
+            .header("Origin", format!("http://{}", env.addr))
+            .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+            .body(long)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert!(res.text().await.unwrap().contains("the folder is longer than 4096 bytes"));
         // A folder comes as a tar archive.
         let res = http().get(files("?path=forms")).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.headers()["content-type"], "application/x-tar");

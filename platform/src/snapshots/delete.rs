@@ -19,10 +19,16 @@ pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
     if state == "creating" {
         return Err(PlatformError::Conflict(format!("snapshot {name} is still being taken; wait for it to finish")));
     }
-    let needed: Option<String> = sqlx::query_scalar("SELECT name FROM machines WHERE restore_snapshot_id = ? AND state = 'reclaimed'")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+    // A reclaimed machine comes back from it, and a restore under way has
+    // no container using the image yet (the engine would let it go).
+    let needed: Option<String> = sqlx::query_scalar(
+        "SELECT m.name FROM machines m WHERE m.restore_snapshot_id = ?
+           AND (m.state = 'reclaimed' OR EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind = 'restore'
+                                                 AND t.state IN ('pending', 'scheduled', 'running')))",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
     if let Some(machine) = needed {
         return Err(PlatformError::Conflict(format!("machine {machine} is restored from snapshot {name}; restore or delete the machine first")));
     }

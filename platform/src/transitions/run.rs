@@ -92,16 +92,7 @@ pub async fn fail(pool: &Pool, lease: &Lease, machine_id: i64, message: &str, gi
 pub async fn deleted(pool: &Pool, lease: &Lease, machine_id: i64, keep_volume: bool, message: &str) -> Result<i64, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     if keep_volume {
-        sqlx::query(
-            "INSERT INTO kept_volumes (name, node_id, owner_id, group_id, size_gb, enforced, from_machine, kept_at)
-             SELECT volume_name, node_id, owner_id, group_id, volume_size_gb, volume_enforced, name, ?
-             FROM machines WHERE id = ? AND node_id IS NOT NULL
-             ON CONFLICT(name) DO NOTHING",
-        )
-        .bind(crate::now())
-        .bind(machine_id)
-        .execute(&mut *tx)
-        .await?;
+        keep_machines_volume(&mut tx, machine_id, false).await?;
     }
     let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, message).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
@@ -109,4 +100,23 @@ pub async fn deleted(pool: &Pool, lease: &Lease, machine_id: i64, keep_volume: b
     audit::record(&mut *tx, None, "machine.deleted", &format!("machine {name}: {message}")).await?;
     tx.commit().await?;
     Ok(refunded)
+}
+
+/// Lists the machine's volume under kept volumes (its node known). With
+/// `only_if_was_kept`, only a volume the machine was made on — one taken
+/// from the kept volumes, not its own new one (see `VOLUME_NAME_SQL`): a
+/// cancelled create gives back the kept volume it took, and nothing else.
+pub(crate) async fn keep_machines_volume(conn: &mut sqlx::SqliteConnection, machine_id: i64, only_if_was_kept: bool) -> Result<bool, PlatformError> {
+    let was_kept = if only_if_was_kept { format!(" AND volume_name <> {}", crate::machines::VOLUME_NAME_SQL) } else { String::new() };
+    let kept = sqlx::query(&format!(
+        "INSERT INTO kept_volumes (name, node_id, owner_id, group_id, size_gb, enforced, from_machine, kept_at)
+         SELECT volume_name, node_id, owner_id, group_id, volume_size_gb, volume_enforced, name, ?
+         FROM machines WHERE id = ? AND node_id IS NOT NULL{was_kept}
+         ON CONFLICT(name) DO NOTHING"
+    ))
+    .bind(crate::now())
+    .bind(machine_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(kept.rows_affected() == 1)
 }

@@ -126,6 +126,11 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
             detail.push_str(&format!("; its container already existed, so the machine is deleted by task #{delete_id} (GPUs returned once the container is removed)"));
         }
         (Some(TaskKind::Create), Some(machine_id)) => {
+            // A machine made on a kept volume gives it back: cancelling a
+            // create must not cost the data it was to start from.
+            if super::run::keep_machines_volume(&mut tx, machine_id, true).await? {
+                detail.push_str("; its kept volume is kept again");
+            }
             let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
             detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
         }
@@ -186,7 +191,13 @@ async fn delete_instead(tx: &mut SqliteConnection, who: &User, machine_id: i64, 
     // when the delete gives the GPUs back.
     sqlx::query("UPDATE compute_tasks SET cancel_requested = 1 WHERE machine_id = ?").bind(machine_id).execute(&mut *tx).await?;
     let message = format!("replaces the cancelled create #{create_id}");
-    let new = NewTask { kind: TaskKind::Delete, machine_id: Some(machine_id), machine_name, requester_id: who.id, group_id, keep_volume: false, message: &message };
+    // The volume goes with the container, unless the machine was made on a
+    // kept volume: that one is kept again when the delete ends.
+    let was_kept: bool = sqlx::query_scalar(&format!("SELECT volume_name <> {} FROM machines WHERE id = ?", crate::machines::VOLUME_NAME_SQL))
+        .bind(machine_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let new = NewTask { kind: TaskKind::Delete, machine_id: Some(machine_id), machine_name, requester_id: who.id, group_id, keep_volume: was_kept, message: &message };
     let delete_id = insert_pending(tx, &new).await?;
     set_state(tx, delete_id, TaskState::Pending, TaskState::Scheduled, &message).await?;
     Ok(delete_id)

@@ -1,7 +1,8 @@
 //! Group members see each other's machines, but only a machine's owner (or
 //! an admin) restarts, reinstalls or deletes it — a delete takes the owner's
 //! data volume — and only the owner (or an admin) sees, attaches or deletes
-//! their kept volumes. A compute task's machine ends with its task.
+//! their kept volumes. A compute task's machine ends with its task. A
+//! cancelled create made on a kept volume gives the volume back.
 
 use crate::{common, reclaim_common};
 
@@ -9,9 +10,9 @@ use common::{compute_job, env, torch_catalogue};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     compute::{self, Command},
-    executor::{Executor, SimulatedExecutor},
+    executor::{ExecError, Executor, SimulatedExecutor},
     machines::{self, OperationRequest},
-    PlatformError,
+    reconcile, transitions, PlatformError,
 };
 
 fn op(machine_id: i64, kind: TaskKind, keep_volume: bool) -> OperationRequest {
@@ -73,5 +74,55 @@ gantry_testkit::timed_test! {
         let refused = machines::request_operation(&env.pool, &alice, op(machine, TaskKind::Delete, false)).await.unwrap_err();
         assert!(matches!(&refused, PlatformError::Conflict(why) if why.contains("cancel the task instead")), "{refused}");
         assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "running", "the task goes on");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn cancelling_a_create_made_on_a_kept_volume_keeps_the_volume() {
+        let env = env("simulated", 2, 2).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        let alice = env.user("alice", "ml-team").await;
+        let first = env.admissions.create(env.create(&alice, "first", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        machines::request_operation(&env.pool, &alice, op(first, TaskKind::Delete, true)).await.unwrap();
+        env.drive().await;
+        let kept = machines::list_kept_volumes(&env.pool, &alice).await.unwrap();
+        let volume = kept[0].name.clone();
+        let on_kept = |name: &str, id: i64| {
+            let mut req = env.create(&alice, name, 1);
+            req.kept_volume_id = Some(id);
+            req
+        };
+
+        // Cancelled before it ran: the volume is kept again, and the collector leaves it.
+        let second = env.admissions.create(on_kept("second", kept[0].id)).await.unwrap();
+        assert!(machines::list_kept_volumes(&env.pool, &alice).await.unwrap().is_empty(), "taken by the create");
+        transitions::task::cancel(&env.pool, &alice, second.task_id).await.unwrap();
+        let again = machines::list_kept_volumes(&env.pool, &alice).await.unwrap();
+        assert_eq!(again.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), vec![volume.as_str()]);
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert!(sim.volume_names().contains(&volume), "the collector left it");
+
+        // Its container made, the start waiting to retry, then cancelled:
+        // the container is deleted through the engine, the volume kept.
+        sim.fail_next("start_container", ExecError::Unavailable("engine restarting".into()));
+        let third = env.admissions.create(on_kept("third", again[0].id)).await.unwrap();
+        env.drive().await;
+        assert_eq!(sim.containers().len(), 1, "its container exists");
+        transitions::task::cancel(&env.pool, &alice, third.task_id).await.unwrap();
+        sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
+        env.drive().await;
+        assert!(sim.containers().is_empty());
+        let kept = machines::list_kept_volumes(&env.pool, &alice).await.unwrap();
+        assert_eq!(kept.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), vec![volume.as_str()]);
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert!(sim.volume_names().contains(&volume));
+
+        // A create with a volume of its own, cancelled, keeps nothing.
+        let fourth = env.admissions.create(env.create(&alice, "fourth", 1)).await.unwrap();
+        transitions::task::cancel(&env.pool, &alice, fourth.task_id).await.unwrap();
+        assert_eq!(machines::list_kept_volumes(&env.pool, &alice).await.unwrap().len(), 1);
+        env.assert_quota_consistent().await;
     }
 }

@@ -15,6 +15,7 @@ mod telemetry_common;
 
 mod accounts;
 mod admission;
+mod collector_edges;
 mod compute_docker;
 mod compute_rules;
 mod compute_sim;

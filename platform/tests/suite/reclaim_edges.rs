@@ -77,3 +77,30 @@ gantry_testkit::timed_test! {
         assert!(transitions::reclaim::queue(&env.pool, b, t, "idle").await.unwrap().is_some());
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_snapshot_a_restore_is_under_way_from_cannot_be_deleted() {
+        let env = common::env("simulated", 2, 2).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "napper", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let t = now();
+        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+        transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+        let snapshot = env.scalar("SELECT id FROM snapshots WHERE origin = 'reclaim'").await;
+
+        // Restore asked for and not yet run: its image must stay.
+        let restore = transitions::reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        let refused = gantry_platform::snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snapshot).await.unwrap_err();
+        assert!(refused.to_string().contains("is restored from snapshot"), "{refused}");
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, restore).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {snapshot}")).await, "ready");
+        env.assert_quota_consistent().await;
+    }
+}
