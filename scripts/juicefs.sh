@@ -50,14 +50,16 @@ case "${1:-}" in
     fuse_usable || { log "/dev/fuse is missing or unusable (or not root): cannot mount"; exit 2; }
     mkdir -p "$mnt"
     if mountpoint -q "$mnt"; then exit 0; fi
-    "$BIN" mount -d "sqlite3://$dir/meta.db" "$mnt" --log "$dir/mount.log" >"$dir/mount.out" 2>&1 \
+    # --no-usage-report: JuiceFS would otherwise report usage to juicefs.com
+    # (nothing may leave this machine but registry downloads).
+    "$BIN" mount -d --no-usage-report "sqlite3://$dir/meta.db" "$mnt" --log "$dir/mount.log" >"$dir/mount.out" 2>&1 \
       || { tail -5 "$dir/mount.out" >&2; exit 1; }
     mountpoint -q "$mnt" || { log "juicefs mount returned but $mnt is not a mount point"; exit 1; }
     ;;
   gateway)
     dir=${2:?DIR} port=${3:?PORT}
     if [ -f "$dir/gateway.pid" ] && kill -0 "$(cat "$dir/gateway.pid")" 2>/dev/null; then exit 0; fi
-    MINIO_ROOT_USER=$KEY MINIO_ROOT_PASSWORD=$SECRET nohup "$BIN" gateway "sqlite3://$dir/meta.db" "127.0.0.1:$port" \
+    MINIO_ROOT_USER=$KEY MINIO_ROOT_PASSWORD=$SECRET nohup "$BIN" gateway --no-usage-report "sqlite3://$dir/meta.db" "127.0.0.1:$port" \
       --log "$dir/gateway.log" >"$dir/gateway.out" 2>&1 &
     echo $! >"$dir/gateway.pid"
     for _ in $(seq 1 150); do

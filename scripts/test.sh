@@ -12,31 +12,50 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # (24 GB were seen here) to a machine's disk. Developers may set it to 1.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
-# stage NAME SECONDS COMMAND...: runs COMMAND, killed after SECONDS.
+# The whole run's budget (CI allows 90 minutes on a fresh 2-core machine; a
+# fresh run takes about 25): no stage may run past it, so a run that is
+# slow rather than hung still ends with a message naming the stage, not
+# killed from outside without one.
+budget=${GANTRY_TEST_BUDGET_SECS:-5100}
+
+# stage NAME SECONDS COMMAND...: runs COMMAND, killed after SECONDS (or
+# when the run's budget is spent, whichever comes first).
 stage() {
   local name=$1 limit=$2
   shift 2
+  local left=$((budget - SECONDS)) why="within ${limit} s: it hangs or is far too slow"
+  if [ "$left" -lt "$limit" ]; then
+    limit=$((left > 1 ? left : 1)) why="before the whole run's budget of ${budget} s was spent"
+  fi
   echo "== $name (limit ${limit} s)"
   local started=$SECONDS rc=0
   timeout --kill-after=20 "$limit" "$@" || rc=$?
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    echo "!! stage '$name' did not finish within ${limit} s: it hangs or is far too slow" >&2
+    echo "!! stage '$name' did not finish $why" >&2
   fi
   [ "$rc" = 0 ] || exit "$rc"
   echo "== $name: done in $((SECONDS - started)) s"
 }
 
+# First use on a fresh machine installs the toolchain (apt, cargo-leptos,
+# wasm-bindgen, npm, pip); later runs find it and take seconds.
+stage "set-up (scripts/setup.sh)" 2400 bash scripts/setup.sh
+
 stage "Docker Engine" 120 bash scripts/dockerd.sh
-docker info --format 'engine {{.ServerVersion}}, storage {{.Driver}}, runtimes {{json .Runtimes}}' \
+timeout 30 docker info --format 'engine {{.ServerVersion}}, storage {{.Driver}}, runtimes {{json .Runtimes}}' \
   | sed 's/{"[^}]*}//g'
 stage "demo image" 120 bash scripts/demo-image.sh
 # A second engine on its own socket: a second worker node (region) for the
 # node-lifecycle and two-region tests. Stopped (by its pidfile) when we
-# leave, and its state wiped: every run is a new installation, so what an
-# earlier run left there would never be collected.
-node2=$(timeout 180 bash scripts/dockerd2.sh | tail -n1)
-export GANTRY_DOCKERD2_ENDPOINT=$node2
+# leave — also if it fails half-way through starting — and its state wiped:
+# every run is a new installation, so what an earlier run left there would
+# never be collected.
 trap 'bash scripts/dockerd2.sh stop >/dev/null 2>&1 && rm -rf "${GANTRY_DOCKERD2_DIR:-/tmp/gantry-dockerd2}"' EXIT
+node2_file=$(mktemp)
+stage "second Docker Engine" 180 bash -c 'set -o pipefail; bash scripts/dockerd2.sh | tail -n1 > "$1"' _ "$node2_file"
+node2=$(cat "$node2_file")
+rm -f "$node2_file"
+export GANTRY_DOCKERD2_ENDPOINT=$node2
 
 rust_crates=(-p gantry-core -p gantry-platform -p gantry-testkit -p app -p server --features app/ssr)
 stage "build the Rust tests" 2400 cargo test --locked --no-run "${rust_crates[@]}"

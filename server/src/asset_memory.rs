@@ -154,28 +154,29 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_hashed_file_is_answered_from_memory_with_its_best_encoding() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
-        let name = "pkg/app.0123456789abcdef.js";
-        std::fs::write(dir.path().join(name), "console.log(1)").unwrap();
-        std::fs::write(dir.path().join(format!("{name}.br")), "BR").unwrap();
-        let file = get(dir.path(), &format!("/{name}")).await.expect("served");
-        // From memory: the files may go, the answer stays.
-        std::fs::remove_dir_all(dir.path().join("pkg")).unwrap();
-        let again = get(dir.path(), &format!("/{name}")).await.expect("remembered");
-        let br = again.respond(&accept("gzip, br"));
-        assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
-        assert_eq!(br.headers()[header::VARY], "accept-encoding");
-        // The type `ServeDir` would send for the name.
-        assert_eq!(br.headers()[header::CONTENT_TYPE], mime_guess::from_path(name).first_or_octet_stream().as_ref());
-        let plain_js = file.respond(&accept("gzip"));
-        assert!(plain_js.headers().get(header::CONTENT_ENCODING).is_none(), "no .gz: identity");
-        let body = axum::body::to_bytes(plain_js.into_body(), 1 << 20).await.unwrap();
-        assert_eq!(&body[..], b"console.log(1)");
-        // Unhashed names and misses are not taken (and not remembered).
-        assert!(get(dir.path(), "/pkg/app.js").await.is_none());
-        assert!(get(dir.path(), "/pkg/gone.0123456789abcdef.js").await.is_none());
+    gantry_testkit::timed_test! {
+        async fn a_hashed_file_is_answered_from_memory_with_its_best_encoding() {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(dir.path().join("pkg")).unwrap();
+            let name = "pkg/app.0123456789abcdef.js";
+            std::fs::write(dir.path().join(name), "console.log(1)").unwrap();
+            std::fs::write(dir.path().join(format!("{name}.br")), "BR").unwrap();
+            let file = get(dir.path(), &format!("/{name}")).await.expect("served");
+            // From memory: the files may go, the answer stays.
+            std::fs::remove_dir_all(dir.path().join("pkg")).unwrap();
+            let again = get(dir.path(), &format!("/{name}")).await.expect("remembered");
+            let br = again.respond(&accept("gzip, br"));
+            assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
+            assert_eq!(br.headers()[header::VARY], "accept-encoding");
+            // The type `ServeDir` would send for the name.
+            assert_eq!(br.headers()[header::CONTENT_TYPE], mime_guess::from_path(name).first_or_octet_stream().as_ref());
+            let plain_js = file.respond(&accept("gzip"));
+            assert!(plain_js.headers().get(header::CONTENT_ENCODING).is_none(), "no .gz: identity");
+            let body = axum::body::to_bytes(plain_js.into_body(), 1 << 20).await.unwrap();
+            assert_eq!(&body[..], b"console.log(1)");
+            // Unhashed names and misses are not taken (and not remembered).
+            assert!(get(dir.path(), "/pkg/app.js").await.is_none());
+            assert!(get(dir.path(), "/pkg/gone.0123456789abcdef.js").await.is_none());
+        }
     }
 }
