@@ -130,9 +130,19 @@ pub fn covered_peak(samples: &[UtilSample], settings: &ReclaimSettings, active_s
     Some(samples.iter().filter(|s| s.at >= from && s.at <= now).map(|s| s.util_pct).fold(f64::MIN, f64::max))
 }
 
-/// The decision for one machine. A machine with any sample above the
-/// threshold in the window is never warned and never reclaimed.
+/// The decision for a machine with one GPU (see [`decide_gpus`]).
 pub fn decide(samples: &[UtilSample], settings: &ReclaimSettings, standing: &Standing, now: i64) -> Decision {
+    decide_gpus(&[samples], settings, standing, now)
+}
+
+/// The decision for one machine, from each of its GPUs' samples. A machine
+/// with any sample above the threshold in the window is never warned and
+/// never reclaimed; it is idle only if *every* GPU's own samples cover the
+/// window — a GPU that could not be read says nothing about idleness,
+/// whatever its siblings read.
+pub fn decide_gpus(per_gpu: &[&[UtilSample]], settings: &ReclaimSettings, standing: &Standing, now: i64) -> Decision {
+    let samples: Vec<UtilSample> = per_gpu.iter().flat_map(|s| s.iter().copied()).collect();
+    let samples = samples.as_slice();
     let warned = standing.deadline.is_some();
     if !settings.enabled || standing.exempt {
         return if warned { Decision::Clear { reason: "exempt from idle reclaim".into() } } else { Decision::Ok };
@@ -146,7 +156,11 @@ pub fn decide(samples: &[UtilSample], settings: &ReclaimSettings, standing: &Sta
             Decision::Ok
         };
     }
-    let Some(peak_pct) = covered_peak(samples, settings, standing.active_since, now) else {
+    if per_gpu.is_empty() {
+        return Decision::Ok;
+    }
+    let peaks: Option<Vec<f64>> = per_gpu.iter().map(|s| covered_peak(s, settings, standing.active_since, now)).collect();
+    let Some(peak_pct) = peaks.map(|p| p.into_iter().fold(f64::MIN, f64::max)) else {
         return Decision::Ok;
     };
     match standing.deadline {

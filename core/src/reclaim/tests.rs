@@ -100,3 +100,20 @@ fn time_left_reads_well() {
     assert_eq!(format_left(12), "12 s");
     assert_eq!(format_left(-5), "0 s");
 }
+
+#[test]
+fn every_gpu_must_show_idleness_on_its_own() {
+    let s = settings();
+    let now = 10_000;
+    let idle = series(now - s.window_secs, now, 10, 1.0);
+    let standing = Standing { active_since: 0, ..Standing::default() };
+    // Two idle GPUs: warned.
+    assert!(matches!(decide_gpus(&[&idle, &idle], &s, &standing, now), Decision::Warn { .. }));
+    // One GPU unread (NVML could not read it: no samples): not evidence.
+    assert_eq!(decide_gpus(&[&idle, &[]], &s, &standing, now), Decision::Ok);
+    // One GPU with a gap: not evidence either.
+    let gappy: Vec<UtilSample> = idle.iter().copied().filter(|x| x.at < now - s.window_secs / 2 || x.at > now - s.window_secs / 4).collect();
+    assert_eq!(decide_gpus(&[&idle, &gappy], &s, &standing, now), Decision::Ok);
+    // No GPUs at all: nothing to decide.
+    assert_eq!(decide_gpus(&[], &s, &standing, now), Decision::Ok);
+}

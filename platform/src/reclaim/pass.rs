@@ -12,7 +12,7 @@ use crate::{
 };
 use gantry_core::{
     rebalance::{decide_node, GpuWindow, HotSample, MachineOnNode, Verdict},
-    reclaim::{decide, format_left, Decision, Standing, UtilSample},
+    reclaim::{decide_gpus, format_left, Decision, Standing, UtilSample},
 };
 use std::{sync::Arc, time::Duration};
 use tokio::sync::Notify;
@@ -64,15 +64,22 @@ async fn idle(pool: &Pool, settings: &Settings, now: i64, report: &mut PassRepor
     .await?;
     for (id, name, deadline, used, exempt, active_since) in machines {
         let gpus: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?").bind(id).fetch_all(pool).await?;
-        // Only readings taken while this machine held the GPU count.
-        let samples: Vec<UtilSample> = gpu_window(pool, &gpus, (now - s.window_secs) * 1000, now * 1000)
-            .await?
-            .into_iter()
-            .filter(|x| x.machine_id == Some(id))
-            .map(|x| UtilSample { at: x.at_ms.div_euclid(1000), util_pct: x.util_pct })
+        // Only readings taken while this machine held the GPU count, kept
+        // per GPU: each must show idleness on its own.
+        let window = gpu_window(pool, &gpus, (now - s.window_secs) * 1000, now * 1000).await?;
+        let per_gpu: Vec<Vec<UtilSample>> = gpus
+            .iter()
+            .map(|g| {
+                window
+                    .iter()
+                    .filter(|x| x.gpu_id == *g && x.machine_id == Some(id))
+                    .map(|x| UtilSample { at: x.at_ms.div_euclid(1000), util_pct: x.util_pct })
+                    .collect()
+            })
             .collect();
+        let per_gpu: Vec<&[UtilSample]> = per_gpu.iter().map(Vec::as_slice).collect();
         let standing = Standing { active_since, deadline, extensions_used: used.max(0) as u32, exempt };
-        match decide(&samples, s, &standing, now) {
+        match decide_gpus(&per_gpu, s, &standing, now) {
             Decision::Ok => {}
             Decision::Warn { until, peak_pct } => {
                 let detail = format!(

@@ -41,12 +41,14 @@ pub async fn heatmap(pool: &Pool) -> Result<Vec<HeatCell>, PlatformError> {
         .collect())
 }
 
-/// GPU-hours per group over the whole hours of `[now - period, now)`:
+/// GPU-hours per group over the hours that start in `[now - period, now)`:
 /// held counts every minute a group's machine held a GPU, used weighs
 /// those minutes by the GPU's mean utilisation. Read from the hourly
-/// rollups, so the current (partial) hour counts as far as it is rolled up.
+/// rollups, so the current (partial) hour counts as far as it is rolled up;
+/// the hour `now - period` falls in does not (it began before the period:
+/// counting it made "24 h" up to 25).
 pub async fn held_vs_used(pool: &Pool, period_ms: i64, now_ms: i64) -> Result<Vec<GroupUsage>, PlatformError> {
-    let from = (now_ms - period_ms).div_euclid(HOUR_MS) * HOUR_MS;
+    let from = (now_ms - period_ms + HOUR_MS - 1).div_euclid(HOUR_MS) * HOUR_MS;
     let rows: Vec<(String, f64, f64)> = sqlx::query_as(
         // Summed per machine first, from the covering index on (machine,
         // hour, minutes, utilisation) (migration 0012): a week of 1,000

@@ -123,3 +123,31 @@ gantry_testkit::timed_test! {
         assert!(labels(&after)[0].contains(" GPU 0 ("), "{:?}", labels(&after));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn held_gpu_hours_over_a_day_count_no_more_than_a_day() {
+        let f = telemetry_common::fixture(1).await;
+        let g = f.gpu_ids[0];
+        let m = f.machine("always", "running", &[g], None).await;
+        // Held for 48 whole hours, every minute, before an hour 59 minutes old.
+        let hour0 = 1_000 * HOUR_MS;
+        for h in 0..48 {
+            sqlx::query(
+                "INSERT INTO gpu_rollup_1h (gpu_id, bucket_ms, machine_id, node_id, samples, minutes, util_mean, util_max, mem_mean, mem_max, mem_total,
+                                            temp_mean, temp_max, power_mean, power_max) VALUES (?, ?, ?, ?, 360, 60, 50, 50, 0, 0, 0, 40, 40, 100, 100)",
+            )
+            .bind(g)
+            .bind(hour0 + h * HOUR_MS)
+            .bind(m)
+            .bind(f.node_id)
+            .execute(&f.pool)
+            .await
+            .unwrap();
+        }
+        let now = hour0 + 47 * HOUR_MS + 59 * MINUTE_MS;
+        let usage = overview::held_vs_used(&f.pool, 24 * HOUR_MS, now).await.unwrap();
+        // The hours that start within the last 24 h: 23 whole ones and the current one.
+        assert_eq!(usage[0].held_gpu_hours, 24.0, "{usage:?}");
+        assert_eq!(usage[0].used_gpu_hours, 12.0, "{usage:?}");
+    }
+}
