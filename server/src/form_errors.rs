@@ -6,6 +6,11 @@
 //! error it writes into that redirect (`__sig`, keyed per process), and a
 //! page request carrying an error without a valid signature is redirected
 //! to the same URL without it: the text shown is only ever the server's own.
+//!
+//! The no-JavaScript upload forms (a machine's files, a dataset version)
+//! come back the same way with `upload_error` or `uploaded` in the query:
+//! those are signed too (`__msig`, over the pairs in order), on whichever
+//! redirect carries them.
 
 use axum::{
     extract::{Request, State},
@@ -64,10 +69,44 @@ fn with_query(path: &str, pairs: &[String]) -> String {
     }
 }
 
+/// Query keys whose text a page shows as the server's word on an upload.
+const MESSAGE_KEYS: [&str; 2] = ["upload_error", "uploaded"];
+const MESSAGE_SIG: &str = "__msig";
+
+/// The query's message pairs (raw, in order), the other pairs, and the
+/// message signature if one came.
+fn split_messages(query: &str) -> (Vec<&str>, Vec<&str>, Option<&str>) {
+    let (mut messages, mut rest, mut sig) = (Vec::new(), Vec::new(), None);
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let key = pair.split_once('=').map_or(pair, |(k, _)| k);
+        if MESSAGE_KEYS.contains(&key) {
+            messages.push(pair);
+        } else if key == MESSAGE_SIG {
+            sig = Some(pair.split_once('=').map_or("", |(_, v)| v));
+        } else {
+            rest.push(pair);
+        }
+    }
+    (messages, rest, sig)
+}
+
+impl FormErrorKey {
+    fn sign_messages(&self, messages: &[&str]) -> String {
+        self.sign("\0messages", &messages.join("&"))
+    }
+}
+
 pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     let api = path.starts_with("/api/");
     if !api && req.method() == Method::GET {
+        if let Some(query) = req.uri().query() {
+            let (messages, rest, sig) = split_messages(query);
+            if (!messages.is_empty() || sig.is_some()) && sig != Some(key.sign_messages(&messages).as_str()) {
+                let rest: Vec<String> = rest.into_iter().map(str::to_string).collect();
+                return (StatusCode::SEE_OTHER, [(header::LOCATION, with_query(&path, &rest))]).into_response();
+            }
+        }
         if let Some(query) = req.uri().query() {
             let (rest, [p, e, s], repeats) = split(query);
             let carries = p.is_some() || e.is_some() || s.is_some();
@@ -82,7 +121,27 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
     if api {
         sign_location(&key, &mut res);
     }
+    sign_messages_in_location(&key, &mut res);
     res
+}
+
+/// Signs the upload messages of a redirect the server itself wrote.
+fn sign_messages_in_location(key: &FormErrorKey, res: &mut Response) {
+    let Some(location) = res.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else { return };
+    let Some((base, query)) = location.split_once('?') else { return };
+    // A fragment (`#files`) stays at the end.
+    let (query, fragment) = query.split_once('#').map_or((query, None), |(q, f)| (q, Some(f)));
+    let (messages, rest, _) = split_messages(query);
+    if messages.is_empty() {
+        return;
+    }
+    let sig = key.sign_messages(&messages);
+    let mut pairs: Vec<String> = rest.into_iter().chain(messages).map(str::to_string).collect();
+    pairs.push(format!("{MESSAGE_SIG}={sig}"));
+    let signed = with_query(base, &pairs) + &fragment.map(|f| format!("#{f}")).unwrap_or_default();
+    if let Ok(v) = HeaderValue::from_str(&signed) {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
 }
 
 /// Rewrites a server function's redirect: the newest error, signed; an

@@ -231,7 +231,12 @@ gantry_testkit::timed_test! {
             .await
             .unwrap();
         assert!(res.status().is_redirection(), "{}", res.status());
-        assert_eq!(res.headers()["location"], "/datasets/coco/v1?uploaded=one.txt%2C%20two.txt");
+        let location = res.headers()["location"].to_str().unwrap().to_string();
+        assert!(location.starts_with("/datasets/coco/v1?uploaded=one.txt%2C%20two.txt&__msig="), "{location}");
+        // The signed message shows on the version page.
+        let back = alice.get(s.url(&location)).send().await.unwrap();
+        assert_eq!(back.status(), StatusCode::OK);
+        assert!(back.text().await.unwrap().contains("one.txt, two.txt"));
         assert_eq!(std::fs::read(s.region.join("coco/v1/images/two.txt")).unwrap(), b"second file");
         let got = alice.get(s.url("/datasets/coco/v1/download?name=one.txt")).send().await.unwrap();
         assert_eq!(got.text().await.unwrap(), "first file");

@@ -65,3 +65,21 @@ gantry_testkit::timed_test! {
         assert_eq!(res.status(), 303);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn upload_messages_in_links_show_only_when_the_server_wrote_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security::default(), false).await;
+        let c = server.client();
+        // Crafted links: the message is stripped before any page sees it.
+        for (link, clean) in [
+            ("/datasets/x/y?upload_error=ATTACKER%3A+call+%2B1+555+0100", "/datasets/x/y"),
+            ("/machines/1?uploaded=%2Fdata%2Fx&__msig=00112233445566778899aabbccddeeff#files", "/machines/1"),
+            ("/machines/1?tab=files&__msig=00", "/machines/1?tab=files"),
+        ] {
+            let res = c.get(server.url(link)).send().await.unwrap();
+            assert_eq!(res.status(), 303, "{link}");
+            assert_eq!(res.headers()["location"], clean, "{link}");
+        }
+    }
+}

@@ -491,7 +491,11 @@ gantry_testkit::timed_test! {
             .unwrap();
         assert_eq!(res.status(), StatusCode::SEE_OTHER);
         let location = res.headers()["location"].to_str().unwrap().to_string();
-        assert_eq!(location, format!("/machines/{id}?uploaded=/data/forms/hello.txt#files"));
+        // The server's own message, signed (a crafted link's would be stripped).
+        assert!(location.starts_with(&format!("/machines/{id}?uploaded=/data/forms/hello.txt&__msig=")) && location.ends_with("#files"), "{location}");
+        let page = http().get(env.url(location.split('#').next().unwrap())).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(page.status(), StatusCode::OK);
+        assert!(page.text().await.unwrap().contains("/data/forms/hello.txt"));
         let res = http().get(files("?path=forms/hello.txt")).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.text().await.unwrap(), "hello from a form\n");
         // A folder field longer than any path is refused once it is (it is
