@@ -61,6 +61,14 @@ test('the keep-volume box survives three polls and the volume is kept', async ({
   // Three refreshes of the page's data, counted, not slept through.
   await expect.poll(() => polls(page), { timeout: 60_000 }).toBeGreaterThanOrEqual(before + 3);
   await expect(keep).toBeChecked();
+  // A refresh that fails (the network drops) keeps the page as it was and
+  // says so; once back, the notice goes and the box is still ticked.
+  await page.context().setOffline(true);
+  await expect(page.getByTestId('refresh-failed')).toBeVisible({ timeout: 60_000 });
+  await expect(keep).toBeChecked();
+  await page.context().setOffline(false);
+  await expect(page.getByTestId('refresh-failed')).toHaveCount(0, { timeout: 60_000 });
+  await expect(keep).toBeChecked();
 
   let question = '';
   page.once('dialog', (d) => {

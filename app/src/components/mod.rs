@@ -1,6 +1,7 @@
 pub mod asset_tags;
 pub mod chart;
 pub mod chart_heatmap;
+pub mod confirm;
 pub mod dataset_field;
 pub mod form_error;
 pub mod layout;

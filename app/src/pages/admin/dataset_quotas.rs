@@ -25,7 +25,7 @@ pub fn DatasetQuotas() -> impl IntoView {
             {move || set.value().get().and_then(Result::ok).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="dataset-quota-saved">"Saved the dataset quota of " <strong>{g}</strong></p>
             })}
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || rows.get().map(|r| match r {
                     Ok(list) => view! {
                         <table class="table">
@@ -36,7 +36,7 @@ pub fn DatasetQuotas() -> impl IntoView {
                     .into_any(),
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                 })}
-            </Suspense>
+            </Transition>
         </section>
     }
 }

@@ -32,7 +32,7 @@ pub fn GroupsPage() -> impl IntoView {
             </section>
             <section class="card">
                 <h2>"All groups"</h2>
-                <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || groups.get().map(|r| match r {
                         Ok(list) => view! {
                             <table class="table" data-testid="groups">
@@ -58,7 +58,7 @@ pub fn GroupsPage() -> impl IntoView {
                         }.into_any(),
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
-                </Suspense>
+                </Transition>
             </section>
         </div>
         <section class="card">
@@ -71,13 +71,13 @@ pub fn GroupsPage() -> impl IntoView {
             {move || update.value().get().and_then(Result::ok).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="group-saved">"Saved group " <strong>{g.name}</strong></p>
             })}
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || groups.get().and_then(Result::ok).map(|list| view! {
                     <div class="policy-list">
                         {list.into_iter().map(|g| view! { <GroupPolicyForm group=g update=update/> }).collect_view()}
                     </div>
                 })}
-            </Suspense>
+            </Transition>
         </section>
         <super::dataset_quotas::DatasetQuotas/>
     }

@@ -93,10 +93,13 @@ fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
     // Changes only when a node appears or goes, not on every poll; while a
     // refetch runs (the resource may read as not loaded) the rows stay, so
     // an admin's half-made choice in a row's state select is not rebuilt.
+    // A failed refetch (the network, a busy server) keeps the rows too.
     let ids = Memo::new(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
-        nodes
-            .with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)))
-            .or_else(|| prev.cloned().flatten())
+        let now = nodes.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)));
+        match (now, prev.cloned().flatten()) {
+            (None, last) | (Some(Err(_)), last @ Some(Ok(_))) => last,
+            (now, _) => now,
+        }
     });
     move || match ids.get()? {
         Ok(ids) if ids.is_empty() => Some(view! { <p class="muted" data-testid="no-nodes">"No worker nodes have registered yet."</p> }.into_any()),

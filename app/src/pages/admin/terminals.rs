@@ -35,7 +35,7 @@ pub fn TerminalsPage() -> impl IntoView {
         <Title text="Terminals"/>
         <h1>"Terminal sessions"</h1>
         <FormError message=Signal::derive(move || close.value().with(error_text))/>
-        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || sessions.get().map(|r| match r {
                 Ok(s) => {
                     let now = s.now;
@@ -77,7 +77,7 @@ pub fn TerminalsPage() -> impl IntoView {
                 }
                 Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
             })}
-        </Suspense>
+        </Transition>
     }
 }
 

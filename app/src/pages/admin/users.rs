@@ -28,10 +28,6 @@ struct UserActions {
     group: ServerAction<SetUserGroup>,
 }
 
-fn done<T>(v: &Option<Result<UserRow, AppError>>, what: impl Fn(&UserRow) -> T) -> Option<T> {
-    v.as_ref().and_then(|r| r.as_ref().ok()).map(what)
-}
-
 #[component]
 pub fn UsersPage() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
@@ -56,29 +52,35 @@ pub fn UsersPage() -> impl IntoView {
         let n = name.get();
         (!n.is_empty()).then(|| gantry_core::validate::name("username", n.trim()).err().map(|e| e.to_string())).flatten()
     };
-    // The latest change's outcome, whichever form made it.
+    // The latest change's outcome, whichever form made it: its success, or
+    // its error alone — an older message (another user, another form) goes.
+    // Set on the client; a no-JS post shows the one error it came back with.
     let outcome = RwSignal::new(None::<String>);
+    let latest = RwSignal::new(None::<u8>);
     let a = actions;
-    Effect::new(move |_| {
-        if let Some(m) = done(&a.enabled.value().get(), |u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" })) {
-            outcome.set(Some(m));
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(m) = done(&a.reset.value().get(), |u| format!("{} has a temporary password; they must change it at their next sign-in", u.username)) {
-            outcome.set(Some(m));
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(m) = done(&a.role.value().get(), |u| format!("{} is now {}", u.username, u.role)) {
-            outcome.set(Some(m));
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(m) = done(&a.group.value().get(), |u| format!("{} is now in group {}", u.username, u.group)) {
-            outcome.set(Some(m));
-        }
-    });
+    type Answer = Signal<Option<Result<UserRow, AppError>>>;
+    let values: [Answer; 4] = [
+        Signal::derive(move || a.enabled.value().get()),
+        Signal::derive(move || a.reset.value().get()),
+        Signal::derive(move || a.role.value().get()),
+        Signal::derive(move || a.group.value().get()),
+    ];
+    let watch = move |which: u8, value: Answer, say: fn(&UserRow) -> String| {
+        Effect::new(move |_| {
+            if let Some(r) = value.get() {
+                latest.set(Some(which));
+                outcome.set(r.as_ref().ok().map(say));
+            }
+        });
+    };
+    watch(0, values[0], |u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" }));
+    watch(1, values[1], |u| format!("{} has a temporary password; they must change it at their next sign-in", u.username));
+    watch(2, values[2], |u| format!("{} is now {}", u.username, u.role));
+    watch(3, values[3], |u| format!("{} is now in group {}", u.username, u.group));
+    let error_of = move |which: u8| {
+        let value = values[usize::from(which)];
+        Signal::derive(move || if latest.get().is_none_or(|l| l == which) { value.with(error_text) } else { None })
+    };
 
     view! {
         <Title text="Users"/>
@@ -120,10 +122,10 @@ pub fn UsersPage() -> impl IntoView {
             </section>
             <section class="card stack">
                 <h2>"All users"</h2>
-                <FormError message=Signal::derive(move || actions.enabled.value().with(error_text))/>
-                <FormError message=Signal::derive(move || actions.reset.value().with(error_text))/>
-                <FormError message=Signal::derive(move || actions.role.value().with(error_text))/>
-                <FormError message=Signal::derive(move || actions.group.value().with(error_text))/>
+                <FormError message=error_of(0)/>
+                <FormError message=error_of(1)/>
+                <FormError message=error_of(2)/>
+                <FormError message=error_of(3)/>
                 {move || outcome.get().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
                 {move || view! { <FilterForm base="/admin" query=query.get() user_label="Username"/> }}
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

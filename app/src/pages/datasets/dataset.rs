@@ -38,6 +38,7 @@ pub fn DatasetPage() -> impl IntoView {
 fn Detail(detail: DatasetDetail, create: ServerAction<CreateDatasetVersion>, seal: ServerAction<SealDatasetVersion>, delete: ServerAction<DeleteDatasetVersion>) -> impl IntoView {
     let DatasetDetail { dataset: d, versions, may_write } = detail;
     let code = d.code.clone();
+    let js = crate::components::confirm::hydrated();
     view! {
         <Title text=format!("Dataset {}", d.code)/>
         <h1>{d.name.clone()} " " <code>{d.code.clone()}</code></h1>
@@ -65,6 +66,14 @@ fn Detail(detail: DatasetDetail, create: ServerAction<CreateDatasetVersion>, sea
                                 let sealed = v.sealed_at.is_some();
                                 let (c1, c2) = (code.clone(), code.clone());
                                 let (n1, n2) = (v.name.clone(), v.name.clone());
+                                let question = format!(
+                                    "Delete version {} of {}? Its {} file(s), {}, are removed from both stores for good{}.",
+                                    v.name,
+                                    code,
+                                    v.files,
+                                    format_bytes(v.bytes.max(0) as u64),
+                                    if sealed { "; it is sealed: tasks and machines that mount it will no longer find it" } else { "" }
+                                );
                                 view! {
                                     <tr data-testid="version-row" data-name=v.name.clone() data-sealed=if sealed { "yes" } else { "no" }>
                                         <td><a href=version_url(&code, &v.name)><code>{v.name.clone()}</code></a></td>
@@ -83,7 +92,8 @@ fn Detail(detail: DatasetDetail, create: ServerAction<CreateDatasetVersion>, sea
                                             <ActionForm action=delete attr:class="inline">
                                                 <input type="hidden" name="code" value=c2.clone()/>
                                                 <input type="hidden" name="version" value=n2.clone()/>
-                                                <button type="submit" class="danger">"Delete"</button>
+                                                <crate::components::confirm::TickToConfirm js=js text="delete its files"/>
+                                                <button type="submit" class="danger" on:click=crate::components::confirm::ask_first(question.clone())>"Delete"</button>
                                             </ActionForm>
                                         })}</td>
                                     </tr>

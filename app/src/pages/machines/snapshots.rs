@@ -5,6 +5,7 @@
 use crate::{
     api::snapshots::{list_snapshots, machine_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
     components::{
+        confirm::{ask_first, hydrated, TickToConfirm},
         form_error::{error_text, FormError},
         poll::poll,
         polled::{busy_when, Polled},
@@ -100,11 +101,22 @@ pub fn SnapshotsPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let list = Resource::new(move || (tick.get(), delete.version().get(), create.version().get()), |_| list_snapshots());
     poll(tick, busy_when(list, |l| creating(l)));
+    let js = hydrated();
+    // The error of whichever action answered last: an old refusal of a
+    // delete must not hide (or pose as) a new one of a create.
+    let latest = RwSignal::new(None::<bool>);
+    Effect::new(move |_| if delete.value().with(Option::is_some) { latest.set(Some(true)) });
+    Effect::new(move |_| if create.value().with(Option::is_some) { latest.set(Some(false)) });
+    let error = Signal::derive(move || match latest.get() {
+        Some(true) => delete.value().with(error_text),
+        Some(false) => create.value().with(error_text),
+        None => delete.value().with(error_text).or_else(|| create.value().with(error_text)),
+    });
     view! {
         <Title text="Snapshots"/>
         <h1>"Snapshots"</h1>
         <section class="card stack" data-testid="snapshots">
-            <FormError message=Signal::derive(move || delete.value().with(error_text).or_else(|| create.value().with(error_text)))/>
+            <FormError message=error/>
             {move || delete.value().get().and_then(Result::ok).map(|n| view! { <p class="form-ok" role="status" data-testid="snapshot-deleted">"Snapshot " {n} " deleted."</p> })}
             {move || create.value().get().and_then(Result::ok).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="snapshot-machine-created">"Machine created: " <a href=format!("/machines/{id}")>"open it"</a></p>
@@ -112,7 +124,7 @@ pub fn SnapshotsPage() -> impl IntoView {
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || list.get().map(|r| match r {
                     Ok(l) if l.is_empty() => view! { <p class="muted" data-testid="no-snapshots">"No snapshots yet. Take one from a machine's page."</p> }.into_any(),
-                    Ok(l) => view! { <SnapshotTable list=l delete=delete create=create/> }.into_any(),
+                    Ok(l) => view! { <SnapshotTable list=l delete=delete create=create js=js/> }.into_any(),
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Transition>
@@ -121,7 +133,7 @@ pub fn SnapshotsPage() -> impl IntoView {
 }
 
 #[component]
-fn SnapshotTable(list: Vec<SnapshotRow>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>) -> impl IntoView {
+fn SnapshotTable(list: Vec<SnapshotRow>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
     view! {
         <table class="table" data-testid="snapshot-list">
             <thead><tr><th>"Name"</th><th>"Machine"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"Origin"</th><th>"State"</th><th>"New machine from it"</th><th></th></tr></thead>
@@ -130,6 +142,7 @@ fn SnapshotTable(list: Vec<SnapshotRow>, delete: ServerAction<DeleteSnapshot>, c
                     let ready = s.state == "ready";
                     let origin = if s.origin == "reclaim" { "idle reclaim" } else { "taken by hand" };
                     let delete_label = format!("Delete snapshot {}", s.name);
+                    let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);
                     view! {
                         <tr data-testid="snapshot" data-name=s.name.clone()>
                             <td>{s.name.clone()}{s.parent_id.map(|p| view! { <span class="muted small">{format!(" (from snapshot #{p})")}</span> })}</td>
@@ -150,7 +163,8 @@ fn SnapshotTable(list: Vec<SnapshotRow>, delete: ServerAction<DeleteSnapshot>, c
                             <td>
                                 <ActionForm action=delete attr:class="inline">
                                     <input type="hidden" name="snapshot_id" value=s.id/>
-                                    <button type="submit" class="danger" aria-label=delete_label>"Delete"</button>
+                                    <TickToConfirm js=js text="delete it"/>
+                                    <button type="submit" class="danger" aria-label=delete_label on:click=ask_first(question)>"Delete"</button>
                                 </ActionForm>
                             </td>
                         </tr>
