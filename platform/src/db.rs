@@ -50,7 +50,19 @@ pub async fn connect_file(path: &Path) -> Result<Pool, PlatformError> {
                 .map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", dir.display())))?;
         }
     }
+    private_file(path)?;
     connect(&path.to_string_lossy()).await
+}
+
+/// The database file readable by its owner only (0600), made so before
+/// SQLite opens it: SQLite gives its `-wal` and `-shm` files the database
+/// file's mode. It holds sessions (a cookie's value is a row's key) and
+/// password hashes.
+pub fn private_file(path: &Path) -> Result<(), PlatformError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let made = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path);
+    made.and_then(|_| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)))
+        .map_err(|e| PlatformError::Internal(format!("cannot make {} private: {e}", path.display())))
 }
 
 /// Applies pending migrations on one connection with foreign keys off (a

@@ -86,10 +86,17 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
     }
 }
 
+/// The data directory holds the database (sessions, hashes), machines'
+/// volume images and dataset stores: its owner's alone (0700), whatever
+/// the umask — another local user must not read a session cookie's row.
 fn ensure_data_dir(args: &config::DbArgs) -> Result<String, PlatformError> {
     if args.database_url.is_none() {
-        std::fs::create_dir_all(&args.data_dir)
-            .map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", args.data_dir.display())))?;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = &args.data_dir;
+        std::fs::create_dir_all(dir).map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| PlatformError::Internal(format!("cannot make {} private: {e}", dir.display())))?;
+        gantry_platform::db::private_file(&dir.join("gantry.db"))?;
     }
     Ok(args.url())
 }

@@ -85,7 +85,10 @@ gantry_testkit::timed_test! {
         zero["gpus"] = json!(0);
         let mut bad_name = task("PyTorch");
         bad_name["name"] = json!("Bad Name!");
-        for (what, body) in [("both command and shell", both), ("zero GPUs", zero), ("bad name", bad_name), ("unknown field", json!({"nme": 1}))] {
+        // Few bytes, but a huge list of arguments.
+        let mut many = task("PyTorch");
+        many["command"] = json!(std::iter::once("echo").chain(std::iter::repeat_n("", 5_000)).collect::<Vec<_>>());
+        for (what, body) in [("both command and shell", both), ("zero GPUs", zero), ("bad name", bad_name), ("unknown field", json!({"nme": 1})), ("5,001 arguments", many)] {
             let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).json(&body).send().await.unwrap();
             assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{what}");
         }

@@ -28,7 +28,16 @@ gantry_testkit::timed_test! {
     limit = 180;
     async fn first_start_gives_the_default_group_the_first_nodes_gpus_once() {
         let dir = tempfile::tempdir().unwrap();
+        // The data directory (as `make run` finds it: readable by all) and
+        // the database come out private: sessions and hashes are inside.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let first = serve(dir.path(), "first.log").await;
+        let mode = |p: std::path::PathBuf| std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(dir.path().to_path_buf()), 0o700);
+        for file in ["gantry.db", "gantry.db-wal", "gantry.db-shm"] {
+            assert_eq!(mode(dir.path().join(file)), 0o600, "{file}");
+        }
         let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
         assert_eq!(default_quota(&pool).await, 3, "the 3 simulated GPUs of the first node");
         let audited = common::count(&pool, "SELECT COUNT(*) FROM audit_log WHERE action = 'group.first_run_quota'").await;

@@ -57,6 +57,9 @@ fn field(name: &str, value: &str) -> Result<(), PlatformError> {
     Ok(())
 }
 
+/// Arguments a task's command may have (with the program).
+const MAX_ARGS: usize = 1024;
+
 impl SubmitCompute {
     /// Input rules; nothing is written when one fails.
     fn argv(&self) -> Result<Vec<String>, PlatformError> {
@@ -76,9 +79,11 @@ impl SubmitCompute {
             Command::Argv(argv) => argv.clone(),
             Command::Shell(script) => vec!["/bin/sh".into(), "-c".into(), script.clone()],
         };
+        // Counted in arguments as well as bytes: 700,000 empty strings are
+        // few bytes but megabytes of JSON in every list that shows the task.
         let total: usize = argv.iter().map(String::len).sum();
-        if argv.is_empty() || argv[0].trim().is_empty() || total > 16 * 1024 || argv.iter().any(|a| a.contains('\0')) {
-            return Err(PlatformError::BadRequest("command must be a non-empty program and arguments, 16 KB at most".into()));
+        if argv.is_empty() || argv[0].trim().is_empty() || argv.len() > MAX_ARGS || total > 16 * 1024 || argv.iter().any(|a| a.contains('\0')) {
+            return Err(PlatformError::BadRequest(format!("command must be a non-empty program and at most {MAX_ARGS} arguments, 16 KB at most")));
         }
         Ok(argv)
     }
@@ -158,11 +163,12 @@ pub async fn cancel(pool: &Pool, who: &User, id: i64) -> Result<(), PlatformErro
     Ok(())
 }
 
-/// The task's output: live from its container while it runs, else what was
-/// kept when it ended (the last 200 lines).
+/// The task's output: live from its container while it runs — for the
+/// person who submitted it or an admin, as a machine's own log is — else
+/// what was kept when it ended (the last 200 lines), which the group sees.
 pub async fn output(pool: &Pool, fleet: &crate::fleet::Fleet, viewer: &User, id: i64) -> Result<String, PlatformError> {
     let task = compute_task(pool, viewer, id).await?;
-    if task.state != "running" {
+    if task.state != "running" || (task.requester != viewer.username && !viewer.role.is_admin()) {
         return Ok(task.logs_tail);
     }
     let Some(machine_id) = task.machine_id else { return Ok(task.logs_tail) };

@@ -265,9 +265,18 @@ pub async fn abandon_upload(pool: &Pool, upload: &Upload) {
 
 /// At start: one-request uploads died with the process that served them,
 /// resumable ones expire; every temporary object without a live upload goes.
+/// An upload whose writer's lease is still held is left alone: another
+/// server sharing the database may be receiving it right now (one that
+/// died lets its lease lapse; [`super::writing::LEASE_SECS`] after start the
+/// server looks again).
 pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, DatasetError> {
-    let expiry = now() - stores.limits().resumable_expiry_secs;
-    sqlx::query("DELETE FROM dataset_uploads WHERE resumable = 0 OR created_at < ?").bind(expiry).execute(pool).await?;
+    let at = now();
+    let expiry = at - stores.limits().resumable_expiry_secs;
+    sqlx::query("DELETE FROM dataset_uploads WHERE (resumable = 0 OR created_at < ?) AND (writer IS NULL OR writer_expires <= ?)")
+        .bind(expiry)
+        .bind(at)
+        .execute(pool)
+        .await?;
     let live: std::collections::HashSet<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
     let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
     let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];

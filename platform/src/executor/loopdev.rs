@@ -92,7 +92,12 @@ pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<Loo
             let temp = dir.join(format!("{volume}.img.partial"));
             let setup = || -> Result<(), String> {
                 // set_len on a new file == `truncate -s NG`: sparse, no data written.
-                let f = std::fs::File::create(&temp).map_err(|e| format!("cannot create {}: {e}", temp.display()))?;
+                // Its owner's only: it holds the machine's /data.
+                let f = {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)
+                }
+                .map_err(|e| format!("cannot create {}: {e}", temp.display()))?;
                 f.set_len(size_gb as u64 * 1024 * 1024 * 1024).map_err(|e| format!("cannot size image: {e}"))?;
                 run("mkfs.ext4", &["-q", "-F", "--", path_str(&temp)?])?;
                 f.sync_all().map_err(|e| format!("cannot sync {}: {e}", temp.display()))?;

@@ -43,3 +43,24 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_running_tasks_live_output_is_for_its_submitter_and_admins() {
+        let env = env("simulated", 2, 2).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let root = reclaim_common::admin(&env.pool).await;
+        let alice = env.user("alice", "ml-team").await;
+        let bob = env.user("bob", "ml-team").await;
+        torch_catalogue(&env, &root).await;
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["sleep".into(), "60".into()]))).await.unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "running");
+        // What was kept earlier, told apart from the live output (the
+        // simulated engine's is empty).
+        sqlx::query("UPDATE compute_tasks SET logs_tail = 'kept earlier' WHERE id = ?").bind(t.id).execute(&env.pool).await.unwrap();
+        let fleet = &env.dispatcher.fleet;
+        assert_eq!(compute::output(&env.pool, fleet, &bob, t.id).await.unwrap(), "kept earlier", "a group member: the kept tail only");
+        assert_eq!(compute::output(&env.pool, fleet, &alice, t.id).await.unwrap(), "", "the submitter: live");
+        assert_eq!(compute::output(&env.pool, fleet, &root, t.id).await.unwrap(), "", "an admin: live");
+    }
+}

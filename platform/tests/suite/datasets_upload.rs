@@ -418,9 +418,27 @@ gantry_testkit::timed_test! {
         w.finish().await.unwrap();
         std::fs::write(env.central_root.join(".gantry-tmp/stray"), b"x").unwrap();
         assert_eq!(files_under(&env.central_root.join(".gantry-tmp")).len(), 3);
+        // Another server sharing the database is receiving a one-request
+        // upload now (its writer's lease is held): not this start's to end.
+        let busy = BeginUpload { code: "coco", version: "v1", name: "busy.bin", replace: false, total: None, resumable: false };
+        let busy = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &busy).await.unwrap();
+        let mut w = env.stores.central().unwrap().put_temp(&busy.temp, 0).await.unwrap();
+        w.write(vec![Bytes::from_static(b"arriving")]).await.unwrap();
+        w.finish().await.unwrap();
+        sqlx::query("UPDATE dataset_uploads SET writer = 'other-server', writer_expires = ? WHERE name = 'busy.bin'")
+            .bind(gantry_platform::now() + 60)
+            .execute(&env.pool)
+            .await
+            .unwrap();
         let removed = datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
         assert_eq!(removed, 2);
+        let mut kept = vec![up.temp.clone(), busy.temp.clone()];
+        kept.sort();
+        assert_eq!(files_under(&env.central_root.join(".gantry-tmp")), kept);
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 2);
+        // Its lease lapsed (that server died): the next look removes it.
+        sqlx::query("UPDATE dataset_uploads SET writer_expires = 0 WHERE name = 'busy.bin'").execute(&env.pool).await.unwrap();
+        assert_eq!(datasets::clean_at_start(&env.pool, &env.stores).await.unwrap(), 1);
         assert_eq!(files_under(&env.central_root.join(".gantry-tmp")), vec![up.temp.clone()]);
-        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 1);
     }
 }

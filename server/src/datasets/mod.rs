@@ -108,10 +108,21 @@ pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_
     for (what, store) in stores.describe() {
         tracing::info!(store = %store, "dataset store ({what})");
     }
-    match gantry_platform::datasets::clean_at_start(pool, &stores).await {
+    clean(pool, &stores).await;
+    // Uploads whose writer's lease was still held are looked at again once
+    // it has lapsed, if that writer was a process that died.
+    let (pool, later) = (pool.clone(), stores.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(gantry_platform::datasets::writing::LEASE_SECS as u64 + 5)).await;
+        clean(&pool, &later).await;
+    });
+    Ok(stores)
+}
+
+async fn clean(pool: &gantry_platform::db::Pool, stores: &Datasets) {
+    match gantry_platform::datasets::clean_at_start(pool, stores).await {
         Ok(0) => {}
         Ok(n) => tracing::warn!(removed = n, "removed temporary dataset uploads left by an earlier run"),
         Err(e) => tracing::warn!(error = %e, "could not clean temporary dataset uploads; they are tried again at the next start"),
     }
-    Ok(stores)
 }
