@@ -26,7 +26,8 @@ pub struct NodeRegistration<'a> {
 }
 
 /// Creates or refreshes a node and its GPU list, and marks it alive. GPUs
-/// that disappeared are removed unless a machine still holds them.
+/// are matched by UUID; those that disappeared are removed unless a machine
+/// still holds them.
 pub async fn register_node(pool: &Pool, reg: NodeRegistration<'_>) -> Result<i64, PlatformError> {
     if reg.docker_endpoint.trim().is_empty() {
         return Err(PlatformError::BadRequest(format!("node {} needs an explicit engine endpoint", reg.name)));
@@ -53,36 +54,109 @@ pub async fn register_node(pool: &Pool, reg: NodeRegistration<'_>) -> Result<i64
     .bind(now)
     .fetch_one(&mut *tx)
     .await?;
-    for g in reg.gpus {
-        sqlx::query(
-            "INSERT INTO gpus (node_id, idx, uuid, model, memory_mb, simulated) VALUES (?, ?, ?, ?, ?, ?)
-             ON CONFLICT(node_id, idx) DO UPDATE SET uuid = excluded.uuid, model = excluded.model,
-                 memory_mb = excluded.memory_mb, simulated = excluded.simulated",
-        )
-        .bind(node_id)
-        .bind(g.index as i64)
-        .bind(&g.uuid)
-        .bind(&g.model)
-        .bind(g.memory_mb)
-        .bind(g.simulated)
-        .execute(&mut *tx)
-        .await?;
-    }
-    let keep: Vec<i64> = reg.gpus.iter().map(|g| g.index as i64).collect();
-    let held_gone: Vec<(i64,)> = sqlx::query_as(
-        "SELECT g.idx FROM gpus g JOIN machine_gpus mg ON mg.gpu_id = g.id WHERE g.node_id = ?",
-    )
-    .bind(node_id)
-    .fetch_all(&mut *tx)
-    .await?;
-    for (idx,) in sqlx::query_as::<_, (i64,)>("SELECT idx FROM gpus WHERE node_id = ?").bind(node_id).fetch_all(&mut *tx).await? {
-        if !keep.contains(&idx) && !held_gone.iter().any(|(h,)| *h == idx) {
-            sqlx::query("DELETE FROM gpus WHERE node_id = ? AND idx = ?").bind(node_id).bind(idx).execute(&mut *tx).await?;
-        }
-    }
+    sync_gpus(&mut *tx, node_id, reg.gpus).await?;
     audit::record(&mut *tx, None, "node.register", &format!("node {} with {} GPU(s), executor {}", reg.name, reg.gpus.len(), reg.executor)).await?;
     tx.commit().await?;
     Ok(node_id)
+}
+
+/// One of the node's GPU rows as registration finds it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+struct GpuRow {
+    id: i64,
+    idx: i64,
+    uuid: String,
+    held: bool,
+}
+
+/// What registration does to a node's GPU rows.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct GpuPlan {
+    /// Rows still reported: (row id, position in the reported list). The
+    /// row id is what `machine_gpus` refers to, so it must not change.
+    update: Vec<(i64, usize)>,
+    /// Reported GPUs with no row yet (positions in the reported list).
+    insert: Vec<usize>,
+    /// Free GPUs no longer reported.
+    delete: Vec<i64>,
+    /// Held GPUs no longer reported, kept for their machine: (row id, idx),
+    /// at an index no reported GPU uses (the index is unique per node).
+    keep_held: Vec<(i64, i64)>,
+}
+
+/// Matches rows to reported GPUs by UUID. NVML's order is not stable
+/// across reboots and a GPU that drops off the bus shifts the ones after
+/// it, so a position says nothing about which card it is.
+fn plan_gpus(rows: &[GpuRow], reported: &[DiscoveredGpu]) -> GpuPlan {
+    let by_uuid: HashMap<&str, &GpuRow> = rows.iter().map(|r| (r.uuid.as_str(), r)).collect();
+    let mut plan = GpuPlan::default();
+    for (pos, g) in reported.iter().enumerate() {
+        match by_uuid.get(g.uuid.as_str()) {
+            Some(row) => plan.update.push((row.id, pos)),
+            None => plan.insert.push(pos),
+        }
+    }
+    let mut used: std::collections::HashSet<i64> = reported.iter().map(|g| g.index as i64).collect();
+    let mut next = rows.iter().map(|r| r.idx).chain(used.iter().copied()).max().unwrap_or(-1) + 1;
+    let mut gone: Vec<&GpuRow> = rows.iter().filter(|r| !reported.iter().any(|g| g.uuid == r.uuid)).collect();
+    gone.sort_by_key(|r| r.idx);
+    for row in gone {
+        if !row.held {
+            plan.delete.push(row.id);
+            continue;
+        }
+        let idx = if used.contains(&row.idx) { next } else { row.idx };
+        next = next.max(idx + 1);
+        used.insert(idx);
+        plan.keep_held.push((row.id, idx));
+    }
+    plan
+}
+
+/// Brings the node's GPU rows to the reported list (see [`plan_gpus`]).
+async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[DiscoveredGpu]) -> Result<(), PlatformError> {
+    let rows: Vec<GpuRow> = sqlx::query_as(
+        "SELECT g.id, g.idx, g.uuid, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) AS held FROM gpus g WHERE g.node_id = ?",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let plan = plan_gpus(&rows, reported);
+    for id in &plan.delete {
+        sqlx::query("DELETE FROM gpus WHERE id = ?").bind(id).execute(&mut *conn).await?;
+    }
+    // Indexes may swap between rows; park every row on an index of its
+    // own (negative: NVML never reports one) so no step trips over
+    // UNIQUE (node_id, idx) halfway.
+    sqlx::query("UPDATE gpus SET idx = -1 - id WHERE node_id = ?").bind(node_id).execute(&mut *conn).await?;
+    for (id, pos) in &plan.update {
+        let g = &reported[*pos];
+        sqlx::query("UPDATE gpus SET idx = ?, model = ?, memory_mb = ?, simulated = ? WHERE id = ?")
+            .bind(g.index as i64)
+            .bind(&g.model)
+            .bind(g.memory_mb)
+            .bind(g.simulated)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    for (id, idx) in &plan.keep_held {
+        tracing::warn!(node_id, gpu_id = id, idx, "a GPU a machine holds is no longer reported; kept until the machine lets it go");
+        sqlx::query("UPDATE gpus SET idx = ? WHERE id = ?").bind(idx).bind(id).execute(&mut *conn).await?;
+    }
+    for pos in &plan.insert {
+        let g = &reported[*pos];
+        sqlx::query("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb, simulated) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(node_id)
+            .bind(g.index as i64)
+            .bind(&g.uuid)
+            .bind(&g.model)
+            .bind(g.memory_mb)
+            .bind(g.simulated)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
 }
 
 /// amd64 or arm64: which region images the node can run.
@@ -100,7 +174,13 @@ pub fn host_arch() -> gantry_core::matching::Arch {
 }
 
 pub async fn heartbeat(pool: &Pool, node_id: i64) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE nodes SET last_heartbeat = ? WHERE id = ?").bind(now()).bind(node_id).execute(pool).await?;
+    set_heartbeat(pool, node_id, now()).await
+}
+
+/// Puts back the heartbeat a node had before [`register_node`] refreshed
+/// it, when its engine did not answer at registration.
+pub async fn set_heartbeat(pool: &Pool, node_id: i64, at: i64) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE nodes SET last_heartbeat = ? WHERE id = ?").bind(at).bind(node_id).execute(pool).await?;
     Ok(())
 }
 
@@ -170,4 +250,37 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
 /// GPU models present in the cluster, for the create form.
 pub async fn gpu_models(pool: &Pool) -> Result<Vec<String>, PlatformError> {
     Ok(sqlx::query_scalar("SELECT DISTINCT model FROM gpus ORDER BY model").fetch_all(pool).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, idx: i64, uuid: &str, held: bool) -> GpuRow {
+        GpuRow { id, idx, uuid: uuid.into(), held }
+    }
+
+    fn reported(uuids: &[&str]) -> Vec<DiscoveredGpu> {
+        let gpu = |(i, u): (usize, &&str)| DiscoveredGpu { index: i as u32, uuid: u.to_string(), model: "M".into(), memory_mb: 1, simulated: false };
+        uuids.iter().enumerate().map(gpu).collect()
+    }
+
+    #[test]
+    fn rows_follow_their_uuid_not_their_position() {
+        let rows = [row(10, 0, "A", false), row(11, 1, "B", false), row(12, 2, "C", true)];
+        let plan = plan_gpus(&rows, &reported(&["C", "A", "N"]));
+        assert_eq!(plan, GpuPlan { update: vec![(12, 0), (10, 1)], insert: vec![2], delete: vec![11], keep_held: vec![] });
+    }
+
+    #[test]
+    fn a_held_gpu_that_is_gone_moves_off_an_index_a_present_gpu_takes() {
+        // B (held) is gone and a replacement card N now sits at its index 1.
+        let rows = [row(10, 0, "A", false), row(11, 1, "B", true), row(12, 2, "C", false)];
+        let plan = plan_gpus(&rows, &reported(&["A", "N", "C"]));
+        assert_eq!(plan.keep_held, vec![(11, 3)]);
+        assert!(plan.delete.is_empty());
+        // Nothing collides: it keeps its index.
+        let plan = plan_gpus(&rows, &reported(&["A"]));
+        assert_eq!((plan.keep_held, plan.delete), (vec![(11, 1)], vec![12]));
+    }
 }

@@ -27,48 +27,18 @@ pub struct Services {
 }
 
 pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Services, PlatformError> {
-    let sim = SimulatedGpus { count: args.sim_gpus, model: args.sim_gpu_model.clone(), memory_mb: 81_920 };
-    let (source, found) = gpus::discover(&args.node_name, &sim);
-    match &source {
-        GpuSource::Nvml { driver } => tracing::info!(count = found.len(), driver, "GPUs found through NVML"),
-        GpuSource::Simulated { reason } => {
-            tracing::warn!(count = found.len(), model = %sim.model, "{reason}: this node reports SIMULATED GPUs")
-        }
-    }
-    let volume_dir = data_dir.join("volumes");
-    let partials = loopdev::remove_partials(&volume_dir, Duration::from_secs(600));
-    if partials > 0 {
-        tracing::warn!(partials, "removed volume images left half-formatted by a crash");
-    }
-    let executor = choose_executor(args, &volume_dir).await;
-    let simulated_endpoint = format!("simulated://{}", args.node_name);
-    let (endpoint, volume_dir) = match executor {
-        Executor::Docker(_) => (args.docker_endpoint.as_str(), volume_dir.to_string_lossy().into_owned()),
-        Executor::Simulated(_) => (simulated_endpoint.as_str(), String::new()),
-    };
     let new_cluster = first_run::is_new_cluster(pool).await?;
-    let node_id = cluster::register_node(
-        pool,
-        NodeRegistration {
-            name: &args.node_name,
-            region_code: "local",
-            docker_endpoint: endpoint,
-            volume_dir: &volume_dir,
-            executor: executor.kind(),
-            cpu_count: std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1),
-            memory_mb: total_memory_mb(),
-            gpus: &found,
-        },
-    )
-    .await?;
-    cluster::set_node_arch(pool, node_id, cluster::host_arch()).await?;
+    let local = register_local_node(pool, data_dir, args).await?;
+    let node_id = local.id;
     if new_cluster {
-        if let Some(quota) = first_run::grant_first_node_gpus(pool, &args.node_name, found.len() as i64).await? {
+        if let Some(quota) = first_run::grant_first_node_gpus(pool, &args.node_name, local.gpu_count as i64).await? {
             tracing::info!(quota, node = %args.node_name, "first start: the default group's GPU quota is set to the GPUs found on this node (change it on the admin Groups page)");
         }
     }
     let fleet = Fleet::new();
-    fleet.insert(node_id, executor);
+    if let Some(executor) = local.executor {
+        fleet.insert(node_id, executor);
+    }
     images::ensure_default_image(pool, "devbox", &args.default_image, "Gantry demo dev machine (busybox)").await?;
 
     // Tasks another process (or this one before a crash) left running are
@@ -89,6 +59,162 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
     Ok(Services { admissions, dispatch: wake, fleet, node_id })
 }
 
+/// The local worker node as start-up registered it.
+pub struct LocalNode {
+    pub id: i64,
+    /// `None` when no executor can be made for the row's endpoint (a
+    /// malformed address, TLS without certificates): the fleet then tries
+    /// again from the row on each use and reports why it cannot.
+    pub executor: Option<Executor>,
+    pub gpu_count: usize,
+}
+
+/// Start-up registration of the local node: finds its GPUs, picks its
+/// executor and writes the node row.
+pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<LocalNode, PlatformError> {
+    let sim = SimulatedGpus { count: args.sim_gpus, model: args.sim_gpu_model.clone(), memory_mb: 81_920 };
+    let (source, found) = gpus::discover(&args.node_name, &sim);
+    match &source {
+        GpuSource::Nvml { driver } => tracing::info!(count = found.len(), driver, "GPUs found through NVML"),
+        GpuSource::Simulated { reason } => {
+            tracing::warn!(count = found.len(), model = %sim.model, "{reason}: this node reports SIMULATED GPUs")
+        }
+    }
+    let volume_dir = data_dir.join("volumes");
+    let partials = loopdev::remove_partials(&volume_dir, Duration::from_secs(600));
+    if partials > 0 {
+        tracing::warn!(partials, "removed volume images left half-formatted by a crash");
+    }
+    let before = registered(pool, &args.node_name).await?;
+    let engine = probe_engine(args, &volume_dir).await;
+    let choice = decide_executor(before.as_ref().map(|b| b.executor.as_str()), &args.executor, engine.answered);
+    log_choice(choice, &args.node_name, &engine);
+    let (executor, endpoint, volume_dir) = if choice.is_docker() {
+        (engine.docker.map(Executor::from), args.docker_endpoint.clone(), volume_dir.to_string_lossy().into_owned())
+    } else {
+        (Some(SimulatedExecutor::new().into()), format!("simulated://{}", args.node_name), String::new())
+    };
+    let node_id = cluster::register_node(
+        pool,
+        NodeRegistration {
+            name: &args.node_name,
+            region_code: "local",
+            docker_endpoint: &endpoint,
+            volume_dir: &volume_dir,
+            executor: if choice.is_docker() { "docker" } else { "simulated" },
+            cpu_count: std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1),
+            memory_mb: total_memory_mb(),
+            gpus: &found,
+        },
+    )
+    .await?;
+    if choice.is_docker() && !engine.answered {
+        // Registration marks the node alive; a silent engine has not earned
+        // that, so nothing is scheduled here until the monitor hears it.
+        cluster::set_heartbeat(pool, node_id, before.map_or(0, |b| b.last_heartbeat)).await?;
+    }
+    cluster::set_node_arch(pool, node_id, cluster::host_arch()).await?;
+    Ok(LocalNode { id: node_id, executor, gpu_count: found.len() })
+}
+
+/// The local node's row as the previous run left it.
+struct Registered {
+    executor: String,
+    last_heartbeat: i64,
+}
+
+async fn registered(pool: &Pool, name: &str) -> Result<Option<Registered>, PlatformError> {
+    let row: Option<(String, i64)> =
+        sqlx::query_as("SELECT executor, last_heartbeat FROM nodes WHERE name = ?").bind(name).fetch_optional(pool).await?;
+    Ok(row.map(|(executor, last_heartbeat)| Registered { executor, last_heartbeat }))
+}
+
+/// Which executor the local node starts with, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecutorChoice {
+    /// `--executor simulated`.
+    SimulatedRequested,
+    /// The Docker Engine answers.
+    DockerAnswers,
+    /// The engine is silent, but the node is registered as Docker: its
+    /// machines' containers live there, and an empty simulated engine
+    /// would have the reconciler fail them and free their GPUs.
+    DockerRegistered,
+    /// The engine is silent on a new or simulated node, and Docker was
+    /// asked for explicitly.
+    DockerRequested,
+    /// `auto` on a node that has never run Docker, and no engine answers:
+    /// a first start on a host without Docker.
+    SimulatedNoEngine,
+}
+
+impl ExecutorChoice {
+    pub fn is_docker(self) -> bool {
+        matches!(self, Self::DockerAnswers | Self::DockerRegistered | Self::DockerRequested)
+    }
+}
+
+/// `registered`: the node row's executor, if the node exists; `requested`:
+/// `--executor` (auto, docker or simulated); `answered`: whether the
+/// engine answered a ping (an endpoint no client can be made for does not).
+pub fn decide_executor(registered: Option<&str>, requested: &str, answered: bool) -> ExecutorChoice {
+    match (requested, answered, registered) {
+        ("simulated", _, _) => ExecutorChoice::SimulatedRequested,
+        (_, true, _) => ExecutorChoice::DockerAnswers,
+        (_, false, Some("docker")) => ExecutorChoice::DockerRegistered,
+        ("docker", false, _) => ExecutorChoice::DockerRequested,
+        _ => ExecutorChoice::SimulatedNoEngine,
+    }
+}
+
+/// The local engine as start-up found it.
+struct Engine {
+    /// `None`: no client can be made for the endpoint (see `error`).
+    docker: Option<DockerExecutor>,
+    answered: bool,
+    /// Why it did not answer; "" when it did.
+    error: String,
+    /// "Docker 27.1 (API 1.46), nvidia runtime: true" when it answered.
+    version: String,
+}
+
+/// Pings the configured engine, unless the simulated executor was asked for.
+async fn probe_engine(args: &NodeArgs, volume_dir: &Path) -> Engine {
+    let silent = |docker, error: String| Engine { docker, answered: false, error, version: String::new() };
+    if args.executor == "simulated" {
+        return silent(None, String::new());
+    }
+    let docker = match DockerExecutor::connect_with_volume_dir(&args.docker_endpoint, volume_dir) {
+        Ok(d) => d,
+        Err(e) => return silent(None, e.to_string()),
+    };
+    match docker.ping().await {
+        Ok(info) => {
+            let version = format!("Docker {} (API {}), nvidia runtime: {}", info.version, info.api_version, info.has_nvidia_runtime);
+            Engine { docker: Some(docker), answered: true, error: String::new(), version }
+        }
+        Err(e) => silent(Some(docker), e.to_string()),
+    }
+}
+
+fn log_choice(choice: ExecutorChoice, node: &str, engine: &Engine) {
+    let error = engine.error.as_str();
+    match choice {
+        ExecutorChoice::SimulatedRequested => tracing::warn!("executor: SIMULATED (no containers are started)"),
+        ExecutorChoice::DockerAnswers => tracing::info!(engine = %engine.version, "executor: Docker Engine"),
+        ExecutorChoice::DockerRegistered => tracing::warn!(
+            %node, error,
+            "executor: Docker, but the engine is not answering (still starting?). The node stays a Docker node: its machines are left as they are, engine calls are retried, and it takes no new machines until the engine answers"
+        ),
+        ExecutorChoice::DockerRequested => {
+            tracing::error!(%node, error, "executor: Docker Engine not answering yet; tasks wait until it does")
+        }
+        ExecutorChoice::SimulatedNoEngine => {
+            tracing::warn!(%node, error, "executor: SIMULATED, no Docker Engine answers and this node has never run Docker")
+        }
+    }
+}
+
 /// MemTotal from /proc/meminfo (0 where that file does not exist).
 fn total_memory_mb() -> i64 {
     std::fs::read_to_string("/proc/meminfo")
@@ -101,38 +227,36 @@ fn total_memory_mb() -> i64 {
         .unwrap_or(0)
 }
 
-/// `auto` uses Docker when the engine answers, else the simulated executor
-/// (labelled as such everywhere).
-async fn choose_executor(args: &NodeArgs, volume_dir: &Path) -> Executor {
-    let simulated = || Executor::from(SimulatedExecutor::new());
-    if args.executor == "simulated" {
-        tracing::warn!("executor: SIMULATED (no containers are started)");
-        return simulated();
+#[cfg(test)]
+mod tests {
+    use super::{decide_executor, ExecutorChoice::*};
+
+    #[test]
+    fn a_node_registered_as_docker_stays_docker_while_its_engine_is_silent() {
+        assert_eq!(decide_executor(Some("docker"), "auto", false), DockerRegistered);
+        assert_eq!(decide_executor(Some("docker"), "docker", false), DockerRegistered);
+        assert!(DockerRegistered.is_docker());
     }
-    let docker = match DockerExecutor::connect_with_volume_dir(&args.docker_endpoint, volume_dir) {
-        Ok(d) => Executor::from(d),
-        Err(e) if args.executor == "auto" => {
-            tracing::warn!(error = %e, "executor: SIMULATED, the Docker endpoint is unusable");
-            return simulated();
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "executor: Docker endpoint unusable; tasks will fail until fixed");
-            return simulated();
-        }
-    };
-    match docker.ping().await {
-        Ok(info) => {
-            tracing::info!(version = %info.version, api = %info.api_version, nvidia = info.has_nvidia_runtime, "executor: Docker Engine");
-            docker
-        }
-        Err(e) if args.executor == "auto" => {
-            tracing::warn!(error = %e, "executor: SIMULATED, no Docker Engine answers");
-            simulated()
-        }
-        Err(e) => {
-            // Explicitly docker: keep it; tasks retry until the engine is back.
-            tracing::error!(error = %e, "executor: Docker Engine not answering yet");
-            docker
+
+    #[test]
+    fn only_a_node_that_never_ran_docker_falls_back_to_simulated() {
+        assert_eq!(decide_executor(None, "auto", false), SimulatedNoEngine);
+        assert_eq!(decide_executor(Some("simulated"), "auto", false), SimulatedNoEngine);
+        assert!(!SimulatedNoEngine.is_docker());
+    }
+
+    #[test]
+    fn an_explicit_docker_request_is_kept_even_on_a_new_node() {
+        assert_eq!(decide_executor(None, "docker", false), DockerRequested);
+        assert_eq!(decide_executor(Some("simulated"), "docker", false), DockerRequested);
+    }
+
+    #[test]
+    fn an_answering_engine_or_an_explicit_choice_wins() {
+        for registered in [None, Some("docker"), Some("simulated")] {
+            assert_eq!(decide_executor(registered, "auto", true), DockerAnswers);
+            assert_eq!(decide_executor(registered, "docker", true), DockerAnswers);
+            assert_eq!(decide_executor(registered, "simulated", false), SimulatedRequested);
         }
     }
 }

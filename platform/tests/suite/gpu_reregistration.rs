@@ -1,0 +1,114 @@
+//! A node registering again after a reboot: its GPUs are matched by UUID,
+//! not by position. NVML may list them in another order, and a GPU that
+//! dropped off the bus shifts the positions of those after it; neither may
+//! stop the server or move a machine's GPU under it.
+
+use crate::common;
+
+use common::{env, Env};
+use gantry_platform::{
+    cluster::{self, NodeRegistration},
+    gpus::DiscoveredGpu,
+};
+use std::collections::HashMap;
+
+fn gpu(index: u32, uuid: &str) -> DiscoveredGpu {
+    DiscoveredGpu { index, uuid: format!("GPU-{uuid}"), model: "SIM-A100".into(), memory_mb: 81920, simulated: true }
+}
+
+/// `uuids` in NVML order: the first is index 0.
+fn gpus(uuids: &[&str]) -> Vec<DiscoveredGpu> {
+    uuids.iter().enumerate().map(|(i, u)| gpu(i as u32, u)).collect()
+}
+
+/// Registers the env's node again, as a restarted `gantry serve` does.
+async fn register(env: &Env, found: &[DiscoveredGpu]) -> Result<i64, gantry_platform::PlatformError> {
+    let name = env.text(&format!("SELECT name FROM nodes WHERE id = {}", env.node_id)).await;
+    let endpoint = format!("simulated://{name}");
+    let reg = NodeRegistration {
+        name: &name,
+        region_code: "local",
+        docker_endpoint: &endpoint,
+        volume_dir: "",
+        executor: "simulated",
+        cpu_count: 2,
+        memory_mb: 1024,
+        gpus: found,
+    };
+    cluster::register_node(&env.pool, reg).await
+}
+
+/// uuid → (row id, idx) of the node's GPUs.
+async fn rows(env: &Env) -> HashMap<String, (i64, i64)> {
+    let rows: Vec<(String, i64, i64)> =
+        sqlx::query_as("SELECT uuid, id, idx FROM gpus WHERE node_id = ?").bind(env.node_id).fetch_all(&env.pool).await.unwrap();
+    rows.into_iter().map(|(uuid, id, idx)| (uuid, (id, idx))).collect()
+}
+
+/// A machine of a new user alice (once per test) holding exactly the GPU `gpu_id`; returns its id.
+async fn machine_holding(env: &Env, name: &str, gpu_id: i64) -> i64 {
+    let alice = env.user("alice", "ml-team").await;
+    let admitted = env.admissions.create(env.create(&alice, name, 1)).await.unwrap();
+    sqlx::query("UPDATE machine_gpus SET gpu_id = ? WHERE machine_id = ?").bind(gpu_id).bind(admitted.machine_id).execute(&env.pool).await.unwrap();
+    admitted.machine_id
+}
+
+async fn held_by(env: &Env, machine_id: i64) -> Vec<i64> {
+    sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?").bind(machine_id).fetch_all(&env.pool).await.unwrap()
+}
+
+gantry_testkit::timed_test! {
+    async fn a_gpu_dropping_off_the_bus_keeps_the_others_rows() {
+        let env = env("simulated", 0, 8).await;
+        register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
+        let before = rows(&env).await;
+        let machine = machine_holding(&env, "on-c", before["GPU-C"].0).await;
+
+        // B is gone: C and D move up one position.
+        register(&env, &gpus(&["A", "C", "D"])).await.expect("re-registration must not trip over gpus.uuid");
+        let after = rows(&env).await;
+        for (uuid, idx) in [("GPU-A", 0), ("GPU-C", 1), ("GPU-D", 2)] {
+            assert_eq!(after[uuid], (before[uuid].0, idx), "{uuid} keeps its row and takes its new index");
+        }
+        assert!(!after.contains_key("GPU-B"), "a free GPU that is gone is removed, as before");
+        assert_eq!(held_by(&env, machine).await, vec![before["GPU-C"].0], "the machine still holds C itself");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_held_gpu_that_is_gone_stays_with_its_machine() {
+        let env = env("simulated", 0, 8).await;
+        register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
+        let before = rows(&env).await;
+        let machine = machine_holding(&env, "on-b", before["GPU-B"].0).await;
+
+        // B is gone and a new card E takes position 3: no index is shared.
+        register(&env, &gpus(&["A", "C", "D", "E"])).await.unwrap();
+        let after = rows(&env).await;
+        assert_eq!(after["GPU-B"].0, before["GPU-B"].0, "a held GPU is never freed by registration");
+        assert_eq!(held_by(&env, machine).await, vec![before["GPU-B"].0]);
+        for (uuid, idx) in [("GPU-A", 0), ("GPU-C", 1), ("GPU-D", 2)] {
+            assert_eq!(after[uuid], (before[uuid].0, idx), "{uuid}");
+        }
+        assert_eq!(after["GPU-E"].1, 3, "the new card is added at its index");
+        let indexes: std::collections::HashSet<i64> = after.values().map(|(_, idx)| *idx).collect();
+        assert_eq!(indexes.len(), after.len(), "the kept GPU does not share an index with a present one");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_reordered_gpu_list_keeps_every_row() {
+        let env = env("simulated", 0, 8).await;
+        register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
+        let before = rows(&env).await;
+        let machine = machine_holding(&env, "on-a", before["GPU-A"].0).await;
+
+        register(&env, &gpus(&["D", "C", "B", "A"])).await.expect("a new NVML order must not stop the server");
+        let after = rows(&env).await;
+        for (uuid, idx) in [("GPU-D", 0), ("GPU-C", 1), ("GPU-B", 2), ("GPU-A", 3)] {
+            assert_eq!(after[uuid], (before[uuid].0, idx), "{uuid} keeps its row and takes its new index");
+        }
+        assert_eq!(after.len(), 4);
+        assert_eq!(held_by(&env, machine).await, vec![before["GPU-A"].0]);
+    }
+}
