@@ -167,6 +167,7 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
     create.job = Some(Job {
         compute_task_id: id,
         region_id: snap.region_ids[&code],
+        region_image_id: region.1,
         image_reference: reference,
         command: serde_json::from_str(&command).unwrap_or_default(),
     });

@@ -56,6 +56,9 @@ pub struct CreateMachine {
 pub struct Job {
     pub compute_task_id: i64,
     pub region_id: i64,
+    /// The region image the matcher chose: its architecture decides which
+    /// of the region's nodes can run it.
+    pub region_image_id: i64,
     pub image_reference: String,
     pub command: Vec<String>,
 }
@@ -228,10 +231,17 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         };
         let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
         // A kept volume lives on one node, a compute task runs in its
-        // region: the allocation is made among those nodes only.
+        // region on a node of its image's architecture: the allocation is
+        // made among those nodes only.
         let only_nodes: Option<Vec<i64>> = match (&kept, &req.job) {
             (Some(k), _) => Some(vec![k.node_id]),
-            (None, Some(job)) => Some(sqlx::query_scalar("SELECT id FROM nodes WHERE region_id = ?").bind(job.region_id).fetch_all(&mut *tx).await?),
+            (None, Some(job)) => Some(
+                sqlx::query_scalar("SELECT n.id FROM nodes n WHERE n.region_id = ? AND n.arch = (SELECT arch FROM region_images WHERE id = ?)")
+                    .bind(job.region_id)
+                    .bind(job.region_image_id)
+                    .fetch_all(&mut *tx)
+                    .await?,
+            ),
             (None, None) => None,
         };
         let decided = match only_nodes {

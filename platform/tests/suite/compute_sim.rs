@@ -64,3 +64,36 @@ gantry_testkit::timed_test! {
         assert_eq!(compute::output(&env.pool, fleet, &root, t.id).await.unwrap(), "", "an admin: live");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_job_runs_on_a_node_of_its_images_architecture() {
+        // Region `local`: the env's node (4 GPUs) and an arm64 node with 2 —
+        // fewer free GPUs, so packing alone would choose it — while the
+        // only image is amd64.
+        let env = env("simulated", 4, 4).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        gantry_platform::cluster::set_node_arch(&env.pool, env.node_id, gantry_core::matching::Arch::Amd64).await.unwrap();
+        let gpus = gantry_platform::gpus::simulated("armbox", &gantry_platform::gpus::SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
+        let arm = gantry_platform::cluster::register_node(
+            &env.pool,
+            gantry_platform::cluster::NodeRegistration {
+                name: "armbox", region_code: "local", docker_endpoint: "simulated://armbox", volume_dir: "", executor: "simulated",
+                cpu_count: 64, memory_mb: 1 << 20, gpus: &gpus,
+            },
+        )
+        .await
+        .unwrap();
+        gantry_platform::cluster::set_node_arch(&env.pool, arm, gantry_core::matching::Arch::Arm64).await.unwrap();
+        env.dispatcher.fleet.insert(arm, Executor::from(SimulatedExecutor::new()));
+        let root = reclaim_common::admin(&env.pool).await;
+        let alice = env.user("alice", "ml-team").await;
+        torch_catalogue(&env, &root).await;
+
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+        env.drive().await;
+        let machine = env.scalar(&format!("SELECT machine_id FROM compute_tasks WHERE id = {}", t.id)).await;
+        assert_eq!(env.scalar(&format!("SELECT node_id FROM machines WHERE id = {machine}")).await, env.node_id, "the amd64 node");
+        assert_eq!(sim.containers().len(), 1);
+    }
+}
