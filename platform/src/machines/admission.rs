@@ -87,6 +87,23 @@ impl CreateMachine {
     }
 }
 
+/// The nodes a compute task's machine may go to (see `decide_batch`).
+/// Machines admitted earlier in the batch are already written, so they count.
+async fn job_nodes(conn: &mut SqliteConnection, job: &Job, limits: &Limits) -> Result<Vec<i64>, PlatformError> {
+    Ok(sqlx::query_scalar(
+        "SELECT n.id FROM nodes n WHERE n.region_id = ?1 AND n.arch = (SELECT arch FROM region_images WHERE id = ?2)
+           AND (n.cpu_count = 0 OR (
+                n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0) >= ?3
+            AND n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0) >= ?4))",
+    )
+    .bind(job.region_id)
+    .bind(job.region_image_id)
+    .bind(limits.cpu_millis)
+    .bind(limits.memory_mb)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
 /// A kept volume a create asked for: where it lives and how big it is.
 #[derive(Debug, Clone)]
 pub(crate) struct KeptVolume {
@@ -231,17 +248,13 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         };
         let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
         // A kept volume lives on one node, a compute task runs in its
-        // region on a node of its image's architecture: the allocation is
-        // made among those nodes only.
+        // region on a node of its image's architecture with room for its
+        // CPU and memory (as the matcher counted them; a node that declared
+        // no CPUs is not counted): the allocation is made among those
+        // nodes only.
         let only_nodes: Option<Vec<i64>> = match (&kept, &req.job) {
             (Some(k), _) => Some(vec![k.node_id]),
-            (None, Some(job)) => Some(
-                sqlx::query_scalar("SELECT n.id FROM nodes n WHERE n.region_id = ? AND n.arch = (SELECT arch FROM region_images WHERE id = ?)")
-                    .bind(job.region_id)
-                    .bind(job.region_image_id)
-                    .fetch_all(&mut *tx)
-                    .await?,
-            ),
+            (None, Some(job)) => Some(job_nodes(&mut tx, job, &req.limits()).await?),
             (None, None) => None,
         };
         let decided = match only_nodes {

@@ -97,3 +97,41 @@ gantry_testkit::timed_test! {
         assert_eq!(sim.containers().len(), 1);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_job_runs_on_a_node_with_room_for_its_cpu_and_memory() {
+        // Two amd64 nodes in region `local`: the env's (4 GPUs, CPUs not
+        // declared) and `small` (2 GPUs, 1 CPU) where a dev machine already
+        // uses 800 of its 1,000 CPU thousandths. Packing alone prefers
+        // `small` (fewest free GPUs); the job's 500 would overcommit it.
+        let env = env("simulated", 4, 4).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let gpus = gantry_platform::gpus::simulated("small", &gantry_platform::gpus::SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
+        let small = gantry_platform::cluster::register_node(
+            &env.pool,
+            gantry_platform::cluster::NodeRegistration {
+                name: "small", region_code: "local", docker_endpoint: "simulated://small", volume_dir: "", executor: "simulated",
+                cpu_count: 1, memory_mb: 1 << 20, gpus: &gpus,
+            },
+        )
+        .await
+        .unwrap();
+        let amd64 = gantry_core::matching::Arch::Amd64;
+        gantry_platform::cluster::set_node_arch(&env.pool, small, amd64).await.unwrap();
+        gantry_platform::cluster::set_node_arch(&env.pool, env.node_id, amd64).await.unwrap();
+        sqlx::query("UPDATE nodes SET cpu_count = 0 WHERE id = ?").bind(env.node_id).execute(&env.pool).await.unwrap();
+        env.dispatcher.fleet.insert(small, Executor::from(SimulatedExecutor::new()));
+        let root = reclaim_common::admin(&env.pool).await;
+        let alice = env.user("alice", "ml-team").await;
+        torch_catalogue(&env, &root).await;
+        let mut dev = env.create(&alice, "busy-cpu", 1);
+        dev.cpu_millis = Some(800);
+        let dev = env.admissions.create(dev).await.unwrap().machine_id;
+        assert_eq!(env.scalar(&format!("SELECT node_id FROM machines WHERE id = {dev}")).await, small, "packing put it on the smaller node");
+
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+        env.drive().await;
+        let machine = env.scalar(&format!("SELECT machine_id FROM compute_tasks WHERE id = {}", t.id)).await;
+        assert_eq!(env.scalar(&format!("SELECT node_id FROM machines WHERE id = {machine}")).await, env.node_id, "the node with CPU to spare");
+    }
+}
