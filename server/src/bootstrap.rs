@@ -18,9 +18,39 @@ pub async fn ensure_admin(pool: &Pool, username: &str, password: Option<&str>) -
     let new = accounts::NewUser { username, password: &password, role: Role::Admin, group: None };
     let admin = accounts::create_user(pool, None, new).await?;
     if generated {
-        println!("\n  First administrator created.\n    username: {}\n    password: {password}\n  This password is shown only now; store it safely.\n", admin.username);
+        // Printed where the logs go too (a journal, a container's log): a
+        // temporary password, to be replaced at the first sign-in.
+        sqlx::query("UPDATE users SET must_change_password = 1 WHERE id = ?").bind(admin.id).execute(pool).await?;
+        println!(
+            "\n  First administrator created.\n    username: {}\n    password: {password}\n  A temporary password, shown only now: the first sign-in asks for a new one.\n",
+            admin.username
+        );
     } else {
         println!("First administrator {} created with the configured password.", admin.username);
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    gantry_testkit::timed_test! {
+        async fn a_generated_first_password_must_be_replaced_a_configured_one_need_not() {
+            let dir = tempfile::tempdir().unwrap();
+            let pool = gantry_platform::db::connect_file(&dir.path().join("a.db")).await.unwrap();
+            gantry_platform::db::migrate(&pool).await.unwrap();
+            assert!(ensure_admin(&pool, "root", None).await.unwrap());
+            let must: bool = sqlx::query_scalar("SELECT must_change_password FROM users WHERE username = 'root'").fetch_one(&pool).await.unwrap();
+            assert!(must, "a generated password is temporary");
+            assert!(!ensure_admin(&pool, "root", None).await.unwrap(), "an admin exists: nothing made");
+
+            let dir = tempfile::tempdir().unwrap();
+            let pool = gantry_platform::db::connect_file(&dir.path().join("b.db")).await.unwrap();
+            gantry_platform::db::migrate(&pool).await.unwrap();
+            assert!(ensure_admin(&pool, "root", Some("configured-password-1")).await.unwrap());
+            let must: bool = sqlx::query_scalar("SELECT must_change_password FROM users WHERE username = 'root'").fetch_one(&pool).await.unwrap();
+            assert!(!must, "the operator chose it");
+        }
+    }
 }
