@@ -42,8 +42,7 @@ stage() {
 stage "set-up (scripts/setup.sh)" 2400 bash scripts/setup.sh
 
 stage "Docker Engine" 120 bash scripts/dockerd.sh
-timeout 30 docker info --format 'engine {{.ServerVersion}}, storage {{.Driver}}, runtimes {{json .Runtimes}}' \
-  | sed 's/{"[^}]*}//g'
+stage "Docker Engine info" 30 bash -c "set -o pipefail; docker info --format 'engine {{.ServerVersion}}, storage {{.Driver}}, runtimes {{json .Runtimes}}' | sed 's/{\"[^}]*}//g'"
 stage "demo image" 120 bash scripts/demo-image.sh
 # A second engine on its own socket: a second worker node (region) for the
 # node-lifecycle and two-region tests. Stopped (by its pidfile) when we

@@ -4,12 +4,33 @@
 
 use crate::{common, reclaim_common};
 
-use common::{compute_job, env, torch_catalogue};
+use common::{compute_job, env, torch_catalogue, Env};
+use gantry_core::matching::Arch;
 use gantry_platform::{
-    accounts,
+    accounts, cluster,
     compute::{self, Command},
     executor::{Executor, SimulatedExecutor},
+    gpus::{self, SimulatedGpus},
 };
+
+/// A second node in region `local` with 2 simulated GPUs, `cpus` CPUs and
+/// `arch`, driven by an engine of its own.
+async fn second_node(env: &Env, name: &str, cpus: i64, arch: Arch) -> i64 {
+    let found = gpus::simulated(name, &SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
+    let endpoint = format!("simulated://{name}");
+    let registration = cluster::NodeRegistration {
+        name, region_code: "local", docker_endpoint: &endpoint, volume_dir: "", executor: "simulated", cpu_count: cpus, memory_mb: 1 << 20, gpus: &found,
+    };
+    let id = cluster::register_node(&env.pool, registration).await.unwrap();
+    cluster::set_node_arch(&env.pool, id, arch).await.unwrap();
+    env.dispatcher.fleet.insert(id, Executor::from(SimulatedExecutor::new()));
+    id
+}
+
+/// The node a compute task's machine was placed on.
+async fn job_node(env: &Env, task: i64) -> i64 {
+    env.scalar(&format!("SELECT m.node_id FROM compute_tasks c JOIN machines m ON m.id = c.machine_id WHERE c.id = {task}")).await
+}
 
 gantry_testkit::timed_test! {
     async fn a_job_whose_requester_changed_group_still_gives_its_gpus_back() {
@@ -73,27 +94,15 @@ gantry_testkit::timed_test! {
         let env = env("simulated", 4, 4).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
-        gantry_platform::cluster::set_node_arch(&env.pool, env.node_id, gantry_core::matching::Arch::Amd64).await.unwrap();
-        let gpus = gantry_platform::gpus::simulated("armbox", &gantry_platform::gpus::SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
-        let arm = gantry_platform::cluster::register_node(
-            &env.pool,
-            gantry_platform::cluster::NodeRegistration {
-                name: "armbox", region_code: "local", docker_endpoint: "simulated://armbox", volume_dir: "", executor: "simulated",
-                cpu_count: 64, memory_mb: 1 << 20, gpus: &gpus,
-            },
-        )
-        .await
-        .unwrap();
-        gantry_platform::cluster::set_node_arch(&env.pool, arm, gantry_core::matching::Arch::Arm64).await.unwrap();
-        env.dispatcher.fleet.insert(arm, Executor::from(SimulatedExecutor::new()));
+        cluster::set_node_arch(&env.pool, env.node_id, Arch::Amd64).await.unwrap();
+        second_node(&env, "armbox", 64, Arch::Arm64).await;
         let root = reclaim_common::admin(&env.pool).await;
         let alice = env.user("alice", "ml-team").await;
         torch_catalogue(&env, &root).await;
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
         env.drive().await;
-        let machine = env.scalar(&format!("SELECT machine_id FROM compute_tasks WHERE id = {}", t.id)).await;
-        assert_eq!(env.scalar(&format!("SELECT node_id FROM machines WHERE id = {machine}")).await, env.node_id, "the amd64 node");
+        assert_eq!(job_node(&env, t.id).await, env.node_id, "the amd64 node");
         assert_eq!(sim.containers().len(), 1);
     }
 }
@@ -106,21 +115,9 @@ gantry_testkit::timed_test! {
         // `small` (fewest free GPUs); the job's 500 would overcommit it.
         let env = env("simulated", 4, 4).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
-        let gpus = gantry_platform::gpus::simulated("small", &gantry_platform::gpus::SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
-        let small = gantry_platform::cluster::register_node(
-            &env.pool,
-            gantry_platform::cluster::NodeRegistration {
-                name: "small", region_code: "local", docker_endpoint: "simulated://small", volume_dir: "", executor: "simulated",
-                cpu_count: 1, memory_mb: 1 << 20, gpus: &gpus,
-            },
-        )
-        .await
-        .unwrap();
-        let amd64 = gantry_core::matching::Arch::Amd64;
-        gantry_platform::cluster::set_node_arch(&env.pool, small, amd64).await.unwrap();
-        gantry_platform::cluster::set_node_arch(&env.pool, env.node_id, amd64).await.unwrap();
+        let small = second_node(&env, "small", 1, Arch::Amd64).await;
+        cluster::set_node_arch(&env.pool, env.node_id, Arch::Amd64).await.unwrap();
         sqlx::query("UPDATE nodes SET cpu_count = 0 WHERE id = ?").bind(env.node_id).execute(&env.pool).await.unwrap();
-        env.dispatcher.fleet.insert(small, Executor::from(SimulatedExecutor::new()));
         let root = reclaim_common::admin(&env.pool).await;
         let alice = env.user("alice", "ml-team").await;
         torch_catalogue(&env, &root).await;
@@ -131,7 +128,6 @@ gantry_testkit::timed_test! {
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
         env.drive().await;
-        let machine = env.scalar(&format!("SELECT machine_id FROM compute_tasks WHERE id = {}", t.id)).await;
-        assert_eq!(env.scalar(&format!("SELECT node_id FROM machines WHERE id = {machine}")).await, env.node_id, "the node with CPU to spare");
+        assert_eq!(job_node(&env, t.id).await, env.node_id, "the node with CPU to spare");
     }
 }
