@@ -147,6 +147,10 @@ pub struct NodeArgs {
     /// another server resumes the tasks of one that died (at least 3).
     #[arg(long, env = "GANTRY_LEASE_SECS", default_value_t = 30)]
     pub lease_secs: i64,
+    /// Seconds a stopping server (Ctrl-C, SIGTERM) lets the operations it
+    /// runs finish before it stops them and hands them back to the queue.
+    #[arg(long, env = "GANTRY_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
     #[command(flatten)]
     pub telemetry: crate::metrics::TelemetryArgs,
     #[command(flatten)]

@@ -81,7 +81,9 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
-            router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()))
+            let served = router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()));
+            services.shutdown.run().await;
+            served
         }
     }
 }

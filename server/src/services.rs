@@ -24,6 +24,22 @@ pub struct Services {
     pub dispatch: Arc<Notify>,
     pub fleet: Fleet,
     pub node_id: i64,
+    pub shutdown: Shutdown,
+}
+
+/// Ends the dispatcher's work when the server stops (see
+/// `Dispatcher::run_until`): operations in flight get the grace period,
+/// then whatever is unfinished goes back to the queue for the next start.
+pub struct Shutdown {
+    stop: tokio::sync::oneshot::Sender<()>,
+    dispatcher: tokio::task::JoinHandle<()>,
+}
+
+impl Shutdown {
+    pub async fn run(self) {
+        let _ = self.stop.send(());
+        let _ = self.dispatcher.await;
+    }
 }
 
 pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Services, PlatformError> {
@@ -49,14 +65,21 @@ pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Serv
     let mut dispatcher = Dispatcher::new(pool.clone(), fleet.clone(), wake.clone(), args.dispatch_parallel);
     dispatcher.lease_secs = args.lease_secs.max(3);
     tracing::info!(owner = %dispatcher.owner, "dispatcher started");
-    tokio::spawn(dispatcher.run());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let grace = Duration::from_secs(args.shutdown_grace_secs);
+    let dispatcher = tokio::spawn(dispatcher.run_until(
+        async move {
+            let _ = stopped.await;
+        },
+        grace,
+    ));
     tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
     tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
     tokio::spawn(compute::run_loops(pool.clone(), fleet.clone(), admissions.clone(), Duration::from_secs(2)));
     crate::metrics::start(pool, &args.telemetry);
     let every = Duration::from_secs(args.reclaim.reclaim_interval_secs);
     tokio::spawn(gantry_platform::reclaim::run(pool.clone(), wake.clone(), every));
-    Ok(Services { admissions, dispatch: wake, fleet, node_id })
+    Ok(Services { admissions, dispatch: wake, fleet, node_id, shutdown: Shutdown { stop, dispatcher } })
 }
 
 /// The local worker node as start-up registered it.

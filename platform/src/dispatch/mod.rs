@@ -15,8 +15,11 @@ use crate::{
     transitions::{self, lease::LEASE_SECS, ClaimedTask},
     PlatformError,
 };
-use std::{sync::Arc, time::Duration};
-use tokio::sync::{Notify, Semaphore};
+use std::{future::Future, sync::Arc, time::Duration};
+use tokio::{
+    sync::{Notify, Semaphore},
+    task::JoinSet,
+};
 
 pub use crate::transitions::lease::expire as expire_leases;
 
@@ -54,44 +57,77 @@ impl Dispatcher {
 
     /// Runs until the process ends.
     pub async fn run(self) {
+        self.run_until(std::future::pending(), Duration::ZERO).await
+    }
+
+    /// Runs until `stop` resolves; then claims nothing more, gives the
+    /// tasks in flight `grace` to finish, stops the rest where they are (as
+    /// a crash would) and hands them back to the queue at once, so the next
+    /// start resumes them without waiting for their leases to expire.
+    pub async fn run_until(self, stop: impl Future<Output = ()>, grace: Duration) {
         let permits = Arc::new(Semaphore::new(self.parallel));
+        let mut running = JoinSet::new();
         let mut last_expiry = 0;
+        tokio::pin!(stop);
         loop {
-            let now = now();
-            // Tasks whose runner stopped renewing (a crashed process) come
-            // back to the queue; cheap, so every few seconds is fine.
-            if now - last_expiry >= (self.lease_secs / 3).clamp(1, 5) {
-                last_expiry = now;
-                match expire_leases(&self.pool, now).await {
-                    Ok(n) if n > 0 => tracing::warn!(requeued = n, "resuming tasks whose runner stopped"),
-                    Ok(_) => {}
-                    Err(e) => tracing::error!(error = %e, "expiring leases failed"),
-                }
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                () = self.pass(&permits, &mut running, &mut last_expiry) => {}
             }
-            let free = permits.available_permits();
-            let claimed = if free > 0 {
-                transitions::lease::claim(&self.pool, &self.owner, free as i64, now, self.lease_secs).await.unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "claiming tasks failed");
-                    Vec::new()
-                })
-            } else {
+            while running.try_join_next().is_some() {}
+        }
+        let finished = tokio::time::timeout(grace, async { while running.join_next().await.is_some() {} }).await.is_ok();
+        if !finished {
+            tracing::warn!(stopped = running.len(), "shutting down: stopping the tasks still running; they resume at the next start");
+        }
+        running.shutdown().await;
+        // A pass cut short may have claimed tasks it never started: those
+        // are ours too, and go back with the rest.
+        match transitions::lease::release_all(&self.pool, &self.owner).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(requeued = n, "shutting down: unfinished tasks handed back to the queue"),
+            Err(e) => tracing::error!(error = %e, "shutting down: could not hand tasks back; they resume when their leases expire"),
+        }
+    }
+
+    /// One turn of the loop: requeue expired leases now and then, claim
+    /// what there is room for and start it, or wait to be woken.
+    async fn pass(&self, permits: &Arc<Semaphore>, running: &mut JoinSet<()>, last_expiry: &mut i64) {
+        let now = now();
+        // Tasks whose runner stopped renewing (a crashed process) come
+        // back to the queue; cheap, so every few seconds is fine.
+        if now - *last_expiry >= (self.lease_secs / 3).clamp(1, 5) {
+            *last_expiry = now;
+            match expire_leases(&self.pool, now).await {
+                Ok(n) if n > 0 => tracing::warn!(requeued = n, "resuming tasks whose runner stopped"),
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "expiring leases failed"),
+            }
+        }
+        let free = permits.available_permits();
+        let claimed = if free > 0 {
+            transitions::lease::claim(&self.pool, &self.owner, free as i64, now, self.lease_secs).await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "claiming tasks failed");
                 Vec::new()
-            };
-            if claimed.is_empty() {
-                // Woken by new tasks or finished ones; the timeout covers
-                // retry backoffs and lease expiries coming due.
-                let _ = tokio::time::timeout(Duration::from_secs(1), self.wake.notified()).await;
-                continue;
-            }
-            for task in claimed {
-                let permit = permits.clone().acquire_owned().await.expect("semaphore never closes");
-                let me = self.clone();
-                tokio::spawn(async move {
-                    me.execute(task).await;
-                    drop(permit);
-                    me.wake.notify_one();
-                });
-            }
+            })
+        } else {
+            Vec::new()
+        };
+        if claimed.is_empty() {
+            // Woken by new tasks or finished ones; the timeout covers
+            // retry backoffs and lease expiries coming due.
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.wake.notified()).await;
+            return;
+        }
+        for task in claimed {
+            let permit = permits.clone().acquire_owned().await.expect("semaphore never closes");
+            let me = self.clone();
+            running.spawn(async move {
+                me.execute(task).await;
+                drop(permit);
+                me.wake.notify_one();
+            });
         }
     }
 

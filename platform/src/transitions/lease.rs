@@ -103,6 +103,24 @@ pub async fn fenced(pool: &Pool, lease: &Lease) -> Result<Tx, PlatformError> {
     Ok(tx)
 }
 
+/// Hands back, at once, every task `owner` holds: what a process that is
+/// shutting down does after it stopped its work, so a restarted server (or
+/// another one) resumes the tasks now rather than a lease period later.
+/// Only for an owner that runs nothing any more: the next claimer repeats
+/// the interrupted step, as after a crash (every step is idempotent).
+pub async fn release_all(pool: &Pool, owner: &str) -> Result<u64, PlatformError> {
+    let mut tx = begin(pool).await?;
+    let held: Vec<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE state = 'running' AND lease_owner = ?").bind(owner).fetch_all(&mut *tx).await?;
+    for id in &held {
+        super::task::set_state(&mut tx, *id, TaskState::Running, TaskState::Scheduled, &format!("resumed: {owner} shut down before finishing it"))
+            .await?;
+        sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?").bind(id).execute(&mut *tx).await?;
+        audit::record(&mut *tx, None, "task.lease_released", &format!("task #{id}: {owner} shut down; requeued")).await?;
+    }
+    tx.commit().await?;
+    Ok(held.len() as u64)
+}
+
 /// Hands tasks whose runner stopped renewing back to the queue. Every step
 /// is idempotent, so the next claimer runs them again from the start.
 pub async fn expire(pool: &Pool, now: i64) -> Result<u64, PlatformError> {

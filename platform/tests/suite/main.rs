@@ -19,6 +19,7 @@ mod collector_edges;
 mod compute_docker;
 mod compute_rules;
 mod compute_sim;
+mod dispatcher_shutdown;
 mod dataset_mounts;
 mod datasets_juicefs;
 mod datasets_replace;
