@@ -400,3 +400,67 @@ gantry_testkit::timed_test! {
         assert_eq!(page.status(), StatusCode::FORBIDDEN);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_group_member_sees_a_colleagues_machine_without_its_owner_only_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        cluster_with(&server, 2, 4).await;
+        user_in(&server, "alice", "default").await;
+        user_in(&server, "bob", "default").await;
+        let alice = signed_in(&server, "alice", "a-good-password").await;
+        let bob = signed_in(&server, "bob", "a-good-password").await;
+        let admin = signed_in(&server, "admin", ADMIN_PASSWORD).await;
+        let (status, body) = create(&server, &alice, "box-1", "1", "10").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let id = json(&body)["machine_id"].as_i64().unwrap();
+        sqlx::query("UPDATE tasks SET state = 'succeeded', progress = 100 WHERE machine_id = ?").bind(id).execute(&server.pool).await.unwrap();
+        sqlx::query("UPDATE machines SET state = 'running' WHERE id = ?").bind(id).execute(&server.pool).await.unwrap();
+
+        // Owner-only forms: what the server would refuse Bob, his page does not offer.
+        let owner_only = [
+            r#"data-testid="restart-machine""#,
+            r#"data-testid="reinstall-machine""#,
+            r#"data-testid="delete-machine""#,
+            r#"data-testid="keep-volume""#,
+            r#"data-testid="snapshot-take""#,
+            r#"data-testid="rebalance-opt-out""#,
+        ];
+        let page = |client: &reqwest::Client| {
+            let req = client.get(server.url(&format!("/machines/{id}")));
+            async move {
+                let res = req.send().await.unwrap();
+                assert_eq!(res.status(), StatusCode::OK);
+                res.text().await.unwrap()
+            }
+        };
+        let html = page(&bob).await;
+        assert!(html.contains(r#"data-testid="machine-facts""#) && html.contains("box-1"), "Bob sees his colleague's machine");
+        for needle in owner_only {
+            assert!(!html.contains(needle), "a non-owner's page offers {needle}");
+        }
+        assert!(!html.contains(">Delete machine<") && !html.contains(">Restart<"), "no delete or restart button for a non-owner");
+        assert!(html.contains(r#"data-testid="owner-only""#) && html.contains("Only its owner (alice) or an admin"), "says who can act on it");
+        for (who, client) in [("alice", &alice), ("admin", &admin)] {
+            let html = page(client).await;
+            for needle in owner_only {
+                assert!(html.contains(needle), "{who}'s page should offer {needle}");
+            }
+            assert!(!html.contains(r#"data-testid="owner-only""#), "{who} is not told to ask someone else");
+        }
+
+        // The page's data carries the flag, decided on the server.
+        for (who, client, expected) in [("alice", &alice, true), ("bob", &bob, false), ("admin", &admin, true)] {
+            let (status, body) = post(&server, client, "/api/machine_detail", &[("id", &id.to_string())]).await;
+            assert_eq!(status, StatusCode::OK, "{who}: {body}");
+            assert_eq!(json(&body)["can_operate"], expected, "{who}: {body}");
+        }
+
+        // The server agrees: Bob's restart is refused and nothing is queued.
+        let tasks = count(&server.pool, "SELECT COUNT(*) FROM tasks").await;
+        let (status, body) = post(&server, &bob, "/api/machine_operation", &[("machine_id", &id.to_string()), ("operation", "restart")]).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert!(body.contains("only machine box-1's owner, or an admin"), "{body}");
+        assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM tasks").await, tasks);
+    }
+}

@@ -28,8 +28,11 @@ pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
     let machine = machines::machine_detail(&pool, &user, id).await?;
     let tasks = machines::list_tasks(&pool, &user, Some(id), MACHINE_TASKS_LIMIT).await?;
     let datasets = gantry_platform::datasets::mounts::of_machine(&pool, id).await.map_err(gantry_platform::PlatformError::from)?;
+    // The page offers the owner's actions only to those the platform lets act.
+    let can_operate = machine.may_operate(&user);
     Ok(MachineDetail {
         machine: machine_row(machine),
+        can_operate,
         tasks: tasks.into_iter().map(task_row).collect(),
         datasets: datasets.into_iter().map(|m| (m.name, m.target)).collect(),
     })

@@ -9,6 +9,7 @@ pub struct MachineView {
     pub id: i64,
     pub name: String,
     pub owner: String,
+    pub owner_id: i64,
     pub group_name: String,
     pub image: String,
     pub gpu_count: i64,
@@ -17,6 +18,7 @@ pub struct MachineView {
     pub gpu_indexes: String,
     pub simulated: bool,
     pub node: Option<String>,
+    pub node_id: Option<i64>,
     pub volume_name: String,
     pub volume_size_gb: i64,
     pub volume_enforced: bool,
@@ -30,13 +32,35 @@ pub struct MachineView {
     pub updated_at: i64,
 }
 
+impl MachineView {
+    /// Whether `viewer` may act on this machine as its owner does: restart,
+    /// reinstall or delete it, snapshot it or reinstall it from a snapshot,
+    /// open its terminal and files. That is its owner or an admin — a group
+    /// member only looks. The rule is asked of [`crate::workspace::may_enter`]
+    /// rather than written again, so what the portal offers is what the
+    /// platform accepts. (`request_operation` also keeps a compute task's
+    /// machine from a non-admin owner: that task is cancelled instead.)
+    pub fn may_operate(&self, viewer: &User) -> bool {
+        let target = crate::workspace::Target {
+            machine_id: self.id,
+            name: self.name.clone(),
+            owner_id: self.owner_id,
+            owner: self.owner.clone(),
+            state: self.state.clone(),
+            container_id: self.container_id.clone(),
+            node_id: self.node_id,
+        };
+        crate::workspace::may_enter(viewer, &target)
+    }
+}
+
 pub(super) fn machine_select() -> String {
     format!("
-    SELECT m.id, m.name, u.username AS owner, g.name AS group_name, i.name AS image, m.gpu_count, m.gpu_model,
+    SELECT m.id, m.name, u.username AS owner, m.owner_id, g.name AS group_name, i.name AS image, m.gpu_count, m.gpu_model,
            COALESCE((SELECT GROUP_CONCAT(gp.idx) FROM (SELECT gp.idx FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id
                      WHERE mg.machine_id = m.id ORDER BY gp.idx) gp), '') AS gpu_indexes,
            COALESCE((SELECT MAX(gp.simulated) FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id WHERE mg.machine_id = m.id), 0) AS simulated,
-           n.name AS node, m.volume_name, m.volume_size_gb, m.volume_enforced, m.cpu_millis, m.memory_mb, m.container_id, m.state, m.exit_code, m.message,
+           n.name AS node, m.node_id, m.volume_name, m.volume_size_gb, m.volume_enforced, m.cpu_millis, m.memory_mb, m.container_id, m.state, m.exit_code, m.message,
            m.created_at, m.updated_at
     FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
     JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id")

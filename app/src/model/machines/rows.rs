@@ -46,6 +46,10 @@ pub struct TaskRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MachineDetail {
     pub machine: MachineRow,
+    /// Whether the viewer may restart, reinstall, delete or snapshot the
+    /// machine (its owner or an admin; a group member only looks), decided
+    /// on the server by the rule the platform enforces.
+    pub can_operate: bool,
     /// The machine's tasks, newest first.
     pub tasks: Vec<TaskRow>,
     /// Sealed dataset versions bound read-only: (`code/version`, path inside).

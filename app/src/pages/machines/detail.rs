@@ -6,6 +6,12 @@
 //! re-render from memos that change only when the data does, and the
 //! actions (the "keep the data volume" checkbox above all) are the same
 //! elements for the page's life, reading the state through memos.
+//!
+//! Group members see each other's machines, but only the owner or an admin
+//! acts on one: the page's data says whether the viewer may (decided on the
+//! server by the platform's rule), and the owner's actions are offered only
+//! then. That flag is read once, when the actions are built: it is the
+//! viewer's standing, not the machine's state, so polling never rebuilds them.
 
 use crate::{
     api::machines::{machine_detail, CancelTask, MachineOperation},
@@ -143,6 +149,8 @@ fn MachineView(
     let state = Memo::new(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
     let name = machine.with_untracked(|m| m.as_ref().map(|m| m.name.clone()).unwrap_or_default());
     let id = machine.with_untracked(|m| m.as_ref().map(|m| m.id));
+    // Who may act does not change while the page polls (see the module doc).
+    let can_operate = data.with_untracked(|d| d.as_ref().is_some_and(|d| d.can_operate));
     view! {
         <Title text=name.clone()/>
         <div class="page-head">
@@ -151,7 +159,7 @@ fn MachineView(
         </div>
         <div class="grid two">
             {move || machine.get().map(|m| view! { <MachineFacts m=m/> })}
-            <MachineActions machine=machine state=state op=op js=js/>
+            <MachineActions machine=machine state=state op=op js=js can_operate=can_operate/>
         </div>
         {move || {
             let list = mounts.get();
@@ -169,7 +177,7 @@ fn MachineView(
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
             {move || view! { <TaskTable tasks=tasks.get() cancel=cancel/> }}
         </section>
-        {id.map(|id| view! { <MachineSnapshots machine_id=id data=snapshots/> })}
+        {id.map(|id| view! { <MachineSnapshots machine_id=id data=snapshots can_operate=can_operate/> })}
     }
     .into_any()
 }
@@ -222,10 +230,23 @@ pub fn delete_question(name: &str, volume: &str, size_gb: i64, keep: bool) -> St
     }
 }
 
+/// The line a group member sees instead of the owner's actions.
+fn owner_only_note(owner: &str) -> String {
+    format!("Only its owner ({owner}) or an admin can restart, reinstall, delete or snapshot this machine.")
+}
+
 #[component]
-fn MachineActions(machine: Memo<Option<MachineRow>>, state: Memo<String>, op: ServerAction<MachineOperation>, js: RwSignal<bool>) -> impl IntoView {
-    let (id, name, volume, size) =
-        machine.with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb)).unwrap_or_default());
+fn MachineActions(
+    machine: Memo<Option<MachineRow>>,
+    state: Memo<String>,
+    op: ServerAction<MachineOperation>,
+    js: RwSignal<bool>,
+    /// The viewer may act on the machine (owner or admin): else the
+    /// actions are not offered, only who can act.
+    can_operate: bool,
+) -> impl IntoView {
+    let (id, name, volume, size, owner) = machine
+        .with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone())).unwrap_or_default());
     let deleted = Memo::new(move |_| state.get() == "deleted");
     let lost = Memo::new(move |_| state.get() == MachineState::Lost.as_str());
     let can = move |kind| Memo::new(move |_| accepts(&state.get(), kind));
@@ -240,7 +261,7 @@ fn MachineActions(machine: Memo<Option<MachineRow>>, state: Memo<String>, op: Se
             ev.prevent_default();
         }
     };
-    let live = view! {
+    let live = can_operate.then(|| view! {
         <div class="actions">
             <ActionForm action=op attr:data-testid="restart-machine">
                 <input type="hidden" name="machine_id" value=id/>
@@ -271,7 +292,8 @@ fn MachineActions(machine: Memo<Option<MachineRow>>, state: Memo<String>, op: Se
         {move || (!(can_restart.get() || can_delete.get())).then(|| {
             view! { <p class="muted small">"The machine is " {state.get()} "; operations are possible once it is running, stopped or failed."</p> }
         })}
-    };
+    });
+    let owner_only = (!can_operate).then(|| view! { <p class="muted" data-testid="owner-only">{owner_only_note(&owner)}</p> });
     let lost_note = move || {
         lost.get().then(|| {
             let why = machine.with(|m| m.as_ref().map(|m| m.message.clone()).unwrap_or_default());
@@ -289,6 +311,7 @@ fn MachineActions(machine: Memo<Option<MachineRow>>, state: Memo<String>, op: Se
             <div class="stack" hidden=move || deleted.get()>
                 {lost_note}
                 {live}
+                {owner_only}
             </div>
             <FormError message=Signal::derive(move || op.value().with(error_text))/>
             {move || op.value().get().and_then(Result::ok).map(|task| view! {

@@ -108,12 +108,21 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
                             <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
                         })}
                         {n.exempt.then(|| view! { <p class="muted">"This machine is exempt from idle reclaim."</p> })}
-                        <ActionForm action=opt attr:class="inline">
-                            <input type="hidden" name="machine_id" value=machine_id/>
-                            <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"/>
-                                " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
-                            " " <button type="submit">"Save"</button>
-                        </ActionForm>
+                        // The owner's (or an admin's) to change; a group member is told the setting.
+                        {if n.mine {
+                            view! {
+                                <ActionForm action=opt attr:class="inline">
+                                    <input type="hidden" name="machine_id" value=machine_id/>
+                                    <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"/>
+                                        " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
+                                    " " <button type="submit">"Save"</button>
+                                </ActionForm>
+                            }
+                            .into_any()
+                        } else {
+                            let placement = if opted { "kept on its GPUs (no hot-GPU rebalancing)" } else { "may be moved off hot GPUs" };
+                            view! { <p class="muted small" data-testid="rebalance-setting">"This machine " {placement} "."</p> }.into_any()
+                        }}
                         {(!events.is_empty()).then(|| view! {
                             <table class="table" data-testid="machine-events">
                                 <thead><tr><th>"When (UTC)"</th><th>"Event"</th><th>"Details"</th></tr></thead>

@@ -45,20 +45,24 @@ impl SnapshotCardData {
     }
 }
 
-/// The machine page's snapshot card.
+/// The machine page's snapshot card. Taking a snapshot and reinstalling
+/// from one are for the machine's owner or an admin (`can_operate`, from
+/// the server); a group member sees the list only.
 #[component]
-pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData) -> impl IntoView {
+pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bool) -> impl IntoView {
     let SnapshotCardData { list, take, reinstall } = data;
     view! {
         <section class="card stack" data-testid="machine-snapshots">
             <h2>"Snapshots"</h2>
             <FormError message=Signal::derive(move || take.value().with(error_text).or_else(|| reinstall.value().with(error_text)))/>
             {move || reinstall.value().get().and_then(Result::ok).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
-            <ActionForm action=take attr:class="inline">
-                <input type="hidden" name="machine_id" value=machine_id/>
-                <label>"Name " <input type="text" name="name" required maxlength="64" placeholder="before upgrade" data-testid="snapshot-name"/></label>
-                " " <button type="submit" data-testid="snapshot-take">"Take snapshot"</button>
-            </ActionForm>
+            {can_operate.then(|| view! {
+                <ActionForm action=take attr:class="inline">
+                    <input type="hidden" name="machine_id" value=machine_id/>
+                    <label>"Name " <input type="text" name="name" required maxlength="64" placeholder="before upgrade" data-testid="snapshot-name"/></label>
+                    " " <button type="submit" data-testid="snapshot-take">"Take snapshot"</button>
+                </ActionForm>
+            })}
             <p class="muted small">"A snapshot keeps the machine's files outside /data (installed software, settings); the data volume is not part of it."</p>
             <Transition fallback=|| ()>
                 {move || list.get().and_then(Result::ok).map(|mine| {
@@ -67,7 +71,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData) -> impl IntoVie
                             <thead><tr><th>"Name"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"State"</th><th></th></tr></thead>
                             <tbody>
                                 {mine.into_iter().map(|s| {
-                                    let ready = s.state == "ready";
+                                    let ready = s.state == "ready" && can_operate;
                                     view! {
                                         <tr data-testid="machine-snapshot" data-name=s.name.clone()>
                                             <td>{s.name.clone()}</td>
