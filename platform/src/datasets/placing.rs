@@ -133,6 +133,19 @@ async fn verify(upload: &Upload, size: u64, streamed: Option<&Streamed>, expecte
 /// be put back everywhere, it is no longer listed (a listed file has both
 /// copies), and what could not be put back stays aside for the log's reader.
 async fn undo(pool: &Pool, upload: &Upload, aside: &str, kept: [bool; 2], steps: [Step; 2]) -> &'static str {
+    // The version was deleted meanwhile: nothing is put back under it (a
+    // move recreates the folder its delete removed); both files go.
+    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(upload.version_id).fetch_optional(pool).await;
+    if matches!(version, Ok(None)) {
+        for s in upload.stores.iter() {
+            for key in [upload.key.clone(), store::temp_key(aside)] {
+                if let Err(e) = s.delete(&key).await {
+                    tracing::error!(error = %e, store = %s.describe(), %key, "could not remove a file of a deleted version");
+                }
+            }
+        }
+        return "its version was deleted meanwhile";
+    }
     let mut restored = true;
     for (i, s) in upload.stores.iter().enumerate() {
         let result = match (kept[i], steps[i]) {
@@ -174,7 +187,11 @@ async fn put_back(s: &Arc<dyn Store>, upload: &Upload, aside: &str, step: Step) 
             }
             s.delete(&kept_at).await
         }
-        other => other,
+        // Where the key never changed, it and the copy aside are two names
+        // of one file in a directory, and renaming one onto the other does
+        // nothing (POSIX): the name aside must go by itself.
+        Ok(()) => s.delete(&store::temp_key(aside)).await,
+        Err(e) => Err(e),
     }
 }
 

@@ -215,7 +215,16 @@ where
     // The hashes of the whole file were computed while streaming only when
     // this request carried all of it; otherwise the read-back decides.
     let streamed = if offset == 0 { Some(streamed) } else { None };
-    placing::place(pool, upload, size, streamed.as_ref(), expected_sha256).await.map(UploadState::Done)
+    // Placing runs to its end on its own task: a client that hangs up
+    // while the copies move into place (a dropped browser form request
+    // drops this future) must not leave one store with the new file and
+    // the other with the old.
+    let (pool, upload, expected) = (pool.clone(), upload.clone(), expected_sha256.map(str::to_owned));
+    let placing = tokio::spawn(async move { placing::place(&pool, &upload, size, streamed.as_ref(), expected.as_deref()).await });
+    match placing.await {
+        Ok(placed) => placed.map(UploadState::Done),
+        Err(e) => Err(DatasetError::store("placing the upload failed on the server", format!("placing task: {e}"))),
+    }
 }
 
 /// Bytes held and declared of a resumable upload the user started.
@@ -277,13 +286,20 @@ pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, Dat
         .bind(at)
         .execute(pool)
         .await?;
-    let live: std::collections::HashSet<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
     let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
     let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];
     all.extend(regions.iter().filter_map(|r| stores.region_store(r).ok()));
-    let mut removed = 0;
+    // The temporary objects first, the live uploads after: an upload
+    // another server begins in between is in the second list whenever its
+    // objects are in the first (its row is written before its objects).
+    let mut found = Vec::with_capacity(all.len());
     for s in all {
         let temps = s.list(store::TEMP_DIR).await.map_err(|e| DatasetError::store("listing the temporary uploads of a store failed", format!("{}: {e}", s.describe())))?;
+        found.push((s, temps));
+    }
+    let live: std::collections::HashSet<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
+    let mut removed = 0;
+    for (s, temps) in found {
         for (key, _) in temps {
             let name = key.rsplit('/').next().unwrap_or("");
             // `.next`: a resumed S3 upload's new object; `.old`: a replaced file kept aside.

@@ -25,6 +25,7 @@ mod datasets_juicefs;
 mod datasets_replace;
 mod datasets_upload;
 mod datasets_upload_races;
+mod datasets_version_races;
 mod docker_executor;
 mod engine_docker;
 mod engine_edges;

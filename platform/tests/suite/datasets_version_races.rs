@@ -1,0 +1,182 @@
+//! Uploads racing what happens beside them: a version deleted while a
+//! replace moves its copies into place leaves nothing of either file, and a
+//! server starting up (its clean-up of dead uploads) never removes an
+//! upload another server begins meanwhile. The region's store here runs a
+//! step of the other party at the exact moment the race needs.
+
+use crate::datasets_support;
+
+use async_trait::async_trait;
+use datasets_support::*;
+use futures_util::future::BoxFuture;
+use gantry_platform::datasets::{
+    self,
+    store::{ByteStream, DirStore, Store, TempWriter},
+    BeginUpload, UploadState,
+};
+use std::{
+    io,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
+
+type Step = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>;
+
+/// A directory store that runs a step, once, on its next rename into place
+/// or its next listing.
+struct Racing {
+    inner: DirStore,
+    root: PathBuf,
+    on_rename: Mutex<Option<Step>>,
+    on_list: Mutex<Option<Step>>,
+}
+
+impl Racing {
+    fn new(root: PathBuf) -> Arc<Racing> {
+        Arc::new(Racing { inner: DirStore::new(&root), root, on_rename: Mutex::new(None), on_list: Mutex::new(None) })
+    }
+}
+
+#[async_trait]
+impl Store for Racing {
+    fn describe(&self) -> String {
+        "racing test store".into()
+    }
+    fn local_dir(&self) -> Option<&std::path::Path> {
+        Some(&self.root)
+    }
+    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
+        self.inner.put_temp(temp, offset).await
+    }
+    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
+        self.inner.temp_len(temp).await
+    }
+    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
+        let step = self.on_rename.lock().unwrap().take();
+        if let Some(step) = step {
+            step().await;
+        }
+        self.inner.rename_into_place(temp, key).await
+    }
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
+        self.inner.get(key, range).await
+    }
+    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+        let step = self.on_list.lock().unwrap().take();
+        if let Some(step) = step {
+            step().await;
+        }
+        self.inner.list(prefix).await
+    }
+    async fn delete(&self, key: &str) -> io::Result<()> {
+        self.inner.delete(key).await
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_version_deleted_while_a_replace_moves_into_place_keeps_nothing_of_either_file() {
+        let scratch = tempfile::tempdir().unwrap();
+        let region = Racing::new(scratch.path().to_path_buf());
+        let env = Arc::new(env_with(None, Some(region.clone())).await);
+        assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
+
+        // The version is deleted (the real call, by its owner) just as the
+        // region's copy of the replacement moves into place.
+        let deleting = env.clone();
+        *region.on_rename.lock().unwrap() = Some(Box::new(move || {
+            Box::pin(async move {
+                datasets::delete_version(&deleting.pool, &deleting.stores, &deleting.alice, "coco", "v1").await.unwrap();
+            })
+        }));
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: false };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let refused = datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.unwrap_err();
+        assert!(refused.to_string().contains("its version was deleted meanwhile"), "{refused}");
+
+        // Nothing is put back under the deleted version, and nothing kept aside stays.
+        for root in [env.central_root.clone(), scratch.path().to_path_buf()] {
+            assert_eq!(files_under(&root), Vec::<String>::new(), "left in {}", root.display());
+        }
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_start_up_clean_keeps_an_upload_another_server_begins_meanwhile() {
+        let scratch = tempfile::tempdir().unwrap();
+        let region = Racing::new(scratch.path().to_path_buf());
+        let env = Arc::new(env_with(None, Some(region.clone())).await);
+
+        // While the starting server lists the region's temporary objects,
+        // another server begins a resumable upload and receives its first half.
+        let data = random_bytes(256 * 1024);
+        let other = env.clone();
+        let first_half = data[..128 * 1024].to_vec();
+        *region.on_list.lock().unwrap() = Some(Box::new(move || {
+            Box::pin(async move {
+                let begin = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(256 * 1024), resumable: true };
+                let upload = datasets::begin_upload(&other.pool, &other.stores, &other.alice, &begin).await.unwrap();
+                let state = datasets::write_upload(&other.pool, &upload, 0, body(first_half, 64 * 1024), None).await.unwrap();
+                assert!(matches!(state, UploadState::Partial { offset: 131072, .. }), "{state:?}");
+            })
+        }));
+        datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
+
+        // The upload goes on from where it stopped and ends whole.
+        let (held, _) = datasets::upload_status(&env.pool, &env.stores, &env.alice, "coco", "v1", "big.bin").await.unwrap();
+        assert_eq!(held, 128 * 1024, "the other server's bytes were kept");
+        let begin = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(256 * 1024), resumable: true };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let done = datasets::write_upload(&env.pool, &upload, held, body(data[128 * 1024..].to_vec(), 64 * 1024), None).await.unwrap();
+        let UploadState::Done(file) = done else { panic!("not done: {done:?}") };
+        assert_eq!(file.sha256, sha(&data));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_client_hanging_up_while_a_replace_moves_into_place_leaves_both_stores_alike() {
+        let scratch = tempfile::tempdir().unwrap();
+        let region = Racing::new(scratch.path().to_path_buf());
+        let env = Arc::new(env_with(None, Some(region.clone())).await);
+        assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
+
+        // The region's move into place waits; the central copy has moved.
+        let (entered, at_rename) = tokio::sync::oneshot::channel::<()>();
+        let (go, wait_go) = tokio::sync::oneshot::channel::<()>();
+        *region.on_rename.lock().unwrap() = Some(Box::new(move || {
+            Box::pin(async move {
+                let _ = entered.send(());
+                let _ = wait_go.await;
+            })
+        }));
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: false };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let request = tokio::spawn({
+            let (env, upload) = (env.clone(), upload.clone());
+            async move { datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await }
+        });
+        at_rename.await.unwrap();
+        // The browser hangs up: its request future is dropped, and the
+        // form route's guard abandons the upload, as it does.
+        request.abort();
+        let _ = request.await;
+        datasets::abandon_upload(&env.pool, &upload).await;
+        let _ = go.send(()); // (the old code dropped placing with the request: nobody waits)
+
+        // Placing ends its own way (the file kept aside is put back); then
+        // both stores hold what is listed.
+        let aside_left = || files_under(&env.central_root).iter().chain(files_under(scratch.path()).iter()).any(|f| f.ends_with(".old"));
+        for _ in 0..1000 {
+            if !aside_left() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(!aside_left(), "the replace never finished: a file kept aside is still there: {:?}", files_under(scratch.path()));
+        let (_, listed) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
+        for root in [env.central_root.clone(), scratch.path().to_path_buf()] {
+            let held = std::fs::read(root.join("coco/v1/images/a.txt")).unwrap();
+            assert_eq!(sha(&held), listed.sha256, "{} holds what is listed", root.display());
+        }
+    }
+}
