@@ -108,10 +108,18 @@ fn family(out: &mut String, name: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
 }
 
-/// The whole exposition: per-GPU gauges from the latest readings, machines
-/// and tasks by state, and every group's quota.
+/// The whole exposition: per-GPU gauges from the latest readings, nodes,
+/// machines and tasks by state, and every group's quota.
+///
+/// A GPU without a current reading has no gauges at all — never sampled,
+/// or on a lost node (whose last reading `overview::heatmap` drops: it is
+/// stale, and a gauge would report it as current). Prometheus then marks
+/// the series stale instead of graphing a dead card's last value for
+/// ever; `gantry_nodes{state="lost"}` says why they went.
 pub async fn render(pool: &Pool) -> Result<String, PlatformError> {
     let cells = overview::heatmap(pool).await?;
+    // Looked up only for the cells above that have a reading, so a lost
+    // node's rows here are never written out.
     let latest: Vec<(i64, i64, i64, f64)> = sqlx::query_as("SELECT gpu_id, mem_used_mb, mem_total_mb, power_w FROM gpu_latest").fetch_all(pool).await?;
     let by_gpu: std::collections::HashMap<i64, (i64, i64, f64)> = latest.into_iter().map(|(g, u, t, p)| (g, (u, t, p))).collect();
     let mut out = String::new();
@@ -146,6 +154,10 @@ pub async fn render(pool: &Pool) -> Result<String, PlatformError> {
         }
     }
     let counts = overview::counts(pool).await?;
+    family(&mut out, "gantry_nodes", "Worker nodes by state.");
+    for (state, n) in &counts.nodes {
+        let _ = writeln!(out, "gantry_nodes{{state=\"{}\"}} {n}", esc(state));
+    }
     family(&mut out, "gantry_machines", "Machines by state.");
     for (state, n) in &counts.machines {
         let _ = writeln!(out, "gantry_machines{{state=\"{}\"}} {n}", esc(state));

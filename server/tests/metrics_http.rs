@@ -64,3 +64,23 @@ gantry_testkit::timed_test! {
         assert!(ok.text().await.unwrap().contains("# TYPE gantry_machines gauge"));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_lost_nodes_gpus_have_no_gauges_and_the_node_counts_as_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        let cluster = telemetry_common::cluster(&server.pool, "admin", "hot", 1).await;
+        // The machine is made by SQL: count its GPU as admission would, so
+        // marking the node lost can refund it.
+        sqlx::query("UPDATE groups SET gpus_in_use = 1 WHERE name = 'default'").execute(&server.pool).await.unwrap();
+        let text = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+        assert!(text.contains("gantry_gpu_utilization_percent{node=\"mnode\""), "{text}");
+        gantry_platform::transitions::node::mark_lost(&server.pool, None, cluster.node_id, "unplugged").await.unwrap();
+        let text = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+        // Its last readings are stale: no gauge of any GPU family may carry
+        // them as current values (Prometheus then marks the series stale).
+        assert!(!text.lines().any(|l| l.starts_with("gantry_gpu_") && l.contains("node=\"mnode\"")), "{text}");
+        assert!(text.contains("# TYPE gantry_gpu_utilization_percent gauge"), "the families stay declared");
+        assert_eq!(value(&text, "gantry_nodes{state=\"lost\"}"), 1.0, "the GPUs' absence is explained");
+    }
+}

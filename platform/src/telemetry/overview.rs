@@ -10,11 +10,17 @@ use gantry_core::telemetry::{
 type CellRow = (i64, i64, String, i64, String, bool, Option<f64>, Option<f64>, Option<i64>, Option<i64>, Option<String>, Option<String>, Option<String>);
 
 /// Every GPU of every node, by node name and index.
+///
+/// A lost node's GPUs are listed with no reading (util, temperature and
+/// time all None, drawn as "no data"): the sampler skips lost nodes, so
+/// their `gpu_latest` row is the last reading before the loss, and showing
+/// it would pass a dead card off as busy or idle. `/metrics` builds on
+/// these cells and so omits those GPUs' gauges.
 pub async fn heatmap(pool: &Pool) -> Result<Vec<HeatCell>, PlatformError> {
     let rows: Vec<CellRow> = sqlx::query_as(
         "SELECT g.id, g.node_id, n.name, g.idx, g.model, g.simulated, l.util_pct, l.temp_c, l.at_ms, m.id, m.name, u.username, gr.name \
          FROM gpus g JOIN nodes n ON n.id = g.node_id \
-         LEFT JOIN gpu_latest l ON l.gpu_id = g.id \
+         LEFT JOIN gpu_latest l ON l.gpu_id = g.id AND n.state <> 'lost' \
          LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN machines m ON m.id = mg.machine_id \
          LEFT JOIN users u ON u.id = m.owner_id LEFT JOIN groups gr ON gr.id = m.group_id \
          ORDER BY n.name, g.idx",
@@ -66,9 +72,11 @@ pub async fn held_vs_used(pool: &Pool, period_ms: i64, now_ms: i64) -> Result<Ve
     Ok(rows.into_iter().map(|(group, held_gpu_hours, used_gpu_hours)| GroupUsage { group, held_gpu_hours, used_gpu_hours }).collect())
 }
 
-/// Counts for `/metrics`: (state, count) of machines and of tasks, and per
-/// group (name, quota, in use).
+/// Counts for `/metrics`: (state, count) of nodes, machines and tasks, and
+/// per group (name, quota, in use).
 pub struct Counts {
+    /// Lost nodes' GPUs have no gauges; this says why they went.
+    pub nodes: Vec<(String, i64)>,
     pub machines: Vec<(String, i64)>,
     pub tasks: Vec<(String, i64)>,
     pub groups: Vec<(String, i64, i64)>,
@@ -76,6 +84,7 @@ pub struct Counts {
 
 pub async fn counts(pool: &Pool) -> Result<Counts, PlatformError> {
     Ok(Counts {
+        nodes: sqlx::query_as("SELECT state, COUNT(*) FROM nodes GROUP BY state ORDER BY state").fetch_all(pool).await?,
         machines: sqlx::query_as("SELECT state, COUNT(*) FROM machines GROUP BY state ORDER BY state").fetch_all(pool).await?,
         tasks: sqlx::query_as("SELECT state, COUNT(*) FROM tasks GROUP BY state ORDER BY state").fetch_all(pool).await?,
         groups: sqlx::query_as("SELECT name, gpu_quota, gpus_in_use FROM groups ORDER BY name").fetch_all(pool).await?,

@@ -30,6 +30,7 @@ mod docker_executor;
 mod engine_docker;
 mod engine_edges;
 mod engine_invariant;
+mod gpu_history;
 mod gpu_reregistration;
 mod list_counts;
 mod list_plans;
