@@ -105,13 +105,16 @@ pub async fn of_machine(db: impl sqlx::SqliteExecutor<'_>, machine_id: i64) -> R
         .collect())
 }
 
-/// Machines that still may run with the version mounted (a deleted, failed
-/// or lost machine never starts again) and compute tasks waiting to be
-/// placed with it; a version they use stays.
+/// Machines that still may run with the version mounted and compute tasks
+/// waiting to be placed with it; a version they use stays. A deleted or
+/// lost machine never starts again, nor does a failed one that holds no
+/// GPUs; a failed one that still holds them (a restart, reinstall or
+/// rebalance that failed) accepts Restart and Reinstall, which mount it.
 pub async fn live_users(conn: &mut SqliteConnection, version_id: i64) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT 'machine ' || m.name FROM machine_datasets md JOIN machines m ON m.id = md.machine_id
-         WHERE md.version_id = ?1 AND m.state NOT IN ('deleted', 'failed', 'lost')
+         WHERE md.version_id = ?1 AND m.state NOT IN ('deleted', 'lost')
+           AND NOT (m.state = 'failed' AND NOT EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id))
          UNION ALL
          SELECT 'compute task #' || c.id FROM compute_tasks c, json_each(c.datasets) j
          WHERE c.state = 'pending' AND json_extract(j.value, '$.version_id') = ?1

@@ -6,7 +6,7 @@
 //! gets past the disk's fsync rate; the single writer (and SQLite's write
 //! lock across processes) is what keeps quota exact under any concurrency.
 
-use super::{VOLUME_GB_MAX, VOLUME_GB_MIN};
+use super::{room, VOLUME_GB_MAX, VOLUME_GB_MIN};
 use crate::{
     accounts::User,
     audit, cluster,
@@ -81,27 +81,10 @@ impl CreateMachine {
         }
     }
 
-    fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         let d = Limits::default();
         Limits { cpu_millis: self.cpu_millis.unwrap_or(d.cpu_millis), memory_mb: self.memory_mb.unwrap_or(d.memory_mb), pids: d.pids }
     }
-}
-
-/// The nodes a compute task's machine may go to (see `decide_batch`).
-/// Machines admitted earlier in the batch are already written, so they count.
-async fn job_nodes(conn: &mut SqliteConnection, job: &Job, limits: &Limits) -> Result<Vec<i64>, PlatformError> {
-    Ok(sqlx::query_scalar(
-        "SELECT n.id FROM nodes n WHERE n.region_id = ?1 AND n.arch = (SELECT arch FROM region_images WHERE id = ?2)
-           AND (n.cpu_count = 0 OR (
-                n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0) >= ?3
-            AND n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0) >= ?4))",
-    )
-    .bind(job.region_id)
-    .bind(job.region_image_id)
-    .bind(limits.cpu_millis)
-    .bind(limits.memory_mb)
-    .fetch_all(&mut *conn)
-    .await?)
 }
 
 /// A kept volume a create asked for: where it lives and how big it is.
@@ -197,6 +180,7 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
     let now = now();
     let view = cluster::load_view(&mut tx).await?;
     let mut index = ClusterIndex::new(&view, now);
+    let node_cpus = room::node_cpus(&mut tx).await?;
     let mut policies: HashMap<i64, GroupPolicy> = HashMap::new();
     let mut deducted: HashMap<i64, i64> = HashMap::new();
     let mut images: HashMap<(Option<i64>, i64), Result<i64, String>> = HashMap::new();
@@ -250,13 +234,20 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         // A kept volume lives on one node, a compute task runs in its
         // region on a node of its image's architecture with room for its
         // CPU and memory (as the matcher counted them; a node that declared
-        // no CPUs is not counted): the allocation is made among those
-        // nodes only.
+        // no CPUs is not counted), and no machine goes to a node with fewer
+        // CPUs than it asks for (see `room`): the allocation is made among
+        // those nodes only.
         let only_nodes: Option<Vec<i64>> = match (&kept, &req.job) {
             (Some(k), _) => Some(vec![k.node_id]),
-            (None, Some(job)) => Some(job_nodes(&mut tx, job, &req.limits()).await?),
+            (None, Some(job)) => Some(room::job_nodes(&mut tx, job, &req.limits()).await?),
             (None, None) => None,
         };
+        let (only_nodes, too_small) = room::fitting(&node_cpus, only_nodes, &req.limits());
+        if !too_small.is_empty() && only_nodes.as_ref().is_some_and(Vec::is_empty) {
+            let reason = format!("no node can take this machine: {}", room::too_small(&too_small, &req.limits()));
+            results.push(Err(refuse(&mut tx, req, reason, now).await?));
+            continue;
+        }
         let decided = match only_nodes {
             Some(ids) => {
                 let full = index.to_view();
@@ -268,7 +259,11 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         let alloc = match decided {
             Ok(alloc) => alloc,
             Err(refusal) => {
-                results.push(Err(refuse(&mut tx, req, refusal.to_string(), now).await?));
+                let reason = match too_small.is_empty() {
+                    true => refusal.to_string(),
+                    false => format!("{refusal} ({})", room::too_small(&too_small, &req.limits())),
+                };
+                results.push(Err(refuse(&mut tx, req, reason, now).await?));
                 continue;
             }
         };
@@ -364,12 +359,17 @@ fn new_task<'a>(req: &'a CreateMachine, machine_id: Option<i64>, message: &'a st
 
 /// CPU and memory within the group's per-machine limits.
 pub(crate) async fn check_limits(conn: &mut SqliteConnection, req: &CreateMachine, policy: &GroupPolicy) -> Result<Result<(), String>, PlatformError> {
+    check_group_limits(conn, req.requester.group_id, &req.limits(), policy).await
+}
+
+/// `limits` within group `group_id`'s per-machine limits (`policy` is that
+/// group's): also for a machine that comes back (restore).
+pub(crate) async fn check_group_limits(conn: &mut SqliteConnection, group_id: i64, limits: &Limits, policy: &GroupPolicy) -> Result<Result<(), String>, PlatformError> {
     let (max_cpus, max_mem_gb): (i64, i64) =
         sqlx::query_as("SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
-            .bind(req.requester.group_id)
+            .bind(group_id)
             .fetch_one(&mut *conn)
             .await?;
-    let limits = req.limits();
     if limits.cpu_millis > max_cpus * 1000 {
         return Ok(Err(format!(
             "group {} may use at most {max_cpus} CPU(s) per machine; this machine asks for {}",

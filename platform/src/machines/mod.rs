@@ -4,11 +4,13 @@
 mod admission;
 mod listing;
 mod ops;
+mod room;
 mod views;
 mod volumes;
 
 pub use admission::{Admissions, Admitted, CreateMachine, Job};
-pub(crate) use admission::{check_limits, load_policy, record_admission};
+pub(crate) use admission::{check_group_limits, check_limits, load_policy, record_admission};
+pub(crate) use room::check_node;
 pub use listing::{machine_ids_sql, machines_window, task_ids_sql, tasks_window, ListFilter, Window};
 pub use ops::{request_operation, OperationRequest};
 pub use views::{list_machines, list_tasks, machine_detail, recent_tasks_sql, MachineView, TaskView};

@@ -7,7 +7,7 @@ use crate::{
     accounts::User,
     audit, cluster,
     db::Pool,
-    machines::{check_limits, load_policy, record_admission, Admitted, CreateMachine},
+    machines::{check_limits, check_node, load_policy, record_admission, Admitted, CreateMachine},
     now,
     transitions::{self, reclaim::busy, snapshot, task},
     PlatformError,
@@ -22,14 +22,17 @@ use gantry_core::{
 /// the machine it was taken of).
 async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Result<(String, i64, String, String), PlatformError> {
     let (cond, bind) = crate::machines::visibility(who, "s.group_id");
-    let row: Option<(String, Option<i64>, String, String, String)> = sqlx::query_as(&format!(
-        "SELECT s.image_ref, s.node_id, s.state, s.name, m.gpu_model FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
+    let row: Option<(String, Option<i64>, String, String, String, String)> = sqlx::query_as(&format!(
+        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, m.gpu_model FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
     ))
     .bind(id)
     .bind(bind)
     .fetch_optional(&mut *conn)
     .await?;
-    let (reference, node_id, state, name, model) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (reference, node_id, state, message, name, model) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    if state == "failed" && message == super::delete::DELETING {
+        return Err(PlatformError::Conflict(format!("snapshot {name} is being deleted")));
+    }
     if state != "ready" {
         return Err(PlatformError::Conflict(format!("snapshot {name} is {state}, not ready")));
     }
@@ -48,6 +51,7 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
     let refuse = |reason: String| PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {reason}", req.name));
     let policy = load_policy(&mut tx, req.requester.group_id).await?;
     check_limits(&mut tx, &req, &policy).await?.map_err(refuse)?;
+    check_node(&mut tx, node_id, &req.limits()).await?.map_err(refuse)?;
     let full = cluster::load_view(&mut tx).await?;
     let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| n.id == node_id).collect(), ..full };
     let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone().or(Some(model)) };

@@ -1,18 +1,32 @@
 //! Deleting a snapshot: its image is removed from its node's engine first,
 //! and the row only once the engine agreed, so a refusal (the engine is
 //! unreachable, a container still runs from it) changes nothing.
+//!
+//! The engine only knows about containers that exist: a machine admitted
+//! from the snapshot, or queued to be reinstalled or restored from it, has
+//! none yet, and its next container is made from the image. So the delete
+//! is refused while any machine that can still run needs the image, and
+//! that check and the mark that keeps new users away (the snapshot is no
+//! longer `ready` — see [`DELETING`]) are one transaction, before the
+//! engine is asked.
 
 use crate::{accounts::User, audit, db::Pool, fleet::Fleet, machines::visibility, transitions, PlatformError};
 
+/// The message of a snapshot whose image is being removed. Its state is
+/// `failed` meanwhile (the schema has no `deleting`), so nothing starts
+/// using it; an engine refusal puts the state it had back.
+pub(crate) const DELETING: &str = "being deleted";
+
 pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<String, PlatformError> {
+    let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, String, i64, Option<i64>, String)> =
-        sqlx::query_as(&format!("SELECT name, image_ref, owner_id, node_id, state FROM snapshots WHERE id = ? AND ({cond})"))
+    let row: Option<(String, String, i64, Option<i64>, String, String)> =
+        sqlx::query_as(&format!("SELECT name, image_ref, owner_id, node_id, state, message FROM snapshots WHERE id = ? AND ({cond})"))
             .bind(id)
             .bind(bind)
-            .fetch_optional(pool)
+            .fetch_optional(&mut *tx)
             .await?;
-    let (name, reference, owner, node_id, state) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (name, reference, owner, node_id, state, message) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
     if owner != who.id && !who.role.is_admin() {
         return Err(PlatformError::Conflict("only the snapshot's owner, or an admin, can delete it".into()));
     }
@@ -27,14 +41,36 @@ pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
                                                  AND t.state IN ('pending', 'scheduled', 'running')))",
     )
     .bind(id)
-    .fetch_optional(pool)
+    .fetch_optional(&mut *tx)
     .await?;
     if let Some(machine) = needed {
         return Err(PlatformError::Conflict(format!("machine {machine} is restored from snapshot {name}; restore or delete the machine first")));
     }
+    let users = image_users(&mut tx, id, &reference).await?;
+    if !users.is_empty() {
+        return Err(PlatformError::Conflict(format!(
+            "snapshot {name} is the image of {}: a container is, or will be, made from it; delete the machine(s) or reinstall them from another image first",
+            users.iter().map(|m| format!("machine {m}")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ?").bind(DELETING).bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+
     if let Some(node_id) = node_id {
-        let exec = fleet.executor(pool, node_id).await?;
-        exec.remove_image(&reference).await.map_err(|e| PlatformError::Conflict(format!("snapshot {name} was not deleted: {e}")))?;
+        let removed = match fleet.executor(pool, node_id).await {
+            Ok(exec) => exec.remove_image(&reference).await.map_err(|e| PlatformError::Conflict(format!("snapshot {name} was not deleted: {e}"))),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = removed {
+            sqlx::query("UPDATE snapshots SET state = ?, message = ? WHERE id = ? AND message = ?")
+                .bind(&state)
+                .bind(&message)
+                .bind(id)
+                .bind(DELETING)
+                .execute(pool)
+                .await?;
+            return Err(e);
+        }
     }
     let mut tx = transitions::begin(pool).await?;
     sqlx::query("UPDATE machines SET from_snapshot_id = NULL WHERE from_snapshot_id = ?").bind(id).execute(&mut *tx).await?;
@@ -43,4 +79,24 @@ pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
     audit::record(&mut *tx, Some(who.id), "snapshot.delete", &format!("snapshot {name} deleted (image {reference} removed)")).await?;
     tx.commit().await?;
     Ok(name)
+}
+
+/// Machines that may still run and whose next container is made from the
+/// snapshot's image: admitted from it, reinstalled (or queued to be) from
+/// it, restored from it. A reclaimed machine's image is replaced by its
+/// restore snapshot's, so it is not one (its restore snapshot is checked
+/// above); a failed one is, as long as it is not deleted.
+async fn image_users(conn: &mut sqlx::SqliteConnection, id: i64, reference: &str) -> Result<Vec<String>, PlatformError> {
+    Ok(sqlx::query_scalar(
+        "SELECT m.name FROM machines m
+         WHERE m.state NOT IN ('deleted', 'lost', 'reclaimed')
+           AND (m.image_id = (SELECT i.id FROM images i WHERE i.name = 'snapshot:' || ?2)
+                OR (m.from_snapshot_id = ?1 AND EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind IN ('create', 'reinstall', 'restore')
+                                                          AND t.state IN ('pending', 'scheduled', 'running'))))
+         ORDER BY m.name LIMIT 5",
+    )
+    .bind(id)
+    .bind(reference)
+    .fetch_all(&mut *conn)
+    .await?)
 }

@@ -153,13 +153,15 @@ pub async fn reclaimed(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id:
 pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(i64, Option<i64>, i64, String, Option<i64>)> =
-        sqlx::query_as(&format!("SELECT owner_id, node_id, gpu_count, gpu_model, restore_snapshot_id FROM machines WHERE id = ? AND ({cond})"))
-            .bind(machine_id)
-            .bind(bind)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let (owner, node_id, gpu_count, model, snapshot_id) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let row: Option<(i64, Option<i64>, i64, String, Option<i64>, i64, i64, i64)> = sqlx::query_as(&format!(
+        "SELECT owner_id, node_id, gpu_count, gpu_model, restore_snapshot_id, cpu_millis, memory_mb, pids_limit FROM machines WHERE id = ? AND ({cond})"
+    ))
+    .bind(machine_id)
+    .bind(bind)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (owner, node_id, gpu_count, model, snapshot_id, cpu_millis, memory_mb, pids) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let limits = crate::executor::Limits { cpu_millis, memory_mb, pids };
     if owner != who.id && !who.role.is_admin() {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can restore it".into()));
     }
@@ -182,11 +184,23 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
         &task::NewTask { kind: TaskKind::Restore, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
     )
     .await?;
-    let alloc = match allocate(&only, &policy, &request, now()) {
+    // As for any create: the group's per-machine CPU and memory limits as
+    // they are now, and a node with as many CPUs as it asks for.
+    let mut refused = crate::machines::check_group_limits(&mut tx, cur.group_id, &limits, &policy).await?.err();
+    if refused.is_none() {
+        if let Some(node) = node_id {
+            refused = crate::machines::check_node(&mut tx, node, &limits).await?.err();
+        }
+    }
+    let placed = match refused {
+        Some(reason) => Err(reason),
+        // Its volume and snapshot live on one node: only that node's GPUs will do.
+        None => allocate(&only, &policy, &request, now()).map_err(|r| format!("{r} (it can only run on its own node, where its volume is)")),
+    };
+    let alloc = match placed {
         Ok(alloc) => alloc,
-        Err(refusal) => {
-            // Its volume and snapshot live on one node: only that node's GPUs will do.
-            let reason = format!("restore of {} refused: {refusal} (it can only run on its own node, where its volume is)", cur.name);
+        Err(why) => {
+            let reason = format!("restore of {} refused: {why}", cur.name);
             task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Failed, &reason).await?;
             tx.commit().await?;
             return Err(PlatformError::Refused(reason));

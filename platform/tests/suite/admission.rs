@@ -179,3 +179,32 @@ gantry_testkit::timed_test! {
         assert_eq!(limits, (2000, 4096), "defaults: 2 CPUs, 4 GB");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_machine_asking_more_cpus_than_any_node_has_is_refused() {
+        // The env's node declares 2 CPUs: the engine would refuse a larger
+        // CPU limit only after the GPUs were taken.
+        let env = env("simulated", 4, 4).await;
+        let alice = env.user("alice", "ml-team").await;
+        let node = env.text("SELECT name FROM nodes").await;
+        let mut big = env.create(&alice, "big", 1);
+        big.cpu_millis = Some(4000);
+        let refused = env.admissions.create(big).await.unwrap_err();
+        assert!(matches!(refused, PlatformError::Refused(_)), "{refused:?}");
+        assert!(refused.to_string().contains(&format!("node {node} has 2 CPU(s); this machine asks for 4")), "{refused}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM machines").await, 0, "nothing written");
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "quota untouched");
+
+        let mut small = env.create(&alice, "small", 1);
+        small.cpu_millis = Some(1000);
+        let made = env.admissions.create(small).await.unwrap();
+        assert_eq!(env.scalar(&format!("SELECT cpu_millis FROM machines WHERE id = {}", made.machine_id)).await, 1000);
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 1);
+
+        // A node that declared no CPUs is not counted.
+        sqlx::query("UPDATE nodes SET cpu_count = 0").execute(&env.pool).await.unwrap();
+        let mut big = env.create(&alice, "big", 1);
+        big.cpu_millis = Some(4000);
+        env.admissions.create(big).await.unwrap();
+    }
+}

@@ -93,3 +93,45 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_failed_machine_that_still_holds_gpus_keeps_its_version() {
+        // A restart, reinstall or rebalance that failed leaves the machine
+        // `failed` with its GPUs: it accepts Restart and Reinstall, which
+        // mount the version again, so the version must stay.
+        let env = common::env("simulated", 2, 2).await;
+        env.use_executor(gantry_platform::executor::Executor::from(gantry_platform::executor::SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let stores = stores(&env);
+        let new = NewDataset { code: "coco", name: "COCO", region: "local", category: "images", description: "", visibility: "group" };
+        datasets::create_dataset(&env.pool, &alice, &new).await.unwrap();
+        datasets::create_version(&env.pool, &alice, "coco", "v1").await.unwrap();
+        let data = b"pixels\n".to_vec();
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: false, total: Some(data.len() as u64), resumable: false };
+        let upload = datasets::begin_upload(&env.pool, &stores, &alice, &begin).await.unwrap();
+        datasets::write_upload(&env.pool, &upload, 0, body(data, 4), None).await.unwrap();
+        datasets::seal_version(&env.pool, &alice, "coco", "v1").await.unwrap();
+        let mut req = env.create(&alice, "reader", 1);
+        req.datasets = mounts::resolve(&env.pool, &stores, &alice, &parse_mounts("coco/v1").unwrap()).await.unwrap();
+        let made = env.admissions.create(req).await.unwrap();
+        env.drive().await;
+
+        // What run::fail(give_back = false) leaves: failed, GPUs held.
+        sqlx::query("UPDATE machines SET state = 'failed' WHERE id = ?").bind(made.machine_id).execute(&env.pool).await.unwrap();
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {}", made.machine_id)).await, 1);
+        let err = datasets::delete_version(&env.pool, &stores, &alice, "coco", "v1").await.unwrap_err();
+        assert!(matches!(err, DatasetError::Conflict(ref m) if m.contains("machine reader")), "{err:?}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM machine_datasets").await, 1, "the mount stays");
+
+        // It can come back: a reinstall mounts the version again.
+        operate(&env, &alice, made.machine_id, TaskKind::Reinstall).await;
+        assert_eq!(mounts::of_machine(&env.pool, made.machine_id).await.unwrap().len(), 1);
+
+        // Failed with nothing held (it never starts again): no longer a user.
+        sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?").bind(made.machine_id).execute(&env.pool).await.unwrap();
+        sqlx::query("UPDATE machines SET state = 'failed' WHERE id = ?").bind(made.machine_id).execute(&env.pool).await.unwrap();
+        sqlx::query("UPDATE groups SET gpus_in_use = 0").execute(&env.pool).await.unwrap();
+        datasets::delete_version(&env.pool, &stores, &alice, "coco", "v1").await.unwrap();
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM machine_datasets").await, 0);
+    }
+}

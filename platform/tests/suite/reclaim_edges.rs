@@ -104,3 +104,117 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+/// A ready user snapshot of a new running machine `name`: (machine, snapshot).
+async fn snapshotted(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> (i64, i64) {
+    let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
+    env.drive().await;
+    let (snapshot, task) = gantry_platform::snapshots::request(&env.pool, who, m, "base").await.unwrap();
+    env.drive().await;
+    assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
+    (m, snapshot)
+}
+
+gantry_testkit::timed_test! {
+    async fn a_snapshot_a_reinstall_is_queued_from_cannot_be_deleted() {
+        let env = common::env("simulated", 2, 2).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        let alice = env.user("alice", "ml-team").await;
+        let (m, snapshot) = snapshotted(&env, &alice, "source").await;
+
+        // Queued, not run: the machine's container still uses its old image,
+        // so the engine would let the snapshot's image go.
+        let reinstall = gantry_platform::snapshots::reinstall_from(&env.pool, &alice, m, snapshot).await.unwrap();
+        let refused = gantry_platform::snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snapshot).await.unwrap_err();
+        assert!(matches!(refused, gantry_platform::PlatformError::Conflict(_)), "{refused:?}");
+        assert!(refused.to_string().contains("machine source"), "{refused}");
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {snapshot}")).await, "ready", "still usable");
+        env.drive().await;
+        let (state, message) = task_outcome(&env.pool, reinstall).await;
+        assert_eq!(state, "succeeded", "{message}");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_snapshot_a_live_machine_was_made_from_cannot_be_deleted() {
+        let env = common::env("simulated", 2, 2).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        let alice = env.user("alice", "ml-team").await;
+        let (_, snapshot) = snapshotted(&env, &alice, "source").await;
+
+        // Admitted, not yet created: no container uses the image yet.
+        let copy = gantry_platform::snapshots::create_machine(&env.pool, env.create(&alice, "copy", 1), snapshot).await.unwrap().machine_id;
+        let refused = gantry_platform::snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snapshot).await.unwrap_err();
+        assert!(matches!(refused, gantry_platform::PlatformError::Conflict(_)), "{refused:?}");
+        assert!(refused.to_string().contains("machine copy"), "{refused}");
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, copy).await.0, "running");
+
+        // Running from it: still refused, by name.
+        let refused = gantry_platform::snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snapshot).await.unwrap_err();
+        assert!(refused.to_string().contains("machine copy"), "{refused}");
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {snapshot}")).await, "ready");
+
+        // Once the machine is deleted the snapshot goes.
+        let delete = gantry_platform::machines::request_operation(
+            &env.pool,
+            &alice,
+            gantry_platform::machines::OperationRequest { machine_id: copy, kind: gantry_core::task::TaskKind::Delete, keep_volume: false },
+        )
+        .await
+        .unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, delete).await.0, "succeeded");
+        // An engine that refuses leaves the snapshot as it was, usable.
+        sim.fail_next("remove_image", gantry_platform::executor::ExecError::Failed("engine said no".into()));
+        let refused = gantry_platform::snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snapshot).await.unwrap_err();
+        assert!(refused.to_string().contains("engine said no"), "{refused}");
+        assert_eq!(env.text(&format!("SELECT state || '/' || message FROM snapshots WHERE id = {snapshot}")).await, "ready/");
+        gantry_platform::snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snapshot).await.unwrap();
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM snapshots").await, 0);
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_restore_keeps_to_the_groups_cpu_and_memory_limits() {
+        let env = common::env("simulated", 2, 2).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "napper", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let t = now();
+        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+        transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+
+        // While it slept the group's limit went below its 2 CPUs.
+        let group: i64 = env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await;
+        gantry_platform::policy::update_machine_limits(&env.pool, None, group, 1, 64).await.unwrap();
+        let refused = transitions::reclaim::restore(&env.pool, &alice, m).await.unwrap_err();
+        assert!(matches!(refused, gantry_platform::PlatformError::Refused(_)), "{refused:?}");
+        assert!(refused.to_string().contains("group ml-team may use at most 1 CPU(s) per machine; this machine asks for 2"), "{refused}");
+        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed", "nothing else changed");
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {m}")).await, 0);
+        let (state, message) = task_outcome(&env.pool, env.scalar("SELECT MAX(id) FROM tasks WHERE kind = 'restore'").await).await;
+        assert_eq!(state, "failed");
+        assert!(message.contains("at most 1 CPU(s)"), "{message}");
+
+        // Memory too; within both limits it comes back.
+        gantry_platform::policy::update_machine_limits(&env.pool, None, group, 2, 3).await.unwrap();
+        let refused = transitions::reclaim::restore(&env.pool, &alice, m).await.unwrap_err().to_string();
+        assert!(refused.contains("at most 3 GB of memory per machine; this machine asks for 4096 MB"), "{refused}");
+        gantry_platform::policy::update_machine_limits(&env.pool, None, group, 2, 4).await.unwrap();
+        let restore = transitions::reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, restore).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        env.assert_quota_consistent().await;
+    }
+}

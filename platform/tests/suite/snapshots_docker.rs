@@ -1,7 +1,7 @@
 //! Snapshots on the real local Docker Engine: taken from a running machine,
 //! a new machine (and a reinstall) from it finds the files written before;
-//! the group's snapshot quota; delete refused while a container runs from
-//! it, then the image removed; another group's snapshots are not found.
+//! the group's snapshot quota; delete refused while a machine is made
+//! from it, then the image removed; another group's snapshots are not found.
 
 use crate::common;
 use crate::reclaim_common;
@@ -78,9 +78,10 @@ gantry_testkit::timed_test! {
         assert!(matches!(snapshots::create_machine(&env.pool, env.create(&bob, "stolen", 1), snap_id).await, Err(PlatformError::NotFound(_))));
         assert!(matches!(snapshots::request(&env.pool, &bob, made.machine_id, "x").await, Err(PlatformError::NotFound(_))));
 
-        // In use by a container: the engine refuses and nothing changes.
+        // The image of live machines: refused, naming them, and nothing changes.
         let refused = snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snap_id).await.unwrap_err().to_string();
-        assert!(refused.contains("still used by a container"), "{refused}");
+        assert!(refused.contains("machine copy, machine source"), "{refused}");
+        assert_eq!(snapshots::get(&env.pool, &alice, snap_id).await.unwrap().state, "ready");
         assert!(ex.image_info(&snap.image_ref).await.unwrap().is_some());
         assert_eq!(snapshots::list(&env.pool, &alice).await.unwrap().len(), 2);
 
