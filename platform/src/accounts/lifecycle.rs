@@ -35,7 +35,10 @@ async fn finish(pool: &Pool, tx: Tx, user_id: i64) -> Result<User, PlatformError
     user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
 }
 
-/// Disables (its sessions end at once) or enables an account.
+/// Disables (its sessions end at once) or enables an account. Disabling
+/// cancels its compute tasks not yet placed, in the same commit: they would
+/// start later and use the group's quota for an account nobody may use.
+/// Its machines and placed tasks are left to an admin.
 pub async fn set_disabled(pool: &Pool, actor: i64, user_id: i64, disabled: bool) -> Result<User, PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     let (name, role, was) = target(&mut tx, user_id).await?;
@@ -52,7 +55,14 @@ pub async fn set_disabled(pool: &Pool, actor: i64, user_id: i64, disabled: bool)
             .execute(&mut *tx)
             .await?;
         let action = if disabled { "user.disable" } else { "user.enable" };
-        audit::record(&mut *tx, Some(actor), action, &format!("user {name}")).await?;
+        let mut detail = format!("user {name}");
+        if disabled {
+            let cancelled = crate::transitions::compute::cancel_pending_of_disabled(&mut tx, Some(user_id)).await?;
+            if cancelled > 0 {
+                detail.push_str(&format!("; {cancelled} pending compute task(s) cancelled"));
+            }
+        }
+        audit::record(&mut *tx, Some(actor), action, &detail).await?;
     }
     finish(pool, tx, user_id).await
 }
@@ -140,23 +150,48 @@ pub async fn set_role(pool: &Pool, actor: i64, user_id: i64, role: Role) -> Resu
     finish(pool, tx, user_id).await
 }
 
-/// Moves an account to another group. Its quota is the new group's from
-/// now on: new machines count there; machines it already holds stay
-/// charged to the group they were made in until they are deleted.
+/// Moves an account to another group; its quota is the new group's from
+/// now on. Refused while it owns anything in its current group — live
+/// machines, open compute tasks, kept volumes: they would stay charged to
+/// the old group, where its owner (now outside it) could no longer see
+/// them and its old colleagues may not act on them, and a queued task
+/// would wait in the old group's queue but be charged to the new one.
 pub async fn set_group(pool: &Pool, actor: i64, user_id: i64, group: &str) -> Result<User, PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     let (name, _, _) = target(&mut tx, user_id).await?;
     let gid: Option<(i64,)> = sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(&mut *tx).await?;
     let (gid,) = gid.ok_or_else(|| PlatformError::NotFound(format!("group \"{}\"", group.chars().take(40).collect::<String>())))?;
-    let changed = sqlx::query("UPDATE users SET group_id = ? WHERE id = ? AND group_id <> ?")
-        .bind(gid)
-        .bind(user_id)
-        .bind(gid)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    if changed > 0 {
-        audit::record(&mut *tx, Some(actor), "user.group", &format!("user {name} → group {group}")).await?;
+    let (current,): (i64,) = sqlx::query_as("SELECT group_id FROM users WHERE id = ?").bind(user_id).fetch_one(&mut *tx).await?;
+    if current == gid {
+        return finish(pool, tx, user_id).await;
     }
+    refuse_if_owning(&mut tx, user_id, &name).await?;
+    sqlx::query("UPDATE users SET group_id = ? WHERE id = ?").bind(gid).bind(user_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, Some(actor), "user.group", &format!("user {name} → group {group}")).await?;
     finish(pool, tx, user_id).await
+}
+
+/// The refusal of a group move, with what the account still owns.
+async fn refuse_if_owning(tx: &mut Tx, user_id: i64, name: &str) -> Result<(), PlatformError> {
+    let (machines, tasks, volumes): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM machines WHERE owner_id = ?1 AND state NOT IN ('deleted', 'lost')),
+                (SELECT COUNT(*) FROM compute_tasks WHERE requester_id = ?1 AND state IN ('pending', 'scheduled', 'running')),
+                (SELECT COUNT(*) FROM kept_volumes WHERE owner_id = ?1)",
+    )
+    .bind(user_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    let owned: Vec<String> = [(machines, "machine(s)"), (tasks, "open compute task(s)"), (volumes, "kept volume(s)")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    if owned.is_empty() {
+        return Ok(());
+    }
+    Err(PlatformError::Refused(format!(
+        "user {name} still owns {} in their current group; delete the machines and kept volumes and cancel (or wait for) the compute tasks first, \
+         then move them",
+        owned.join(", ")
+    )))
 }

@@ -99,6 +99,9 @@ pub async fn evaluate_queue(pool: &Pool, admissions: &Admissions) -> Result<usiz
 
 /// The same with the shuffle seeds from `seeds` (tests replay choices).
 pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: &mut (dyn FnMut() -> u64 + Send)) -> Result<usize, PlatformError> {
+    // A disabled account's tasks never start (disabling cancels them; this
+    // catches any left pending), and are not failed as impossible either.
+    super::rules::cancel_disabled(pool, None).await?;
     // A head that can never be admitted would hold its group's queue for ever.
     super::rules::fail_impossible_heads(pool).await?;
     let heads: Vec<Pending> = sqlx::query_as(
@@ -159,6 +162,12 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
     let Admit { t, json, region, code, reference } = admit;
     let (id, requester_id, name, _, _, _, _, gpus, gpu_model, cpu_millis, memory_mb, command, _, datasets) = t;
     let requester = accounts::user_by_id(pool, requester_id).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
+    // Disabled since this pass began: the machine would use the quota of
+    // a group for an account nobody may use.
+    if requester.disabled {
+        super::rules::cancel_disabled(pool, Some(requester_id)).await?;
+        return Ok(false);
+    }
     let mut create = CreateMachine::new(requester, format!("job-{id}-{name}").chars().take(32).collect::<String>(), gpus, 1);
     create.gpu_model = gpu_model;
     create.cpu_millis = Some(cpu_millis);

@@ -82,3 +82,20 @@ pub(super) async fn fail_impossible_heads(pool: &Pool) -> Result<(), PlatformErr
         }
     }
 }
+
+/// Cancels the pending tasks of disabled accounts (of `requester` only,
+/// when given); the write lock is taken only when there are some.
+pub(super) async fn cancel_disabled(pool: &Pool, requester: Option<i64>) -> Result<(), PlatformError> {
+    let any: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM compute_tasks c JOIN users u ON u.id = c.requester_id WHERE c.state = 'pending' AND u.disabled = 1 AND (?1 IS NULL OR u.id = ?1))",
+    )
+    .bind(requester)
+    .fetch_one(pool)
+    .await?;
+    if any {
+        let mut tx = transitions::begin(pool).await?;
+        transitions::compute::cancel_pending_of_disabled(&mut tx, requester).await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}

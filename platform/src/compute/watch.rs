@@ -17,14 +17,15 @@ type Watched = (i64, i64, i64, Option<i64>, bool, String, Option<String>, i64, O
 /// One pass; returns how many jobs had their machine's delete queued.
 pub async fn watch_once(pool: &Pool, fleet: &Fleet) -> Result<usize, PlatformError> {
     cancel_unstarted(pool).await?;
-    // A job whose exit is recorded but whose machine has no delete yet
-    // (refused when tried: the machine was busy) is taken up again.
+    // A job whose exit is recorded but whose machine has no open delete is
+    // taken up again: its delete was refused when tried (the machine was
+    // busy), failed on the engine, or was cancelled by an admin. Each retry
+    // waits out a backoff (see `transitions::compute::delete_job_machine`).
     let rows: Vec<Watched> = sqlx::query_as(
         "SELECT c.id, c.machine_id, c.time_limit_secs, c.started_at, c.cancel_requested, c.message, m.container_id, m.node_id, c.exit_code
          FROM compute_tasks c JOIN machines m ON m.id = c.machine_id
          WHERE c.state = 'running' AND m.node_id IS NOT NULL
-           AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running'))
-           AND (c.exit_code IS NULL OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind = 'delete'))",
+           AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running'))",
     )
     .fetch_all(pool)
     .await?;

@@ -78,6 +78,8 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
                     }
                 }
             }
+            // A job machine's delete is queued in this commit too (see
+            // `transitions::compute::machine_released`): nobody else may.
             run::fail(&d.pool, lease, task.machine_id, message, true).await?;
         }
         // The machine stays as it was; only the snapshot failed.

@@ -8,7 +8,7 @@ use super::task;
 use crate::{accounts::User, audit, machines::visibility, now, PlatformError};
 use gantry_core::{
     compute,
-    task::{accepts, TaskKind, TaskState},
+    task::{accepts, backoff_secs, TaskKind, TaskState},
 };
 use sqlx::SqliteConnection;
 
@@ -161,18 +161,40 @@ pub async fn exited(conn: &mut SqliteConnection, id: i64, exit_code: i64, logs_t
 /// another group, disabled) — the person only names who the task is for.
 /// `None` when the machine cannot take it now (another operation is
 /// queued, or its state refuses a delete); the watcher tries again on a
-/// later pass, because the exit code stays recorded.
+/// later pass, because the exit code stays recorded — and again after a
+/// delete that failed or an admin cancelled (see [`queue_delete`]).
 pub async fn delete_job_machine(conn: &mut SqliteConnection, id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+    let machine_id: i64 = sqlx::query_scalar("SELECT machine_id FROM compute_tasks WHERE id = ? AND machine_id IS NOT NULL").bind(id).fetch_one(&mut *conn).await?;
+    if super::reclaim::busy(conn, machine_id).await? {
+        return Ok(None);
+    }
+    queue_delete(conn, id, why).await
+}
+
+/// Queues the delete; the caller checked that no other operation is open.
+/// Each earlier delete of the machine that failed or was cancelled delays
+/// this one by the dispatcher's backoff, so a delete the engine keeps
+/// refusing is not tried again at every pass of the watcher.
+async fn queue_delete(conn: &mut SqliteConnection, id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
     let (machine_id, requester_id): (i64, i64) =
         sqlx::query_as("SELECT machine_id, requester_id FROM compute_tasks WHERE id = ? AND machine_id IS NOT NULL").bind(id).fetch_one(&mut *conn).await?;
     let cur = super::machine::current(conn, machine_id).await?;
-    if accepts(&cur.name, cur.state, TaskKind::Delete).is_err() || super::reclaim::busy(conn, machine_id).await? {
+    if accepts(&cur.name, cur.state, TaskKind::Delete).is_err() {
         return Ok(None);
     }
-    let message = format!("compute task #{id} ended ({why}); removing its machine");
+    let earlier: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE machine_id = ? AND kind = 'delete' AND state IN ('failed', 'cancelled')")
+        .bind(machine_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    let delay = if earlier > 0 { backoff_secs(earlier as u32) } else { 0 };
+    let mut message = format!("compute task #{id} ended ({why}); removing its machine");
+    if delay > 0 {
+        message.push_str(&format!(" (try {} in {delay} s)", earlier + 1));
+    }
     let new = task::NewTask { kind: TaskKind::Delete, machine_id: Some(machine_id), machine_name: &cur.name, requester_id, group_id: cur.group_id, keep_volume: false, message: &message };
     let task_id = task::insert_pending(conn, &new).await?;
     task::set_state(conn, task_id, TaskState::Pending, TaskState::Scheduled, &message).await?;
+    sqlx::query("UPDATE tasks SET not_before = ? WHERE id = ?").bind(now() + delay).bind(task_id).execute(&mut *conn).await?;
     audit::record(&mut *conn, None, "machine.delete", &format!("machine {}: {message}", cur.name)).await?;
     Ok(Some(task_id))
 }
@@ -200,7 +222,39 @@ pub async fn machine_released(conn: &mut SqliteConnection, machine_id: i64, why:
     };
     move_to(conn, id, to, &text).await?;
     audit::record(&mut *conn, None, "compute.finished", &format!("compute task #{id}: {to} ({text})")).await?;
+    // A failed create leaves the machine `failed`: it would keep its node's
+    // CPU and memory and its volume for ever, since nobody may delete a job
+    // machine but the system. Its delete goes in this commit; the create
+    // being failed is the only open task (it ends in this commit too).
+    let failed: bool = sqlx::query_scalar("SELECT state = 'failed' AND workload = 'job' FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *conn).await?;
+    let other_open: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND kind <> 'create' AND state IN ('pending', 'scheduled', 'running'))")
+            .bind(machine_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    if failed && !other_open {
+        queue_delete(conn, id, &text).await?;
+    }
     Ok(())
+}
+
+/// Cancels the pending (not yet placed) tasks of a disabled account — of
+/// `requester`, or of every disabled account when `None` — so they never
+/// start and use their group's quota; returns how many.
+pub async fn cancel_pending_of_disabled(conn: &mut SqliteConnection, requester: Option<i64>) -> Result<u64, PlatformError> {
+    let ids: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT c.id, u.username FROM compute_tasks c JOIN users u ON u.id = c.requester_id
+         WHERE c.state = 'pending' AND u.disabled = 1 AND (?1 IS NULL OR u.id = ?1)",
+    )
+    .bind(requester)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (id, username) in &ids {
+        let why = format!("cancelled: account {username} is disabled");
+        move_to(conn, *id, TaskState::Cancelled, &why).await?;
+        audit::record(&mut *conn, None, "compute.finished", &format!("compute task #{id}: cancelled ({why})")).await?;
+    }
+    Ok(ids.len() as u64)
 }
 
 /// A user (the requester) or an admin cancels a compute task: a pending

@@ -96,7 +96,11 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
         return Err(PlatformError::Conflict("only the person who asked for a task, or an admin, can cancel it".into()));
     }
     let parsed = kind.parse::<TaskKind>().ok();
-    refuse_system_task(who, task_id, parsed)?;
+    let on_job = match machine_id {
+        Some(id) => sqlx::query_scalar::<_, String>("SELECT workload FROM machines WHERE id = ?").bind(id).fetch_optional(&mut *tx).await?.as_deref() == Some("job"),
+        None => false,
+    };
+    refuse_system_task(who, task_id, parsed, on_job)?;
     let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     state.cancellable().map_err(|why| PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {why}")))?;
     // A create or restore waiting to retry may already have made its
@@ -151,11 +155,15 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
 /// owner as requester only so the owner sees them. Cancelling a reclaim
 /// would leave the deadline passed and the machine idle past its
 /// extensions, and a script could do it at every pass; only an admin may.
-fn refuse_system_task(who: &User, task_id: i64, kind: Option<TaskKind>) -> Result<(), PlatformError> {
+/// So is the delete of a compute task's machine (`on_job`): its owner may
+/// not ask for one either (they cancel the task), and a cancelled one
+/// would hold the task's GPUs until the watcher queues it again.
+fn refuse_system_task(who: &User, task_id: i64, kind: Option<TaskKind>, on_job: bool) -> Result<(), PlatformError> {
     let instead = match kind {
         _ if who.role.is_admin() => return Ok(()),
         Some(TaskKind::Reclaim) => "an idle reclaim is the system's; extend the deadline instead (or ask an admin to exempt the machine)",
         Some(TaskKind::Rebalance) => "a hot-GPU move is the system's; opt the machine out of rebalancing on its page instead",
+        Some(TaskKind::Delete) if on_job => "the delete of a compute task's machine is the system's (it gives the task's GPUs back); only an admin may cancel it",
         _ => return Ok(()),
     };
     Err(PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {instead}")))

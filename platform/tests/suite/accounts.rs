@@ -1,5 +1,7 @@
 //! Accounts against a real SQLite file with the real migrations.
 
+use crate::{common, reclaim_common};
+
 use gantry_core::Role;
 use gantry_platform::{accounts, accounts::NewUser, db, PlatformError};
 
@@ -144,5 +146,28 @@ gantry_testkit::timed_test! {
         assert_eq!(gantry_platform::throttle::prune(&pool, now).await.unwrap(), 0);
         assert_eq!(gantry_platform::throttle::prune(&pool, now + 15 * 60).await.unwrap(), before as u64);
         assert_eq!(rows().await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_user_who_owns_a_machine_is_not_moved_to_another_group() {
+        let env = common::env("simulated", 2, 2).await;
+        env.use_executor(gantry_platform::executor::Executor::from(gantry_platform::executor::SimulatedExecutor::new()));
+        let root = reclaim_common::admin(&env.pool).await;
+        let alice = env.user("alice", "ml-team").await;
+        let bob = env.user("bob", "ml-team").await;
+        accounts::create_group(&env.pool, None, "vision", 2).await.unwrap();
+        env.admissions.create(env.create(&alice, "dev", 1)).await.unwrap();
+        env.drive().await;
+
+        // Her machine would stay charged to ml-team where nobody could act on it.
+        let refused = accounts::set_group(&env.pool, root.id, alice.id, "vision").await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Refused(why) if why.contains("1 machine") && why.contains("first")), "{refused}");
+        let group = |id: i64| format!("SELECT group_id FROM users WHERE id = {id}");
+        assert_eq!(env.scalar(&group(alice.id)).await, alice.group_id, "nothing changed");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'user.group'").await, 0);
+
+        let moved = accounts::set_group(&env.pool, root.id, bob.id, "vision").await.unwrap();
+        assert_eq!(moved.group_name, "vision", "owning nothing, bob moves");
     }
 }
