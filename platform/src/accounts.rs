@@ -184,7 +184,8 @@ pub async fn create_user(pool: &Pool, actor: Option<i64>, new: NewUser<'_>) -> R
             }
         })?
         .last_insert_rowid();
-    audit::record(&mut *tx, actor, "user.create", &format!("user {} ({})", new.username, new.role)).await?;
+    let group_name: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(group_id).fetch_one(&mut *tx).await?;
+    audit::record(&mut *tx, actor, "user.create", &format!("user {} ({}) in group {group_name}", new.username, new.role)).await?;
     tx.commit().await?;
     user_by_id(pool, id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
 }

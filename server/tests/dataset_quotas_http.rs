@@ -34,6 +34,11 @@ gantry_testkit::timed_test! {
         assert_eq!(set(&admin, "0.00000002").await.unwrap().status(), StatusCode::OK);
         assert_eq!(s.count("SELECT max_bytes FROM dataset_quotas").await, 21);
         assert_eq!(s.count("SELECT COUNT(*) FROM audit_log WHERE action = 'dataset.quota'").await, 1);
+        assert_eq!(set(&admin, "0.00000003").await.unwrap().status(), StatusCode::OK);
+        let details: Vec<String> =
+            sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'dataset.quota' ORDER BY id").fetch_all(&s.pool).await.unwrap();
+        assert_eq!(details, ["group ml dataset quota the default → 21 bytes", "group ml dataset quota 21 bytes → 32 bytes"], "old and new values");
+        assert_eq!(set(&admin, "0.00000002").await.unwrap().status(), StatusCode::OK);
 
         let http = reqwest::Client::new();
         let put = |name: &str, body: &'static str| http.put(s.file_url(name)).bearer_auth(&s.alice_token).body(body).send();

@@ -291,13 +291,15 @@ pub async fn set_quota(pool: &Pool, admin: &User, group: &str, bytes: u64) -> Re
     let bytes = i64::try_from(bytes).map_err(|_| DatasetError::BadRequest("the quota is too large".into()))?;
     let group_id: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(pool).await?;
     let group_id = group_id.ok_or_else(|| DatasetError::NotFound(format!("group {group}")))?;
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let old: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?").bind(group_id).fetch_optional(&mut *tx).await?;
     sqlx::query("INSERT INTO dataset_quotas (group_id, max_bytes) VALUES (?, ?) ON CONFLICT (group_id) DO UPDATE SET max_bytes = excluded.max_bytes")
         .bind(group_id)
         .bind(bytes)
         .execute(&mut *tx)
         .await?;
-    audit::record(&mut *tx, Some(admin.id), "dataset.quota", &format!("group {group} dataset quota set to {bytes} bytes")).await?;
+    let was = old.map_or_else(|| "the default".to_string(), |b| format!("{b} bytes"));
+    audit::record(&mut *tx, Some(admin.id), "dataset.quota", &format!("group {group} dataset quota {was} → {bytes} bytes")).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -73,6 +73,8 @@ gantry_testkit::timed_test! {
         assert_eq!(user_count(&pool).await, 1);
         let audit: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'user.create'").fetch_one(&pool).await.unwrap();
         assert_eq!(audit, 1, "only the successful creation is audited");
+        let detail: String = sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'user.create'").fetch_one(&pool).await.unwrap();
+        assert_eq!(detail, format!("user alice (user) in group {}", accounts::DEFAULT_GROUP), "the audit says where the account went");
     }
 }
 
