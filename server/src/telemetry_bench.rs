@@ -2,7 +2,7 @@
 //! nodes × 8) with 7 days of history at 10 s samples (prints, asserts
 //! nothing). The newest `--raw-hours` go through the real ingest path
 //! (`insert_samples`, 10 passes per batch as the writer coalesces them, and
-//! the half-hourly `move_settled` into the table keyed by GPU) and
+//! the ten-minute `move_settled` into the table keyed by GPU) and
 //! the real roll-up; the older part is written straight into the rollup
 //! tables (1-minute for the last 24 h, 1-hour for all 7 days) because
 //! ingesting 60 million samples would take ten minutes and prove nothing

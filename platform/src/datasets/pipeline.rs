@@ -1,7 +1,7 @@
 //! The body of an upload on its way into both stores. Its chunks are
 //! gathered into batches of about 1 MiB (the chunks themselves, shared, not
 //! copied into one buffer), each handed at once to three workers — one writer per
-//! store and one hasher (SHA-256, the figure users see; BLAKE3, what the
+//! store and one hasher (SHA-256, the figure users see; CRC-64, what the
 //! read-back of each copy is checked against) — through short bounded
 //! queues: receiving, hashing and both writes overlap on different cores,
 //! a slow store slows the sender (TCP backpressure), and memory stays at a
