@@ -165,7 +165,7 @@ async fn ingest(pool: &Pool, gpus: &[Gpu], from: i64, to: i64) -> Result<(usize,
         let started = Instant::now();
         telemetry::insert_samples(pool, &batch).await?;
         at += 10 * STEP_MS;
-        // As the server does after each pass: settled half hours move into
+        // As the server does after each pass: settled ten-minute spans move into
         // the table keyed by GPU; that cost is part of ingesting.
         store::move_settled(pool, store::settle_before(at)).await?;
         secs += started.elapsed().as_secs_f64();
