@@ -8,11 +8,15 @@
 //! - The collector removes, by label, every container of this installation
 //!   whose machine holds no GPUs (deleted, lost, failed create, unknown) —
 //!   the invariant's other half — and every data volume that no live
-//!   machine mounts and nobody kept.
+//!   machine mounts and nobody kept. It also sweeps the node's volume
+//!   directory for block-volume images nothing names any more (a create
+//!   that died between making the image and its Docker volume, then was
+//!   cancelled): no machine, kept volume or Docker volume of that name, and
+//!   older than `loopdev::SWEEP_MIN_AGE` (a create elsewhere may be making it).
 //! - Each node is visited on its own: an unreachable engine or a broken
 //!   endpoint is reported and skipped, and the next node is reconciled.
 
-use crate::{audit, db::Pool, executor::{ContainerStatus, Executor}, fleet::Fleet, transitions, PlatformError};
+use crate::{audit, db::Pool, executor::{loopdev, ContainerStatus, Executor}, fleet::Fleet, transitions, PlatformError};
 use gantry_core::task::MachineState;
 use std::collections::{HashMap, HashSet};
 
@@ -25,6 +29,8 @@ pub struct Report {
     pub changes: Vec<String>,
     pub containers_collected: Vec<String>,
     pub volumes_collected: Vec<String>,
+    /// Block-volume images (and their loop devices) nothing named.
+    pub images_collected: Vec<String>,
     /// Garbage the engine refused to remove this pass, with why; the next
     /// pass tries again (until then such a container may still hold its GPU).
     pub not_collected: Vec<String>,
@@ -149,6 +155,30 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
             }
         }
     }
+
+    // 4. Block-volume images nothing names: no machine (but deleted or
+    //    lost ones), no kept volume, no Docker volume (checked by the
+    //    executor right before it removes the image).
+    for name in exec.list_volume_images(instance, loopdev::SWEEP_MIN_AGE) {
+        if mounted.contains(name.as_str()) || volumes.contains(&name) || volume_in_use_now(pool, &name).await.map_err(db)? {
+            continue;
+        }
+        match tokio::time::timeout(LIST_TIMEOUT, exec.remove_orphan_image(&name)).await {
+            Ok(Ok(None)) => {} // a Docker volume uses it
+            Ok(Ok(Some(devices))) => {
+                let devices = if devices.is_empty() { "no loop device attached".to_string() } else { format!("loop device {} detached", devices.join(", ")) };
+                let what = format!("volume image {name}.img on node {node_name} ({devices}): no machine, kept volume or Docker volume names it");
+                audit::record(pool, None, "collect.image", &what).await.map_err(db)?;
+                tracing::warn!("collected {what}");
+                report.images_collected.push(what);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(volume = %name, error = %e, "collector: could not remove volume image");
+                report.not_collected.push(format!("volume image {name}.img on node {node_name}: {e}"));
+            }
+            Err(_) => report.not_collected.push(format!("volume image {name}.img on node {node_name}: engine did not answer")),
+        }
+    }
     Ok(())
 }
 
@@ -175,8 +205,14 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
     loop {
         tick.tick().await;
         match reconcile_once(&pool, &fleet).await {
-            Ok(r) if !r.changes.is_empty() || !r.containers_collected.is_empty() || !r.volumes_collected.is_empty() || !r.not_collected.is_empty() => {
-                tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected, not_collected = ?r.not_collected, "reconciled");
+            Ok(r) if !r.changes.is_empty()
+                || !r.containers_collected.is_empty()
+                || !r.volumes_collected.is_empty()
+                || !r.images_collected.is_empty()
+                || !r.not_collected.is_empty() =>
+            {
+                tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected,
+                    images = ?r.images_collected, not_collected = ?r.not_collected, "reconciled");
             }
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "reconcile failed"),

@@ -156,20 +156,51 @@ pub async fn ensure_attached(image: PathBuf, device: String) -> Result<(), Strin
     .await
 }
 
-/// Detaches every loop device backed by `image` and deletes the file.
-/// A missing image is fine (idempotent delete).
-pub async fn release(image: PathBuf) -> Result<(), String> {
+/// Detaches every loop device backed by `image` and deletes the file;
+/// returns the devices detached. A missing image is fine (idempotent delete).
+pub async fn release(image: PathBuf) -> Result<Vec<String>, String> {
     blocking(move || {
         let _ = std::fs::remove_file(image.with_extension("img.partial"));
         if !image.exists() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        for dev in attached_devices(&image)? {
+        let devices = attached_devices(&image)?;
+        for dev in &devices {
             run("losetup", &[&format!("--detach={dev}")])?;
         }
-        std::fs::remove_file(&image).map_err(|e| format!("cannot delete {}: {e}", image.display()))
+        std::fs::remove_file(&image).map_err(|e| format!("cannot delete {}: {e}", image.display()))?;
+        Ok(devices)
     })
     .await
+}
+
+/// How old a file in the volume directory must be before a sweep may
+/// remove it: a create on another server sharing the node may be making
+/// it right now (the same rule as for `*.img.partial` at start-up).
+pub const SWEEP_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The volume name of `<volume>.img` if it is named exactly as Gantry
+/// names a machine's data volume in installation `instance`
+/// (`gantry-<instance>-m<id>-data.img`, see `machines::volume_name`).
+pub fn gantry_image_volume<'a>(file_name: &'a str, instance: &str) -> Option<&'a str> {
+    let volume = file_name.strip_suffix(".img")?;
+    let id = volume.strip_prefix("gantry-")?.strip_prefix(instance)?.strip_prefix("-m")?.strip_suffix("-data")?;
+    let plain_id = !id.is_empty() && id.len() <= 19 && id.bytes().all(|b| b.is_ascii_digit());
+    (plain_id && !instance.is_empty() && valid_volume_name(volume)).then_some(volume)
+}
+
+/// Volume names of the block images in `dir` that the collector may
+/// consider: regular files named as Gantry names them (installation
+/// `instance`), last modified at least `min_age` ago. Whether anything
+/// still names them is the caller's to check.
+pub fn old_images(dir: &Path, instance: &str, min_age: std::time::Duration) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age)))
+        .filter_map(|e| gantry_image_volume(e.file_name().to_str()?, instance).map(String::from))
+        .collect()
 }
 
 /// Leftover `*.img.partial` files of creates that died during `mkfs`, at
@@ -244,6 +275,24 @@ mod tests {
         assert!(checked_image(dir, "gantry-a-m1-data", "/etc/shadow").is_err());
         assert!(checked_image(dir, "gantry-a-m1-data", "/var/lib/gantry/volumes/../x/gantry-a-m1-data.img").is_err());
         assert!(checked_image(dir, "../x", "/var/lib/gantry/x.img").is_err());
+    }
+
+    #[test]
+    fn gantry_image_names() {
+        assert_eq!(gantry_image_volume("gantry-ab12-m7-data.img", "ab12"), Some("gantry-ab12-m7-data"));
+        for other in [
+            "gantry-ab12-m7-data.img.partial",
+            "gantry-ab12-m7-data",
+            "gantry-zz99-m7-data.img",
+            "gantry-ab12-m-data.img",
+            "gantry-ab12-mx-data.img",
+            "gantry-ab12-m7-data-x.img",
+            "gantry-ab12-m7-1-data.img",
+            "notes.img",
+        ] {
+            assert_eq!(gantry_image_volume(other, "ab12"), None, "{other}");
+        }
+        assert_eq!(gantry_image_volume("gantry--m7-data.img", ""), None);
     }
 
     #[test]

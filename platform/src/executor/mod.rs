@@ -267,6 +267,26 @@ impl Executor {
         dispatch!(self, e => e.list_managed_volumes(instance))
     }
 
+    /// Names of the volumes whose block images (`<volume_dir>/<name>.img`,
+    /// named as installation `instance` names them) are at least `min_age`
+    /// old on this node; none without block volumes.
+    pub fn list_volume_images(&self, instance: &str, min_age: std::time::Duration) -> Vec<String> {
+        match self {
+            Executor::Docker(e) => e.list_volume_images(instance, min_age),
+            Executor::Simulated(_) => Vec::new(),
+        }
+    }
+
+    /// Detaches and deletes volume `name`'s block image if no Docker volume
+    /// of that name exists: `Some(loop devices detached)`, or `None` when a
+    /// Docker volume uses it (nothing touched).
+    pub async fn remove_orphan_image(&self, name: &str) -> Result<Option<Vec<String>>, ExecError> {
+        match self {
+            Executor::Docker(e) => e.remove_orphan_image(name).await,
+            Executor::Simulated(_) => Ok(None),
+        }
+    }
+
     /// Runs `cmd` in the running container; returns exit code and
     /// stdout+stderr interleaved as produced.
     pub async fn exec(&self, id: &str, cmd: &[&str]) -> Result<(i64, String), ExecError> {

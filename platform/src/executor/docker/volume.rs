@@ -96,18 +96,53 @@ impl DockerExecutor {
                 other => return Err(other),
             },
         }
-        // Only ever "<dir>/<name>.img", whatever a label claims; also the
-        // image of a half-done create whose Docker volume never appeared.
-        if let (Ok(dir), true) = (self.block_volume_dir(), loopdev::valid_volume_name(name)) {
-            let image = match labelled {
-                Some(l) => loopdev::checked_image(dir, name, &l).map_err(ExecError::Failed)?,
-                None => loopdev::image_path(dir, name),
-            };
-            loopdev::release(image)
-                .await
-                .map_err(|e| ExecError::Failed(format!("volume {name} removed, but its loop device cleanup failed: {e}")))?;
-        }
+        self.release_image(name, labelled)
+            .await
+            .map_err(|e| ExecError::Failed(format!("volume {name} removed, but its loop device cleanup failed: {e}")))?;
         Ok(())
+    }
+
+    /// Detaches and deletes the block image of volume `name`; returns the
+    /// loop devices detached. Only ever "<dir>/<name>.img", whatever a label
+    /// claims; also the image of a half-done create whose Docker volume
+    /// never appeared.
+    async fn release_image(&self, name: &str, labelled: Option<String>) -> Result<Vec<String>, String> {
+        let (Ok(dir), true) = (self.block_volume_dir(), loopdev::valid_volume_name(name)) else { return Ok(Vec::new()) };
+        let image = match labelled {
+            Some(l) => loopdev::checked_image(dir, name, &l)?,
+            None => loopdev::image_path(dir, name),
+        };
+        loopdev::release(image).await
+    }
+
+    /// Block images in this node's volume directory named as installation
+    /// `instance` names them and at least `min_age` old (see
+    /// [`loopdev::old_images`]); none where the node has no block volumes.
+    pub fn list_volume_images(&self, instance: &str, min_age: std::time::Duration) -> Vec<String> {
+        match self.block_volume_dir() {
+            Ok(dir) => loopdev::old_images(dir, instance, min_age),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Removes the block image of volume `name` — with the same teardown as
+    /// [`remove_volume`](Self::remove_volume) — only if no Docker volume of
+    /// that name exists (of any installation): `None` then, and nothing is
+    /// touched. `Some(devices)`: removed, with the loop devices detached.
+    /// Whether a machine or kept volume names it is the caller's to check.
+    pub async fn remove_orphan_image(&self, name: &str) -> Result<Option<Vec<String>>, ExecError> {
+        let docker = self.client().await?;
+        match docker.inspect_volume(name).await {
+            Ok(_) => return Ok(None),
+            Err(e) => match self.err(e, "inspect volume") {
+                ExecError::NotFound(_) => {}
+                other => return Err(other),
+            },
+        }
+        self.release_image(name, None)
+            .await
+            .map(Some)
+            .map_err(|e| ExecError::Failed(format!("volume image {name}: loop device cleanup failed: {e}")))
     }
 
     pub async fn list_managed_volumes(&self, instance: &str) -> Result<Vec<String>, ExecError> {
