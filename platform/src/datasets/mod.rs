@@ -8,6 +8,7 @@
 //! downloaded by every group; only the owning group (and admins) write.
 
 mod catalog;
+mod cleanup;
 mod error;
 mod listing;
 pub mod mounts;
@@ -20,7 +21,8 @@ pub mod writing;
 
 pub use catalog::*;
 pub use error::DatasetError;
-pub use upload::{abandon_upload, begin_upload, cancel_upload, clean_at_start, upload_status, write_upload, BeginUpload, Upload, UploadState};
+pub use cleanup::clean_at_start;
+pub use upload::{abandon_upload, begin_upload, cancel_upload, upload_status, write_upload, BeginUpload, Upload, UploadState};
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 use store::{DirStore, Store};

@@ -1,7 +1,9 @@
 //! Uploads racing what happens beside them: a version deleted while a
-//! replace moves its copies into place leaves nothing of either file, and a
-//! server starting up (its clean-up of dead uploads) never removes an
-//! upload another server begins meanwhile. The region's store here runs a
+//! replace moves its copies into place leaves nothing of either file; a
+//! client hanging up, or the process dying, between the two moves leaves
+//! (or, at the next start, puts) both stores back in step with the listing;
+//! and a server starting up never removes an upload another server begins
+//! meanwhile. The region's store here runs a
 //! step of the other party at the exact moment the race needs.
 
 use crate::datasets_support;
@@ -177,6 +179,32 @@ gantry_testkit::timed_test! {
         for root in [env.central_root.clone(), scratch.path().to_path_buf()] {
             let held = std::fs::read(root.join("coco/v1/images/a.txt")).unwrap();
             assert_eq!(sha(&held), listed.sha256, "{} holds what is listed", root.display());
+        }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_replace_that_died_between_its_two_moves_is_undone_at_the_next_start() {
+        let scratch = tempfile::tempdir().unwrap();
+        let region = Racing::new(scratch.path().to_path_buf());
+        let env = Arc::new(env_with(None, Some(region.clone())).await);
+        assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
+
+        // The process dies (here: its placing task panics) after the central
+        // copy moved into place and before the region's did.
+        *region.on_rename.lock().unwrap() = Some(Box::new(|| Box::pin(async { panic!("the process dies here") })));
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: false };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert!(datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.is_err());
+        assert_eq!(std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(), b"the new file", "the crash point: central moved");
+
+        // The next start puts the listed file back where it was moved away.
+        datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
+        let (_, listed) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
+        assert_eq!(listed.sha256, sha(b"the old file"));
+        for root in [env.central_root.clone(), scratch.path().to_path_buf()] {
+            assert_eq!(files_under(&root), vec!["coco/v1/images/a.txt".to_string()], "nothing else in {}", root.display());
+            assert_eq!(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap(), b"the old file", "{}", root.display());
         }
     }
 }

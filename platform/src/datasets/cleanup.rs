@@ -1,0 +1,83 @@
+//! What a server does with uploads at start: one-request uploads died with
+//! the process that served them, resumable ones expire, and every
+//! temporary object without a live upload goes. First, a replace that died
+//! while its copies moved into place is undone, so both stores hold the
+//! listed file again.
+
+use super::{store::{self, Store}, DatasetError, Datasets};
+use crate::{db::Pool, now};
+use gantry_core::datasets as rules;
+use std::sync::Arc;
+
+/// At start: one-request uploads died with the process that served them,
+/// resumable ones expire; every temporary object without a live upload goes.
+/// An upload whose writer's lease is still held is left alone: another
+/// server sharing the database may be receiving it right now (one that
+/// died lets its lease lapse; [`super::writing::LEASE_SECS`] after start the
+/// server looks again).
+pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, DatasetError> {
+    let at = now();
+    let expiry = at - stores.limits().resumable_expiry_secs;
+    put_back_interrupted(pool, stores, at, expiry).await?;
+    sqlx::query("DELETE FROM dataset_uploads WHERE (resumable = 0 OR created_at < ?) AND (writer IS NULL OR writer_expires <= ?)")
+        .bind(expiry)
+        .bind(at)
+        .execute(pool)
+        .await?;
+    let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
+    let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];
+    all.extend(regions.iter().filter_map(|r| stores.region_store(r).ok()));
+    // The temporary objects first, the live uploads after: an upload
+    // another server begins in between is in the second list whenever its
+    // objects are in the first (its row is written before its objects).
+    let mut found = Vec::with_capacity(all.len());
+    for s in all {
+        let temps = s.list(store::TEMP_DIR).await.map_err(|e| DatasetError::store("listing the temporary uploads of a store failed", format!("{}: {e}", s.describe())))?;
+        found.push((s, temps));
+    }
+    let live: std::collections::HashSet<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
+    let mut removed = 0;
+    for (s, temps) in found {
+        for (key, _) in temps {
+            let name = key.rsplit('/').next().unwrap_or("");
+            // `.next`: a resumed S3 upload's new object; `.old`: a replaced file kept aside.
+            let upload = name.strip_suffix(".next").or_else(|| name.strip_suffix(".old")).unwrap_or(name);
+            if !live.contains(upload) && s.delete(&key).await.is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// A replace that died between moving its copies into place and listing
+/// them (a crash, or a panic in its task) left the new file at the key of
+/// some stores — those whose temporary object is gone — with the listed
+/// file's copy aside. Those stores get the listed file back: the listing
+/// was never changed, so it is what both stores must hold.
+async fn put_back_interrupted(pool: &Pool, stores: &Datasets, at: i64, expiry: i64) -> Result<usize, DatasetError> {
+    let dead: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
+        "SELECT u.temp_key, d.code, v.name, d.category, u.name, r.code FROM dataset_uploads u
+           JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
+         WHERE u.replace = 1 AND (u.resumable = 0 OR u.created_at < ?) AND (u.writer IS NULL OR u.writer_expires <= ?)",
+    )
+    .bind(expiry)
+    .bind(at)
+    .fetch_all(pool)
+    .await?;
+    let mut restored = 0;
+    for (temp, code, version, category, name, region) in dead {
+        let key = rules::storage_key(&code, &version, &category, &name);
+        let aside = format!("{temp}.old");
+        for s in [stores.central()?, stores.region_store(&region)?] {
+            let failed = |e: std::io::Error| DatasetError::store("putting back a file an interrupted replace had set aside failed", format!("{}: {e}", s.describe()));
+            let moved = s.temp_len(&temp).await.map_err(failed)?.is_none();
+            if moved && s.temp_len(&aside).await.map_err(failed)?.is_some() {
+                s.rename_into_place(&aside, &key).await.map_err(failed)?;
+                tracing::warn!(%key, store = %s.describe(), "an interrupted replace was undone: the listed file is back");
+                restored += 1;
+            }
+        }
+    }
+    Ok(restored)
+}
