@@ -130,11 +130,14 @@ pub fn origin_allowed(headers: &axum::http::HeaderMap, public_origin: Option<&st
     }
 }
 
-/// Files (anything whose last path segment has a dot) are public assets —
-/// except under `/api/`, where a dot is part of a name (a dataset file's
-/// resumable upload, `…/uploads/train.bin`) and the session still counts.
+/// Public assets: the build's files (`/pkg/`), the vendored terminal
+/// scripts (`/vendor/`), and files at the site root (`/favicon.svg`).
+/// Nothing deeper: a dot deeper down is part of a name — a dataset version
+/// `baseline.1` (its page is `/datasets/coco/baseline.1`), a dataset file's
+/// resumable upload (`…/uploads/train.bin`) — and the session counts there.
 pub fn is_asset(path: &str) -> bool {
-    path.starts_with("/pkg/") || (!path.starts_with("/api/") && path.rsplit('/').next().is_some_and(|seg| seg.contains('.')))
+    let at_root = path.strip_prefix('/').is_some_and(|rest| !rest.contains('/') && rest.contains('.'));
+    path.starts_with("/pkg/") || path.starts_with("/vendor/") || at_root
 }
 
 /// Percent-encodes a query value, keeping `/` readable.
@@ -160,6 +163,8 @@ mod tests {
         assert!(!is_asset("/admin/groups"));
         assert!(!is_asset("/"));
         assert!(!is_asset("/api/v1/datasets/coco/versions/v1/uploads/train.bin"), "API names may have dots");
+        assert!(!is_asset("/datasets/coco/baseline.1"), "a version's page, whose name has a dot");
+        assert!(is_asset("/vendor/xterm.js"));
     }
 
     #[test]

@@ -299,3 +299,17 @@ gantry_testkit::timed_test! {
         assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_version_whose_name_has_a_dot_has_its_page_for_the_signed_in() {
+        let s = start(limits()).await;
+        gantry_platform::datasets::create_version(&s.pool, &s.alice, "coco", "baseline.1").await.unwrap();
+        let alice = s.browser("alice").await;
+        let res = alice.get(s.url("/datasets/coco/baseline.1")).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let page = res.text().await.unwrap();
+        // Its page as alice sees it, not as if nobody were signed in.
+        assert!(page.contains("alice") && page.contains("baseline.1"), "{page}");
+        assert!(!page.contains("please sign in"), "{page}");
+    }
+}
