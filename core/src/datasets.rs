@@ -102,6 +102,13 @@ impl Visibility {
     }
 }
 
+/// Characters that show nothing, or reorder what is shown around them
+/// (Unicode format characters): in a name they make one file look like
+/// another — `report\u{202E}fdp.exe` is displayed `reportexe.pdf`.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
 /// A file name inside a version: relative, `/`-separated sub-folders
 /// allowed, no `.`/`..` or empty segments, no control characters or
 /// backslashes (a Windows separator would be a second way to climb out).
@@ -118,6 +125,9 @@ pub fn file_name(value: &str) -> Result<(), DatasetRuleError> {
     }
     if value.chars().any(|c| c.is_control()) {
         return bad("control characters are not allowed");
+    }
+    if value.chars().any(invisible) {
+        return bad("invisible and text-direction characters are not allowed");
     }
     if value.contains('\\') {
         return bad("backslashes are not allowed");

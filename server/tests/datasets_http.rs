@@ -313,3 +313,22 @@ gantry_testkit::timed_test! {
         assert!(!page.contains("please sign in"), "{page}");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn hostile_names_and_searches_get_a_clear_400() {
+        let s = start(limits()).await;
+        let http = reqwest::Client::new();
+        // A name that displays as another (right-to-left override).
+        let res = http.put(s.file_url("report%E2%80%AEfdp.exe")).bearer_auth(&s.alice_token).body("x").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert!(res.text().await.unwrap().contains("invisible and text-direction characters"));
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        // A search longer than any real one: refused, not a database error.
+        let long = "a".repeat(60_000);
+        let res = http.get(s.url(&format!("/api/v1/datasets?q={long}"))).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert!(res.text().await.unwrap().contains("search text is longer than 200 characters"));
+        let res = http.get(s.url("/api/v1/datasets?q=coc")).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+}

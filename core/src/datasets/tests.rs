@@ -29,6 +29,10 @@ fn file_names_cannot_climb_out() {
     for bad in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a/.", "a\\..\\b", "nl\nx", "tab\tx", "a/"] {
         assert!(file_name(bad).is_err(), "{bad:?}");
     }
+    for disguised in ["report\u{202E}fdp.exe", "a\u{200B}b.txt", "\u{2066}x\u{2069}.bin", "\u{FEFF}a.txt", "soft\u{AD}hyphen.txt"] {
+        let refused = file_name(disguised).unwrap_err().to_string();
+        assert!(refused.contains("invisible and text-direction characters"), "{disguised:?}: {refused}");
+    }
     assert!(file_name(&"a".repeat(256)).is_err());
     assert!(file_name(&format!("{}/{}", "a".repeat(255), "b".repeat(255))).is_ok());
     assert!(file_name(&vec!["abcd"; 300].join("/")).is_err());

@@ -114,6 +114,9 @@ pub async fn create_dataset(pool: &Pool, user: &User, new: &NewDataset<'_>) -> R
     dataset(pool, user, code).await
 }
 
+/// Longest search text, in characters.
+const SEARCH_MAX: usize = 200;
+
 pub async fn list_datasets(pool: &Pool, user: &User, filter: &Filter) -> Result<Vec<DatasetView>, DatasetError> {
     let sql = format!(
         "{DATASET_SELECT} WHERE {VISIBLE}
@@ -122,6 +125,10 @@ pub async fn list_datasets(pool: &Pool, user: &User, filter: &Filter) -> Result<
          ORDER BY d.code LIMIT 500"
     );
     let q = filter.q.as_deref().map(str::trim).unwrap_or("");
+    // SQLite refuses a LIKE pattern over 50,000 bytes; nobody searches with more than a line.
+    if q.chars().count() > SEARCH_MAX {
+        return Err(DatasetError::BadRequest(format!("the search text is longer than {SEARCH_MAX} characters")));
+    }
     let pattern = if q.is_empty() { String::new() } else { format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")) };
     Ok(sqlx::query_as(&sql)
         .bind(user.group_id)
