@@ -20,6 +20,7 @@ pub mod machines;
 pub mod nodes;
 pub mod password;
 pub mod policy;
+pub mod policy_access;
 pub mod reclaim;
 pub mod snapshots;
 pub mod telemetry;

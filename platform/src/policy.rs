@@ -1,8 +1,9 @@
 //! Editing a group's policy: its GPU quota, the most GPUs one machine may
-//! take, and the GPU models it may use. Admission reads the same rows
+//! take, and the GPU models it may use (its images and regions:
+//! `policy_access`, saved in the same transaction). Admission reads the same rows
 //! (`groups`, `group_gpu_models`), so an edit applies to the next request.
 
-use crate::{accounts::Group, audit, db::Pool, PlatformError};
+use crate::{accounts::Group, audit, db::Pool, policy_access::AccessChange, PlatformError};
 use gantry_core::validate;
 use std::collections::{BTreeSet, HashMap};
 
@@ -48,6 +49,21 @@ pub async fn update_group_policy(
     max_gpus_per_machine: i64,
     models: &[String],
 ) -> Result<Group, PlatformError> {
+    update_group_policy_and_access(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, &AccessChange::default()).await
+}
+
+/// [`update_group_policy`] and the group's allowed images and regions
+/// (`policy_access`) in the same transaction and audit row: an unknown
+/// image or region id refuses the whole edit, nothing changes.
+pub async fn update_group_policy_and_access(
+    pool: &Pool,
+    actor: Option<i64>,
+    group_id: i64,
+    gpu_quota: i64,
+    max_gpus_per_machine: i64,
+    models: &[String],
+    access: &AccessChange,
+) -> Result<Group, PlatformError> {
     validate::in_range("GPU quota", gpu_quota, 0, QUOTA_MAX)?;
     validate::in_range("GPUs per machine", max_gpus_per_machine, 1, MAX_PER_MACHINE_MAX)?;
     let models = normalize_models(models)?;
@@ -77,12 +93,17 @@ pub async fn update_group_policy(
         sqlx::query("INSERT INTO group_gpu_models (group_id, model) VALUES (?, ?)").bind(group_id).bind(m).execute(&mut *tx).await?;
     }
 
+    let access_words = crate::policy_access::apply(&mut tx, group_id, access).await?;
+
     let list = |l: &[String]| if l.is_empty() { "any".to_string() } else { l.join(", ") };
     let mut detail = format!(
         "group {name}: GPU quota {old_quota} → {gpu_quota}, max per machine {old_max} → {max_gpus_per_machine}, models {} → {}",
         list(&old_models),
         list(&models)
     );
+    for words in &access_words {
+        detail.push_str(&format!(", {words}"));
+    }
     if gpu_quota < in_use {
         detail.push_str(&format!(" (holds {in_use}; nothing is taken away, new requests are refused)"));
     }

@@ -108,3 +108,64 @@ gantry_testkit::timed_test! {
         assert_eq!(file.status(), StatusCode::NOT_FOUND);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn admin_sets_a_groups_images_and_regions_and_bad_ids_change_nothing() {
+        use gantry_platform::{accounts, images};
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        let pool = &server.pool;
+        let group = accounts::create_group(pool, None, "ml", 4).await.unwrap().id;
+        images::create_image(pool, None, "devbox", "gantry/devbox:1", "", true).await.unwrap();
+        let other = images::create_image(pool, None, "other", "gantry/other:1", "", false).await.unwrap().id.to_string();
+        let local = count(pool, "SELECT id FROM regions WHERE code = 'local'").await.to_string();
+        let group_s = group.to_string();
+        let save = |client: &reqwest::Client, quota: &str, extra: &[(&str, &str)]| {
+            let mut form = vec![("group_id", group_s.as_str()), ("gpu_quota", quota), ("max_gpus_per_machine", "2"), ("allowed_models", "")];
+            form.extend_from_slice(extra);
+            client.post(server.url("/api/admin/update_group")).form(&form).send()
+        };
+        let images_of = |g: i64| format!("SELECT COUNT(*) FROM group_images WHERE group_id = {g}");
+        let regions_of = |g: i64| format!("SELECT COUNT(*) FROM group_regions WHERE group_id = {g}");
+
+        // A member may not.
+        server.add_user("dave", "daves-password", Role::User).await;
+        let dave = server.client();
+        login(&server, &dave, "dave", "daves-password").await;
+        let res = save(&dave, "4", &[("allowed_images[]", ""), ("allowed_images[]", &other)]).await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+        assert_eq!(dave.post(server.url("/api/admin/group_access")).send().await.unwrap().status(), StatusCode::FORBIDDEN);
+        assert_eq!(count(pool, &images_of(group)).await, 0);
+
+        // The admin saves both lists as the page's checkboxes post them.
+        let admin = server.client();
+        login(&server, &admin, "admin", ADMIN_PASSWORD).await;
+        let res = save(&admin, "4", &[("allowed_images[]", ""), ("allowed_images[]", &other), ("allowed_regions[]", ""), ("allowed_regions[]", &local)]).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{}", res.text().await.unwrap());
+        assert_eq!(count(pool, &format!("SELECT image_id FROM group_images WHERE group_id = {group}")).await.to_string(), other);
+        assert_eq!(count(pool, &format!("SELECT region_id FROM group_regions WHERE group_id = {group}")).await.to_string(), local);
+        let audit: String = sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'group.update' ORDER BY id DESC LIMIT 1").fetch_one(pool).await.unwrap();
+        assert!(audit.contains("images all → other") && audit.contains("regions all → local"), "{audit}");
+        let shown = admin.post(server.url("/api/admin/group_access")).send().await.unwrap().text().await.unwrap();
+        assert!(shown.contains("\"other\"") && shown.contains("\"local\""), "{shown}");
+
+        // An unknown id (or one that is not a number): 400, nothing changes, not even the quota.
+        let audits = count(pool, "SELECT COUNT(*) FROM audit_log").await;
+        for (field, bad, says) in [("allowed_images[]", "9999", "there is no image #9999"), ("allowed_regions[]", "9999", "there is no region #9999"), ("allowed_images[]", "x", "whole number")] {
+            let res = save(&admin, "7", &[(field, ""), (field, bad)]).await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{field}={bad}");
+            let body = res.text().await.unwrap();
+            assert!(body.contains(says), "{body} should say {says}");
+        }
+        assert_eq!(count(pool, &format!("SELECT gpu_quota FROM groups WHERE id = {group}")).await, 4);
+        assert_eq!((count(pool, &images_of(group)).await, count(pool, &regions_of(group)).await), (1, 1));
+        assert_eq!(count(pool, "SELECT COUNT(*) FROM audit_log").await, audits);
+
+        // None ticked: all images again; a post without the regions field leaves them.
+        let res = save(&admin, "4", &[("allowed_images[]", "")]).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!((count(pool, &images_of(group)).await, count(pool, &regions_of(group)).await), (0, 1));
+        let audit: String = sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'group.update' ORDER BY id DESC LIMIT 1").fetch_one(pool).await.unwrap();
+        assert!(audit.contains("images other → all") && !audit.contains("regions"), "{audit}");
+    }
+}

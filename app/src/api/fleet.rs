@@ -1,6 +1,6 @@
 //! The admin console's server functions for the GPU cluster: worker nodes,
-//! the image catalogue, and group policies. Every one starts with
-//! `require_admin()`.
+//! the image catalogue, and group policies (with the images and regions a
+//! group may use). Every one starts with `require_admin()`.
 
 use crate::{
     error::AppError,
@@ -11,6 +11,7 @@ use crate::{
     },
 };
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 #[server(prefix = "/api", endpoint = "admin/nodes")]
 pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
@@ -134,6 +135,13 @@ pub async fn create_image(name: String, reference: String, description: String, 
 /// (comma-separated; empty = any), and optionally the most CPUs and memory
 /// (GB) a machine may ask for. A quota below what the group holds is
 /// allowed: nothing is taken away, new requests are refused.
+///
+/// `allowed_images` and `allowed_regions` are image and region ids, posted
+/// as `allowed_images[]=3&allowed_images[]=5` (checkboxes; the form adds
+/// one empty entry so that ticking none still sends the field): empty =
+/// all. Absent: the list is left as it is. They are saved in the same
+/// transaction and audit row as the quota and models; an unknown id
+/// refuses the whole edit (400) and changes nothing.
 #[server(prefix = "/api", endpoint = "admin/update_group")]
 pub async fn update_group(
     group_id: i64,
@@ -142,6 +150,8 @@ pub async fn update_group(
     allowed_models: String,
     max_cpus_per_machine: Option<String>,
     max_memory_gb_per_machine: Option<String>,
+    allowed_images: Option<Vec<String>>,
+    allowed_regions: Option<Vec<String>>,
 ) -> Result<GroupRow, AppError> {
     use crate::model::machines::{parse_whole, split_models};
     let admin = crate::state::require_admin()?;
@@ -149,6 +159,14 @@ pub async fn update_group(
     let quota = parse_whole("GPU quota", &gpu_quota).map_err(invalid)?;
     let max = parse_whole("GPUs per machine", &max_gpus_per_machine).map_err(invalid)?;
     let models = split_models(&allowed_models);
+    let ids = |label: &str, list: Option<Vec<String>>| -> Result<Option<Vec<i64>>, AppError> {
+        list.map(|l| l.iter().map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| parse_whole(label, v).map_err(invalid)).collect())
+            .transpose()
+    };
+    let access = gantry_platform::policy_access::AccessChange {
+        images: ids("an allowed image", allowed_images)?,
+        regions: ids("an allowed region", allowed_regions)?,
+    };
     let limits = match (max_cpus_per_machine.as_deref().map(str::trim), max_memory_gb_per_machine.as_deref().map(str::trim)) {
         (Some(cpus), Some(mem)) if !cpus.is_empty() && !mem.is_empty() => {
             let cpus = parse_whole("CPUs per machine", cpus).map_err(invalid)?;
@@ -161,7 +179,7 @@ pub async fn update_group(
         _ => None,
     };
     let pool = crate::state::pool()?;
-    let g = gantry_platform::policy::update_group_policy(&pool, Some(admin.id), group_id, quota, max, &models).await?;
+    let g = gantry_platform::policy::update_group_policy_and_access(&pool, Some(admin.id), group_id, quota, max, &models, &access).await?;
     let g = match limits {
         Some((cpus, mem)) => {
             gantry_platform::policy::update_machine_limits(&pool, Some(admin.id), group_id, cpus, mem).await?;
@@ -171,6 +189,48 @@ pub async fn update_group(
     };
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
     Ok(crate::api::admin::group_row(g, allowed))
+}
+
+/// What a group's image and region checkboxes offer, and what each group
+/// has ticked (an empty list: all).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupAccessChoices {
+    /// Dev-machine images (not the internal ones of compute tasks): (id, name).
+    pub images: Vec<(i64, String)>,
+    /// Regions: (id, code, name).
+    pub regions: Vec<(i64, String, String)>,
+    pub groups: Vec<GroupAccessRow>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupAccessRow {
+    pub group_id: i64,
+    /// (id, name) of the allowed images; empty = all.
+    pub images: Vec<(i64, String)>,
+    /// (id, code) of the allowed regions; empty = all.
+    pub regions: Vec<(i64, String)>,
+}
+
+impl GroupAccessChoices {
+    /// The row of group `group_id` (an empty one, "all", when it has none).
+    pub fn of(&self, group_id: i64) -> GroupAccessRow {
+        self.groups.iter().find(|g| g.group_id == group_id).cloned().unwrap_or(GroupAccessRow { group_id, ..Default::default() })
+    }
+}
+
+#[server(prefix = "/api", endpoint = "admin/group_access")]
+pub async fn group_access() -> Result<GroupAccessChoices, AppError> {
+    crate::state::require_admin()?;
+    let pool = crate::state::pool()?;
+    let images = gantry_platform::images::list_images(&pool).await?.into_iter().map(|i| (i.id, i.name)).collect();
+    let regions = gantry_platform::catalogue::list_regions(&pool).await?.into_iter().map(|r| (r.id, r.code, r.name)).collect();
+    let mut groups: Vec<GroupAccessRow> = gantry_platform::policy_access::all_group_access(&pool)
+        .await?
+        .into_iter()
+        .map(|(group_id, a)| GroupAccessRow { group_id, images: a.images, regions: a.regions })
+        .collect();
+    groups.sort_by_key(|g| g.group_id);
+    Ok(GroupAccessChoices { images, regions, groups })
 }
 
 #[cfg(feature = "ssr")]

@@ -15,7 +15,7 @@ use crate::{
     now, transitions, PlatformError,
 };
 use gantry_core::matching::{decide, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The catalogue and capacity the matcher decides from.
 #[derive(Debug, Clone)]
@@ -115,11 +115,14 @@ pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: 
     .await?;
     let mut placed = 0;
     let mut snap = snapshot(pool).await?;
+    // The regions each requester's group may use (absent: every region).
+    let allowed = crate::policy_access::region_codes_by_user(pool).await?;
     // Decisions that leave a task waiting are recorded together; a placement
     // commits them first (admission takes the write lock itself).
     let mut tx = transitions::begin(pool).await?;
     for head in heads {
-        let Some(admit) = decide_one(&mut tx, &snap, head, seeds()).await? else { continue };
+        let only = allowed.get(&head.1);
+        let Some(admit) = decide_one(&mut tx, &snap, only, head, seeds()).await? else { continue };
         tx.commit().await?;
         if place(pool, admissions, &snap, admit).await? {
             placed += 1;
@@ -142,10 +145,26 @@ struct Admit {
 }
 
 /// Decides one task and records the decision; `Some` when it is placed.
-async fn decide_one(tx: &mut transitions::Tx, snap: &Snapshot, t: Pending, seed: u64) -> Result<Option<Admit>, PlatformError> {
+/// `only`: the regions the requester's group may use (`None`: all); the
+/// others are not in the decision's sets at all.
+async fn decide_one(tx: &mut transitions::Tx, snap: &Snapshot, only: Option<&BTreeSet<String>>, t: Pending, seed: u64) -> Result<Option<Admit>, PlatformError> {
     let (id, _, _, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, _, _, _) = t.clone();
     let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb };
-    let decision = decide(&snap.catalogue, &snap.regions, &req, seed);
+    let mut decision = match only {
+        None => decide(&snap.catalogue, &snap.regions, &req, seed),
+        Some(only) => {
+            let catalogue: Vec<MasterImage> = snap
+                .catalogue
+                .iter()
+                .map(|m| MasterImage { region_images: m.region_images.iter().filter(|i| only.contains(&i.region)).cloned().collect(), ..m.clone() })
+                .collect();
+            let regions: Vec<RegionCapacity> = snap.regions.iter().filter(|r| only.contains(&r.code)).cloned().collect();
+            decide(&catalogue, &regions, &req, seed)
+        }
+    };
+    if let (Some(only), Outcome::Rejected { reason } | Outcome::Pending { reason }) = (only, &mut decision.outcome) {
+        reason.push_str(&format!(" (the group may use only region(s) {})", only.iter().cloned().collect::<Vec<_>>().join(", ")));
+    }
     let json = serde_json::to_string(&decision).unwrap_or_default();
     match decision.outcome {
         Outcome::Rejected { reason } => transitions::compute::decided(tx, id, &json, None, Err(&reason)).await.map(|_| None),
@@ -188,7 +207,7 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
             // Refused for good (the group's rules changed since the queue
             // was checked): fail it, or the group's queue waits for ever.
             // Anything else (capacity, quota in use) is "not now".
-            if let Some(never) = super::rules::never_admitted(&mut *pool.acquire().await?, &requester, &ask).await? {
+            if let Some(never) = super::rules::never_admitted_task(&mut *pool.acquire().await?, &requester, id, &ask).await? {
                 super::rules::fail(pool, id, &never).await?;
                 return Ok(false);
             }

@@ -1,6 +1,6 @@
 //! The group's rules a compute task's machine can never get past — GPUs
 //! per machine, allowed models, the whole quota, CPU and memory per
-//! machine — told apart from what only has to wait (free capacity, quota
+//! machine, the regions it may use — told apart from what only has to wait (free capacity, quota
 //! in use). Only the head of a group's queue is decided, so a task that can
 //! never be admitted must fail rather than wait: everything behind it
 //! would wait for ever too.
@@ -37,6 +37,90 @@ pub(super) async fn never_admitted(conn: &mut SqliteConnection, requester: &User
     Ok(check_limits(conn, &machine, &policy).await?.err())
 }
 
+/// [`never_admitted`], then the group's region rule against task `id`.
+pub(super) async fn never_admitted_task(conn: &mut SqliteConnection, requester: &User, id: i64, ask: &Ask) -> Result<Option<String>, PlatformError> {
+    match never_admitted(conn, requester, ask).await? {
+        Some(why) => Ok(Some(why)),
+        None => region_rule(conn, requester, id).await,
+    }
+}
+
+/// Framework (+version), interpreter (+version), GPUs, model, CPU, memory.
+type TaskAsk = (String, String, String, String, i64, Option<String>, i64, i64);
+
+/// Why the requester's group's region rule means task `id` can never run:
+/// the only regions with an image for it, or the only regions with a node
+/// big enough for it (GPUs of one model, CPUs and memory it has, not what
+/// is free now), are regions the group may not use. `None` when the group
+/// may use every region or one of those; a task no region at all could
+/// run is not the rule's doing and is left as it was.
+async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64) -> Result<Option<String>, PlatformError> {
+    let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
+    if allowed.is_empty() {
+        return Ok(None);
+    }
+    let task: Option<TaskAsk> = sqlx::query_as(
+        "SELECT framework, framework_version, interpreter, interpreter_version, gpu_count, gpu_model, cpu_millis, memory_mb FROM compute_tasks WHERE id = ?",
+    )
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb)) = task else { return Ok(None) };
+    // As `gantry_core::matching` compares them: trimmed, ASCII case ignored.
+    let with_image: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT DISTINCT r.id, r.code FROM master_images m JOIN master_image_links l ON l.master_image_id = m.id
+         JOIN region_images ri ON ri.id = l.region_image_id JOIN regions r ON r.id = ri.region_id
+         WHERE lower(trim(m.framework)) = lower(trim(?1)) AND lower(trim(m.framework_version)) = lower(trim(?2))
+           AND lower(trim(m.interpreter)) = lower(trim(?3)) AND lower(trim(m.interpreter_version)) = lower(trim(?4))
+         ORDER BY r.code",
+    )
+    .bind(&framework)
+    .bind(&framework_version)
+    .bind(&interpreter)
+    .bind(&interpreter_version)
+    .fetch_all(&mut *conn)
+    .await?;
+    // Nodes not lost (a down or draining one may come back), of a size that
+    // could take it once empty (0 CPUs declared: size unknown, counted in).
+    let big_enough: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT DISTINCT r.id, r.code FROM nodes n JOIN regions r ON r.id = n.region_id
+         WHERE n.state <> 'lost' AND (n.cpu_count = 0 OR (n.cpu_count * 1000 >= ?1 AND n.memory_mb >= ?2))
+           AND COALESCE((SELECT MAX(c) FROM (SELECT COUNT(*) AS c FROM gpus g WHERE g.node_id = n.id AND (?3 IS NULL OR g.model = ?3) GROUP BY g.model)), 0) >= ?4
+         ORDER BY r.code",
+    )
+    .bind(cpu_millis)
+    .bind(memory_mb)
+    .bind(&gpu_model)
+    .bind(gpus)
+    .fetch_all(&mut *conn)
+    .await?;
+    let ruled_out = |set: &[(i64, String)]| !set.is_empty() && !set.iter().any(|(r, _)| allowed.iter().any(|(a, _)| a == r));
+    let named = |set: &[(i64, String)]| {
+        let codes = set.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ");
+        match set.len() {
+            1 => format!("region {codes}, the only region"),
+            _ => format!("regions {codes}, the only regions"),
+        }
+    };
+    let group = &requester.group_name;
+    let may_use = crate::policy_access::may_use(&allowed);
+    if ruled_out(&with_image) {
+        return Ok(Some(format!(
+            "group {group} may not use {} with an image for {framework} {framework_version} / {interpreter} {interpreter_version} ({may_use})",
+            named(&with_image)
+        )));
+    }
+    if ruled_out(&big_enough) {
+        let model = gpu_model.as_deref().map(|m| format!(" {m}")).unwrap_or_default();
+        return Ok(Some(format!(
+            "group {group} may not use {} with a node that can hold {gpus}{model} GPU(s), {} CPU(s) and {memory_mb} MB of memory ({may_use})",
+            named(&big_enough),
+            cpu_millis as f64 / 1000.0
+        )));
+    }
+    Ok(None)
+}
+
 /// Fails a pending task for good; `false` when it is no longer pending
 /// (cancelled meanwhile), which is not an error.
 pub(super) async fn fail(pool: &Pool, id: i64, why: &str) -> Result<bool, PlatformError> {
@@ -48,7 +132,7 @@ pub(super) async fn fail(pool: &Pool, id: i64, why: &str) -> Result<bool, Platfo
 
 /// Checks a task now, at submit (before it can queue behind anything).
 pub(super) async fn fail_if_never_admitted(pool: &Pool, requester: &User, id: i64, ask: &Ask) -> Result<(), PlatformError> {
-    let why = never_admitted(&mut *pool.acquire().await?, requester, ask).await?;
+    let why = never_admitted_task(&mut *pool.acquire().await?, requester, id, ask).await?;
     if let Some(why) = why {
         fail(pool, id, &why).await?;
     }
@@ -71,7 +155,7 @@ pub(super) async fn fail_impossible_heads(pool: &Pool) -> Result<(), PlatformErr
         for (id, requester_id, gpus, gpu_model, cpu_millis, memory_mb) in heads {
             let Some(requester) = accounts::user_by_id(pool, requester_id).await? else { continue };
             let ask = Ask { gpus, gpu_model, cpu_millis, memory_mb };
-            let why = never_admitted(&mut *pool.acquire().await?, &requester, &ask).await?;
+            let why = never_admitted_task(&mut *pool.acquire().await?, &requester, id, &ask).await?;
             if let Some(why) = why {
                 failed |= fail(pool, id, &why).await?;
             }

@@ -184,6 +184,8 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
     let mut policies: HashMap<i64, GroupPolicy> = HashMap::new();
     let mut deducted: HashMap<i64, i64> = HashMap::new();
     let mut images: HashMap<(Option<i64>, i64), Result<i64, String>> = HashMap::new();
+    // Each group's region rule: the nodes of the regions it may use.
+    let mut region_nodes: HashMap<i64, Option<Vec<i64>>> = HashMap::new();
     let mut audit_rows: Vec<(i64, String)> = Vec::new();
     let mut results = Vec::with_capacity(requests.len());
 
@@ -212,6 +214,14 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         if let Err(refusal) = check_limits(&mut tx, req, policy).await? {
             results.push(Err(refuse(&mut tx, req, refusal, now).await?));
             continue;
+        }
+        // The region the matcher chose for a compute task: the group may
+        // have lost it since (re-checked here, under the write lock).
+        if let Some(job) = &req.job {
+            if let Some(refusal) = crate::policy_access::refusal_for_regions(&mut tx, group_id, &policy.group_name, &[job.region_id]).await? {
+                results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+                continue;
+            }
         }
         // Deleted since the request was checked: refused alone, not the
         // whole batch through the foreign key.
@@ -242,6 +252,18 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
             (None, Some(job)) => Some(room::job_nodes(&mut tx, job, &req.limits()).await?),
             (None, None) => None,
         };
+        // Only nodes of the regions the group may use.
+        if !region_nodes.contains_key(&group_id) {
+            region_nodes.insert(group_id, crate::policy_access::allowed_nodes(&mut tx, group_id).await?);
+        }
+        let allowed = region_nodes[&group_id].as_deref();
+        let (only_nodes, narrowed) = match room::in_regions(&mut tx, group_id, &policy.group_name, &node_cpus, allowed, only_nodes).await? {
+            Ok(narrowed) => narrowed,
+            Err(refusal) => {
+                results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+                continue;
+            }
+        };
         let (only_nodes, too_small) = room::fitting(&node_cpus, only_nodes, &req.limits());
         if !too_small.is_empty() && only_nodes.as_ref().is_some_and(Vec::is_empty) {
             let reason = format!("no node can take this machine: {}", room::too_small(&too_small, &req.limits()));
@@ -259,10 +281,13 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         let alloc = match decided {
             Ok(alloc) => alloc,
             Err(refusal) => {
-                let reason = match too_small.is_empty() {
+                let mut reason = match too_small.is_empty() {
                     true => refusal.to_string(),
                     false => format!("{refusal} ({})", room::too_small(&too_small, &req.limits())),
                 };
+                if narrowed {
+                    reason.push_str(&crate::policy_access::region_note(&mut tx, group_id, &policy.group_name).await?);
+                }
                 results.push(Err(refuse(&mut tx, req, reason, now).await?));
                 continue;
             }
@@ -328,7 +353,13 @@ async fn resolve_image(conn: &mut SqliteConnection, req: &CreateMachine) -> Resu
         .fetch_one(&mut *conn)
         .await?;
     if allowed.0 > 0 && allowed.1 == 0 {
-        return Ok(Err(format!("group {} may not use image {name}", req.requester.group_name)));
+        // The group's image rule (set on the admin's Groups page), named.
+        let names: Vec<String> =
+            sqlx::query_scalar("SELECT i.name FROM group_images g JOIN images i ON i.id = g.image_id WHERE g.group_id = ? ORDER BY i.name")
+                .bind(req.requester.group_id)
+                .fetch_all(&mut *conn)
+                .await?;
+        return Ok(Err(format!("group {} may not use image {name} (it may use only {})", req.requester.group_name, names.join(", "))));
     }
     Ok(Ok(id))
 }

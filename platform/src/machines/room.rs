@@ -2,9 +2,10 @@
 //! count and memory when it registers; 0 means "not declared", and such a
 //! node is never counted out.
 //!
-//! Two rules: every machine must fit the node's size (the engine refuses a
-//! CPU limit above the host's CPU count, and would only say so after the
-//! GPUs were taken), and a compute task's machine goes only where the
+//! Nodes are first narrowed to the regions the machine's group may use
+//! (`in_regions`). Then two rules: every machine must fit the node's size
+//! (the engine refuses a CPU limit above the host's CPU count, and would
+//! only say so after the GPUs were taken), and a compute task's machine goes only where the
 //! machines already there leave room for its CPU and memory (as the
 //! matcher counted them). Dev machines' limits are caps the engine shares
 //! out, not reservations, so they are held to the first rule only.
@@ -43,6 +44,29 @@ pub(crate) fn fitting<'a>(nodes: &'a [NodeCpus], only: Option<Vec<i64>>, limits:
     }
     let ids = only.unwrap_or_else(|| nodes.iter().map(|n| n.id).collect());
     (Some(ids.into_iter().filter(|id| !out.iter().any(|n| n.id == *id)).collect()), out)
+}
+
+/// Narrows the nodes a machine may go to (`None`: any) to those of the
+/// regions its group may use (`allowed`: their nodes; `None`: the group may
+/// use every region). `Err` names the rule when it leaves none of the
+/// nodes there were; the flag tells whether it left any out.
+pub(crate) async fn in_regions(
+    conn: &mut SqliteConnection,
+    group_id: i64,
+    group_name: &str,
+    nodes: &[NodeCpus],
+    allowed: Option<&[i64]>,
+    only: Option<Vec<i64>>,
+) -> Result<Result<(Option<Vec<i64>>, bool), String>, PlatformError> {
+    let Some(allowed) = allowed else { return Ok(Ok((only, false))) };
+    let candidates = only.unwrap_or_else(|| nodes.iter().map(|n| n.id).collect());
+    let kept: Vec<i64> = candidates.iter().copied().filter(|id| allowed.contains(id)).collect();
+    if kept.is_empty() && !candidates.is_empty() {
+        let why = crate::policy_access::refusal_for_nodes(conn, group_id, group_name, &candidates).await?;
+        return Ok(Err(why.unwrap_or_else(|| format!("group {group_name} may not use the regions of the nodes that could take this machine"))));
+    }
+    let narrowed = kept.len() < candidates.len();
+    Ok(Ok((Some(kept), narrowed)))
 }
 
 /// Why the nodes left out could not take the machine, with the numbers.

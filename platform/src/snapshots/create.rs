@@ -52,6 +52,10 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
     let policy = load_policy(&mut tx, req.requester.group_id).await?;
     check_limits(&mut tx, &req, &policy).await?.map_err(refuse)?;
     check_node(&mut tx, node_id, &req.limits()).await?.map_err(refuse)?;
+    // The snapshot's node is fixed: its region must be one the group may use.
+    if let Some(why) = crate::policy_access::refusal_for_nodes(&mut tx, req.requester.group_id, &policy.group_name, &[node_id]).await? {
+        return Err(refuse(format!("{why} (a snapshot's image lives on the node it was taken on)")));
+    }
     let full = cluster::load_view(&mut tx).await?;
     let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| n.id == node_id).collect(), ..full };
     let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone().or(Some(model)) };

@@ -192,6 +192,14 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
             refused = crate::machines::check_node(&mut tx, node, &limits).await?.err();
         }
     }
+    // Its node is fixed: its region must still be one the group may use.
+    if refused.is_none() {
+        if let Some(node) = node_id {
+            refused = crate::policy_access::refusal_for_nodes(&mut tx, cur.group_id, &policy.group_name, &[node])
+                .await?
+                .map(|why| format!("{why} (it can only run on its own node, where its volume is)"));
+        }
+    }
     let placed = match refused {
         Some(reason) => Err(reason),
         // Its volume and snapshot live on one node: only that node's GPUs will do.

@@ -32,6 +32,7 @@ mod engine_edges;
 mod engine_invariant;
 mod gpu_history;
 mod gpu_reregistration;
+mod group_access;
 mod list_counts;
 mod list_plans;
 mod machine_ownership;

@@ -1,10 +1,12 @@
 //! Groups and their GPU policy: list, create, and edit quota, most GPUs
-//! per machine and allowed GPU models; below, their dataset storage.
+//! per machine, allowed GPU models, images and regions (checkboxes that post
+//! as a plain form, so they work before the page's script loads); below,
+//! their dataset storage.
 
 use crate::{
     api::{
         admin::{list_groups, CreateGroup},
-        fleet::UpdateGroup,
+        fleet::{group_access, GroupAccessChoices, GroupAccessRow, UpdateGroup},
     },
     components::form_error::{error_text, FormError},
     model::GroupRow,
@@ -17,6 +19,7 @@ pub fn GroupsPage() -> impl IntoView {
     let create = ServerAction::<CreateGroup>::new();
     let update = ServerAction::<UpdateGroup>::new();
     let groups = Resource::new(move || (create.version().get(), update.version().get()), |_| list_groups());
+    let access = Resource::new(move || (create.version().get(), update.version().get()), |_| group_access());
     view! {
         <Title text="Groups"/>
         <h1>"Groups"</h1>
@@ -34,12 +37,15 @@ pub fn GroupsPage() -> impl IntoView {
                 <h2>"All groups"</h2>
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || groups.get().map(|r| match r {
-                        Ok(list) => view! {
+                        Ok(list) => {
+                        let access = access.get().and_then(Result::ok).unwrap_or_default();
+                        view! {
                             <table class="table" data-testid="groups">
-                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Allowed models"</th><th>"Members"</th></tr></thead>
+                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Allowed models"</th><th>"Images"</th><th>"Regions"</th><th>"Members"</th></tr></thead>
                                 <tbody>
                                     {list.into_iter().map(|g| {
                                         let over = g.gpus_in_use > g.gpu_quota;
+                                        let allowed = access.of(g.id);
                                         view! {
                                             <tr data-testid="group-row" data-name=g.name.clone()>
                                                 <td>{g.name.clone()}</td>
@@ -49,13 +55,16 @@ pub fn GroupsPage() -> impl IntoView {
                                                 </td>
                                                 <td>{format!("{} GPUs · {} CPUs · {} GB", g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine)}</td>
                                                 <td>{models_label(&g.allowed_models)}</td>
+                                                <td data-testid="group-images">{names_label(&allowed.images)}</td>
+                                                <td data-testid="group-regions">{names_label(&allowed.regions)}</td>
                                                 <td>{g.members}</td>
                                             </tr>
                                         }
                                     }).collect_view()}
                                 </tbody>
                             </table>
-                        }.into_any(),
+                        }.into_any()
+                        }
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
                 </Transition>
@@ -65,21 +74,38 @@ pub fn GroupsPage() -> impl IntoView {
             <h2>"Edit group policy"</h2>
             <p class="muted small">
                 "Lowering a quota below what a group holds now takes nothing away: its machines keep their GPUs, "
-                "and new requests are refused until enough is released. Allowed models are comma-separated; empty means any model."
+                "and new requests are refused until enough is released. Allowed models are comma-separated; empty means any model. "
+                "Images and regions: tick the ones the group may use; none ticked means all of them. "
+                "Machines already placed keep their image and region."
             </p>
             <FormError message=Signal::derive(move || update.value().with(error_text))/>
             {move || update.value().get().and_then(Result::ok).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="group-saved">"Saved group " <strong>{g.name}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || groups.get().and_then(Result::ok).map(|list| view! {
-                    <div class="policy-list">
-                        {list.into_iter().map(|g| view! { <GroupPolicyForm group=g update=update/> }).collect_view()}
-                    </div>
+                {move || groups.get().and_then(Result::ok).map(|list| {
+                    let choices = access.get().and_then(Result::ok).unwrap_or_default();
+                    view! {
+                        <div class="policy-list">
+                            {list.into_iter().map(|g| {
+                                let allowed = choices.of(g.id);
+                                view! { <GroupPolicyForm group=g allowed=allowed choices=choices.clone() update=update/> }
+                            }).collect_view()}
+                        </div>
+                    }
                 })}
             </Transition>
         </section>
         <super::dataset_quotas::DatasetQuotas/>
+    }
+}
+
+/// "all" for an empty allow-list, else the names.
+fn names_label(list: &[(i64, String)]) -> String {
+    if list.is_empty() {
+        "all".to_string()
+    } else {
+        list.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -92,9 +118,14 @@ fn models_label(models: &[String]) -> String {
 }
 
 #[component]
-fn GroupPolicyForm(group: GroupRow, update: ServerAction<UpdateGroup>) -> impl IntoView {
+fn GroupPolicyForm(group: GroupRow, allowed: GroupAccessRow, choices: GroupAccessChoices, update: ServerAction<UpdateGroup>) -> impl IntoView {
     let g = group;
     let name = g.name.clone();
+    let image_ids: Vec<i64> = allowed.images.iter().map(|(id, _)| *id).collect();
+    let region_ids: Vec<i64> = allowed.regions.iter().map(|(id, _)| *id).collect();
+    let images: Vec<(i64, String, bool)> = choices.images.iter().map(|(id, n)| (*id, n.clone(), image_ids.contains(id))).collect();
+    let regions: Vec<(i64, String, bool)> =
+        choices.regions.iter().map(|(id, code, n)| (*id, format!("{code} ({n})"), region_ids.contains(id))).collect();
     view! {
         <ActionForm action=update attr:class="policy" attr:data-testid="group-policy" attr:data-name=name>
             <fieldset>
@@ -109,6 +140,8 @@ fn GroupPolicyForm(group: GroupRow, update: ServerAction<UpdateGroup>) -> impl I
                 <label>"Allowed GPU models"
                     <input type="text" name="allowed_models" value=g.allowed_models.join(", ") placeholder="any" maxlength="2000"/>
                 </label>
+                <AccessChecks legend="Allowed images" field="allowed_images[]" testid="group-image-choices" choices=images/>
+                <AccessChecks legend="Allowed regions" field="allowed_regions[]" testid="group-region-choices" choices=regions/>
                 <label>"Max CPUs per machine"
                     <input type="number" name="max_cpus_per_machine" min="1" max="256" step="1" value=g.max_cpus_per_machine required/>
                 </label>
@@ -118,5 +151,21 @@ fn GroupPolicyForm(group: GroupRow, update: ServerAction<UpdateGroup>) -> impl I
                 <button type="submit">"Save"</button>
             </fieldset>
         </ActionForm>
+    }
+}
+
+/// One allow-list as checkboxes named `field` (`allowed_images[]`): the
+/// hidden empty entry makes the form send the field even with none ticked,
+/// which the server reads as "all"; ids of the ticked ones follow.
+#[component]
+fn AccessChecks(legend: &'static str, field: &'static str, testid: &'static str, choices: Vec<(i64, String, bool)>) -> impl IntoView {
+    view! {
+        <fieldset class="checks" data-testid=testid>
+            <legend>{legend} <span class="muted small">" · none ticked = all"</span></legend>
+            <input type="hidden" name=field value=""/>
+            {choices.into_iter().map(|(id, label, checked)| view! {
+                <label class="check"><input type="checkbox" name=field value=id checked=checked/>" " {label}</label>
+            }).collect_view()}
+        </fieldset>
     }
 }
