@@ -9,8 +9,10 @@
 //!
 //! The no-JavaScript upload forms (a machine's files, a dataset version)
 //! come back the same way with `upload_error` or `uploaded` in the query:
-//! those are signed too (`__msig`, over the pairs in order), on whichever
-//! redirect carries them.
+//! those are signed too (`__msig`, over the page's path and the pairs in
+//! order) — only on the redirect of an upload form's own POST, so no other
+//! redirect (a sign-in's `next`, say) can be made to carry signed text, and
+//! a signature shows its text on the page it was written for only.
 
 use axum::{
     extract::{Request, State},
@@ -91,9 +93,17 @@ fn split_messages(query: &str) -> (Vec<&str>, Vec<&str>, Option<&str>) {
 }
 
 impl FormErrorKey {
-    fn sign_messages(&self, messages: &[&str]) -> String {
-        self.sign("\0messages", &messages.join("&"))
+    fn sign_messages(&self, path: &str, messages: &[&str]) -> String {
+        self.sign(&format!("\0messages{path}"), &messages.join("&"))
     }
+}
+
+/// The no-JavaScript upload forms' own POSTs: the only responses whose
+/// redirect may carry a signed upload message.
+fn is_upload_form(method: &Method, path: &str) -> bool {
+    let segments: Vec<&str> = path.split('/').collect();
+    method == Method::POST
+        && matches!(segments.as_slice(), ["", "datasets", _, _, "upload"] | ["", "machines", _, "files"])
 }
 
 pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, next: Next) -> Response {
@@ -102,7 +112,7 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
     if !api && req.method() == Method::GET {
         if let Some(query) = req.uri().query() {
             let (messages, rest, sig) = split_messages(query);
-            if (!messages.is_empty() || sig.is_some()) && sig != Some(key.sign_messages(&messages).as_str()) {
+            if (!messages.is_empty() || sig.is_some()) && sig != Some(key.sign_messages(&path, &messages).as_str()) {
                 let rest: Vec<String> = rest.into_iter().map(str::to_string).collect();
                 return (StatusCode::SEE_OTHER, [(header::LOCATION, with_query(&path, &rest))]).into_response();
             }
@@ -117,11 +127,14 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
             }
         }
     }
+    let upload_form = is_upload_form(req.method(), &path);
     let mut res = next.run(req).await;
     if api {
         sign_location(&key, &mut res);
     }
-    sign_messages_in_location(&key, &mut res);
+    if upload_form {
+        sign_messages_in_location(&key, &mut res);
+    }
     res
 }
 
@@ -135,7 +148,7 @@ fn sign_messages_in_location(key: &FormErrorKey, res: &mut Response) {
     if messages.is_empty() {
         return;
     }
-    let sig = key.sign_messages(&messages);
+    let sig = key.sign_messages(base, &messages);
     let mut pairs: Vec<String> = rest.into_iter().chain(messages).map(str::to_string).collect();
     pairs.push(format!("{MESSAGE_SIG}={sig}"));
     let signed = with_query(base, &pairs) + &fragment.map(|f| format!("#{f}")).unwrap_or_default();

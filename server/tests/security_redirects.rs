@@ -83,3 +83,20 @@ gantry_testkit::timed_test! {
         }
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_sign_in_redirect_never_carries_a_signed_upload_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security::default(), false).await;
+        // The phishing link: sign in, then land on a page "saying" the attacker's text.
+        let next = "/datasets/coco/v1?upload_error=This%20dataset%20moved%3B%20re-upload%20at%20evil.example";
+        let res = form_login(&server, ADMIN_PASSWORD, next, "/login").await;
+        assert!(res.status().is_redirection(), "{}", res.status());
+        let location = res.headers()["location"].to_str().unwrap().to_string();
+        assert!(!location.contains("__msig"), "the sign-in's redirect was signed: {location}");
+        // Followed, the unsigned text is stripped before any page sees it.
+        let res = server.client().get(server.url(&location)).send().await.unwrap();
+        assert_eq!(res.status(), 303);
+        assert_eq!(res.headers()["location"], "/datasets/coco/v1");
+    }
+}
