@@ -81,10 +81,49 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
-            let served = router::serve(listener, app).await.map_err(|e| PlatformError::Internal(e.to_string()));
-            services.shutdown.run().await;
-            served
+            serve_then_stop(listener, app, services.shutdown).await
         }
+    }
+}
+
+/// How long open connections may take to end once the services have
+/// stopped: an idle keep-alive socket or a long download must not keep a
+/// stopped server running.
+const DRAIN_SECS: u64 = 5;
+
+/// Serves until Ctrl-C or SIGTERM; then stops the services at once (the
+/// dispatcher's grace period and hand-back run while connections drain:
+/// a connection that never ends must not keep the work from being handed
+/// back) and waits a little longer for the connections.
+async fn serve_then_stop(listener: tokio::net::TcpListener, app: axum::Router, shutdown: services::Shutdown) -> Result<(), PlatformError> {
+    let (signalled, stopping) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    tokio::spawn(async move {
+        router::shutdown_signal().await;
+        let _ = signalled.send(true);
+    });
+    let mut server = tokio::spawn(router::serve_until(listener, app, stopped(stopping.clone())));
+    let ended_early = tokio::select! {
+        served = &mut server => Some(served),
+        () = stopped(stopping) => None,
+    };
+    shutdown.run().await;
+    let served = match ended_early {
+        Some(served) => served,
+        None => match tokio::time::timeout(std::time::Duration::from_secs(DRAIN_SECS), &mut server).await {
+            Ok(served) => served,
+            Err(_) => {
+                tracing::warn!("connections still open {DRAIN_SECS} s after the services stopped; closing them");
+                server.abort();
+                return Ok(());
+            }
+        },
+    };
+    match served {
+        Ok(result) => result.map_err(|e| PlatformError::Internal(e.to_string())),
+        Err(e) => Err(PlatformError::Internal(format!("the server task failed: {e}"))),
     }
 }
 

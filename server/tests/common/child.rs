@@ -18,6 +18,18 @@ pub struct ChildServer {
     pub client: reqwest::Client,
 }
 
+impl ChildServer {
+    /// Sends SIGTERM (what a service manager's stop does) and waits for the
+    /// process to end; its exit status.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill is installed");
+        assert!(sent.success(), "could not signal gantry serve (pid {pid})");
+        let mut child = std::mem::replace(&mut self.child, Command::new("true").spawn().expect("start true"));
+        tokio::task::spawn_blocking(move || child.wait().expect("wait for gantry serve")).await.unwrap()
+    }
+}
+
 impl Drop for ChildServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
