@@ -38,6 +38,16 @@ pub struct User {
     pub reclaim_notices: bool,
 }
 
+impl User {
+    /// Whether this account may act on something `owner_id` owns (a
+    /// machine, its snapshots, its reclaim and rebalance settings): its
+    /// owner or an admin. Group members only look. The one place the rule
+    /// is written.
+    pub fn acts_for(&self, owner_id: i64) -> bool {
+        self.role.is_admin() || self.id == owner_id
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct GroupQuota {
     pub gpu_quota: i64,

@@ -22,7 +22,7 @@ fn notice(s: gantry_platform::reclaim::ReclaimStatus, viewer: &gantry_platform::
         extensions_allowed: s.extensions_allowed,
         exempt: s.exempt,
         rebalance_opt_out: s.rebalance_opt_out,
-        mine: s.owner_id == viewer.id || viewer.role.is_admin(),
+        mine: viewer.acts_for(s.owner_id),
     }
 }
 

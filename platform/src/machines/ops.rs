@@ -40,13 +40,11 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
         .await?;
     // Another group's machine is "not found": its existence is not ours to know.
     let (owner, workload, name) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    if !requester.role.is_admin() {
-        if owner != requester.id {
-            return Err(PlatformError::Conflict(format!("only machine {name}'s owner, or an admin, can {} it", op.kind)));
-        }
-        if workload == "job" {
-            return Err(PlatformError::Conflict(format!("machine {name} runs a compute task: cancel the task instead (its machine goes with it)")));
-        }
+    if !requester.acts_for(owner) {
+        return Err(PlatformError::Conflict(format!("only machine {name}'s owner, or an admin, can {} it", op.kind)));
+    }
+    if workload == "job" && !requester.role.is_admin() {
+        return Err(PlatformError::Conflict(format!("machine {name} runs a compute task: cancel the task instead (its machine goes with it)")));
     }
     let cur = transitions::machine::current(&mut tx, op.machine_id).await?;
     accepts(&cur.name, cur.state, op.kind).map_err(PlatformError::Conflict)?;

@@ -36,21 +36,12 @@ impl MachineView {
     /// Whether `viewer` may act on this machine as its owner does: restart,
     /// reinstall or delete it, snapshot it or reinstall it from a snapshot,
     /// open its terminal and files. That is its owner or an admin — a group
-    /// member only looks. The rule is asked of [`crate::workspace::may_enter`]
-    /// rather than written again, so what the portal offers is what the
-    /// platform accepts. (`request_operation` also keeps a compute task's
-    /// machine from a non-admin owner: that task is cancelled instead.)
+    /// member only looks. The rule is [`User::acts_for`], the one every
+    /// action checks, so what the portal offers is what the platform
+    /// accepts. (`request_operation` also keeps a compute task's machine
+    /// from a non-admin owner: that task is cancelled instead.)
     pub fn may_operate(&self, viewer: &User) -> bool {
-        let target = crate::workspace::Target {
-            machine_id: self.id,
-            name: self.name.clone(),
-            owner_id: self.owner_id,
-            owner: self.owner.clone(),
-            state: self.state.clone(),
-            container_id: self.container_id.clone(),
-            node_id: self.node_id,
-        };
-        crate::workspace::may_enter(viewer, &target)
+        viewer.acts_for(self.owner_id)
     }
 }
 

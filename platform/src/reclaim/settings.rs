@@ -124,7 +124,7 @@ pub async fn set_rebalance_opt_out(pool: &Pool, who: &User, machine_id: i64, opt
         .fetch_optional(&mut *tx)
         .await?;
     let (name, owner) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    if owner != who.id && !who.role.is_admin() {
+    if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can change this".into()));
     }
     sqlx::query("UPDATE machines SET rebalance_opt_out = ? WHERE id = ?").bind(opt_out).bind(machine_id).execute(&mut *tx).await?;

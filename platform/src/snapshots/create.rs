@@ -95,7 +95,7 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
         .fetch_optional(&mut *tx)
         .await?;
     let (owner, machine_node) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    if owner != who.id && !who.role.is_admin() {
+    if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can reinstall it".into()));
     }
     let (reference, node_id, snap_name, _) = usable(&mut tx, who, snapshot_id).await?;

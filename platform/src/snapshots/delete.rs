@@ -27,7 +27,7 @@ pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
             .fetch_optional(&mut *tx)
             .await?;
     let (name, reference, owner, node_id, state, message) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
-    if owner != who.id && !who.role.is_admin() {
+    if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the snapshot's owner, or an admin, can delete it".into()));
     }
     if state == "creating" {

@@ -92,7 +92,7 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    if owner != who.id && !who.role.is_admin() {
+    if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can snapshot it".into()));
     }
     let cur = transitions::machine::current(&mut tx, machine_id).await?;

@@ -58,7 +58,7 @@ pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_
             .fetch_optional(&mut *tx)
             .await?;
     let (name, owner, deadline, used) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    if owner != who.id && !who.role.is_admin() {
+    if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can extend it".into()));
     }
     let standing = gantry_core::reclaim::Standing { deadline, extensions_used: used as u32, ..Default::default() };
@@ -162,7 +162,7 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     .await?;
     let (owner, node_id, gpu_count, model, snapshot_id, cpu_millis, memory_mb, pids) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     let limits = crate::executor::Limits { cpu_millis, memory_mb, pids };
-    if owner != who.id && !who.role.is_admin() {
+    if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can restore it".into()));
     }
     let cur = machine::current(&mut tx, machine_id).await?;
