@@ -3,7 +3,10 @@
 //!
 //! Checked before the upgrade (so a refusal is a plain HTTP status): the
 //! session, the Origin, owner-or-admin, the machine running, this
-//! server's terminal limit, and that the shell started. Without upgrade
+//! server's terminal limits (in all, and per user: a slot is taken under
+//! one lock before the shell starts, so parallel upgrades cannot overrun
+//! them, and given back when the terminal ends or fails to open), and
+//! that the shell started. Without upgrade
 //! headers the same checks answer a preflight (200 or the refusal), which
 //! the page uses to say why it cannot connect.
 //!
@@ -40,8 +43,12 @@ use gantry_platform::{
 };
 use serde::Deserialize;
 use std::{
+    collections::HashMap,
     net::SocketAddr,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
     time::{Duration, Instant},
 };
 use tokio::io::AsyncWriteExt;
@@ -84,12 +91,19 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         // A preflight: everything a terminal needs is in place.
         return Json(serde_json::json!({ "ready": true, "machine": target.name, "idle_secs": st.limits.idle_secs })).into_response();
     };
-    if st.terminals.open_count() >= st.limits.max_terminals {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("this server has {} terminals open, its limit; try again later", st.limits.max_terminals),
-        );
-    }
+    // Taken before the shell starts (any early return below gives it back).
+    let slot = match st.terminal_slots.take(user.id, st.limits.max_terminals, st.limits.max_terminals_per_user) {
+        Ok(s) => s,
+        Err(Full::Server(max)) => {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} terminals open, its limit; try again later"))
+        }
+        Err(Full::User(max)) => {
+            return refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("you have {max} terminals open on this server, the limit per user; close one to open another"),
+            )
+        }
+    };
     let size = TtySize::new(q.cols.unwrap_or(80), q.rows.unwrap_or(24));
     let shell = match exec.open_shell(&container, size).await {
         Ok(s) => s,
@@ -123,7 +137,7 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         .max_frame_size(MAX_MESSAGE)
         // A failed upgrade drops the closure: `Cleanup` hangs the shell up
         // and closes the session.
-        .on_upgrade(move |socket| run(socket, shell, guard, registration, ctx, stopped))
+        .on_upgrade(move |socket| run(socket, shell, guard, registration, slot, ctx, stopped))
 }
 
 struct Ctx {
@@ -143,7 +157,15 @@ enum End {
     Idle,
 }
 
-async fn run(socket: WebSocket, shell: Shell, mut guard: Cleanup, mut registration: Registration, ctx: Ctx, stopped: impl std::future::Future<Output = ()>) {
+async fn run(
+    socket: WebSocket,
+    shell: Shell,
+    mut guard: Cleanup,
+    mut registration: Registration,
+    slot: Slot,
+    ctx: Ctx,
+    stopped: impl std::future::Future<Output = ()>,
+) {
     let (mut tx, mut rx) = socket.split();
     let Shell { exec_id, mut output, mut input, .. } = shell;
     let started = Instant::now();
@@ -231,6 +253,7 @@ async fn run(socket: WebSocket, shell: Shell, mut guard: Cleanup, mut registrati
     // whoever sees the close frame sees the closed session too.
     drop(registration);
     guard.finish(&reason.text, !shell_gone).await;
+    drop(slot);
     let frame = CloseFrame { code: reason.code, reason: close_text(&reason.text).into() };
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         let _ = tx.send(Message::Close(Some(frame))).await;
@@ -275,6 +298,79 @@ fn close_text(text: &str) -> String {
         end -= 1;
     }
     text[..end].to_string()
+}
+
+/// This process's terminal slots: how many are taken, in all and by each
+/// user. Counted apart from the registry, which learns of a terminal only
+/// once its shell runs and its session is recorded.
+#[derive(Clone, Default)]
+pub struct Slots {
+    taken: Arc<Mutex<Taken>>,
+}
+
+#[derive(Default)]
+struct Taken {
+    total: usize,
+    by_user: HashMap<i64, usize>,
+}
+
+/// Why no slot was free: the server's limit or the user's.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Full {
+    Server(usize),
+    User(usize),
+}
+
+/// One taken slot, given back when dropped.
+pub struct Slot {
+    slots: Slots,
+    user: i64,
+}
+
+impl Slots {
+    /// Takes a slot for `user` if fewer than `max` are taken in all and
+    /// fewer than `per_user` by this user; checked and taken under one lock.
+    pub fn take(&self, user: i64, max: usize, per_user: usize) -> Result<Slot, Full> {
+        let mut t = self.lock();
+        if t.total >= max {
+            return Err(Full::Server(max));
+        }
+        let mine = t.by_user.entry(user).or_insert(0);
+        if *mine >= per_user {
+            if *mine == 0 {
+                t.by_user.remove(&user);
+            }
+            return Err(Full::User(per_user));
+        }
+        *mine += 1;
+        t.total += 1;
+        Ok(Slot { slots: self.clone(), user })
+    }
+
+    /// Slots taken in all and by `user`.
+    pub fn taken(&self, user: i64) -> (usize, usize) {
+        let t = self.lock();
+        (t.total, t.by_user.get(&user).copied().unwrap_or(0))
+    }
+
+    /// Never poisoned for good: the counts are updated in one step each, so
+    /// a panic elsewhere under the lock leaves them consistent.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Taken> {
+        self.taken.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut t = self.slots.lock();
+        t.total = t.total.saturating_sub(1);
+        if let Some(n) = t.by_user.get_mut(&self.user) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                t.by_user.remove(&self.user);
+            }
+        }
+    }
 }
 
 /// Hangs the shell up and closes the session row, on every path: at the
@@ -334,6 +430,32 @@ async fn cleanup(pool: Pool, session: Option<i64>, exec: Executor, container: St
 
 #[cfg(test)]
 mod tests {
+    use super::{Full, Slots};
+
+    #[test]
+    fn slots_hold_both_limits_and_come_back_on_drop() {
+        let slots = Slots::default();
+        let a1 = slots.take(1, 3, 2).unwrap();
+        let a2 = slots.take(1, 3, 2).unwrap();
+        assert_eq!(slots.take(1, 3, 2).err(), Some(Full::User(2)));
+        let b1 = slots.take(2, 3, 2).unwrap();
+        assert_eq!(slots.take(3, 3, 2).err(), Some(Full::Server(3)));
+        assert_eq!(slots.taken(1), (3, 2));
+        drop(a1);
+        assert_eq!(slots.taken(1), (2, 1));
+        let a3 = slots.take(1, 3, 2).unwrap();
+        drop((a2, a3, b1));
+        assert_eq!(slots.taken(1), (0, 0));
+        assert!(slots.lock().by_user.is_empty(), "no counts left behind");
+        // Given back on a panic's unwinding too.
+        let s = slots.clone();
+        let _ = std::panic::catch_unwind(move || {
+            let _slot = s.take(5, 1, 1).unwrap();
+            panic!("opening failed");
+        });
+        assert!(slots.take(5, 1, 1).is_ok());
+    }
+
     #[test]
     fn close_reasons_fit_a_frame() {
         assert_eq!(super::close_text(&"é".repeat(100)).len(), 122);

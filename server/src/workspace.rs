@@ -39,6 +39,9 @@ pub struct WorkspaceArgs {
     /// Open browser terminals one server process accepts at a time.
     #[arg(long, env = "GANTRY_TERMINAL_MAX", default_value_t = 256)]
     pub terminal_max: usize,
+    /// Of those, browser terminals one user may hold open at a time.
+    #[arg(long, env = "GANTRY_TERMINAL_MAX_PER_USER", default_value_t = 8)]
+    pub terminal_max_per_user: usize,
     /// Largest file that can be uploaded into a machine's volume, in MiB.
     #[arg(long, env = "GANTRY_UPLOAD_MAX_MB", default_value_t = 1024)]
     pub upload_max_mb: u64,
@@ -50,6 +53,7 @@ impl WorkspaceArgs {
             upload_max_bytes: self.upload_max_mb.saturating_mul(1024 * 1024),
             idle_secs: self.terminal_idle_secs.max(1),
             max_terminals: self.terminal_max,
+            max_terminals_per_user: self.terminal_max_per_user,
         }
     }
 }
@@ -61,6 +65,8 @@ pub struct WsState {
     pub public_origin: Option<String>,
     /// The terminal sessions this process holds.
     pub terminals: Registry,
+    /// Terminal slots taken (opening or open), against the limits.
+    pub terminal_slots: terminal::Slots,
     /// True once the process is asked to stop: followed logs and terminals
     /// end then (with a reason), or the graceful shutdown would wait on
     /// them for ever.
@@ -86,7 +92,7 @@ pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>) -> R
         stop_signal().await;
         let _ = stop.send(true);
     });
-    let state = WsState { app, limits, public_origin, terminals, stopping };
+    let state = WsState { app, limits, public_origin, terminals, terminal_slots: terminal::Slots::default(), stopping };
     Router::new()
         .route("/machines/{id}/terminal", get(terminal::terminal))
         .route("/machines/{id}/logs", get(logs::logs))

@@ -295,6 +295,88 @@ gantry_testkit::timed_test! {
     }
 }
 
+/// Like `connect`, but a refusal comes with the response's text.
+async fn try_connect(env: &Env, cookie: &str, machine_id: i64) -> Result<Ws, (StatusCode, String)> {
+    let mut req = format!("ws://{}/machines/{machine_id}/terminal?cols=80&rows=24", env.addr).into_client_request().unwrap();
+    req.headers_mut().insert("Cookie", cookie.parse().unwrap());
+    req.headers_mut().insert("Origin", format!("http://{}", env.addr).parse().unwrap());
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tungstenite::Error::Http(res)) => {
+            let text = res.body().as_deref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            Err((StatusCode::from_u16(res.status().as_u16()).unwrap(), text))
+        }
+        Err(e) => panic!("unexpected WebSocket error: {e}"),
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn the_terminal_limit_holds_against_parallel_upgrades() {
+        let env = env(Limits { max_terminals: 2, ..Limits::default() }).await;
+        let (id, container) = env.machine(&env.alice.clone(), "term-cap").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+
+        // Ten upgrades at once: the check and the registration used to be
+        // apart (the shell's start in between), so all ten got through.
+        let tries = futures_util::future::join_all((0..10).map(|_| try_connect(&env, &alice, id))).await;
+        let mut open = Vec::new();
+        for t in tries {
+            match t {
+                Ok(ws) => open.push(ws),
+                Err((status, text)) => {
+                    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{text}");
+                    assert!(text.contains("2 terminals open, its limit"), "{text}");
+                }
+            }
+        }
+        assert_eq!(open.len(), 2, "exactly the limit's worth of terminals open");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM terminal_sessions").await, 2, "no session for the refused");
+        // No shell was started for the refused ones.
+        let (_, ps) = env.engine().await.exec(&container, &["ps", "-o", "pid,args"]).await.unwrap();
+        assert_eq!(ps.lines().filter(|l| l.trim_end().ends_with("/bin/sh")).count(), 2, "{ps}");
+
+        // A closed terminal gives its slot back.
+        let mut ws = open.pop().unwrap();
+        ws.close(None).await.unwrap();
+        close_frame(&mut ws).await;
+        let mut ws = try_connect(&env, &alice, id).await.expect("the freed slot is taken");
+        read_until(&mut ws, "# ").await;
+        assert!(try_connect(&env, &alice, id).await.is_err(), "full again");
+        for mut ws in open.into_iter().chain([ws]) {
+            ws.close(None).await.unwrap();
+            close_frame(&mut ws).await;
+        }
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn one_user_cannot_hold_every_terminal() {
+        let env = env(Limits { max_terminals_per_user: 1, ..Limits::default() }).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-per-user").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let mut first = try_connect(&env, &alice, id).await.expect("alice's first terminal");
+        read_until(&mut first, "# ").await;
+        let (status, text) = try_connect(&env, &alice, id).await.err().expect("alice's second terminal is refused");
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{text}");
+        assert!(text.contains("1 terminals open on this server, the limit per user"), "{text}");
+        // Another user still gets one (the admin, on alice's machine).
+        let admin = sign_in(&env, "admin", ADMIN_PASSWORD).await;
+        let mut other = try_connect(&env, &admin, id).await.expect("another user's terminal opens");
+        read_until(&mut other, "# ").await;
+        // Closing gives alice's slot back.
+        first.close(None).await.unwrap();
+        close_frame(&mut first).await;
+        let mut again = try_connect(&env, &alice, id).await.expect("alice opens one again");
+        read_until(&mut again, "# ").await;
+        for mut ws in [other, again] {
+            ws.close(None).await.unwrap();
+            close_frame(&mut ws).await;
+        }
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
 gantry_testkit::timed_test! {
     async fn deleting_the_machine_closes_its_terminal_with_a_reason() {
         let env = env(Limits::default()).await;
@@ -515,6 +597,22 @@ gantry_testkit::timed_test! {
             .unwrap();
         assert_eq!(res.status(), StatusCode::BAD_REQUEST);
         assert!(res.text().await.unwrap().contains("the folder is longer than 4096 bytes"));
+        // A body whose framing never comes (no boundary in 200 KiB, or a
+        // part's headers that never end) is cut once past the guard's
+        // limit, not buffered whole by the multipart parser.
+        let form_headers = format!(
+            "Cookie: {alice}\r\nOrigin: http://{}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n",
+            env.addr
+        );
+        let zeros = vec![0u8; 200 * 1024];
+        let (status, text) = raw_post(env.addr, &format!("/machines/{id}/files"), &form_headers, &zeros).await;
+        assert_eq!(status, 400, "{text}");
+        assert!(text.contains("more than 65536 bytes before the form's first boundary"), "{text}");
+        let mut endless = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.bin\"\r\nX: ").into_bytes();
+        endless.resize(200 * 1024, b'h');
+        let (status, text) = raw_post(env.addr, &format!("/machines/{id}/files"), &form_headers, &endless).await;
+        assert_eq!(status, 400, "{text}");
+        assert!(text.contains("a part's headers are longer than 65536 bytes"), "{text}");
         // A folder comes as a tar archive.
         let res = http().get(files("?path=forms")).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.headers()["content-type"], "application/x-tar");
@@ -528,6 +626,22 @@ gantry_testkit::timed_test! {
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
         env.operate(id, TaskKind::Delete).await;
     }
+}
+
+/// `POST path` over a bare connection (the server may answer before the
+/// body is all sent, and close): the status and the whole answer.
+async fn raw_post(addr: SocketAddr, path: &str, headers: &str, body: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n", body.len());
+    sock.write_all(head.as_bytes()).await.unwrap();
+    // A write cut short: the server answered early and closed.
+    let _ = sock.write_all(body).await;
+    let mut answer = Vec::new();
+    let _ = sock.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer)
 }
 
 /// The `data:` lines of a Server-Sent Events body, as they arrive.

@@ -23,7 +23,15 @@ mod output;
 mod volume;
 
 /// Per-request timeout (seconds). Long enough for a 10 s graceful stop.
+/// bollard applies it from sending the request to the response's headers.
 const TIMEOUT_SECS: u64 = 30;
+/// An archive upload's ceiling instead: the engine answers its `PUT` only
+/// once it has read and extracted the whole body, which for a large or
+/// slowly sent file takes far longer than [`TIMEOUT_SECS`]. What bounds an
+/// upload is [`UPLOAD_IDLE`] between the body's chunks.
+const TRANSFER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+/// An upload whose body sends nothing for this long fails.
+const UPLOAD_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 /// Grace period for stop/restart before SIGKILL.
 const STOP_GRACE_SECS: i32 = 10;
 /// Cap on captured exec output, so a chatty command cannot exhaust memory.
@@ -43,6 +51,9 @@ struct Inner {
     /// Where loop-device volume images live; `None`: plain volumes only.
     volume_dir: Option<PathBuf>,
     client: OnceCell<Docker>,
+    /// [`TIMEOUT_SECS`] and [`UPLOAD_IDLE`], unless a test lowered them.
+    request_timeout: std::time::Duration,
+    upload_idle: std::time::Duration,
     /// Engine has an `nvidia` runtime; asked once, engines don't gain one live.
     nvidia: OnceCell<bool>,
 }
@@ -100,9 +111,23 @@ impl DockerExecutor {
                 transport,
                 volume_dir,
                 client: OnceCell::new(),
+                request_timeout: std::time::Duration::from_secs(TIMEOUT_SECS),
+                upload_idle: UPLOAD_IDLE,
                 nvidia: OnceCell::new(),
             }),
         })
+    }
+
+    /// Other timeouts than the defaults (30 s per request, 60 s of
+    /// silence in an upload's body), so tests of them stay short. Whole
+    /// seconds for `request` (bollard's unit); call it before the executor
+    /// is cloned or used.
+    pub fn with_timeouts(mut self, request: std::time::Duration, upload_idle: std::time::Duration) -> Self {
+        let inner = Arc::get_mut(&mut self.inner).expect("with_timeouts is called on a new executor");
+        assert!(inner.client.get().is_none(), "with_timeouts is called before the first request");
+        inner.request_timeout = request.max(std::time::Duration::from_secs(1));
+        inner.upload_idle = upload_idle;
+        self
     }
 
     pub fn endpoint(&self) -> &str {
@@ -125,15 +150,16 @@ impl DockerExecutor {
         self.inner
             .client
             .get_or_try_init(|| async {
+                let timeout = self.inner.request_timeout.as_secs();
                 let docker = match &self.inner.transport {
-                    Transport::Unix(p) => Docker::connect_with_unix(p, TIMEOUT_SECS, API_DEFAULT_VERSION),
-                    Transport::Http(a) => Docker::connect_with_http(a, TIMEOUT_SECS, API_DEFAULT_VERSION),
+                    Transport::Unix(p) => Docker::connect_with_unix(p, timeout, API_DEFAULT_VERSION),
+                    Transport::Http(a) => Docker::connect_with_http(a, timeout, API_DEFAULT_VERSION),
                     Transport::Tls { addr, cert_dir } => Docker::connect_with_ssl(
                         addr,
                         &cert_dir.join("key.pem"),
                         &cert_dir.join("cert.pem"),
                         &cert_dir.join("ca.pem"),
-                        TIMEOUT_SECS,
+                        timeout,
                         API_DEFAULT_VERSION,
                     ),
                 }
@@ -141,6 +167,12 @@ impl DockerExecutor {
                 docker.negotiate_version().await.map_err(|e| self.err(e, "API version negotiation"))
             })
             .await
+    }
+
+    /// The client for an archive upload: the same connection pool, with
+    /// [`TRANSFER_TIMEOUT`] instead of the per-request timeout.
+    async fn transfer_client(&self) -> Result<Docker, ExecError> {
+        Ok(self.client().await?.clone().with_timeout(TRANSFER_TIMEOUT))
     }
 
     /// Includes the source chain: hyper's top-level "client error (Connect)"
@@ -168,8 +200,9 @@ impl DockerExecutor {
                 ExecError::Failed(format!("{what} failed (HTTP {status_code}): {message}"))
             }
             BError::RequestTimeoutError => ExecError::Unavailable(format!(
-                "Docker Engine at {} did not answer {what} within {TIMEOUT_SECS} s",
-                self.inner.endpoint
+                "Docker Engine at {} did not answer {what} within {} s",
+                self.inner.endpoint,
+                self.inner.request_timeout.as_secs()
             )),
             e @ (BError::SocketNotFoundError(_)
             | BError::IOError { .. }

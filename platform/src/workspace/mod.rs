@@ -26,11 +26,13 @@ pub struct Limits {
     pub idle_secs: u64,
     /// Open terminals one server process accepts.
     pub max_terminals: usize,
+    /// Of those, open terminals one user may hold.
+    pub max_terminals_per_user: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { upload_max_bytes: 1024 * 1024 * 1024, idle_secs: 1800, max_terminals: 256 }
+        Limits { upload_max_bytes: 1024 * 1024 * 1024, idle_secs: 1800, max_terminals: 256, max_terminals_per_user: 8 }
     }
 }
 
@@ -93,7 +95,7 @@ pub async fn target(pool: &Pool, user: &User, machine_id: i64) -> Result<Result<
 
 /// The rule itself: owner or admin.
 pub fn may_enter(user: &User, target: &Target) -> bool {
-    user.role.is_admin() || user.id == target.owner_id
+    user.acts_for(target.owner_id)
 }
 
 impl Target {

@@ -1,8 +1,10 @@
 //! Paths inside a machine's volume. A path given by a user is taken
 //! relative to the volume (`/data`); `/data/...` is accepted too. Nothing
-//! that could leave the volume is accepted: no `..`, no NUL, no other
-//! absolute path. Symbolic links inside the volume are checked against
-//! the engine separately (see the Docker executor's archive code).
+//! that could leave the volume is accepted: no `..`, no other absolute
+//! path; nor control characters (NUL, newlines, escapes), which would cut
+//! the path short or reach log lines as is. Symbolic links inside the
+//! volume are checked against the engine separately (see the Docker
+//! executor's archive code).
 
 use crate::executor::DATA_MOUNT;
 
@@ -23,8 +25,10 @@ impl VolumePath {
         if input.len() > PATH_MAX {
             return Err(format!("the path is longer than {PATH_MAX} bytes"));
         }
-        if input.contains('\0') {
-            return Err("the path contains a NUL byte".into());
+        // NUL cuts a path short in the engine; a newline or an escape
+        // sequence would forge or garble log lines that quote the path.
+        if let Some(c) = input.chars().find(|c| c.is_control()) {
+            return Err(format!("the path contains a control character ({:?}); only printable characters are allowed", c));
         }
         let trimmed = input.trim();
         let rest = if trimmed == DATA_MOUNT {
@@ -119,6 +123,21 @@ mod tests {
         }
         assert!(VolumePath::parse(&"a/".repeat(3000)).is_err(), "too long");
         assert!(VolumePath::parse(&"n".repeat(256)).is_err(), "name too long");
+    }
+
+    #[test]
+    fn control_characters_are_refused() {
+        // A newline (or any control character) would reach log lines as is.
+        for bad in ["a\nb", "a/b\r", "x\u{1b}[31m", "tab\there", "del\u{7f}", "a\u{85}b", "/data/a\n"] {
+            let e = VolumePath::parse(bad).expect_err(bad);
+            assert!(e.contains("control character"), "{bad:?}: {e}");
+        }
+        let e = VolumePath::parse("a/\0b").unwrap_err();
+        assert!(e.contains("control character"), "{e}");
+        let dir = VolumePath::parse("up").unwrap();
+        assert!(dir.join_name("evil\n.txt").is_err());
+        // Spaces and non-ASCII names are fine.
+        assert_eq!(VolumePath::parse("my files/résumé.txt").unwrap().absolute(), "/data/my files/résumé.txt");
     }
 
     #[test]

@@ -8,10 +8,13 @@
 //! when it panics (see `Cleanup`).
 
 use bollard::Docker;
+use bytes::Bytes;
+use futures_util::{stream, StreamExt};
 use gantry_platform::executor::{
-    ContainerStatus, DockerExecutor, ExecError, Executor, Limits, MachineSpec, VolumeInfo, LABEL_GROUP, LABEL_MACHINE,
-    LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TASK,
+    inside::Upload, ContainerStatus, DockerExecutor, ExecError, Executor, Limits, MachineSpec, VolumeInfo, DATA_MOUNT,
+    LABEL_GROUP, LABEL_MACHINE, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TASK,
 };
+use std::time::{Duration, Instant};
 
 const IMAGE: &str = "gantry/devbox:latest";
 
@@ -264,5 +267,42 @@ gantry_testkit::timed_test! {
         }
         assert_eq!(env.ex.inspect_container(&spec.container_name()).await.unwrap().status, ContainerStatus::Missing);
         assert!(env.docker.inspect_image(&spec.image).await.is_err(), "the image must not have been pulled");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_slow_upload_outlives_the_request_timeout_and_a_stalled_one_fails() {
+        let Some(env) = engine("a_slow_upload_outlives_the_request_timeout_and_a_stalled_one_fails").await else { return };
+        let spec = spec("upload");
+        let _cleanup = Cleanup::new(&env, &spec);
+        let (_vol, id) = create_running(&env, &spec).await;
+        // The engine answers an archive PUT only after the whole body: a
+        // 2 s request timeout must not cut a body that takes 4 s.
+        let endpoint = std::env::var("DOCKER_HOST").unwrap_or_default();
+        let ex = Executor::Docker(DockerExecutor::connect(&endpoint).unwrap().with_timeouts(Duration::from_secs(2), Duration::from_secs(1)));
+        let body = stream::iter(0..8u8)
+            .then(|i| async move {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                Ok(Bytes::from(vec![b'a' + i; 1000]))
+            })
+            .boxed();
+        let up = Upload { root: DATA_MOUNT.into(), missing_dirs: vec!["up".into()], path: "up/slow.bin".into(), size: 8000, body };
+        let started = Instant::now();
+        ex.upload(&id, up).await.expect("a slow upload is not cut by the request timeout");
+        assert!(started.elapsed() >= Duration::from_secs(4));
+        assert_eq!(sh(&env, &id, "wc -c < /data/up/slow.bin; head -c 1 /data/up/slow.bin; tail -c 1 /data/up/slow.bin").await, "8000\nah");
+
+        // A body that stops sending fails after the idle timeout (1 s),
+        // saying so, rather than holding the engine's connection.
+        let body = stream::once(async { Ok(Bytes::from(vec![b'x'; 100])) }).chain(stream::pending()).boxed();
+        let up = Upload { root: DATA_MOUNT.into(), missing_dirs: Vec::new(), path: "stalled.bin".into(), size: 1000, body };
+        let started = Instant::now();
+        let err = ex.upload(&id, up).await.expect_err("a stalled upload fails");
+        assert!(matches!(err, ExecError::Failed(_)), "{err:?}");
+        assert!(err.to_string().contains("the upload stalled: nothing was sent for 1 s"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        // The executor still works for other calls.
+        let (code, out) = ex.exec(&id, &["sh", "-c", "wc -c < /data/up/slow.bin"]).await.expect("exec");
+        assert_eq!((code, out.trim()), (0, "8000"));
     }
 }

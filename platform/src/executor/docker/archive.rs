@@ -11,6 +11,8 @@ use bollard::query_parameters::{ContainerArchiveInfoOptions, DownloadFromContain
 use bytes::Bytes;
 use futures_util::{stream, StreamExt};
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Go's `os.ModeDir` and `os.ModeSymlink`, as the stat header reports them.
 const MODE_DIR: u32 = 1 << 31;
@@ -43,11 +45,22 @@ impl DockerExecutor {
         head.extend(tar::header(&up.path, Kind::File, up.size, 0o644, mtime));
         let mut tail = vec![0u8; tar::padding(up.size)];
         tail.extend_from_slice(&tar::END_OF_ARCHIVE);
-        let body = exactly(up.body, up.size);
+        let body = exactly(idle_limited(up.body, self.inner.upload_idle), up.size);
+        // Why the body failed (stalled, cut short, too long): the engine's
+        // client only sees an aborted request, which reads as an
+        // unreachable engine.
+        let failure: Arc<Mutex<Option<ExecError>>> = Arc::default();
+        let seen = failure.clone();
         let archive = stream::once(async move { Ok(Bytes::from(head)) })
             .chain(body)
             .chain(stream::once(async move { Ok(Bytes::from(tail)) }))
-            .map(|r: Result<Bytes, ExecError>| r.map_err(|e| std::io::Error::other(e.to_string())));
+            .map(move |r: Result<Bytes, ExecError>| {
+                r.map_err(|e| {
+                    let text = e.to_string();
+                    seen.lock().expect("upload failure").get_or_insert(e);
+                    std::io::Error::other(text)
+                })
+            });
         let opts = UploadToContainerOptions {
             path: up.root.clone(),
             // Never replace a directory by a file or the other way round,
@@ -55,11 +68,23 @@ impl DockerExecutor {
             no_overwrite_dir_non_dir: Some("true".into()),
             copy_uidgid: Some("true".into()),
         };
-        let docker = self.client().await?;
-        docker
-            .upload_to_container(container_id, Some(opts), bollard::body_try_stream(archive))
-            .await
-            .map_err(|e| self.err(e, &format!("upload to {}/{}", up.root, up.path)))
+        // Not the per-request timeout: the engine answers after the whole
+        // body is in (see `TRANSFER_TIMEOUT`); `idle_limited` bounds it.
+        let docker = self.transfer_client().await?;
+        let result = docker.upload_to_container(container_id, Some(opts), bollard::body_try_stream(archive)).await;
+        if let Some(e) = failure.lock().expect("upload failure").take() {
+            return Err(e);
+        }
+        result.map_err(|e| match e {
+            bollard::errors::Error::RequestTimeoutError => ExecError::Unavailable(format!(
+                "Docker Engine at {} did not finish the upload to {}/{} within {} h",
+                self.endpoint(),
+                up.root,
+                up.path,
+                super::TRANSFER_TIMEOUT.as_secs() / 3600
+            )),
+            e => self.err(e, &format!("upload to {}/{}", up.root, up.path)),
+        })
     }
 
     pub async fn download(&self, container_id: &str, path: &str) -> Result<Download, ExecError> {
@@ -154,6 +179,37 @@ fn file_body(archive: ByteStream, reader: tar::Reader, queued: VecDeque<Item>, s
         }
     })
     .boxed()
+}
+
+/// Passes `body` through, failing when it sends nothing for `idle` (a
+/// client that stopped sending would otherwise hold the upload open, and
+/// the engine's connection with it, for ever). The clock runs only while
+/// the next chunk is awaited: an engine slow to take the bytes does not
+/// count against the client.
+fn idle_limited(body: ByteStream, idle: Duration) -> ByteStream {
+    stream::unfold((body, false), move |(mut body, done)| async move {
+        if done {
+            return None;
+        }
+        match tokio::time::timeout(idle, body.next()).await {
+            Ok(Some(Ok(chunk))) => Some((Ok(chunk), (body, false))),
+            Ok(Some(Err(e))) => Some((Err(e), (body, true))),
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(ExecError::Failed(format!("the upload stalled: nothing was sent for {}", idle_text(idle)))),
+                (body, true),
+            )),
+        }
+    })
+    .boxed()
+}
+
+fn idle_text(d: Duration) -> String {
+    if d.as_secs() > 0 && d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
 }
 
 /// Passes `body` through, failing if it is longer or shorter than `size`
