@@ -32,7 +32,8 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: `rm -rf ${dataDir} && ${process.env.GANTRY_E2E_BIN ?? 'target/debug/gantry'} serve`,
+    // The previous run's machines go first (scripts/e2e-clean.sh), then its data.
+    command: `bash scripts/e2e-clean.sh ${dataDir}; rm -rf ${dataDir} && ${process.env.GANTRY_E2E_BIN ?? 'target/debug/gantry'} serve`,
     url: `${baseURL}/healthz`,
     reuseExistingServer: false,
     timeout: 120_000,

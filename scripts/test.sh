@@ -64,6 +64,7 @@ stage "Rust tests (core, platform, app, server)" 1200 cargo test --locked "${rus
 # frontend-only bundle was seen to fail hydration.
 stage "build the site (cargo leptos build)" 1800 cargo leptos build
 (cd end2end && stage "End-to-end tests (Chromium)" 900 env GANTRY_E2E_NODE2_ENDPOINT="$node2" npx playwright test)
+stage "remove the end-to-end run's machines" 120 bash scripts/e2e-clean.sh "${GANTRY_E2E_DATA_DIR:-target/e2e-data}"
 
 # A figure, not a threshold: the release bundle's raw/gzip/brotli bytes.
 stage "release bundle size (a figure)" 1500 bash scripts/bundle-size.sh
