@@ -10,10 +10,11 @@
 //! is spooled to a temporary file first. Both are refused beyond the
 //! configured limit. An upload cut short can leave a partial file.
 
+use crate::multipart_guard;
 use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, WsState};
 use axum::{
     body::Body,
-    extract::{FromRequest, Multipart, Path, Query, Request, State},
+    extract::{Path, Query, Request, State},
     http::{header, request::Parts, HeaderValue, StatusCode},
     response::{IntoResponse, Redirect, Response},
     Json,
@@ -207,18 +208,22 @@ const MAX_DIR_FIELD: usize = 4096;
 
 async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<(String, u64), Response> {
     let (_target, p) = place(st, &parts, id).await?;
-    let mut multipart = Multipart::from_request(Request::from_parts(parts, body), st)
+    // This route has no body limit (files may be large): the guard bounds
+    // what multer would otherwise buffer, and cuts a silent body.
+    let (mut multipart, tripped) = multipart_guard::multipart(Request::from_parts(parts, body), st, multipart_guard::Limits::default())
         .await
         .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
+    // A multer error after the guard cut the body: the guard's reason.
+    let failed = |e: axum::extract::multipart::MultipartError| refuse(StatusCode::BAD_REQUEST, tripped.reason().map_or_else(|| e.to_string(), |why| why.to_string()));
     let mut dir = VolumePath::parse("").expect("the volume root parses");
-    while let Some(mut field) = multipart.next_field().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))? {
+    while let Some(mut field) = multipart.next_field().await.map_err(failed)? {
         match field.name() {
             Some("dir") => {
                 // Read to a path's length at most: this route has no body
                 // limit (files may be large), so a field read whole could
                 // be gigabytes in memory.
                 let mut text = Vec::new();
-                while let Some(chunk) = field.chunk().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))? {
+                while let Some(chunk) = field.chunk().await.map_err(failed)? {
                     if text.len() + chunk.len() > MAX_DIR_FIELD {
                         return Err(refuse(StatusCode::BAD_REQUEST, format!("the folder is longer than {MAX_DIR_FIELD} bytes")));
                     }
@@ -234,7 +239,7 @@ async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<
                 let spool = tempfile::tempfile().map_err(internal)?;
                 let mut spool = tokio::fs::File::from_std(spool);
                 let mut size: u64 = 0;
-                while let Some(chunk) = field.chunk().await.map_err(|e| refuse(StatusCode::BAD_REQUEST, e.to_string()))? {
+                while let Some(chunk) = field.chunk().await.map_err(failed)? {
                     size += chunk.len() as u64;
                     if size > st.limits.upload_max_bytes {
                         return Err(too_large(st));

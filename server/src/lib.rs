@@ -13,6 +13,7 @@ pub mod form_errors;
 pub mod http_guard;
 pub mod matching_bench;
 pub mod metrics;
+pub mod multipart_guard;
 pub mod reclaim_loop;
 pub mod request_id;
 pub mod logs;

@@ -246,6 +246,79 @@ gantry_testkit::timed_test! {
     }
 }
 
+gantry_testkit::timed_test! {
+    async fn the_upload_form_refuses_a_body_without_its_framing_or_an_overlong_replace() {
+        // The form route has no body limit (files are streamed): what multer
+        // would buffer whole — all before the first boundary, a part's
+        // headers, the `replace` value — is cut with a 400, not held.
+        let s = start(limits()).await;
+        let cookie = session_cookie(&s, "alice").await;
+        let boundary = "gantryboundary";
+        let headers = [
+            ("Cookie", cookie),
+            ("Origin", format!("http://{}", s.addr)),
+            ("Accept", "text/html".to_string()),
+            ("Content-Type", format!("multipart/form-data; boundary={boundary}")),
+        ];
+        let len: u64 = 200 * 1024;
+        // Zeros, no boundary in them (the version need not exist).
+        let res = raw(s.addr, "POST", "/datasets/nope/nothing/upload", &headers, len, None, |_, buf| buf.fill(0)).await.unwrap();
+        assert_eq!(res.status, 400, "{}", res.body);
+        assert!(res.body.contains("more than 65536 bytes before the form's first boundary"), "{}", res.body);
+        // A header block that never ends.
+        let open = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nX: ");
+        let res = raw(s.addr, "POST", "/datasets/coco/v1/upload", &headers, len, None, |at, buf| starting_with(open.as_bytes(), b'h', at, buf)).await.unwrap();
+        assert_eq!(res.status, 400, "{}", res.body);
+        assert!(res.body.contains("a part's headers are longer than 65536 bytes"), "{}", res.body);
+        // A `replace` value that never ends.
+        let open = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"replace\"\r\n\r\n");
+        let res = raw(s.addr, "POST", "/datasets/coco/v1/upload", &headers, len, None, |at, buf| starting_with(open.as_bytes(), b'o', at, buf)).await.unwrap();
+        assert_eq!(res.status, 400, "{}", res.body);
+        assert!(res.body.contains("the replace field is longer than 16 bytes"), "{}", res.body);
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await + s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        // The form itself still works, `replace` and all.
+        let form = |text: &str| {
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"replace\"\r\n\r\non\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"r.txt\"\r\n\r\n{text}\r\n--{boundary}--\r\n"
+            )
+        };
+        for text in ["first", "second"] {
+            let body = form(text);
+            let res = raw(s.addr, "POST", "/datasets/coco/v1/upload", &headers, body.len() as u64, None, |at, buf| buf.copy_from_slice(&body.as_bytes()[at as usize..at as usize + buf.len()])).await.unwrap();
+            assert_eq!(res.status, 303, "{}", res.body);
+            assert!(res.headers["location"].contains("uploaded=r.txt"), "{:?}", res.headers);
+        }
+        assert_eq!(std::fs::read(s.region.join("coco/v1/images/r.txt")).unwrap(), b"second");
+    }
+}
+
+/// `head` then `fill` bytes, for the part of the body at `at`.
+fn starting_with(head: &[u8], fill: u8, at: u64, buf: &mut [u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = head.get(at as usize + i).copied().unwrap_or(fill);
+    }
+}
+
+/// Signs in; the session cookie, for a raw request.
+async fn session_cookie(s: &Server, user: &str) -> String {
+    let res = reqwest::Client::new()
+        .post(s.url("/api/login"))
+        .header("Origin", format!("http://{}", s.addr))
+        .form(&[("username", user), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "login: {}", res.status());
+    res.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with("gantry_session="))
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_string()
+}
+
 fn sha_hex(data: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()

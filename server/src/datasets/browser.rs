@@ -3,9 +3,10 @@
 //! form without JavaScript, and the download link.
 
 use super::{error_json, no_store, session_user, stores, transfer};
+use crate::multipart_guard;
 use app::state::AppState;
 use axum::{
-    extract::{FromRequest, Multipart, Path, Query, Request, State},
+    extract::{Path, Query, Request, State},
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
     Json,
@@ -69,7 +70,9 @@ pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>,
 
 /// `POST /datasets/{code}/{version}/upload` from the page's form
 /// (multipart: an optional `replace`, then one or more `file` parts),
-/// answered by a redirect to the version page saying what happened.
+/// answered by a redirect to the version page saying what happened — or
+/// by 400 for a body no form sends (its framing past the guard's limits,
+/// an overlong `replace`).
 pub async fn form_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, req: Request) -> Response {
     let back = |key: &str, value: &str| {
         let page = format!("/datasets/{}/{}", enc(&p.code), enc(&p.version));
@@ -77,20 +80,61 @@ pub async fn form_upload(State(state): State<AppState>, Path(p): Path<VersionPat
     };
     match form_files(&state, &p, req).await {
         Ok(names) => back("uploaded", &names.join(", ")),
-        Err(text) => back("upload_error", &text),
+        Err(FormError::Back(text)) => back("upload_error", &text),
+        Err(FormError::Bad(text)) => no_store((StatusCode::BAD_REQUEST, text).into_response()),
     }
 }
 
-async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<Vec<String>, String> {
+/// The form's `replace` field: a checkbox's `on` (or `1`).
+const MAX_REPLACE_FIELD: usize = 16;
+
+enum FormError {
+    /// Said on the version page.
+    Back(String),
+    /// A 400: the body is not what the page's form sends.
+    Bad(String),
+}
+
+impl From<String> for FormError {
+    fn from(text: String) -> Self {
+        FormError::Back(text)
+    }
+}
+
+impl From<&str> for FormError {
+    fn from(text: &str) -> Self {
+        FormError::Back(text.into())
+    }
+}
+
+async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<Vec<String>, FormError> {
     let (parts, body) = req.into_parts();
     let user = session_user(&parts).ok_or("please sign in")?;
     let stores = parts.extensions.get::<Datasets>().cloned().ok_or_else(|| DatasetError::Unconfigured.to_string())?;
-    let mut form = Multipart::from_request(Request::from_parts(parts, body), state).await.map_err(|e| format!("not a form upload: {e}"))?;
+    // This route has no body limit (files are streamed): the guard bounds
+    // what multer would otherwise buffer, and cuts a silent body.
+    let req = Request::from_parts(parts, body);
+    let (mut form, tripped) = multipart_guard::multipart(req, state, multipart_guard::Limits::default()).await.map_err(|e| format!("not a form upload: {e}"))?;
+    // A multer error after the guard cut the body: the guard's reason.
+    let failed = |e: String| match tripped.reason() {
+        Some(why) => FormError::Bad(why.to_string()),
+        None => FormError::Back(e),
+    };
     let mut replace = false;
     let mut done = Vec::new();
-    while let Some(field) = form.next_field().await.map_err(|e| e.to_string())? {
+    while let Some(mut field) = form.next_field().await.map_err(|e| failed(e.to_string()))? {
         match field.name() {
-            Some("replace") => replace = field.text().await.map(|t| t == "on" || t == "1").unwrap_or(false),
+            Some("replace") => {
+                // Read to a checkbox value's length at most, not whole.
+                let mut value = Vec::new();
+                while let Some(chunk) = field.chunk().await.map_err(|e| failed(e.to_string()))? {
+                    if value.len() + chunk.len() > MAX_REPLACE_FIELD {
+                        return Err(FormError::Bad(format!("the replace field is longer than {MAX_REPLACE_FIELD} bytes")));
+                    }
+                    value.extend_from_slice(&chunk);
+                }
+                replace = matches!(&value[..], b"on" | b"1");
+            }
             Some("file") => {
                 let name = field.file_name().unwrap_or("").to_string();
                 if name.is_empty() {
@@ -107,7 +151,7 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<V
                 match result {
                     Ok(UploadState::Done(_)) => done.push(name),
                     Ok(UploadState::Partial { .. }) => return Err("the upload ended early".into()),
-                    Err(e) => return Err(format!("{name}: {}", e.public_message())),
+                    Err(e) => return Err(failed(format!("{name}: {}", e.public_message()))),
                 }
             }
             _ => {}
