@@ -49,12 +49,15 @@ pub async fn update_group_policy(
     max_gpus_per_machine: i64,
     models: &[String],
 ) -> Result<Group, PlatformError> {
-    update_group_policy_and_access(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, &AccessChange::default()).await
+    update_group_policy_and_access(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, &AccessChange::default(), None).await
 }
 
 /// [`update_group_policy`] and the group's allowed images and regions
-/// (`policy_access`) in the same transaction and audit row: an unknown
-/// image or region id refuses the whole edit, nothing changes.
+/// (`policy_access`) in the same transaction and audit row — and, when
+/// given, its per-machine (CPUs, memory GB) limits in the same transaction:
+/// an unknown image or region id, or a limit out of range, refuses the
+/// whole edit, nothing changes.
+#[allow(clippy::too_many_arguments)]
 pub async fn update_group_policy_and_access(
     pool: &Pool,
     actor: Option<i64>,
@@ -63,6 +66,7 @@ pub async fn update_group_policy_and_access(
     max_gpus_per_machine: i64,
     models: &[String],
     access: &AccessChange,
+    limits: Option<(i64, i64)>,
 ) -> Result<Group, PlatformError> {
     validate::in_range("GPU quota", gpu_quota, 0, QUOTA_MAX)?;
     validate::in_range("GPUs per machine", max_gpus_per_machine, 1, MAX_PER_MACHINE_MAX)?;
@@ -108,6 +112,9 @@ pub async fn update_group_policy_and_access(
         detail.push_str(&format!(" (holds {in_use}; nothing is taken away, new requests are refused)"));
     }
     audit::record(&mut *tx, actor, "group.update", &detail).await?;
+    if let Some((cpus, memory_gb)) = limits {
+        set_machine_limits(&mut tx, actor, group_id, cpus, memory_gb).await?;
+    }
     tx.commit().await?;
     crate::accounts::group_by_id(pool, group_id).await
 }
@@ -150,9 +157,15 @@ mod tests {
 /// Per-machine container limits a group may ask for: CPUs and memory (GB).
 /// Machines already running keep the limits they were created with.
 pub async fn update_machine_limits(pool: &Pool, actor: Option<i64>, group_id: i64, max_cpus: i64, max_memory_gb: i64) -> Result<(), PlatformError> {
+    let mut tx = crate::transitions::begin(pool).await?;
+    set_machine_limits(&mut tx, actor, group_id, max_cpus, max_memory_gb).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn set_machine_limits(tx: &mut sqlx::SqliteConnection, actor: Option<i64>, group_id: i64, max_cpus: i64, max_memory_gb: i64) -> Result<(), PlatformError> {
     validate::in_range("CPUs per machine", max_cpus, 1, 256)?;
     validate::in_range("memory per machine (GB)", max_memory_gb, 1, 4096)?;
-    let mut tx = crate::transitions::begin(pool).await?;
     let old: Option<(String, i64, i64)> = sqlx::query_as("SELECT name, max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
         .bind(group_id)
         .fetch_optional(&mut *tx)
@@ -166,7 +179,6 @@ pub async fn update_machine_limits(pool: &Pool, actor: Option<i64>, group_id: i6
         .await?;
     let detail = format!("group {name}: CPUs per machine {old_cpus} → {max_cpus}, memory per machine {old_mem} → {max_memory_gb} GB");
     crate::audit::record(&mut *tx, actor, "group.limits", &detail).await?;
-    tx.commit().await?;
     Ok(())
 }
 

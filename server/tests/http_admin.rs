@@ -161,6 +161,23 @@ gantry_testkit::timed_test! {
         assert_eq!((count(pool, &images_of(group)).await, count(pool, &regions_of(group)).await), (1, 1));
         assert_eq!(count(pool, "SELECT COUNT(*) FROM audit_log").await, audits);
 
+        // CPU and memory limits: both or neither, and one out of range refuses the whole edit.
+        for (extra, says) in [
+            (vec![("max_cpus_per_machine", "4")], "both the CPUs and the memory"),
+            (vec![("max_memory_gb_per_machine", "8")], "both the CPUs and the memory"),
+            (vec![("max_cpus_per_machine", "4"), ("max_memory_gb_per_machine", "0")], "memory per machine"),
+        ] {
+            let res = save(&admin, "7", &extra).await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{extra:?}");
+            let body = res.text().await.unwrap();
+            assert!(body.contains(says), "{body} should say {says}");
+        }
+        assert_eq!(count(pool, &format!("SELECT gpu_quota FROM groups WHERE id = {group}")).await, 4, "nothing of a refused edit is kept");
+        assert_eq!(count(pool, "SELECT COUNT(*) FROM audit_log").await, audits);
+        let res = save(&admin, "4", &[("max_cpus_per_machine", "4"), ("max_memory_gb_per_machine", "8")]).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(count(pool, &format!("SELECT max_cpus_per_machine * 1000 + max_memory_gb_per_machine FROM groups WHERE id = {group}")).await, 4008);
+
         // None ticked: all images again; a post without the regions field leaves them.
         let res = save(&admin, "4", &[("allowed_images[]", "")]).await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);

@@ -167,26 +167,20 @@ pub async fn update_group(
         images: ids("an allowed image", allowed_images)?,
         regions: ids("an allowed region", allowed_regions)?,
     };
-    let limits = match (max_cpus_per_machine.as_deref().map(str::trim), max_memory_gb_per_machine.as_deref().map(str::trim)) {
-        (Some(cpus), Some(mem)) if !cpus.is_empty() && !mem.is_empty() => {
-            let cpus = parse_whole("CPUs per machine", cpus).map_err(invalid)?;
-            let mem = parse_whole("memory per machine (GB)", mem).map_err(invalid)?;
-            // Checked before anything is written, so a bad value changes nothing.
-            gantry_core::validate::in_range("CPUs per machine", cpus, 1, 256).map_err(|e| invalid(e.to_string()))?;
-            gantry_core::validate::in_range("memory per machine (GB)", mem, 1, 4096).map_err(|e| invalid(e.to_string()))?;
+    let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+    // Both limits or neither: one alone was silently dropped before.
+    let limits = match (given(&max_cpus_per_machine), given(&max_memory_gb_per_machine)) {
+        (Some(cpus), Some(mem)) => {
+            let cpus = parse_whole("CPUs per machine", &cpus).map_err(invalid)?;
+            let mem = parse_whole("memory per machine (GB)", &mem).map_err(invalid)?;
             Some((cpus, mem))
         }
-        _ => None,
+        (None, None) => None,
+        _ => return Err(invalid("give both the CPUs and the memory per machine, or neither".into())),
     };
     let pool = crate::state::pool()?;
-    let g = gantry_platform::policy::update_group_policy_and_access(&pool, Some(admin.id), group_id, quota, max, &models, &access).await?;
-    let g = match limits {
-        Some((cpus, mem)) => {
-            gantry_platform::policy::update_machine_limits(&pool, Some(admin.id), group_id, cpus, mem).await?;
-            gantry_platform::accounts::group_by_id(&pool, group_id).await?
-        }
-        None => g,
-    };
+    // One transaction: a limit out of range refuses the whole edit.
+    let g = gantry_platform::policy::update_group_policy_and_access(&pool, Some(admin.id), group_id, quota, max, &models, &access, limits).await?;
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
     Ok(crate::api::admin::group_row(g, allowed))
 }
