@@ -39,7 +39,32 @@ pub async fn watch_once(pool: &Pool, fleet: &Fleet) -> Result<usize, PlatformErr
             Err(e) => tracing::warn!(task = id, error = %e, "compute watcher: job left for the next pass"),
         }
     }
-    Ok(finished)
+    Ok(finished + remove_leftovers(pool).await?)
+}
+
+/// Machines of ended tasks that are still there with nothing open on them:
+/// a failed create's machine whose delete then failed too (or was
+/// cancelled by an admin). Their task is over, so the pass above no longer
+/// sees them; each gets the system's delete again, with its backoff, until
+/// it goes — it still holds its volume and counts on its node's CPU and
+/// memory.
+async fn remove_leftovers(pool: &Pool) -> Result<usize, PlatformError> {
+    let ended: Vec<i64> = sqlx::query_scalar(
+        "SELECT c.id FROM compute_tasks c JOIN machines m ON m.id = c.machine_id
+         WHERE c.state IN ('succeeded', 'failed', 'cancelled') AND m.workload = 'job' AND m.state NOT IN ('deleted', 'lost')
+           AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running'))",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut queued = 0;
+    for id in ended {
+        let mut tx = transitions::begin(pool).await?;
+        if transitions::compute::delete_job_machine(&mut tx, id, "its machine was left behind").await?.is_some() {
+            queued += 1;
+        }
+        tx.commit().await?;
+    }
+    Ok(queued)
 }
 
 /// Records the job's end if it ended (or must be stopped) and queues its

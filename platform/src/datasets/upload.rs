@@ -5,7 +5,7 @@
 //! leaves nothing; a resumable one keeps its temporary objects (invisible)
 //! until it is resumed, cancelled or expires.
 
-use super::{catalog, pipeline, placing, store::{self, Store}, writing, DatasetError, DatasetView, Datasets, FileView};
+use super::{catalog, pipeline, placing::{self, Streamed}, store::{self, Store}, writing, DatasetError, DatasetView, Datasets, FileView};
 use crate::{accounts::User, db::Pool, now};
 use bytes::Bytes;
 use futures_util::Stream;
@@ -182,12 +182,42 @@ where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
     let claim = writing::claim(pool, upload.id, &upload.temp).await?;
-    let result = write_claimed(pool, upload, offset, body, expected_sha256).await;
-    claim.release().await;
-    result
+    let (size, streamed) = match receive(pool, upload, offset, body).await {
+        Ok(Received::Complete { size, streamed }) => (size, streamed),
+        Ok(Received::Partial { offset, total }) => {
+            claim.release().await;
+            return Ok(UploadState::Partial { offset, total });
+        }
+        Err(e) => {
+            claim.release().await;
+            return Err(e);
+        }
+    };
+    // Placing runs to its end on its own task, holding the writer's lease
+    // until it is done: a client that hangs up while the copies move into
+    // place (a dropped browser form request drops this future) must not
+    // leave one store with the new file and the other with the old, nor
+    // let a resumed request or a starting server take the upload meanwhile.
+    let (pool, upload, expected) = (pool.clone(), upload.clone(), expected_sha256.map(str::to_owned));
+    let placing = tokio::spawn(async move {
+        let placed = placing::place(&pool, &upload, size, streamed.as_ref(), expected.as_deref()).await;
+        claim.release().await;
+        placed
+    });
+    match placing.await {
+        Ok(placed) => placed.map(UploadState::Done),
+        Err(e) => Err(DatasetError::store("placing the upload failed on the server", format!("placing task: {e}"))),
+    }
 }
 
-async fn write_claimed<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>) -> Result<UploadState, DatasetError>
+/// What a request's body brought: all of the file (and, when this request
+/// carried all of it, its hashes), or part of a resumable one.
+enum Received {
+    Complete { size: u64, streamed: Option<Streamed> },
+    Partial { offset: u64, total: u64 },
+}
+
+async fn receive<S>(pool: &Pool, upload: &Upload, offset: u64, body: S) -> Result<Received, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
@@ -205,7 +235,7 @@ where
         }
     };
     match upload.total {
-        Some(total) if size < total && upload.resumable => return Ok(UploadState::Partial { offset: size, total }),
+        Some(total) if size < total && upload.resumable => return Ok(Received::Partial { offset: size, total }),
         Some(total) if size < total => {
             placing::discard(pool, upload).await;
             return Err(DatasetError::Incomplete(format!("the body ended after {size} of {total} bytes; nothing was kept")));
@@ -214,17 +244,7 @@ where
     }
     // The hashes of the whole file were computed while streaming only when
     // this request carried all of it; otherwise the read-back decides.
-    let streamed = if offset == 0 { Some(streamed) } else { None };
-    // Placing runs to its end on its own task: a client that hangs up
-    // while the copies move into place (a dropped browser form request
-    // drops this future) must not leave one store with the new file and
-    // the other with the old.
-    let (pool, upload, expected) = (pool.clone(), upload.clone(), expected_sha256.map(str::to_owned));
-    let placing = tokio::spawn(async move { placing::place(&pool, &upload, size, streamed.as_ref(), expected.as_deref()).await });
-    match placing.await {
-        Ok(placed) => placed.map(UploadState::Done),
-        Err(e) => Err(DatasetError::store("placing the upload failed on the server", format!("placing task: {e}"))),
-    }
+    Ok(Received::Complete { size, streamed: (offset == 0).then_some(streamed) })
 }
 
 /// Bytes held and declared of a resumable upload the user started.

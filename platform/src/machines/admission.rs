@@ -191,6 +191,13 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
 
     for req in requests {
         let group_id = req.requester.group_id;
+        // The account as it is now, under the write lock: disabled, or
+        // moved to another group, since the request was made — a group move
+        // is refused while the account owns a machine, and must stay so.
+        if let Some(refusal) = requester_changed(&mut tx, &req.requester).await? {
+            results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+            continue;
+        }
         if !policies.contains_key(&group_id) {
             policies.insert(group_id, load_policy(&mut tx, group_id).await?);
         }
@@ -386,6 +393,20 @@ fn new_task<'a>(req: &'a CreateMachine, machine_id: Option<i64>, message: &'a st
         keep_volume: false,
         message,
     }
+}
+
+/// Why a request made by `who` can no longer be admitted: the account was
+/// disabled, or moved to another group, after the request was made.
+async fn requester_changed(conn: &mut SqliteConnection, who: &User) -> Result<Option<String>, PlatformError> {
+    let now: Option<(i64, bool)> = sqlx::query_as("SELECT group_id, disabled FROM users WHERE id = ?").bind(who.id).fetch_optional(&mut *conn).await?;
+    Ok(match now {
+        None => Some(format!("account {} no longer exists; nothing was created", who.username)),
+        Some((_, true)) => Some(format!("account {} was disabled after the request was made; nothing was created", who.username)),
+        Some((group, false)) if group != who.group_id => {
+            Some(format!("account {} was moved to another group after the request was made; nothing was created", who.username))
+        }
+        Some(_) => None,
+    })
 }
 
 /// CPU and memory within the group's per-machine limits.

@@ -66,12 +66,16 @@ pub async fn get(pool: &Pool, viewer: &User, id: i64) -> Result<SnapshotView, Pl
 }
 
 /// How many snapshots the group keeps against its quota, and the quota.
-/// Reclaim snapshots are the system's doing and do not count.
+/// Reclaim snapshots are the system's doing and do not count; failed ones
+/// neither — except one being deleted (marked failed meanwhile): the
+/// engine may refuse, and it is back.
 pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(i64, i64), PlatformError> {
     Ok(sqlx::query_as(
-        "SELECT (SELECT COUNT(*) FROM snapshots WHERE group_id = ?1 AND origin = 'user' AND state <> 'failed'), snapshot_quota FROM groups WHERE id = ?1",
+        "SELECT (SELECT COUNT(*) FROM snapshots WHERE group_id = ?1 AND origin = 'user' AND (state <> 'failed' OR message = ?2)), snapshot_quota
+         FROM groups WHERE id = ?1",
     )
     .bind(group_id)
+    .bind(delete::DELETING)
     .fetch_one(&mut *conn)
     .await?)
 }

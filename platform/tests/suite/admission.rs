@@ -208,3 +208,21 @@ gantry_testkit::timed_test! {
         env.admissions.create(big).await.unwrap();
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_request_of_an_account_disabled_or_moved_meanwhile_is_refused() {
+        let env = env("simulated", 4, 4).await;
+        let alice = env.user("alice", "ml-team").await;
+        gantry_platform::accounts::create_group(&env.pool, None, "vision", 4).await.unwrap();
+        let vision: i64 = env.scalar("SELECT id FROM groups WHERE name = 'vision'").await;
+        // The request was made with the account as it was; it changed before admission.
+        sqlx::query("UPDATE users SET group_id = ? WHERE id = ?").bind(vision).bind(alice.id).execute(&env.pool).await.unwrap();
+        let moved = env.admissions.create(env.create(&alice, "one", 1)).await.unwrap_err();
+        assert!(moved.to_string().contains("moved to another group"), "{moved}");
+        sqlx::query("UPDATE users SET group_id = ?, disabled = 1 WHERE id = ?").bind(alice.group_id).bind(alice.id).execute(&env.pool).await.unwrap();
+        let disabled = env.admissions.create(env.create(&alice, "two", 1)).await.unwrap_err();
+        assert!(disabled.to_string().contains("was disabled"), "{disabled}");
+        assert_eq!(env.scalar("SELECT COALESCE(SUM(gpus_in_use), 0) FROM groups").await, 0, "nothing was charged");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM machines WHERE state <> 'deleted'").await, 0);
+    }
+}

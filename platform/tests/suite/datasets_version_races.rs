@@ -162,6 +162,10 @@ gantry_testkit::timed_test! {
         // form route's guard abandons the upload, as it does.
         request.abort();
         let _ = request.await;
+        // Placing still holds the writer's lease: no resumed request and no
+        // starting server may take the upload while it moves the copies.
+        let held = env.count(&format!("SELECT COUNT(*) FROM dataset_uploads WHERE id = {} AND writer IS NOT NULL", upload.id)).await;
+        assert_eq!(held, 1, "the lease went with the request");
         datasets::abandon_upload(&env.pool, &upload).await;
         let _ = go.send(()); // (the old code dropped placing with the request: nobody waits)
 

@@ -17,6 +17,7 @@ mod accounts;
 mod admission;
 mod collector_edges;
 mod compute_docker;
+mod compute_leftovers;
 mod compute_rules;
 mod compute_sim;
 mod dispatcher_shutdown;
