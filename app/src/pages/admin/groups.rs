@@ -84,7 +84,14 @@ pub fn GroupsPage() -> impl IntoView {
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || groups.get().and_then(Result::ok).map(|list| {
-                    let choices = access.get().and_then(Result::ok).unwrap_or_default();
+                    // Without the groups' current images and regions the
+                    // forms would post empty lists, which mean "all": no
+                    // form then, rather than one that widens a group.
+                    let choices = match access.get() {
+                        Some(Ok(choices)) => choices,
+                        Some(Err(e)) => return view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                        None => return view! { <p class="muted">"Loading…"</p> }.into_any(),
+                    };
                     view! {
                         <div class="policy-list">
                             {list.into_iter().map(|g| {
@@ -93,6 +100,7 @@ pub fn GroupsPage() -> impl IntoView {
                             }).collect_view()}
                         </div>
                     }
+                    .into_any()
                 })}
             </Transition>
         </section>
