@@ -24,6 +24,8 @@ use tokio::sync::Notify;
 pub const IMAGE: &str = "gantry/devbox:latest";
 
 pub struct Env {
+    /// A share of the host's loop devices (see [`loop_devices`]).
+    pub _loop_devices: Option<LoopDevices>,
     pub dir: tempfile::TempDir,
     pub pool: db::Pool,
     pub admissions: Admissions,
@@ -31,8 +33,34 @@ pub struct Env {
     pub node_id: i64,
 }
 
+/// Loop devices are one pool for the whole host, and the tests of this
+/// binary run in parallel: a test that frees a device and expects it back
+/// (`volume_reboot`) takes them alone; every Docker environment, which may
+/// attach some, takes a share.
+pub fn loop_devices() -> &'static tokio::sync::RwLock<()> {
+    static DEVICES: std::sync::OnceLock<tokio::sync::RwLock<()>> = std::sync::OnceLock::new();
+    DEVICES.get_or_init(|| tokio::sync::RwLock::new(()))
+}
+
+/// A share of the loop devices, or all of them.
+pub enum LoopDevices {
+    Shared(tokio::sync::RwLockReadGuard<'static, ()>),
+    Alone(tokio::sync::RwLockWriteGuard<'static, ()>),
+}
+
 /// `executor`: "docker" (the real local engine) or "simulated".
 pub async fn env(executor: &str, gpus_on_node: u32, quota: i64) -> Env {
+    let devices = if executor == "docker" { Some(LoopDevices::Shared(loop_devices().read().await)) } else { None };
+    env_holding(executor, gpus_on_node, quota, devices).await
+}
+
+/// A Docker environment that has the host's loop devices to itself.
+pub async fn docker_env_alone(gpus_on_node: u32, quota: i64) -> Env {
+    let devices = LoopDevices::Alone(loop_devices().write().await);
+    env_holding("docker", gpus_on_node, quota, Some(devices)).await
+}
+
+async fn env_holding(executor: &str, gpus_on_node: u32, quota: i64, devices: Option<LoopDevices>) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
@@ -63,7 +91,7 @@ pub async fn env(executor: &str, gpus_on_node: u32, quota: i64) -> Env {
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
     let dispatcher = Dispatcher::new(pool.clone(), Fleet::new(), wake, 8);
-    Env { dir, pool, admissions, dispatcher, node_id }
+    Env { _loop_devices: devices, dir, pool, admissions, dispatcher, node_id }
 }
 
 /// An installation whose node is the real local Docker Engine; fails with

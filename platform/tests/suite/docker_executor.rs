@@ -23,6 +23,8 @@ struct Env {
     docker: Docker,
     /// Holds the loop-volume image files of this test.
     _dir: tempfile::TempDir,
+    /// A share of the host's loop devices (see `common::loop_devices`).
+    _devices: tokio::sync::RwLockReadGuard<'static, ()>,
 }
 
 /// `None` only when skipping was asked for; an engine that does not answer
@@ -43,7 +45,8 @@ async fn engine(test: &str) -> Option<Env> {
     if docker.inspect_image(IMAGE).await.is_err() {
         panic!("image {IMAGE} is missing: run `bash scripts/demo-image.sh`");
     }
-    Some(Env { ex, docker, _dir: dir })
+    let _devices = crate::common::loop_devices().read().await;
+    Some(Env { ex, docker, _dir: dir, _devices })
 }
 
 fn spec(tag: &str) -> MachineSpec {

@@ -1,12 +1,12 @@
 //! Block volumes across a host reboot, simulated: the loop device of a
 //! machine's volume is detached behind Gantry's back. The next start
 //! re-attaches the right image (the data is still there); a device that now
-//! holds another file is refused, never mounted. Its own test binary, so no
-//! other test grabs the freed loop device in between.
+//! holds another file is refused, never mounted. It has the host's loop
+//! devices to itself (`common::docker_env_alone`), so no other test of the
+//! suite grabs the freed device in between.
 
 use crate::common;
 
-use common::env;
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     executor::loopdev,
@@ -25,7 +25,7 @@ gantry_testkit::timed_test! {
         if loopdev::enabled().is_err() {
             panic!("loop volumes need root with losetup and mkfs.ext4: {:?}", loopdev::enabled());
         }
-        let env = env("docker", 1, 1).await;
+        let env = common::docker_env_alone(1, 1).await;
         let alice = env.user("alice", "ml-team").await;
         let exec = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
         let made = env.admissions.create(env.create(&alice, "rebooted", 1)).await.unwrap();
