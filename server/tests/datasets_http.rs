@@ -309,14 +309,7 @@ async fn session_cookie(s: &Server, user: &str) -> String {
         .await
         .unwrap();
     assert!(res.status().is_success(), "login: {}", res.status());
-    res.headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|c| c.starts_with("gantry_session="))
-        .and_then(|c| c.split(';').next())
-        .unwrap()
-        .to_string()
+    gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie")
 }
 
 fn sha_hex(data: &[u8]) -> String {

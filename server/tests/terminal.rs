@@ -171,14 +171,7 @@ async fn sign_in(env: &Env, user: &str, password: &str) -> String {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK, "{user} signs in");
-    res.headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|c| c.starts_with("gantry_session="))
-        .and_then(|c| c.split(';').next())
-        .unwrap()
-        .to_string()
+    gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie")
 }
 
 fn http() -> reqwest::Client {

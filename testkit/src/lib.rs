@@ -42,6 +42,12 @@ where
     }
 }
 
+/// The `gantry_session=…` pair among a response's `Set-Cookie` values:
+/// what a test sends back as `Cookie` on a raw request.
+pub fn session_cookie<'a>(set_cookies: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    set_cookies.into_iter().find(|c| c.starts_with("gantry_session=")).and_then(|c| c.split(';').next()).map(str::to_string)
+}
+
 /// `timed_test!` turns `async fn name() { … }` into a `#[test]` that runs
 /// through [`run`] with [`DEFAULT_LIMIT`] (or `limit = SECS`).
 #[macro_export]

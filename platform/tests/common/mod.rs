@@ -94,6 +94,14 @@ async fn env_holding(executor: &str, gpus_on_node: u32, quota: i64, devices: Opt
     Env { _loop_devices: devices, dir, pool, admissions, dispatcher, node_id }
 }
 
+/// Registers (or, as a restarted `gantry serve` does, registers again) a
+/// node named `name` on the simulated engine with `gpus`.
+pub async fn register_simulated(pool: &db::Pool, name: &str, gpus: &[gpus::DiscoveredGpu]) -> Result<i64, gantry_platform::PlatformError> {
+    let endpoint = format!("simulated://{name}");
+    let reg = NodeRegistration { name, region_code: "local", docker_endpoint: &endpoint, volume_dir: "", executor: "simulated", cpu_count: 2, memory_mb: 1024, gpus };
+    cluster::register_node(pool, reg).await
+}
+
 /// An installation whose node is the real local Docker Engine; fails with
 /// what to run when the engine does not answer.
 pub async fn docker_env(gpus_on_node: u32, quota: i64) -> Env {

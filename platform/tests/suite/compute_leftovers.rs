@@ -3,21 +3,15 @@
 //! keeps asking for the machine's delete (with backoff) until it goes —
 //! its volume and its share of the node's CPU and memory with it.
 
-use crate::common::{compute_job, env, torch_catalogue};
-use crate::reclaim_common;
+use crate::common::compute_job;
 use gantry_platform::{
     compute::{self, Command},
-    executor::{ExecError, Executor, SimulatedExecutor},
+    executor::ExecError,
 };
 
 gantry_testkit::timed_test! {
     async fn a_failed_jobs_machine_whose_delete_failed_is_removed_by_the_watcher() {
-        let env = env("simulated", 2, 2).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let root = reclaim_common::admin(&env.pool).await;
-        let alice = env.user("alice", "ml-team").await;
-        torch_catalogue(&env, &root).await;
+        let (env, sim, _root, alice) = crate::compute_sim::sim_compute_env().await;
         let mut job = compute_job("train", Command::Argv(vec!["true".into()]));
         job.cpu_millis = 2000;
         // The image is missing (the create fails) and the engine then refuses

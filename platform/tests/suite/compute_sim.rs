@@ -18,6 +18,18 @@ use gantry_platform::{
 
 /// A second node in region `local` with 2 simulated GPUs, `cpus` CPUs and
 /// `arch`, driven by an engine of its own.
+/// A node of 2 simulated GPUs (quota 2) on the simulated engine, the torch
+/// catalogue, an admin and alice: where a compute task runs without Docker.
+pub(crate) async fn sim_compute_env() -> (Env, SimulatedExecutor, accounts::User, accounts::User) {
+    let env = env("simulated", 2, 2).await;
+    let sim = SimulatedExecutor::new();
+    env.use_executor(Executor::from(sim.clone()));
+    let root = reclaim_common::admin(&env.pool).await;
+    let alice = env.user("alice", "ml-team").await;
+    torch_catalogue(&env, &root).await;
+    (env, sim, root, alice)
+}
+
 async fn second_node(env: &Env, name: &str, cpus: i64, arch: Arch) -> i64 {
     let found = gpus::simulated(name, &SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
     let endpoint = format!("simulated://{name}");
@@ -68,12 +80,7 @@ async fn job_node(env: &Env, task: i64) -> i64 {
 
 gantry_testkit::timed_test! {
     async fn a_job_whose_requester_changed_group_still_gives_its_gpus_back() {
-        let env = env("simulated", 2, 2).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let root = reclaim_common::admin(&env.pool).await;
-        let alice = env.user("alice", "ml-team").await;
-        torch_catalogue(&env, &root).await;
+        let (env, sim, root, alice) = sim_compute_env().await;
         accounts::create_group(&env.pool, None, "vision", 2).await.unwrap();
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
@@ -172,12 +179,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn the_systems_delete_of_a_job_machine_is_not_the_submitters_to_cancel() {
-        let env = env("simulated", 2, 2).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let root = reclaim_common::admin(&env.pool).await;
-        let alice = env.user("alice", "ml-team").await;
-        torch_catalogue(&env, &root).await;
+        let (env, sim, root, alice) = sim_compute_env().await;
         let (task, machine) = ended_job(&env, &sim, &alice).await;
 
         let (delete, _) = open_delete(&env, machine).await;
@@ -196,12 +198,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_job_machines_delete_the_engine_refused_is_retried_by_the_watcher() {
-        let env = env("simulated", 2, 2).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let root = reclaim_common::admin(&env.pool).await;
-        let alice = env.user("alice", "ml-team").await;
-        torch_catalogue(&env, &root).await;
+        let (env, sim, _root, alice) = sim_compute_env().await;
         let (task, machine) = ended_job(&env, &sim, &alice).await;
 
         sim.fail_next("remove_container", ExecError::Failed("device or resource busy".into()));
@@ -220,12 +217,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_job_machine_whose_create_failed_is_deleted_and_frees_its_node() {
-        let env = env("simulated", 2, 2).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let root = reclaim_common::admin(&env.pool).await;
-        let alice = env.user("alice", "ml-team").await;
-        torch_catalogue(&env, &root).await;
+        let (env, sim, _root, alice) = sim_compute_env().await;
         // The whole node's CPU, so a machine left behind would block the next.
         let mut job = compute_job("train", Command::Argv(vec!["true".into()]));
         job.cpu_millis = 2000;

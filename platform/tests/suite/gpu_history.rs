@@ -13,7 +13,6 @@ use crate::telemetry_common::{self, Fixture};
 
 use gantry_core::telemetry::ChartRange;
 use gantry_platform::{
-    cluster::{self, NodeRegistration},
     db,
     gpus::{self, DiscoveredGpu},
     telemetry::{self, overview, query, rollup},
@@ -29,18 +28,7 @@ fn card(index: u32, uuid: &str) -> DiscoveredGpu {
 }
 
 async fn register(pool: &db::Pool, name: &str, found: &[DiscoveredGpu]) -> i64 {
-    let endpoint = format!("simulated://{name}");
-    let reg = NodeRegistration {
-        name,
-        region_code: "local",
-        docker_endpoint: &endpoint,
-        volume_dir: "",
-        executor: "simulated",
-        cpu_count: 2,
-        memory_mb: 1024,
-        gpus: found,
-    };
-    cluster::register_node(pool, reg).await.unwrap()
+    crate::common::register_simulated(pool, name, found).await.unwrap()
 }
 
 /// Ten minutes of samples of every GPU, rolled up: history at every

@@ -7,7 +7,6 @@ use crate::common;
 
 use common::{env, Env};
 use gantry_platform::{
-    cluster::{self, NodeRegistration},
     gpus::DiscoveredGpu,
 };
 use std::collections::HashMap;
@@ -24,18 +23,7 @@ fn gpus(uuids: &[&str]) -> Vec<DiscoveredGpu> {
 /// Registers the env's node again, as a restarted `gantry serve` does.
 async fn register(env: &Env, found: &[DiscoveredGpu]) -> Result<i64, gantry_platform::PlatformError> {
     let name = env.text(&format!("SELECT name FROM nodes WHERE id = {}", env.node_id)).await;
-    let endpoint = format!("simulated://{name}");
-    let reg = NodeRegistration {
-        name: &name,
-        region_code: "local",
-        docker_endpoint: &endpoint,
-        volume_dir: "",
-        executor: "simulated",
-        cpu_count: 2,
-        memory_mb: 1024,
-        gpus: found,
-    };
-    cluster::register_node(&env.pool, reg).await
+    crate::common::register_simulated(&env.pool, &name, found).await
 }
 
 /// uuid → (row id, idx) of the node's GPUs.

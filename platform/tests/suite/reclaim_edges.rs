@@ -84,13 +84,7 @@ gantry_testkit::timed_test! {
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
-        let m = env.admissions.create(env.create(&alice, "napper", 1)).await.unwrap().machine_id;
-        env.drive().await;
-        let t = now();
-        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
-        env.drive().await;
-        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+        let m = reclaimed(&env, &alice, "napper").await;
         let snapshot = env.scalar("SELECT id FROM snapshots WHERE origin = 'reclaim'").await;
 
         // Restore asked for and not yet run: its image must stay.
@@ -106,6 +100,18 @@ gantry_testkit::timed_test! {
 }
 
 /// A ready user snapshot of a new running machine `name`: (machine, snapshot).
+/// A machine of `who`'s, made, found idle and reclaimed.
+async fn reclaimed(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> i64 {
+    let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
+    env.drive().await;
+    let t = now();
+    assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+    transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+    env.drive().await;
+    assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+    m
+}
+
 async fn snapshotted(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> (i64, i64) {
     let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
@@ -185,13 +191,7 @@ gantry_testkit::timed_test! {
         let env = common::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
-        let m = env.admissions.create(env.create(&alice, "napper", 1)).await.unwrap().machine_id;
-        env.drive().await;
-        let t = now();
-        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
-        env.drive().await;
-        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+        let m = reclaimed(&env, &alice, "napper").await;
 
         // While it slept the group's limit went below its 2 CPUs.
         let group: i64 = env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await;
