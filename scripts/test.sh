@@ -33,8 +33,15 @@ stage() {
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     echo "!! stage '$name' did not finish $why" >&2
   fi
-  [ "$rc" = 0 ] || exit "$rc"
-  echo "== $name: done in $((SECONDS - started)) s"
+  # The disk's free space with every outcome: a full disk shows up as odd
+  # failures (the linker dying of SIGBUS), not as a message saying so.
+  local free
+  free=$(df -h --output=avail . 2>/dev/null | tail -n1 | tr -d ' ')
+  if [ "$rc" != 0 ]; then
+    echo "!! stage '$name' failed (exit $rc); ${free:-?} free on this disk" >&2
+    exit "$rc"
+  fi
+  echo "== $name: done in $((SECONDS - started)) s (${free:-?} free on this disk)"
 }
 
 # First use on a fresh machine installs the toolchain (apt, cargo-leptos,

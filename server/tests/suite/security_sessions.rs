@@ -3,7 +3,7 @@
 //! clock; an account that is disabled, demoted or deleted loses its open
 //! sessions at once (the next request answers 401).
 
-mod security_support;
+use crate::security_support;
 
 use gantry_core::Role;
 use gantry_server::security::{Clock, Security};

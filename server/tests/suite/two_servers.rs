@@ -4,7 +4,7 @@
 //! the other resumes its tasks once their leases expire, leaving nothing
 //! behind on the engine. Talks only to 127.0.0.1 and the Docker socket.
 
-mod common;
+use crate::common;
 
 use gantry_platform::{db, executor::DockerExecutor, machines};
 use reqwest::StatusCode;

@@ -3,7 +3,7 @@
 //! value panics the request; an error carried in the URL shows only if the
 //! server wrote (signed) it.
 
-mod security_support;
+use crate::security_support;
 
 use gantry_server::security::Security;
 use security_support::{base64_url, start, ADMIN_PASSWORD};

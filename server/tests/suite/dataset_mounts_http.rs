@@ -4,7 +4,7 @@
 //! is accepted, recorded with the task, and keeps the version from being
 //! deleted while the task waits.
 
-mod datasets_support;
+use crate::datasets_support;
 
 use datasets_support::{limits, start};
 use gantry_platform::{

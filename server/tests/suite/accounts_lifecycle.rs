@@ -4,7 +4,7 @@
 //! kept, ids never reused, every change audited, and the audit log
 //! filtered by actor, action and time, newest first, in pages.
 
-mod security_support;
+use crate::security_support;
 
 use gantry_core::Role;
 use gantry_platform::accounts;

@@ -4,7 +4,7 @@
 //! internal error text (SQL, store errors) reaches a client, and the
 //! message names the request id the client also gets as a header.
 
-mod security_support;
+use crate::security_support;
 
 use gantry_server::security::Security;
 use security_support::{gate, start, ADMIN_PASSWORD};

@@ -2,8 +2,8 @@
 //! the machine page's SVG charts with data and thresholds, the node page,
 //! the cluster overview, and who may open what.
 
-mod common;
-mod telemetry_common;
+use crate::common;
+use crate::telemetry_common;
 
 use common::{login, TestServer, ADMIN_PASSWORD};
 use gantry_core::Role;

@@ -4,7 +4,7 @@
 //! work never exceeds the gate, and a full gate answers 429, never 500; the
 //! trusted-proxy setting decides whether X-Forwarded-For names the client.
 
-mod security_support;
+use crate::security_support;
 
 use futures_util::future::join_all;
 use gantry_core::{throttle::ThrottlePolicy, Role};

@@ -3,7 +3,7 @@
 //! can never widen it), and a clear 400 for a filter value that names no
 //! state or kind.
 
-mod common;
+use crate::common;
 
 use common::{login, TestServer};
 use gantry_core::Role;

@@ -7,7 +7,7 @@
 //! for 240 s while its neighbours started servers). Gantry generates the
 //! route list once per process, before any router can serve.
 
-mod common;
+use crate::common;
 
 use common::{login, TestServer, ADMIN_PASSWORD};
 use reqwest::StatusCode;

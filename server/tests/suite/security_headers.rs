@@ -3,7 +3,7 @@
 //! same-origin referrers, `no-store` on pages and server functions, hashed
 //! assets still immutable, HSTS only with secure cookies, a request id.
 
-mod security_support;
+use crate::security_support;
 
 use gantry_server::security::Security;
 use security_support::start;

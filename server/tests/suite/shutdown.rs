@@ -3,7 +3,7 @@
 //! keep-alive socket, a half-sent request line, a long download): open
 //! connections may not keep the process, or its leased tasks, alive.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 

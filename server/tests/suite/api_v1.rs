@@ -1,7 +1,7 @@
 //! The JSON API for scripts over real HTTP: tokens (made, used, revoked),
 //! group isolation, bad submissions refused with nothing written.
 
-mod common;
+use crate::common;
 
 use common::{count, TestServer};
 use gantry_core::Role;

@@ -3,7 +3,7 @@
 //! bad input refused with nothing written, and the admin's audited
 //! settings (403 for users, 400 for bad values).
 
-mod common;
+use crate::common;
 
 use common::{count, login, TestServer, ADMIN_PASSWORD};
 use gantry_core::Role;

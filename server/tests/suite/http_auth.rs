@@ -1,6 +1,6 @@
 //! Signing in and out against the real server on port 0.
 
-mod common;
+use crate::common;
 
 use common::{count, login, TestServer, ADMIN_PASSWORD};
 use gantry_core::Role;

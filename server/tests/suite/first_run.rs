@@ -3,7 +3,7 @@
 //! admin's choice, and the dashboard tells an admin what is missing —
 //! quota or a ready node — with links to fix it.
 
-mod common;
+use crate::common;
 
 use gantry_platform::db;
 

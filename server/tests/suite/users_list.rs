@@ -3,7 +3,7 @@
 //! filter text is taken literally; only admins may ask; a status that is
 //! none gets a 400 naming the choices.
 
-mod common;
+use crate::common;
 
 use common::{login, TestServer, ADMIN_PASSWORD};
 use gantry_platform::accounts;

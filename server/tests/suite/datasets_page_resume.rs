@@ -3,7 +3,7 @@
 //! (the page after a dropped connection, or the file chosen again) finds
 //! the unfinished upload at the offset the server holds.
 
-mod datasets_support;
+use crate::datasets_support;
 
 use datasets_support::{limits, start};
 use reqwest::StatusCode;

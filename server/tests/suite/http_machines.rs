@@ -3,7 +3,7 @@
 //! images and group policy. The test server has no GPUs of its own: each
 //! test registers a simulated node.
 
-mod common;
+use crate::common;
 
 use common::{count, login, TestServer, ADMIN_PASSWORD};
 use gantry_core::Role;

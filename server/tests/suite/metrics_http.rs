@@ -1,8 +1,8 @@
 //! `/metrics` over HTTP on the real router: the Prometheus text with the
 //! sampled GPUs, machines, tasks and quotas, and who may read it.
 
-mod common;
-mod telemetry_common;
+use crate::common;
+use crate::telemetry_common;
 
 use common::TestServer;
 use gantry_server::{metrics, router};

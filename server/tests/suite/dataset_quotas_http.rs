@@ -2,7 +2,7 @@
 //! bad figures change nothing, a set quota is listed and audited, and an
 //! upload over it is refused with the numbers.
 
-mod datasets_support;
+use crate::datasets_support;
 
 use datasets_support::{limits, start, PASSWORD};
 use gantry_core::Role;

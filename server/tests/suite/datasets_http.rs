@@ -4,7 +4,7 @@
 //! a cut PUT leaving nothing, the page's session upload and its no-JS
 //! form. (The 1 GiB memory test is datasets_memory.rs, alone in its process.)
 
-mod datasets_support;
+use crate::datasets_support;
 
 use datasets_support::*;
 use gantry_platform::datasets;

@@ -1,6 +1,6 @@
 //! The admin boundary, foreign origins and the 404 page, over real HTTP.
 
-mod common;
+use crate::common;
 
 use common::{count, login, TestServer, ADMIN_PASSWORD};
 use gantry_core::Role;

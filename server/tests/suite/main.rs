@@ -1,0 +1,42 @@
+//! Every server integration test in one test binary (the real router,
+//! SQLite, real Docker, child `gantry serve` processes), so the server —
+//! some 500 MB of debug binary — is linked once rather than once per file:
+//! a fresh build used to write 27 of them. Run one group with
+//! `cargo test -p server --test suite security_signin::`.
+//! `datasets_memory` stays a binary of its own: it measures this process's
+//! resident memory, which other tests running beside it would add to.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../datasets_support/mod.rs"]
+mod datasets_support;
+#[path = "../security_support/mod.rs"]
+mod security_support;
+#[path = "../telemetry_common/mod.rs"]
+mod telemetry_common;
+
+mod accounts_lifecycle;
+mod api_v1;
+mod dataset_mounts_http;
+mod dataset_quotas_http;
+mod datasets_http;
+mod datasets_page_resume;
+mod first_run;
+mod http_admin;
+mod http_auth;
+mod http_machines;
+mod lists;
+mod local_node_restart;
+mod metrics_http;
+mod routers_side_by_side;
+mod security_errors;
+mod security_headers;
+mod security_redirects;
+mod security_sessions;
+mod security_signin;
+mod shutdown;
+mod snapshots_http;
+mod telemetry_pages;
+mod terminal;
+mod two_servers;
+mod users_list;
