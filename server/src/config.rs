@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// Extra origin allowed to call server functions (e.g. https://gantry.example.org behind a proxy).
     #[arg(long, env = "GANTRY_PUBLIC_ORIGIN")]
     pub public_origin: Option<String>,
+    /// Seconds a connection may take to send a whole request head, from
+    /// when it opens or its previous response ended; slower (or idle)
+    /// connections are closed, so a silent client cannot hold a socket.
+    #[arg(long, env = "GANTRY_HEADER_READ_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout_secs: u64,
     /// Username of the first administrator, created when no admin exists.
     #[arg(long, env = "GANTRY_ADMIN_USER", default_value = "admin")]
     pub admin_user: String,

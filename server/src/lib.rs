@@ -11,6 +11,7 @@ pub mod datasets;
 pub mod files;
 pub mod form_errors;
 pub mod http_guard;
+pub mod http_serve;
 pub mod matching_bench;
 pub mod metrics;
 pub mod multipart_guard;
@@ -82,7 +83,8 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
-            serve_then_stop(listener, app, services.shutdown).await
+            let limits = http_serve::ConnLimits { header_read: std::time::Duration::from_secs(args.header_read_timeout_secs) };
+            serve_then_stop(listener, app, limits, services.shutdown).await
         }
     }
 }
@@ -96,7 +98,7 @@ const DRAIN_SECS: u64 = 5;
 /// dispatcher's grace period and hand-back run while connections drain:
 /// a connection that never ends must not keep the work from being handed
 /// back) and waits a little longer for the connections.
-async fn serve_then_stop(listener: tokio::net::TcpListener, app: axum::Router, shutdown: services::Shutdown) -> Result<(), PlatformError> {
+async fn serve_then_stop(listener: tokio::net::TcpListener, app: axum::Router, limits: http_serve::ConnLimits, shutdown: services::Shutdown) -> Result<(), PlatformError> {
     let (signalled, stopping) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -105,7 +107,7 @@ async fn serve_then_stop(listener: tokio::net::TcpListener, app: axum::Router, s
         router::shutdown_signal().await;
         let _ = signalled.send(true);
     });
-    let mut server = tokio::spawn(router::serve_until(listener, app, stopped(stopping.clone())));
+    let mut server = tokio::spawn(http_serve::serve_connections(listener, app, stopped(stopping.clone()), limits));
     let ended_early = tokio::select! {
         served = &mut server => Some(served),
         () = stopped(stopping) => None,

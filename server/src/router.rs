@@ -22,7 +22,6 @@ use axum::{
     middleware::{from_fn, from_fn_with_state},
     response::{IntoResponse, Response},
     routing::get,
-    serve::ListenerExt,
     Router,
 };
 use gantry_platform::{db::Pool, PlatformError};
@@ -233,12 +232,10 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::R
 }
 
 /// Serves until `stop` resolves, then until every open connection has
-/// ended (the caller decides how long to wait for that).
+/// ended (the caller decides how long to wait for that), with the default
+/// connection limits.
 pub async fn serve_until(listener: tokio::net::TcpListener, app: Router, stop: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).with_graceful_shutdown(stop).await
+    crate::http_serve::serve_connections(listener, app, stop, Default::default()).await
 }
 
 /// Ctrl-C or SIGTERM.

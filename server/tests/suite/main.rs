@@ -35,6 +35,7 @@ mod security_redirects;
 mod security_sessions;
 mod security_signin;
 mod shutdown;
+mod slow_clients;
 mod snapshots_http;
 mod telemetry_pages;
 mod terminal;
