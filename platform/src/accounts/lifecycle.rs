@@ -173,15 +173,18 @@ pub async fn set_group(pool: &Pool, actor: i64, user_id: i64, group: &str) -> Re
 
 /// The refusal of a group move, with what the account still owns.
 async fn refuse_if_owning(tx: &mut Tx, user_id: i64, name: &str) -> Result<(), PlatformError> {
-    let (machines, tasks, volumes): (i64, i64, i64) = sqlx::query_as(
+    let (machines, tasks, volumes, snapshots): (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT COUNT(*) FROM machines WHERE owner_id = ?1 AND state NOT IN ('deleted', 'lost')),
                 (SELECT COUNT(*) FROM compute_tasks WHERE requester_id = ?1 AND state IN ('pending', 'scheduled', 'running')),
-                (SELECT COUNT(*) FROM kept_volumes WHERE owner_id = ?1)",
+                (SELECT COUNT(*) FROM kept_volumes WHERE owner_id = ?1),
+                (SELECT COUNT(*) FROM snapshots WHERE owner_id = ?1)",
     )
     .bind(user_id)
     .fetch_one(&mut **tx)
     .await?;
-    let owned: Vec<String> = [(machines, "machine(s)"), (tasks, "open compute task(s)"), (volumes, "kept volume(s)")]
+    // Snapshots too: they stay in (and count against) the old group, where
+    // their owner could no longer see or delete them.
+    let owned: Vec<String> = [(machines, "machine(s)"), (tasks, "open compute task(s)"), (volumes, "kept volume(s)"), (snapshots, "snapshot(s)")]
         .into_iter()
         .filter(|(n, _)| *n > 0)
         .map(|(n, what)| format!("{n} {what}"))
@@ -190,7 +193,7 @@ async fn refuse_if_owning(tx: &mut Tx, user_id: i64, name: &str) -> Result<(), P
         return Ok(());
     }
     Err(PlatformError::Refused(format!(
-        "user {name} still owns {} in their current group; delete the machines and kept volumes and cancel (or wait for) the compute tasks first, \
+        "user {name} still owns {} in their current group; delete the machines, kept volumes and snapshots and cancel (or wait for) the compute tasks first, \
          then move them",
         owned.join(", ")
     )))

@@ -204,6 +204,11 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
     match admissions.create(create).await {
         Ok(_) => Ok(true),
         Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
+            // Cancelled or placed elsewhere meanwhile: nothing left to decide.
+            let state: Option<String> = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?").bind(id).fetch_optional(pool).await?;
+            if state.as_deref() != Some("pending") {
+                return Ok(false);
+            }
             // Refused for good (the group's rules changed since the queue
             // was checked): fail it, or the group's queue waits for ever.
             // Anything else (capacity, quota in use) is "not now".

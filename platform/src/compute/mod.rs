@@ -100,7 +100,11 @@ pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, reque
         let ask = rules::Ask { gpus: req.gpu_count, gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()), cpu_millis: req.cpu_millis, memory_mb: req.memory_mb };
         rules::fail_if_never_admitted(pool, requester, id, &ask).await?;
     }
-    evaluate_queue(pool, admissions).await?;
+    // The task is recorded: a pass that fails now is retried by the loop
+    // (every 2 s), and answering an error would make a script submit again.
+    if let Err(e) = evaluate_queue(pool, admissions).await {
+        tracing::warn!(task = id, error = %e, "matching right after a submit failed; the queue loop tries again");
+    }
     compute_task(pool, requester, id).await
 }
 
@@ -131,6 +135,11 @@ async fn reject_if_no_image(pool: &Pool, id: i64, req: &SubmitCompute) -> Result
 pub async fn record(pool: &Pool, requester: &User, req: &SubmitCompute) -> Result<i64, PlatformError> {
     let argv = req.argv()?;
     let mut tx = transitions::begin(pool).await?;
+    // The account as it is now, under the write lock: a task recorded for a
+    // moved or disabled account would queue in a group it left.
+    if let Some(why) = crate::machines::admission::requester_changed(&mut tx, requester).await? {
+        return Err(PlatformError::Refused(why));
+    }
     let id = transitions::compute::insert(
         &mut tx,
         &NewCompute {

@@ -225,6 +225,15 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
         // The region the matcher chose for a compute task: the group may
         // have lost it since (re-checked here, under the write lock).
         if let Some(job) = &req.job {
+            // Cancelled (or placed by another server) since the matcher
+            // chose it: refused alone. Found later, its state change would
+            // fail the whole batch, other people's requests included.
+            let state: Option<String> = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?").bind(job.compute_task_id).fetch_optional(&mut *tx).await?;
+            if state.as_deref() != Some("pending") {
+                let why = format!("compute task #{} is no longer waiting ({}); nothing was created", job.compute_task_id, state.as_deref().unwrap_or("gone"));
+                results.push(Err(PlatformError::Conflict(why)));
+                continue;
+            }
             if let Some(refusal) = crate::policy_access::refusal_for_regions(&mut tx, group_id, &policy.group_name, &[job.region_id]).await? {
                 results.push(Err(refuse(&mut tx, req, refusal, now).await?));
                 continue;
@@ -397,7 +406,7 @@ fn new_task<'a>(req: &'a CreateMachine, machine_id: Option<i64>, message: &'a st
 
 /// Why a request made by `who` can no longer be admitted: the account was
 /// disabled, or moved to another group, after the request was made.
-async fn requester_changed(conn: &mut SqliteConnection, who: &User) -> Result<Option<String>, PlatformError> {
+pub(crate) async fn requester_changed(conn: &mut SqliteConnection, who: &User) -> Result<Option<String>, PlatformError> {
     let now: Option<(i64, bool)> = sqlx::query_as("SELECT group_id, disabled FROM users WHERE id = ?").bind(who.id).fetch_optional(&mut *conn).await?;
     Ok(match now {
         None => Some(format!("account {} no longer exists; nothing was created", who.username)),

@@ -1,7 +1,7 @@
 //! Dev machines: admission (allocation + quota in one transaction),
 //! operations on existing machines, releasing GPUs, and what the portal lists.
 
-mod admission;
+pub(crate) mod admission;
 mod listing;
 mod ops;
 mod room;

@@ -47,6 +47,10 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
     validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
     validate::in_range("volume size (GB)", req.volume_size_gb, crate::machines::VOLUME_GB_MIN, crate::machines::VOLUME_GB_MAX)?;
     let mut tx = transitions::begin(pool).await?;
+    // The account as it is now, under the write lock (as admission does).
+    if let Some(why) = crate::machines::admission::requester_changed(&mut tx, &req.requester).await? {
+        return Err(PlatformError::Refused(why));
+    }
     let (reference, node_id, snap_name, model) = usable(&mut tx, &req.requester, snapshot_id).await?;
     let refuse = |reason: String| PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {reason}", req.name));
     let policy = load_policy(&mut tx, req.requester.group_id).await?;
@@ -89,15 +93,16 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
 pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_id: i64) -> Result<i64, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = crate::machines::visibility(who, "group_id");
-    let row: Option<(i64, Option<i64>)> = sqlx::query_as(&format!("SELECT owner_id, node_id FROM machines WHERE id = ? AND ({cond})"))
+    let row: Option<(i64, Option<i64>, String)> = sqlx::query_as(&format!("SELECT owner_id, node_id, workload FROM machines WHERE id = ? AND ({cond})"))
         .bind(machine_id)
         .bind(bind)
         .fetch_optional(&mut *tx)
         .await?;
-    let (owner, machine_node) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let (owner, machine_node, workload) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can reinstall it".into()));
     }
+    super::refuse_job_machine(who, &workload)?;
     let (reference, node_id, snap_name, _) = usable(&mut tx, who, snapshot_id).await?;
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Reinstall).map_err(PlatformError::Conflict)?;

@@ -80,6 +80,17 @@ pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(
     .await?)
 }
 
+/// A compute task's machine is the task's: a snapshot of it (or a
+/// reinstall over it) would turn a region image the group may not choose
+/// into a long-lived dev machine, and hold the task's watcher off while it
+/// runs. Admins may (to keep evidence of a job).
+pub(crate) fn refuse_job_machine(who: &User, workload: &str) -> Result<(), PlatformError> {
+    if workload == "job" && !who.role.is_admin() {
+        return Err(PlatformError::Conflict("this machine runs a compute task: only an admin can snapshot or reinstall it".into()));
+    }
+    Ok(())
+}
+
 /// The owner (or an admin) asks for a snapshot of a running or stopped
 /// machine: a `creating` snapshot and its task, or a refusal that names
 /// the rule (quota with the numbers, state, busy) and writes nothing.
@@ -90,7 +101,7 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
     }
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let owner: i64 = sqlx::query_scalar(&format!("SELECT owner_id FROM machines WHERE id = ? AND ({cond})"))
+    let (owner, workload): (i64, String) = sqlx::query_as(&format!("SELECT owner_id, workload FROM machines WHERE id = ? AND ({cond})"))
         .bind(machine_id)
         .bind(bind)
         .fetch_optional(&mut *tx)
@@ -99,6 +110,7 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can snapshot it".into()));
     }
+    refuse_job_machine(who, &workload)?;
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Snapshot).map_err(PlatformError::Conflict)?;
     if busy(&mut tx, machine_id).await? {

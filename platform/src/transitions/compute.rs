@@ -92,7 +92,9 @@ async fn move_to(conn: &mut SqliteConnection, id: i64, to: TaskState, message: &
 /// The matcher's latest decision for a task that keeps waiting (or is
 /// rejected for good).
 pub async fn decided(conn: &mut SqliteConnection, id: i64, decision_json: &str, region: Option<(i64, i64)>, outcome: Result<&str, &str>) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE compute_tasks SET decision = ?, region_id = ?, region_image_id = ?, updated_at = ? WHERE id = ?")
+    // Only while it waits: a second matcher's stale decision must not
+    // rewrite the region of a task another one has placed.
+    sqlx::query("UPDATE compute_tasks SET decision = ?, region_id = ?, region_image_id = ?, updated_at = ? WHERE id = ? AND state = 'pending'")
         .bind(decision_json)
         .bind(region.map(|r| r.0))
         .bind(region.map(|r| r.1))

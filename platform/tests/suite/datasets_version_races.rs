@@ -201,6 +201,11 @@ gantry_testkit::timed_test! {
         let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
         assert!(datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.is_err());
         assert_eq!(std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(), b"the new file", "the crash point: central moved");
+        // A dead process's writer lease lapses before the next start looks.
+        // (Here the panic's unwinding releases it, on a task of its own
+        // that may not have run yet — the put-back then skipped a row that
+        // still looked leased, now and then.)
+        sqlx::query("UPDATE dataset_uploads SET writer_expires = 0").execute(&env.pool).await.unwrap();
 
         // The next start puts the listed file back where it was moved away.
         datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();

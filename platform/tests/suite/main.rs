@@ -46,6 +46,7 @@ mod reclaim_edges;
 mod reclaim_migrate;
 mod reclaim_sim;
 mod snapshots_docker;
+mod stale_requests;
 mod system_tasks;
 mod telemetry_sampler;
 mod telemetry_store;
