@@ -117,7 +117,7 @@ fn family(out: &mut String, name: &str, help: &str) {
 /// the series stale instead of graphing a dead card's last value for
 /// ever; `gantry_nodes{state="lost"}` says why they went.
 pub async fn render(pool: &Pool) -> Result<String, PlatformError> {
-    let cells = overview::heatmap(pool).await?;
+    let cells = overview::heatmap(pool, gantry_platform::telemetry::now_ms()).await?;
     // Looked up only for the cells above that have a reading, so a lost
     // node's rows here are never written out.
     let latest: Vec<(i64, i64, i64, f64)> = sqlx::query_as("SELECT gpu_id, mem_used_mb, mem_total_mb, power_w FROM gpu_latest").fetch_all(pool).await?;

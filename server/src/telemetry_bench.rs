@@ -74,7 +74,7 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
     for period in ["24h", "7d"] {
         let period_ms = gantry_core::telemetry::usage_period_ms(period).unwrap_or(HOUR_MS);
         let ms = median_ms(21, || async {
-            overview::heatmap(&pool).await?;
+            overview::heatmap(&pool, now).await?;
             overview::held_vs_used(&pool, period_ms, now).await?;
             Ok(())
         })

@@ -47,7 +47,7 @@ pub async fn cluster_overview(period: String) -> Result<Overview, AppError> {
     let period_ms = gantry_core::telemetry::usage_period_ms(&period)
         .ok_or_else(|| AppError::Invalid(format!("unknown period \"{period}\" (24h, 7d or 30d)")).respond())?;
     Ok(Overview {
-        cells: overview::heatmap(&pool).await?,
+        cells: overview::heatmap(&pool, telemetry::now_ms()).await?,
         usage: overview::held_vs_used(&pool, period_ms, telemetry::now_ms()).await?,
         period,
     })

@@ -9,22 +9,31 @@ use gantry_core::telemetry::{
 
 type CellRow = (i64, i64, String, i64, String, bool, Option<f64>, Option<f64>, Option<i64>, Option<i64>, Option<String>, Option<String>, Option<String>);
 
-/// Every GPU of every node, by node name and index.
+/// A reading older than this is not current: the sampler writes one every
+/// interval, so a GPU whose latest is this old has gone silent (its NVML,
+/// its node's sampler, a node down but not yet marked lost).
+pub fn stale_after_ms(config: &super::TelemetryConfig) -> i64 {
+    (3 * config.interval.as_millis() as i64).max(60_000)
+}
+
+/// Every GPU of every node, by node name and index, at `now_ms`.
 ///
-/// A lost node's GPUs are listed with no reading (util, temperature and
-/// time all None, drawn as "no data"): the sampler skips lost nodes, so
-/// their `gpu_latest` row is the last reading before the loss, and showing
-/// it would pass a dead card off as busy or idle. `/metrics` builds on
-/// these cells and so omits those GPUs' gauges.
-pub async fn heatmap(pool: &Pool) -> Result<Vec<HeatCell>, PlatformError> {
+/// A GPU without a current reading — on a lost node (the sampler skips
+/// those, so their `gpu_latest` row is the last reading before the loss),
+/// or whose latest reading is older than [`stale_after_ms`] — is listed
+/// with no reading (util, temperature and time all None, drawn as "no
+/// data"): showing it would pass a dead card off as busy or idle.
+/// `/metrics` builds on these cells and so omits those GPUs' gauges.
+pub async fn heatmap(pool: &Pool, now_ms: i64) -> Result<Vec<HeatCell>, PlatformError> {
     let rows: Vec<CellRow> = sqlx::query_as(
         "SELECT g.id, g.node_id, n.name, g.idx, g.model, g.simulated, l.util_pct, l.temp_c, l.at_ms, m.id, m.name, u.username, gr.name \
          FROM gpus g JOIN nodes n ON n.id = g.node_id \
-         LEFT JOIN gpu_latest l ON l.gpu_id = g.id AND n.state <> 'lost' \
+         LEFT JOIN gpu_latest l ON l.gpu_id = g.id AND n.state <> 'lost' AND l.at_ms > ? \
          LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN machines m ON m.id = mg.machine_id \
          LEFT JOIN users u ON u.id = m.owner_id LEFT JOIN groups gr ON gr.id = m.group_id \
          ORDER BY n.name, g.idx",
     )
+    .bind(now_ms - stale_after_ms(&super::config()))
     .fetch_all(pool)
     .await?;
     Ok(rows

@@ -177,12 +177,12 @@ gantry_testkit::timed_test! {
         let found = gpus::simulated("other", &gpus::SimulatedGpus { count: 1, model: "SIM-A100".into(), memory_mb: 81_920 });
         let other = register(&f.pool, "other", &found).await;
         assert_eq!(telemetry::sample_once(&f.pool, T0).await.unwrap(), 3);
-        let cells = overview::heatmap(&f.pool).await.unwrap();
+        let cells = overview::heatmap(&f.pool, T0).await.unwrap();
         assert!(cells.iter().all(|c| c.util.is_some() && c.temp_c.is_some() && c.at_ms == Some(T0)), "{cells:?}");
 
         transitions::node::mark_lost(&f.pool, None, f.node_id, "power supply failed").await.unwrap();
         telemetry::sample_once(&f.pool, T0 + 10_000).await.unwrap();
-        let cells = overview::heatmap(&f.pool).await.unwrap();
+        let cells = overview::heatmap(&f.pool, T0 + 10_000).await.unwrap();
         assert_eq!(cells.len(), 3, "a lost node's GPUs are still listed: {cells:?}");
         for c in &cells {
             if c.node_id == f.node_id {
@@ -192,5 +192,22 @@ gantry_testkit::timed_test! {
                 assert!(c.util.is_some() && c.temp_c.is_some());
             }
         }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_silent_gpus_last_reading_is_not_shown_as_current() {
+        let f = telemetry_common::fixture(2).await;
+        assert_eq!(telemetry::sample_once(&f.pool, T0).await.unwrap(), 2);
+        let stale = overview::stale_after_ms(&telemetry::config());
+        let readings = |cells: &[gantry_core::telemetry::view::HeatCell]| cells.iter().filter(|c| c.util.is_some() || c.at_ms.is_some()).count();
+
+        // Within the limit the reading is current.
+        assert_eq!(readings(&overview::heatmap(&f.pool, T0 + stale - 1).await.unwrap()), 2);
+        // The node was never marked lost, but nothing has been heard since:
+        // the cards are listed with no reading rather than as they last were.
+        let cells = overview::heatmap(&f.pool, T0 + stale + 1).await.unwrap();
+        assert_eq!(cells.len(), 2, "still listed");
+        assert_eq!(readings(&cells), 0, "a reading {stale} ms old shows as current: {cells:?}");
     }
 }

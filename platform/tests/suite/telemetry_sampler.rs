@@ -103,7 +103,7 @@ gantry_testkit::timed_test! {
         assert!((usage[0].used_gpu_hours - 4.0 * mean / 100.0).abs() < 1e-6, "{usage:?} mean {mean}");
         assert!((75.0..90.0).contains(&usage[0].efficiency_pct()));
 
-        let cells: Vec<HeatCell> = overview::heatmap(&f.pool).await.unwrap();
+        let cells: Vec<HeatCell> = overview::heatmap(&f.pool, now).await.unwrap();
         assert_eq!(cells.len(), 3);
         assert_eq!(cells[0].machine.as_deref(), Some("train"));
         assert_eq!(cells[0].owner.as_deref(), Some("tina"));
