@@ -36,7 +36,7 @@ stage() {
   # The disk's free space with every outcome: a full disk shows up as odd
   # failures (the linker dying of SIGBUS), not as a message saying so.
   local free
-  free=$(df -h --output=avail . 2>/dev/null | tail -n1 | tr -d ' ')
+  free=$(df -h --output=avail . 2>/dev/null | tail -n1 | tr -d ' ') || true
   if [ "$rc" != 0 ]; then
     echo "!! stage '$name' failed (exit $rc); ${free:-?} free on this disk" >&2
     exit "$rc"

@@ -22,14 +22,18 @@ use gantry_core::{
 /// the machine it was taken of).
 async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Result<(String, i64, String, String), PlatformError> {
     let (cond, bind) = crate::machines::visibility(who, "s.group_id");
-    let row: Option<(String, Option<i64>, String, String, String, String)> = sqlx::query_as(&format!(
-        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, m.gpu_model FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
+    let row: Option<(String, Option<i64>, String, String, String, String, String)> = sqlx::query_as(&format!(
+        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, m.gpu_model, m.workload FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
     ))
     .bind(id)
     .bind(bind)
     .fetch_optional(&mut *conn)
     .await?;
-    let (reference, node_id, state, message, name, model) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (reference, node_id, state, message, name, model, workload) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    // One an admin took of a compute task's machine (or one taken before
+    // that was refused) is still the task's region image: not a user's dev
+    // machine.
+    super::refuse_job_machine(who, &workload)?;
     if state == "failed" && message == super::delete::DELETING {
         return Err(PlatformError::Conflict(format!("snapshot {name} is being deleted")));
     }

@@ -86,7 +86,7 @@ pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(
 /// runs. Admins may (to keep evidence of a job).
 pub(crate) fn refuse_job_machine(who: &User, workload: &str) -> Result<(), PlatformError> {
     if workload == "job" && !who.role.is_admin() {
-        return Err(PlatformError::Conflict("this machine runs a compute task: only an admin can snapshot or reinstall it".into()));
+        return Err(PlatformError::Conflict("that machine runs (or ran) a compute task: only an admin can snapshot it, reinstall it or make a machine from its snapshots".into()));
     }
     Ok(())
 }

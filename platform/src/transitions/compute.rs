@@ -92,9 +92,13 @@ async fn move_to(conn: &mut SqliteConnection, id: i64, to: TaskState, message: &
 /// The matcher's latest decision for a task that keeps waiting (or is
 /// rejected for good).
 pub async fn decided(conn: &mut SqliteConnection, id: i64, decision_json: &str, region: Option<(i64, i64)>, outcome: Result<&str, &str>) -> Result<(), PlatformError> {
-    // Only while it waits: a second matcher's stale decision must not
-    // rewrite the region of a task another one has placed.
-    sqlx::query("UPDATE compute_tasks SET decision = ?, region_id = ?, region_image_id = ?, updated_at = ? WHERE id = ? AND state = 'pending'")
+    // Only while it waits: a second matcher read the queue before another
+    // placed (or its requester cancelled) the task; its stale decision —
+    // a region, or a rejection that would fail a running task — is void.
+    if state_of(conn, id).await? != TaskState::Pending {
+        return Ok(());
+    }
+    sqlx::query("UPDATE compute_tasks SET decision = ?, region_id = ?, region_image_id = ?, updated_at = ? WHERE id = ?")
         .bind(decision_json)
         .bind(region.map(|r| r.0))
         .bind(region.map(|r| r.1))

@@ -43,8 +43,16 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE machine_id = {job}")).await, 0, "nothing written");
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM tasks WHERE machine_id = {job} AND kind <> 'create'")).await, 0);
 
-        // An admin may keep evidence of a job.
-        snapshots::request(&env.pool, &root, job, "evidence").await.unwrap();
+        // An admin may keep evidence of a job; it is no dev machine of hers.
+        let (evidence, _) = snapshots::request(&env.pool, &root, job, "evidence").await.unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {evidence}")).await, "ready");
+        compute::cancel(&env.pool, &alice, task.id).await.unwrap();
+        env.drive().await;
+        let refused = snapshots::create_machine(&env.pool, env.create(&alice, "escape", 1), evidence).await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Conflict(why) if why.contains("compute task")), "{refused}");
+        let refused = snapshots::reinstall_from(&env.pool, &alice, dev, evidence).await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Conflict(why) if why.contains("compute task")), "{refused}");
     }
 }
 
@@ -58,7 +66,8 @@ gantry_testkit::timed_test! {
         compute::cancel(&env.pool, &alice, waiting).await.unwrap();
 
         // The matcher's admission for it arrives after the cancel, beside
-        // an ordinary request.
+        // an ordinary request (in its batch or the next: either way the
+        // refusal is its own, and the other is admitted).
         let mut stale = env.create(&alice, "job-stale", 1);
         let region: (i64, i64) = sqlx::query_as("SELECT r.id, i.id FROM regions r JOIN region_images i ON i.region_id = r.id LIMIT 1").fetch_one(&env.pool).await.unwrap();
         let reference: String = sqlx::query_scalar("SELECT reference FROM region_images WHERE id = ?").bind(region.1).fetch_one(&env.pool).await.unwrap();
@@ -82,11 +91,16 @@ gantry_testkit::timed_test! {
         assert!(placed > 0, "placed in a region");
         assert_ne!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", task.id)).await, "pending");
 
-        // Another matcher read it as the queue's head before it was placed.
-        let mut tx = transitions::begin(&env.pool).await.unwrap();
-        transitions::compute::decided(&mut tx, task.id, "{}", None, Ok("stale")).await.unwrap();
-        tx.commit().await.unwrap();
-        assert_eq!(env.scalar(&region(task.id)).await, placed);
+        // Another matcher read it as the queue's head before it was placed:
+        // neither its "keep waiting" nor its rejection applies.
+        let state = env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", task.id)).await;
+        for outcome in [Ok("stale"), Err("no region can run it")] {
+            let mut tx = transitions::begin(&env.pool).await.unwrap();
+            transitions::compute::decided(&mut tx, task.id, "{}", None, outcome).await.unwrap();
+            tx.commit().await.unwrap();
+            assert_eq!(env.scalar(&region(task.id)).await, placed);
+            assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", task.id)).await, state);
+        }
     }
 }
 

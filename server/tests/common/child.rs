@@ -19,14 +19,26 @@ pub struct ChildServer {
 }
 
 impl ChildServer {
-    /// Sends SIGTERM (what a service manager's stop does) and waits for the
-    /// process to end; its exit status.
+    /// Sends SIGTERM (what a service manager's stop does) and waits (at
+    /// most a minute) for the process to end; its exit status. One that
+    /// does not end is killed before the test fails, never left running.
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill is installed");
         assert!(sent.success(), "could not signal gantry serve (pid {pid})");
-        let mut child = std::mem::replace(&mut self.child, Command::new("true").spawn().expect("start true"));
-        tokio::task::spawn_blocking(move || child.wait().expect("wait for gantry serve")).await.unwrap()
+        // Another process: its exit status is the only signal.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for gantry serve") {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("gantry serve (pid {pid}) did not end within 60 s of SIGTERM; killed");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 

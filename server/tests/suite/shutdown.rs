@@ -111,7 +111,9 @@ gantry_testkit::timed_test! {
         let status = first.terminate().await;
         assert!(status.success(), "gantry serve ended with {status}");
         let (_, state, lease) = task_of(&pool, machine_id).await;
-        assert_eq!((state.as_str(), lease), ("scheduled", None), "the stopped server kept its operation");
+        let message: String = sqlx::query_scalar("SELECT message FROM tasks WHERE id = ?").bind(task).fetch_one(&pool).await.unwrap();
+        let log = std::fs::read_to_string(dir.path().join("first.log")).unwrap_or_default();
+        assert_eq!((state.as_str(), lease), ("scheduled", None), "the stopped server kept its operation: {message}\n{log}");
         let released: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'task.lease_released' AND detail LIKE ?")
             .bind(format!("task #{task}:%"))
             .fetch_one(&pool)
