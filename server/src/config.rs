@@ -108,6 +108,17 @@ pub struct ServeArgs {
     /// connections are closed, so a silent client cannot hold a socket.
     #[arg(long, env = "GANTRY_HEADER_READ_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_read_timeout_secs: u64,
+    /// Seconds a request body may take to arrive, from when the server
+    /// starts reading it; a slower one is answered 408 and its connection
+    /// closed. Streamed uploads (datasets, machine files) are exempt: they
+    /// are cut when no byte arrives for 60 s instead.
+    #[arg(long, env = "GANTRY_REQUEST_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub request_body_timeout_secs: u64,
+    /// Client connections open at once; beyond it a new connection is
+    /// closed at once. Lowered at start-up if the open-file limit cannot
+    /// hold it.
+    #[arg(long, env = "GANTRY_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
     /// Username of the first administrator, created when no admin exists.
     #[arg(long, env = "GANTRY_ADMIN_USER", default_value = "admin")]
     pub admin_user: String,

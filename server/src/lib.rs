@@ -11,6 +11,7 @@ pub mod datasets;
 pub mod files;
 pub mod form_errors;
 pub mod http_guard;
+pub mod http_limits;
 pub mod http_serve;
 pub mod matching_bench;
 pub mod metrics;
@@ -83,7 +84,14 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
-            let limits = http_serve::ConnLimits { header_read: std::time::Duration::from_secs(args.header_read_timeout_secs) };
+            let limits = http_serve::ConnLimits {
+                header_read: std::time::Duration::from_secs(args.header_read_timeout_secs),
+                request_body: std::time::Duration::from_secs(args.request_body_timeout_secs),
+                // The cap must fit the descriptors the process may open:
+                // raise the soft limit (often 1024) first.
+                max_connections: http_limits::connection_cap(usize::try_from(args.max_connections).unwrap_or(usize::MAX), http_limits::raise_fd_limit()),
+                ..http_serve::ConnLimits::DEFAULT
+            };
             serve_then_stop(listener, app, limits, services.shutdown).await
         }
     }

@@ -6,6 +6,7 @@ use crate::{
     config::ServeArgs,
     form_errors::{signed_form_errors, FormErrorKey},
     http_guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
+    http_limits::lift_body_deadline,
     request_id::request_id,
     security::Security,
     security_headers::{security_headers, CspNonce, HeaderPolicy},
@@ -153,10 +154,13 @@ pub async fn build_secured(
     let app = Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
         .merge(crate::api_v1::routes())
-        .merge(crate::datasets::routes())
+        // The streamed uploads (datasets; a machine's files, below) take
+        // gigabytes and cut a body that stalls themselves (60 s without a
+        // byte): the accept loop's total body deadline is lifted there.
+        .merge(crate::datasets::routes().route_layer(from_fn(lift_body_deadline)))
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
-        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone()))
+        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone()).route_layer(from_fn(lift_body_deadline)))
         .fallback(fallback)
         .layer(axum::Extension(workspace))
         .layer(from_fn(guard_pages))
