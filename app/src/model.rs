@@ -69,6 +69,8 @@ pub struct GroupRow {
     pub max_gpus_per_machine: i64,
     pub max_cpus_per_machine: i64,
     pub max_memory_gb_per_machine: i64,
+    /// Snapshots its members may keep.
+    pub snapshot_quota: i64,
     pub members: i64,
     /// GPU models the group may use; empty means any.
     pub allowed_models: Vec<String>,

@@ -105,10 +105,13 @@ pub struct Group {
     pub max_gpus_per_machine: i64,
     pub max_cpus_per_machine: i64,
     pub max_memory_gb_per_machine: i64,
+    /// Snapshots its members may keep (taken by people; reclaim's own are
+    /// not counted).
+    pub snapshot_quota: i64,
     pub members: i64,
 }
 
-const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine,
+const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine, g.snapshot_quota,
                                    (SELECT COUNT(*) FROM users u WHERE u.group_id = g.id) AS members
                             FROM groups g";
 

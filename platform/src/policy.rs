@@ -13,6 +13,9 @@ pub const MAX_PER_MACHINE_MAX: i64 = 64;
 pub const MODEL_NAME_MAX: usize = 64;
 /// Most models one group's allow-list may name.
 pub const MODELS_MAX: usize = 64;
+/// Most snapshots a group may be allowed to keep (each is an image on a
+/// node's disk).
+pub const SNAPSHOT_QUOTA_MAX: i64 = 1_000;
 
 /// Checks an allow-list of GPU models and returns it sorted, without
 /// duplicates. Names are trimmed; an empty list means "any model".
@@ -49,14 +52,15 @@ pub async fn update_group_policy(
     max_gpus_per_machine: i64,
     models: &[String],
 ) -> Result<Group, PlatformError> {
-    update_group_policy_and_access(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, &AccessChange::default(), None).await
+    update_group_policy_and_access(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, &AccessChange::default(), None, None).await
 }
 
 /// [`update_group_policy`] and the group's allowed images and regions
 /// (`policy_access`) in the same transaction and audit row — and, when
 /// given, its per-machine (CPUs, memory GB) limits in the same transaction:
 /// an unknown image or region id, or a limit out of range, refuses the
-/// whole edit, nothing changes.
+/// whole edit, nothing changes. So does its snapshot quota, when given (a
+/// quota below the snapshots kept takes none away: new ones are refused).
 #[allow(clippy::too_many_arguments)]
 pub async fn update_group_policy_and_access(
     pool: &Pool,
@@ -67,28 +71,34 @@ pub async fn update_group_policy_and_access(
     models: &[String],
     access: &AccessChange,
     limits: Option<(i64, i64)>,
+    snapshot_quota: Option<i64>,
 ) -> Result<Group, PlatformError> {
     validate::in_range("GPU quota", gpu_quota, 0, QUOTA_MAX)?;
+    if let Some(q) = snapshot_quota {
+        validate::in_range("snapshot quota", q, 0, SNAPSHOT_QUOTA_MAX)?;
+    }
     validate::in_range("GPUs per machine", max_gpus_per_machine, 1, MAX_PER_MACHINE_MAX)?;
     let models = normalize_models(models)?;
 
     // IMMEDIATE: take the write lock before reading, like admission does, so
     // the old values in the audit row are the ones this edit replaced.
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let old: Option<(String, i64, i64, i64)> =
-        sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine FROM groups WHERE id = ?")
+    let old: Option<(String, i64, i64, i64, i64)> =
+        sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine, snapshot_quota FROM groups WHERE id = ?")
             .bind(group_id)
             .fetch_optional(&mut *tx)
             .await?;
-    let (name, old_quota, in_use, old_max) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
+    let (name, old_quota, in_use, old_max, old_snapshots) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
     let old_models: Vec<String> = sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
         .bind(group_id)
         .fetch_all(&mut *tx)
         .await?;
 
-    sqlx::query("UPDATE groups SET gpu_quota = ?, max_gpus_per_machine = ? WHERE id = ?")
+    let snapshots = snapshot_quota.unwrap_or(old_snapshots);
+    sqlx::query("UPDATE groups SET gpu_quota = ?, max_gpus_per_machine = ?, snapshot_quota = ? WHERE id = ?")
         .bind(gpu_quota)
         .bind(max_gpus_per_machine)
+        .bind(snapshots)
         .bind(group_id)
         .execute(&mut *tx)
         .await?;
@@ -105,6 +115,9 @@ pub async fn update_group_policy_and_access(
         list(&old_models),
         list(&models)
     );
+    if snapshots != old_snapshots {
+        detail.push_str(&format!(", snapshot quota {old_snapshots} → {snapshots}"));
+    }
     for words in &access_words {
         detail.push_str(&format!(", {words}"));
     }

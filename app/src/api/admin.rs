@@ -156,6 +156,7 @@ pub(crate) fn group_row(g: gantry_platform::accounts::Group, allowed_models: Vec
         max_gpus_per_machine: g.max_gpus_per_machine,
         max_cpus_per_machine: g.max_cpus_per_machine,
         max_memory_gb_per_machine: g.max_memory_gb_per_machine,
+        snapshot_quota: g.snapshot_quota,
         members: g.members,
         allowed_models,
     }

@@ -141,7 +141,8 @@ pub async fn create_image(name: String, reference: String, description: String, 
 /// one empty entry so that ticking none still sends the field): empty =
 /// all. Absent: the list is left as it is. They are saved in the same
 /// transaction and audit row as the quota and models; an unknown id
-/// refuses the whole edit (400) and changes nothing.
+/// refuses the whole edit (400) and changes nothing. So is
+/// `snapshot_quota` (absent or empty: left as it is).
 #[server(prefix = "/api", endpoint = "admin/update_group")]
 pub async fn update_group(
     group_id: i64,
@@ -152,6 +153,7 @@ pub async fn update_group(
     max_memory_gb_per_machine: Option<String>,
     allowed_images: Option<Vec<String>>,
     allowed_regions: Option<Vec<String>>,
+    snapshot_quota: Option<String>,
 ) -> Result<GroupRow, AppError> {
     use crate::model::machines::{parse_whole, split_models};
     let admin = crate::state::require_admin()?;
@@ -178,9 +180,10 @@ pub async fn update_group(
         (None, None) => None,
         _ => return Err(invalid("give both the CPUs and the memory per machine, or neither".into())),
     };
+    let snapshot_quota = given(&snapshot_quota).map(|q| parse_whole("snapshot quota", &q)).transpose().map_err(invalid)?;
     let pool = crate::state::pool()?;
     // One transaction: a limit out of range refuses the whole edit.
-    let g = gantry_platform::policy::update_group_policy_and_access(&pool, Some(admin.id), group_id, quota, max, &models, &access, limits).await?;
+    let g = gantry_platform::policy::update_group_policy_and_access(&pool, Some(admin.id), group_id, quota, max, &models, &access, limits, snapshot_quota).await?;
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
     Ok(crate::api::admin::group_row(g, allowed))
 }

@@ -204,3 +204,33 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn an_admin_sets_how_many_snapshots_a_group_keeps() {
+        let env = env("simulated", 2, 2).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let root = reclaim_common::admin(&env.pool).await;
+        let alice = env.user("alice", "ml-team").await;
+        let g = group_id(&env).await;
+        let m = env.admissions.create(env.create(&alice, "dev", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let unchanged = AccessChange::default();
+        let edit = |quota: Option<i64>| gantry_platform::policy::update_group_policy_and_access(&env.pool, Some(root.id), g, 2, 2, &[], &unchanged, None, quota);
+
+        // Out of range: refused, nothing changed.
+        let refused = edit(Some(-1)).await.unwrap_err();
+        assert!(refused.to_string().contains("snapshot quota"), "{refused}");
+        assert_eq!(env.scalar(&format!("SELECT snapshot_quota FROM groups WHERE id = {g}")).await, 10);
+
+        assert_eq!(edit(Some(1)).await.unwrap().snapshot_quota, 1);
+        let audited = env.text("SELECT detail FROM audit_log WHERE action = 'group.update' ORDER BY id DESC LIMIT 1").await;
+        assert!(audited.contains("snapshot quota 10 → 1"), "{audited}");
+        // Left out of an edit, it stays.
+        assert_eq!(edit(None).await.unwrap().snapshot_quota, 1);
+
+        gantry_platform::snapshots::request(&env.pool, &alice, m, "first").await.unwrap();
+        env.drive().await;
+        let refused = gantry_platform::snapshots::request(&env.pool, &alice, m, "second").await.unwrap_err();
+        assert!(refused.to_string().contains("keeps 1 of its 1 snapshot"), "{refused}");
+    }
+}

@@ -178,6 +178,18 @@ gantry_testkit::timed_test! {
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(count(pool, &format!("SELECT max_cpus_per_machine * 1000 + max_memory_gb_per_machine FROM groups WHERE id = {group}")).await, 4008);
 
+        // The snapshot quota: a bad one refuses the edit; a good one is kept, and shown.
+        for bad in ["-1", "1001", "many"] {
+            let res = save(&admin, "7", &[("snapshot_quota", bad)]).await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "snapshot_quota={bad}");
+            assert!(res.text().await.unwrap().contains("snapshot quota"));
+        }
+        assert_eq!(count(pool, &format!("SELECT gpu_quota * 1000 + snapshot_quota FROM groups WHERE id = {group}")).await, 4010);
+        let res = save(&admin, "4", &[("snapshot_quota", "3")]).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.text().await.unwrap().contains("\"snapshot_quota\":3"));
+        assert_eq!(count(pool, &format!("SELECT snapshot_quota FROM groups WHERE id = {group}")).await, 3);
+
         // None ticked: all images again; a post without the regions field leaves them.
         let res = save(&admin, "4", &[("allowed_images[]", "")]).await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);

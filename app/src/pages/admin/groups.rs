@@ -41,7 +41,7 @@ pub fn GroupsPage() -> impl IntoView {
                         let access = access.get().and_then(Result::ok).unwrap_or_default();
                         view! {
                             <table class="table" data-testid="groups">
-                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Allowed models"</th><th>"Images"</th><th>"Regions"</th><th>"Members"</th></tr></thead>
+                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Snapshots"</th><th>"Allowed models"</th><th>"Images"</th><th>"Regions"</th><th>"Members"</th></tr></thead>
                                 <tbody>
                                     {list.into_iter().map(|g| {
                                         let over = g.gpus_in_use > g.gpu_quota;
@@ -54,6 +54,7 @@ pub fn GroupsPage() -> impl IntoView {
                                                     {over.then(|| view! { " " <span class="tag warn" title="holds more than its quota: new requests are refused until enough is released">"over quota"</span> })}
                                                 </td>
                                                 <td>{format!("{} GPUs · {} CPUs · {} GB", g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine)}</td>
+                                                <td data-testid="group-snapshot-quota">{g.snapshot_quota}</td>
                                                 <td>{models_label(&g.allowed_models)}</td>
                                                 <td data-testid="group-images">{names_label(&allowed.images)}</td>
                                                 <td data-testid="group-regions">{names_label(&allowed.regions)}</td>
@@ -155,6 +156,9 @@ fn GroupPolicyForm(group: GroupRow, allowed: GroupAccessRow, choices: GroupAcces
                 </label>
                 <label>"Max memory per machine (GB)"
                     <input type="number" name="max_memory_gb_per_machine" min="1" max="4096" step="1" value=g.max_memory_gb_per_machine required/>
+                </label>
+                <label>"Snapshots its members may keep"
+                    <input type="number" name="snapshot_quota" min="0" max="1000" step="1" value=g.snapshot_quota required/>
                 </label>
                 <button type="submit">"Save"</button>
             </fieldset>
