@@ -112,8 +112,9 @@ fn family(out: &mut String, name: &str, help: &str) {
 /// machines and tasks by state, and every group's quota.
 ///
 /// A GPU without a current reading has no gauges at all — never sampled,
-/// or on a lost node (whose last reading `overview::heatmap` drops: it is
-/// stale, and a gauge would report it as current). Prometheus then marks
+/// on a lost node, or whose latest reading is older than
+/// `overview::stale_after_ms` (`overview::heatmap` drops those readings: a
+/// gauge would report them as current). Prometheus then marks
 /// the series stale instead of graphing a dead card's last value for
 /// ever; `gantry_nodes{state="lost"}` says why they went.
 pub async fn render(pool: &Pool) -> Result<String, PlatformError> {

@@ -1,8 +1,8 @@
 //! Every server integration test in one test binary (the real router,
 //! SQLite, real Docker, child `gantry serve` processes), so the server —
 //! some 500 MB of debug binary — is linked once rather than once per file:
-//! a fresh build used to write 27 of them. Run one group with
-//! `cargo test -p server --test suite security_signin::`.
+//! a fresh build used to write 26 of them. Run one group with
+//! `cargo test -p server --features app/ssr --test suite security_signin::`.
 //! `datasets_memory` stays a binary of its own: it measures this process's
 //! resident memory, which other tests running beside it would add to.
 
