@@ -205,8 +205,7 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
         Ok(_) => Ok(true),
         Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
             // Cancelled or placed elsewhere meanwhile: nothing left to decide.
-            let state: Option<String> = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?").bind(id).fetch_optional(pool).await?;
-            if state.as_deref() != Some("pending") {
+            if transitions::compute::find_state(&mut *pool.acquire().await?, id).await? != Some(gantry_core::task::TaskState::Pending) {
                 return Ok(false);
             }
             // Refused for good (the group's rules changed since the queue

@@ -228,9 +228,9 @@ async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Res
             // Cancelled (or placed by another server) since the matcher
             // chose it: refused alone. Found later, its state change would
             // fail the whole batch, other people's requests included.
-            let state: Option<String> = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?").bind(job.compute_task_id).fetch_optional(&mut *tx).await?;
-            if state.as_deref() != Some("pending") {
-                let why = format!("compute task #{} is no longer waiting ({}); nothing was created", job.compute_task_id, state.as_deref().unwrap_or("gone"));
+            let state = transitions::compute::find_state(&mut tx, job.compute_task_id).await?;
+            if state != Some(TaskState::Pending) {
+                let why = format!("compute task #{} is no longer waiting ({}); nothing was created", job.compute_task_id, state.map_or("gone", |s| s.as_str()));
                 results.push(Err(PlatformError::Conflict(why)));
                 continue;
             }

@@ -56,13 +56,14 @@ pub async fn insert(conn: &mut SqliteConnection, t: &NewCompute<'_>) -> Result<i
     .await?)
 }
 
+/// A compute task's state; `None` when there is no such task.
+pub(crate) async fn find_state(conn: &mut SqliteConnection, id: i64) -> Result<Option<TaskState>, PlatformError> {
+    let state: Option<String> = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
+    state.map(|s| s.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))).transpose()
+}
+
 async fn state_of(conn: &mut SqliteConnection, id: i64) -> Result<TaskState, PlatformError> {
-    let state: String = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?")
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or_else(|| PlatformError::NotFound("compute task".into()))?;
-    state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))
+    find_state(conn, id).await?.ok_or_else(|| PlatformError::NotFound("compute task".into()))
 }
 
 /// Compare-and-set along the compute lifecycle's edges.
