@@ -2,10 +2,16 @@
 //! applying the migrations in `migrations/`.
 
 use crate::PlatformError;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous},
+    Connection, Sqlite, Transaction,
+};
 use std::{path::Path, str::FromStr, time::Duration};
 
 pub type Pool = SqlitePool;
+
+/// A write transaction on a pooled connection.
+pub type Tx = Transaction<'static, Sqlite>;
 
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -38,9 +44,34 @@ pub async fn connect(url: &str) -> Result<Pool, PlatformError> {
         // have gone away, and the ping is a round trip to the connection's
         // thread — about as many thread switches as the queries of a page.
         .test_before_acquire(false)
+        // Never hand out a connection still inside a transaction: one left
+        // open by a cancelled begin would run its borrower's writes inside
+        // it (lost at close) and hold SQLite's write lock for good. Closing
+        // the connection rolls it back. A sync read of sqlx's own count:
+        // free. (`begin_immediate` keeps this from arising; this catches
+        // any other path.)
+        .before_acquire(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
         .connect_with(opts)
         .await?;
     Ok(pool)
+}
+
+/// `BEGIN IMMEDIATE` on a pooled connection: takes SQLite's write lock up
+/// front, so a read-then-write never fails half-way with
+/// `SQLITE_BUSY_SNAPSHOT` — and safe to cancel. sqlx 0.8's begin with a
+/// custom statement awaits once more after the `BEGIN` has run; a caller
+/// dropped there (a client that hung up, a task aborted at shutdown)
+/// returned the connection to the pool inside a transaction that held the
+/// write lock for ever, and every later write failed with "database is
+/// locked". Run as a task of its own the begin always completes, and a
+/// transaction nobody waits for any more is dropped there, which rolls
+/// it back.
+pub async fn begin_immediate(pool: &Pool) -> Result<Tx, PlatformError> {
+    let pool = pool.clone();
+    match tokio::spawn(async move { pool.begin_with("BEGIN IMMEDIATE").await }).await {
+        Ok(begun) => Ok(begun?),
+        Err(e) => Err(PlatformError::Internal(format!("starting a transaction: {e}"))),
+    }
 }
 
 pub async fn connect_file(path: &Path) -> Result<Pool, PlatformError> {

@@ -82,7 +82,7 @@ pub async fn update_group_policy_and_access(
 
     // IMMEDIATE: take the write lock before reading, like admission does, so
     // the old values in the audit row are the ones this edit replaced.
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let old: Option<(String, i64, i64, i64, i64)> =
         sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine, snapshot_quota FROM groups WHERE id = ?")
             .bind(group_id)

@@ -143,7 +143,7 @@ pub(crate) async fn apply(conn: &mut SqliteConnection, group_id: i64, change: &A
 /// Sets a group's allowed images and/or regions alone, in one transaction
 /// with an audit row naming old and new lists.
 pub async fn set_group_access(pool: &Pool, actor: Option<i64>, group_id: i64, change: &AccessChange) -> Result<(), PlatformError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let name: Option<String> = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(group_id).fetch_optional(&mut *tx).await?;
     let name = name.ok_or_else(|| PlatformError::NotFound("group".into()))?;
     let words = apply(&mut tx, group_id, change).await?;

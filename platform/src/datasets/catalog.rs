@@ -203,7 +203,7 @@ pub async fn create_version(pool: &Pool, user: &User, code: &str, name: &str) ->
 pub async fn seal_version(pool: &Pool, user: &User, code: &str, name: &str) -> Result<(), DatasetError> {
     let (d, v) = version(pool, user, code, name).await?;
     may_write(user, &d)?;
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_one(&mut *tx).await?;
     if open > 0 {
         return Err(DatasetError::Conflict(format!("version {name} has {open} upload(s) in progress; finish or cancel them before sealing")));
@@ -225,7 +225,7 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     may_write(user, &d)?;
     let central = stores.central()?;
     let region = stores.region_store(&d.region)?;
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let mounted_by = super::mounts::live_users(&mut tx, v.id).await?;
     if !mounted_by.is_empty() {
         return Err(DatasetError::Conflict(format!(
@@ -298,7 +298,7 @@ pub async fn set_quota(pool: &Pool, admin: &User, group: &str, bytes: u64) -> Re
     let bytes = i64::try_from(bytes).map_err(|_| DatasetError::BadRequest("the quota is too large".into()))?;
     let group_id: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(pool).await?;
     let group_id = group_id.ok_or_else(|| DatasetError::NotFound(format!("group {group}")))?;
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let old: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?").bind(group_id).fetch_optional(&mut *tx).await?;
     sqlx::query("INSERT INTO dataset_quotas (group_id, max_bytes) VALUES (?, ?) ON CONFLICT (group_id) DO UPDATE SET max_bytes = excluded.max_bytes")
         .bind(group_id)

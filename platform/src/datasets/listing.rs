@@ -17,7 +17,7 @@ use gantry_core::datasets::check_quota;
 /// Checks that the upload may be listed and reserves its `size` bytes;
 /// answers whether it replaces a listed file.
 pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<bool, DatasetError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let own: Option<Option<i64>> = sqlx::query_scalar("SELECT total_size FROM dataset_uploads WHERE id = ? AND temp_key = ?")
         .bind(upload.id)
         .bind(&upload.temp)
@@ -54,7 +54,7 @@ pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<b
 
 /// Lists the file (replacing the row of the file it replaces) and ends the upload.
 pub(super) async fn list(pool: &Pool, upload: &Upload, size: u64, sha256: &str) -> Result<FileView, DatasetError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let ended = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload.id).bind(&upload.temp).execute(&mut *tx).await?;
     if ended.rows_affected() == 0 {
         return Err(gone(upload));

@@ -80,7 +80,7 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
     }
     let both = catalog::stores_of(stores, &d)?;
     let key = rules::storage_key(&d.code, &v.name, &d.category, b.name);
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     // Read under the write lock: a seal that landed after the read above
     // must not get an upload (seal_version refuses while one exists).
     let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;

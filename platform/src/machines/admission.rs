@@ -176,7 +176,7 @@ async fn worker(pool: Pool, mut rx: mpsc::Receiver<(CreateMachine, Reply)>, disp
 }
 
 async fn decide_batch(pool: &Pool, requests: &[CreateMachine]) -> Result<Vec<Result<Admitted, PlatformError>>, PlatformError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let now = now();
     let view = cluster::load_view(&mut tx).await?;
     let mut index = ClusterIndex::new(&view, now);

@@ -33,7 +33,7 @@ pub async fn insert_samples(pool: &Pool, samples: &[GpuSample]) -> Result<(), Pl
         return Err(PlatformError::BadRequest(format!("invalid sample for GPU #{} at {}: {bad:?}", bad.gpu_id, bad.at_ms)));
     }
     // IMMEDIATE: the horizon read below must still hold when we write.
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let moved_to: i64 = sqlx::query_scalar("SELECT moved_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
     let (late, recent): (Vec<&GpuSample>, Vec<&GpuSample>) = samples.iter().partition(|s| s.at_ms < moved_to);
     for (table, rows) in [("gpu_samples", late), ("gpu_samples_recent", recent)] {
@@ -76,7 +76,7 @@ pub async fn move_settled(pool: &Pool, before_ms: i64) -> Result<u64, PlatformEr
     if before_ms <= sqlx::query_scalar::<_, i64>(HORIZON).fetch_one(pool).await? {
         return Ok(0);
     }
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
     let moved_to: i64 = sqlx::query_scalar(HORIZON).fetch_one(&mut *tx).await?;
     if before_ms <= moved_to {
         tx.rollback().await?;

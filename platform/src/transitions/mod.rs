@@ -36,12 +36,12 @@ pub mod task;
 pub use lease::{ClaimedTask, Lease};
 
 use crate::PlatformError;
-use sqlx::{Sqlite, Transaction};
 
-pub type Tx = Transaction<'static, Sqlite>;
+pub use crate::db::Tx;
 
 /// A write transaction that takes SQLite's write lock up front, so a
-/// read-then-write never fails half-way with `SQLITE_BUSY_SNAPSHOT`.
+/// read-then-write never fails half-way with `SQLITE_BUSY_SNAPSHOT` (see
+/// `db::begin_immediate`: safe to cancel).
 pub async fn begin(pool: &crate::db::Pool) -> Result<Tx, PlatformError> {
-    Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
+    crate::db::begin_immediate(pool).await
 }

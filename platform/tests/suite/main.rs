@@ -27,6 +27,7 @@ mod datasets_replace;
 mod datasets_upload;
 mod datasets_upload_races;
 mod datasets_version_races;
+mod db_cancellation;
 mod docker_executor;
 mod engine_docker;
 mod engine_edges;

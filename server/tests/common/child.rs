@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use std::{
     net::SocketAddr,
     path::Path,
-    process::{Child, Command, Stdio},
+    process::{Child, Command},
     time::{Duration, Instant},
 };
 
@@ -54,8 +54,8 @@ fn free_addr() -> SocketAddr {
 }
 
 /// Starts `gantry serve` over `data_dir` with `env` on top of the basics,
-/// waits (bounded) for `/healthz`, and signs the admin in. stderr goes to
-/// `data_dir/log`.
+/// waits (bounded) for `/healthz`, and signs the admin in. Its log (the
+/// tracing output on stdout) and stderr go to `data_dir/log`.
 pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&str, &str)]) -> ChildServer {
     let addr = free_addr();
     let log = std::fs::File::create(data_dir.join(log)).unwrap();
@@ -67,7 +67,7 @@ pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&st
         .env("GANTRY_SITE_ROOT", data_dir.join("no-site"))
         .env("GANTRY_ADMIN_PASSWORD", admin_password)
         .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
+        .stdout(log.try_clone().unwrap())
         .stderr(log);
     for (k, v) in env {
         command.env(k, v);
