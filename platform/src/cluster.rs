@@ -29,6 +29,19 @@ pub struct NodeRegistration<'a> {
 /// are matched by UUID; those that disappeared are removed unless a machine
 /// still holds them.
 pub async fn register_node(pool: &Pool, reg: NodeRegistration<'_>) -> Result<i64, PlatformError> {
+    register_node_as(pool, reg, None, None).await
+}
+
+/// [`register_node`], also setting the node's CPU architecture and
+/// auditing the admin who added it (actor, detail) — in the same commit:
+/// a request cut off in between must not leave an arm64 node recorded as
+/// amd64 (adding it again is refused: the name exists).
+pub async fn register_node_as(
+    pool: &Pool,
+    reg: NodeRegistration<'_>,
+    arch: Option<gantry_core::matching::Arch>,
+    added_by: Option<(i64, &str)>,
+) -> Result<i64, PlatformError> {
     if reg.docker_endpoint.trim().is_empty() {
         return Err(PlatformError::BadRequest(format!("node {} needs an explicit engine endpoint", reg.name)));
     }
@@ -55,7 +68,13 @@ pub async fn register_node(pool: &Pool, reg: NodeRegistration<'_>) -> Result<i64
     .fetch_one(&mut *tx)
     .await?;
     sync_gpus(&mut *tx, node_id, reg.gpus).await?;
+    if let Some(arch) = arch {
+        sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?").bind(arch.as_str()).bind(node_id).execute(&mut *tx).await?;
+    }
     audit::record(&mut *tx, None, "node.register", &format!("node {} with {} GPU(s), executor {}", reg.name, reg.gpus.len(), reg.executor)).await?;
+    if let Some((actor, detail)) = added_by {
+        audit::record(&mut *tx, Some(actor), "node.add", detail).await?;
+    }
     tx.commit().await?;
     Ok(node_id)
 }

@@ -62,7 +62,8 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
         .await
         .map_err(|e| PlatformError::BadRequest(format!("connection test failed, nothing saved: {e}")))?;
     let found = gpus::simulated(&req.name, &SimulatedGpus { count: req.gpu_count, model: model.to_string(), memory_mb: 0 });
-    let id = cluster::register_node(
+    let added = format!("node {} at {endpoint} (Docker {}), {} declared GPU(s)", req.name, info.version, req.gpu_count);
+    let id = cluster::register_node_as(
         pool,
         NodeRegistration {
             name: &req.name,
@@ -74,17 +75,11 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
             memory_mb: 0,
             gpus: &found,
         },
+        Some(arch),
+        Some((actor, &added)),
     )
     .await?;
-    cluster::set_node_arch(pool, id, arch).await?;
     fleet.insert(id, executor);
-    crate::audit::record(
-        pool,
-        Some(actor),
-        "node.add",
-        &format!("node {} at {endpoint} (Docker {}), {} declared GPU(s)", req.name, info.version, req.gpu_count),
-    )
-    .await?;
     Ok(id)
 }
 

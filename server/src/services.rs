@@ -117,7 +117,7 @@ pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) 
     } else {
         (Some(SimulatedExecutor::new().into()), format!("simulated://{}", args.node_name), String::new())
     };
-    let node_id = cluster::register_node(
+    let node_id = cluster::register_node_as(
         pool,
         NodeRegistration {
             name: &args.node_name,
@@ -129,6 +129,8 @@ pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) 
             memory_mb: total_memory_mb(),
             gpus: &found,
         },
+        Some(cluster::host_arch()),
+        None,
     )
     .await?;
     if choice.is_docker() && !engine.answered {
@@ -136,7 +138,6 @@ pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) 
         // that, so nothing is scheduled here until the monitor hears it.
         cluster::set_heartbeat(pool, node_id, before.map_or(0, |b| b.last_heartbeat)).await?;
     }
-    cluster::set_node_arch(pool, node_id, cluster::host_arch()).await?;
     Ok(LocalNode { id: node_id, executor, gpu_count: found.len() })
 }
 

@@ -67,6 +67,12 @@ async fn write(d: &Dispatcher, task: &ClaimedTask, outcome: &Result<Done, StepEr
 
 async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable: bool) -> Result<(), PlatformError> {
     let lease = &task.lease;
+    // The engine clean-up below runs before the fenced write: a runner
+    // that lost its task must not remove what its successor made.
+    if !crate::transitions::lease::held(&d.pool, lease).await? {
+        tracing::warn!(task = task.id, "not giving up: the task's lease went to another runner");
+        return Ok(());
+    }
     match task.kind {
         TaskKind::Create => {
             // The invariant: no GPUs without removing the container. When

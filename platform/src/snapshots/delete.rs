@@ -17,7 +17,17 @@ use crate::{accounts::User, audit, db::Pool, fleet::Fleet, machines::visibility,
 /// using it; an engine refusal puts the state it had back.
 pub(crate) const DELETING: &str = "being deleted";
 
+/// Runs on a task of its own: a request cut off part-way (the client hung
+/// up) must not leave the snapshot marked for good — out of use, yet
+/// counted against the group's snapshot quota.
 pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<String, PlatformError> {
+    let (pool, fleet, who) = (pool.clone(), fleet.clone(), who.clone());
+    tokio::spawn(async move { delete_now(&pool, &fleet, &who, id).await })
+        .await
+        .map_err(|e| PlatformError::Internal(format!("deleting a snapshot: {e}")))?
+}
+
+async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<String, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
     let row: Option<(String, String, i64, Option<i64>, String, String)> =

@@ -11,13 +11,18 @@ use std::sync::Arc;
 /// tasks; the shorter it is, the sooner another process resumes them.
 pub const LEASE_SECS: i64 = 30;
 
-/// The right to execute one task, held by one process.
+/// The right to execute one task, held by one claim of one process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     pub task_id: i64,
     pub owner: Arc<str>,
     /// Seconds each claim or renewal holds.
     pub secs: i64,
+    /// The task's attempt number this claim made. The owner id alone does
+    /// not fence: a runner stalled past its lease (a database stall longer
+    /// than the lease) sees its own process requeue the task and claim it
+    /// again under the same id; the stalled runner must then be refused.
+    pub attempt: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -69,7 +74,7 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64, lease_se
             machine_id,
             attempts: attempts + 1,
             keep_volume,
-            lease: Lease { task_id: id, owner: owner.clone(), secs: lease_secs },
+            lease: Lease { task_id: id, owner: owner.clone(), secs: lease_secs, attempt: attempts + 1 },
         });
     }
     tx.commit().await?;
@@ -78,10 +83,11 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64, lease_se
 
 /// Extends the lease; `false` when it is no longer ours.
 pub async fn renew(pool: &Pool, lease: &Lease, now: i64) -> Result<bool, PlatformError> {
-    let done = sqlx::query("UPDATE tasks SET lease_expires = ? WHERE id = ? AND state = 'running' AND lease_owner = ?")
+    let done = sqlx::query("UPDATE tasks SET lease_expires = ? WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?")
         .bind(now + lease.secs)
         .bind(lease.task_id)
         .bind(lease.owner.as_ref())
+        .bind(lease.attempt)
         .execute(pool)
         .await?;
     Ok(done.rows_affected() == 1)
@@ -92,15 +98,28 @@ pub async fn renew(pool: &Pool, lease: &Lease, now: i64) -> Result<bool, Platfor
 /// nothing.
 pub async fn fenced(pool: &Pool, lease: &Lease) -> Result<Tx, PlatformError> {
     let mut tx = begin(pool).await?;
-    let held: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND state = 'running' AND lease_owner = ?")
-        .bind(lease.task_id)
-        .bind(lease.owner.as_ref())
-        .fetch_optional(&mut *tx)
-        .await?;
-    if held.is_none() {
+    if !holds(&mut tx, lease).await? {
         return Err(PlatformError::LeaseLost(format!("task #{} is no longer held by {}", lease.task_id, lease.owner)));
     }
     Ok(tx)
+}
+
+/// Whether `lease` still holds: asked before a runner that is giving up
+/// touches the engine (a runner that lost its task must not remove the
+/// container its successor made).
+pub async fn held(pool: &Pool, lease: &Lease) -> Result<bool, PlatformError> {
+    let mut conn = pool.acquire().await?;
+    holds(&mut conn, lease).await
+}
+
+async fn holds(conn: &mut sqlx::SqliteConnection, lease: &Lease) -> Result<bool, PlatformError> {
+    let held: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?")
+        .bind(lease.task_id)
+        .bind(lease.owner.as_ref())
+        .bind(lease.attempt)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(held.is_some())
 }
 
 /// Hands back, at once, every task `owner` holds: what a process that is

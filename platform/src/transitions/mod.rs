@@ -17,10 +17,11 @@
 //! (`gantry_core::machine::may_start`, checked in [`run::begin`]).
 //!
 //! **Leases.** A task being executed is `running` with a `lease_owner` (the
-//! process's id, new at every start) and a `lease_expires` time the runner
-//! keeps renewing. Every write a runner makes is fenced by its lease
-//! ([`lease::fenced`]): once another process has taken the task over (after
-//! expiry), or an admin has ended it, the old runner's writes fail with
+//! process's id, new at every start), the attempt number of that claim, and a
+//! `lease_expires` time the runner keeps renewing. Every write a runner makes
+//! is fenced by its lease ([`lease::fenced`]): once another process — or this
+//! one, claiming the task again after its lease expired — has taken the task
+//! over, or an admin has ended it, the old runner's writes fail with
 //! `LeaseLost` and it stops.
 
 pub mod compute;

@@ -1,7 +1,10 @@
 //! Edges of the transition module on the simulated engine: a delete that
 //! already began on the engine cannot be cancelled (the machine would stay
 //! `deleting` with its GPUs for ever), a lost node fails the snapshots it
-//! was taking, and a lost machine whose node was removed is still deleted.
+//! was taking, a lost machine whose node was removed is still deleted, and
+//! a runner stalled past its lease changes nothing once the task was
+//! claimed again (even by its own process); a snapshot delete cut off
+//! after its mark still finishes.
 
 use crate::{common, reclaim_common};
 
@@ -135,5 +138,73 @@ gantry_testkit::timed_test! {
         assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded", "{}", task_outcome(&env.pool, task).await.1);
         assert_eq!(machine_state(&env.pool, b).await.0, "deleted");
         env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_runner_stalled_past_its_lease_is_fenced_out_when_its_own_process_claims_the_task_again() {
+        let (env, sim) = sim_env(2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "stalled", 1)).await.unwrap().machine_id;
+        let owner = &env.dispatcher.owner;
+        let stalled = dispatch::claim(&env.pool, owner, 1).await.unwrap().remove(0);
+        // Its renewals stall past the lease; this process's own expiry pass
+        // requeues the task and its next claim takes it again, same owner id.
+        env.expire_all_leases().await;
+        let current = dispatch::claim(&env.pool, owner, 1).await.unwrap().remove(0);
+        assert_eq!((current.id, &current.lease.owner), (stalled.id, &stalled.lease.owner));
+
+        let now = gantry_platform::now();
+        assert!(!transitions::lease::renew(&env.pool, &stalled.lease, now).await.unwrap(), "the stalled runner cannot renew");
+        assert!(matches!(transitions::lease::fenced(&env.pool, &stalled.lease).await, Err(PlatformError::LeaseLost(_))));
+        assert!(!transitions::lease::held(&env.pool, &stalled.lease).await.unwrap());
+        // The stalled runner wakes up and carries on: it changes nothing.
+        env.dispatcher.execute(stalled.clone()).await;
+        assert_eq!(task_outcome(&env.pool, current.id).await.0, "running", "still the current runner's");
+        assert!(sim.containers().is_empty(), "the stalled runner made no container");
+        assert!(transitions::lease::renew(&env.pool, &current.lease, now).await.unwrap());
+
+        env.dispatcher.execute(current.clone()).await;
+        assert_eq!(task_outcome(&env.pool, current.id).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        assert_eq!(sim.containers().len(), 1);
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_snapshot_delete_cut_off_after_its_mark_still_finishes() {
+        use std::{future::Future, task::Poll};
+        let (env, _sim) = sim_env(1).await;
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "box", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let (snap, _) = snapshots::request(&env.pool, &alice, m, "keepsake").await.unwrap();
+        env.drive().await;
+        assert_eq!(snapshots::get(&env.pool, &alice, snap).await.unwrap().state, "ready");
+
+        // The client hangs up once the snapshot is marked as being deleted.
+        let fleet = env.dispatcher.fleet.clone();
+        let mut delete = Box::pin(snapshots::delete(&env.pool, &fleet, &alice, snap));
+        let marked_or_gone = format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap} AND COALESCE(message, '') <> 'being deleted'");
+        loop {
+            if let Poll::Ready(done) = std::future::poll_fn(|cx| Poll::Ready(delete.as_mut().poll(cx))).await {
+                done.unwrap();
+                break;
+            }
+            if env.scalar(&marked_or_gone).await == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        drop(delete);
+        // It finishes all the same: the snapshot goes, its quota place with it.
+        // (Another task: the database is the only thing to watch.)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await == 1 {
+            assert!(std::time::Instant::now() < deadline, "the snapshot stayed marked as being deleted once its request was cut off");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'snapshot.delete'").await, 1);
     }
 }

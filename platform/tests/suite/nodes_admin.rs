@@ -34,7 +34,11 @@ gantry_testkit::timed_test! {
         }
         assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes").await, before, "nothing saved");
 
-        let id = nodes::add_node(&env.pool, fleet, admin, &node("second", "unix:///var/run/docker.sock")).await.unwrap();
+        let arm = AddNode { arch: "arm64".into(), ..node("second", "unix:///var/run/docker.sock") };
+        let id = nodes::add_node(&env.pool, fleet, admin, &arm).await.unwrap();
+        // Written with the node (one commit): its architecture and who added it.
+        assert_eq!(env.text(&format!("SELECT arch FROM nodes WHERE id = {id}")).await, "arm64");
+        assert_eq!(env.scalar("SELECT actor_id FROM audit_log WHERE action = 'node.add'").await, admin);
         let dup = nodes::add_node(&env.pool, fleet, admin, &node("second", "unix:///var/run/docker.sock")).await.unwrap_err();
         assert!(matches!(dup, PlatformError::Conflict(_)), "{dup}");
         // One engine, one node: its GPUs would be offered twice.
