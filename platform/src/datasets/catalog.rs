@@ -182,7 +182,10 @@ pub async fn create_version(pool: &Pool, user: &User, code: &str, name: &str) ->
     rules::version(name)?;
     let d = dataset(pool, user, code).await?;
     may_write(user, &d)?;
-    let mut tx = pool.begin().await?;
+    // Under the write lock: a version deleted just before records its
+    // purge in the transaction that frees the name.
+    let mut tx = crate::db::begin_immediate(pool).await?;
+    super::purge::refuse_while_pending(&mut tx, &d.code, name).await?;
     let inserted = sqlx::query("INSERT INTO dataset_versions (dataset_id, name, created_by, created_at) VALUES (?, ?, ?, ?)")
         .bind(d.id)
         .bind(name)
@@ -217,14 +220,16 @@ pub async fn seal_version(pool: &Pool, user: &User, code: &str, name: &str) -> R
     Ok(())
 }
 
-/// Removes the version from the list, then its files (and unfinished
-/// uploads) from both stores. A store that fails is named in the error;
-/// the version is gone from the list either way.
+/// Removes the version from the list and records that its files (and
+/// unfinished uploads) must go from both stores; then removes them on a
+/// task of its own (see [`super::purge`]), waiting for it. A store that
+/// fails is named in the error; the version is gone from the list either
+/// way, and its files are removed later.
 pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &str, name: &str) -> Result<(), DatasetError> {
     let (d, v) = version(pool, user, code, name).await?;
     may_write(user, &d)?;
-    let central = stores.central()?;
-    let region = stores.region_store(&d.region)?;
+    // Refused before anything changes when a store is not configured.
+    stores_of(stores, &d)?;
     let mut tx = crate::db::begin_immediate(pool).await?;
     let mounted_by = super::mounts::live_users(&mut tx, v.id).await?;
     if !mounted_by.is_empty() {
@@ -235,27 +240,11 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     }
     let temps: Vec<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_all(&mut *tx).await?;
     sqlx::query("DELETE FROM dataset_versions WHERE id = ?").bind(v.id).execute(&mut *tx).await?;
+    let purge = super::purge::record(&mut tx, d.id, &v.name, &rules::version_prefix(&d.code, &v.name), &d.region, &temps).await?;
     audit::record(&mut *tx, Some(user.id), "dataset.version.delete", &format!("dataset {code} version {name} deleted ({} files)", v.files)).await?;
     tx.commit().await?;
-    let prefix = rules::version_prefix(code, name);
-    let (mut failed, mut details) = (Vec::new(), Vec::new());
-    for (role, store) in [(super::error::CENTRAL, &central), (super::error::REGION, &region)] {
-        let mut result = store.delete_prefix(&prefix).await;
-        for temp in &temps {
-            if result.is_ok() {
-                result = store.delete(&super::store::temp_key(temp)).await;
-            }
-        }
-        if let Err(e) = result {
-            failed.push(role);
-            details.push(format!("{}: {e}", store.describe()));
-        }
-    }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(DatasetError::store(format!("version {name} was deleted, but removing its files failed in {}", failed.join(" and ")), details.join("; ")))
-    }
+    // False: a sweep took the purge first and finishes it.
+    super::purge::run_detached(pool, stores, purge).await.map(drop)
 }
 
 pub async fn files(pool: &Pool, user: &User, code: &str, version_name: &str) -> Result<(DatasetView, VersionView, Vec<FileView>), DatasetError> {

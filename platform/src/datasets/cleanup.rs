@@ -1,8 +1,10 @@
 //! What a server does with uploads at start: one-request uploads died with
 //! the process that served them, resumable ones expire, and every
-//! temporary object without a live upload goes. First, a replace that died
-//! while its copies moved into place is undone, so both stores hold the
-//! listed file again.
+//! temporary object without a live upload goes. First, the files of
+//! deleted versions still recorded are removed ([`super::purge`]), and a
+//! replace that died while its copies moved into place is undone, so both
+//! stores hold the listed file again. While the server runs,
+//! [`super::sweep()`] does the part that is safe beside live uploads.
 
 use super::{store::{self, Store}, DatasetError, Datasets};
 use crate::{db::Pool, now};
@@ -18,12 +20,9 @@ use std::sync::Arc;
 pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, DatasetError> {
     let at = now();
     let expiry = at - stores.limits().resumable_expiry_secs;
-    put_back_interrupted(pool, stores, at, expiry).await?;
-    sqlx::query("DELETE FROM dataset_uploads WHERE (resumable = 0 OR created_at < ?) AND (writer IS NULL OR writer_expires <= ?)")
-        .bind(expiry)
-        .bind(at)
-        .execute(pool)
-        .await?;
+    super::purge::retry_pending(pool, stores, at).await?;
+    put_back_interrupted(pool, stores, ENDED_AT_START, at, expiry).await?;
+    sqlx::query(&format!("DELETE FROM dataset_uploads WHERE {ENDED_AT_START}")).bind(expiry).bind(at).execute(pool).await?;
     let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
     let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];
     all.extend(regions.iter().filter_map(|r| stores.region_store(r).ok()));
@@ -50,21 +49,25 @@ pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, Dat
     Ok(removed)
 }
 
+/// The uploads a starting server ends (`?1`: the expiry, `?2`: now):
+/// every one-request upload and every resumable one idle past the expiry,
+/// unless a writer's lease is held.
+const ENDED_AT_START: &str = "(resumable = 0 OR touched_at < ?1) AND (writer IS NULL OR writer_expires <= ?2)";
+
 /// A replace that died between moving its copies into place and listing
 /// them (a crash, or a panic in its task) left the new file at the key of
 /// some stores — those whose temporary object is gone — with the listed
 /// file's copy aside. Those stores get the listed file back: the listing
-/// was never changed, so it is what both stores must hold.
-async fn put_back_interrupted(pool: &Pool, stores: &Datasets, at: i64, expiry: i64) -> Result<usize, DatasetError> {
-    let dead: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
+/// was never changed, so it is what both stores must hold. `ended` picks
+/// the uploads that are over (unqualified columns of `dataset_uploads`;
+/// `?1`: the expiry, `?2`: now).
+pub(super) async fn put_back_interrupted(pool: &Pool, stores: &Datasets, ended: &str, at: i64, expiry: i64) -> Result<usize, DatasetError> {
+    let sql = format!(
         "SELECT u.temp_key, d.code, v.name, d.category, u.name, r.code FROM dataset_uploads u
            JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
-         WHERE u.replace = 1 AND (u.resumable = 0 OR u.created_at < ?) AND (u.writer IS NULL OR u.writer_expires <= ?)",
-    )
-    .bind(expiry)
-    .bind(at)
-    .fetch_all(pool)
-    .await?;
+         WHERE u.replace = 1 AND {ended}"
+    );
+    let dead: Vec<(String, String, String, String, String, String)> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
     let mut restored = 0;
     for (temp, code, version, category, name, region) in dead {
         let key = rules::storage_key(&code, &version, &category, &name);

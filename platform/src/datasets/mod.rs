@@ -14,14 +14,17 @@ mod listing;
 pub mod mounts;
 mod pipeline;
 mod placing;
+mod purge;
 pub mod quotas;
 pub mod store;
+mod sweep;
 mod upload;
 pub mod writing;
 
 pub use catalog::*;
 pub use error::DatasetError;
 pub use cleanup::clean_at_start;
+pub use sweep::{sweep, Swept, SWEEP_EVERY};
 pub use upload::{abandon_upload, begin_upload, cancel_upload, upload_status, write_upload, BeginUpload, Upload, UploadState};
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
@@ -34,7 +37,8 @@ pub struct Limits {
     pub upload_max_bytes: u64,
     /// Bytes a group's datasets may hold unless an admin set its own figure.
     pub default_quota_bytes: u64,
-    /// Resumable uploads untouched for this long are removed.
+    /// Resumable uploads untouched for this long are removed (by the
+    /// periodic [`sweep()`] and at start).
     pub resumable_expiry_secs: i64,
 }
 

@@ -125,7 +125,10 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
         if !same {
             return Err(DatasetError::Conflict(format!("an upload of {} into {}/{} is already in progress", b.name, b.code, b.version)));
         }
-        // Resuming: its own reservation is already counted.
+        // Resuming: its own reservation is already counted. Asking for the
+        // upload is activity too: it does not expire under a client that
+        // is about to continue it.
+        sqlx::query("UPDATE dataset_uploads SET touched_at = ? WHERE id = ?").bind(now()).bind(id).execute(&mut *tx).await?;
         upload.id = id;
         upload.temp = temp;
         upload.max_bytes = upload.max_bytes.min(b.total.unwrap_or(u64::MAX));
@@ -143,9 +146,10 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
     upload.max_bytes = upload.max_bytes.min(b.total.unwrap_or(u64::MAX)).min(left);
     upload.temp = new_temp_name();
     let total = b.total.map(|t| t as i64);
+    let at = now();
     upload.id = sqlx::query_scalar(
-        "INSERT INTO dataset_uploads (version_id, name, temp_key, user_id, total_size, replace, resumable, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO dataset_uploads (version_id, name, temp_key, user_id, total_size, replace, resumable, created_at, touched_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(v.id)
     .bind(b.name)
@@ -154,7 +158,8 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
     .bind(total)
     .bind(b.replace as i64)
     .bind(b.resumable as i64)
-    .bind(now())
+    .bind(at)
+    .bind(at)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;

@@ -6,7 +6,9 @@
 //! The writer holds a lease on the upload's row, renewed while it writes;
 //! a second request is refused (409) with what to do. A process that died
 //! mid-write leaves its lease to expire: the upload can be continued
-//! [`LEASE_SECS`] later at the latest.
+//! [`LEASE_SECS`] later at the latest. Every claim, renewal and release
+//! also marks the upload as touched: a resumable upload expires after a
+//! spell without activity (see [`super::sweep()`]), not at a fixed age.
 
 use super::DatasetError;
 use crate::{db::Pool, now};
@@ -34,10 +36,11 @@ pub(super) async fn claim(pool: &Pool, upload_id: i64, temp: &str) -> Result<Cla
     let owner = super::store::hex(&rand::random::<[u8; 12]>());
     let at = now();
     let taken = sqlx::query(
-        "UPDATE dataset_uploads SET writer = ?, writer_expires = ? WHERE id = ? AND temp_key = ? AND (writer IS NULL OR writer_expires <= ?)",
+        "UPDATE dataset_uploads SET writer = ?, writer_expires = ?, touched_at = ? WHERE id = ? AND temp_key = ? AND (writer IS NULL OR writer_expires <= ?)",
     )
     .bind(&owner)
     .bind(at + LEASE_SECS)
+    .bind(at)
     .bind(upload_id)
     .bind(temp)
     .bind(at)
@@ -59,8 +62,10 @@ pub(super) async fn claim(pool: &Pool, upload_id: i64, temp: &str) -> Result<Cla
         async move {
             loop {
                 tokio::time::sleep(RENEW_EVERY).await;
-                let renewed = sqlx::query("UPDATE dataset_uploads SET writer_expires = ? WHERE id = ? AND writer = ?")
-                    .bind(now() + LEASE_SECS)
+                let at = now();
+                let renewed = sqlx::query("UPDATE dataset_uploads SET writer_expires = ?, touched_at = ? WHERE id = ? AND writer = ?")
+                    .bind(at + LEASE_SECS)
+                    .bind(at)
                     .bind(upload_id)
                     .bind(&owner)
                     .execute(&pool)
@@ -103,7 +108,8 @@ impl Drop for Claim {
 }
 
 async fn release(pool: &Pool, upload_id: i64, owner: &str) {
-    let released = sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?")
+    let released = sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0, touched_at = ? WHERE id = ? AND writer = ?")
+        .bind(now())
         .bind(upload_id)
         .bind(owner)
         .execute(pool)

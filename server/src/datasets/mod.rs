@@ -110,13 +110,28 @@ pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_
     }
     clean(pool, &stores).await;
     // Uploads whose writer's lease was still held are looked at again once
-    // it has lapsed, if that writer was a process that died.
+    // it has lapsed, if that writer was a process that died. Then, for as
+    // long as the server runs, the sweep: resumable uploads abandoned
+    // (a closed tab) would otherwise hold their quota, block sealing and
+    // keep their temporary objects until the next restart.
     let (pool, later) = (pool.clone(), stores.clone());
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_secs(gantry_platform::datasets::writing::LEASE_SECS as u64 + 5)).await;
         clean(&pool, &later).await;
+        loop {
+            tokio::time::sleep(gantry_platform::datasets::SWEEP_EVERY).await;
+            sweep(&pool, &later).await;
+        }
     });
     Ok(stores)
+}
+
+async fn sweep(pool: &gantry_platform::db::Pool, stores: &Datasets) {
+    match gantry_platform::datasets::sweep(pool, stores, gantry_platform::now()).await {
+        Ok(swept) if swept == Default::default() => {}
+        Ok(swept) => tracing::info!(expired_uploads = swept.expired, purged_versions = swept.purged, "dataset sweep"),
+        Err(e) => tracing::warn!(error = %e, "the dataset sweep failed; it runs again in {} s", gantry_platform::datasets::SWEEP_EVERY.as_secs()),
+    }
 }
 
 async fn clean(pool: &gantry_platform::db::Pool, stores: &Datasets) {

@@ -1,0 +1,85 @@
+//! While the server runs, every [`SWEEP_EVERY`]: resumable uploads nobody
+//! has touched for `Limits::resumable_expiry_secs` expire — their
+//! reservation against the quota, their row (which blocks sealing) and
+//! their temporary objects in both stores go — and the files of deleted
+//! versions that a failed or interrupted removal left are removed
+//! ([`super::purge`]). Without it an upload abandoned in a closed tab
+//! would hold all of that until the next restart.
+//!
+//! Unlike the start-up clean it never touches a one-request upload (this
+//! process may have just written its row and not yet claimed it) nor a
+//! temporary object of an upload that still has a row.
+
+use super::{cleanup, store, DatasetError, Datasets};
+use crate::{audit, db::Pool};
+use std::time::Duration;
+
+/// How often a running server sweeps.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(600);
+
+/// Uploads a sweep ends (`?1`: the expiry, `?2`: now): resumable, idle
+/// past the expiry, and no writer holding the lease.
+const IDLE: &str = "resumable = 1 AND touched_at < ?1 AND (writer IS NULL OR writer_expires <= ?2)";
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Resumable uploads expired.
+    pub expired: usize,
+    /// Deleted versions whose files are now gone from both stores.
+    pub purged: usize,
+}
+
+/// One sweep as at `at` (unix seconds; the caller's clock, so tests need
+/// not wait a week). Each expiry is audited as `dataset.upload.expire`.
+pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, DatasetError> {
+    let purged = super::purge::retry_pending(pool, stores, at).await?;
+    let expiry = at - stores.limits().resumable_expiry_secs;
+    // An idle replace whose process died while moving its copies into
+    // place gets the listed file back before its objects go.
+    cleanup::put_back_interrupted(pool, stores, IDLE, at, expiry).await?;
+    let sql = format!(
+        "SELECT u.id, u.temp_key, u.name, d.code, v.name, r.code, u.touched_at FROM dataset_uploads u
+           JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
+         WHERE {IDLE} ORDER BY u.id"
+    );
+    let idle: Vec<(i64, String, String, String, String, String, i64)> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
+    let mut expired = 0;
+    for (id, temp, name, code, version, region, touched) in idle {
+        // The row goes first, and only if still idle: a client that came
+        // back since the list was read keeps its upload and its bytes.
+        let mut tx = crate::db::begin_immediate(pool).await?;
+        let gone = sqlx::query(&format!("DELETE FROM dataset_uploads WHERE id = ?3 AND temp_key = ?4 AND {IDLE}"))
+            .bind(expiry)
+            .bind(at)
+            .bind(id)
+            .bind(&temp)
+            .execute(&mut *tx)
+            .await?;
+        if gone.rows_affected() == 0 {
+            continue;
+        }
+        let idle_h = (at - touched).max(0) / 3600;
+        let detail = format!("unfinished upload of {name} into {code}/{version} expired after {idle_h} h without activity");
+        audit::record(&mut *tx, None, "dataset.upload.expire", &detail).await?;
+        tx.commit().await?;
+        tracing::info!(upload = id, "{detail}");
+        remove_temps(stores, &region, &temp).await;
+        expired += 1;
+    }
+    Ok(Swept { expired, purged })
+}
+
+/// An expired upload's objects in both stores: the upload itself, a
+/// resumed S3 upload's next object, a replaced file's copy kept aside.
+/// One that cannot be removed now has no row: the next start removes it.
+async fn remove_temps(stores: &Datasets, region: &str, temp: &str) {
+    let both = [stores.central(), stores.region_store(region)];
+    for s in both.into_iter().flatten() {
+        for key in [temp.to_string(), format!("{temp}.next"), format!("{temp}.old")] {
+            if let Err(e) = s.delete(&store::temp_key(&key)).await {
+                tracing::warn!(error = %e, store = %s.describe(), %key, "could not remove an expired upload's temporary object; the next start removes it");
+            }
+        }
+    }
+}

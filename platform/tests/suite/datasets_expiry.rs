@@ -1,0 +1,101 @@
+//! Abandoned resumable uploads expire while the server runs: the periodic
+//! sweep ends a resumable upload nobody has touched for the expiry — its
+//! row, its reservation against the quota and its temporary objects in
+//! both stores — so the version can be sealed; it keeps one touched
+//! lately (however old), one whose writer's lease is held, and every
+//! one-request upload (its row is written before its writer claims it).
+//! Time is the sweep's argument: nothing here waits.
+
+use crate::datasets_support;
+
+use datasets_support::*;
+use gantry_platform::{
+    datasets::{self, quotas, BeginUpload, Swept},
+    now,
+};
+
+/// Begins a resumable upload of `data.len()` bytes into `version` and
+/// sends its first `sent` bytes before the connection breaks.
+async fn abandoned(env: &Env, version: &str, name: &str, data: &[u8], sent: usize) -> datasets::Upload {
+    let begin = BeginUpload { code: "coco", version, name, replace: false, total: Some(data.len() as u64), resumable: true };
+    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+    let cut = datasets::write_upload(&env.pool, &upload, 0, cut_body(data, sent), None).await.unwrap_err();
+    assert_eq!(cut.status(), 400, "a cut body: {cut}");
+    upload
+}
+
+async fn reserved(env: &Env) -> u64 {
+    let groups = quotas::overview(&env.pool, env.stores.limits().default_quota_bytes).await.unwrap();
+    groups.iter().find(|g| g.group == "ml").unwrap().reserved_bytes
+}
+
+fn temps(env: &Env) -> Vec<Vec<String>> {
+    [env.central_root.clone(), env.region_dir()].iter().map(|root| files_under(&root.join(".gantry-tmp"))).collect()
+}
+
+gantry_testkit::timed_test! {
+    async fn the_sweep_expires_idle_resumable_uploads_and_nothing_else() {
+        let env = env().await;
+        datasets::create_version(&env.pool, &env.alice, "coco", "v2").await.unwrap();
+        let data = random_bytes(300_000);
+        // A tab closed mid-upload: v2 cannot be sealed while it is there.
+        let idle = abandoned(&env, "v2", "idle.bin", &data, 100_000).await;
+        let refused = datasets::seal_version(&env.pool, &env.alice, "coco", "v2").await.unwrap_err();
+        assert!(refused.to_string().contains("1 upload(s) in progress"), "{refused}");
+        // Begun long ago, continued a minute before the sweep.
+        let recent = abandoned(&env, "v1", "recent.bin", &data, 100_000).await;
+        // Idle too, but a writer (another server) holds its lease.
+        let leased = abandoned(&env, "v1", "leased.bin", &data, 100_000).await;
+        // A one-request upload whose row is written and not yet claimed.
+        let one = BeginUpload { code: "coco", version: "v1", name: "one.bin", replace: false, total: Some(5_000), resumable: false };
+        datasets::begin_upload(&env.pool, &env.stores, &env.alice, &one).await.unwrap();
+        assert_eq!(reserved(&env).await, 3 * 300_000 + 5_000);
+
+        // Two hours on; the expiry here is one hour.
+        let at = now() + 2 * 3600;
+        sqlx::query("UPDATE dataset_uploads SET created_at = 0, touched_at = ? WHERE name = 'recent.bin'").bind(at - 60).execute(&env.pool).await.unwrap();
+        sqlx::query("UPDATE dataset_uploads SET writer = 'another-server', writer_expires = ? WHERE name = 'leased.bin'")
+            .bind(at + 30)
+            .execute(&env.pool)
+            .await
+            .unwrap();
+        let swept = datasets::sweep(&env.pool, &env.stores, at).await.unwrap();
+        assert_eq!(swept, Swept { expired: 1, purged: 0 });
+
+        let names: Vec<String> = sqlx::query_scalar("SELECT name FROM dataset_uploads ORDER BY name").fetch_all(&env.pool).await.unwrap();
+        assert_eq!(names, ["leased.bin", "one.bin", "recent.bin"]);
+        assert_eq!(reserved(&env).await, 2 * 300_000 + 5_000, "the idle upload's reservation is freed");
+        let mut kept = vec![recent.temp.clone(), leased.temp.clone()];
+        kept.sort();
+        assert_eq!(temps(&env), vec![kept.clone(), kept], "the idle upload's objects are gone from both stores, the others' stay");
+        assert!(!temps(&env).concat().contains(&idle.temp));
+        assert_eq!(env.count("SELECT COUNT(*) FROM audit_log WHERE action = 'dataset.upload.expire' AND detail LIKE '%idle.bin%'").await, 1);
+        datasets::seal_version(&env.pool, &env.alice, "coco", "v2").await.unwrap();
+
+        // The upload continued a minute ago goes on from where it stopped.
+        let (held, _) = datasets::upload_status(&env.pool, &env.stores, &env.alice, "coco", "v1", "recent.bin").await.unwrap();
+        assert_eq!(held, 100_000);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn writing_to_an_upload_counts_as_activity() {
+        let env = env().await;
+        let data = random_bytes(200_000);
+        let upload = abandoned(&env, "v1", "big.bin", &data, 50_000).await;
+        // Begun long ago and left: the next sweep would end it.
+        sqlx::query("UPDATE dataset_uploads SET created_at = 0, touched_at = 0").execute(&env.pool).await.unwrap();
+        // The client comes back: asking for the upload and sending a piece.
+        let begin = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(200_000), resumable: true };
+        let resumed = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert_eq!((resumed.id, resumed.offset), (upload.id, 50_000));
+        assert!(env.count("SELECT touched_at FROM dataset_uploads").await >= now() - 60, "asking for the upload touched it");
+        sqlx::query("UPDATE dataset_uploads SET touched_at = 0").execute(&env.pool).await.unwrap();
+        let more = datasets::write_upload(&env.pool, &resumed, 50_000, cut_body(&data[50_000..], 50_000), None).await;
+        assert!(more.is_err(), "cut again");
+        let touched: i64 = env.count("SELECT touched_at FROM dataset_uploads").await;
+        assert!(touched >= now() - 60, "writing touched the upload (touched_at {touched})");
+        assert_eq!(datasets::sweep(&env.pool, &env.stores, now() + 600).await.unwrap(), Swept::default());
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 1);
+    }
+}
