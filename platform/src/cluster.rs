@@ -46,6 +46,20 @@ pub async fn register_node_as(
         return Err(PlatformError::BadRequest(format!("node {} needs an explicit engine endpoint", reg.name)));
     }
     let mut tx = crate::transitions::begin(pool).await?;
+    if added_by.is_some() {
+        // An admin's add is a new node: checked under the write lock, so
+        // two adds at once (a double submit, two servers) cannot both pass
+        // and the second overwrite the first through the upsert below.
+        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(reg.name).fetch_optional(&mut *tx).await?;
+        if exists.is_some() {
+            return Err(PlatformError::Conflict(format!("a node named {} exists already", reg.name)));
+        }
+        let twin: Option<String> =
+            sqlx::query_scalar("SELECT name FROM nodes WHERE docker_endpoint = ? AND state <> 'lost'").bind(reg.docker_endpoint).fetch_optional(&mut *tx).await?;
+        if let Some(twin) = twin {
+            return Err(PlatformError::Conflict(format!("node {twin} already has the engine at {}", reg.docker_endpoint)));
+        }
+    }
     let region: Option<(i64,)> = sqlx::query_as("SELECT id FROM regions WHERE code = ?").bind(reg.region_code).fetch_optional(&mut *tx).await?;
     let region_id = region.ok_or_else(|| PlatformError::NotFound(format!("region {}", reg.region_code)))?.0;
     let now = now();

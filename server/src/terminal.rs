@@ -251,8 +251,10 @@ async fn run(
     tracing::info!(session = ?guard.session, machine = %ctx.machine, code = reason.code, reason = %reason.text, "terminal closed");
     // Recorded (and the shell hung up) before the browser hears of it, so
     // whoever sees the close frame sees the closed session too.
-    drop(registration);
+    // The row is closed before the session leaves the registry: the
+    // watcher closes rows of this process that no terminal holds.
     guard.finish(&reason.text, !shell_gone).await;
+    drop(registration);
     drop(slot);
     let frame = CloseFrame { code: reason.code, reason: close_text(&reason.text).into() };
     let _ = tokio::time::timeout(Duration::from_secs(5), async {

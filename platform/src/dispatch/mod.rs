@@ -145,9 +145,21 @@ impl Dispatcher {
                 }
             }
         };
+        tokio::pin!(renewal);
+        let outcome = tokio::select! {
+            outcome = steps::run(self, &task) => outcome,
+            () = &mut renewal => {
+                tracing::warn!(task = task.id, "lease lost; another process or an admin took the task over");
+                return;
+            }
+        };
+        // Still renewed while the outcome is recorded: giving up may call
+        // the engine (removing a failed create's container) for longer
+        // than the lease, and a lease lapsing then would let a successor
+        // start while this runner removes its containers.
         tokio::select! {
-            outcome = steps::run(self, &task) => finish::record(self, &task, outcome).await,
-            () = renewal => tracing::warn!(task = task.id, "lease lost; another process or an admin took the task over"),
+            () = finish::record(self, &task, outcome) => {}
+            () = &mut renewal => tracing::warn!(task = task.id, "lease lost while recording the outcome; the task's next runner decides it"),
         }
     }
 

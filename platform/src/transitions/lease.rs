@@ -104,12 +104,13 @@ pub async fn fenced(pool: &Pool, lease: &Lease) -> Result<Tx, PlatformError> {
     Ok(tx)
 }
 
-/// Whether `lease` still holds: asked before a runner that is giving up
-/// touches the engine (a runner that lost its task must not remove the
-/// container its successor made).
+/// Whether `lease` still holds, and has not run out: asked before a
+/// runner that is giving up touches the engine (a runner that lost its
+/// task must not remove the container its successor made).
 pub async fn held(pool: &Pool, lease: &Lease) -> Result<bool, PlatformError> {
     let mut conn = pool.acquire().await?;
-    holds(&mut conn, lease).await
+    let unexpired: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND lease_expires > ?").bind(lease.task_id).bind(crate::now()).fetch_optional(&mut *conn).await?;
+    Ok(unexpired.is_some() && holds(&mut conn, lease).await?)
 }
 
 async fn holds(conn: &mut sqlx::SqliteConnection, lease: &Lease) -> Result<bool, PlatformError> {

@@ -9,8 +9,10 @@
 //! a machine that left `running` (stopped, restarting, deleted — usually
 //! already seen as the end of the shell's output stream), an account that
 //! lost its sessions (disabled, demoted, password reset), or an admin's
-//! close. It also renews its sessions' `seen_at` and closes sessions of
-//! processes that stopped renewing theirs (a crashed server).
+//! close. It also renews its sessions' `seen_at`, closes sessions of
+//! processes that stopped renewing theirs (a crashed server), and closes
+//! its own rows that no terminal holds (a request cut off between writing
+//! the row and registering the terminal).
 
 use super::CloseReason;
 use crate::{accounts::User, audit, db::Pool, now, PlatformError};
@@ -244,6 +246,22 @@ impl Registry {
                     .bind(&self.inner.server)
                     .execute(pool)
                     .await?;
+            }
+            // A row this process wrote whose request ended before its
+            // terminal was registered (the client hung up in between) has
+            // no terminal to close it: renewed with the rest, it would stay
+            // open — and an admin's close would reach nobody — until this
+            // process stops. (A session ending normally closes its row
+            // before it leaves the registry.)
+            let ours: Vec<i64> = sqlx::query_scalar("SELECT id FROM terminal_sessions WHERE server = ? AND closed_at IS NULL AND opened_at < ?")
+                .bind(&self.inner.server)
+                .bind(at - STALE_AFTER_SECS)
+                .fetch_all(pool)
+                .await?;
+            for id in ours {
+                if !self.inner.sessions.lock().expect("terminal registry").contains_key(&id) {
+                    close(pool, id, "its request ended before the terminal started").await?;
+                }
             }
             let stale: Vec<i64> = sqlx::query_scalar("SELECT id FROM terminal_sessions WHERE closed_at IS NULL AND seen_at < ? AND server <> ?")
                 .bind(at - STALE_AFTER_SECS)

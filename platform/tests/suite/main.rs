@@ -53,4 +53,5 @@ mod stale_requests;
 mod system_tasks;
 mod telemetry_sampler;
 mod telemetry_store;
+mod terminal_sessions;
 mod volume_reboot;
