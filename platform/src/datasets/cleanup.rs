@@ -18,11 +18,22 @@ use std::sync::Arc;
 /// died lets its lease lapse; [`super::writing::LEASE_SECS`] after start the
 /// server looks again).
 pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, DatasetError> {
+    // Before the server takes requests, every one-request upload is a dead
+    // process's (or another live server's, whose writer holds its lease).
+    clean_after_start(pool, stores, i64::MAX).await
+}
+
+/// The clean of a server that started at `started` (unix seconds): a
+/// one-request upload last touched since then may be one of its own whose
+/// row is written and whose writer has not yet taken it — not a dead
+/// process's — and is left alone.
+pub async fn clean_after_start(pool: &Pool, stores: &Datasets, started: i64) -> Result<usize, DatasetError> {
     let at = now();
     let expiry = at - stores.limits().resumable_expiry_secs;
     super::purge::retry_pending(pool, stores, at).await?;
-    put_back_interrupted(pool, stores, ENDED_AT_START, at, expiry).await?;
-    sqlx::query(&format!("DELETE FROM dataset_uploads WHERE {ENDED_AT_START}")).bind(expiry).bind(at).execute(pool).await?;
+    let ended = ended_at_start(started);
+    put_back_interrupted(pool, stores, &ended, at, expiry).await?;
+    sqlx::query(&format!("DELETE FROM dataset_uploads WHERE {ended}")).bind(expiry).bind(at).execute(pool).await?;
     let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
     let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];
     all.extend(regions.iter().filter_map(|r| stores.region_store(r).ok()));
@@ -49,10 +60,16 @@ pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, Dat
     Ok(removed)
 }
 
-/// The uploads a starting server ends (`?1`: the expiry, `?2`: now):
-/// every one-request upload and every resumable one idle past the expiry,
-/// unless a writer's lease is held.
-const ENDED_AT_START: &str = "(resumable = 0 OR touched_at < ?1) AND (writer IS NULL OR writer_expires <= ?2)";
+/// The uploads a server that started at `started` ends (`?1`: the
+/// expiry, `?2`: now): every resumable one idle past the expiry, and every
+/// one-request upload but those begun since `started` that no writer has
+/// taken yet (this server's own, about to be) — always unless a writer's
+/// lease is held. (`started` is an integer: formatted, not bound.)
+fn ended_at_start(started: i64) -> String {
+    format!(
+        "((resumable = 0 AND (writer IS NOT NULL OR touched_at < {started})) OR touched_at < ?1) AND (writer IS NULL OR writer_expires <= ?2)"
+    )
+}
 
 /// A replace that died between moving its copies into place and listing
 /// them (a crash, or a panic in its task) left the new file at the key of
@@ -71,15 +88,24 @@ pub(super) async fn put_back_interrupted(pool: &Pool, stores: &Datasets, ended: 
     let mut restored = 0;
     for (temp, code, version, category, name, region) in dead {
         let key = rules::storage_key(&code, &version, &category, &name);
-        let aside = format!("{temp}.old");
-        for s in [stores.central()?, stores.region_store(&region)?] {
-            let failed = |e: std::io::Error| DatasetError::store("putting back a file an interrupted replace had set aside failed", format!("{}: {e}", s.describe()));
-            let moved = s.temp_len(&temp).await.map_err(failed)?.is_none();
-            if moved && s.temp_len(&aside).await.map_err(failed)?.is_some() {
-                s.rename_into_place(&aside, &key).await.map_err(failed)?;
-                tracing::warn!(%key, store = %s.describe(), "an interrupted replace was undone: the listed file is back");
-                restored += 1;
-            }
+        restored += put_back_one(stores, &temp, &key, &region).await?;
+    }
+    Ok(restored)
+}
+
+/// One ended replace upload `temp` of the file at `key`: the stores whose
+/// temporary object is gone (moved into place) but whose copy of the listed
+/// file is still aside get that copy back. The number of stores fixed.
+pub(super) async fn put_back_one(stores: &Datasets, temp: &str, key: &str, region: &str) -> Result<usize, DatasetError> {
+    let aside = format!("{temp}.old");
+    let mut restored = 0;
+    for s in [stores.central()?, stores.region_store(region)?] {
+        let failed = |e: std::io::Error| DatasetError::store("putting back a file an interrupted replace had set aside failed", format!("{}: {e}", s.describe()));
+        let moved = s.temp_len(temp).await.map_err(failed)?.is_none();
+        if moved && s.temp_len(&aside).await.map_err(failed)?.is_some() {
+            s.rename_into_place(&aside, key).await.map_err(failed)?;
+            tracing::warn!(%key, store = %s.describe(), "an interrupted replace was undone: the listed file is back");
+            restored += 1;
         }
     }
     Ok(restored)

@@ -23,7 +23,7 @@ pub mod writing;
 
 pub use catalog::*;
 pub use error::DatasetError;
-pub use cleanup::clean_at_start;
+pub use cleanup::{clean_after_start, clean_at_start};
 pub use sweep::{sweep, Swept, SWEEP_EVERY};
 pub use upload::{abandon_upload, begin_upload, cancel_upload, upload_status, write_upload, BeginUpload, Upload, UploadState};
 

@@ -95,9 +95,16 @@ async fn run(pool: &Pool, stores: &Datasets, id: i64) -> Result<bool, DatasetErr
     if taken.rows_affected() == 0 {
         return Ok(false);
     }
-    let renewal = Renewal(tokio::spawn(renew(pool.clone(), id, owner.clone())));
-    let result = remove_files(pool, stores, id).await;
-    drop(renewal);
+    // Removing stops at once if the lease is lost (a stall past it): the
+    // runner that took over may have finished, and a new version of the
+    // name may hold files under the prefix by now.
+    let result = tokio::select! {
+        result = remove_files(pool, stores, id) => result,
+        () = renew(pool, id, &owner) => {
+            tracing::warn!(purge = id, "a purge's lease was lost; another runner finishes it");
+            return Ok(false);
+        }
+    };
     // Forgotten only when clean; otherwise let go at once, for the next try.
     let end = match result {
         Ok(()) => sqlx::query("DELETE FROM dataset_purges WHERE id = ? AND runner = ?"),
@@ -144,22 +151,15 @@ async fn remove_files(pool: &Pool, stores: &Datasets, id: i64) -> Result<(), Dat
     }
 }
 
-async fn renew(pool: Pool, id: i64, owner: String) {
+/// Renews the purge's lease; returns when it is no longer this runner's.
+async fn renew(pool: &Pool, id: i64, owner: &str) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
-        let renewed = sqlx::query("UPDATE dataset_purges SET runner_expires = ? WHERE id = ? AND runner = ?").bind(now() + LEASE_SECS).bind(id).bind(&owner).execute(&pool).await;
-        if let Err(e) = renewed {
-            tracing::warn!(error = %e, purge = id, "could not renew a purge's lease; retrying");
+        let renewed = sqlx::query("UPDATE dataset_purges SET runner_expires = ? WHERE id = ? AND runner = ?").bind(now() + LEASE_SECS).bind(id).bind(owner).execute(pool).await;
+        match renewed {
+            Ok(r) if r.rows_affected() == 0 => return,
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, purge = id, "could not renew a purge's lease; retrying"),
         }
-    }
-}
-
-/// Stops the renewal however the run ends (a panic included); an
-/// unreleased lease then lapses by itself.
-struct Renewal(tokio::task::JoinHandle<()>);
-
-impl Drop for Renewal {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

@@ -11,7 +11,8 @@
 //! temporary object of an upload that still has a row.
 
 use super::{cleanup, store, DatasetError, Datasets};
-use crate::{audit, db::Pool};
+use crate::{audit, db::Pool, now};
+use gantry_core::datasets as rules;
 use std::time::Duration;
 
 /// How often a running server sweeps.
@@ -35,27 +36,42 @@ pub struct Swept {
 pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, DatasetError> {
     let purged = super::purge::retry_pending(pool, stores, at).await?;
     let expiry = at - stores.limits().resumable_expiry_secs;
-    // An idle replace whose process died while moving its copies into
-    // place gets the listed file back before its objects go.
-    cleanup::put_back_interrupted(pool, stores, IDLE, at, expiry).await?;
     let sql = format!(
-        "SELECT u.id, u.temp_key, u.name, d.code, v.name, r.code, u.touched_at FROM dataset_uploads u
+        "SELECT u.id, u.temp_key, u.name, d.code, v.name, d.category, r.code, u.touched_at, u.replace FROM dataset_uploads u
            JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
          WHERE {IDLE} ORDER BY u.id"
     );
-    let idle: Vec<(i64, String, String, String, String, String, i64)> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
+    type Row = (i64, String, String, String, String, String, String, i64, bool);
+    let idle: Vec<Row> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
     let mut expired = 0;
-    for (id, temp, name, code, version, region, touched) in idle {
-        // The row goes first, and only if still idle: a client that came
-        // back since the list was read keeps its upload and its bytes.
-        let mut tx = crate::db::begin_immediate(pool).await?;
-        let gone = sqlx::query(&format!("DELETE FROM dataset_uploads WHERE id = ?3 AND temp_key = ?4 AND {IDLE}"))
+    for (id, temp, name, code, version, category, region, touched, replace) in idle {
+        // Taken the way a writer takes it, and only while still idle: a
+        // client coming back now is refused (409, and it retries) instead
+        // of having its file moved or its row removed under it.
+        let sweeper = format!("sweep-{}", store::hex(&rand::random::<[u8; 8]>()));
+        let taken = sqlx::query(&format!("UPDATE dataset_uploads SET writer = ?3, writer_expires = ?4 WHERE id = ?5 AND temp_key = ?6 AND {IDLE}"))
             .bind(expiry)
             .bind(at)
+            .bind(&sweeper)
+            .bind(now() + super::writing::LEASE_SECS)
             .bind(id)
             .bind(&temp)
-            .execute(&mut *tx)
+            .execute(pool)
             .await?;
+        if taken.rows_affected() == 0 {
+            continue;
+        }
+        // A replace whose process died while moving its copies into place
+        // gets the listed file back before its objects go.
+        if replace {
+            let key = rules::storage_key(&code, &version, &category, &name);
+            if let Err(e) = cleanup::put_back_one(stores, &temp, &key, &region).await {
+                sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(pool).await?;
+                return Err(e);
+            }
+        }
+        let mut tx = crate::db::begin_immediate(pool).await?;
+        let gone = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(&mut *tx).await?;
         if gone.rows_affected() == 0 {
             continue;
         }

@@ -3,16 +3,18 @@
 //! row, its reservation against the quota and its temporary objects in
 //! both stores — so the version can be sealed; it keeps one touched
 //! lately (however old), one whose writer's lease is held, and every
-//! one-request upload (its row is written before its writer claims it).
-//! Time is the sweep's argument: nothing here waits.
+//! one-request upload (its row is written before its writer claims it);
+//! a client coming back while the sweep ends its upload is refused, not
+//! cut under. Time is the sweep's argument: nothing here waits.
 
 use crate::datasets_support;
 
 use datasets_support::*;
 use gantry_platform::{
-    datasets::{self, quotas, BeginUpload, Swept},
+    datasets::{self, quotas, store, BeginUpload, Swept},
     now,
 };
+use tokio::sync::oneshot;
 
 /// Begins a resumable upload of `data.len()` bytes into `version` and
 /// sends its first `sent` bytes before the connection breaks.
@@ -97,5 +99,88 @@ gantry_testkit::timed_test! {
         assert!(touched >= now() - 60, "writing touched the upload (touched_at {touched})");
         assert_eq!(datasets::sweep(&env.pool, &env.stores, now() + 600).await.unwrap(), Swept::default());
         assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 1);
+    }
+}
+
+/// A directory store whose next `temp_len` says it began and waits for the go.
+struct Gated {
+    inner: store::DirStore,
+    root: std::path::PathBuf,
+    gate: std::sync::Mutex<Option<(oneshot::Sender<()>, oneshot::Receiver<()>)>>,
+}
+
+#[async_trait::async_trait]
+impl store::Store for Gated {
+    fn describe(&self) -> String {
+        "gated test store".into()
+    }
+    fn local_dir(&self) -> Option<&std::path::Path> {
+        Some(&self.root)
+    }
+    async fn put_temp(&self, temp: &str, offset: u64) -> std::io::Result<Box<dyn store::TempWriter>> {
+        self.inner.put_temp(temp, offset).await
+    }
+    async fn temp_len(&self, temp: &str) -> std::io::Result<Option<u64>> {
+        let gate = self.gate.lock().unwrap().take();
+        if let Some((entered, go)) = gate {
+            let _ = entered.send(());
+            let _ = go.await;
+        }
+        self.inner.temp_len(temp).await
+    }
+    async fn rename_into_place(&self, temp: &str, key: &str) -> std::io::Result<()> {
+        self.inner.rename_into_place(temp, key).await
+    }
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> std::io::Result<store::ByteStream> {
+        self.inner.get(key, range).await
+    }
+    async fn list(&self, prefix: &str) -> std::io::Result<Vec<(String, u64)>> {
+        self.inner.list(prefix).await
+    }
+    async fn delete(&self, key: &str) -> std::io::Result<()> {
+        self.inner.delete(key).await
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_client_coming_back_while_the_sweep_ends_its_upload_is_refused_and_the_listed_file_stays() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path().to_path_buf();
+        let region = std::sync::Arc::new(Gated { inner: store::DirStore::new(&root), root: root.clone(), gate: std::sync::Mutex::new(None) });
+        let env = std::sync::Arc::new(env_with(None, Some(region.clone())).await);
+        let old = b"the listed file".to_vec();
+        assert!(matches!(env.put("a.txt", &old).await.unwrap(), datasets::UploadState::Done(_)));
+        // A resumable replace of it, cut, then left for hours.
+        let data = random_bytes(100_000);
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(100_000), resumable: true };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert!(datasets::write_upload(&env.pool, &upload, 0, cut_body(&data, 40_000), None).await.is_err());
+        // What the client will send on coming back (asked for now: asking is activity).
+        let resumed = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let held = resumed.offset as usize;
+        assert_eq!(held, 40_000);
+        sqlx::query("UPDATE dataset_uploads SET touched_at = 0").execute(&env.pool).await.unwrap();
+
+        // The sweep is ending it (looking at the region's copy) when the client comes back.
+        let (entered, at_region) = oneshot::channel();
+        let (go, wait_go) = oneshot::channel();
+        *region.gate.lock().unwrap() = Some((entered, wait_go));
+        let sweep = tokio::spawn({
+            let env = env.clone();
+            async move { datasets::sweep(&env.pool, &env.stores, now() + 2 * 3600).await }
+        });
+        at_region.await.unwrap();
+        let refused = datasets::write_upload(&env.pool, &resumed, held as u64, body(data[held..].to_vec(), 20_000), None).await.unwrap_err();
+        assert_eq!(refused.status(), 409, "the sweep holds the upload: {refused}");
+        let _ = go.send(());
+        assert_eq!(sweep.await.unwrap().unwrap(), Swept { expired: 1, purged: 0 });
+
+        // The listed file is untouched, in both stores.
+        let (_, listed) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
+        assert_eq!(listed.sha256, sha(&old));
+        for root in [env.central_root.clone(), root.clone()] {
+            assert_eq!(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap(), old, "in {}", root.display());
+        }
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
     }
 }

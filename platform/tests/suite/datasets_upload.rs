@@ -440,5 +440,18 @@ gantry_testkit::timed_test! {
         sqlx::query("UPDATE dataset_uploads SET writer_expires = 0 WHERE name = 'busy.bin'").execute(&env.pool).await.unwrap();
         assert_eq!(datasets::clean_at_start(&env.pool, &env.stores).await.unwrap(), 1);
         assert_eq!(files_under(&env.central_root.join(".gantry-tmp")), vec![up.temp.clone()]);
+
+        // The look again a minute after start: a one-request upload this
+        // server began since it started, whose writer has not taken it
+        // yet, is its own — not a dead process's.
+        let started = gantry_platform::now() - 65;
+        let fresh = BeginUpload { code: "coco", version: "v1", name: "fresh.bin", replace: false, total: None, resumable: false };
+        let fresh = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &fresh).await.unwrap();
+        datasets::clean_after_start(&env.pool, &env.stores, started).await.unwrap();
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads WHERE name = 'fresh.bin'").await, 1, "its row is kept");
+        // One from before the start is a dead process's.
+        sqlx::query("UPDATE dataset_uploads SET touched_at = ? WHERE id = ?").bind(started - 1).bind(fresh.id).execute(&env.pool).await.unwrap();
+        datasets::clean_after_start(&env.pool, &env.stores, started).await.unwrap();
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads WHERE name = 'fresh.bin'").await, 0);
     }
 }

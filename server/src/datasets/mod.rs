@@ -108,7 +108,10 @@ pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_
     for (what, store) in stores.describe() {
         tracing::info!(store = %store, "dataset store ({what})");
     }
-    clean(pool, &stores).await;
+    // Before this server takes requests: every one-request upload there
+    // is, is another process's.
+    clean(pool, &stores, i64::MAX).await;
+    let started = gantry_platform::now();
     // Uploads whose writer's lease was still held are looked at again once
     // it has lapsed, if that writer was a process that died. Then, for as
     // long as the server runs, the sweep: resumable uploads abandoned
@@ -117,7 +120,7 @@ pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_
     let (pool, later) = (pool.clone(), stores.clone());
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_secs(gantry_platform::datasets::writing::LEASE_SECS as u64 + 5)).await;
-        clean(&pool, &later).await;
+        clean(&pool, &later, started).await;
         loop {
             tokio::time::sleep(gantry_platform::datasets::SWEEP_EVERY).await;
             sweep(&pool, &later).await;
@@ -134,8 +137,10 @@ async fn sweep(pool: &gantry_platform::db::Pool, stores: &Datasets) {
     }
 }
 
-async fn clean(pool: &gantry_platform::db::Pool, stores: &Datasets) {
-    match gantry_platform::datasets::clean_at_start(pool, stores).await {
+/// `started`: when this server started taking requests; its own
+/// one-request uploads (begun since) are not a dead process's leftovers.
+async fn clean(pool: &gantry_platform::db::Pool, stores: &Datasets, started: i64) {
+    match gantry_platform::datasets::clean_after_start(pool, stores, started).await {
         Ok(0) => {}
         Ok(n) => tracing::warn!(removed = n, "removed temporary dataset uploads left by an earlier run"),
         Err(e) => tracing::warn!(error = %e, "could not clean temporary dataset uploads; they are tried again at the next start"),
