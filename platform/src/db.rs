@@ -48,8 +48,9 @@ pub async fn connect(url: &str) -> Result<Pool, PlatformError> {
         // open by a cancelled begin would run its borrower's writes inside
         // it (lost at close) and hold SQLite's write lock for good. Closing
         // the connection rolls it back. A sync read of sqlx's own count:
-        // free. (`begin_immediate` keeps this from arising; this catches
-        // any other path.)
+        // free. (`begin_immediate` keeps this from arising; this backstop
+        // sees only transactions sqlx counts, and only when the connection
+        // is next handed out — until then its lock holds.)
         .before_acquire(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
         .connect_with(opts)
         .await?;

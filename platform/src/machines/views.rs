@@ -30,6 +30,8 @@ pub struct MachineView {
     pub message: String,
     pub created_at: i64,
     pub updated_at: i64,
+    /// "dev", or "job": a compute task's machine, which ends with its task.
+    pub workload: String,
 }
 
 impl MachineView {
@@ -38,10 +40,16 @@ impl MachineView {
     /// open its terminal and files. That is its owner or an admin — a group
     /// member only looks. The rule is [`User::acts_for`], the one every
     /// action checks, so what the portal offers is what the platform
-    /// accepts. (`request_operation` also keeps a compute task's machine
-    /// from a non-admin owner: that task is cancelled instead.)
+    /// accepts. A compute task's machine is an admin's alone to act on:
+    /// its owner cancels the task instead (`request_operation` and the
+    /// snapshot rules refuse them).
     pub fn may_operate(&self, viewer: &User) -> bool {
-        viewer.acts_for(self.owner_id)
+        viewer.acts_for(self.owner_id) && (!self.is_job() || viewer.role.is_admin())
+    }
+
+    /// A compute task's machine.
+    pub fn is_job(&self) -> bool {
+        self.workload == "job"
     }
 }
 
@@ -52,7 +60,7 @@ pub(super) fn machine_select() -> String {
                      WHERE mg.machine_id = m.id ORDER BY gp.idx) gp), '') AS gpu_indexes,
            COALESCE((SELECT MAX(gp.simulated) FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id WHERE mg.machine_id = m.id), 0) AS simulated,
            n.name AS node, m.node_id, m.volume_name, m.volume_size_gb, m.volume_enforced, m.cpu_millis, m.memory_mb, m.container_id, m.state, m.exit_code, m.message,
-           m.created_at, m.updated_at
+           m.created_at, m.updated_at, m.workload
     FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
     JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id")
 }

@@ -456,6 +456,24 @@ gantry_testkit::timed_test! {
             assert_eq!(json(&body)["can_operate"], expected, "{who}: {body}");
         }
 
+        // A compute task's machine: its owner ends it by cancelling the
+        // task (the server refuses the machine's own actions and snapshots
+        // to non-admins), so the page offers them to an admin only.
+        sqlx::query("UPDATE machines SET workload = 'job' WHERE id = ?").bind(id).execute(&server.pool).await.unwrap();
+        let html = page(&alice).await;
+        // (The rebalancing opt-out is a setting, not an action: kept.)
+        for needle in owner_only.iter().filter(|n| !n.contains("rebalance-opt-out")) {
+            assert!(!html.contains(needle), "the owner's page of a job machine offers {needle}");
+        }
+        assert!(html.contains(r#"data-testid="job-machine""#) && html.contains("cancel the task"), "says how it ends");
+        let html = page(&admin).await;
+        assert!(html.contains(r#"data-testid="restart-machine""#) && !html.contains(r#"data-testid="job-machine""#), "an admin still acts on it");
+        for (who, client, expected) in [("alice", &alice, false), ("admin", &admin, true)] {
+            let (_, body) = post(&server, client, "/api/machine_detail", &[("id", &id.to_string())]).await;
+            assert_eq!((json(&body)["can_operate"].clone(), json(&body)["job"].clone()), (expected.into(), true.into()), "{who}: {body}");
+        }
+        sqlx::query("UPDATE machines SET workload = 'dev' WHERE id = ?").bind(id).execute(&server.pool).await.unwrap();
+
         // The server agrees: Bob's restart is refused and nothing is queued.
         let tasks = count(&server.pool, "SELECT COUNT(*) FROM tasks").await;
         let (status, body) = post(&server, &bob, "/api/machine_operation", &[("machine_id", &id.to_string()), ("operation", "restart")]).await;

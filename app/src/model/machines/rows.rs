@@ -50,6 +50,9 @@ pub struct MachineDetail {
     /// machine (its owner or an admin; a group member only looks), decided
     /// on the server by the rule the platform enforces.
     pub can_operate: bool,
+    /// A compute task's machine: it ends with its task, which its owner
+    /// cancels (the machine's own actions are an admin's).
+    pub job: bool,
     /// The machine's tasks, newest first.
     pub tasks: Vec<TaskRow>,
     /// Sealed dataset versions bound read-only: (`code/version`, path inside).

@@ -151,6 +151,7 @@ fn MachineView(
     let id = machine.with_untracked(|m| m.as_ref().map(|m| m.id));
     // Who may act does not change while the page polls (see the module doc).
     let can_operate = data.with_untracked(|d| d.as_ref().is_some_and(|d| d.can_operate));
+    let job = data.with_untracked(|d| d.as_ref().is_some_and(|d| d.job));
     view! {
         <Title text=name.clone()/>
         <div class="page-head">
@@ -159,7 +160,7 @@ fn MachineView(
         </div>
         <div class="grid two">
             {move || machine.get().map(|m| view! { <MachineFacts m=m/> })}
-            <MachineActions machine=machine state=state op=op js=js can_operate=can_operate/>
+            <MachineActions machine=machine state=state op=op js=js can_operate=can_operate job=job/>
         </div>
         {move || {
             let list = mounts.get();
@@ -244,6 +245,8 @@ fn MachineActions(
     /// The viewer may act on the machine (owner or admin): else the
     /// actions are not offered, only who can act.
     can_operate: bool,
+    /// A compute task's machine: ended by cancelling its task.
+    job: bool,
 ) -> impl IntoView {
     let (id, name, volume, size, owner) = machine
         .with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone())).unwrap_or_default());
@@ -293,7 +296,19 @@ fn MachineActions(
             view! { <p class="muted small">"The machine is " {state.get()} "; operations are possible once it is running, stopped or failed."</p> }
         })}
     });
-    let owner_only = (!can_operate).then(|| view! { <p class="muted" data-testid="owner-only">{owner_only_note(&owner)}</p> });
+    let owner_only = (!can_operate).then(|| {
+        if job {
+            view! {
+                <p class="muted" data-testid="job-machine">
+                    "This machine runs a compute task and ends with it: to stop it, cancel the task on the "
+                    <a href="/compute">"Compute"</a>" page."
+                </p>
+            }
+            .into_any()
+        } else {
+            view! { <p class="muted" data-testid="owner-only">{owner_only_note(&owner)}</p> }.into_any()
+        }
+    });
     let lost_note = move || {
         lost.get().then(|| {
             let why = machine.with(|m| m.as_ref().map(|m| m.message.clone()).unwrap_or_default());
