@@ -29,11 +29,12 @@ pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
     let tasks = machines::list_tasks(&pool, &user, Some(id), MACHINE_TASKS_LIMIT).await?;
     let datasets = gantry_platform::datasets::mounts::of_machine(&pool, id).await.map_err(gantry_platform::PlatformError::from)?;
     // The page offers the owner's actions only to those the platform lets act.
-    let (can_operate, job) = (machine.may_operate(&user), machine.is_job());
+    let (can_operate, job, mine) = (machine.may_operate(&user), machine.is_job(), machine.owner_id == user.id);
     Ok(MachineDetail {
         machine: machine_row(machine),
         can_operate,
         job,
+        mine,
         tasks: tasks.into_iter().map(task_row).collect(),
         datasets: datasets.into_iter().map(|m| (m.name, m.target)).collect(),
     })

@@ -66,9 +66,11 @@ pub async fn clean_after_start(pool: &Pool, stores: &Datasets, started: i64) -> 
 /// taken yet (this server's own, about to be) — always unless a writer's
 /// lease is held. (`started` is an integer: formatted, not bound.)
 fn ended_at_start(started: i64) -> String {
-    format!(
-        "((resumable = 0 AND (writer IS NOT NULL OR touched_at < {started})) OR touched_at < ?1) AND (writer IS NULL OR writer_expires <= ?2)"
-    )
+    // Once requests are being served (a finite `started`), resumable
+    // uploads are the sweep's: it takes their lease before touching them,
+    // and a client may be resuming one right now.
+    let resumable = if started == i64::MAX { "OR touched_at < ?1" } else { "AND ?1 = ?1" };
+    format!("((resumable = 0 AND (writer IS NOT NULL OR touched_at < {started})) {resumable}) AND (writer IS NULL OR writer_expires <= ?2)")
 }
 
 /// A replace that died between moving its copies into place and listing

@@ -6,9 +6,10 @@
 //! ([`super::purge`]). Without it an upload abandoned in a closed tab
 //! would hold all of that until the next restart.
 //!
-//! Unlike the start-up clean it never touches a one-request upload (this
-//! process may have just written its row and not yet claimed it) nor a
-//! temporary object of an upload that still has a row.
+//! A one-request upload is ended only once no writer has held it for a
+//! lease period (its request was cut off between writing the row and
+//! taking the upload, or its server died); unlike the start-up clean it
+//! never touches a temporary object of an upload that still has a row.
 
 use super::{cleanup, store, DatasetError, Datasets};
 use crate::{audit, db::Pool, now};
@@ -18,14 +19,21 @@ use std::time::Duration;
 /// How often a running server sweeps.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(600);
 
-/// Uploads a sweep ends (`?1`: the expiry, `?2`: now): resumable, idle
-/// past the expiry, and no writer holding the lease.
-const IDLE: &str = "resumable = 1 AND touched_at < ?1 AND (writer IS NULL OR writer_expires <= ?2)";
+/// Uploads a sweep ends (`?1`: the expiry, `?2`: now): resumable ones idle
+/// past the expiry, one-request ones untouched for a writer's lease
+/// period, and never one whose writer holds the lease.
+const IDLE: &str = "(CASE WHEN resumable = 1 THEN touched_at < ?1 ELSE touched_at < ?2 - 60 END) AND (writer IS NULL OR writer_expires <= ?2)";
+
+/// The sweep's own upload `?3` (taken as writer `?4`), if still idle by
+/// its activity (`?1`, `?2` as in [`IDLE`]).
+const STILL_IDLE: &str =
+    "DELETE FROM dataset_uploads WHERE id = ?3 AND writer = ?4 AND (CASE WHEN resumable = 1 THEN touched_at < ?1 ELSE touched_at < ?2 - 60 END)";
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Swept {
-    /// Resumable uploads expired.
+    /// Uploads expired (resumable ones idle past the expiry, one-request
+    /// ones that no writer took).
     pub expired: usize,
     /// Deleted versions whose files are now gone from both stores.
     pub purged: usize,
@@ -70,13 +78,19 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
                 return Err(e);
             }
         }
+        // Removed only if nobody asked for it since it was taken (asking
+        // does not need the lease): that client keeps its upload.
         let mut tx = crate::db::begin_immediate(pool).await?;
-        let gone = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(&mut *tx).await?;
-        if gone.rows_affected() == 0 {
+        let gone = sqlx::query(STILL_IDLE).bind(expiry).bind(at).bind(id).bind(&sweeper).execute(&mut *tx).await;
+        if !matches!(gone, Ok(ref g) if g.rows_affected() == 1) {
+            drop(tx);
+            sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(pool).await?;
+            gone?;
             continue;
         }
         let idle_h = (at - touched).max(0) / 3600;
-        let detail = format!("unfinished upload of {name} into {code}/{version} expired after {idle_h} h without activity");
+        let idle = if idle_h > 0 { format!("{idle_h} h") } else { "a lease period".into() };
+        let detail = format!("unfinished upload of {name} into {code}/{version} expired after {idle} without activity");
         audit::record(&mut *tx, None, "dataset.upload.expire", &detail).await?;
         tx.commit().await?;
         tracing::info!(upload = id, "{detail}");

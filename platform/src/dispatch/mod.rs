@@ -135,12 +135,22 @@ impl Dispatcher {
     /// retry), renewing its lease meanwhile. Losing the lease stops the
     /// work at once: another process owns the task now.
     pub async fn execute(&self, task: ClaimedTask) {
+        let every = Duration::from_millis((task.lease.secs * 1000 / 3).max(200) as u64);
         let renewal = async {
+            // The lease holds until `held_until` at least. When renewals
+            // keep failing (a database stall), the runner stops before the
+            // next try would come after it: past it, a successor may own
+            // the task, and this runner must not touch the engine.
+            let mut held_until = now() + task.lease.secs;
             loop {
-                tokio::time::sleep(Duration::from_millis((task.lease.secs * 1000 / 3).max(200) as u64)).await;
+                tokio::time::sleep(every).await;
                 match transitions::lease::renew(&self.pool, &task.lease, now()).await {
-                    Ok(true) => {}
+                    Ok(true) => held_until = now() + task.lease.secs,
                     Ok(false) => return,
+                    Err(e) if now() + every.as_secs() as i64 + 1 >= held_until => {
+                        tracing::warn!(task = task.id, error = %e, "lease renewal kept failing until the lease would run out; stopping");
+                        return;
+                    }
                     Err(e) => tracing::warn!(task = task.id, error = %e, "lease renewal failed; retrying"),
                 }
             }

@@ -36,8 +36,8 @@ pub struct MachineView {
 
 impl MachineView {
     /// Whether `viewer` may act on this machine as its owner does: restart,
-    /// reinstall or delete it, snapshot it or reinstall it from a snapshot,
-    /// open its terminal and files. That is its owner or an admin — a group
+    /// reinstall or delete it, snapshot it or reinstall it from a snapshot
+    /// (what the machine page offers). That is its owner or an admin — a group
     /// member only looks. The rule is [`User::acts_for`], the one every
     /// action checks, so what the portal offers is what the platform
     /// accepts. A compute task's machine is an admin's alone to act on:

@@ -2,8 +2,9 @@
 //! sweep ends a resumable upload nobody has touched for the expiry — its
 //! row, its reservation against the quota and its temporary objects in
 //! both stores — so the version can be sealed; it keeps one touched
-//! lately (however old), one whose writer's lease is held, and every
-//! one-request upload (its row is written before its writer claims it);
+//! lately (however old), one whose writer's lease is held, and a
+//! one-request upload begun moments ago (its row is written before its
+//! writer takes it) — but not one no writer took for a lease period;
 //! a client coming back while the sweep ends its upload is refused, not
 //! cut under. Time is the sweep's argument: nothing here waits.
 
@@ -48,25 +49,29 @@ gantry_testkit::timed_test! {
         let recent = abandoned(&env, "v1", "recent.bin", &data, 100_000).await;
         // Idle too, but a writer (another server) holds its lease.
         let leased = abandoned(&env, "v1", "leased.bin", &data, 100_000).await;
-        // A one-request upload whose row is written and not yet claimed.
+        // A one-request upload whose row is written and not yet claimed,
+        // and one whose request was cut off right there, long ago.
         let one = BeginUpload { code: "coco", version: "v1", name: "one.bin", replace: false, total: Some(5_000), resumable: false };
         datasets::begin_upload(&env.pool, &env.stores, &env.alice, &one).await.unwrap();
-        assert_eq!(reserved(&env).await, 3 * 300_000 + 5_000);
+        let cut = BeginUpload { name: "cut.bin", ..one };
+        datasets::begin_upload(&env.pool, &env.stores, &env.alice, &cut).await.unwrap();
+        assert_eq!(reserved(&env).await, 3 * 300_000 + 2 * 5_000);
 
         // Two hours on; the expiry here is one hour.
         let at = now() + 2 * 3600;
         sqlx::query("UPDATE dataset_uploads SET created_at = 0, touched_at = ? WHERE name = 'recent.bin'").bind(at - 60).execute(&env.pool).await.unwrap();
+        sqlx::query("UPDATE dataset_uploads SET touched_at = ? WHERE name = 'one.bin'").bind(at - 5).execute(&env.pool).await.unwrap();
         sqlx::query("UPDATE dataset_uploads SET writer = 'another-server', writer_expires = ? WHERE name = 'leased.bin'")
             .bind(at + 30)
             .execute(&env.pool)
             .await
             .unwrap();
         let swept = datasets::sweep(&env.pool, &env.stores, at).await.unwrap();
-        assert_eq!(swept, Swept { expired: 1, purged: 0 });
+        assert_eq!(swept, Swept { expired: 2, purged: 0 });
 
         let names: Vec<String> = sqlx::query_scalar("SELECT name FROM dataset_uploads ORDER BY name").fetch_all(&env.pool).await.unwrap();
         assert_eq!(names, ["leased.bin", "one.bin", "recent.bin"]);
-        assert_eq!(reserved(&env).await, 2 * 300_000 + 5_000, "the idle upload's reservation is freed");
+        assert_eq!(reserved(&env).await, 2 * 300_000 + 5_000, "the idle and the cut uploads' reservations are freed");
         let mut kept = vec![recent.temp.clone(), leased.temp.clone()];
         kept.sort();
         assert_eq!(temps(&env), vec![kept.clone(), kept], "the idle upload's objects are gone from both stores, the others' stay");
@@ -182,5 +187,43 @@ gantry_testkit::timed_test! {
             assert_eq!(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap(), old, "in {}", root.display());
         }
         assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_client_asking_for_its_upload_while_the_sweep_holds_it_keeps_it() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path().to_path_buf();
+        let region = std::sync::Arc::new(Gated { inner: store::DirStore::new(&root), root: root.clone(), gate: std::sync::Mutex::new(None) });
+        let env = std::sync::Arc::new(env_with(None, Some(region.clone())).await);
+        assert!(matches!(env.put("a.txt", b"the listed file").await.unwrap(), datasets::UploadState::Done(_)));
+        let data = random_bytes(100_000);
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(100_000), resumable: true };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert!(datasets::write_upload(&env.pool, &upload, 0, cut_body(&data, 40_000), None).await.is_err());
+        sqlx::query("UPDATE dataset_uploads SET touched_at = 0").execute(&env.pool).await.unwrap();
+
+        let (entered, at_region) = oneshot::channel();
+        let (go, wait_go) = oneshot::channel();
+        *region.gate.lock().unwrap() = Some((entered, wait_go));
+        let sweep = tokio::spawn({
+            let env = env.clone();
+            // Now: the client's asking must count (left long ago: touched at 0).
+            async move { datasets::sweep(&env.pool, &env.stores, now()).await }
+        });
+        at_region.await.unwrap();
+        // The client comes back: asks for its upload (activity), is told
+        // to wait while it sends.
+        let resumed = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        assert_eq!(resumed.offset, 40_000);
+        let refused = datasets::write_upload(&env.pool, &resumed, 40_000, body(data[40_000..].to_vec(), 20_000), None).await.unwrap_err();
+        assert_eq!(refused.status(), 409, "{refused}");
+        let _ = go.send(());
+        assert_eq!(sweep.await.unwrap().unwrap(), Swept::default(), "asked for meanwhile: kept");
+
+        // Its retry goes on from where it stopped and ends whole.
+        let done = datasets::write_upload(&env.pool, &resumed, 40_000, body(data[40_000..].to_vec(), 20_000), None).await.unwrap();
+        let datasets::UploadState::Done(file) = done else { panic!("not done: {done:?}") };
+        assert_eq!(file.sha256, sha(&data));
     }
 }

@@ -466,6 +466,10 @@ gantry_testkit::timed_test! {
             assert!(!html.contains(needle), "the owner's page of a job machine offers {needle}");
         }
         assert!(html.contains(r#"data-testid="job-machine""#) && html.contains("cancel the task"), "says how it ends");
+        // A colleague is told whose task it is, not to cancel it.
+        let html = page(&bob).await;
+        assert!(html.contains(r#"data-testid="job-machine""#) && html.contains("compute task and ends with it."), "says what it is");
+        assert!(!html.contains("cancel the task"), "Bob cannot cancel Alice's task");
         let html = page(&admin).await;
         assert!(html.contains(r#"data-testid="restart-machine""#) && !html.contains(r#"data-testid="job-machine""#), "an admin still acts on it");
         for (who, client, expected) in [("alice", &alice, false), ("admin", &admin, true)] {

@@ -53,6 +53,8 @@ pub struct MachineDetail {
     /// A compute task's machine: it ends with its task, which its owner
     /// cancels (the machine's own actions are an admin's).
     pub job: bool,
+    /// The viewer owns the machine (what the job note tells them differs).
+    pub mine: bool,
     /// The machine's tasks, newest first.
     pub tasks: Vec<TaskRow>,
     /// Sealed dataset versions bound read-only: (`code/version`, path inside).

@@ -151,7 +151,12 @@ fn MachineView(
     let id = machine.with_untracked(|m| m.as_ref().map(|m| m.id));
     // Who may act does not change while the page polls (see the module doc).
     let can_operate = data.with_untracked(|d| d.as_ref().is_some_and(|d| d.can_operate));
-    let job = data.with_untracked(|d| d.as_ref().is_some_and(|d| d.job));
+    // A compute task's machine: its owner is told to cancel the task.
+    let job = data.with_untracked(|d| d.as_ref().map(|d| (d.job, d.mine))).map_or(JobNote::None, |(job, mine)| match (job, mine) {
+        (false, _) => JobNote::None,
+        (true, true) => JobNote::Owner,
+        (true, false) => JobNote::Other,
+    });
     view! {
         <Title text=name.clone()/>
         <div class="page-head">
@@ -232,6 +237,17 @@ pub fn delete_question(name: &str, volume: &str, size_gb: i64, keep: bool) -> St
 }
 
 /// The line a group member sees instead of the owner's actions.
+/// What the page says of a compute task's machine to whoever cannot act on it.
+#[derive(Clone, Copy)]
+enum JobNote {
+    /// Not a compute task's machine.
+    None,
+    /// The viewer's own: cancel the task to end it.
+    Owner,
+    /// A colleague's.
+    Other,
+}
+
 fn owner_only_note(owner: &str) -> String {
     format!("Only its owner ({owner}) or an admin can restart, reinstall, delete or snapshot this machine.")
 }
@@ -246,7 +262,7 @@ fn MachineActions(
     /// actions are not offered, only who can act.
     can_operate: bool,
     /// A compute task's machine: ended by cancelling its task.
-    job: bool,
+    job: JobNote,
 ) -> impl IntoView {
     let (id, name, volume, size, owner) = machine
         .with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone())).unwrap_or_default());
@@ -296,18 +312,16 @@ fn MachineActions(
             view! { <p class="muted small">"The machine is " {state.get()} "; operations are possible once it is running, stopped or failed."</p> }
         })}
     });
-    let owner_only = (!can_operate).then(|| {
-        if job {
-            view! {
-                <p class="muted" data-testid="job-machine">
-                    "This machine runs a compute task and ends with it: to stop it, cancel the task on the "
-                    <a href="/compute">"Compute"</a>" page."
-                </p>
-            }
-            .into_any()
-        } else {
-            view! { <p class="muted" data-testid="owner-only">{owner_only_note(&owner)}</p> }.into_any()
+    let owner_only = (!can_operate).then(|| match job {
+        JobNote::Owner => view! {
+            <p class="muted" data-testid="job-machine">
+                "This machine runs your compute task and ends with it: to stop it, cancel the task on the "
+                <a href="/compute">"Compute"</a>" page."
+            </p>
         }
+        .into_any(),
+        JobNote::Other => view! { <p class="muted" data-testid="job-machine">"This machine runs " {owner.clone()} "'s compute task and ends with it."</p> }.into_any(),
+        JobNote::None => view! { <p class="muted" data-testid="owner-only">{owner_only_note(&owner)}</p> }.into_any(),
     });
     let lost_note = move || {
         lost.get().then(|| {
