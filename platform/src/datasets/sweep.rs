@@ -6,10 +6,11 @@
 //! ([`super::purge`]). Without it an upload abandoned in a closed tab
 //! would hold all of that until the next restart.
 //!
-//! A one-request upload is ended only once no writer has held it for a
+//! A one-request upload is ended only if no writer ever took it for a
 //! lease period (its request was cut off between writing the row and
-//! taking the upload, or its server died); unlike the start-up clean it
-//! never touches a temporary object of an upload that still has a row.
+//! taking the upload); one whose writer's lease lapsed is the start-up
+//! clean's. Unlike that clean the sweep never touches a temporary object
+//! of an upload that still has a row.
 
 use super::{cleanup, store, DatasetError, Datasets};
 use crate::{audit, db::Pool, now};
@@ -20,14 +21,26 @@ use std::time::Duration;
 pub const SWEEP_EVERY: Duration = Duration::from_secs(600);
 
 /// Uploads a sweep ends (`?1`: the expiry, `?2`: now): resumable ones idle
-/// past the expiry, one-request ones untouched for a writer's lease
-/// period, and never one whose writer holds the lease.
-const IDLE: &str = "(CASE WHEN resumable = 1 THEN touched_at < ?1 ELSE touched_at < ?2 - 60 END) AND (writer IS NULL OR writer_expires <= ?2)";
+/// past the expiry and one-request ones no writer took for a writer's
+/// lease period — never one whose writer holds the lease. A one-request
+/// upload whose writer's lease lapsed is left to the start-up clean: that
+/// writer may be alive, only unable to renew. (The lease period is a
+/// constant: formatted, not bound.)
+fn idle() -> String {
+    format!(
+        "(CASE WHEN resumable = 1 THEN touched_at < ?1 ELSE writer IS NULL AND touched_at < ?2 - {} END) AND (writer IS NULL OR writer_expires <= ?2)",
+        super::writing::LEASE_SECS
+    )
+}
 
-/// The sweep's own upload `?3` (taken as writer `?4`), if still idle by
-/// its activity (`?1`, `?2` as in [`IDLE`]).
-const STILL_IDLE: &str =
-    "DELETE FROM dataset_uploads WHERE id = ?3 AND writer = ?4 AND (CASE WHEN resumable = 1 THEN touched_at < ?1 ELSE touched_at < ?2 - 60 END)";
+/// Removes the sweep's own upload `?3` (taken as writer `?4`) if nobody
+/// asked for it since (`?1`, `?2` as in [`idle`]).
+fn still_idle() -> String {
+    format!(
+        "DELETE FROM dataset_uploads WHERE id = ?3 AND writer = ?4 AND (CASE WHEN resumable = 1 THEN touched_at < ?1 ELSE touched_at < ?2 - {} END)",
+        super::writing::LEASE_SECS
+    )
+}
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -47,17 +60,18 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
     let sql = format!(
         "SELECT u.id, u.temp_key, u.name, d.code, v.name, d.category, r.code, u.touched_at, u.replace FROM dataset_uploads u
            JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
-         WHERE {IDLE} ORDER BY u.id"
+         WHERE {} ORDER BY u.id",
+        idle()
     );
     type Row = (i64, String, String, String, String, String, String, i64, bool);
-    let idle: Vec<Row> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
+    let candidates: Vec<Row> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
     let mut expired = 0;
-    for (id, temp, name, code, version, category, region, touched, replace) in idle {
+    for (id, temp, name, code, version, category, region, touched, replace) in candidates {
         // Taken the way a writer takes it, and only while still idle: a
         // client coming back now is refused (409, and it retries) instead
         // of having its file moved or its row removed under it.
         let sweeper = format!("sweep-{}", store::hex(&rand::random::<[u8; 8]>()));
-        let taken = sqlx::query(&format!("UPDATE dataset_uploads SET writer = ?3, writer_expires = ?4 WHERE id = ?5 AND temp_key = ?6 AND {IDLE}"))
+        let taken = sqlx::query(&format!("UPDATE dataset_uploads SET writer = ?3, writer_expires = ?4 WHERE id = ?5 AND temp_key = ?6 AND {}", idle()))
             .bind(expiry)
             .bind(at)
             .bind(&sweeper)
@@ -81,7 +95,7 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
         // Removed only if nobody asked for it since it was taken (asking
         // does not need the lease): that client keeps its upload.
         let mut tx = crate::db::begin_immediate(pool).await?;
-        let gone = sqlx::query(STILL_IDLE).bind(expiry).bind(at).bind(id).bind(&sweeper).execute(&mut *tx).await;
+        let gone = sqlx::query(&still_idle()).bind(expiry).bind(at).bind(id).bind(&sweeper).execute(&mut *tx).await;
         if !matches!(gone, Ok(ref g) if g.rows_affected() == 1) {
             drop(tx);
             sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(pool).await?;
@@ -89,8 +103,8 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
             continue;
         }
         let idle_h = (at - touched).max(0) / 3600;
-        let idle = if idle_h > 0 { format!("{idle_h} h") } else { "a lease period".into() };
-        let detail = format!("unfinished upload of {name} into {code}/{version} expired after {idle} without activity");
+        let idle_for = if idle_h > 0 { format!("{idle_h} h") } else { "a lease period".into() };
+        let detail = format!("unfinished upload of {name} into {code}/{version} expired after {idle_for} without activity");
         audit::record(&mut *tx, None, "dataset.upload.expire", &detail).await?;
         tx.commit().await?;
         tracing::info!(upload = id, "{detail}");

@@ -135,23 +135,36 @@ impl Dispatcher {
     /// retry), renewing its lease meanwhile. Losing the lease stops the
     /// work at once: another process owns the task now.
     pub async fn execute(&self, task: ClaimedTask) {
-        let every = Duration::from_millis((task.lease.secs * 1000 / 3).max(200) as u64);
+        let lease = Duration::from_secs(task.lease.secs.max(1) as u64);
+        let every = lease / 3;
         let renewal = async {
-            // The lease holds until `held_until` at least. When renewals
-            // keep failing (a database stall), the runner stops before the
-            // next try would come after it: past it, a successor may own
-            // the task, and this runner must not touch the engine.
-            let mut held_until = now() + task.lease.secs;
+            // The lease holds until `held_until` at least (counted from
+            // before the claim's or renewal's write, so never late). A
+            // renewal that has not got through by `every / 2` before then
+            // — failing, or waiting on a stalled database — ends the run:
+            // past it a successor may own the task, and this runner must
+            // not touch the engine.
+            let mut held_until = tokio::time::Instant::now() + lease - every / 2;
             loop {
                 tokio::time::sleep(every).await;
-                match transitions::lease::renew(&self.pool, &task.lease, now()).await {
-                    Ok(true) => held_until = now() + task.lease.secs,
-                    Ok(false) => return,
-                    Err(e) if now() + every.as_secs() as i64 + 1 >= held_until => {
-                        tracing::warn!(task = task.id, error = %e, "lease renewal kept failing until the lease would run out; stopping");
+                let at = tokio::time::Instant::now();
+                let renewed = loop {
+                    match tokio::time::timeout_at(held_until - every / 2, transitions::lease::renew(&self.pool, &task.lease, now())).await {
+                        Err(_) => break None,
+                        Ok(Err(e)) => {
+                            tracing::warn!(task = task.id, error = %e, "lease renewal failed; retrying");
+                            tokio::time::sleep((every / 10).max(Duration::from_millis(100))).await;
+                        }
+                        Ok(Ok(held)) => break Some(held),
+                    }
+                };
+                match renewed {
+                    Some(true) => held_until = at + lease,
+                    Some(false) => return,
+                    None => {
+                        tracing::warn!(task = task.id, "lease renewal did not get through before the lease would run out; stopping");
                         return;
                     }
-                    Err(e) => tracing::warn!(task = task.id, error = %e, "lease renewal failed; retrying"),
                 }
             }
         };

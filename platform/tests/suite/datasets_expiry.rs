@@ -4,7 +4,8 @@
 //! both stores — so the version can be sealed; it keeps one touched
 //! lately (however old), one whose writer's lease is held, and a
 //! one-request upload begun moments ago (its row is written before its
-//! writer takes it) — but not one no writer took for a lease period;
+//! writer takes it) or one whose writer's lease lapsed (that writer may be
+//! alive) — but not one no writer took for a lease period;
 //! a client coming back while the sweep ends its upload is refused, not
 //! cut under. Time is the sweep's argument: nothing here waits.
 
@@ -55,7 +56,12 @@ gantry_testkit::timed_test! {
         datasets::begin_upload(&env.pool, &env.stores, &env.alice, &one).await.unwrap();
         let cut = BeginUpload { name: "cut.bin", ..one };
         datasets::begin_upload(&env.pool, &env.stores, &env.alice, &cut).await.unwrap();
-        assert_eq!(reserved(&env).await, 3 * 300_000 + 2 * 5_000);
+        // And one whose writer could not renew its lease: it may be alive
+        // (the start-up clean's to end, not the sweep's).
+        let stalled = BeginUpload { name: "stalled.bin", ..one };
+        datasets::begin_upload(&env.pool, &env.stores, &env.alice, &stalled).await.unwrap();
+        sqlx::query("UPDATE dataset_uploads SET writer = 'stalled-writer', writer_expires = 1 WHERE name = 'stalled.bin'").execute(&env.pool).await.unwrap();
+        assert_eq!(reserved(&env).await, 3 * 300_000 + 3 * 5_000);
 
         // Two hours on; the expiry here is one hour.
         let at = now() + 2 * 3600;
@@ -70,8 +76,8 @@ gantry_testkit::timed_test! {
         assert_eq!(swept, Swept { expired: 2, purged: 0 });
 
         let names: Vec<String> = sqlx::query_scalar("SELECT name FROM dataset_uploads ORDER BY name").fetch_all(&env.pool).await.unwrap();
-        assert_eq!(names, ["leased.bin", "one.bin", "recent.bin"]);
-        assert_eq!(reserved(&env).await, 2 * 300_000 + 5_000, "the idle and the cut uploads' reservations are freed");
+        assert_eq!(names, ["leased.bin", "one.bin", "recent.bin", "stalled.bin"]);
+        assert_eq!(reserved(&env).await, 2 * 300_000 + 2 * 5_000, "the idle and the cut uploads' reservations are freed");
         let mut kept = vec![recent.temp.clone(), leased.temp.clone()];
         kept.sort();
         assert_eq!(temps(&env), vec![kept.clone(), kept], "the idle upload's objects are gone from both stores, the others' stay");

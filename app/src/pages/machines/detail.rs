@@ -236,7 +236,6 @@ pub fn delete_question(name: &str, volume: &str, size_gb: i64, keep: bool) -> St
     }
 }
 
-/// The line a group member sees instead of the owner's actions.
 /// What the page says of a compute task's machine to whoever cannot act on it.
 #[derive(Clone, Copy)]
 enum JobNote {
@@ -248,6 +247,7 @@ enum JobNote {
     Other,
 }
 
+/// The line a group member sees instead of the owner's actions.
 fn owner_only_note(owner: &str) -> String {
     format!("Only its owner ({owner}) or an admin can restart, reinstall, delete or snapshot this machine.")
 }
