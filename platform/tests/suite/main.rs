@@ -22,6 +22,7 @@ mod compute_rules;
 mod compute_sim;
 mod dispatcher_shutdown;
 mod dataset_mounts;
+mod dataset_version_ids;
 mod datasets_expiry;
 mod datasets_juicefs;
 mod datasets_purge;
