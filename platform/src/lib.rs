@@ -6,6 +6,7 @@ pub mod audit;
 pub mod catalogue;
 pub mod cluster;
 pub mod compute;
+pub mod contained;
 pub mod datasets;
 pub mod db;
 pub mod error;

@@ -110,10 +110,11 @@ pub async fn monitor(pool: Pool, fleet: Fleet, period: Duration) {
     let mut tick = tokio::time::interval(period);
     loop {
         tick.tick().await;
-        match monitor_once(&pool, &fleet).await {
-            Ok(silent) if !silent.is_empty() => tracing::warn!(?silent, "engines not answering; heartbeats withheld"),
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "node monitor failed"),
+        let (p, f) = (pool.clone(), fleet.clone());
+        match crate::contained::pass("node monitor", async move { monitor_once(&p, &f).await }).await {
+            Some(Ok(silent)) if !silent.is_empty() => tracing::warn!(?silent, "engines not answering; heartbeats withheld"),
+            Some(Ok(_)) | None => {}
+            Some(Err(e)) => tracing::error!(error = %e, "node monitor failed"),
         }
     }
 }

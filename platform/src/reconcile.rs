@@ -204,8 +204,9 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
     let mut tick = tokio::time::interval(period);
     loop {
         tick.tick().await;
-        match reconcile_once(&pool, &fleet).await {
-            Ok(r) if !r.changes.is_empty()
+        let (p, f) = (pool.clone(), fleet.clone());
+        match crate::contained::pass("reconcile", async move { reconcile_once(&p, &f).await }).await {
+            Some(Ok(r)) if !r.changes.is_empty()
                 || !r.containers_collected.is_empty()
                 || !r.volumes_collected.is_empty()
                 || !r.images_collected.is_empty()
@@ -214,8 +215,8 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
                 tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected,
                     images = ?r.images_collected, not_collected = ?r.not_collected, "reconciled");
             }
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "reconcile failed"),
+            Some(Ok(_)) | None => {}
+            Some(Err(e)) => tracing::error!(error = %e, "reconcile failed"),
         }
     }
 }

@@ -88,7 +88,8 @@ pub async fn prune_loop(pool: Pool, every: std::time::Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(e) = prune(&pool, now()).await {
+        let p = pool.clone();
+        if let Some(Err(e)) = crate::contained::pass("sign-in throttle prune", async move { prune(&p, now()).await }).await {
             tracing::warn!(error = %e, "could not prune the sign-in throttle's old counts");
         }
     }

@@ -160,10 +160,12 @@ pub async fn run_loops(pool: Pool, fleet: Fleet, admissions: Admissions, period:
     let mut tick = tokio::time::interval(period);
     loop {
         tick.tick().await;
-        if let Err(e) = watch_once(&pool, &fleet).await {
+        let (p, f) = (pool.clone(), fleet.clone());
+        if let Some(Err(e)) = crate::contained::pass("compute watcher", async move { watch_once(&p, &f).await }).await {
             tracing::error!(error = %e, "compute watcher failed");
         }
-        if let Err(e) = super::evaluate_queue(&pool, &admissions).await {
+        let (p, a) = (pool.clone(), admissions.clone());
+        if let Some(Err(e)) = crate::contained::pass("compute matcher", async move { super::evaluate_queue(&p, &a).await }).await {
             tracing::error!(error = %e, "compute matcher failed");
         }
     }

@@ -31,10 +31,11 @@ pub struct PassReport {
 pub async fn run(pool: Pool, wake: Arc<Notify>, interval: Duration) {
     loop {
         tokio::time::sleep(interval).await;
-        match pass(&pool, crate::now()).await {
-            Ok(r) if !r.reclaims_queued.is_empty() || !r.moves_queued.is_empty() => wake.notify_one(),
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "reclaim pass failed"),
+        let p = pool.clone();
+        match crate::contained::pass("reclaim", async move { pass(&p, crate::now()).await }).await {
+            Some(Ok(r)) if !r.reclaims_queued.is_empty() || !r.moves_queued.is_empty() => wake.notify_one(),
+            Some(Ok(_)) | None => {}
+            Some(Err(e)) => tracing::error!(error = %e, "reclaim pass failed"),
         }
     }
 }

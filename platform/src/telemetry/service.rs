@@ -67,14 +67,16 @@ impl Ingest {
                     batch.extend(more);
                 }
                 let oldest = batch.iter().map(|r| r.sample.at_ms).min().unwrap_or(0);
-                match sampler::write(&pool, &batch).await {
-                    Err(e) => tracing::warn!(error = %e, readings = batch.len(), "telemetry batch not written"),
+                let (pool, readings) = (pool.clone(), batch.len());
+                match crate::contained::pass("telemetry writer", async move { sampler::write(&pool, &batch).await }).await {
+                    None => {}
+                    Some(Err(e)) => tracing::warn!(error = %e, readings, "telemetry batch not written"),
                     // Charts show a pass only once it is committed: say so
                     // when that lags far behind the sampling.
-                    Ok(()) if super::now_ms() - oldest > LATE_COMMIT_MS => {
-                        tracing::warn!(readings = batch.len(), lag_ms = super::now_ms() - oldest, "telemetry batch committed late")
+                    Some(Ok(())) if super::now_ms() - oldest > LATE_COMMIT_MS => {
+                        tracing::warn!(readings, lag_ms = super::now_ms() - oldest, "telemetry batch committed late")
                     }
-                    Ok(()) => {}
+                    Some(Ok(())) => {}
                 }
             }
         });
@@ -103,27 +105,35 @@ pub async fn run(pool: Pool, config: TelemetryConfig) {
     loop {
         tick.tick().await;
         let now = super::now_ms();
-        match sampler::collect(&pool, now).await {
-            Ok(readings) => {
-                if !ingest.submit(readings) {
-                    tracing::warn!("telemetry writer is behind: a sampling pass was dropped");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "telemetry sampling pass failed"),
-        }
-        if let Err(e) = rollup::roll_up(&pool, now, config.keep.raw_ms).await {
-            tracing::warn!(error = %e, "telemetry rollup failed");
-        }
-        // Every ten minutes: a fraction of a second of writing for 1,000 GPUs.
-        if let Err(e) = store::move_settled(&pool, store::settle_before(now)).await {
-            tracing::warn!(error = %e, "moving settled telemetry samples failed");
-        }
-        if now - last_prune >= HOUR_MS {
-            match rollup::prune(&pool, now, config.keep).await {
-                Ok(p) => tracing::debug!(?p, "telemetry pruned"),
-                Err(e) => tracing::warn!(error = %e, "telemetry prune failed"),
-            }
+        let prune = now - last_prune >= HOUR_MS;
+        if prune {
             last_prune = now;
+        }
+        crate::contained::pass("telemetry", one_pass(pool.clone(), ingest.clone(), config, now, prune)).await;
+    }
+}
+
+/// Samples once, rolls up, moves settled samples and, when `prune`, prunes.
+async fn one_pass(pool: Pool, ingest: Ingest, config: TelemetryConfig, now: i64, prune: bool) {
+    match sampler::collect(&pool, now).await {
+        Ok(readings) => {
+            if !ingest.submit(readings) {
+                tracing::warn!("telemetry writer is behind: a sampling pass was dropped");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "telemetry sampling pass failed"),
+    }
+    if let Err(e) = rollup::roll_up(&pool, now, config.keep.raw_ms).await {
+        tracing::warn!(error = %e, "telemetry rollup failed");
+    }
+    // Every ten minutes: a fraction of a second of writing for 1,000 GPUs.
+    if let Err(e) = store::move_settled(&pool, store::settle_before(now)).await {
+        tracing::warn!(error = %e, "moving settled telemetry samples failed");
+    }
+    if prune {
+        match rollup::prune(&pool, now, config.keep).await {
+            Ok(p) => tracing::debug!(?p, "telemetry pruned"),
+            Err(e) => tracing::warn!(error = %e, "telemetry prune failed"),
         }
     }
 }

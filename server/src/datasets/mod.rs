@@ -120,10 +120,12 @@ pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_
     let (pool, later) = (pool.clone(), stores.clone());
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_secs(gantry_platform::datasets::writing::LEASE_SECS as u64 + 5)).await;
-        clean(&pool, &later, started).await;
+        let (p, s) = (pool.clone(), later.clone());
+        gantry_platform::contained::pass("dataset clean after start", async move { clean(&p, &s, started).await }).await;
         loop {
             tokio::time::sleep(gantry_platform::datasets::SWEEP_EVERY).await;
-            sweep(&pool, &later).await;
+            let (p, s) = (pool.clone(), later.clone());
+            gantry_platform::contained::pass("dataset sweep", async move { sweep(&p, &s).await }).await;
         }
     });
     Ok(stores)
