@@ -71,6 +71,16 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
 
     match task.kind {
         TaskKind::Create | TaskKind::Reinstall | TaskKind::Restore => {
+            if ctx.is_job {
+                refuse_if_job_cancelled(d, task.machine_id).await?;
+                // A job's container that already started (a create retried
+                // or resumed after the start) is the job: running its
+                // command again would repeat whatever it did.
+                if let Some(started) = started_job_container(&exec, ctx.container_id.as_deref()).await? {
+                    let state = observe(d, task, &exec, &started).await?;
+                    return Ok(Done::Succeeded(format!("created; its command had already started on {} ({state})", ctx.node_name)));
+                }
+            }
             step(10, "preparing the data volume").await?;
             let volume = exec.ensure_volume(&ctx.spec).await?;
             run::volume_ready(&d.pool, lease, task.machine_id, volume.size_enforced).await?;
@@ -80,6 +90,9 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
             let container = exec.create_container(&ctx.spec).await?;
             run::container_created(&d.pool, lease, task.machine_id, &container.id).await?;
             step(75, "starting the container").await?;
+            if ctx.is_job {
+                refuse_if_job_cancelled(d, task.machine_id).await?;
+            }
             exec.start_container(&container.id).await?;
             let state = observe(d, task, &exec, &container.id).await?;
             // A job may well have finished already; the watcher takes it from here.
@@ -151,4 +164,23 @@ pub async fn remove_machine_containers(exec: &Executor, instance: &str, machine_
         }
     }
     Ok(())
+}
+
+/// A job whose compute task was cancelled while its machine was being made
+/// ends here, before its command starts: the create fails as cancelled,
+/// which removes what it made and ends the task `cancelled`.
+async fn refuse_if_job_cancelled(d: &Dispatcher, machine_id: i64) -> Result<(), StepError> {
+    if crate::transitions::compute::cancel_requested(&d.pool, machine_id).await? {
+        return Err(StepError::Fail("cancelled before its command started".into()));
+    }
+    Ok(())
+}
+
+/// The job's recorded container, if it has started (running or exited).
+async fn started_job_container(exec: &Executor, known: Option<&str>) -> Result<Option<String>, StepError> {
+    let Some(id) = known else { return Ok(None) };
+    Ok(match exec.inspect_container(id).await?.status {
+        ContainerStatus::Running | ContainerStatus::Exited { .. } => Some(id.to_string()),
+        _ => None,
+    })
 }

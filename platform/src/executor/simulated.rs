@@ -244,7 +244,7 @@ impl SimulatedExecutor {
     }
 
     pub async fn inspect_container(&self, id: &str) -> Result<ContainerState, ExecError> {
-        let s = self.state()?;
+        let s = self.op("inspect_container")?;
         Ok(match s.containers.get(id) {
             // Like Docker with restart policy "no": RestartCount stays 0.
             Some(c) => ContainerState { status: c.status, restart_count: 0, started_at: c.started_at.clone() },

@@ -269,16 +269,23 @@ pub async fn cancel_pending_of_disabled(conn: &mut SqliteConnection, requester: 
 /// its machine, which ends the task when the GPUs are given back.
 pub async fn cancel(conn: &mut SqliteConnection, who: &User, id: i64) -> Result<TaskState, PlatformError> {
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(i64, String)> = sqlx::query_as(&format!("SELECT requester_id, state FROM compute_tasks WHERE id = ? AND ({cond})"))
+    let row: Option<(i64, String, Option<i64>)> = sqlx::query_as(&format!("SELECT requester_id, state, exit_code FROM compute_tasks WHERE id = ? AND ({cond})"))
         .bind(id)
         .bind(bind)
         .fetch_optional(&mut *conn)
         .await?;
-    let (requester, state) = row.ok_or_else(|| PlatformError::NotFound("compute task".into()))?;
+    let (requester, state, exit_code) = row.ok_or_else(|| PlatformError::NotFound("compute task".into()))?;
     if requester != who.id && !who.role.is_admin() {
         return Err(PlatformError::Conflict("only the person who submitted a compute task, or an admin, can cancel it".into()));
     }
     let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    // Its command already ended (the watcher recorded how) and its machine
+    // is being removed: a cancel now would turn a success into "cancelled".
+    if let (TaskState::Running, Some(code)) = (state, exit_code) {
+        return Err(PlatformError::Conflict(format!(
+            "compute task #{id} has already exited with code {code}; its machine is being removed, and the task ends when its GPUs are back"
+        )));
+    }
     let by = format!("cancelled by {}", who.username);
     match state {
         TaskState::Pending => {
@@ -296,4 +303,11 @@ pub async fn cancel(conn: &mut SqliteConnection, who: &User, id: i64) -> Result<
     }
     audit::record(&mut *conn, Some(who.id), "compute.cancel", &format!("compute task #{id} {by}")).await?;
     Ok(state)
+}
+
+/// Whether the compute task that `machine_id` runs for was asked to be
+/// cancelled: its create checks before starting the command, so a task
+/// cancelled while its machine was being made never runs it.
+pub async fn cancel_requested(db: impl sqlx::SqliteExecutor<'_>, machine_id: i64) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar::<_, bool>("SELECT cancel_requested FROM compute_tasks WHERE machine_id = ?").bind(machine_id).fetch_optional(db).await?.unwrap_or(false))
 }

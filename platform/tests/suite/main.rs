@@ -16,6 +16,7 @@ mod telemetry_common;
 mod accounts;
 mod admission;
 mod collector_edges;
+mod compute_cancel;
 mod compute_docker;
 mod compute_leftovers;
 mod compute_rules;
