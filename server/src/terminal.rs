@@ -37,7 +37,7 @@ use gantry_platform::{
     db::Pool,
     executor::{
         inside::{ProcessState, Shell, TtySize},
-        ContainerStatus, Executor,
+        ContainerStatus, ExecError, Executor,
     },
     workspace::{close_code, sessions, sessions::Registration, CloseReason},
 };
@@ -105,10 +105,13 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         }
     };
     let size = TtySize::new(q.cols.unwrap_or(80), q.rows.unwrap_or(24));
-    let shell = match exec.open_shell(&container, size).await {
-        Ok(s) => s,
-        Err(e) => return exec_error(e),
+    let shell = match open_shell(st.app.pool.clone(), exec.clone(), container.clone(), size).await {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return exec_error(e),
+        None => return refuse(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
     };
+    // No await from here until the guard holds the shell: a request cut off
+    // now drops the guard, which hangs the shell up.
     let client = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.to_string()).unwrap_or_default();
     let pool = st.app.pool.clone();
     let mut guard = Cleanup { pool: pool.clone(), session: None, exec: exec.clone(), container: container.clone(), exec_id: shell.exec_id.clone(), pid: shell.pid, done: false };
@@ -138,6 +141,24 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         // A failed upgrade drops the closure: `Cleanup` hangs the shell up
         // and closes the session.
         .on_upgrade(move |socket| run(socket, shell, guard, registration, slot, ctx, stopped))
+}
+
+/// Starts the shell on a task of its own. Should this request's future be
+/// dropped while the engine starts it (hyper keeps an upgrade request
+/// running when its client hangs up, but a stopping server aborts its
+/// connections), a shell started for nobody would run in the container,
+/// unseen, until it stopped: the task hangs it up itself when nobody is
+/// left to take it. `None` if the task was cut off (the runtime stopping).
+async fn open_shell(pool: Pool, exec: Executor, container: String, size: TtySize) -> Option<Result<Shell, ExecError>> {
+    let (hand_over, taken) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let opened = exec.open_shell(&container, size).await;
+        if let Err(Ok(shell)) = hand_over.send(opened) {
+            tracing::info!(%container, "a terminal's client left while its shell started; hanging the shell up");
+            cleanup(pool, None, exec, container, shell.exec_id, shell.pid, String::new()).await;
+        }
+    });
+    taken.await.ok()
 }
 
 struct Ctx {
