@@ -7,10 +7,17 @@
 //! nothing.
 
 use crate::{accounts, db::Pool, executor::ContainerStatus, fleet::Fleet, machines::Admissions, now, transitions, PlatformError};
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 /// Lines of output kept with a finished task.
 const TAIL_LINES: usize = 200;
+
+/// How long one pass spends on one node's jobs. The nodes are watched side
+/// by side and each node's jobs one after another, so an engine that takes
+/// connections but never answers (up to the executor's 30 s per call,
+/// several calls per job) holds up only its own jobs, and only until here:
+/// the rest wait for the next pass.
+const NODE_BUDGET: Duration = Duration::from_secs(20);
 
 type Watched = (i64, i64, i64, Option<i64>, bool, String, Option<String>, i64, Option<i64>);
 
@@ -29,16 +36,30 @@ pub async fn watch_once(pool: &Pool, fleet: &Fleet) -> Result<usize, PlatformErr
     )
     .fetch_all(pool)
     .await?;
-    let mut finished = 0;
+    let mut by_node: BTreeMap<i64, Vec<Watched>> = BTreeMap::new();
     for row in rows {
-        let id = row.0;
-        match watch_one(pool, fleet, row).await {
-            Ok(true) => finished += 1,
-            Ok(false) => {}
-            // One job's trouble must not leave the others unwatched.
-            Err(e) => tracing::warn!(task = id, error = %e, "compute watcher: job left for the next pass"),
-        }
+        by_node.entry(row.7).or_default().push(row);
     }
+    let nodes = by_node.into_iter().map(|(node, jobs)| async move {
+        let mut finished = 0;
+        let watched = tokio::time::timeout(NODE_BUDGET, async {
+            for row in jobs {
+                let id = row.0;
+                match watch_one(pool, fleet, row).await {
+                    Ok(true) => finished += 1,
+                    Ok(false) => {}
+                    // One job's trouble must not leave the others unwatched.
+                    Err(e) => tracing::warn!(task = id, error = %e, "compute watcher: job left for the next pass"),
+                }
+            }
+        })
+        .await;
+        if watched.is_err() {
+            tracing::warn!(node, "compute watcher: node's engine too slow; its other jobs wait for the next pass");
+        }
+        finished
+    });
+    let finished: usize = futures_util::future::join_all(nodes).await.into_iter().sum();
     Ok(finished + remove_leftovers(pool).await?)
 }
 
@@ -155,18 +176,35 @@ async fn cancel_unstarted(pool: &Pool) -> Result<(), PlatformError> {
     Ok(())
 }
 
-/// The matcher and the watcher, every `period` until the process ends.
+/// The watcher and the matcher, each every `period` until the process
+/// ends. Two loops: a watcher pass held up by a slow engine must not keep
+/// queued tasks from being placed elsewhere.
 pub async fn run_loops(pool: Pool, fleet: Fleet, admissions: Admissions, period: Duration) {
+    let matcher_pool = pool.clone();
+    let watcher = every(period, move || {
+        let (p, f) = (pool.clone(), fleet.clone());
+        async move {
+            if let Some(Err(e)) = crate::contained::pass("compute watcher", async move { watch_once(&p, &f).await }).await {
+                tracing::error!(error = %e, "compute watcher failed");
+            }
+        }
+    });
+    let matcher = every(period, move || {
+        let (p, a) = (matcher_pool.clone(), admissions.clone());
+        async move {
+            if let Some(Err(e)) = crate::contained::pass("compute matcher", async move { super::evaluate_queue(&p, &a).await }).await {
+                tracing::error!(error = %e, "compute matcher failed");
+            }
+        }
+    });
+    tokio::join!(watcher, matcher);
+}
+
+async fn every<F: std::future::Future<Output = ()>>(period: Duration, mut pass: impl FnMut() -> F) {
     let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let (p, f) = (pool.clone(), fleet.clone());
-        if let Some(Err(e)) = crate::contained::pass("compute watcher", async move { watch_once(&p, &f).await }).await {
-            tracing::error!(error = %e, "compute watcher failed");
-        }
-        let (p, a) = (pool.clone(), admissions.clone());
-        if let Some(Err(e)) = crate::contained::pass("compute matcher", async move { super::evaluate_queue(&p, &a).await }).await {
-            tracing::error!(error = %e, "compute matcher failed");
-        }
+        pass().await;
     }
 }

@@ -21,6 +21,7 @@ mod compute_docker;
 mod compute_leftovers;
 mod compute_rules;
 mod compute_sim;
+mod compute_wedged_engine;
 mod dispatcher_shutdown;
 mod dataset_mounts;
 mod dataset_version_ids;
