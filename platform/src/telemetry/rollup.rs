@@ -8,6 +8,7 @@
 
 use crate::{db::Pool, PlatformError};
 use gantry_core::telemetry::{Retention, HOUR_MS, MINUTE_MS};
+use sqlx::SqliteConnection;
 
 /// Minutes whose end is at least this long ago are rolled up: later
 /// samples of a closed minute (a slow batch) still make it in.
@@ -34,30 +35,52 @@ const HOURS_FROM_MINUTES: &str = "INSERT OR REPLACE INTO gpu_rollup_1h \
 /// minutes, and the hours those minutes touch (a partial hour is rewritten
 /// as it fills). Returns the minute rows written.
 pub async fn roll_up_range(pool: &Pool, from_ms: i64, to_ms: i64) -> Result<u64, PlatformError> {
-    let (from, to) = (floor(from_ms, MINUTE_MS), floor(to_ms, MINUTE_MS));
-    if to <= from {
-        return Ok(0);
-    }
-    let mut tx = pool.begin().await?;
-    let rows = sqlx::query(MINUTES_FROM_RAW).bind(from).bind(to).execute(&mut *tx).await?.rows_affected();
-    let hours_to = floor(to - 1, HOUR_MS) + HOUR_MS;
-    sqlx::query(HOURS_FROM_MINUTES).bind(floor(from, HOUR_MS)).bind(hours_to).execute(&mut *tx).await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
+    let rows = roll(&mut tx, from_ms, to_ms).await?;
     tx.commit().await?;
     Ok(rows)
 }
 
+async fn roll(conn: &mut SqliteConnection, from_ms: i64, to_ms: i64) -> Result<u64, PlatformError> {
+    let (from, to) = (floor(from_ms, MINUTE_MS), floor(to_ms, MINUTE_MS));
+    if to <= from {
+        return Ok(0);
+    }
+    let rows = sqlx::query(MINUTES_FROM_RAW).bind(from).bind(to).execute(&mut *conn).await?.rows_affected();
+    let hours_to = floor(to - 1, HOUR_MS) + HOUR_MS;
+    sqlx::query(HOURS_FROM_MINUTES).bind(floor(from, HOUR_MS)).bind(hours_to).execute(&mut *conn).await?;
+    Ok(rows)
+}
+
 /// Rolls up every minute closed since the last call (at most `raw_keep_ms`
-/// back on the first call) and records how far it got.
+/// back on the first call) and records how far it got, in one IMMEDIATE
+/// transaction: a batch of samples committed beside it is either read here
+/// or sees the new mark and rolls itself in ([`roll_in_late`]).
 pub async fn roll_up(pool: &Pool, now_ms: i64, raw_keep_ms: i64) -> Result<u64, PlatformError> {
-    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(pool).await?;
+    let mut tx = crate::db::begin_immediate(pool).await?;
+    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
     let from = if rolled == 0 { floor(now_ms - raw_keep_ms, MINUTE_MS) } else { rolled };
     let to = floor(now_ms - ROLLUP_LAG_MS, MINUTE_MS);
     if to <= from {
         return Ok(0);
     }
-    let rows = roll_up_range(pool, from, to).await?;
-    sqlx::query("UPDATE telemetry_state SET rolled_to_ms = ? WHERE id = 1").bind(to).execute(pool).await?;
+    let rows = roll(&mut tx, from, to).await?;
+    sqlx::query("UPDATE telemetry_state SET rolled_to_ms = ? WHERE id = 1").bind(to).execute(&mut *tx).await?;
+    tx.commit().await?;
     Ok(rows)
+}
+
+/// Samples written in `tx` as old as `oldest_ms`, into minutes already
+/// rolled up (a batch committed more than [`ROLLUP_LAG_MS`] late, e.g.
+/// behind a slow disk): those minutes and their hours are rolled again, so
+/// the charts and GPU-hours count them and pruning (which keeps only what
+/// is not yet rolled) cannot drop them unrolled.
+pub(super) async fn roll_in_late(tx: &mut SqliteConnection, oldest_ms: i64) -> Result<u64, PlatformError> {
+    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
+    if oldest_ms >= rolled {
+        return Ok(0);
+    }
+    roll(tx, oldest_ms, rolled).await
 }
 
 /// What a prune removed.

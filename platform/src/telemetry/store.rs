@@ -56,6 +56,8 @@ pub async fn insert_samples(pool: &Pool, samples: &[GpuSample]) -> Result<(), Pl
             q.build().persistent(true).execute(&mut *tx).await?;
         }
     }
+    let oldest = samples.iter().map(|s| s.at_ms).min().unwrap_or(i64::MAX);
+    super::rollup::roll_in_late(&mut tx, oldest).await?;
     tx.commit().await?;
     Ok(())
 }

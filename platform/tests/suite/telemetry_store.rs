@@ -218,6 +218,31 @@ gantry_testkit::timed_test! {
 }
 
 gantry_testkit::timed_test! {
+    async fn a_batch_committed_after_its_minutes_were_rolled_up_is_rolled_in() {
+        let f = telemetry_common::fixture(1).await;
+        let gpu = f.gpu_ids[0];
+        telemetry::insert_samples(&f.pool, &series(&f.gpu_ids, 1, 2)[..60]).await.unwrap();
+        assert_eq!(rollup::roll_up(&f.pool, T0 + 5 * MINUTE_MS + 40_000, HOUR_MS).await.unwrap(), 5);
+        let counted = |sql: String| {
+            let pool = f.pool.clone();
+            async move { sqlx::query_scalar::<_, i64>(&sql).fetch_one(&pool).await.unwrap() }
+        };
+        let minute = format!("SELECT SUM(samples) FROM gpu_rollup_1m WHERE gpu_id = {gpu} AND bucket_ms = {}", T0 + MINUTE_MS);
+        let hour = format!("SELECT SUM(samples) FROM gpu_rollup_1h WHERE gpu_id = {gpu}");
+        let (before_minute, before_hour) = (counted(minute.clone()).await, counted(hour.clone()).await);
+
+        // A reading of minute 1 whose batch was committed only now, after
+        // that minute was rolled up (between two of the series' samples).
+        telemetry::insert_samples(&f.pool, &[sample(gpu, T0 + MINUTE_MS + 5_000, Some(1), 99.0)]).await.unwrap();
+        assert_eq!(counted(minute).await, before_minute + 1, "the late sample is missing from its minute");
+        assert_eq!(counted(hour).await, before_hour + 1, "the late sample is missing from its hour");
+        // Pruning keeps nothing unrolled, and the next roll-up goes on as before.
+        assert_eq!(rollup::roll_up(&f.pool, T0 + 11 * MINUTE_MS, HOUR_MS).await.unwrap(), 5);
+        assert_eq!(f.count("SELECT COUNT(*) FROM gpu_rollup_1m").await, 10);
+    }
+}
+
+gantry_testkit::timed_test! {
     async fn settled_samples_move_once_read_the_same_and_late_samples_replace_instead_of_doubling() {
         let f = telemetry_common::fixture(2).await;
         let mut samples = series(&f.gpu_ids, 1, 2);
