@@ -44,6 +44,10 @@ impl From<PlatformError> for StepError {
     fn from(e: PlatformError) -> Self {
         match e {
             PlatformError::LeaseLost(m) => StepError::LeaseLost(m),
+            // A busy or stalled database passes: the steps are idempotent,
+            // so the task is retried. Failing it instead could leave half
+            // a reclaim — container removed, snapshot marked failed.
+            PlatformError::Database(e) => StepError::Retry(format!("the database could not be written: {e}")),
             other => StepError::Fail(other.to_string()),
         }
     }
@@ -183,4 +187,17 @@ async fn started_job_container(exec: &Executor, known: Option<&str>) -> Result<O
         ContainerStatus::Running | ContainerStatus::Exited { .. } => Some(id.to_string()),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_error_retries_the_task_and_a_refusal_fails_it() {
+        let busy = PlatformError::Database(sqlx::Error::PoolTimedOut);
+        assert!(matches!(StepError::from(busy), StepError::Retry(m) if m.contains("pool timed out")));
+        assert!(matches!(StepError::from(PlatformError::Conflict("no".into())), StepError::Fail(m) if m == "no"));
+        assert!(matches!(StepError::from(PlatformError::LeaseLost("gone".into())), StepError::LeaseLost(_)));
+    }
 }
