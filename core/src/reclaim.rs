@@ -184,6 +184,23 @@ pub fn extend(settings: &ReclaimSettings, standing: &Standing, now: i64) -> Resu
     Ok(deadline.max(now) + settings.extension_secs)
 }
 
+/// The shortest wait before a failed reclaim is tried again, whatever the
+/// grace period (which may be 0): a reclaim that keeps failing (a full
+/// disk) must not be retried, with a failed snapshot each time, at every pass.
+pub const RETRY_MIN_SECS: i64 = 5 * 60;
+/// The longest wait between two tries.
+pub const RETRY_MAX_SECS: i64 = 24 * 3600;
+
+/// How long after its `failures`-th failed reclaim since the warning (1 for
+/// the first) a machine is tried again: the grace period (at least
+/// [`RETRY_MIN_SECS`]), doubled for each further failure, at most
+/// [`RETRY_MAX_SECS`]. The owner gets that time as a new deadline.
+pub fn retry_delay(settings: &ReclaimSettings, failures: u32) -> i64 {
+    let base = settings.grace_secs.max(RETRY_MIN_SECS);
+    let doublings = failures.saturating_sub(1).min(20);
+    base.saturating_mul(1_i64 << doublings).min(RETRY_MAX_SECS)
+}
+
 /// "1 h 05 min" / "4 min 10 s" / "12 s", for warnings and banners.
 pub fn format_left(secs: i64) -> String {
     let secs = secs.max(0);

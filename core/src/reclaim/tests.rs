@@ -117,3 +117,18 @@ fn every_gpu_must_show_idleness_on_its_own() {
     // No GPUs at all: nothing to decide.
     assert_eq!(decide_gpus(&[], &s, &standing, now), Decision::Ok);
 }
+
+#[test]
+fn a_failed_reclaim_waits_the_grace_period_doubling_per_failure() {
+    let s = settings(); // grace 600 s
+    assert_eq!(retry_delay(&s, 1), 600);
+    assert_eq!(retry_delay(&s, 2), 1200);
+    assert_eq!(retry_delay(&s, 3), 2400);
+    assert_eq!(retry_delay(&s, 0), 600, "0 is read as the first");
+    assert_eq!(retry_delay(&s, 40), RETRY_MAX_SECS, "capped");
+    // No grace period still waits: a failing reclaim is not retried at every pass.
+    let none = ReclaimSettings { grace_secs: 0, ..settings() };
+    assert_eq!(retry_delay(&none, 1), RETRY_MIN_SECS);
+    let long = ReclaimSettings { grace_secs: 7 * 86_400, ..settings() };
+    assert_eq!(retry_delay(&long, 1), RETRY_MAX_SECS);
+}

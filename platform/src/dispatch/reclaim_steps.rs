@@ -5,7 +5,7 @@
 
 use super::{context::{self, MachineContext}, steps::{observe, remove_machine_containers, Done, StepError}, ClaimedTask, Dispatcher};
 use crate::{
-    executor::{ExecError, Executor},
+    executor::{ContainerStatus, ExecError, Executor},
     transitions::{rebalance, reclaim, snapshot, task::progress},
     PlatformError,
 };
@@ -34,12 +34,22 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: 
         TaskKind::Reclaim => {
             let snapshot_id = snapshot_id.ok_or_else(|| StepError::Fail("the task names no snapshot".into()))?;
             let reference = snapshot::image_ref(&ctx.spec.instance, snapshot_id);
+            // The warning may have been withdrawn, extended or exempted
+            // since the reclaim was queued: it stops while the machine is
+            // still whole (its container there), and not once it is gone.
+            let whole = match &ctx.container_id {
+                Some(id) => exec.inspect_container(id).await?.status != ContainerStatus::Missing,
+                None => false,
+            };
+            if whole && called_off(d, task, exec, &reference).await? {
+                return Ok(Done::Recorded);
+            }
             // A resumed task may find the container gone and the image made:
             // removing the container does not forget its id (only the
             // final commit does), so a missing container is looked past
             // to the image, which is what the reclaim needs.
             let committed = match &ctx.container_id {
-                Some(id) => {
+                Some(id) if whole => {
                     step(20, "snapshotting the idle machine").await?;
                     match exec.commit_container(id, &reference).await {
                         Ok(image) => Some(image),
@@ -47,8 +57,13 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: 
                         Err(e) => return Err(e.into()),
                     }
                 }
-                None => None,
+                _ => None,
             };
+            // Asked again: committing takes a while, and a busy GPU or an
+            // exemption in the meantime still saves the machine.
+            if committed.is_some() && called_off(d, task, exec, &reference).await? {
+                return Ok(Done::Recorded);
+            }
             let image = match committed {
                 Some(image) => image,
                 None => exec.image_info(&reference).await?.ok_or_else(|| StepError::Fail("the machine has no container to snapshot".into()))?,
@@ -92,4 +107,19 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: 
         }
         other => Err(StepError::Fail(format!("{other} is not a snapshot, reclaim or rebalance task"))),
     }
+}
+
+/// Ends the reclaim if it is no longer wanted (see
+/// [`reclaim::call_off_if_withdrawn`]); the image this or an earlier
+/// attempt committed is then nobody's and goes (best effort: a leftover
+/// tag only takes disk).
+async fn called_off(d: &Dispatcher, task: &ClaimedTask, exec: &Executor, reference: &str) -> Result<bool, StepError> {
+    if !reclaim::call_off_if_withdrawn(&d.pool, &task.lease, task.machine_id).await? {
+        return Ok(false);
+    }
+    match exec.remove_image(reference).await {
+        Ok(()) | Err(ExecError::NotFound(_)) => {}
+        Err(e) => tracing::warn!(task = task.id, error = %e, image = %reference, "image of a called-off reclaim not removed"),
+    }
+    Ok(true)
 }

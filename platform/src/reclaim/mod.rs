@@ -36,6 +36,11 @@ pub struct MachineEvent {
     pub detail: String,
 }
 
+/// A machine its group's banner shows (`m` is the machine): warned while
+/// it can still be reclaimed (running or stopped; a warning left on a
+/// machine that failed or went away is not one), or reclaimed.
+pub const NOTICE_SQL: &str = "(m.reclaim_deadline IS NOT NULL AND m.state IN ('running', 'stopped')) OR m.state = 'reclaimed'";
+
 /// Warned and reclaimed machines the viewer may see (the banner).
 pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
@@ -43,7 +48,7 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
     // console lists everything.
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "SELECT m.id, m.name, m.owner_id, m.state, m.reclaim_deadline, m.reclaim_extensions, m.reclaim_exempt, m.rebalance_opt_out, m.restore_snapshot_id
-         FROM machines m WHERE ({cond}) AND m.group_id = ? AND (m.reclaim_deadline IS NOT NULL OR m.state = 'reclaimed') ORDER BY m.id"
+         FROM machines m WHERE ({cond}) AND m.group_id = ? AND ({NOTICE_SQL}) ORDER BY m.id"
     ))
     .bind(bind)
     .bind(viewer.group_id)

@@ -95,7 +95,27 @@ pub async fn set_group_exempt(pool: &Pool, who: &User, group_id: i64, exempt: bo
         .await?
         .ok_or_else(|| PlatformError::NotFound("group".into()))?;
     sqlx::query("UPDATE groups SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(group_id).execute(&mut *tx).await?;
-    audit::record(&mut *tx, Some(who.id), "reclaim.exempt", &format!("group {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" })).await?;
+    let mut detail = format!("group {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" });
+    if exempt {
+        // Reclaims queued but not started are cancelled now; the next pass
+        // withdraws the warnings (and a runner already under way stops).
+        let warned: Vec<i64> = sqlx::query_scalar(
+            "SELECT DISTINCT t.machine_id FROM tasks t JOIN machines m ON m.id = t.machine_id
+             WHERE m.group_id = ? AND t.kind = 'reclaim' AND t.state IN ('pending', 'scheduled')",
+        )
+        .bind(group_id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let reason = format!("group {name} was exempted from idle reclaim by {}", who.username);
+        let mut cancelled = 0;
+        for id in warned {
+            cancelled += transitions::reclaim::exempted(&mut tx, id, &reason).await?.is_some() as usize;
+        }
+        if cancelled > 0 {
+            detail.push_str(&format!("; {cancelled} queued reclaim(s) cancelled"));
+        }
+    }
+    audit::record(&mut *tx, Some(who.id), "reclaim.exempt", &detail).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -109,7 +129,16 @@ pub async fn set_machine_exempt(pool: &Pool, who: &User, machine_id: i64, exempt
         .await?
         .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     sqlx::query("UPDATE machines SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(machine_id).execute(&mut *tx).await?;
-    audit::record(&mut *tx, Some(who.id), "reclaim.exempt", &format!("machine {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" })).await?;
+    let mut detail = format!("machine {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" });
+    // A reclaim queued but not started is cancelled now (one under way is
+    // stopped by its runner, which sees the exemption); the next pass
+    // withdraws the warning.
+    if exempt {
+        if let Some(task_id) = transitions::reclaim::exempted(&mut tx, machine_id, &format!("exempted from idle reclaim by {}", who.username)).await? {
+            detail.push_str(&format!("; its queued reclaim (task #{task_id}) was cancelled"));
+        }
+    }
+    audit::record(&mut *tx, Some(who.id), "reclaim.exempt", &detail).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -50,16 +50,25 @@ pub async fn move_to(
 }
 
 /// The compare-and-set itself: only if nobody wrote the row since `rev`.
+/// A machine that fails, is being deleted or is closed (deleted, lost,
+/// reclaimed) loses its idle warning here, in every path that gets it
+/// there: otherwise its group's banner would count it down for ever.
 async fn write_state(conn: &mut SqliteConnection, id: i64, rev: i64, to: MachineState, exit_code: Option<i64>, message: &str) -> Result<(), PlatformError> {
-    let done = sqlx::query("UPDATE machines SET state = ?, exit_code = ?, message = ?, updated_at = ?, rev = rev + 1 WHERE id = ? AND rev = ?")
-        .bind(to.as_str())
-        .bind(exit_code)
-        .bind(message)
-        .bind(now())
-        .bind(id)
-        .bind(rev)
-        .execute(&mut *conn)
-        .await?;
+    let keeps_warning = matches!(to, MachineState::Running | MachineState::Stopped | MachineState::Restarting | MachineState::Reinstalling | MachineState::Creating);
+    let done = sqlx::query(
+        "UPDATE machines SET state = ?1, exit_code = ?2, message = ?3, updated_at = ?4, rev = rev + 1,
+                reclaim_deadline = CASE WHEN ?7 THEN reclaim_deadline END, reclaim_extensions = CASE WHEN ?7 THEN reclaim_extensions ELSE 0 END
+         WHERE id = ?5 AND rev = ?6",
+    )
+    .bind(to.as_str())
+    .bind(exit_code)
+    .bind(message)
+    .bind(now())
+    .bind(id)
+    .bind(rev)
+    .bind(keeps_warning)
+    .execute(&mut *conn)
+    .await?;
     if done.rows_affected() != 1 {
         return Err(PlatformError::Conflict(format!("machine #{id} changed while it was being updated")));
     }

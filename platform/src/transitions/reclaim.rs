@@ -2,6 +2,13 @@
 //! end (snapshot ready, GPUs refunded, state `reclaimed`, one commit) and
 //! restore (GPUs allocated by the scheduling core on the machine's node,
 //! quota deducted, state `creating` from its snapshot, one commit).
+//! Calling off a queued reclaim and backing off after a failed one are in
+//! [`withdraw`].
+
+mod withdraw;
+
+pub use withdraw::call_off_if_withdrawn;
+pub(crate) use withdraw::{exempted, withdraw};
 
 use super::{begin, lease::fenced, machine, snapshot, task, Lease};
 use crate::{accounts::User, audit, cluster, db::Pool, machines::visibility, now, PlatformError};
@@ -32,34 +39,42 @@ pub async fn warn(pool: &Pool, machine_id: i64, until: i64, detail: &str) -> Res
     Ok(true)
 }
 
-/// Withdraws a warning (the GPUs are busy again, or it became exempt).
+/// Withdraws a warning (the GPUs are busy again, or it became exempt),
+/// and cancels the reclaim it queued if no runner has started it yet.
 pub async fn clear(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool, PlatformError> {
     let mut tx = begin(pool).await?;
-    let done = sqlx::query("UPDATE machines SET reclaim_deadline = NULL, reclaim_extensions = 0, rev = rev + 1 WHERE id = ? AND reclaim_deadline IS NOT NULL")
-        .bind(machine_id)
-        .execute(&mut *tx)
-        .await?;
-    if done.rows_affected() == 0 {
+    if !withdraw(&mut tx, machine_id, reason).await? {
         return Ok(false);
     }
-    snapshot::event(&mut tx, machine_id, "reclaim_cleared", reason).await?;
     tx.commit().await?;
     Ok(true)
 }
 
-/// The owner (or an admin) pushes the deadline back, within the limit.
+/// The owner (or an admin) pushes the deadline back, within the limit, on
+/// a running or stopped machine. A reclaim already queued for the passed
+/// deadline is cancelled in the same commit; one a runner has begun is
+/// not stopped: the extension is refused, saying so.
 pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_core::reclaim::ReclaimSettings) -> Result<i64, PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, i64, Option<i64>, i64)> =
-        sqlx::query_as(&format!("SELECT name, owner_id, reclaim_deadline, reclaim_extensions FROM machines WHERE id = ? AND ({cond})"))
+    let row: Option<(String, i64, Option<i64>, i64, String)> =
+        sqlx::query_as(&format!("SELECT name, owner_id, reclaim_deadline, reclaim_extensions, state FROM machines WHERE id = ? AND ({cond})"))
             .bind(machine_id)
             .bind(bind)
             .fetch_optional(&mut *tx)
             .await?;
-    let (name, owner, deadline, used) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let (name, owner, deadline, used, state) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can extend it".into()));
+    }
+    if state != "running" && state != "stopped" {
+        return Err(PlatformError::Conflict(format!("machine {name} is {state}: it has no reclaim warning to extend")));
+    }
+    if let Some(task_id) = withdraw::begun(&mut tx, machine_id).await? {
+        return Err(PlatformError::Conflict(format!(
+            "machine {name} is being reclaimed now (task #{task_id}): it is being snapshotted and its GPUs returned; \
+             once that is done, restore it from its page"
+        )));
     }
     let standing = gantry_core::reclaim::Standing { deadline, extensions_used: used as u32, ..Default::default() };
     let until = gantry_core::reclaim::extend(settings, &standing, now()).map_err(PlatformError::Conflict)?;
@@ -68,13 +83,16 @@ pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_
         .bind(machine_id)
         .execute(&mut *tx)
         .await?;
-    let detail = format!(
+    let mut detail = format!(
         "{} extended the reclaim deadline to {} UTC (extension {} of {})",
         who.username,
         gantry_core::time::format_utc(until),
         used + 1,
         settings.extensions_allowed
     );
+    if let Some(task_id) = withdraw::extended(&mut tx, machine_id, &who.username).await? {
+        detail.push_str(&format!("; the queued reclaim (task #{task_id}) was cancelled"));
+    }
     snapshot::event(&mut tx, machine_id, "extended", &detail).await?;
     audit::record(&mut *tx, Some(who.id), "reclaim.extend", &format!("machine {name}: {detail}")).await?;
     tx.commit().await?;
@@ -84,22 +102,33 @@ pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_
 /// Queues the reclaim of a warned machine whose deadline passed at `now`
 /// (the pass's clock): a `creating` snapshot and a `reclaim` task for the
 /// dispatcher. The pass decided on what it read before; an extension, a
-/// withdrawn warning or an exemption committed since wins (`None`).
+/// withdrawn warning or an exemption committed since wins (`None`). So
+/// does a reclaim that failed since the warning: the deadline is pushed
+/// back instead (see [`withdraw`]), so a failing reclaim is not retried
+/// at every pass.
 pub async fn queue(pool: &Pool, machine_id: i64, now: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+    // Read before the transaction: it holds the only writer connection.
+    let settings = crate::reclaim::load_settings(pool).await?.reclaim;
     let mut tx = begin(pool).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
     if accepts(&cur.name, cur.state, TaskKind::Reclaim).is_err() || busy(&mut tx, machine_id).await? || !still_due(&mut tx, machine_id, now).await? {
         return Ok(None);
     }
+    if withdraw::back_off(&mut tx, machine_id, now, &settings).await?.is_some() {
+        tx.commit().await?;
+        return Ok(None);
+    }
     let stamp = gantry_core::time::format_utc(crate::now());
     let (snapshot_id, _) = snapshot::insert(&mut tx, &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: "reclaim" }).await?;
-    let owner: i64 = sqlx::query_scalar("SELECT owner_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    let (owner, deadline, extensions): (i64, Option<i64>, i64) =
+        sqlx::query_as("SELECT owner_id, reclaim_deadline, reclaim_extensions FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
     let task_id = task::insert_pending(
         &mut tx,
         &task::NewTask { kind: TaskKind::Reclaim, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: owner, group_id: cur.group_id, keep_volume: true, message: "accepted" },
     )
     .await?;
-    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "snapshot_id": snapshot_id })).await?;
+    // The warning it was queued for: its runner stops if that changed.
+    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "snapshot_id": snapshot_id, "deadline": deadline, "extensions": extensions })).await?;
     task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, why).await?;
     audit::record(&mut *tx, None, "machine.reclaim", &format!("machine {}: {why}", cur.name)).await?;
     tx.commit().await?;

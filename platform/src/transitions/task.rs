@@ -109,6 +109,14 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     if parsed == Some(TaskKind::Delete) {
         refuse_begun_delete(&mut tx, task_id, machine_id, &machine_name, attempts).await?;
     }
+    // A reclaim back in the queue after an attempt may have removed the
+    // container already: cancelling would leave a machine without one.
+    if parsed == Some(TaskKind::Reclaim) && attempts > 0 {
+        return Err(PlatformError::Conflict(format!(
+            "task #{task_id} cannot be cancelled: the reclaim of machine {machine_name} has already begun on its node and is waiting to retry; \
+             it finishes by itself (exempting the machine stops it before its container is removed, if it still can be)"
+        )));
+    }
     let container = match (parsed, machine_id) {
         (Some(TaskKind::Create | TaskKind::Restore), Some(machine_id)) => {
             sqlx::query_scalar::<_, Option<String>>("SELECT container_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(&mut *tx).await?.flatten()
@@ -143,7 +151,19 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
             let refunded = machine::release(&mut tx, machine_id, MachineState::Reclaimed, &format!("restore {by}")).await?;
             detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
         }
-        (Some(TaskKind::Snapshot | TaskKind::Reclaim), _) => super::snapshot::task_ended(&mut tx, task_id, &by).await?,
+        (Some(TaskKind::Snapshot), _) => super::snapshot::task_ended(&mut tx, task_id, &by).await?,
+        // The warning goes too: left with its deadline passed, the next
+        // pass would queue the reclaim again within a minute. If the
+        // machine stays idle it is warned again, with a full grace period.
+        (Some(TaskKind::Reclaim), machine_id) => {
+            super::snapshot::task_ended(&mut tx, task_id, &by).await?;
+            if let Some(machine_id) = machine_id {
+                let reason = format!("its reclaim (task #{task_id}) was {by}; if it stays idle it is warned again, with a full grace period");
+                if super::reclaim::withdraw(&mut tx, machine_id, &reason).await? {
+                    detail.push_str("; the machine's idle warning was withdrawn");
+                }
+            }
+        }
         _ => {}
     }
     audit::record(&mut *tx, Some(who.id), "task.cancel", &detail).await?;

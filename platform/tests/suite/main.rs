@@ -51,6 +51,7 @@ mod reclaim_docker;
 mod reclaim_edges;
 mod reclaim_migrate;
 mod reclaim_sim;
+mod reclaim_withdrawn;
 mod snapshots_docker;
 mod stale_requests;
 mod system_tasks;

@@ -56,8 +56,12 @@ gantry_testkit::timed_test! {
         assert_eq!(env.text("SELECT state FROM snapshots WHERE origin = 'reclaim'").await, "failed");
         env.assert_quota_consistent().await;
 
-        // The next pass tries again and succeeds.
-        assert_eq!(reclaim::pass(&env.pool, t0 + 140).await.unwrap().reclaims_queued, vec![a]);
+        // The next pass does not try again at once: it pushes the deadline
+        // back; at that deadline, still idle, it tries again and succeeds.
+        assert!(reclaim::pass(&env.pool, t0 + 140).await.unwrap().reclaims_queued.is_empty());
+        let retry_at = t0 + 140 + gantry_core::reclaim::RETRY_MIN_SECS;
+        steady(&env.pool, ga, env.node_id, Some(a), t0 + 150, retry_at, 0.0, 40.0).await;
+        assert_eq!(reclaim::pass(&env.pool, retry_at).await.unwrap().reclaims_queued, vec![a]);
         env.drive().await;
         assert_eq!(machine_state(&env.pool, a).await.0, "reclaimed");
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 1);
