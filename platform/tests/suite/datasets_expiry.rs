@@ -13,10 +13,10 @@ use crate::datasets_support;
 
 use datasets_support::*;
 use gantry_platform::{
-    datasets::{self, quotas, store, BeginUpload, Swept},
+    datasets::{self, quotas, BeginUpload, Swept},
     now,
 };
-use tokio::sync::oneshot;
+use std::sync::Arc;
 
 /// Begins a resumable upload of `data.len()` bytes into `version` and
 /// sends its first `sent` bytes before the connection breaks.
@@ -113,52 +113,18 @@ gantry_testkit::timed_test! {
     }
 }
 
-/// A directory store whose next `temp_len` says it began and waits for the go.
-struct Gated {
-    inner: store::DirStore,
-    root: std::path::PathBuf,
-    gate: std::sync::Mutex<Option<(oneshot::Sender<()>, oneshot::Receiver<()>)>>,
-}
-
-#[async_trait::async_trait]
-impl store::Store for Gated {
-    fn describe(&self) -> String {
-        "gated test store".into()
-    }
-    fn local_dir(&self) -> Option<&std::path::Path> {
-        Some(&self.root)
-    }
-    async fn put_temp(&self, temp: &str, offset: u64) -> std::io::Result<Box<dyn store::TempWriter>> {
-        self.inner.put_temp(temp, offset).await
-    }
-    async fn temp_len(&self, temp: &str) -> std::io::Result<Option<u64>> {
-        let gate = self.gate.lock().unwrap().take();
-        if let Some((entered, go)) = gate {
-            let _ = entered.send(());
-            let _ = go.await;
-        }
-        self.inner.temp_len(temp).await
-    }
-    async fn rename_into_place(&self, temp: &str, key: &str) -> std::io::Result<()> {
-        self.inner.rename_into_place(temp, key).await
-    }
-    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> std::io::Result<store::ByteStream> {
-        self.inner.get(key, range).await
-    }
-    async fn list(&self, prefix: &str) -> std::io::Result<Vec<(String, u64)>> {
-        self.inner.list(prefix).await
-    }
-    async fn delete(&self, key: &str) -> std::io::Result<()> {
-        self.inner.delete(key).await
-    }
+/// The env on a region store whose `temp_len` (the sweep looking at the
+/// region's copy) a test can gate ("gated test store").
+async fn with_gated_region(root: &std::path::Path) -> (Arc<Hooked>, Arc<Env>) {
+    let region = Arc::new(Hooked::new("gated test store", root));
+    (region.clone(), Arc::new(env_with(None, Some(region)).await))
 }
 
 gantry_testkit::timed_test! {
     async fn a_client_coming_back_while_the_sweep_ends_its_upload_is_refused_and_the_listed_file_stays() {
         let scratch = tempfile::tempdir().unwrap();
         let root = scratch.path().to_path_buf();
-        let region = std::sync::Arc::new(Gated { inner: store::DirStore::new(&root), root: root.clone(), gate: std::sync::Mutex::new(None) });
-        let env = std::sync::Arc::new(env_with(None, Some(region.clone())).await);
+        let (region, env) = with_gated_region(&root).await;
         let old = b"the listed file".to_vec();
         assert!(matches!(env.put("a.txt", &old).await.unwrap(), datasets::UploadState::Done(_)));
         // A resumable replace of it, cut, then left for hours.
@@ -173,9 +139,7 @@ gantry_testkit::timed_test! {
         sqlx::query("UPDATE dataset_uploads SET touched_at = 0").execute(&env.pool).await.unwrap();
 
         // The sweep is ending it (looking at the region's copy) when the client comes back.
-        let (entered, at_region) = oneshot::channel();
-        let (go, wait_go) = oneshot::channel();
-        *region.gate.lock().unwrap() = Some((entered, wait_go));
+        let Gate { entered: at_region, go, .. } = region.on_temp_len.gate_once();
         let sweep = tokio::spawn({
             let env = env.clone();
             async move { datasets::sweep(&env.pool, &env.stores, now() + 2 * 3600).await }
@@ -200,8 +164,7 @@ gantry_testkit::timed_test! {
     async fn a_client_asking_for_its_upload_while_the_sweep_holds_it_keeps_it() {
         let scratch = tempfile::tempdir().unwrap();
         let root = scratch.path().to_path_buf();
-        let region = std::sync::Arc::new(Gated { inner: store::DirStore::new(&root), root: root.clone(), gate: std::sync::Mutex::new(None) });
-        let env = std::sync::Arc::new(env_with(None, Some(region.clone())).await);
+        let (region, env) = with_gated_region(&root).await;
         assert!(matches!(env.put("a.txt", b"the listed file").await.unwrap(), datasets::UploadState::Done(_)));
         let data = random_bytes(100_000);
         let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(100_000), resumable: true };
@@ -209,9 +172,7 @@ gantry_testkit::timed_test! {
         assert!(datasets::write_upload(&env.pool, &upload, 0, cut_body(&data, 40_000), None).await.is_err());
         sqlx::query("UPDATE dataset_uploads SET touched_at = 0").execute(&env.pool).await.unwrap();
 
-        let (entered, at_region) = oneshot::channel();
-        let (go, wait_go) = oneshot::channel();
-        *region.gate.lock().unwrap() = Some((entered, wait_go));
+        let Gate { entered: at_region, go, .. } = region.on_temp_len.gate_once();
         let sweep = tokio::spawn({
             let env = env.clone();
             // Now: the client's asking must count (left long ago: touched at 0).

@@ -6,76 +6,18 @@
 
 use crate::datasets_support;
 
-use async_trait::async_trait;
 use datasets_support::*;
 use gantry_platform::{
-    datasets::{
-        self,
-        store::{ByteStream, DirStore, Store, TempWriter},
-        Swept, UploadState,
-    },
+    datasets::{self, Swept, UploadState},
     now,
 };
-use std::{
-    io,
-    path::PathBuf,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc, Mutex,
-    },
-};
-use tokio::sync::oneshot;
+use std::sync::Arc;
 
-/// A directory store whose deletes fail while told to, or wait once: it
-/// says when the delete began, waits for the go, and says when it is done.
-struct Stuck {
-    inner: DirStore,
-    root: PathBuf,
-    fail_deletes: AtomicBool,
-    gate: Mutex<Option<(oneshot::Sender<()>, oneshot::Receiver<()>, oneshot::Sender<()>)>>,
-}
-
-#[async_trait]
-impl Store for Stuck {
-    fn describe(&self) -> String {
-        "stuck test store".into()
-    }
-    fn local_dir(&self) -> Option<&std::path::Path> {
-        Some(&self.root)
-    }
-    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
-        self.inner.put_temp(temp, offset).await
-    }
-    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
-        self.inner.temp_len(temp).await
-    }
-    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
-        self.inner.rename_into_place(temp, key).await
-    }
-    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
-        self.inner.get(key, range).await
-    }
-    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
-        self.inner.list(prefix).await
-    }
-    async fn delete(&self, key: &str) -> io::Result<()> {
-        if self.fail_deletes.load(Ordering::SeqCst) {
-            return Err(io::Error::other("the store is unreachable"));
-        }
-        let gate = self.gate.lock().unwrap().take();
-        let Some((entered, go, done)) = gate else { return self.inner.delete(key).await };
-        let _ = entered.send(());
-        let _ = go.await;
-        let deleted = self.inner.delete(key).await;
-        let _ = done.send(());
-        deleted
-    }
-}
-
-async fn with_stuck_region() -> (tempfile::TempDir, Arc<Stuck>, Env) {
+/// The region's store is [`Hooked`] ("stuck test store"): a test makes its
+/// deletes fail for a while, or the next one wait at a gate.
+async fn with_stuck_region() -> (tempfile::TempDir, Arc<Hooked>, Env) {
     let scratch = tempfile::tempdir().unwrap();
-    let root = scratch.path().to_path_buf();
-    let region = Arc::new(Stuck { inner: DirStore::new(&root), root, fail_deletes: AtomicBool::new(false), gate: Mutex::new(None) });
+    let region = Arc::new(Hooked::new("stuck test store", scratch.path()));
     let env = env_with(None, Some(region.clone())).await;
     assert!(matches!(env.put("old.txt", b"a file of the deleted version").await.unwrap(), UploadState::Done(_)));
     (scratch, region, env)
@@ -100,7 +42,7 @@ fn refused_while_removing(e: datasets::DatasetError) {
 gantry_testkit::timed_test! {
     async fn a_version_whose_files_a_store_failed_to_remove_keeps_its_name_until_the_sweep_removes_them() {
         let (scratch, region, env) = with_stuck_region().await;
-        region.fail_deletes.store(true, Ordering::SeqCst);
+        region.on_delete.fail("the store is unreachable");
         let err = datasets::delete_version(&env.pool, &env.stores, &env.alice, "coco", "v1").await.unwrap_err();
         assert_eq!(err.status(), 502, "{err}");
         assert!(err.to_string().contains("removing its files failed in the region's store; the server tries again later"), "{err}");
@@ -113,7 +55,7 @@ gantry_testkit::timed_test! {
         assert_eq!(datasets::sweep(&env.pool, &env.stores, now()).await.unwrap(), Swept::default());
         refused_while_removing(datasets::create_version(&env.pool, &env.alice, "coco", "v1").await.unwrap_err());
 
-        region.fail_deletes.store(false, Ordering::SeqCst);
+        region.on_delete.clear();
         assert_eq!(datasets::sweep(&env.pool, &env.stores, now()).await.unwrap(), Swept { expired: 0, purged: 1 });
         assert_eq!(files_under(scratch.path()), Vec::<String>::new());
         assert_eq!(env.count("SELECT COUNT(*) FROM dataset_purges").await, 0);
@@ -158,10 +100,7 @@ gantry_testkit::timed_test! {
     async fn a_client_hanging_up_does_not_stop_the_removal() {
         let (scratch, region, env) = with_stuck_region().await;
         let env = Arc::new(env);
-        let (entered, at_delete) = oneshot::channel();
-        let (go, wait_go) = oneshot::channel();
-        let (done, removed) = oneshot::channel();
-        *region.gate.lock().unwrap() = Some((entered, wait_go, done));
+        let Gate { entered: at_delete, go, done: removed } = region.on_delete.gate_once();
         let request = tokio::spawn({
             let env = env.clone();
             async move { datasets::delete_version(&env.pool, &env.stores, &env.alice, "coco", "v1").await }

@@ -4,52 +4,9 @@
 
 use crate::datasets_support;
 
-use async_trait::async_trait;
 use datasets_support::*;
-use gantry_platform::datasets::{
-    self,
-    store::{ByteStream, DirStore, Store, TempWriter},
-    BeginUpload, DatasetError, UploadState,
-};
-use std::{
-    io,
-    path::Path,
-    sync::{atomic::{AtomicBool, Ordering}, Arc},
-};
-
-/// A directory store whose renames into place fail once told to.
-struct Flaky {
-    inner: DirStore,
-    fail_rename: AtomicBool,
-}
-
-#[async_trait]
-impl Store for Flaky {
-    fn describe(&self) -> String {
-        "flaky test store".into()
-    }
-    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
-        self.inner.put_temp(temp, offset).await
-    }
-    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
-        self.inner.temp_len(temp).await
-    }
-    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
-        if self.fail_rename.load(Ordering::SeqCst) {
-            return Err(io::Error::other("rename refused"));
-        }
-        self.inner.rename_into_place(temp, key).await
-    }
-    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
-        self.inner.get(key, range).await
-    }
-    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
-        self.inner.list(prefix).await
-    }
-    async fn delete(&self, key: &str) -> io::Result<()> {
-        self.inner.delete(key).await
-    }
-}
+use gantry_platform::datasets::{self, BeginUpload, DatasetError, UploadState};
+use std::{path::Path, sync::Arc};
 
 async fn replace(env: &Env, name: &str, data: &[u8]) -> Result<UploadState, DatasetError> {
     let begin = BeginUpload { code: "coco", version: "v1", name, replace: true, total: Some(data.len() as u64), resumable: false };
@@ -71,11 +28,13 @@ async fn still_listed(env: &Env, region_root: &Path, data: &[u8]) {
 gantry_testkit::timed_test! {
     async fn a_replace_the_regions_store_fails_to_place_keeps_the_listed_file() {
         let scratch = tempfile::tempdir().unwrap();
-        let flaky = Arc::new(Flaky { inner: DirStore::new(scratch.path()), fail_rename: AtomicBool::new(false) });
+        // It tells no local directory, like an object store: the listed
+        // file is kept aside by a copy through the store, not a link.
+        let flaky = Arc::new(Hooked::new("flaky test store", scratch.path()).without_local_dir());
         let env = env_with(None, Some(flaky.clone())).await;
         assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
         // The central copy is already in place when the region's fails.
-        flaky.fail_rename.store(true, Ordering::SeqCst);
+        flaky.on_rename.fail("rename refused");
         let err = replace(&env, "a.txt", b"the new file, longer").await.unwrap_err();
         assert_eq!(err.status(), 502, "{err}");
         still_listed(&env, scratch.path(), b"the old file").await;

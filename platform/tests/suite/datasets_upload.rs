@@ -10,9 +10,10 @@ use crate::datasets_support;
 use async_trait::async_trait;
 use bytes::Bytes;
 use datasets_support::*;
+use futures_util::StreamExt;
 use gantry_platform::datasets::{
     self,
-    store::{ByteStream, DirStore, Store, TempWriter},
+    store::{ByteStream, TempWriter},
     BeginUpload, DatasetError, UploadState,
 };
 use std::{io, sync::Arc};
@@ -204,31 +205,28 @@ gantry_testkit::timed_test! {
     }
 }
 
-/// A directory store that fails: while writing after `fail_after` bytes, or when placing.
-struct Failing {
-    inner: DirStore,
-    fail_after: Option<u64>,
-    fail_rename: bool,
-    /// Reads hand back the stored bytes with one bit flipped: a copy that
-    /// rotted between the write and the read-back.
-    corrupt_reads: bool,
+/// A region store that fails ("failing test store"); a test makes it
+/// fail while writing or when placing, or hand back rotten reads. It
+/// tells no local directory, like an object store: every read-back and
+/// copy goes through its (hooked) calls.
+fn failing_store(root: &std::path::Path) -> Arc<Hooked> {
+    Arc::new(Hooked::new("failing test store", root).without_local_dir())
 }
 
+/// A writer that fails once more than `left` bytes would be written.
 struct FailingWriter {
     inner: Box<dyn TempWriter>,
-    left: Option<u64>,
+    left: u64,
 }
 
 #[async_trait]
 impl TempWriter for FailingWriter {
     async fn write(&mut self, chunks: Vec<Bytes>) -> io::Result<()> {
         let len: u64 = chunks.iter().map(|c| c.len() as u64).sum();
-        if let Some(left) = self.left.as_mut() {
-            if len > *left {
-                return Err(io::Error::other("disk on fire"));
-            }
-            *left -= len;
+        if len > self.left {
+            return Err(io::Error::other("disk on fire"));
         }
+        self.left -= len;
         self.inner.write(chunks).await
     }
     async fn finish(self: Box<Self>) -> io::Result<()> {
@@ -236,30 +234,12 @@ impl TempWriter for FailingWriter {
     }
 }
 
-#[async_trait]
-impl Store for Failing {
-    fn describe(&self) -> String {
-        "failing test store".into()
-    }
-    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
-        Ok(Box::new(FailingWriter { inner: self.inner.put_temp(temp, offset).await?, left: self.fail_after }))
-    }
-    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
-        self.inner.temp_len(temp).await
-    }
-    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
-        if self.fail_rename {
-            return Err(io::Error::other("rename refused"));
-        }
-        self.inner.rename_into_place(temp, key).await
-    }
-    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
-        let stream = self.inner.get(key, range).await?;
-        if !self.corrupt_reads {
-            return Ok(stream);
-        }
+/// Reads hand back the stored bytes with one bit flipped: a copy that
+/// rotted between the write and the read-back.
+fn rotting_reads<'a>(get: Call<'a, ByteStream>) -> Call<'a, ByteStream> {
+    Box::pin(async move {
         let mut first = true;
-        Ok(Box::pin(futures_util::StreamExt::map(stream, move |chunk| {
+        let stream = get.await?.map(move |chunk| {
             chunk.map(|c| {
                 let mut v = c.to_vec();
                 if std::mem::take(&mut first) && !v.is_empty() {
@@ -267,21 +247,24 @@ impl Store for Failing {
                 }
                 Bytes::from(v)
             })
-        })))
-    }
-    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
-        self.inner.list(prefix).await
-    }
-    async fn delete(&self, key: &str) -> io::Result<()> {
-        self.inner.delete(key).await
-    }
+        });
+        Ok(Box::pin(stream) as ByteStream)
+    })
 }
 
 gantry_testkit::timed_test! {
     async fn a_second_store_failing_removes_the_first_copy_and_says_why() {
         for (fail_after, fail_rename) in [(Some(2 * 1024 * 1024), false), (None, true)] {
             let scratch = tempfile::tempdir().unwrap();
-            let failing = Arc::new(Failing { inner: DirStore::new(scratch.path()), fail_after, fail_rename, corrupt_reads: false });
+            let failing = failing_store(scratch.path());
+            if let Some(left) = fail_after {
+                failing.on_put_temp.set(move |put| {
+                    Box::pin(async move { Ok(Box::new(FailingWriter { inner: put.await?, left }) as Box<dyn TempWriter>) })
+                });
+            }
+            if fail_rename {
+                failing.on_rename.fail("rename refused");
+            }
             let env = env_with(None, Some(failing)).await;
             let data = random_bytes(5 * 1024 * 1024);
             let err = env.put("a.bin", &data).await.unwrap_err();
@@ -301,7 +284,8 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn a_copy_that_reads_back_different_from_what_was_received_is_not_listed() {
         let scratch = tempfile::tempdir().unwrap();
-        let rotten = Arc::new(Failing { inner: DirStore::new(scratch.path()), fail_after: None, fail_rename: false, corrupt_reads: true });
+        let rotten = failing_store(scratch.path());
+        rotten.on_get.set(rotting_reads);
         let env = env_with(None, Some(rotten)).await;
         let err = env.put("a.bin", &random_bytes(3 * 1024 * 1024 + 17)).await.unwrap_err();
         assert_eq!(err.status(), 422, "{err}");

@@ -8,88 +8,33 @@
 
 use crate::datasets_support;
 
-use async_trait::async_trait;
 use datasets_support::*;
-use futures_util::future::BoxFuture;
-use gantry_platform::datasets::{
-    self,
-    store::{ByteStream, DirStore, Store, TempWriter},
-    BeginUpload, UploadState,
-};
-use std::{
-    io,
-    path::PathBuf,
-    sync::{Arc, Mutex},
-};
+use gantry_platform::datasets::{self, BeginUpload, UploadState};
+use std::sync::Arc;
 
-type Step = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>;
-
-/// A directory store that runs a step, once, on its next rename into place
-/// or its next listing.
-struct Racing {
-    inner: DirStore,
-    root: PathBuf,
-    on_rename: Mutex<Option<Step>>,
-    on_list: Mutex<Option<Step>>,
-}
-
-impl Racing {
-    fn new(root: PathBuf) -> Arc<Racing> {
-        Arc::new(Racing { inner: DirStore::new(&root), root, on_rename: Mutex::new(None), on_list: Mutex::new(None) })
-    }
-}
-
-#[async_trait]
-impl Store for Racing {
-    fn describe(&self) -> String {
-        "racing test store".into()
-    }
-    fn local_dir(&self) -> Option<&std::path::Path> {
-        Some(&self.root)
-    }
-    async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
-        self.inner.put_temp(temp, offset).await
-    }
-    async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
-        self.inner.temp_len(temp).await
-    }
-    async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
-        let step = self.on_rename.lock().unwrap().take();
-        if let Some(step) = step {
-            step().await;
-        }
-        self.inner.rename_into_place(temp, key).await
-    }
-    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
-        self.inner.get(key, range).await
-    }
-    async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
-        let step = self.on_list.lock().unwrap().take();
-        if let Some(step) = step {
-            step().await;
-        }
-        self.inner.list(prefix).await
-    }
-    async fn delete(&self, key: &str) -> io::Result<()> {
-        self.inner.delete(key).await
-    }
+/// The env on a region store ("racing test store") whose next rename into
+/// place or next listing a test makes run its step first.
+async fn with_racing_region() -> (tempfile::TempDir, Arc<Hooked>, Arc<Env>) {
+    let scratch = tempfile::tempdir().unwrap();
+    let region = Arc::new(Hooked::new("racing test store", scratch.path()));
+    let env = Arc::new(env_with(None, Some(region.clone())).await);
+    (scratch, region, env)
 }
 
 gantry_testkit::timed_test! {
     async fn a_version_deleted_while_a_replace_moves_into_place_keeps_nothing_of_either_file() {
-        let scratch = tempfile::tempdir().unwrap();
-        let region = Racing::new(scratch.path().to_path_buf());
-        let env = Arc::new(env_with(None, Some(region.clone())).await);
+        let (scratch, region, env) = with_racing_region().await;
         assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
 
         // The version is deleted (the real call, by its owner) just as the
         // region's copy of the replacement moves into place.
         let deleting = env.clone();
-        *region.on_rename.lock().unwrap() = Some(Box::new(move || {
+        region.on_rename.once(move |rename| {
             Box::pin(async move {
                 datasets::delete_version(&deleting.pool, &deleting.stores, &deleting.alice, "coco", "v1").await.unwrap();
+                rename.await
             })
-        }));
+        });
         let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: false };
         let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
         let refused = datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.unwrap_err();
@@ -105,23 +50,22 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_start_up_clean_keeps_an_upload_another_server_begins_meanwhile() {
-        let scratch = tempfile::tempdir().unwrap();
-        let region = Racing::new(scratch.path().to_path_buf());
-        let env = Arc::new(env_with(None, Some(region.clone())).await);
+        let (_scratch, region, env) = with_racing_region().await;
 
         // While the starting server lists the region's temporary objects,
         // another server begins a resumable upload and receives its first half.
         let data = random_bytes(256 * 1024);
         let other = env.clone();
         let first_half = data[..128 * 1024].to_vec();
-        *region.on_list.lock().unwrap() = Some(Box::new(move || {
+        region.on_list.once(move |list| {
             Box::pin(async move {
                 let begin = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(256 * 1024), resumable: true };
                 let upload = datasets::begin_upload(&other.pool, &other.stores, &other.alice, &begin).await.unwrap();
                 let state = datasets::write_upload(&other.pool, &upload, 0, body(first_half, 64 * 1024), None).await.unwrap();
                 assert!(matches!(state, UploadState::Partial { offset: 131072, .. }), "{state:?}");
+                list.await
             })
-        }));
+        });
         datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
 
         // The upload goes on from where it stopped and ends whole.
@@ -137,20 +81,11 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_client_hanging_up_while_a_replace_moves_into_place_leaves_both_stores_alike() {
-        let scratch = tempfile::tempdir().unwrap();
-        let region = Racing::new(scratch.path().to_path_buf());
-        let env = Arc::new(env_with(None, Some(region.clone())).await);
+        let (scratch, region, env) = with_racing_region().await;
         assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
 
         // The region's move into place waits; the central copy has moved.
-        let (entered, at_rename) = tokio::sync::oneshot::channel::<()>();
-        let (go, wait_go) = tokio::sync::oneshot::channel::<()>();
-        *region.on_rename.lock().unwrap() = Some(Box::new(move || {
-            Box::pin(async move {
-                let _ = entered.send(());
-                let _ = wait_go.await;
-            })
-        }));
+        let Gate { entered: at_rename, go, .. } = region.on_rename.gate_once();
         let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: false };
         let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
         let request = tokio::spawn({
@@ -189,14 +124,12 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_replace_that_died_between_its_two_moves_is_undone_at_the_next_start() {
-        let scratch = tempfile::tempdir().unwrap();
-        let region = Racing::new(scratch.path().to_path_buf());
-        let env = Arc::new(env_with(None, Some(region.clone())).await);
+        let (scratch, region, env) = with_racing_region().await;
         assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
 
         // The process dies (here: its placing task panics) after the central
         // copy moved into place and before the region's did.
-        *region.on_rename.lock().unwrap() = Some(Box::new(|| Box::pin(async { panic!("the process dies here") })));
+        region.on_rename.once(|_| Box::pin(async { panic!("the process dies here") }));
         let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: false };
         let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
         assert!(datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.is_err());
