@@ -85,11 +85,40 @@ pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, Pla
         .fetch_optional(pool)
         .await?;
     let Some(user_id) = user_id else { return Ok(None) };
-    // Coarse "last used": one write a minute per token at most.
-    sqlx::query("UPDATE api_tokens SET last_used_at = ?1 WHERE secret_hash = ?2 AND COALESCE(last_used_at, 0) < ?1 - 60")
+    // Coarse "last used": one write a minute per token at most, and only a
+    // note: a request is not refused because the database was too busy to
+    // take it (a read-only call would have answered 500 under write load).
+    let noted = sqlx::query("UPDATE api_tokens SET last_used_at = ?1 WHERE secret_hash = ?2 AND COALESCE(last_used_at, 0) < ?1 - 60")
         .bind(now())
         .bind(hash(secret))
         .execute(pool)
-        .await?;
+        .await;
+    if let Err(e) = noted {
+        tracing::warn!(user_id, error = %e, "could not note an API token's last use");
+    }
     Ok(accounts::user_by_id(pool, user_id).await?.filter(|u| !u.disabled && !u.must_change_password))
+}
+
+/// The credentials of an `Authorization: Bearer …` header value. The scheme
+/// is case-insensitive (RFC 9110 §11.1), so `bearer` and `BEARER` are the
+/// same; surrounding spaces are dropped.
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, credentials) = header.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| credentials.trim()).filter(|c| !c.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case_and_nothing_else_is() {
+        assert_eq!(bearer("Bearer gnt_abc"), Some("gnt_abc"));
+        assert_eq!(bearer("bearer gnt_abc "), Some("gnt_abc"));
+        assert_eq!(bearer("BEARER   gnt_abc"), Some("gnt_abc"));
+        assert_eq!(bearer("Basic dXNlcjpwdw=="), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("Bearer  "), None);
+        assert_eq!(bearer("Bearergnt_abc"), None);
+    }
 }

@@ -73,7 +73,7 @@ pub fn routes_with_token(pool: Pool, token: Option<String>) -> Router {
 
 fn allowed(req: &Request, token: Option<&str>) -> bool {
     if let Some(token) = token {
-        let sent = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let sent = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(gantry_platform::tokens::bearer);
         return sent.is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes()));
     }
     let loopback = req.extensions().get::<ConnectInfo<SocketAddr>>().is_some_and(|c| c.0.ip().is_loopback());

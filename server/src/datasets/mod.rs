@@ -86,8 +86,8 @@ pub fn stores(parts: &Parts) -> Result<Datasets, Response> {
 /// API), or else the signed-in session the guards resolved.
 pub async fn api_user(state: &AppState, parts: &Parts) -> Result<User, Response> {
     if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
-        let token = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).ok_or_else(unauthorized)?;
-        return match tokens::authenticate(&state.pool, token.trim()).await {
+        let token = value.to_str().ok().and_then(tokens::bearer).ok_or_else(unauthorized)?;
+        return match tokens::authenticate(&state.pool, token).await {
             Ok(Some(user)) => Ok(user),
             Ok(None) => Err(unauthorized()),
             Err(e) => Err(error_json(&DatasetError::Platform(e))),
