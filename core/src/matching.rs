@@ -8,6 +8,13 @@
 //! 4. a Fisher–Yates shuffle of the intersection with a recorded seed, and
 //!    the first region wins. An empty intersection leaves the task pending
 //!    with the reason.
+//!
+//! Apart from that, `size` tells a task no node could ever hold (which
+//! fails, as it would block its group's queue) from one that only waits.
+
+mod size;
+
+pub use size::{never_fits, unknown_model, Need, NodeSize};
 
 use crate::shuffle::{fisher_yates, SplitMix64};
 use crate::task::string_enum;

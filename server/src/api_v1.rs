@@ -107,6 +107,7 @@ struct Submission {
     /// …or a script for `/bin/sh -c`.
     shell: Option<String>,
     gpus: u32,
+    /// Matched exactly; a model no GPU of the cluster has is refused (400).
     gpu_model: Option<String>,
     #[serde(default = "one_cpu")]
     cpus: f64,

@@ -201,6 +201,7 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
     });
     let ask = super::rules::Ask { gpus, gpu_model: create.gpu_model.clone(), cpu_millis, memory_mb };
     let requester = create.requester.clone();
+    let mounts = create.datasets.clone();
     match admissions.create(create).await {
         Ok(_) => Ok(true),
         Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
@@ -209,9 +210,17 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
                 return Ok(false);
             }
             // Refused for good (the group's rules changed since the queue
-            // was checked): fail it, or the group's queue waits for ever.
+            // was checked, no node could ever hold it, a dataset version it
+            // mounts is gone): fail it, or the group's queue waits for ever.
             // Anything else (capacity, quota in use) is "not now".
-            if let Some(never) = super::rules::never_admitted_task(&mut *pool.acquire().await?, &requester, id, &ask).await? {
+            let never = {
+                let mut conn = pool.acquire().await?;
+                match crate::datasets::mounts::first_missing(&mut conn, &mounts).await? {
+                    Some(gone) => Some(format!("dataset version {gone} it mounts was deleted after the task was submitted")),
+                    None => super::rules::never_admitted_task(&mut conn, &requester, id, &ask).await?,
+                }
+            };
+            if let Some(never) = never {
                 super::rules::fail(pool, id, &never).await?;
                 return Ok(false);
             }

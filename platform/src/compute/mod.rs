@@ -6,6 +6,7 @@
 
 mod matcher;
 mod rules;
+mod size;
 mod views;
 mod watch;
 
@@ -93,15 +94,22 @@ impl SubmitCompute {
 /// task is returned in whatever state that left it.
 pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, requester: &User, req: &SubmitCompute) -> Result<ComputeTaskView, PlatformError> {
     let id = record(pool, requester, req).await?;
-    // A task no image can ever run, or that its group's rules can never
-    // admit, is refused now, wherever it would queue: behind it, the
-    // group's later tasks would wait for ever.
-    if !reject_if_no_image(pool, id, req).await? {
-        let ask = rules::Ask { gpus: req.gpu_count, gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()), cpu_millis: req.cpu_millis, memory_mb: req.memory_mb };
-        rules::fail_if_never_admitted(pool, requester, id, &ask).await?;
+    // The task is recorded: from here on an error (a busy database) is
+    // logged, not answered — an error would make a script submit it again,
+    // a duplicate — and the queue loop (every 2 s) runs these checks again.
+    // A task no image can ever run, that its group's rules can never
+    // admit, or that no node could hold, is failed now, wherever it would
+    // queue: behind it, the group's later tasks would wait for ever.
+    match reject_if_no_image(pool, id, req).await {
+        Ok(true) => {}
+        Ok(false) => {
+            let ask = rules::Ask { gpus: req.gpu_count, gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()), cpu_millis: req.cpu_millis, memory_mb: req.memory_mb };
+            if let Err(e) = rules::fail_if_never_admitted(pool, requester, id, &ask).await {
+                tracing::warn!(task = id, error = %e, "checking a new task's rules failed; the queue loop checks again");
+            }
+        }
+        Err(e) => tracing::warn!(task = id, error = %e, "checking a new task's image failed; the queue loop decides it again"),
     }
-    // The task is recorded: a pass that fails now is retried by the loop
-    // (every 2 s), and answering an error would make a script submit again.
     if let Err(e) = evaluate_queue(pool, admissions).await {
         tracing::warn!(task = id, error = %e, "matching right after a submit failed; the queue loop tries again");
     }
@@ -139,6 +147,20 @@ pub async fn record(pool: &Pool, requester: &User, req: &SubmitCompute) -> Resul
     // moved or disabled account would queue in a group it left.
     if let Some(why) = crate::machines::admission::requester_changed(&mut tx, requester).await? {
         return Err(PlatformError::Refused(why));
+    }
+    // Models match exactly (as admission and group rules match them): a
+    // model no GPU has would wait for ever, so it is refused, listing those
+    // there are.
+    if let Some(model) = req.gpu_model.as_deref().map(str::trim) {
+        if let Some(why) = size::model_unknown(&mut tx, model).await? {
+            return Err(PlatformError::BadRequest(why));
+        }
+    }
+    // Mounts were resolved before this transaction; a version deleted since
+    // would refuse every admission. Deleting one checks for pending tasks
+    // under the same write lock, so once recorded the task keeps it.
+    if let Some(gone) = crate::datasets::mounts::first_missing(&mut tx, &req.datasets).await? {
+        return Err(PlatformError::Conflict(format!("dataset version {gone} was deleted while the task was being submitted; nothing was recorded")));
     }
     let id = transitions::compute::insert(
         &mut tx,

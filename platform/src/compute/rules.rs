@@ -1,6 +1,7 @@
 //! The group's rules a compute task's machine can never get past — GPUs
 //! per machine, allowed models, the whole quota, CPU and memory per
-//! machine, the regions it may use — told apart from what only has to wait (free capacity, quota
+//! machine, the regions it may use — and the size of the nodes there
+//! (`size`), told apart from what only has to wait (free capacity, quota
 //! in use). Only the head of a group's queue is decided, so a task that can
 //! never be admitted must fail rather than wait: everything behind it
 //! would wait for ever too.
@@ -37,12 +38,19 @@ pub(super) async fn never_admitted(conn: &mut SqliteConnection, requester: &User
     Ok(check_limits(conn, &machine, &policy).await?.err())
 }
 
-/// [`never_admitted`], then the group's region rule against task `id`.
+/// [`never_admitted`], then the group's region rule against task `id`,
+/// then the size of the nodes it may use: a task no node there could hold
+/// even idle (too many GPUs of its model, a model none has, more CPUs or
+/// memory than any) can never run either. The group's own rules are told
+/// first, as they are what the requester can change least.
 pub(super) async fn never_admitted_task(conn: &mut SqliteConnection, requester: &User, id: i64, ask: &Ask) -> Result<Option<String>, PlatformError> {
-    match never_admitted(conn, requester, ask).await? {
-        Some(why) => Ok(Some(why)),
-        None => region_rule(conn, requester, id).await,
+    if let Some(why) = never_admitted(conn, requester, ask).await? {
+        return Ok(Some(why));
     }
+    if let Some(why) = region_rule(conn, requester, id).await? {
+        return Ok(Some(why));
+    }
+    super::size::no_node_can_hold(conn, requester, ask).await
 }
 
 /// Framework (+version), interpreter (+version), GPUs, model, CPU, memory.
@@ -53,7 +61,7 @@ type TaskAsk = (String, String, String, String, i64, Option<String>, i64, i64);
 /// big enough for it (GPUs of one model, CPUs and memory it has, not what
 /// is free now), are regions the group may not use. `None` when the group
 /// may use every region or one of those; a task no region at all could
-/// run is not the rule's doing and is left as it was.
+/// run is not the rule's doing, and is left to `size::no_node_can_hold`.
 async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64) -> Result<Option<String>, PlatformError> {
     let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
     if allowed.is_empty() {

@@ -94,7 +94,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn no_image_is_refused_and_no_room_waits_with_the_reason() {
-        let env = docker_env(1, 4).await;
+        let env = docker_env(2, 4).await;
         let alice = env.user("alice", "ml-team").await;
         torch_catalogue(&env, &alice).await;
         let mut other = compute_job("jax", Command::Argv(vec!["true".into()]));
@@ -102,6 +102,11 @@ gantry_testkit::timed_test! {
         let t = compute::submit(&env.pool, &env.admissions, &alice, &other).await.unwrap();
         assert_eq!((t.state.as_str(), t.message.as_str()), ("failed", "no image matches framework JAX 2.4 / interpreter Python 3.11"));
 
+        // One of the node's two GPUs is taken, so a 2-GPU task waits (it
+        // could run once the GPU is back; one no node could hold fails).
+        let mut holder = env.create(&alice, "holder", 1);
+        (holder.cpu_millis, holder.memory_mb) = (Some(500), Some(256));
+        env.admissions.create(holder).await.unwrap();
         let mut big = compute_job("big", Command::Argv(vec!["true".into()]));
         big.gpu_count = 2;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &big).await.unwrap();

@@ -39,14 +39,17 @@ gantry_testkit::timed_test! {
             ("UPDATE groups SET max_cpus_per_machine = 1", |j| j.cpu_millis = 2000, vec!["at most 1 CPU(s) per machine", "asks for 2"]),
             ("UPDATE groups SET max_memory_gb_per_machine = 1", |j| j.memory_mb = 2048, vec!["at most 1 GB of memory", "2048 MB"]),
             (
-                "INSERT INTO group_gpu_models (group_id, model) SELECT id, 'SIM-A100' FROM groups",
+                // An H100 on the node too: a model no GPU has is refused
+                // before any group rule (see compute_queue_head).
+                "INSERT INTO gpus (node_id, idx, uuid, model) SELECT id, 90, 'GPU-H100-' || id, 'H100' FROM nodes;
+                 INSERT INTO group_gpu_models (group_id, model) SELECT id, 'SIM-A100' FROM groups",
                 |j| j.gpu_model = Some("H100".into()),
                 vec!["may not use H100 GPUs", "allowed: SIM-A100"],
             ),
         ];
         for (rule, ask, words) in cases {
             let (env, _sim, alice) = setup(2, 8).await;
-            sqlx::query(rule).execute(&env.pool).await.unwrap();
+            sqlx::raw_sql(rule).execute(&env.pool).await.unwrap();
             let mut impossible = job("too-big");
             ask(&mut impossible);
             let t = compute::submit(&env.pool, &env.admissions, &alice, &impossible).await.unwrap();

@@ -5,7 +5,7 @@ use crate::common;
 
 use common::{count, TestServer};
 use gantry_core::Role;
-use gantry_platform::{accounts, catalogue, tokens};
+use gantry_platform::{accounts, catalogue, cluster, gpus, tokens};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -152,5 +152,30 @@ gantry_testkit::timed_test! {
         sqlx::query("UPDATE users SET must_change_password = 0 WHERE id = ?").bind(alice.id).execute(&server.pool).await.unwrap();
         assert_eq!(list(fresh).await, StatusCode::OK);
         assert_eq!(list(token).await, StatusCode::UNAUTHORIZED, "the revoked one stays revoked");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_gpu_model_no_gpu_has_is_refused_with_the_models_there_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        accounts::create_group(&server.pool, None, "ml", 4).await.unwrap();
+        let alice = user(&server, "alice", "ml").await;
+        let found = gpus::simulated("gpu-box", &gpus::SimulatedGpus { count: 2, model: "A100".into(), memory_mb: 81_920 });
+        let node = cluster::NodeRegistration {
+            name: "gpu-box", region_code: "local", docker_endpoint: "simulated://gpu-box", volume_dir: "", executor: "simulated", cpu_count: 2, memory_mb: 1024, gpus: &found,
+        };
+        cluster::register_node(&server.pool, node).await.unwrap();
+        let (_, token) = tokens::create(&server.pool, &alice, "laptop").await.unwrap();
+
+        // Models match exactly: the wrong case is refused too, with a hint.
+        let mut body = task("PyTorch");
+        body["gpu_model"] = json!("a100");
+        let res = reqwest::Client::new().post(server.url("/api/v1/compute-tasks")).bearer_auth(&token).json(&body).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        let body: Value = res.json().await.unwrap();
+        let why = body["error"].as_str().unwrap();
+        assert!(why.contains("the cluster has A100") && why.ends_with("did you mean \"A100\"?"), "{why}");
+        assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await, 0, "nothing recorded");
     }
 }

@@ -1,0 +1,56 @@
+//! The cluster's size as built (not what is free now), read for the pure
+//! rules in `gantry_core::matching::size`: a GPU model no GPU has is
+//! refused at submit, and a task no node of the regions its group may use
+//! could ever hold fails rather than block its group's queue for ever.
+
+use super::rules::Ask;
+use crate::{accounts::User, PlatformError};
+use gantry_core::matching::{never_fits, unknown_model, Need, NodeSize};
+use sqlx::SqliteConnection;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Why `model` is no GPU's model, with the models the cluster has; `None`
+/// when a GPU of a node not lost has it (or there is no GPU yet).
+pub(super) async fn model_unknown(conn: &mut SqliteConnection, model: &str) -> Result<Option<String>, PlatformError> {
+    let models: BTreeSet<String> =
+        sqlx::query_scalar("SELECT DISTINCT g.model FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost'")
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+    Ok(unknown_model(model, &models))
+}
+
+/// Why no node in the regions `requester`'s group may use could ever hold
+/// the task, even idle; `None` when one could (it only has to wait), or
+/// when there is no node there at all. Nodes down or draining count: they
+/// may come back; lost ones do not.
+pub(super) async fn no_node_can_hold(conn: &mut SqliteConnection, requester: &User, ask: &Ask) -> Result<Option<String>, PlatformError> {
+    let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
+    let allowed_models: Vec<String> = sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
+        .bind(requester.group_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    let nodes: Vec<(i64, String, i64, i64, i64)> =
+        sqlx::query_as("SELECT id, name, cpu_count, memory_mb, region_id FROM nodes WHERE state <> 'lost' ORDER BY name, id").fetch_all(&mut *conn).await?;
+    let gpus: Vec<(i64, String, i64)> = sqlx::query_as(
+        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost' GROUP BY g.node_id, g.model",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut by_node: BTreeMap<i64, BTreeMap<String, u32>> = BTreeMap::new();
+    for (node, model, count) in gpus {
+        by_node.entry(node).or_default().insert(model, count as u32);
+    }
+    let sizes: Vec<NodeSize> = nodes
+        .into_iter()
+        .filter(|n| allowed.is_empty() || allowed.iter().any(|(r, _)| *r == n.4))
+        .map(|(id, name, cpus, memory_mb, _)| NodeSize { name, gpus: by_node.remove(&id).unwrap_or_default(), cpu_millis: cpus * 1000, memory_mb })
+        .collect();
+    let place = match allowed.len() {
+        0 => "in any region".to_string(),
+        _ => format!("in the region(s) group {} may use ({})", requester.group_name, allowed.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ")),
+    };
+    let need = Need { gpus: ask.gpus, gpu_model: ask.gpu_model.clone(), cpu_millis: ask.cpu_millis, memory_mb: ask.memory_mb };
+    Ok(never_fits(&sizes, &need, &allowed_models, &place))
+}
