@@ -112,12 +112,28 @@ pub async fn remove(pool: &Pool, actor: Option<i64>, node_id: i64) -> Result<Str
     if live > 0 {
         return Err(PlatformError::Conflict(format!("node {name} still has {live} machine(s); delete them, or mark the node lost, first")));
     }
-    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM kept_volumes WHERE node_id = ?").bind(node_id).fetch_one(&mut *tx).await?;
-    sqlx::query("DELETE FROM kept_volumes WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
+    // Kept volumes are users' data, not leftovers: forgetting them here
+    // would let the collector delete them as soon as this engine is added
+    // again (what a repaired lost node is told to do). Deleting one only
+    // forgets it, even on a lost node, so the way out is always open.
+    let kept: Vec<(String, String)> = sqlx::query_as(
+        "SELECT k.name, u.username FROM kept_volumes k JOIN users u ON u.id = k.owner_id WHERE k.node_id = ? ORDER BY u.username, k.name",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    if !kept.is_empty() {
+        let listed: Vec<String> = kept.iter().map(|(volume, owner)| format!("{volume} ({owner})")).collect();
+        return Err(PlatformError::Conflict(format!(
+            "node {name} still holds {} kept data volume(s): {}; their owners or an admin delete them on the Volumes page first",
+            kept.len(),
+            listed.join(", ")
+        )));
+    }
     sqlx::query("UPDATE machines SET node_id = NULL WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
     sqlx::query("DELETE FROM gpus WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
     sqlx::query("DELETE FROM nodes WHERE id = ?").bind(node_id).execute(&mut *tx).await?;
-    audit::record(&mut *tx, actor, "node.remove", &format!("node {name} removed ({kept} kept volume(s) forgotten)")).await?;
+    audit::record(&mut *tx, actor, "node.remove", &format!("node {name} removed")).await?;
     tx.commit().await?;
     Ok(name)
 }

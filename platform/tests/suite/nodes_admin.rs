@@ -74,3 +74,30 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes").await, 1, "nothing removed");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_node_holding_kept_volumes_is_not_removed_until_they_are_deleted() {
+        let env = env("simulated", 2, 2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let machine = env.admissions.create(env.create(&alice, "keeper", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let keep = gantry_platform::machines::OperationRequest { machine_id: machine, kind: gantry_core::task::TaskKind::Delete, keep_volume: true };
+        gantry_platform::machines::request_operation(&env.pool, &alice, keep).await.unwrap();
+        env.drive().await;
+        let (kept_id, volume): (i64, String) = sqlx::query_as("SELECT id, name FROM kept_volumes").fetch_one(&env.pool).await.unwrap();
+        transitions::node::mark_lost(&env.pool, None, env.node_id, "power supply failed").await.unwrap();
+
+        // Forgetting the volume would let the collector delete alice's data
+        // once the repaired node's engine is added again.
+        let refused = transitions::node::remove(&env.pool, None, env.node_id).await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Conflict(m) if m.contains(&format!("1 kept data volume(s): {volume} (alice)"))), "{refused}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes").await, 1, "nothing removed");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM kept_volumes").await, 1, "the volume is still kept");
+
+        // Its owner deletes it (a lost node's engine is not needed for that);
+        // then the node goes.
+        gantry_platform::machines::delete_kept_volume(&env.pool, &alice, kept_id).await.unwrap();
+        transitions::node::remove(&env.pool, None, env.node_id).await.unwrap();
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes").await, 0);
+    }
+}
