@@ -62,8 +62,8 @@ impl From<PlatformError> for ApiError {
 async fn bearer(state: &AppState, headers: &HeaderMap) -> Result<User, ApiError> {
     let unauthorized = || ApiError(StatusCode::UNAUTHORIZED, "a valid API token is required: Authorization: Bearer <token>".into());
     let value = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).ok_or_else(unauthorized)?;
-    let token = value.strip_prefix("Bearer ").ok_or_else(unauthorized)?;
-    tokens::authenticate(&state.pool, token.trim()).await?.ok_or_else(unauthorized)
+    let token = tokens::bearer(value).ok_or_else(unauthorized)?;
+    tokens::authenticate(&state.pool, token).await?.ok_or_else(unauthorized)
 }
 
 /// A task as the API shows it: the row, with the decision as JSON.

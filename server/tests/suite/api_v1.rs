@@ -68,6 +68,9 @@ gantry_testkit::timed_test! {
         // Its owner sees it; another group's token gets 404, and an empty list.
         let res = http.get(url(&format!("/api/v1/compute-tasks/{id}"))).bearer_auth(&alice_token).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
+        // The scheme is case-insensitive (RFC 9110).
+        let res = http.get(url(&format!("/api/v1/compute-tasks/{id}"))).header("Authorization", format!("bearer {alice_token}")).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
         let res = http.get(url(&format!("/api/v1/compute-tasks/{id}"))).bearer_auth(&carol_token).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
         let res = http.get(url(&format!("/api/v1/compute-tasks/{id}/logs"))).bearer_auth(&carol_token).send().await.unwrap();
