@@ -101,3 +101,56 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes").await, 0);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_removed_nodes_id_is_not_given_to_the_next_node() {
+        let env = env("simulated", 2, 2).await;
+        let top = env.scalar("SELECT MAX(id) FROM nodes").await;
+        transitions::node::mark_lost(&env.pool, None, env.node_id, "retired").await.unwrap();
+        transitions::node::remove(&env.pool, None, env.node_id).await.unwrap();
+        let found = gantry_platform::gpus::simulated("fresh", &gantry_platform::gpus::SimulatedGpus { count: 1, model: "L40S".into(), memory_mb: 1024 });
+        let reg = cluster::NodeRegistration {
+            name: "fresh", region_code: "local", docker_endpoint: "simulated://fresh", volume_dir: "", executor: "simulated", cpu_count: 2, memory_mb: 1024, gpus: &found,
+        };
+        let fresh = cluster::register_node(&env.pool, reg).await.unwrap();
+        // Every server caches engines by node id: a reused id would make
+        // the others drive the removed node's engine for this one.
+        assert!(fresh > top, "the new node got id {fresh}, the removed node's (highest was {top})");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn migration_0022_keeps_every_node_and_skips_ids_still_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = gantry_platform::db::connect_file(&dir.path().join("old.db")).await.unwrap();
+        let migrator = &gantry_platform::db::MIGRATOR;
+        assert!(migrator.migrations.iter().any(|m| m.version == 22), "migration 0022 is compiled in");
+        let before: Vec<_> = migrator.migrations.iter().filter(|m| m.version < 22).cloned().collect();
+        sqlx::migrate::Migrator { migrations: std::borrow::Cow::Owned(before), ..sqlx::migrate::Migrator::DEFAULT }.run(&pool).await.unwrap();
+        for sql in [
+            "INSERT INTO nodes (id, name, region_id, docker_endpoint, executor, state, cpu_count, memory_mb, created_at, arch)
+             VALUES (3, 'n3', 1, 'simulated://n3', 'simulated', 'ready', 8, 4096, 0, 'arm64')",
+            "INSERT INTO gpus (id, node_id, idx, uuid, model, memory_mb, simulated) VALUES (1, 3, 0, 'GPU-a', 'A100', 1024, 1)",
+            // A node removed before the migration still has history under id 9.
+            "INSERT INTO gpu_rollup_1h (gpu_id, bucket_ms, machine_id, node_id, samples, minutes, util_mean, util_max, mem_mean, mem_max, mem_total,
+                                        temp_mean, temp_max, power_mean, power_max) VALUES (5, 0, 0, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        let row = "SELECT id || name || region_id || docker_endpoint || executor || state || cpu_count || memory_mb || arch FROM nodes";
+        let old: String = sqlx::query_scalar(row).fetch_one(&pool).await.unwrap();
+        gantry_platform::db::migrate(&pool).await.unwrap();
+        let count = |sql: &'static str| {
+            let pool = pool.clone();
+            async move { sqlx::query_scalar::<_, i64>(sql).fetch_one(&pool).await.unwrap() }
+        };
+        assert_eq!(sqlx::query_scalar::<_, String>(row).fetch_one(&pool).await.unwrap(), old, "the node keeps its row and id");
+        assert_eq!(count("SELECT COUNT(*) FROM gpus WHERE node_id = 3").await, 1, "its GPU is not cascaded away");
+        assert_eq!(count("SELECT COUNT(*) FROM pragma_foreign_key_check").await, 0);
+        assert_eq!(count("SELECT instr(sql, 'AUTOINCREMENT') > 0 FROM sqlite_master WHERE name = 'nodes'").await, 1);
+        sqlx::query("INSERT INTO nodes (name, region_id, docker_endpoint, created_at) VALUES ('n4', 1, 'unix:///x', 0)").execute(&pool).await.unwrap();
+        assert_eq!(count("SELECT MAX(id) FROM nodes").await, 10, "above the id telemetry still holds");
+        assert!(sqlx::query("INSERT INTO nodes (name, region_id, docker_endpoint, created_at) VALUES ('n4', 1, 'unix:///y', 0)").execute(&pool).await.is_err(), "name unique");
+        gantry_platform::db::migrate(&pool).await.unwrap();
+    }
+}
