@@ -1,10 +1,18 @@
-//! Hot-GPU rebalancing: when a machine's GPU stays above the hot threshold
-//! (utilisation, memory or temperature) for a whole window while the node
-//! is contended (another machine's GPU on the node is hot too, or this GPU
-//! throttles), the machine is re-placed on free GPUs of the same model on
-//! the same node that are cooler than every GPU it leaves. A machine that
-//! cannot be moved gets a refusal with the reason. Pure: the platform
-//! gathers the windows and applies the verdicts.
+//! Hot-GPU rebalancing: when a machine's GPU stays at or above the hot
+//! utilisation threshold for a whole window while the node is contended
+//! (another machine's GPU on the node is hot too, or this GPU throttles),
+//! the machine is re-placed on free GPUs of the same model on the same node
+//! that are cooler than every GPU it leaves. A machine that cannot be
+//! moved, or was moved less than [`MOVE_COOLDOWN_SECS`] ago, gets a refusal
+//! with the reason. Pure: the platform gathers the windows and the last
+//! moves, and applies the verdicts.
+//!
+//! Only utilisation makes a GPU hot. Memory use does not: frameworks such
+//! as TensorFlow reserve nearly all GPU memory at start, so a full GPU may
+//! be idle, and a move to another GPU of the same model frees no memory
+//! anyway. Temperature alone does not either: a GPU that is not busy gains
+//! nothing from a move, which restarts the machine (its running processes
+//! are lost).
 
 use serde::{Deserialize, Serialize};
 
@@ -13,12 +21,22 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
+/// A machine moved by a rebalance is not moved again for this long: a move
+/// restarts it, and a workload that restarts hot would otherwise be moved
+/// back and forth. A constant rather than a setting: the settings are
+/// columns of their own, and this needs no tuning per installation.
+pub const MOVE_COOLDOWN_SECS: i64 = 6 * 3600;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HotSettings {
     pub enabled: bool,
+    /// Hot: utilisation at or above this for the whole window.
     pub util_pct: f64,
-    /// Memory used as a share of the GPU's memory, in %.
+    /// Memory used as a share of the GPU's memory, in %. Stored and checked
+    /// with the other settings but not used to decide (see the module doc).
     pub mem_pct: f64,
+    /// Stored and checked, not used to decide (see the module doc); moves
+    /// still go only to GPUs cooler than those left.
     pub temp_c: f64,
     pub window_secs: i64,
 }
@@ -50,6 +68,8 @@ impl HotSettings {
 pub struct HotSample {
     pub at: i64,
     pub util_pct: f64,
+    /// Only reported in a verdict's reason (an admin sees that a GPU was
+    /// full as well as busy); never a cause of a move.
     pub mem_pct: f64,
     pub temp_c: f64,
     pub throttled: bool,
@@ -72,6 +92,8 @@ pub struct MachineOnNode {
     pub name: String,
     /// The owner opted it out: never moved.
     pub opted_out: bool,
+    /// When its last rebalance ran (unix s), if it was ever moved.
+    pub last_moved_at: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,8 +111,10 @@ fn heat(g: &GpuWindow, from: i64, now: i64) -> Option<f64> {
     (!temps.is_empty()).then(|| temps.iter().sum::<f64>() / temps.len() as f64)
 }
 
+/// Utilisation only: memory and temperature never make a sample hot (see
+/// the module doc).
 fn sample_hot(s: &HotSample, t: &HotSettings) -> bool {
-    s.util_pct >= t.util_pct || s.mem_pct >= t.mem_pct || s.temp_c >= t.temp_c
+    s.util_pct >= t.util_pct
 }
 
 /// Hot for the whole window: samples cover it (no gap over a quarter of
@@ -149,15 +173,26 @@ pub fn decide_node(node: &str, gpus: &[GpuWindow], machines: &[MachineOnNode], t
         let g = own_hot[0];
         let mins = t.window_secs / 60;
         let why_hot = format!(
-            "GPU {} ran hot for {mins} min (mean {:.0} % utilisation, {:.0} % memory, {:.0} °C; thresholds {:.0} %, {:.0} %, {:.0} °C) and {contention}",
+            "GPU {} ran hot for {mins} min (mean {:.0} % utilisation, threshold {:.0} %; {:.0} % memory, {:.0} °C) and {contention}",
             g.index,
             mean(g, from, now, |s| s.util_pct),
+            t.util_pct,
             mean(g, from, now, |s| s.mem_pct),
             mean(g, from, now, |s| s.temp_c),
-            t.util_pct,
-            t.mem_pct,
-            t.temp_c
         );
+        // Checked before anything is offered to it, so the GPUs it would
+        // have taken stay free for the next machine.
+        if let Some(ago) = m.last_moved_at.map(|at| now - at).filter(|ago| *ago < MOVE_COOLDOWN_SECS) {
+            verdicts.push(Verdict::Refuse {
+                machine_id: m.id,
+                reason: format!(
+                    "{why_hot}; it was moved {} ago, and a machine is not moved again within {} h of its last move (a move restarts it)",
+                    crate::reclaim::format_left(ago),
+                    MOVE_COOLDOWN_SECS / 3600
+                ),
+            });
+            continue;
+        }
         // Cooler than every GPU it leaves: a machine whose own GPUs have no
         // readings cannot be compared, so it is not moved.
         let coolest_own = own.iter().map(|g| heat(g, from, now).unwrap_or(f64::MIN)).fold(f64::MAX, f64::min);

@@ -12,7 +12,12 @@ fn gpu(id: i64, holder: Option<i64>, util: f64, temp: f64, throttled: bool) -> G
 }
 
 fn machine(id: i64) -> MachineOnNode {
-    MachineOnNode { id, name: format!("m{id}"), opted_out: false }
+    MachineOnNode { id, name: format!("m{id}"), opted_out: false, last_moved_at: None }
+}
+
+fn with_memory(mut g: GpuWindow, mem_pct: f64) -> GpuWindow {
+    g.samples.iter_mut().for_each(|s| s.mem_pct = mem_pct);
+    g
 }
 
 #[test]
@@ -74,6 +79,39 @@ fn model_must_match() {
     other.model = "H100".into();
     let gpus = vec![gpu(0, Some(1), 99.0, 88.0, true), other];
     assert!(matches!(&decide_node("n1", &gpus, &[machine(1)], &settings(), NOW)[..], [Verdict::Refuse { .. }]));
+}
+
+/// TensorFlow takes nearly all GPU memory at start: two idle notebooks
+/// with full GPUs are not hot, so neither is each other's contention.
+#[test]
+fn full_memory_at_zero_utilisation_is_never_hot() {
+    let idle_full = |id, holder| with_memory(gpu(id, holder, 0.0, 45.0, false), 99.0);
+    let gpus = vec![idle_full(0, Some(1)), idle_full(1, Some(2)), gpu(2, None, 0.0, 30.0, false), gpu(3, None, 0.0, 30.0, false)];
+    assert!(gpus.iter().all(|g| !is_hot(g, &settings(), NOW)));
+    assert_eq!(decide_node("n1", &gpus, &[machine(1), machine(2)], &settings(), NOW), vec![]);
+    // Not even when it throttles: an idle GPU gains nothing from a move.
+    let throttled = vec![with_memory(gpu(0, Some(1), 0.0, 45.0, true), 100.0), gpu(1, None, 0.0, 30.0, false)];
+    assert_eq!(decide_node("n1", &throttled, &[machine(1)], &settings(), NOW), vec![]);
+}
+
+#[test]
+fn temperature_alone_is_not_hot() {
+    let gpus = vec![gpu(0, Some(1), 10.0, 95.0, true), gpu(1, Some(2), 10.0, 95.0, false), gpu(2, None, 0.0, 30.0, false)];
+    assert_eq!(decide_node("n1", &gpus, &[machine(1), machine(2)], &settings(), NOW), vec![]);
+}
+
+#[test]
+fn moved_within_the_cooldown_is_refused_and_leaves_the_gpus_to_others() {
+    let gpus = vec![gpu(0, Some(1), 99.0, 88.0, false), gpu(1, Some(2), 97.0, 86.0, false), gpu(2, None, 0.0, 50.0, false), gpu(3, None, 0.0, 40.0, false)];
+    let recent = MachineOnNode { last_moved_at: Some(NOW - 3600), ..machine(1) };
+    let v = decide_node("n1", &gpus, &[recent, machine(2)], &settings(), NOW);
+    let [Verdict::Refuse { machine_id: 1, reason }, Verdict::Move { machine_id: 2, to, .. }] = &v[..] else { panic!("{v:?}") };
+    assert!(reason.contains("moved 1 h 00 min ago") && reason.contains("within 6 h"), "{reason}");
+    assert_eq!(to, &vec![3], "the coolest GPU goes to the machine that may move");
+    // Once the cooldown is over it moves again.
+    let old = MachineOnNode { last_moved_at: Some(NOW - MOVE_COOLDOWN_SECS), ..machine(1) };
+    let v = decide_node("n1", &gpus, &[old, machine(2)], &settings(), NOW);
+    assert!(matches!(&v[0], Verdict::Move { machine_id: 1, .. }), "{v:?}");
 }
 
 #[test]

@@ -148,14 +148,21 @@ async fn hot(pool: &Pool, settings: &Settings, now: i64, report: &mut PassReport
                     .collect(),
             })
             .collect();
-        let machines: Vec<MachineOnNode> = sqlx::query_as::<_, (i64, String, bool)>(
-            "SELECT id, name, rebalance_opt_out FROM machines WHERE node_id = ? AND state = 'running' AND workload = 'dev'",
+        // The last move is its latest rebalance task that started: a failed
+        // one counts too (it may have removed the container already, and
+        // retrying at once would fail the same way); one cancelled before
+        // it started changed nothing.
+        let machines: Vec<MachineOnNode> = sqlx::query_as::<_, (i64, String, bool, Option<i64>)>(
+            "SELECT m.id, m.name, m.rebalance_opt_out,
+                    (SELECT MAX(t.updated_at) FROM tasks t WHERE t.machine_id = m.id AND t.kind = 'rebalance'
+                       AND t.state IN ('running', 'succeeded', 'failed'))
+             FROM machines m WHERE m.node_id = ? AND m.state = 'running' AND m.workload = 'dev'",
         )
         .bind(node_id)
         .fetch_all(pool)
         .await?
         .into_iter()
-        .map(|(id, name, opted_out)| MachineOnNode { id, name, opted_out })
+        .map(|(id, name, opted_out, last_moved_at)| MachineOnNode { id, name, opted_out, last_moved_at })
         .collect();
         for verdict in decide_node(&node_name, &gpus, &machines, t, now) {
             match verdict {

@@ -48,6 +48,7 @@ mod machines_docker;
 mod migrate_engine;
 mod nodes_admin;
 mod rebalance_docker;
+mod rebalance_rules;
 mod reclaim_docker;
 mod reclaim_edges;
 mod reclaim_migrate;

@@ -1,0 +1,129 @@
+//! Hot-GPU rebalancing's rules on the simulated engine (fast, no Docker):
+//! an idle pair of machines whose GPUs are full of memory (as TensorFlow
+//! leaves them) is not moved, and a machine that was just moved is not
+//! moved again until the cooldown has passed, whatever its GPUs read.
+
+use crate::common;
+use crate::reclaim_common;
+
+use gantry_core::rebalance::MOVE_COOLDOWN_SECS;
+use gantry_platform::{
+    executor::{Executor, SimulatedExecutor},
+    reclaim,
+    telemetry::{self, GpuSample},
+};
+use reclaim_common::*;
+
+async fn gpus(env: &common::Env) -> Vec<i64> {
+    sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx").bind(env.node_id).fetch_all(&env.pool).await.unwrap()
+}
+
+async fn gpu_of(env: &common::Env, machine: i64) -> i64 {
+    env.scalar(&format!("SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}")).await
+}
+
+/// Every 10 s from `from` to `to`: `util` % busy, `mem_used_mb` of 81920 MB.
+async fn series(env: &common::Env, gpu_id: i64, machine: Option<i64>, from: i64, to: i64, util: f64, mem_used_mb: i64, temp: f64) {
+    let samples: Vec<GpuSample> = (from..=to)
+        .step_by(10)
+        .map(|at| GpuSample {
+            gpu_id,
+            at_ms: at * 1000,
+            node_id: env.node_id,
+            machine_id: machine,
+            util_pct: util,
+            mem_used_mb,
+            mem_total_mb: 81920,
+            temp_c: temp,
+            power_w: 60.0,
+            throttled: false,
+        })
+        .collect();
+    telemetry::insert_samples(&env.pool, &samples).await.unwrap();
+}
+
+async fn rebalance_tasks(env: &common::Env) -> i64 {
+    env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'rebalance'").await
+}
+
+gantry_testkit::timed_test! {
+    async fn an_idle_pair_with_full_gpu_memory_is_not_moved() {
+        let env = common::env("simulated", 4, 4).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let root = admin(&env.pool).await;
+        short_settings(&env.pool, &root, 1800, 1).await;
+        let a = env.admissions.create(env.create(&alice, "tf-a", 1)).await.unwrap().machine_id;
+        let b = env.admissions.create(env.create(&alice, "tf-b", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let (ga, gb) = (gpu_of(&env, a).await, gpu_of(&env, b).await);
+        let free: Vec<i64> = gpus(&env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+
+        // 99 % of memory taken, nothing computed; cooler free GPUs wait.
+        let t0 = gantry_platform::now() + 5;
+        series(&env, ga, Some(a), t0, t0 + 60, 0.0, 81100, 45.0).await;
+        series(&env, gb, Some(b), t0, t0 + 60, 0.0, 81100, 45.0).await;
+        for g in &free {
+            series(&env, *g, None, t0, t0 + 60, 0.0, 0, 30.0).await;
+        }
+        let r = reclaim::pass(&env.pool, t0 + 60).await.unwrap();
+        assert!(r.moves_queued.is_empty() && r.moves_refused.is_empty(), "{r:?}");
+        assert_eq!(rebalance_tasks(&env).await, 0);
+        assert_eq!((gpu_of(&env, a).await, gpu_of(&env, b).await), (ga, gb));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_moved_machine_is_not_moved_again_within_the_cooldown() {
+        let env = common::env("simulated", 4, 4).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let root = admin(&env.pool).await;
+        short_settings(&env.pool, &root, 1800, 1).await;
+        let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
+        let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        // b stays put throughout (opted out); its hot GPU is a's contention.
+        reclaim::set_rebalance_opt_out(&env.pool, &alice, b, true).await.unwrap();
+        let (ga, gb) = (gpu_of(&env, a).await, gpu_of(&env, b).await);
+        let free: Vec<i64> = gpus(&env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+        // Both of a's GPUs, old and new, run hot while it holds them;
+        // whichever is free is cool.
+        let hot_node = |at: i64| {
+            let env = &env;
+            let free = free.clone();
+            async move {
+                let now_on = gpu_of(env, a).await;
+                series(env, now_on, Some(a), at - 60, at, 99.0, 2000, 80.0).await;
+                series(env, gb, Some(b), at - 60, at, 97.0, 2000, 80.0).await;
+                for g in [ga].iter().chain(&free).filter(|g| **g != now_on) {
+                    series(env, *g, None, at - 60, at, 0.0, 0, 30.0).await;
+                }
+            }
+        };
+
+        let t0 = gantry_platform::now() + 65;
+        hot_node(t0).await;
+        assert_eq!(reclaim::pass(&env.pool, t0).await.unwrap().moves_queued, vec![a]);
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE machine_id = {a} AND kind = 'rebalance'")).await, "succeeded");
+        let moved_to = gpu_of(&env, a).await;
+        assert_ne!(moved_to, ga);
+
+        // Hot again two minutes later, cooler GPUs free: refused, with why.
+        let t1 = t0 + 120;
+        hot_node(t1).await;
+        let r = reclaim::pass(&env.pool, t1).await.unwrap();
+        assert!(r.moves_queued.is_empty(), "{r:?}");
+        assert_eq!(r.moves_refused, vec![a]);
+        let (kind, why) = events(&env.pool, a).await.pop().unwrap();
+        assert_eq!(kind, "rebalance_refused");
+        assert!(why.contains("not moved again within 6 h"), "{why}");
+        assert_eq!((gpu_of(&env, a).await, rebalance_tasks(&env).await), (moved_to, 1));
+
+        // Past the cooldown it may move again.
+        let t2 = t0 + MOVE_COOLDOWN_SECS + 120;
+        hot_node(t2).await;
+        assert_eq!(reclaim::pass(&env.pool, t2).await.unwrap().moves_queued, vec![a]);
+    }
+}
