@@ -28,6 +28,21 @@ pub enum ValidationError {
     UnknownRole(String),
     #[error("{field} must be a whole number between {min} and {max}")]
     OutOfRange { field: &'static str, min: i64, max: i64 },
+    #[error("the username \"{0}\" is reserved: the audit log shows changes nobody made by hand as {0}")]
+    ReservedUsername(&'static str),
+}
+
+/// What the audit log calls the actor of changes nobody made by hand.
+pub const SYSTEM_ACTOR: &str = "system";
+
+/// A new account's name: a [`name`], and not the audit log's word for the
+/// system (an account called that would pass for automated changes).
+pub fn username(value: &str) -> Result<(), ValidationError> {
+    name("username", value)?;
+    if value == SYSTEM_ACTOR {
+        return Err(ValidationError::ReservedUsername(SYSTEM_ACTOR));
+    }
+    Ok(())
 }
 
 /// Names of users, groups, machines: they appear in container hostnames and
@@ -103,6 +118,14 @@ mod tests {
         for ok in ["ab", "alice", "ml-team", "bob.smith_2", "a234567890123456789012345678901b"] {
             assert_eq!(name("username", ok), Ok(()), "{ok}");
         }
+    }
+
+    #[test]
+    fn the_audit_logs_word_for_the_system_is_no_username() {
+        assert_eq!(username("system"), Err(ValidationError::ReservedUsername("system")));
+        assert_eq!(username("systems"), Ok(()));
+        assert_eq!(username("Sys"), Err(ValidationError::BadName { field: "username" }));
+        assert!(name("machine name", "system").is_ok(), "only accounts are refused it");
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub async fn list_groups(pool: &Pool) -> Result<Vec<Group>, PlatformError> {
 }
 
 pub async fn create_user(pool: &Pool, actor: Option<i64>, new: NewUser<'_>) -> Result<User, PlatformError> {
-    validate::name("username", new.username)?;
+    validate::username(new.username)?;
     validate::new_password(new.password)?;
     let group_id = match new.group {
         None => ensure_default_group(pool).await?,

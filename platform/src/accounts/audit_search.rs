@@ -40,7 +40,7 @@ pub async fn search_audit(pool: &Pool, filter: &AuditFilter, limit: i64) -> Resu
     // Parameters are bound in the order the clauses are added: texts for
     // actor/action first, then the integers.
     match filter.actor.as_deref() {
-        Some("system") => sql.push_str(" AND a.actor_id IS NULL"),
+        Some(gantry_core::validate::SYSTEM_ACTOR) => sql.push_str(" AND a.actor_id IS NULL"),
         Some(name) => {
             sql.push_str(" AND a.actor_id = (SELECT id FROM users WHERE username = ?)");
             texts.push(name.to_string());

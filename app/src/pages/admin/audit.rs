@@ -84,7 +84,7 @@ fn AuditTable(page: AuditPageView, filters: Vec<(String, String)>, first: bool) 
                     view! {
                     <tr data-testid="audit-row" data-action=action>
                         <td class="nowrap">{gantry_core::time::format_utc(a.at)}</td>
-                        <td>{a.actor.unwrap_or_else(|| "system".into())}</td>
+                        <td>{a.actor.unwrap_or_else(|| gantry_core::validate::SYSTEM_ACTOR.into())}</td>
                         <td><code>{a.action}</code></td>
                         <td>{a.detail}</td>
                     </tr>

@@ -50,7 +50,7 @@ pub fn UsersPage() -> impl IntoView {
     let (name, set_name) = signal(String::new());
     let name_hint = move || {
         let n = name.get();
-        (!n.is_empty()).then(|| gantry_core::validate::name("username", n.trim()).err().map(|e| e.to_string())).flatten()
+        (!n.is_empty()).then(|| gantry_core::validate::username(n.trim()).err().map(|e| e.to_string())).flatten()
     };
     // The latest change's outcome, whichever form made it: its success, or
     // its error alone — an older message (another user, another form) goes.
