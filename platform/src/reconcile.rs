@@ -15,6 +15,9 @@
 //!   older than `loopdev::SWEEP_MIN_AGE` (a create elsewhere may be making it).
 //! - Each node is visited on its own: an unreachable engine or a broken
 //!   endpoint is reported and skipped, and the next node is reconciled.
+//! - Then reclaim snapshots no machine needs any more (their machine was
+//!   deleted, or a newer reclaim replaced them) are deleted, image first
+//!   ([`crate::snapshots::sweep_reclaim`]).
 
 use crate::{audit, db::Pool, executor::{loopdev, ContainerStatus, Executor}, fleet::Fleet, transitions, PlatformError};
 use gantry_core::task::MachineState;
@@ -31,6 +34,8 @@ pub struct Report {
     pub volumes_collected: Vec<String>,
     /// Block-volume images (and their loop devices) nothing named.
     pub images_collected: Vec<String>,
+    /// Reclaim snapshots (row and image) no machine needs any more.
+    pub snapshots_collected: Vec<String>,
     /// Garbage the engine refused to remove this pass, with why; the next
     /// pass tries again (until then such a container may still hold its GPU).
     pub not_collected: Vec<String>,
@@ -51,6 +56,9 @@ pub async fn reconcile_once(pool: &Pool, fleet: &Fleet) -> Result<Report, Platfo
             report.unreachable.push(format!("{}: {why}", node.name));
         }
     }
+    let swept = crate::snapshots::sweep_reclaim(pool, fleet).await?;
+    report.snapshots_collected = swept.deleted;
+    report.not_collected.extend(swept.not_deleted);
     Ok(report)
 }
 
@@ -210,10 +218,11 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
                 || !r.containers_collected.is_empty()
                 || !r.volumes_collected.is_empty()
                 || !r.images_collected.is_empty()
+                || !r.snapshots_collected.is_empty()
                 || !r.not_collected.is_empty() =>
             {
                 tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected,
-                    images = ?r.images_collected, not_collected = ?r.not_collected, "reconciled");
+                    images = ?r.images_collected, snapshots = ?r.snapshots_collected, not_collected = ?r.not_collected, "reconciled");
             }
             Some(Ok(_)) | None => {}
             Some(Err(e)) => tracing::error!(error = %e, "reconcile failed"),

@@ -18,22 +18,36 @@ use gantry_core::{
     validate,
 };
 
-/// A ready snapshot the user's group may use: (image ref, node, model of
-/// the machine it was taken of).
+/// image ref, node, state, message, name, origin, machine name, GPU model, workload.
+type SnapshotRow = (String, Option<i64>, String, String, String, String, String, String, String);
+
+/// A ready user snapshot the user's group may use: (image ref, node,
+/// model of the machine it was taken of).
 async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Result<(String, i64, String, String), PlatformError> {
     let (cond, bind) = crate::machines::visibility(who, "s.group_id");
-    let row: Option<(String, Option<i64>, String, String, String, String, String)> = sqlx::query_as(&format!(
-        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, m.gpu_model, m.workload FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
+    let row: Option<SnapshotRow> = sqlx::query_as(&format!(
+        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, s.origin, s.machine_name, m.gpu_model, m.workload
+         FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
     ))
     .bind(id)
     .bind(bind)
     .fetch_optional(&mut *conn)
     .await?;
-    let (reference, node_id, state, message, name, model, workload) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (reference, node_id, state, message, name, origin, machine_name, model, workload) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
     // One an admin took of a compute task's machine (or one taken before
     // that was refused) is still the task's region image: not a user's dev
     // machine.
     super::refuse_job_machine(who, &workload)?;
+    // A reclaim snapshot is its machine's restore point, not one of the
+    // group's snapshots: the quota does not count it and the sweep deletes
+    // it once its machine no longer needs it. Machines made from it would
+    // let a group over its quota keep any number of images by letting
+    // machines go idle.
+    if origin == "reclaim" {
+        return Err(PlatformError::Conflict(format!(
+            "snapshot {name} is machine {machine_name}'s restore point from an idle reclaim; restore the machine instead, or take a snapshot of it once restored"
+        )));
+    }
     if state == "failed" && message == super::delete::DELETING {
         return Err(PlatformError::Conflict(format!("snapshot {name} is being deleted")));
     }

@@ -63,19 +63,43 @@ async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
             users.iter().map(|m| format!("machine {m}")).collect::<Vec<_>>().join(", ")
         )));
     }
-    sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ?").bind(DELETING).bind(id).execute(&mut *tx).await?;
+    mark(&mut tx, id).await?;
     tx.commit().await?;
+    let marked = Marked { id, name, reference, node_id, state, message };
+    remove_marked(pool, fleet, &marked, Some(who.id), "snapshot.delete", "deleted").await?;
+    Ok(marked.name)
+}
 
-    if let Some(node_id) = node_id {
+/// A snapshot whose [`DELETING`] mark is committed, with what it was before.
+pub(super) struct Marked {
+    pub id: i64,
+    pub name: String,
+    pub reference: String,
+    pub node_id: Option<i64>,
+    pub state: String,
+    pub message: String,
+}
+
+/// Keeps new users away (in the transaction that found it unneeded).
+pub(super) async fn mark(conn: &mut sqlx::SqliteConnection, id: i64) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ?").bind(DELETING).bind(id).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// The engine's part, then the row: the image is removed from its node
+/// (none to remove when the node was removed); a refusal puts the state it
+/// had back and is returned. `by` and `kind` are for the audit entry.
+pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Option<i64>, kind: &str, why: &str) -> Result<(), PlatformError> {
+    if let Some(node_id) = s.node_id {
         let removed = match fleet.executor(pool, node_id).await {
-            Ok(exec) => exec.remove_image(&reference).await.map_err(|e| PlatformError::Conflict(format!("snapshot {name} was not deleted: {e}"))),
+            Ok(exec) => exec.remove_image(&s.reference).await.map_err(|e| PlatformError::Conflict(format!("snapshot {} was not deleted: {e}", s.name))),
             Err(e) => Err(e),
         };
         if let Err(e) = removed {
             sqlx::query("UPDATE snapshots SET state = ?, message = ? WHERE id = ? AND message = ?")
-                .bind(&state)
-                .bind(&message)
-                .bind(id)
+                .bind(&s.state)
+                .bind(&s.message)
+                .bind(s.id)
                 .bind(DELETING)
                 .execute(pool)
                 .await?;
@@ -83,12 +107,15 @@ async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
         }
     }
     let mut tx = transitions::begin(pool).await?;
-    sqlx::query("UPDATE machines SET from_snapshot_id = NULL WHERE from_snapshot_id = ?").bind(id).execute(&mut *tx).await?;
-    sqlx::query("UPDATE machines SET restore_snapshot_id = NULL WHERE restore_snapshot_id = ?").bind(id).execute(&mut *tx).await?;
-    sqlx::query("DELETE FROM snapshots WHERE id = ?").bind(id).execute(&mut *tx).await?;
-    audit::record(&mut *tx, Some(who.id), "snapshot.delete", &format!("snapshot {name} deleted (image {reference} removed)")).await?;
+    sqlx::query("UPDATE machines SET from_snapshot_id = NULL WHERE from_snapshot_id = ?").bind(s.id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE machines SET restore_snapshot_id = NULL WHERE restore_snapshot_id = ?").bind(s.id).execute(&mut *tx).await?;
+    // Two deletes of one snapshot may race (a user's and the sweep's): the
+    // second finds no row and records nothing.
+    if sqlx::query("DELETE FROM snapshots WHERE id = ?").bind(s.id).execute(&mut *tx).await?.rows_affected() == 1 {
+        audit::record(&mut *tx, by, kind, &format!("snapshot {} {why} (image {} removed)", s.name, s.reference)).await?;
+    }
     tx.commit().await?;
-    Ok(name)
+    Ok(())
 }
 
 /// Machines that may still run and whose next container is made from the
@@ -96,7 +123,7 @@ async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
 /// it, restored from it. A reclaimed machine's image is replaced by its
 /// restore snapshot's, so it is not one (its restore snapshot is checked
 /// above); a failed one is, as long as it is not deleted.
-async fn image_users(conn: &mut sqlx::SqliteConnection, id: i64, reference: &str) -> Result<Vec<String>, PlatformError> {
+pub(super) async fn image_users(conn: &mut sqlx::SqliteConnection, id: i64, reference: &str) -> Result<Vec<String>, PlatformError> {
     Ok(sqlx::query_scalar(
         "SELECT m.name FROM machines m
          WHERE m.state NOT IN ('deleted', 'lost', 'reclaimed')

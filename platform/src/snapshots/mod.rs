@@ -1,14 +1,18 @@
 //! Snapshots of dev machines: a machine's container committed to an image
 //! tag on its node's engine (the data volume is not part of it). Users
 //! take, list and delete them (within the group's snapshot quota) and make
-//! a new machine, or reinstall one, from them; idle reclaim takes one too.
+//! a new machine, or reinstall one, from them. Idle reclaim takes one too:
+//! the machine's restore point, which only its restore uses and the
+//! reconciler's sweep deletes once the machine no longer needs it.
 //! Another group's snapshots are "not found".
 
 mod create;
 mod delete;
+mod sweep;
 
 pub use create::{create_machine, reinstall_from};
 pub use delete::delete;
+pub use sweep::{sweep_reclaim, Swept};
 
 use crate::{
     accounts::User,
@@ -66,8 +70,9 @@ pub async fn get(pool: &Pool, viewer: &User, id: i64) -> Result<SnapshotView, Pl
 }
 
 /// How many snapshots the group keeps against its quota, and the quota.
-/// Reclaim snapshots are the system's doing and do not count; failed ones
-/// neither — except one being deleted (marked failed meanwhile): the
+/// Reclaim snapshots are the system's doing and do not count: nothing but
+/// their machine's restore uses them, and the sweep deletes them. Failed
+/// ones neither — except one being deleted (marked failed meanwhile): the
 /// engine may refuse, and it is back.
 pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(i64, i64), PlatformError> {
     Ok(sqlx::query_as(

@@ -53,6 +53,7 @@ mod reclaim_docker;
 mod reclaim_edges;
 mod reclaim_migrate;
 mod reclaim_sim;
+mod reclaim_snapshots;
 mod reclaim_withdrawn;
 mod snapshots_docker;
 mod stale_requests;

@@ -71,7 +71,9 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
                             <thead><tr><th>"Name"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"State"</th><th></th></tr></thead>
                             <tbody>
                                 {mine.into_iter().map(|s| {
-                                    let ready = s.state == "ready" && can_operate;
+                                    // A reclaim snapshot is the machine's restore point,
+                                    // not something to reinstall from (the server refuses).
+                                    let ready = s.state == "ready" && can_operate && s.origin != "reclaim";
                                     view! {
                                         <tr data-testid="machine-snapshot" data-name=s.name.clone()>
                                             <td>{s.name.clone()}</td>
@@ -143,7 +145,9 @@ fn SnapshotTable(list: Vec<SnapshotRow>, delete: ServerAction<DeleteSnapshot>, c
             <thead><tr><th>"Name"</th><th>"Machine"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"Origin"</th><th>"State"</th><th>"New machine from it"</th><th></th></tr></thead>
             <tbody>
                 {list.into_iter().map(|s| {
-                    let ready = s.state == "ready";
+                    // A reclaim snapshot is its machine's restore point: no
+                    // new machine is made from it (the server refuses).
+                    let ready = s.state == "ready" && s.origin != "reclaim";
                     let origin = if s.origin == "reclaim" { "idle reclaim" } else { "taken by hand" };
                     let delete_label = format!("Delete snapshot {}", s.name);
                     let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);

@@ -1,0 +1,164 @@
+//! Reclaim snapshots are their machine's restore point, not the group's
+//! snapshots (the quota does not count them): no machine is made or
+//! reinstalled from one, and the reconciler deletes one — row and image —
+//! once its machine is deleted or a newer reclaim replaced it.
+
+use crate::common;
+use crate::reclaim_common::*;
+
+use gantry_core::task::TaskKind;
+use gantry_platform::{
+    accounts::User,
+    executor::{ExecError, Executor, SimulatedExecutor},
+    machines::{self, OperationRequest},
+    now, reclaim, reconcile, snapshots, transitions, PlatformError,
+};
+
+/// Warns machine `m` with a passed deadline, queues its reclaim and runs
+/// it: returns the reclaim snapshot it is now restored from.
+async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
+    let t = now();
+    assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+    transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+    env.drive().await;
+    assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+    env.scalar(&format!("SELECT restore_snapshot_id FROM machines WHERE id = {m}")).await
+}
+
+async fn running(env: &common::Env, who: &User, name: &str) -> i64 {
+    let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
+    env.drive().await;
+    assert_eq!(machine_state(&env.pool, m).await.0, "running");
+    m
+}
+
+async fn sim_env() -> (common::Env, SimulatedExecutor, User) {
+    let env = common::env("simulated", 4, 4).await;
+    let sim = SimulatedExecutor::new();
+    env.use_executor(Executor::from(sim.clone()));
+    let alice = env.user("alice", "ml-team").await;
+    (env, sim, alice)
+}
+
+async fn image_of(env: &common::Env, snapshot: i64) -> String {
+    env.text(&format!("SELECT image_ref FROM snapshots WHERE id = {snapshot}")).await
+}
+
+/// Rows that a refused request must leave as they were.
+async fn counts(env: &common::Env) -> (i64, i64, i64, String) {
+    (
+        env.scalar("SELECT COUNT(*) FROM machines").await,
+        env.scalar("SELECT COUNT(*) FROM tasks").await,
+        env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await,
+        env.text("SELECT group_concat(id || ':' || state || ':' || COALESCE(image_id, '') || ':' || COALESCE(from_snapshot_id, ''), ',') FROM machines").await,
+    )
+}
+
+gantry_testkit::timed_test! {
+    async fn no_machine_is_made_or_reinstalled_from_a_reclaim_snapshot() {
+        let (env, _sim, alice) = sim_env().await;
+        let napper = running(&env, &alice, "napper").await;
+        let other = running(&env, &alice, "other").await;
+        let snap = reclaim_now(&env, napper).await;
+        let before = counts(&env).await;
+
+        let refused = snapshots::create_machine(&env.pool, env.create(&alice, "copy", 1), snap).await.unwrap_err();
+        assert!(matches!(refused, PlatformError::Conflict(_)), "{refused:?}");
+        let name = env.text(&format!("SELECT name FROM snapshots WHERE id = {snap}")).await;
+        assert_eq!(
+            refused.to_string(),
+            format!("snapshot {name} is machine napper's restore point from an idle reclaim; restore the machine instead, or take a snapshot of it once restored")
+        );
+        let refused = snapshots::reinstall_from(&env.pool, &alice, other, snap).await.unwrap_err();
+        assert!(refused.to_string().contains("restore point from an idle reclaim"), "{refused}");
+        assert_eq!(counts(&env).await, before, "nothing changed");
+
+        // Its own machine still comes back from it.
+        let task = reclaim::restore(&env.pool, &alice, napper).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, napper).await.0, "running");
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_deleted_machines_reclaim_snapshot_is_swept_with_its_image() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "napper").await;
+        let snap = reclaim_now(&env, m).await;
+        let image = image_of(&env, snap).await;
+        assert!(sim.committed_images().contains(&image));
+
+        // While the machine is reclaimed it comes back from it: kept.
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {snap}")).await, "ready");
+        assert!(sim.committed_images().contains(&image));
+
+        let del = machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: m, kind: TaskKind::Delete, keep_volume: false }).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, del).await.0, "succeeded");
+
+        // An engine that refuses: reported, the snapshot as it was, tried again.
+        sim.fail_next("remove_image", ExecError::Failed("engine said no".into()));
+        let report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert!(report.not_collected.iter().any(|n| n.contains("engine said no")), "{report:?}");
+        assert_eq!(env.text(&format!("SELECT state || '/' || message FROM snapshots WHERE id = {snap}")).await, "ready/");
+
+        let report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert!(report.not_collected.is_empty(), "{report:?}");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await, 0, "row deleted");
+        assert!(!sim.committed_images().contains(&image), "image removed from the engine");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machines WHERE restore_snapshot_id = {snap} OR from_snapshot_id = {snap}")).await, 0);
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_replaced_restore_point_is_swept_and_the_current_one_kept() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "napper").await;
+        let first = reclaim_now(&env, m).await;
+        let task = reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
+
+        // Restored, it runs from the first snapshot's image: kept.
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {first}")).await, "ready");
+
+        let second = reclaim_now(&env, m).await;
+        assert_ne!(first, second);
+        let (first_image, second_image) = (image_of(&env, first).await, image_of(&env, second).await);
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {first}")).await, 0, "the replaced one went");
+        assert!(!sim.committed_images().contains(&first_image));
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {second}")).await, "ready", "the restore point stays");
+        assert!(sim.committed_images().contains(&second_image));
+
+        // And the machine still comes back from it.
+        let task = reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_sweep_that_stopped_part_way_is_taken_up_again() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "napper").await;
+        let snap = reclaim_now(&env, m).await;
+        let image = image_of(&env, snap).await;
+        let del = machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: m, kind: TaskKind::Delete, keep_volume: false }).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, del).await.0, "succeeded");
+
+        // As a process that died after the mark, before the engine answered.
+        sqlx::query("UPDATE snapshots SET state = 'failed', message = 'being deleted' WHERE id = ?").bind(snap).execute(&env.pool).await.unwrap();
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM snapshots").await, 0);
+        assert!(!sim.committed_images().contains(&image));
+    }
+}
