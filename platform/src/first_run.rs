@@ -9,10 +9,16 @@
 use crate::{accounts, audit, db::Pool, PlatformError};
 
 /// Whether no node was ever registered in this database. Read before the
-/// local node registers itself.
+/// local node registers itself. No node now is not enough: an installation
+/// whose nodes were all removed (audited) is not new, and an admin's
+/// explicit quota of 0 must not be replaced at its next start.
 pub async fn is_new_cluster(pool: &Pool) -> Result<bool, PlatformError> {
-    let nodes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM nodes").fetch_one(pool).await?;
-    Ok(nodes == 0)
+    let seen: i64 = sqlx::query_scalar(
+        "SELECT (SELECT COUNT(*) FROM nodes) + (SELECT COUNT(*) FROM audit_log WHERE action IN ('node.remove', 'group.first_run_quota'))",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(seen == 0)
 }
 
 /// Gives the default group a quota of `gpus` when it has none yet. Returns

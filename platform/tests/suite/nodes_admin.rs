@@ -154,3 +154,15 @@ gantry_testkit::timed_test! {
         gantry_platform::db::migrate(&pool).await.unwrap();
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_cluster_whose_nodes_were_all_removed_is_not_new_again() {
+        let env = env("simulated", 2, 2).await;
+        assert!(!gantry_platform::first_run::is_new_cluster(&env.pool).await.unwrap(), "it has a node");
+        transitions::node::mark_lost(&env.pool, None, env.node_id, "retired").await.unwrap();
+        transitions::node::remove(&env.pool, None, env.node_id).await.unwrap();
+        // The next start must not grant the default group the first node's
+        // GPUs again over an admin's own quota (say, an explicit 0).
+        assert!(!gantry_platform::first_run::is_new_cluster(&env.pool).await.unwrap(), "no node now, but not a new installation");
+    }
+}
