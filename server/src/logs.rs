@@ -4,7 +4,10 @@
 //! loses its sessions). The browser keeps a bounded number of lines; the
 //! server holds at most one line (capped) per stream.
 
-use crate::workspace::{enter, executor, exec_error, refuse, refusal, WsState};
+use crate::{
+    terminal::Full,
+    workspace::{enter, executor, exec_error, refuse, refusal, WsState},
+};
 use axum::{
     body::Body,
     extract::{Path, Query, Request, State},
@@ -55,6 +58,18 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
         },
     };
     let follow = matches!(q.follow.as_deref(), Some("1" | "true" | "on" | "yes"));
+    // A followed log lasts as long as the container runs: without a limit,
+    // one user could hold any number of engine connections and watchers.
+    let slot = match follow.then(|| st.follow_slots.take(user.id, st.limits.max_terminals, st.limits.max_terminals_per_user)) {
+        None => None,
+        Some(Ok(slot)) => Some(slot),
+        Some(Err(Full::Server(max))) => {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} followed logs open, its limit; try again later"))
+        }
+        Some(Err(Full::User(max))) => {
+            return refuse(StatusCode::TOO_MANY_REQUESTS, format!("you follow {max} logs on this server, the limit per user; close one to follow another"))
+        }
+    };
     let exec = match executor(&st, node, "logs").await {
         Ok(e) => e,
         Err(r) => return r,
@@ -82,6 +97,8 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
             .take_until(futures_util::future::select(Box::pin(stopped), Box::pin(ended)))
             .map(|line| Ok::<_, Infallible>(Event::default().data(line)))
             .chain(stream::once(async move {
+                // Given back when the stream ends or the client leaves.
+                let _slot = slot;
                 let why = if *stopping.borrow() {
                     "the log stream ended: the server is shutting down"
                 } else if revoked.load(std::sync::atomic::Ordering::Relaxed) {

@@ -709,3 +709,29 @@ gantry_testkit::timed_test! {
         env.operate(id, TaskKind::Delete).await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn followed_logs_have_the_terminals_limits() {
+        let env = env(Limits { max_terminals_per_user: 1, ..Limits::default() }).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "logs-cap").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let follow = |cookie: String| {
+            let url = env.url(&format!("/machines/{id}/logs?follow=1&tail=0"));
+            async move { http().get(url).header("Cookie", cookie).send().await.unwrap() }
+        };
+        let first = follow(alice.clone()).await;
+        assert_eq!(first.status(), StatusCode::OK);
+        // Each follow holds an engine connection and an account watcher for
+        // as long as the container runs: one user may not open any number.
+        let second = follow(alice.clone()).await;
+        assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(second.text().await.unwrap().contains("you follow 1 logs on this server, the limit per user"));
+        // Plain (not followed) logs and other users are not limited by it.
+        let res = http().get(env.url(&format!("/machines/{id}/logs?tail=3"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let admin = sign_in(&env, "admin", ADMIN_PASSWORD).await;
+        assert_eq!(follow(admin).await.status(), StatusCode::OK);
+        drop(first);
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
