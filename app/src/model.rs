@@ -74,6 +74,9 @@ pub struct GroupRow {
     pub members: i64,
     /// GPU models the group may use; empty means any.
     pub allowed_models: Vec<String>,
+    /// The policy revision these values are from; the policy form posts it
+    /// back so that a save over a newer edit is refused (409).
+    pub policy_rev: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

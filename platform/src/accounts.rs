@@ -110,9 +110,13 @@ pub struct Group {
     /// not counted).
     pub snapshot_quota: i64,
     pub members: i64,
+    /// Bumped by every edit of the group's policy or access lists
+    /// (`policy`, `policy_access`); the Groups page posts the one it showed
+    /// so that a save over someone else's newer edit is refused.
+    pub policy_rev: i64,
 }
 
-const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine, g.snapshot_quota,
+const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine, g.snapshot_quota, g.policy_rev,
                                    (SELECT COUNT(*) FROM users u WHERE u.group_id = g.id) AS members
                             FROM groups g";
 

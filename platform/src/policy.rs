@@ -61,6 +61,7 @@ pub async fn update_group_policy(
 /// an unknown image or region id, or a limit out of range, refuses the
 /// whole edit, nothing changes. So does its snapshot quota, when given (a
 /// quota below the snapshots kept takes none away: new ones are refused).
+/// Whoever saved last wins: [`update_group_policy_at_rev`] refuses instead.
 #[allow(clippy::too_many_arguments)]
 pub async fn update_group_policy_and_access(
     pool: &Pool,
@@ -73,6 +74,28 @@ pub async fn update_group_policy_and_access(
     limits: Option<(i64, i64)>,
     snapshot_quota: Option<i64>,
 ) -> Result<Group, PlatformError> {
+    update_group_policy_at_rev(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, access, limits, snapshot_quota, None).await
+}
+
+/// [`update_group_policy_and_access`], when the group is still at
+/// `expected_rev`: the group's `policy_rev` the caller's values were based
+/// on (the Groups page posts the one it showed). A different revision means
+/// someone else edited the group since: `Conflict`, nothing changes — the
+/// edit would otherwise write back every field as the caller last saw it
+/// and undo theirs. `None` skips the check (scripts, internal callers).
+#[allow(clippy::too_many_arguments)]
+pub async fn update_group_policy_at_rev(
+    pool: &Pool,
+    actor: Option<i64>,
+    group_id: i64,
+    gpu_quota: i64,
+    max_gpus_per_machine: i64,
+    models: &[String],
+    access: &AccessChange,
+    limits: Option<(i64, i64)>,
+    snapshot_quota: Option<i64>,
+    expected_rev: Option<i64>,
+) -> Result<Group, PlatformError> {
     validate::in_range("GPU quota", gpu_quota, 0, QUOTA_MAX)?;
     if let Some(q) = snapshot_quota {
         validate::in_range("snapshot quota", q, 0, SNAPSHOT_QUOTA_MAX)?;
@@ -81,21 +104,30 @@ pub async fn update_group_policy_and_access(
     let models = normalize_models(models)?;
 
     // IMMEDIATE: take the write lock before reading, like admission does, so
-    // the old values in the audit row are the ones this edit replaced.
+    // the old values in the audit row are the ones this edit replaced, and
+    // no other edit can land between the revision check and the writes.
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let old: Option<(String, i64, i64, i64, i64)> =
-        sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine, snapshot_quota FROM groups WHERE id = ?")
+    let old: Option<(String, i64, i64, i64, i64, i64)> =
+        sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine, snapshot_quota, policy_rev FROM groups WHERE id = ?")
             .bind(group_id)
             .fetch_optional(&mut *tx)
             .await?;
-    let (name, old_quota, in_use, old_max, old_snapshots) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
+    let (name, old_quota, in_use, old_max, old_snapshots, rev) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
+    if let Some(expected) = expected_rev.filter(|e| *e != rev) {
+        // Dropping `tx` rolls back: nothing was written yet anyway.
+        return Err(PlatformError::Conflict(format!(
+            "group {name} was changed by someone else since this page was loaded (the page showed revision {expected}, \
+             it is now at revision {rev}): reload to see it; nothing was saved"
+        )));
+    }
     let old_models: Vec<String> = sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
         .bind(group_id)
         .fetch_all(&mut *tx)
         .await?;
 
     let snapshots = snapshot_quota.unwrap_or(old_snapshots);
-    sqlx::query("UPDATE groups SET gpu_quota = ?, max_gpus_per_machine = ?, snapshot_quota = ? WHERE id = ?")
+    // One bump for the whole edit (access lists and limits included).
+    sqlx::query("UPDATE groups SET gpu_quota = ?, max_gpus_per_machine = ?, snapshot_quota = ?, policy_rev = policy_rev + 1 WHERE id = ?")
         .bind(gpu_quota)
         .bind(max_gpus_per_machine)
         .bind(snapshots)
@@ -172,6 +204,7 @@ mod tests {
 pub async fn update_machine_limits(pool: &Pool, actor: Option<i64>, group_id: i64, max_cpus: i64, max_memory_gb: i64) -> Result<(), PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     set_machine_limits(&mut tx, actor, group_id, max_cpus, max_memory_gb).await?;
+    bump_rev(&mut tx, group_id).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -192,6 +225,15 @@ async fn set_machine_limits(tx: &mut sqlx::SqliteConnection, actor: Option<i64>,
         .await?;
     let detail = format!("group {name}: CPUs per machine {old_cpus} → {max_cpus}, memory per machine {old_mem} → {max_memory_gb} GB");
     crate::audit::record(&mut *tx, actor, "group.limits", &detail).await?;
+    Ok(())
+}
+
+/// Marks group `group_id`'s policy as edited, inside the caller's
+/// transaction: every writer of its policy columns or access lists calls
+/// this (or bumps `policy_rev` in its own UPDATE), so a form loaded before
+/// the edit is refused by [`update_group_policy_at_rev`].
+pub(crate) async fn bump_rev(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE groups SET policy_rev = policy_rev + 1 WHERE id = ?").bind(group_id).execute(&mut *conn).await?;
     Ok(())
 }
 

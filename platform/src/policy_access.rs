@@ -151,6 +151,8 @@ pub async fn set_group_access(pool: &Pool, actor: Option<i64>, group_id: i64, ch
         return Ok(());
     }
     audit::record(&mut *tx, actor, "group.access", &format!("group {name}: {}", words.join(", "))).await?;
+    // A Groups page loaded before this must not post its old lists back.
+    crate::policy::bump_rev(&mut tx, group_id).await?;
     tx.commit().await?;
     Ok(())
 }

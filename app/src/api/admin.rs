@@ -159,5 +159,6 @@ pub(crate) fn group_row(g: gantry_platform::accounts::Group, allowed_models: Vec
         snapshot_quota: g.snapshot_quota,
         members: g.members,
         allowed_models,
+        policy_rev: g.policy_rev,
     }
 }

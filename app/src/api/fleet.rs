@@ -143,6 +143,11 @@ pub async fn create_image(name: String, reference: String, description: String, 
 /// transaction and audit row as the quota and models; an unknown id
 /// refuses the whole edit (400) and changes nothing. So is
 /// `snapshot_quota` (absent or empty: left as it is).
+///
+/// `policy_rev` is the group's revision the form was rendered from: when
+/// another edit has landed since, the save is refused (409) and nothing
+/// changes, rather than writing back every field as this page saw it.
+/// Absent or empty (scripts): not checked, the last save wins.
 #[server(prefix = "/api", endpoint = "admin/update_group")]
 pub async fn update_group(
     group_id: i64,
@@ -154,6 +159,7 @@ pub async fn update_group(
     allowed_images: Option<Vec<String>>,
     allowed_regions: Option<Vec<String>>,
     snapshot_quota: Option<String>,
+    policy_rev: Option<String>,
 ) -> Result<GroupRow, AppError> {
     use crate::model::machines::{parse_whole, split_models};
     let admin = crate::state::require_admin()?;
@@ -181,9 +187,11 @@ pub async fn update_group(
         _ => return Err(invalid("give both the CPUs and the memory per machine, or neither".into())),
     };
     let snapshot_quota = given(&snapshot_quota).map(|q| parse_whole("snapshot quota", &q)).transpose().map_err(invalid)?;
+    let expected_rev = given(&policy_rev).map(|r| parse_whole("policy revision", &r)).transpose().map_err(invalid)?;
     let pool = crate::state::pool()?;
     // One transaction: a limit out of range refuses the whole edit.
-    let g = gantry_platform::policy::update_group_policy_and_access(&pool, Some(admin.id), group_id, quota, max, &models, &access, limits, snapshot_quota).await?;
+    let g = gantry_platform::policy::update_group_policy_at_rev(&pool, Some(admin.id), group_id, quota, max, &models, &access, limits, snapshot_quota, expected_rev)
+        .await?;
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
     Ok(crate::api::admin::group_row(g, allowed))
 }

@@ -41,6 +41,7 @@ mod engine_invariant;
 mod gpu_history;
 mod gpu_reregistration;
 mod group_access;
+mod group_policy_rev;
 mod list_counts;
 mod list_plans;
 mod machine_ownership;

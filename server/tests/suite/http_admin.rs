@@ -198,3 +198,69 @@ gantry_testkit::timed_test! {
         assert!(audit.contains("images other → all") && !audit.contains("regions"), "{audit}");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_group_policy_saved_from_a_stale_page_is_refused_with_409_and_changes_nothing() {
+        use gantry_platform::{accounts, catalogue};
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        let pool = &server.pool;
+        let group = accounts::create_group(pool, None, "ml", 16).await.unwrap().id.to_string();
+        let root = count(pool, "SELECT id FROM users WHERE username = 'admin'").await;
+        let east = catalogue::create_region(pool, root, "east", "East", "").await.unwrap().id.to_string();
+        let admin = server.client();
+        login(&server, &admin, "admin", ADMIN_PASSWORD).await;
+        let rev_of = format!("SELECT policy_rev FROM groups WHERE id = {group}");
+        // (GPU quota, snapshot quota, allowed regions, revision) of ml as stored.
+        let state = format!("SELECT gpu_quota * 1000000 + snapshot_quota * 10000 + (SELECT COUNT(*) FROM group_regions WHERE group_id = g.id) * 100 + policy_rev FROM groups g WHERE id = {group}");
+
+        // The page's forms carry the revision they show.
+        let loaded = count(pool, &rev_of).await.to_string();
+        let html = admin.get(server.url("/admin/groups")).send().await.unwrap().text().await.unwrap();
+        assert!(html.contains(&format!(r#"name="policy_rev" value="{loaded}""#)), "the policy form posts its revision");
+
+        let save = |quota: &'static str, regions: &[&str], snapshots: &'static str, rev: &str| {
+            let mut form = vec![("group_id", group.clone()), ("gpu_quota", quota.into()), ("max_gpus_per_machine", "2".into()), ("allowed_models", String::new())];
+            form.push(("allowed_regions[]", String::new()));
+            form.extend(regions.iter().map(|r| ("allowed_regions[]", r.to_string())));
+            form.extend([("snapshot_quota", snapshots.to_string()), ("policy_rev", rev.to_string())]);
+            admin.post(server.url("/api/admin/update_group")).form(&form)
+        };
+
+        // Admin A restricts ml to east and cuts its quota from the page loaded at `loaded`.
+        let res = save("8", &[&east], "10", &loaded).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{}", res.text().await.unwrap());
+        let after_a = count(pool, &state).await;
+        assert_eq!(after_a, 8_100_101, "quota 8, snapshots 10, one region, revision 1");
+        let audits = count(pool, "SELECT COUNT(*) FROM audit_log").await;
+
+        // Admin B, from a page loaded at the same time, changes only the snapshot quota.
+        let res = save("16", &[], "3", &loaded).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CONFLICT);
+        let body = res.text().await.unwrap();
+        assert!(body.contains("group ml was changed by someone else since this page was loaded") && body.contains("reload to see it; nothing was saved"), "{body}");
+        assert_eq!(count(pool, &state).await, after_a, "A's region and quota stand");
+        assert_eq!(count(pool, "SELECT COUNT(*) FROM audit_log").await, audits);
+
+        // Without JavaScript the form is sent back to its page, which shows why.
+        let res = save("16", &[], "3", &loaded)
+            .header(header::ACCEPT, "text/html,application/xhtml+xml")
+            .header(header::REFERER, server.url("/admin/groups"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::FOUND);
+        let back = res.headers()[header::LOCATION].to_str().unwrap().to_owned();
+        let html = admin.get(&back).send().await.unwrap().text().await.unwrap();
+        assert!(html.contains(r#"data-testid="form-error""#) && html.contains("group ml was changed by someone else"), "{back}");
+        assert_eq!(count(pool, &state).await, after_a);
+
+        // Reloaded, B saves over the current revision; a post without one (scripts) is not checked.
+        let res = save("8", &[&east], "3", &count(pool, &rev_of).await.to_string()).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{}", res.text().await.unwrap());
+        assert_eq!(count(pool, &state).await, 8_030_102);
+        let res = save("8", &[&east], "3", "").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(count(pool, &rev_of).await, 3);
+    }
+}

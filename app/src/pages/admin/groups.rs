@@ -140,6 +140,9 @@ fn GroupPolicyForm(group: GroupRow, allowed: GroupAccessRow, choices: GroupAcces
             <fieldset>
                 <legend>{g.name.clone()} <span class="muted small">{format!(" · {} GPU(s) in use", g.gpus_in_use)}</span></legend>
                 <input type="hidden" name="group_id" value=g.id/>
+                // The revision these values are from: a save after someone
+                // else's edit is refused instead of writing them back.
+                <input type="hidden" name="policy_rev" value=g.policy_rev/>
                 <label>"GPU quota"
                     <input type="number" name="gpu_quota" min="0" max="100000" step="1" value=g.gpu_quota required/>
                 </label>

@@ -1,0 +1,11 @@
+-- A group's policy revision, for optimistic concurrency on the admin
+-- Groups page. Its policy form posts every field (quota, models, images,
+-- regions, limits, snapshot quota), so two admins editing the same group
+-- from pages loaded at different times silently undid each other: the
+-- later save wrote back the values its page had loaded, widening a region
+-- restriction or restoring a cut quota. Every policy or access edit of the
+-- group bumps policy_rev (platform/src/policy.rs, policy_access.rs); the
+-- form posts the revision it was rendered from, and a save whose revision
+-- is no longer current is refused (409) with nothing changed.
+-- gpus_in_use is not policy and does not bump it.
+ALTER TABLE groups ADD COLUMN policy_rev INTEGER NOT NULL DEFAULT 0;
