@@ -27,7 +27,7 @@ pub struct NodeRegistration<'a> {
 
 /// Creates or refreshes a node and its GPU list, and marks it alive. GPUs
 /// are matched by UUID; those that disappeared are removed unless a machine
-/// still holds them.
+/// still holds them, which are marked gone instead (see [`sync_gpus`]).
 pub async fn register_node(pool: &Pool, reg: NodeRegistration<'_>) -> Result<i64, PlatformError> {
     register_node_as(pool, reg, None, None).await
 }
@@ -112,8 +112,9 @@ struct GpuPlan {
     insert: Vec<usize>,
     /// Free GPUs no longer reported.
     delete: Vec<i64>,
-    /// Held GPUs no longer reported, kept for their machine: (row id, idx),
-    /// at an index no reported GPU uses (the index is unique per node).
+    /// Held GPUs no longer reported, kept for their machine and marked
+    /// gone: (row id, idx), at an index no reported GPU uses (the index is
+    /// unique per node).
     keep_held: Vec<(i64, i64)>,
 }
 
@@ -146,7 +147,11 @@ fn plan_gpus(rows: &[GpuRow], reported: &[DiscoveredGpu]) -> GpuPlan {
     plan
 }
 
-/// Brings the node's GPU rows to the reported list (see [`plan_gpus`]).
+/// Brings the node's GPU rows to the reported list (see [`plan_gpus`]). A
+/// held GPU no longer reported keeps its row, listed in `gpus_gone`:
+/// nothing offers it, and its machine's release deletes it
+/// (`transitions::machine::release`). Reported again (a card reseated)
+/// before that, it is an ordinary GPU again.
 async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[DiscoveredGpu]) -> Result<(), PlatformError> {
     let rows: Vec<GpuRow> = sqlx::query_as(
         "SELECT g.id, g.idx, g.uuid, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) AS held FROM gpus g WHERE g.node_id = ?",
@@ -172,10 +177,13 @@ async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[Discov
             .bind(id)
             .execute(&mut *conn)
             .await?;
+        sqlx::query("DELETE FROM gpus_gone WHERE gpu_id = ?").bind(id).execute(&mut *conn).await?;
     }
     for (id, idx) in &plan.keep_held {
         tracing::warn!(node_id, gpu_id = id, idx, "a GPU a machine holds is no longer reported; kept until the machine lets it go");
         sqlx::query("UPDATE gpus SET idx = ? WHERE id = ?").bind(idx).bind(id).execute(&mut *conn).await?;
+        // The first time it was missed stays: how long it has been gone.
+        sqlx::query("INSERT OR IGNORE INTO gpus_gone (gpu_id, since) VALUES (?, ?)").bind(id).bind(now()).execute(&mut *conn).await?;
     }
     for pos in &plan.insert {
         let g = &reported[*pos];
@@ -219,12 +227,13 @@ pub async fn set_heartbeat(pool: &Pool, node_id: i64, at: i64) -> Result<(), Pla
 
 /// The whole cluster as the scheduling core sees it, read inside the
 /// caller's transaction so the decision and its writes see the same state.
+/// A GPU its node no longer reports is not there: only its holder keeps it.
 pub async fn load_view(conn: &mut SqliteConnection) -> Result<ClusterView, PlatformError> {
     let nodes: Vec<(i64, String, String, i64)> =
         sqlx::query_as("SELECT id, name, state, last_heartbeat FROM nodes ORDER BY id").fetch_all(&mut *conn).await?;
     let gpus: Vec<(i64, i64, String, String, bool)> = sqlx::query_as(
         "SELECT g.node_id, g.idx, g.uuid, g.model, mg.gpu_id IS NOT NULL
-         FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id ORDER BY g.node_id, g.idx",
+         FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id WHERE g.id NOT IN (SELECT gpu_id FROM gpus_gone) ORDER BY g.node_id, g.idx",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -259,8 +268,11 @@ pub struct NodeSummary {
     pub last_heartbeat: i64,
     pub cpu_count: i64,
     pub memory_mb: i64,
+    /// GPUs the node reports; a held GPU it no longer reports is in
+    /// `gpu_gone` only.
     pub gpu_total: i64,
     pub gpu_free: i64,
+    pub gpu_gone: i64,
     pub gpu_models: String,
     pub simulated: bool,
 }
@@ -268,12 +280,13 @@ pub struct NodeSummary {
 pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> {
     Ok(sqlx::query_as(
         "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.arch, n.last_heartbeat, n.cpu_count, n.memory_mb,
-                COUNT(g.id) AS gpu_total,
-                COUNT(g.id) - COUNT(mg.gpu_id) AS gpu_free,
+                COUNT(g.id) - COUNT(x.gpu_id) AS gpu_total,
+                COALESCE(SUM(x.gpu_id IS NULL AND mg.gpu_id IS NULL), 0) AS gpu_free,
+                COUNT(x.gpu_id) AS gpu_gone,
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,
                 COALESCE(MAX(g.simulated), 0) AS simulated
          FROM nodes n JOIN regions r ON r.id = n.region_id
-         LEFT JOIN gpus g ON g.node_id = n.id LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id
+         LEFT JOIN gpus g ON g.node_id = n.id LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN gpus_gone x ON x.gpu_id = g.id
          GROUP BY n.id ORDER BY n.name",
     )
     .fetch_all(pool)
@@ -282,7 +295,7 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
 
 /// GPU models present in the cluster, for the create form.
 pub async fn gpu_models(pool: &Pool) -> Result<Vec<String>, PlatformError> {
-    Ok(sqlx::query_scalar("SELECT DISTINCT model FROM gpus ORDER BY model").fetch_all(pool).await?)
+    Ok(sqlx::query_scalar("SELECT DISTINCT model FROM gpus WHERE id NOT IN (SELECT gpu_id FROM gpus_gone) ORDER BY model").fetch_all(pool).await?)
 }
 
 #[cfg(test)]

@@ -53,8 +53,9 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
             framework_version,
         })
         .collect();
-    // Free resources per schedulable node: GPUs nobody holds, and CPU and
-    // memory not reserved by live machines (0 recorded = unknown = no limit).
+    // Free resources per schedulable node: GPUs nobody holds that the node
+    // still reports, and CPU and memory not reserved by live machines (0
+    // recorded = unknown = no limit).
     let nodes: Vec<(i64, String, String, i64, i64, i64, i64, String)> = sqlx::query_as(
         "SELECT n.id, n.name, r.code, r.id, n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0),
                 n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0),
@@ -66,7 +67,7 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
     .fetch_all(pool)
     .await?;
     let free: Vec<(i64, String, i64)> = sqlx::query_as(
-        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g WHERE NOT EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) GROUP BY g.node_id, g.model",
+        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g WHERE g.id NOT IN (SELECT gpu_id FROM gpus_gone) AND NOT EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) GROUP BY g.node_id, g.model",
     )
     .fetch_all(pool)
     .await?;

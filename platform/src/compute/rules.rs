@@ -93,7 +93,7 @@ async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64) -> 
     let big_enough: Vec<(i64, String)> = sqlx::query_as(
         "SELECT DISTINCT r.id, r.code FROM nodes n JOIN regions r ON r.id = n.region_id
          WHERE n.state <> 'lost' AND (n.cpu_count = 0 OR (n.cpu_count * 1000 >= ?1 AND n.memory_mb >= ?2))
-           AND COALESCE((SELECT MAX(c) FROM (SELECT COUNT(*) AS c FROM gpus g WHERE g.node_id = n.id AND (?3 IS NULL OR g.model = ?3) GROUP BY g.model)), 0) >= ?4
+           AND COALESCE((SELECT MAX(c) FROM (SELECT COUNT(*) AS c FROM gpus g WHERE g.node_id = n.id AND (?3 IS NULL OR g.model = ?3) AND g.id NOT IN (SELECT gpu_id FROM gpus_gone) GROUP BY g.model)), 0) >= ?4
          ORDER BY r.code",
     )
     .bind(cpu_millis)

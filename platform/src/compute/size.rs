@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// when a GPU of a node not lost has it (or there is no GPU yet).
 pub(super) async fn model_unknown(conn: &mut SqliteConnection, model: &str) -> Result<Option<String>, PlatformError> {
     let models: BTreeSet<String> =
-        sqlx::query_scalar("SELECT DISTINCT g.model FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost'")
+        sqlx::query_scalar("SELECT DISTINCT g.model FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost' AND g.id NOT IN (SELECT gpu_id FROM gpus_gone)")
             .fetch_all(&mut *conn)
             .await?
             .into_iter()
@@ -34,7 +34,8 @@ pub(super) async fn no_node_can_hold(conn: &mut SqliteConnection, requester: &Us
     let nodes: Vec<(i64, String, i64, i64, i64)> =
         sqlx::query_as("SELECT id, name, cpu_count, memory_mb, region_id FROM nodes WHERE state <> 'lost' ORDER BY name, id").fetch_all(&mut *conn).await?;
     let gpus: Vec<(i64, String, i64)> = sqlx::query_as(
-        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost' GROUP BY g.node_id, g.model",
+        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id
+         WHERE n.state <> 'lost' AND g.id NOT IN (SELECT gpu_id FROM gpus_gone) GROUP BY g.node_id, g.model",
     )
     .fetch_all(&mut *conn)
     .await?;

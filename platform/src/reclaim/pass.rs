@@ -118,7 +118,9 @@ async fn hot(pool: &Pool, settings: &Settings, now: i64, report: &mut PassReport
     let nodes: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM nodes WHERE state = 'ready' ORDER BY id").fetch_all(pool).await?;
     for (node_id, node_name) in nodes {
         let rows: Vec<(i64, i64, String, Option<i64>)> = sqlx::query_as(
-            "SELECT g.id, g.idx, g.model, mg.machine_id FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id WHERE g.node_id = ? ORDER BY g.idx",
+            // A free GPU its node no longer reports is no target.
+            "SELECT g.id, g.idx, g.model, mg.machine_id FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id
+             WHERE g.node_id = ? AND NOT (mg.machine_id IS NULL AND g.id IN (SELECT gpu_id FROM gpus_gone)) ORDER BY g.idx",
         )
         .bind(node_id)
         .fetch_all(pool)

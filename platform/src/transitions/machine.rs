@@ -116,12 +116,25 @@ pub async fn set_volume_enforced(conn: &mut SqliteConnection, machine_id: i64, e
 /// Gives back every GPU the machine holds, refunds its group, forgets its
 /// container (the caller removes it, or leaves it to the collector) and
 /// moves the machine to `to`. Returns the number of GPUs refunded;
-/// idempotent for a machine that holds nothing.
+/// idempotent for a machine that holds nothing. A GPU its node no longer
+/// reports (in `gpus_gone`, kept only for this machine) is deleted, not
+/// freed: nothing else may be given a card that is not there.
 pub async fn release(conn: &mut SqliteConnection, machine_id: i64, to: MachineState, message: &str) -> Result<i64, PlatformError> {
     let cur = current(conn, machine_id).await?;
     machine::transition(cur.state, to).map_err(|e| PlatformError::Conflict(format!("machine {}: {e}", cur.name)))?;
     if cur.held > 0 {
+        let gone: Vec<i64> = sqlx::query_scalar(
+            "SELECT mg.gpu_id FROM machine_gpus mg JOIN gpus_gone x ON x.gpu_id = mg.gpu_id WHERE mg.machine_id = ?",
+        )
+        .bind(machine_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        // machine_gpus refers to gpus: the holding goes first.
         sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?").bind(machine_id).execute(&mut *conn).await?;
+        for id in &gone {
+            tracing::info!(machine_id, gpu_id = id, "a GPU its node no longer reports was let go; its row is removed");
+            sqlx::query("DELETE FROM gpus WHERE id = ?").bind(id).execute(&mut *conn).await?;
+        }
         let refunded = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use - ?1 WHERE id = ?2 AND gpus_in_use >= ?1")
             .bind(cur.held)
             .bind(cur.group_id)

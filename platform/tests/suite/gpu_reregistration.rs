@@ -1,13 +1,19 @@
 //! A node registering again after a reboot: its GPUs are matched by UUID,
 //! not by position. NVML may list them in another order, and a GPU that
 //! dropped off the bus shifts the positions of those after it; neither may
-//! stop the server or move a machine's GPU under it.
+//! stop the server or move a machine's GPU under it. A held GPU that is
+//! gone is marked so, and its row goes when its machine lets it go: it
+//! must never come back as a free GPU that does not exist.
 
 use crate::common;
 
 use common::{env, Env};
+use gantry_core::task::TaskKind;
 use gantry_platform::{
+    accounts::User,
+    cluster, compute,
     gpus::DiscoveredGpu,
+    machines::{self, OperationRequest},
 };
 use std::collections::HashMap;
 
@@ -33,10 +39,9 @@ async fn rows(env: &Env) -> HashMap<String, (i64, i64)> {
     rows.into_iter().map(|(uuid, id, idx)| (uuid, (id, idx))).collect()
 }
 
-/// A machine of a new user alice (once per test) holding exactly the GPU `gpu_id`; returns its id.
-async fn machine_holding(env: &Env, name: &str, gpu_id: i64) -> i64 {
-    let alice = env.user("alice", "ml-team").await;
-    let admitted = env.admissions.create(env.create(&alice, name, 1)).await.unwrap();
+/// A machine of `owner` holding exactly the GPU `gpu_id`; returns its id.
+async fn machine_holding(env: &Env, owner: &User, name: &str, gpu_id: i64) -> i64 {
+    let admitted = env.admissions.create(env.create(owner, name, 1)).await.unwrap();
     sqlx::query("UPDATE machine_gpus SET gpu_id = ? WHERE machine_id = ?").bind(gpu_id).bind(admitted.machine_id).execute(&env.pool).await.unwrap();
     admitted.machine_id
 }
@@ -50,7 +55,8 @@ gantry_testkit::timed_test! {
         let env = env("simulated", 0, 8).await;
         register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
         let before = rows(&env).await;
-        let machine = machine_holding(&env, "on-c", before["GPU-C"].0).await;
+        let alice = env.user("alice", "ml-team").await;
+        let machine = machine_holding(&env, &alice, "on-c", before["GPU-C"].0).await;
 
         // B is gone: C and D move up one position.
         register(&env, &gpus(&["A", "C", "D"])).await.expect("re-registration must not trip over gpus.uuid");
@@ -68,7 +74,8 @@ gantry_testkit::timed_test! {
         let env = env("simulated", 0, 8).await;
         register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
         let before = rows(&env).await;
-        let machine = machine_holding(&env, "on-b", before["GPU-B"].0).await;
+        let alice = env.user("alice", "ml-team").await;
+        let machine = machine_holding(&env, &alice, "on-b", before["GPU-B"].0).await;
 
         // B is gone and a new card E takes position 3: no index is shared.
         register(&env, &gpus(&["A", "C", "D", "E"])).await.unwrap();
@@ -89,7 +96,8 @@ gantry_testkit::timed_test! {
         let env = env("simulated", 0, 8).await;
         register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
         let before = rows(&env).await;
-        let machine = machine_holding(&env, "on-a", before["GPU-A"].0).await;
+        let alice = env.user("alice", "ml-team").await;
+        let machine = machine_holding(&env, &alice, "on-a", before["GPU-A"].0).await;
 
         register(&env, &gpus(&["D", "C", "B", "A"])).await.expect("a new NVML order must not stop the server");
         let after = rows(&env).await;
@@ -98,5 +106,76 @@ gantry_testkit::timed_test! {
         }
         assert_eq!(after.len(), 4);
         assert_eq!(held_by(&env, machine).await, vec![before["GPU-A"].0]);
+    }
+}
+
+/// Deletes the machine the way its owner does, and runs the delete.
+async fn delete(env: &Env, owner: &User, machine_id: i64) {
+    machines::request_operation(&env.pool, owner, OperationRequest { machine_id, kind: TaskKind::Delete, keep_volume: false }).await.unwrap();
+    env.drive().await;
+    assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {machine_id}")).await, "deleted");
+}
+
+/// (total, free) GPUs of the env's node on the admin nodes page, and its
+/// free GPUs as the compute matcher counts them.
+async fn capacity(env: &Env) -> ((i64, i64), u32) {
+    let node = cluster::list_nodes(&env.pool).await.unwrap().into_iter().find(|n| n.id == env.node_id).unwrap();
+    let snapshot = compute::snapshot(&env.pool).await.unwrap();
+    let matcher = snapshot.regions.iter().flat_map(|r| &r.nodes).find(|n| n.name == node.name).map(|n| n.free_gpus.values().sum()).unwrap_or(0);
+    ((node.gpu_total, node.gpu_free), matcher)
+}
+
+/// Since when the GPU has been marked gone, if it is.
+async fn gone_since(env: &Env, gpu_id: i64) -> Option<i64> {
+    sqlx::query_scalar("SELECT since FROM gpus_gone WHERE gpu_id = ?").bind(gpu_id).fetch_optional(&env.pool).await.unwrap()
+}
+
+gantry_testkit::timed_test! {
+    async fn a_gone_gpu_is_not_freed_when_its_machine_lets_it_go() {
+        let env = env("simulated", 0, 8).await;
+        register(&env, &gpus(&["A", "B"])).await.unwrap();
+        let before = rows(&env).await;
+        let alice = env.user("alice", "ml-team").await;
+        let machine = machine_holding(&env, &alice, "on-b", before["GPU-B"].0).await;
+        env.drive().await;
+
+        // B falls off the bus; the server restarts and registers the node again.
+        register(&env, &gpus(&["A"])).await.unwrap();
+        assert_eq!(held_by(&env, machine).await, vec![before["GPU-B"].0], "its machine keeps B");
+        delete(&env, &alice, machine).await;
+
+        assert!(!rows(&env).await.contains_key("GPU-B"), "a gone GPU's row goes with its last holder");
+        assert_eq!(capacity(&env).await, ((1, 1), 1), "the node offers A only");
+        let bob = env.user("bob", "ml-team").await;
+        let first = env.admissions.create(env.create(&bob, "first", 1)).await.unwrap();
+        assert_eq!(held_by(&env, first.machine_id).await, vec![before["GPU-A"].0]);
+        let second = env.admissions.create(env.create(&bob, "second", 1)).await;
+        assert!(second.is_err(), "no second GPU exists: {:?}", second.map(|a| a.machine_id));
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_gone_gpu_reported_again_is_kept_and_offered() {
+        let env = env("simulated", 0, 8).await;
+        register(&env, &gpus(&["A", "B"])).await.unwrap();
+        let b = rows(&env).await["GPU-B"].0;
+        let alice = env.user("alice", "ml-team").await;
+        let machine = machine_holding(&env, &alice, "on-b", b).await;
+        env.drive().await;
+
+        register(&env, &gpus(&["A"])).await.unwrap();
+        assert!(gone_since(&env, b).await.is_some(), "a held GPU no longer reported is marked gone");
+        // A loose card reseated: it is back before the machine lets it go.
+        register(&env, &gpus(&["B", "A"])).await.unwrap();
+        assert_eq!(gone_since(&env, b).await, None, "reported again: no longer gone");
+        delete(&env, &alice, machine).await;
+
+        assert_eq!(rows(&env).await["GPU-B"], (b, 0), "B keeps its row, at its reported index");
+        assert_eq!(capacity(&env).await, ((2, 2), 2));
+        let bob = env.user("bob", "ml-team").await;
+        for name in ["first", "second"] {
+            env.admissions.create(env.create(&bob, name, 1)).await.unwrap();
+        }
     }
 }
