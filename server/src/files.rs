@@ -81,6 +81,23 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
         Err(r) => return Err(refusal(r)),
     };
     let exec = executor(st, node, "files").await?;
+    // A stopped machine's volume is mounted by the engine for each archive
+    // call: first make sure its block device holds its own image.
+    match exec.check_volumes(&container).await {
+        Ok(()) => {}
+        Err(e @ ExecError::Unavailable(_)) => return Err(exec_error(e)),
+        Err(e) => {
+            tracing::error!(machine = id, error = %e, "a stopped machine's data volume cannot be mounted safely; files refused");
+            return Err(refuse(
+                StatusCode::CONFLICT,
+                format!(
+                    "the data volume of machine {} cannot be opened while it is stopped: its disk on the node is not as Gantry left it \
+                     (for example after the node restarted). Nothing was read or written; an administrator can find the details in the server log",
+                    target.name
+                ),
+            ));
+        }
+    }
     Ok((target, Place { exec, container }))
 }
 

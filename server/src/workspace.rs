@@ -152,7 +152,24 @@ pub fn exec_error(e: ExecError) -> Response {
         tracing::warn!(error = %detail, "a machine's engine is unavailable");
         return refuse(status, "the machine's node does not answer now; try again in a moment (the error has been logged)");
     }
+    // The engine mounts a stopped container's volumes for each archive
+    // call; its mount error names host paths and devices: logged only.
+    if let ExecError::Failed(detail) = &e {
+        if is_mount_failure(detail) {
+            tracing::error!(error = %detail, "the engine could not mount a machine's volume");
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the machine's data volume could not be mounted on its node; nothing was read or written (the error has been logged)",
+            );
+        }
+    }
     refuse(status, e.to_string())
+}
+
+/// Docker's texts for a volume it could not mount ("failed to mount local
+/// volume: mount /dev/loop9:/var/lib/docker/volumes/...").
+fn is_mount_failure(detail: &str) -> bool {
+    ["failed to mount local volume", "error while mounting volume"].iter().any(|p| detail.contains(p))
 }
 
 #[cfg(test)]
@@ -166,6 +183,17 @@ mod tests {
             let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
             let text = String::from_utf8_lossy(&body);
             assert!(text.contains("does not answer") && !text.contains("10.1.2.3") && !text.contains("tcp://"), "{text}");
+        }
+    }
+
+    gantry_testkit::timed_test! {
+        async fn an_engine_mount_error_names_no_host_path() {
+            let detail = "stat /data/x failed (HTTP 500): failed to mount local volume: mount /dev/loop9:/var/lib/docker/volumes/v/_data, flags: 0x0: no such device";
+            let res = exec_error(ExecError::Failed(detail.into()));
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(text.contains("could not be mounted") && !text.contains("/dev/") && !text.contains("/var/lib"), "{text}");
         }
     }
 }

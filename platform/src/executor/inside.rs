@@ -146,6 +146,19 @@ impl Executor {
         }
     }
 
+    /// Call before the file routes' archive calls: a stopped container's
+    /// volumes are mounted by the engine for each call, so its loop
+    /// volumes' recorded devices must hold their own images (re-attached
+    /// when free, as after a host reboot; `Failed` when a device holds
+    /// another file — mounting it would show another machine's data).
+    /// The simulated executor has no volumes to check.
+    pub async fn check_volumes(&self, container_id: &str) -> Result<(), ExecError> {
+        match self {
+            Executor::Docker(d) => d.check_container_volumes(container_id).await,
+            Executor::Simulated(_) => Ok(()),
+        }
+    }
+
     /// `Ok(None)` when the path does not exist.
     pub async fn stat_path(&self, container_id: &str, path: &str) -> Result<Option<PathStat>, ExecError> {
         match self {

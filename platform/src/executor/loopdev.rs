@@ -23,6 +23,10 @@ pub const DEFAULT_VOLUME_DIR: &str = "/var/lib/gantry/volumes";
 pub struct LoopVolume {
     pub device: String,
     pub image: PathBuf,
+    /// The image was made by this call (empty). False: it already existed
+    /// and holds data (a kept volume whose Docker volume went, an
+    /// interrupted create), so a failed create must leave it alone.
+    pub fresh: bool,
 }
 
 /// Whether to try loop volumes at all: root (losetup needs it), the tools on
@@ -78,6 +82,16 @@ pub fn checked_image(dir: &Path, volume: &str, labelled: &str) -> Result<PathBuf
 /// new image is formatted under a temporary name and renamed into place, so
 /// a crash during `mkfs` never leaves an unformatted image that looks done.
 pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<LoopVolume, String> {
+    provision_avoiding(dir, volume, size_gb, Vec::new()).await
+}
+
+/// [`provision`], never attaching to a device in `recorded`: the devices
+/// other Docker volumes name. After a host reboot every device is free,
+/// but a stopped machine's volume still names its old one, and the engine
+/// mounts that device whenever it touches the container (start, the
+/// archive API): handing it to a new image would show that image's data
+/// to the other machine's owner.
+pub async fn provision_avoiding(dir: PathBuf, volume: String, size_gb: i64, recorded: Vec<String>) -> Result<LoopVolume, String> {
     blocking(move || {
         if size_gb <= 0 {
             return Err(format!("volume size must be positive, got {size_gb} GB"));
@@ -108,10 +122,14 @@ pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<Loo
                 return Err(e);
             }
         }
-        let device = match attached_devices(&image)?.into_iter().next() {
-            Some(dev) => dev,
-            None => match run("losetup", &["-f", "--show", "--", path_str(&image)?]) {
-                Ok(out) => out.trim().to_string(),
+        let attached = attached_devices(&image)?;
+        let device = match attached.iter().find(|d| !recorded.contains(d)) {
+            Some(dev) => dev.clone(),
+            None if !attached.is_empty() => {
+                return Err(format!("{} is attached only to {attached:?}, which other volumes name", image.display()));
+            }
+            None => match attach_unrecorded(&image, &recorded) {
+                Ok(dev) => dev,
                 Err(e) => {
                     if fresh {
                         let _ = std::fs::remove_file(&image);
@@ -120,12 +138,43 @@ pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<Loo
                 }
             },
         };
-        if !valid_device(&device) {
-            return Err(format!("losetup answered an unexpected device {device:?}"));
-        }
-        Ok(LoopVolume { device, image })
+        Ok(LoopVolume { device, image, fresh })
     })
     .await
+}
+
+/// How many taken devices `attach_unrecorded` steps over before it gives
+/// up: each one means another attach won the race for it.
+const ATTACH_TRIES: usize = 64;
+
+/// Attaches `image` to the lowest-numbered device that is free and not in
+/// `recorded`. `losetup DEVICE FILE` fails when DEVICE was taken since we
+/// looked (another create on this node), and then the next one is tried;
+/// it also creates a device node that does not exist yet.
+fn attach_unrecorded(image: &Path, recorded: &[String]) -> Result<String, String> {
+    let mut skip: Vec<String> = recorded.to_vec();
+    let mut last_error = String::new();
+    for _ in 0..ATTACH_TRIES {
+        let in_use = run("losetup", &["--list", "--noheadings", "--output", "NAME"])?;
+        let in_use: Vec<&str> = in_use.lines().map(str::trim).collect();
+        let device = (0..1_000_000u32)
+            .map(|k| format!("/dev/loop{k}"))
+            .find(|d| !in_use.contains(&d.as_str()) && !skip.contains(d))
+            .ok_or("no free loop device")?;
+        match run("losetup", &["--", &device, path_str(image)?]) {
+            Ok(_) => return Ok(device),
+            // Taken meanwhile: try the next. Still free: the failure is
+            // about the image or the host, and the next device would fail too.
+            Err(e) if is_attached(&device) => last_error = e,
+            Err(e) => return Err(e),
+        }
+        skip.push(device);
+    }
+    Err(format!("no loop device could be attached after {ATTACH_TRIES} tries: {last_error}"))
+}
+
+fn is_attached(device: &str) -> bool {
+    run("losetup", &["--list", "--noheadings", "--output", "BACK-FILE", "--", device]).is_ok_and(|b| !b.trim().is_empty())
 }
 
 /// Before every start: `device` (recorded in the Docker volume) must be

@@ -62,4 +62,5 @@ mod system_tasks;
 mod telemetry_sampler;
 mod telemetry_store;
 mod terminal_sessions;
+mod volume_create_rollback;
 mod volume_reboot;

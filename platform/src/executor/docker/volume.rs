@@ -4,7 +4,7 @@
 use super::super::loopdev::{self, LABEL_LOOP_DEVICE, LABEL_LOOP_IMAGE, LABEL_SIZE_GB};
 use super::super::*;
 use super::DockerExecutor;
-use bollard::models::VolumeCreateRequest;
+use bollard::models::{ContainerStateStatusEnum, VolumeCreateRequest};
 use bollard::query_parameters::ListVolumesOptions;
 use std::collections::HashMap;
 
@@ -36,7 +36,7 @@ impl DockerExecutor {
         ]);
         let why_not = match self.block_volume_dir().and_then(|dir| loopdev::enabled().map(|()| dir.to_path_buf())) {
             Err(why) => why,
-            Ok(dir) => match loopdev::provision(dir, name.clone(), spec.volume_size_gb).await {
+            Ok(dir) => match loopdev::provision_avoiding(dir, name.clone(), spec.volume_size_gb, self.recorded_loop_devices().await?).await {
                 Err(why) => why,
                 Ok(lv) => {
                     let mut loop_labels = labels.clone();
@@ -49,14 +49,20 @@ impl DockerExecutor {
                         labels: Some(loop_labels),
                         ..Default::default()
                     };
-                    match docker.create_volume(req).await {
+                    match docker.create_volume(req).await.map_err(|e| self.err(e, "create volume")) {
                         Ok(v) => return Ok(volume_info(&v, true)),
+                        // Outcome unknown (the engine may have made the
+                        // volume): the image stays for the retry to find.
+                        Err(e @ ExecError::Unavailable(_)) => return Err(e),
+                        // An image that was there before holds a machine's
+                        // data: never deleted here, and no empty plain
+                        // volume in its place either.
+                        Err(e) if !lv.fresh => {
+                            return Err(ExecError::Failed(format!("data volume {name}: the engine refused it over its existing image: {e}")))
+                        }
                         Err(e) => {
                             let _ = loopdev::release(lv.image).await;
-                            match self.err(e, "create volume") {
-                                e @ ExecError::Unavailable(_) => return Err(e),
-                                e => e.to_string(),
-                            }
+                            e.to_string()
                         }
                     }
                 }
@@ -78,6 +84,60 @@ impl DockerExecutor {
         let image = loopdev::checked_image(dir, name, image).map_err(refuse)?;
         let device = device.ok_or_else(|| refuse("its loop device is not recorded".into()))?;
         loopdev::ensure_attached(image, device.to_string()).await.map_err(refuse)
+    }
+
+    /// Every loop device a Docker volume on this engine names (any
+    /// installation's: the devices are the host's), by label and by the
+    /// `device` option the engine mounts.
+    async fn recorded_loop_devices(&self) -> Result<Vec<String>, ExecError> {
+        let opts = ListVolumesOptions { filters: Some(HashMap::from([("label".to_string(), vec![LABEL_LOOP_DEVICE.to_string()])])) };
+        let list = self.client().await?.list_volumes(Some(opts)).await.map_err(|e| self.err(e, "list volumes"))?;
+        let mut devices: Vec<String> = Vec::new();
+        for v in list.volumes.unwrap_or_default() {
+            for dev in [v.labels.get(LABEL_LOOP_DEVICE), v.options.get("device")].into_iter().flatten() {
+                if !devices.contains(dev) {
+                    devices.push(dev.clone());
+                }
+            }
+        }
+        Ok(devices)
+    }
+
+    /// Before the archive API touches a container that is not running: the
+    /// engine then mounts the container's volumes itself, so each loop
+    /// volume's recorded device must hold its own image — re-attached when
+    /// free (after a host reboot), refused when it holds another file.
+    /// A running (or paused) container has its volumes mounted already; a
+    /// missing one is the archive call's to report.
+    pub async fn check_container_volumes(&self, container_id: &str) -> Result<(), ExecError> {
+        let docker = self.client().await?;
+        let c = match docker.inspect_container(container_id, None).await {
+            Ok(c) => c,
+            Err(e) => {
+                return match self.err(e, &format!("inspect container {container_id}")) {
+                    ExecError::NotFound(_) => Ok(()),
+                    other => Err(other),
+                }
+            }
+        };
+        let status = c.state.and_then(|s| s.status);
+        if matches!(status, Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)) {
+            return Ok(());
+        }
+        let volumes = c.mounts.unwrap_or_default().into_iter().filter(|m| m.typ.as_deref() == Some("volume")).filter_map(|m| m.name);
+        for name in volumes {
+            let v = match docker.inspect_volume(&name).await {
+                Ok(v) => v,
+                Err(e) => match self.err(e, "inspect volume") {
+                    ExecError::NotFound(_) => continue,
+                    other => return Err(other),
+                },
+            };
+            if let Some(image) = v.labels.get(LABEL_LOOP_IMAGE) {
+                self.check_loop_backing(&name, image, v.options.get("device").map(String::as_str)).await?;
+            }
+        }
+        Ok(())
     }
 
     pub async fn remove_volume(&self, name: &str) -> Result<(), ExecError> {
