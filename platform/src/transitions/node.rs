@@ -94,10 +94,10 @@ pub async fn mark_lost(pool: &Pool, actor: Option<i64>, node_id: i64, reason: &s
     Ok(report)
 }
 
-/// Removes a node that holds no live machine (typically a lost one, or
-/// one drained empty): its GPUs go, its closed machines keep their history
-/// without it, its kept volumes are forgotten. Its engine is not touched:
-/// leftovers there are no longer Gantry's to collect.
+/// Removes a node that holds no live machine and no kept volume (typically
+/// a lost one, or one drained empty): its GPUs go, its closed machines keep
+/// their history without it. Its engine is not touched: leftovers there are
+/// no longer Gantry's to collect.
 pub async fn remove(pool: &Pool, actor: Option<i64>, node_id: i64) -> Result<String, PlatformError> {
     let mut tx = begin(pool).await?;
     let name: String = sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?")

@@ -162,3 +162,25 @@ gantry_testkit::timed_test! {
         assert!(!sim.committed_images().contains(&image));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_failed_reclaims_snapshot_is_kept_while_its_machine_lives() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "napper").await;
+        let snap = reclaim_now(&env, m).await;
+        let image = image_of(&env, snap).await;
+        // What a reclaim that removed the container and then gave up before
+        // its last commit leaves: the machine not reclaimed, no restore
+        // point recorded, the snapshot failed — and its image the only copy
+        // of the machine's files.
+        sqlx::query("UPDATE machines SET state = 'running', restore_snapshot_id = NULL WHERE id = ?").bind(m).execute(&env.pool).await.unwrap();
+        sqlx::query("UPDATE snapshots SET state = 'failed', message = 'the database was busy (gave up after 5 attempts)' WHERE id = ?")
+            .bind(snap)
+            .execute(&env.pool)
+            .await
+            .unwrap();
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await, 1, "the row was swept");
+        assert!(sim.committed_images().contains(&image), "the machine's only copy was removed from the engine");
+    }
+}
