@@ -50,7 +50,7 @@ async fn write(d: &Dispatcher, task: &ClaimedTask, outcome: &Result<Done, StepEr
             tracing::warn!(task = task.id, step, "abandoned by the step hook (simulated crash)");
             Ok(())
         }
-        Err(StepError::Retry(reason)) if task.attempts < MAX_ATTEMPTS => {
+        Err(StepError::Retry(reason) | StepError::Busy(reason)) if task.attempts < MAX_ATTEMPTS => {
             let delay = backoff_secs(task.attempts as u32);
             let message = format!("{reason}; retry {} of {MAX_ATTEMPTS} in {delay} s", task.attempts + 1);
             run::retry(&d.pool, lease, now() + delay, &message).await?;
@@ -60,6 +60,12 @@ async fn write(d: &Dispatcher, task: &ClaimedTask, outcome: &Result<Done, StepEr
         Err(StepError::Retry(reason)) => {
             let message = format!("{reason} (gave up after {} attempts)", task.attempts);
             give_up(d, task, &message, true).await
+        }
+        // Not the engine's fault: a delete must not be recorded as done
+        // with its container left to the collector.
+        Err(StepError::Busy(reason)) => {
+            let message = format!("{reason} (gave up after {} attempts)", task.attempts);
+            give_up(d, task, &message, false).await
         }
         Err(StepError::Fail(reason)) => give_up(d, task, reason, false).await,
     }

@@ -14,6 +14,10 @@ use gantry_core::task::{MachineState, TaskKind};
 pub enum StepError {
     /// The engine could not be reached: try again later.
     Retry(String),
+    /// The database was busy (locked, or no connection free in time): try
+    /// again later; unlike an unreachable engine, giving up after the last
+    /// try says nothing about the engine.
+    Busy(String),
     Fail(String),
     /// The lease went to another process (or an admin ended the task):
     /// stop without writing anything.
@@ -46,10 +50,22 @@ impl From<PlatformError> for StepError {
             PlatformError::LeaseLost(m) => StepError::LeaseLost(m),
             // A busy or stalled database passes: the steps are idempotent,
             // so the task is retried. Failing it instead could leave half
-            // a reclaim — container removed, snapshot marked failed.
-            PlatformError::Database(e) => StepError::Retry(format!("the database could not be written: {e}")),
+            // a reclaim — container removed, snapshot marked failed. Any
+            // other database error (a constraint, a missing row) is no
+            // better on the next try.
+            PlatformError::Database(e) if transient(&e) => StepError::Busy(format!("the database was busy: {e}")),
             other => StepError::Fail(other.to_string()),
         }
+    }
+}
+
+/// SQLite busy or locked (any extended code of those), or no pooled
+/// connection in time, or an IO error on the database file.
+fn transient(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6)),
+        _ => false,
     }
 }
 
@@ -194,9 +210,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_database_error_retries_the_task_and_a_refusal_fails_it() {
+    fn a_busy_database_retries_the_task_and_other_errors_fail_it() {
         let busy = PlatformError::Database(sqlx::Error::PoolTimedOut);
-        assert!(matches!(StepError::from(busy), StepError::Retry(m) if m.contains("pool timed out")));
+        assert!(matches!(StepError::from(busy), StepError::Busy(m) if m.contains("pool timed out")));
+        let missing = PlatformError::Database(sqlx::Error::RowNotFound);
+        assert!(matches!(StepError::from(missing), StepError::Fail(_)), "a missing row is no better on the next try");
         assert!(matches!(StepError::from(PlatformError::Conflict("no".into())), StepError::Fail(m) if m == "no"));
         assert!(matches!(StepError::from(PlatformError::LeaseLost("gone".into())), StepError::LeaseLost(_)));
     }
