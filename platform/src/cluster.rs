@@ -281,7 +281,8 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
     Ok(sqlx::query_as(
         "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.arch, n.last_heartbeat, n.cpu_count, n.memory_mb,
                 COUNT(g.id) - COUNT(x.gpu_id) AS gpu_total,
-                COALESCE(SUM(x.gpu_id IS NULL AND mg.gpu_id IS NULL), 0) AS gpu_free,
+                -- A node without GPUs still joins one all-NULL row: not a free GPU.
+                COALESCE(SUM(g.id IS NOT NULL AND x.gpu_id IS NULL AND mg.gpu_id IS NULL), 0) AS gpu_free,
                 COUNT(x.gpu_id) AS gpu_gone,
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,
                 COALESCE(MAX(g.simulated), 0) AS simulated

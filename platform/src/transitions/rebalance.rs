@@ -60,7 +60,9 @@ pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Re
     }
     for gpu in &wanted {
         let (on_node, holder): (bool, Option<i64>) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM gpus g JOIN machines m ON m.node_id = g.node_id WHERE g.id = ?1 AND m.id = ?2),
+            // A GPU its node stopped reporting since the move was planned is no target.
+            "SELECT EXISTS (SELECT 1 FROM gpus g JOIN machines m ON m.node_id = g.node_id WHERE g.id = ?1 AND m.id = ?2
+                              AND g.id NOT IN (SELECT gpu_id FROM gpus_gone)),
                     (SELECT machine_id FROM machine_gpus WHERE gpu_id = ?1)",
         )
         .bind(gpu)
@@ -72,6 +74,11 @@ pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Re
         }
     }
     sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?").bind(machine_id).execute(&mut *tx).await?;
+    // A gone GPU given up goes, as when its machine releases it: never offered, it would only linger.
+    sqlx::query("DELETE FROM gpus WHERE id IN (SELECT gpu_id FROM gpus_gone) AND id NOT IN (SELECT gpu_id FROM machine_gpus) AND node_id = (SELECT node_id FROM machines WHERE id = ?)")
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
     for gpu in &wanted {
         sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)").bind(gpu).bind(machine_id).execute(&mut *tx).await?;
     }

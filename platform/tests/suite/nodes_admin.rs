@@ -166,3 +166,18 @@ gantry_testkit::timed_test! {
         assert!(!gantry_platform::first_run::is_new_cluster(&env.pool).await.unwrap(), "no node now, but not a new installation");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_node_without_gpus_shows_none_free() {
+        let env = env("simulated", 2, 2).await;
+        let reg = cluster::NodeRegistration {
+            name: "cpu-only", region_code: "local", docker_endpoint: "simulated://cpu-only", volume_dir: "", executor: "simulated", cpu_count: 8, memory_mb: 4096, gpus: &[],
+        };
+        cluster::register_node(&env.pool, reg).await.unwrap();
+        let nodes = cluster::list_nodes(&env.pool).await.unwrap();
+        let cpu = nodes.iter().find(|n| n.name == "cpu-only").expect("listed");
+        assert_eq!((cpu.gpu_total, cpu.gpu_free, cpu.gpu_gone), (0, 0, 0), "the Nodes page showed 1 / 0");
+        let other = nodes.iter().find(|n| n.name != "cpu-only").unwrap();
+        assert_eq!((other.gpu_total, other.gpu_free), (2, 2));
+    }
+}
