@@ -34,16 +34,19 @@ pub struct Swept {
 /// reclaimed machine comes back from it; a lost one keeps it until it is
 /// deleted); and no task is under way on its machine (a reclaim that is
 /// taking it, a restore from it). Machines whose image it is are checked
-/// with [`image_users`]. A failed one is kept while its machine lives: a
-/// reclaim that failed after removing the container (its last commit never
-/// made) leaves in it the only copy of that machine's files. So: ready
-/// (replaced by a newer restore point), marked by a delete a stopped
-/// process left, or its machine deleted.
+/// with [`image_users`]. A failed one is kept while its machine has lost
+/// its container: a reclaim that failed after removing it (its last commit
+/// never made) leaves in it the only copy of that machine's files. The
+/// sweep runs after the reconciler has looked at the nodes in the same
+/// pass, so such a machine already reads `failed`; a running or stopped one
+/// still has its container. So: ready (replaced by a newer restore point),
+/// marked by a delete a stopped process left, or failed while its machine
+/// is deleted, running or stopped.
 const UNNEEDED: &str = "s.origin = 'reclaim' AND s.state <> 'creating'
     AND NOT EXISTS (SELECT 1 FROM machines m WHERE m.restore_snapshot_id = s.id AND m.state <> 'deleted')
     AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = s.machine_id AND t.state IN ('pending', 'scheduled', 'running'))
     AND (s.state = 'ready' OR (s.state = 'failed' AND s.message = 'being deleted')
-         OR EXISTS (SELECT 1 FROM machines m WHERE m.id = s.machine_id AND m.state = 'deleted'))";
+         OR EXISTS (SELECT 1 FROM machines m WHERE m.id = s.machine_id AND m.state IN ('deleted', 'running', 'stopped')))";
 
 /// Deletes every reclaim snapshot no machine needs any more.
 pub async fn sweep_reclaim(pool: &Pool, fleet: &Fleet) -> Result<Swept, PlatformError> {

@@ -173,7 +173,15 @@ gantry_testkit::timed_test! {
         // its last commit leaves: the machine not reclaimed, no restore
         // point recorded, the snapshot failed — and its image the only copy
         // of the machine's files.
-        sqlx::query("UPDATE machines SET state = 'running', restore_snapshot_id = NULL WHERE id = ?").bind(m).execute(&env.pool).await.unwrap();
+        // (its container's id is still recorded and its GPU still held: only
+        // the last commit clears and releases them)
+        for sql in [
+            format!("UPDATE machines SET state = 'running', restore_snapshot_id = NULL, container_id = 'removed-by-the-reclaim' WHERE id = {m}"),
+            format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, {m} FROM gpus WHERE id NOT IN (SELECT gpu_id FROM machine_gpus) LIMIT 1"),
+            "UPDATE groups SET gpus_in_use = gpus_in_use + 1 WHERE name = 'ml-team'".to_string(),
+        ] {
+            sqlx::query(&sql).execute(&env.pool).await.unwrap();
+        }
         sqlx::query("UPDATE snapshots SET state = 'failed', message = 'the database was busy (gave up after 5 attempts)' WHERE id = ?")
             .bind(snap)
             .execute(&env.pool)
@@ -182,5 +190,28 @@ gantry_testkit::timed_test! {
         reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await, 1, "the row was swept");
         assert!(sim.committed_images().contains(&image), "the machine's only copy was removed from the engine");
+        assert_eq!(machine_state(&env.pool, m).await.0, "failed", "the reconciler saw its container gone");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_failed_reclaim_that_left_the_container_has_its_image_swept() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "napper").await;
+        let t = now();
+        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+        transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+        // Committed, then the container could not be removed: the machine
+        // keeps running with its files, so the image is nobody's.
+        sim.fail_next("remove_container", ExecError::Failed("device busy".into()));
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        let (snap, image): (i64, String) = sqlx::query_as("SELECT id, image_ref FROM snapshots WHERE origin = 'reclaim'").fetch_one(&env.pool).await.unwrap();
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {snap}")).await, "failed");
+        assert!(sim.committed_images().contains(&image), "committed before the removal failed");
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await, 0, "a failed reclaim's image piles up on the node");
+        assert!(!sim.committed_images().contains(&image));
+        assert_eq!(machine_state(&env.pool, m).await.0, "running", "the machine is untouched");
     }
 }
