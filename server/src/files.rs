@@ -84,9 +84,10 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
     // A stopped machine's volume is mounted by the engine for each archive
     // call: first make sure its block device holds its own image.
     match exec.check_volumes(&container).await {
-        Ok(()) => {}
-        Err(e @ ExecError::Unavailable(_)) => return Err(exec_error(e)),
-        Err(e) => {
+        Ok(Ok(())) => {}
+        // The engine's own errors are answered as everywhere else.
+        Err(e) => return Err(exec_error(e)),
+        Ok(Err(e)) => {
             tracing::error!(machine = id, error = %e, "a stopped machine's data volume cannot be mounted safely; files refused");
             return Err(refuse(
                 StatusCode::CONFLICT,

@@ -59,12 +59,12 @@ impl From<PlatformError> for StepError {
     }
 }
 
-/// SQLite busy or locked (any extended code of those), or no pooled
-/// connection in time, or an IO error on the database file.
+/// SQLite busy, locked or an IO error on the database file (any extended
+/// code of those), no pooled connection in time, or an IO error reaching it.
 fn transient(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6)),
+        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6 | 10)),
         _ => false,
     }
 }

@@ -149,13 +149,14 @@ impl Executor {
     /// Call before the file routes' archive calls: a stopped container's
     /// volumes are mounted by the engine for each call, so its loop
     /// volumes' recorded devices must hold their own images (re-attached
-    /// when free, as after a host reboot; `Failed` when a device holds
-    /// another file — mounting it would show another machine's data).
+    /// when free, as after a host reboot; `Ok(Err(why))` when a device holds
+    /// another file — mounting it would show another machine's data — or
+    /// cannot be checked). `Err`: the engine's own error.
     /// The simulated executor has no volumes to check.
-    pub async fn check_volumes(&self, container_id: &str) -> Result<(), ExecError> {
+    pub async fn check_volumes(&self, container_id: &str) -> Result<Result<(), String>, ExecError> {
         match self {
             Executor::Docker(d) => d.check_container_volumes(container_id).await,
-            Executor::Simulated(_) => Ok(()),
+            Executor::Simulated(_) => Ok(Ok(())),
         }
     }
 

@@ -36,7 +36,13 @@ impl DockerExecutor {
         ]);
         let why_not = match self.block_volume_dir().and_then(|dir| loopdev::enabled().map(|()| dir.to_path_buf())) {
             Err(why) => why,
-            Ok(dir) => match loopdev::provision_avoiding(dir, name.clone(), spec.volume_size_gb, self.recorded_loop_devices().await?).await {
+            Ok(dir) => match loopdev::provision_avoiding(dir.clone(), name.clone(), spec.volume_size_gb, self.recorded_loop_devices().await?).await {
+                // An image already there holds a machine's data (a kept
+                // volume whose Docker volume went): an empty plain volume in
+                // its place would hide it, so the create fails instead.
+                Err(why) if loopdev::image_path(&dir, &name).exists() => {
+                    return Err(ExecError::Failed(format!("data volume {name}: its existing disk image could not be attached: {why}")))
+                }
                 Err(why) => why,
                 Ok(lv) => {
                     let mut loop_labels = labels.clone();
@@ -108,21 +114,22 @@ impl DockerExecutor {
     /// volume's recorded device must hold its own image — re-attached when
     /// free (after a host reboot), refused when it holds another file.
     /// A running (or paused) container has its volumes mounted already; a
-    /// missing one is the archive call's to report.
-    pub async fn check_container_volumes(&self, container_id: &str) -> Result<(), ExecError> {
+    /// missing one is the archive call's to report. `Ok(Err(why))`: a disk
+    /// is not as Gantry left it; `Err`: the engine's own error.
+    pub async fn check_container_volumes(&self, container_id: &str) -> Result<Result<(), String>, ExecError> {
         let docker = self.client().await?;
         let c = match docker.inspect_container(container_id, None).await {
             Ok(c) => c,
             Err(e) => {
                 return match self.err(e, &format!("inspect container {container_id}")) {
-                    ExecError::NotFound(_) => Ok(()),
+                    ExecError::NotFound(_) => Ok(Ok(())),
                     other => Err(other),
                 }
             }
         };
         let status = c.state.and_then(|s| s.status);
         if matches!(status, Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)) {
-            return Ok(());
+            return Ok(Ok(()));
         }
         let volumes = c.mounts.unwrap_or_default().into_iter().filter(|m| m.typ.as_deref() == Some("volume")).filter_map(|m| m.name);
         for name in volumes {
@@ -134,10 +141,12 @@ impl DockerExecutor {
                 },
             };
             if let Some(image) = v.labels.get(LABEL_LOOP_IMAGE) {
-                self.check_loop_backing(&name, image, v.options.get("device").map(String::as_str)).await?;
+                if let Err(why) = self.check_loop_backing(&name, image, v.options.get("device").map(String::as_str)).await {
+                    return Ok(Err(why.to_string()));
+                }
             }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     pub async fn remove_volume(&self, name: &str) -> Result<(), ExecError> {
