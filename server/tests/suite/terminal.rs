@@ -735,3 +735,67 @@ gantry_testkit::timed_test! {
         env.operate(id, TaskKind::Delete).await;
     }
 }
+
+/// A form upload that has sent its file's first bytes and then waits: the
+/// server is spooling it. Dropping the socket cuts it.
+async fn held_form_upload(env: &Env, cookie: &str, machine_id: i64) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let boundary = "gantry-held";
+    let start = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n{}", "x".repeat(4096));
+    let head = format!(
+        "POST /machines/{machine_id}/files HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nOrigin: http://{addr}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\n\r\n",
+        start.len() + (64 << 20),
+        addr = env.addr
+    );
+    let mut sock = tokio::net::TcpStream::connect(env.addr).await.unwrap();
+    sock.write_all(head.as_bytes()).await.unwrap();
+    sock.write_all(start.as_bytes()).await.unwrap();
+    sock
+}
+
+gantry_testkit::timed_test! {
+    async fn form_uploads_spooled_at_once_are_limited_per_user() {
+        let env = env(Limits::default()).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "spools").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let small = || {
+            let boundary = "gantry-small";
+            let form = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"s.txt\"\r\n\r\nsmall\n\r\n--{boundary}--\r\n");
+            http()
+                .post(env.url(&format!("/machines/{id}/files")))
+                .header("Cookie", alice.clone())
+                .header("Origin", format!("http://{}", env.addr))
+                .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+                .body(form)
+                .send()
+        };
+        // Two uploads of alice's are being spooled (each could be 1 GiB on
+        // the server's disk); a third waits its turn.
+        let first = held_form_upload(&env, &alice, id).await;
+        let _second = held_form_upload(&env, &alice, id).await;
+        let mut refused = None;
+        for _ in 0..100 {
+            // Until both held uploads have reached the server, a small one may still pass.
+            let res = small().await.unwrap();
+            if res.status() == StatusCode::TOO_MANY_REQUESTS {
+                refused = Some(res.text().await.unwrap());
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let refused = refused.expect("a third form upload was spooled beside two of the same user's");
+        assert!(refused.contains("you are sending 2 form uploads on this server, the limit per user"), "{refused}");
+        // One held upload is cut: its place is free again.
+        drop(first);
+        let mut status = StatusCode::TOO_MANY_REQUESTS;
+        for _ in 0..100 {
+            status = small().await.unwrap().status();
+            if status != StatusCode::TOO_MANY_REQUESTS {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(status, StatusCode::OK, "the cut upload's place was given back");
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
