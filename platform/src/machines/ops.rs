@@ -50,6 +50,7 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     accepts(&cur.name, cur.state, op.kind).map_err(PlatformError::Conflict)?;
     if matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall) {
         gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Conflict)?;
+        refuse_if_gpus_gone(&mut tx, op.machine_id, &cur.name).await?;
     }
     if op.kind == TaskKind::Delete && op.keep_volume && cur.state == MachineState::Lost {
         return Err(PlatformError::Conflict(format!("machine {}'s node was lost; its volume cannot be kept", cur.name)));
@@ -84,4 +85,25 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     audit::record(&mut *tx, Some(requester.id), &format!("machine.{}", op.kind), &detail).await?;
     tx.commit().await?;
     Ok(task_id)
+}
+
+/// A machine holding a GPU its node no longer reports cannot start on it:
+/// the container's start would fail with the GPU runtime's own error.
+/// Said plainly instead, with the way out.
+async fn refuse_if_gpus_gone(tx: &mut sqlx::SqliteConnection, machine_id: i64, name: &str) -> Result<(), PlatformError> {
+    let gone: Vec<i64> = sqlx::query_scalar(
+        "SELECT g.idx FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id
+         WHERE mg.machine_id = ? AND g.id IN (SELECT gpu_id FROM gpus_gone) ORDER BY g.idx",
+    )
+    .bind(machine_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let list = gone.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", ");
+    Err(PlatformError::Conflict(format!(
+        "machine {name} cannot start: its GPU(s) {list} are no longer reported by its node (a card that dropped off the bus?); \
+         delete it (keeping its data volume) and create it again, or start it once the node reports them again"
+    )))
 }

@@ -179,3 +179,25 @@ gantry_testkit::timed_test! {
         }
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_machine_on_a_gone_gpu_is_refused_a_restart_with_the_way_out() {
+        let env = env("simulated", 0, 8).await;
+        register(&env, &gpus(&["A", "B"])).await.unwrap();
+        let b = rows(&env).await["GPU-B"].0;
+        let alice = env.user("alice", "ml-team").await;
+        let machine = machine_holding(&env, &alice, "on-b", b).await;
+        env.drive().await;
+        register(&env, &gpus(&["A"])).await.unwrap();
+
+        let restart = |kind| OperationRequest { machine_id: machine, kind, keep_volume: false };
+        for kind in [TaskKind::Restart, TaskKind::Reinstall] {
+            let refused = machines::request_operation(&env.pool, &alice, restart(kind)).await.unwrap_err();
+            assert!(refused.to_string().contains("cannot start: its GPU(s) #1 are no longer reported by its node"), "{refused}");
+        }
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM tasks WHERE machine_id = {machine} AND kind IN ('restart', 'reinstall')")).await, 0);
+        // The card is back: it starts again.
+        register(&env, &gpus(&["A", "B"])).await.unwrap();
+        machines::request_operation(&env.pool, &alice, restart(TaskKind::Restart)).await.unwrap();
+    }
+}
