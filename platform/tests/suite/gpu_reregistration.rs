@@ -155,14 +155,21 @@ gantry_testkit::timed_test! {
     }
 }
 
+/// A node with GPUs A and B, and alice's running machine on B: (env,
+/// alice, machine, B's row id).
+async fn running_on_b() -> (Env, User, i64, i64) {
+    let env = env("simulated", 0, 8).await;
+    register(&env, &gpus(&["A", "B"])).await.unwrap();
+    let b = rows(&env).await["GPU-B"].0;
+    let alice = env.user("alice", "ml-team").await;
+    let machine = machine_holding(&env, &alice, "on-b", b).await;
+    env.drive().await;
+    (env, alice, machine, b)
+}
+
 gantry_testkit::timed_test! {
     async fn a_gone_gpu_reported_again_is_kept_and_offered() {
-        let env = env("simulated", 0, 8).await;
-        register(&env, &gpus(&["A", "B"])).await.unwrap();
-        let b = rows(&env).await["GPU-B"].0;
-        let alice = env.user("alice", "ml-team").await;
-        let machine = machine_holding(&env, &alice, "on-b", b).await;
-        env.drive().await;
+        let (env, alice, machine, b) = running_on_b().await;
 
         register(&env, &gpus(&["A"])).await.unwrap();
         assert!(gone_since(&env, b).await.is_some(), "a held GPU no longer reported is marked gone");
@@ -182,12 +189,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_machine_on_a_gone_gpu_is_refused_a_restart_with_the_way_out() {
-        let env = env("simulated", 0, 8).await;
-        register(&env, &gpus(&["A", "B"])).await.unwrap();
-        let b = rows(&env).await["GPU-B"].0;
-        let alice = env.user("alice", "ml-team").await;
-        let machine = machine_holding(&env, &alice, "on-b", b).await;
-        env.drive().await;
+        let (env, alice, machine, _) = running_on_b().await;
         register(&env, &gpus(&["A"])).await.unwrap();
 
         let restart = |kind| OperationRequest { machine_id: machine, kind, keep_volume: false };
