@@ -108,7 +108,8 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
     let shell = match open_shell(st.app.pool.clone(), exec.clone(), container.clone(), size).await {
         Some(Ok(s)) => s,
         Some(Err(e)) => return exec_error(e),
-        None => return refuse(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping"),
+        // Its task was cut off (the server stopping) or panicked (logged).
+        None => return refuse(StatusCode::SERVICE_UNAVAILABLE, "the terminal could not be started; try again (the error, if any, has been logged)"),
     };
     // No await from here until the guard holds the shell: a request cut off
     // now drops the guard, which hangs the shell up.
@@ -148,7 +149,8 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
 /// running when its client hangs up, but a stopping server aborts its
 /// connections), a shell started for nobody would run in the container,
 /// unseen, until it stopped: the task hangs it up itself when nobody is
-/// left to take it. `None` if the task was cut off (the runtime stopping).
+/// left to take it. `None` if the task was cut off (the runtime stopping)
+/// or panicked.
 async fn open_shell(pool: Pool, exec: Executor, container: String, size: TtySize) -> Option<Result<Shell, ExecError>> {
     let (hand_over, taken) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
