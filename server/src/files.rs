@@ -72,11 +72,10 @@ async fn walk(exec: &Executor, container: &str, path: &VolumePath) -> Result<Wal
 struct Place {
     exec: Executor,
     container: String,
-    user_id: i64,
 }
 
 async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), Response> {
-    let (user, target) = enter(st, parts, id, false).await?;
+    let (_user, target) = enter(st, parts, id, false).await?;
     let (container, node) = match target.require_container() {
         Ok((c, n)) => (c.to_string(), n),
         Err(r) => return Err(refusal(r)),
@@ -100,7 +99,7 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
             ));
         }
     }
-    Ok((target, Place { exec, container, user_id: user.id }))
+    Ok((target, Place { exec, container }))
 }
 
 pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
@@ -224,23 +223,9 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
 
 /// The form's `dir` field: a path inside the volume (Linux's PATH_MAX).
 const MAX_DIR_FIELD: usize = 4096;
-/// Form uploads being spooled to the server's temporary directory at once
-/// (each up to `--upload-max-mb`), in all and per user: many at once could
-/// fill that disk (or memory, on a tmpfs). The streamed `PUT` is not spooled.
-const SPOOLS_MAX: usize = 16;
-const SPOOLS_PER_USER: usize = 2;
 
 async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<(String, u64), Response> {
     let (_target, p) = place(st, &parts, id).await?;
-    let _spooling = st.spool_slots.take(p.user_id, SPOOLS_MAX, SPOOLS_PER_USER).map_err(|full| match full {
-        crate::terminal::Full::Server(max) => {
-            refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server is receiving {max} form uploads, its limit; try again shortly"))
-        }
-        crate::terminal::Full::User(max) => refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("you are sending {max} form uploads on this server, the limit per user; wait for one to finish"),
-        ),
-    })?;
     // This route has no body limit (files may be large): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
     let (mut multipart, tripped) = multipart_guard::multipart(Request::from_parts(parts, body), st, multipart_guard::Limits::default())

@@ -70,8 +70,6 @@ pub struct WsState {
     /// Followed logs open, counted apart against the same limits: each
     /// holds a connection to the engine and a watcher of its account.
     pub follow_slots: terminal::Slots,
-    /// Form uploads being spooled to disk (`files::form_upload`).
-    pub spool_slots: terminal::Slots,
     /// True once the process is asked to stop: followed logs and terminals
     /// end then (with a reason), or the graceful shutdown would wait on
     /// them for ever.
@@ -97,7 +95,7 @@ pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>) -> R
         stop_signal().await;
         let _ = stop.send(true);
     });
-    let state = WsState { app, limits, public_origin, terminals, terminal_slots: terminal::Slots::default(), follow_slots: terminal::Slots::default(), spool_slots: terminal::Slots::default(), stopping };
+    let state = WsState { app, limits, public_origin, terminals, terminal_slots: terminal::Slots::default(), follow_slots: terminal::Slots::default(), stopping };
     Router::new()
         .route("/machines/{id}/terminal", get(terminal::terminal))
         .route("/machines/{id}/logs", get(logs::logs))
