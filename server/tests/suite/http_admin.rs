@@ -255,6 +255,12 @@ gantry_testkit::timed_test! {
         assert!(html.contains(r#"data-testid="form-error""#) && html.contains("group ml was changed by someone else"), "{back}");
         assert_eq!(count(pool, &state).await, after_a);
 
+        // A revision that is not a whole number: refused, nothing saved.
+        let res = save("16", &[], "3", "abc").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert!(res.text().await.unwrap().contains("policy revision"));
+        assert_eq!(count(pool, &state).await, after_a);
+
         // Reloaded, B saves over the current revision; a post without one (scripts) is not checked.
         let res = save("8", &[&east], "3", &count(pool, &rev_of).await.to_string()).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK, "{}", res.text().await.unwrap());
