@@ -2,7 +2,8 @@
 //! 1. the regions holding a region image linked to a master image whose
 //!    framework and interpreter match → the *image set* (empty: rejected);
 //! 2. the regions with a ready node whose free resources fit → the
-//!    *resource set*;
+//!    *resource set* (for a task naming no GPU model, free GPUs of the
+//!    models its group may use: [`decide_for_group`]);
 //! 3. their intersection, keeping a region only where a fitting node's
 //!    architecture has one of its matching images;
 //! 4. a Fisher–Yates shuffle of the intersection with a recorded seed, and
@@ -99,10 +100,13 @@ pub struct Decision {
 }
 
 impl NodeCapacity {
-    fn fits(&self, req: &TaskRequest) -> bool {
+    /// `allowed_models` (empty: every model) narrows "any model" to those
+    /// the group may use, as admission does: free GPUs of other models are
+    /// no room for this task.
+    fn fits(&self, req: &TaskRequest, allowed_models: &[String]) -> bool {
         let gpus = match &req.gpu_model {
             Some(model) => self.free_gpus.get(model).copied().unwrap_or(0),
-            None => self.free_gpus.values().copied().max().unwrap_or(0),
+            None => self.free_gpus.iter().filter(|(m, _)| allowed_models.is_empty() || allowed_models.contains(m)).map(|(_, n)| *n).max().unwrap_or(0),
         };
         gpus >= req.gpus && self.free_cpu_millis >= req.cpu_millis && self.free_memory_mb >= req.memory_mb
     }
@@ -119,6 +123,14 @@ fn matches(m: &MasterImage, req: &TaskRequest) -> bool {
 
 /// Decides where `req` runs. `seed` drives the shuffle and is recorded.
 pub fn decide(catalogue: &[MasterImage], regions: &[RegionCapacity], req: &TaskRequest, seed: u64) -> Decision {
+    decide_for_group(catalogue, regions, req, &[], seed)
+}
+
+/// [`decide`] for a task of a group that may use only `allowed_models`
+/// (empty: every model). A task naming no model then counts only free
+/// GPUs of those models, or its decision would choose a region whose free
+/// GPUs admission must refuse it, and say so as if it were placed.
+pub fn decide_for_group(catalogue: &[MasterImage], regions: &[RegionCapacity], req: &TaskRequest, allowed_models: &[String], seed: u64) -> Decision {
     // Region → its matching images, sorted by id for a stable choice.
     let mut images: BTreeMap<&str, Vec<&RegionImage>> = BTreeMap::new();
     for image in catalogue.iter().filter(|m| matches(m, req)).flat_map(|m| &m.region_images) {
@@ -136,7 +148,7 @@ pub fn decide(catalogue: &[MasterImage], regions: &[RegionCapacity], req: &TaskR
         .filter_map(|r| {
             let mut archs = BTreeSet::new();
             for n in &r.nodes {
-                if !archs.contains(&n.arch) && n.fits(req) {
+                if !archs.contains(&n.arch) && n.fits(req, allowed_models) {
                     archs.insert(n.arch);
                     if archs.len() == Arch::ALL.len() {
                         break;
@@ -171,15 +183,16 @@ pub fn decide(catalogue: &[MasterImage], regions: &[RegionCapacity], req: &TaskR
         let image = usable[region.as_str()];
         Outcome::Placed { region: region.clone(), region_image_id: image.id, reference: image.reference.clone() }
     } else {
-        Outcome::Pending { reason: pending_reason(&image_set, &resource_set, req) }
+        Outcome::Pending { reason: pending_reason(&image_set, &resource_set, req, allowed_models) }
     };
     Decision { image_set, resource_set, intersection, shuffled, seed, outcome }
 }
 
-fn pending_reason(image_set: &[String], resource_set: &[String], req: &TaskRequest) -> String {
+fn pending_reason(image_set: &[String], resource_set: &[String], req: &TaskRequest, allowed_models: &[String]) -> String {
     let gpus = match &req.gpu_model {
         Some(m) => format!("{} free {m} GPU(s)", req.gpus),
-        None => format!("{} free GPU(s) of one model", req.gpus),
+        None if allowed_models.is_empty() => format!("{} free GPU(s) of one model", req.gpus),
+        None => format!("{} free GPU(s) of one model the group may use ({})", req.gpus, allowed_models.join(", ")),
     };
     let wanted = format!("{gpus}, {} CPU(s) and {} MB of memory on one ready node", req.cpu_millis as f64 / 1000.0, req.memory_mb);
     let both: Vec<&String> = image_set.iter().filter(|r| resource_set.contains(r)).collect();

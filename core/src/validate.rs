@@ -67,6 +67,16 @@ pub fn name(field: &'static str, value: &str) -> Result<(), ValidationError> {
     Ok(())
 }
 
+/// The name of compute task `task_id`'s machine: the task's number, `-job-`
+/// and as much of the task's name as fits. It starts with a digit, which no
+/// [`name`] a person chooses can, so no machine its requester already has
+/// can take it (a machine's name is unique per owner): taken, the job
+/// could never be admitted, and its group's queue would wait behind it for
+/// ever. A leading digit is still a valid hostname (RFC 1123).
+pub fn job_machine_name(task_id: i64, task_name: &str) -> String {
+    format!("{task_id}-job-{task_name}").chars().take(Limits::NAME_MAX).collect()
+}
+
 /// A new password. Login checks only `present` and the upper bound, so that
 /// a rule change never locks out existing accounts.
 pub fn new_password(value: &str) -> Result<(), ValidationError> {
@@ -126,6 +136,18 @@ mod tests {
         assert_eq!(username("systems"), Ok(()));
         assert_eq!(username("Sys"), Err(ValidationError::BadName { field: "username" }));
         assert!(name("machine name", "system").is_ok(), "only accounts are refused it");
+    }
+
+    #[test]
+    fn no_name_a_person_chooses_is_a_job_machines() {
+        assert_eq!(job_machine_name(1, "fits"), "1-job-fits");
+        for (id, task) in [(1, "fits"), (42, "a234567890123456789012345678901b"), (i64::MAX, "train")] {
+            let job = job_machine_name(id, task);
+            assert!(job.chars().count() <= Limits::NAME_MAX, "{job}");
+            assert_eq!(name("machine name", &job), Err(ValidationError::BadName { field: "machine name" }), "{job}");
+        }
+        // Cut to length, the task's number still tells two jobs apart.
+        assert_ne!(job_machine_name(1, &"x".repeat(32)), job_machine_name(12, &"x".repeat(32)));
     }
 
     #[test]

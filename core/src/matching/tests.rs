@@ -136,3 +136,19 @@ fn cpu_and_memory_count_too() {
     let d = decide(&catalogue, &[region("a", vec![small])], &request(1, None), 1);
     assert!(matches!(d.outcome, Outcome::Pending { .. }));
 }
+
+#[test]
+fn a_task_naming_no_model_counts_only_the_models_its_group_may_use() {
+    let catalogue = vec![torch(1, vec![image(10, "a", Arch::Amd64), image(11, "b", Arch::Amd64)])];
+    let regions = vec![region("a", vec![node("a1", Arch::Amd64, "H100", 4)]), region("b", vec![node("b1", Arch::Amd64, "A100", 1)])];
+    let a100 = vec!["A100".to_string()];
+    for seed in 0..20 {
+        assert_eq!(placed(&decide_for_group(&catalogue, &regions, &request(1, None), &a100, seed)), "b", "seed {seed}");
+    }
+    let d = decide_for_group(&catalogue, &regions, &request(2, None), &a100, 1);
+    assert!(d.resource_set.is_empty(), "{d:?}");
+    let Outcome::Pending { reason } = d.outcome else { panic!("{:?}", d.outcome) };
+    assert!(reason.contains("2 free GPU(s) of one model the group may use (A100)"), "{reason}");
+    // No list: every model counts.
+    assert_eq!(decide_for_group(&catalogue, &regions, &request(2, None), &[], 1).resource_set, vec!["a".to_string()]);
+}

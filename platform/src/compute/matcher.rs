@@ -14,8 +14,22 @@ use crate::{
     machines::{Admissions, CreateMachine, Job},
     now, transitions, PlatformError,
 };
-use gantry_core::matching::{decide, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest};
-use std::collections::{BTreeMap, BTreeSet};
+use gantry_core::matching::{decide_for_group, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest};
+use gantry_core::{machine::holds_nothing, task::MachineState};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The machines (`m`) whose CPU and memory count on their node, here and
+/// in admission's room check (`machines::room::job_nodes`), as SQL: those
+/// that may have a container there. A machine in a state that holds
+/// nothing (`gantry_core::machine::holds_nothing`: deleted, lost,
+/// reclaimed) has none — a reclaimed one keeps its `node_id` only because
+/// its volume is there — so it leaves the room to others; counted, a node
+/// whose dev machines were all reclaimed would look full to compute tasks
+/// for ever. Derived from the core's rule, so the two cannot drift apart.
+pub(crate) fn has_container_sql() -> String {
+    let none: Vec<String> = MachineState::ALL.iter().filter(|s| holds_nothing(**s)).map(|s| format!("'{s}'")).collect();
+    format!("m.state NOT IN ({})", none.join(", "))
+}
 
 /// The catalogue and capacity the matcher decides from.
 #[derive(Debug, Clone)]
@@ -54,15 +68,17 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
         })
         .collect();
     // Free resources per schedulable node: GPUs nobody holds that the node
-    // still reports, and CPU and memory not reserved by live machines (0
-    // recorded = unknown = no limit).
-    let nodes: Vec<(i64, String, String, i64, i64, i64, i64, String)> = sqlx::query_as(
-        "SELECT n.id, n.name, r.code, r.id, n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0),
-                n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0),
+    // still reports, and CPU and memory not reserved by machines that may
+    // have a container there (as admission counts them: `room`; 0 recorded
+    // = unknown = no limit).
+    let nodes: Vec<(i64, String, String, i64, i64, i64, i64, String)> = sqlx::query_as(&format!(
+        "SELECT n.id, n.name, r.code, r.id, n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND {on_node}), 0),
+                n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND {on_node}), 0),
                 n.cpu_count, n.arch
          FROM nodes n JOIN regions r ON r.id = n.region_id
          WHERE n.state = 'ready' AND n.last_heartbeat >= ?",
-    )
+        on_node = has_container_sql(),
+    ))
     .bind(now() - HEARTBEAT_TIMEOUT_SECS)
     .fetch_all(pool)
     .await?;
@@ -116,14 +132,17 @@ pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: 
     .await?;
     let mut placed = 0;
     let mut snap = snapshot(pool).await?;
-    // The regions each requester's group may use (absent: every region).
+    // The regions and GPU models each requester's group may use (absent:
+    // every region, every model).
     let allowed = crate::policy_access::region_codes_by_user(pool).await?;
+    let models = models_by_user(pool).await?;
     // Decisions that leave a task waiting are recorded together; a placement
     // commits them first (admission takes the write lock itself).
     let mut tx = transitions::begin(pool).await?;
     for head in heads {
         let only = allowed.get(&head.1);
-        let Some(admit) = decide_one(&mut tx, &snap, only, head, seeds()).await? else { continue };
+        let may_use = models.get(&head.1).map(Vec::as_slice).unwrap_or_default();
+        let Some(admit) = decide_one(&mut tx, &snap, only, may_use, head, seeds()).await? else { continue };
         tx.commit().await?;
         if place(pool, admissions, &snap, admit).await? {
             placed += 1;
@@ -145,14 +164,36 @@ struct Admit {
     reference: String,
 }
 
+/// Every requester's allowed GPU models through their group, sorted (users
+/// of groups allowed every model absent), as admission reads them.
+async fn models_by_user(pool: &Pool) -> Result<HashMap<i64, Vec<String>>, PlatformError> {
+    let rows: Vec<(i64, String)> =
+        sqlx::query_as("SELECT u.id, g.model FROM users u JOIN group_gpu_models g ON g.group_id = u.group_id ORDER BY u.id, g.model").fetch_all(pool).await?;
+    let mut map: HashMap<i64, Vec<String>> = HashMap::new();
+    for (user, model) in rows {
+        map.entry(user).or_default().push(model);
+    }
+    Ok(map)
+}
+
 /// Decides one task and records the decision; `Some` when it is placed.
 /// `only`: the regions the requester's group may use (`None`: all); the
-/// others are not in the decision's sets at all.
-async fn decide_one(tx: &mut transitions::Tx, snap: &Snapshot, only: Option<&BTreeSet<String>>, t: Pending, seed: u64) -> Result<Option<Admit>, PlatformError> {
+/// others are not in the decision's sets at all. `may_use`: the GPU models
+/// it may use (empty: all); free GPUs of others are no room for a task
+/// naming no model.
+async fn decide_one(
+    tx: &mut transitions::Tx,
+    snap: &Snapshot,
+    only: Option<&BTreeSet<String>>,
+    may_use: &[String],
+    t: Pending,
+    seed: u64,
+) -> Result<Option<Admit>, PlatformError> {
     let (id, _, _, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, _, _, _) = t.clone();
     let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb };
+    let decide = |catalogue: &[MasterImage], regions: &[RegionCapacity]| decide_for_group(catalogue, regions, &req, may_use, seed);
     let mut decision = match only {
-        None => decide(&snap.catalogue, &snap.regions, &req, seed),
+        None => decide(&snap.catalogue, &snap.regions),
         Some(only) => {
             let catalogue: Vec<MasterImage> = snap
                 .catalogue
@@ -160,7 +201,7 @@ async fn decide_one(tx: &mut transitions::Tx, snap: &Snapshot, only: Option<&BTr
                 .map(|m| MasterImage { region_images: m.region_images.iter().filter(|i| only.contains(&i.region)).cloned().collect(), ..m.clone() })
                 .collect();
             let regions: Vec<RegionCapacity> = snap.regions.iter().filter(|r| only.contains(&r.code)).cloned().collect();
-            decide(&catalogue, &regions, &req, seed)
+            decide(&catalogue, &regions)
         }
     };
     if let (Some(only), Outcome::Rejected { reason } | Outcome::Pending { reason }) = (only, &mut decision.outcome) {
@@ -188,7 +229,8 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
         super::rules::cancel_disabled(pool, Some(requester_id)).await?;
         return Ok(false);
     }
-    let mut create = CreateMachine::new(requester, format!("job-{id}-{name}").chars().take(32).collect::<String>(), gpus, 1);
+    // A name the requester's own machines cannot have taken.
+    let mut create = CreateMachine::new(requester, gantry_core::validate::job_machine_name(id, &name), gpus, 1);
     create.gpu_model = gpu_model;
     create.cpu_millis = Some(cpu_millis);
     create.memory_mb = Some(memory_mb);

@@ -10,6 +10,7 @@ mod size;
 mod views;
 mod watch;
 
+pub(crate) use matcher::has_container_sql;
 pub use matcher::{evaluate_queue, evaluate_queue_seeded, snapshot, Snapshot};
 pub use views::{compute_task, list_compute_tasks, ComputeTaskView};
 pub use watch::{run_loops, watch_once};
@@ -58,6 +59,21 @@ fn field(name: &str, value: &str) -> Result<(), PlatformError> {
     Ok(())
 }
 
+/// A GPU model name: up to 64 (`policy::MODEL_NAME_MAX`), as admission —
+/// which the task's machine goes through —, the admin nodes page and a
+/// group's allowed models take; GPUs report names past 32 ("NVIDIA RTX PRO
+/// 6000 Blackwell Server Edition"). Counted in bytes as admission counts
+/// them (the names GPUs report are ASCII), so a task accepted here is never
+/// refused there for its model's name.
+fn gpu_model(value: &str) -> Result<(), PlatformError> {
+    let max = crate::policy::MODEL_NAME_MAX;
+    let v = value.trim();
+    if v.is_empty() || v.len() > max || v.chars().any(char::is_control) {
+        return Err(PlatformError::BadRequest(format!("GPU model must be 1 to {max} printable characters")));
+    }
+    Ok(())
+}
+
 /// Arguments a task's command may have (with the program).
 const MAX_ARGS: usize = 1024;
 
@@ -74,7 +90,7 @@ impl SubmitCompute {
         validate::in_range("memory (MB)", self.memory_mb, 64, 4 * 1024 * 1024)?;
         validate::in_range("time limit (s)", self.time_limit_secs, 1, TIME_LIMIT_MAX)?;
         if let Some(m) = &self.gpu_model {
-            field("GPU model", m)?;
+            gpu_model(m)?;
         }
         let argv = match &self.command {
             Command::Argv(argv) => argv.clone(),

@@ -89,11 +89,13 @@ async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64) -> 
     .fetch_all(&mut *conn)
     .await?;
     // Nodes not lost (a down or draining one may come back), of a size that
-    // could take it once empty (0 CPUs declared: size unknown, counted in).
+    // could take it once empty (0 CPUs declared: size unknown, counted in),
+    // with their GPUs gone for now too (they may be reported again), as
+    // `size::no_node_can_hold` counts them.
     let big_enough: Vec<(i64, String)> = sqlx::query_as(
         "SELECT DISTINCT r.id, r.code FROM nodes n JOIN regions r ON r.id = n.region_id
          WHERE n.state <> 'lost' AND (n.cpu_count = 0 OR (n.cpu_count * 1000 >= ?1 AND n.memory_mb >= ?2))
-           AND COALESCE((SELECT MAX(c) FROM (SELECT COUNT(*) AS c FROM gpus g WHERE g.node_id = n.id AND (?3 IS NULL OR g.model = ?3) AND g.id NOT IN (SELECT gpu_id FROM gpus_gone) GROUP BY g.model)), 0) >= ?4
+           AND COALESCE((SELECT MAX(c) FROM (SELECT COUNT(*) AS c FROM gpus g WHERE g.node_id = n.id AND (?3 IS NULL OR g.model = ?3) GROUP BY g.model)), 0) >= ?4
          ORDER BY r.code",
     )
     .bind(cpu_millis)

@@ -10,21 +10,25 @@ use sqlx::SqliteConnection;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why `model` is no GPU's model, with the models the cluster has; `None`
-/// when a GPU of a node not lost has it (or there is no GPU yet).
+/// when a GPU of a node not lost has it (or there is no GPU yet). A GPU
+/// its node no longer reports (`gpus_gone`) counts: its row is kept only
+/// while a machine holds it, and it may be reported again (a reseated
+/// card); once let go for good, its row is gone too.
 pub(super) async fn model_unknown(conn: &mut SqliteConnection, model: &str) -> Result<Option<String>, PlatformError> {
-    let models: BTreeSet<String> =
-        sqlx::query_scalar("SELECT DISTINCT g.model FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost' AND g.id NOT IN (SELECT gpu_id FROM gpus_gone)")
-            .fetch_all(&mut *conn)
-            .await?
-            .into_iter()
-            .collect();
+    let models: BTreeSet<String> = sqlx::query_scalar("SELECT DISTINCT g.model FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost'")
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
     Ok(unknown_model(model, &models))
 }
 
 /// Why no node in the regions `requester`'s group may use could ever hold
 /// the task, even idle; `None` when one could (it only has to wait), or
 /// when there is no node there at all. Nodes down or draining count: they
-/// may come back; lost ones do not.
+/// may come back; lost ones do not. So do GPUs their node no longer
+/// reports (`gpus_gone`), for the same reason (see [`model_unknown`]);
+/// they are never offered while gone (the matcher's snapshot, admission).
 pub(super) async fn no_node_can_hold(conn: &mut SqliteConnection, requester: &User, ask: &Ask) -> Result<Option<String>, PlatformError> {
     let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
     let allowed_models: Vec<String> = sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
@@ -35,7 +39,7 @@ pub(super) async fn no_node_can_hold(conn: &mut SqliteConnection, requester: &Us
         sqlx::query_as("SELECT id, name, cpu_count, memory_mb, region_id FROM nodes WHERE state <> 'lost' ORDER BY name, id").fetch_all(&mut *conn).await?;
     let gpus: Vec<(i64, String, i64)> = sqlx::query_as(
         "SELECT g.node_id, g.model, COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id
-         WHERE n.state <> 'lost' AND g.id NOT IN (SELECT gpu_id FROM gpus_gone) GROUP BY g.node_id, g.model",
+         WHERE n.state <> 'lost' GROUP BY g.node_id, g.model",
     )
     .fetch_all(&mut *conn)
     .await?;

@@ -120,8 +120,16 @@ async fn watch_one(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<bool, Pla
 /// The job's exit code, the end of its output and why it ended — once its
 /// container exited or vanished, or after stopping it (cancel, time
 /// limit); `None` while it should keep running or its engine is away.
+///
+/// Why the watcher stops a job is in the task's row before the stop: a
+/// cancel is recorded by the cancel itself, the time limit just before the
+/// stop. A pass cut off after the stop (its node's budget ran out) thus
+/// leaves the reason to the next pass, which sees only an exited
+/// container — and must not take the stop's exit code (137, or 0) for the
+/// job's own. Without such a record an exited container ended by itself,
+/// however late the watcher looks: its own exit code stands.
 async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<(i64, String, String)>, PlatformError> {
-    let (_, _, limit, started_at, cancel, message, container, node_id, _) = row;
+    let (id, _, limit, started_at, cancel, message, container, node_id, _) = row;
     let Some(container) = container.as_deref() else { return Ok(None) };
     let exec = fleet.executor(pool, node_id).await?;
     let status = match exec.inspect_container(container).await {
@@ -131,15 +139,26 @@ async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<
             return Ok(None);
         }
     };
-    let over_time = started_at.is_some_and(|s| now() >= s + limit);
+    let ended = matches!(status, ContainerStatus::Exited { .. } | ContainerStatus::Missing);
+    let limit_recorded = message == transitions::compute::time_limit_message(limit, true);
+    let over_time = !ended && started_at.is_some_and(|s| now() >= s + limit);
+    let for_time_limit = !cancel && (limit_recorded || over_time);
     let why = match status {
+        // A cancel wins, as in the outcome (`gantry_core::compute::outcome`),
+        // even over an exit the watcher had not seen yet.
+        _ if cancel => message,
+        _ if for_time_limit => transitions::compute::time_limit_message(limit, false),
         ContainerStatus::Exited { code } => format!("exited with code {code}"),
         ContainerStatus::Missing => "its container vanished".to_string(),
-        _ if cancel => message,
-        _ if over_time => format!("time limit of {limit} s reached; stopped"),
         _ => return Ok(None),
     };
-    if !matches!(status, ContainerStatus::Exited { .. } | ContainerStatus::Missing) {
+    if !ended {
+        if for_time_limit && !limit_recorded {
+            // Committed before the stop: see above.
+            let mut tx = transitions::begin(pool).await?;
+            transitions::compute::stopping_for_time_limit(&mut tx, id, limit).await?;
+            tx.commit().await?;
+        }
         if let Err(e) = exec.stop_container(container).await {
             tracing::warn!(container, error = %e, "compute watcher: could not stop the container");
             return Ok(None);
@@ -151,7 +170,7 @@ async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<
     };
     let tail = exec.output_tail(container, TAIL_LINES).await.unwrap_or_default();
     // A time limit fails the task whatever the exit code the stop left.
-    let code = if over_time && !cancel && code == 0 { 124 } else { code };
+    let code = if for_time_limit && code == 0 { 124 } else { code };
     Ok(Some((code, tail, why)))
 }
 

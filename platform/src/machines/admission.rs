@@ -131,7 +131,11 @@ impl Admissions {
 
 /// Input rules that need no database; refused before queueing.
 fn check_request(req: &CreateMachine) -> Result<(), PlatformError> {
-    validate::name("machine name", &req.name)?;
+    // A compute task's machine is named by the system, in a form no name a
+    // person chooses can take (`validate::job_machine_name`).
+    if req.job.is_none() {
+        validate::name("machine name", &req.name)?;
+    }
     validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
     validate::in_range("volume size (GB)", req.volume_size_gb, VOLUME_GB_MIN, VOLUME_GB_MAX)?;
     if let Some(cpu) = req.cpu_millis {

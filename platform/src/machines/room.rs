@@ -85,15 +85,18 @@ pub(crate) async fn check_node(conn: &mut SqliteConnection, node_id: i64, limits
 }
 
 /// The nodes a compute task's machine may go to: its region's nodes of its
-/// image's architecture with room for its CPU and memory. Machines
-/// admitted earlier in the batch are already written, so they count.
+/// image's architecture with room for its CPU and memory, left by the
+/// machines that may have a container there (as the matcher counts them:
+/// `compute::has_container_sql`). Machines admitted earlier in the batch
+/// are already written, so they count.
 pub(crate) async fn job_nodes(conn: &mut SqliteConnection, job: &Job, limits: &Limits) -> Result<Vec<i64>, PlatformError> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar(&format!(
         "SELECT n.id FROM nodes n WHERE n.region_id = ?1 AND n.arch = (SELECT arch FROM region_images WHERE id = ?2)
            AND (n.cpu_count = 0 OR (
-                n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0) >= ?3
-            AND n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND m.state NOT IN ('deleted', 'lost')), 0) >= ?4))",
-    )
+                n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND {on_node}), 0) >= ?3
+            AND n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND {on_node}), 0) >= ?4))",
+        on_node = crate::compute::has_container_sql(),
+    ))
     .bind(job.region_id)
     .bind(job.region_image_id)
     .bind(limits.cpu_millis)

@@ -163,6 +163,27 @@ pub async fn exited(conn: &mut SqliteConnection, id: i64, exit_code: i64, logs_t
     Ok(())
 }
 
+/// A job's message once the watcher has decided to stop it for its time
+/// limit (`stopping`), and once it has.
+pub fn time_limit_message(limit_secs: i64, stopping: bool) -> String {
+    format!("time limit of {limit_secs} s reached; {}", if stopping { "stopping" } else { "stopped" })
+}
+
+/// The watcher is about to stop a running job for its time limit: recorded
+/// (in the message the person sees, exactly as [`time_limit_message`] writes
+/// it — nothing else writes that) before the stop, so that a pass cut off
+/// after the stop leaves the reason to the next one. A cancel recorded
+/// meanwhile is left as it is: a cancel wins, as in the outcome.
+pub async fn stopping_for_time_limit(conn: &mut SqliteConnection, id: i64, limit_secs: i64) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE compute_tasks SET message = ?, updated_at = ? WHERE id = ? AND state = 'running' AND exit_code IS NULL AND cancel_requested = 0")
+        .bind(time_limit_message(limit_secs, true))
+        .bind(now())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
 /// The job ended: its machine's delete is queued by the system, in the
 /// commit that records the exit, whoever the requester is now (moved to
 /// another group, disabled) — the person only names who the task is for.
@@ -220,9 +241,17 @@ pub async fn machine_released(conn: &mut SqliteConnection, machine_id: i64, why:
         return Ok(());
     }
     // Never started: a cancelled or failed create, or its node was lost.
+    // A cancel is told by the rows (the task's request, or its machine's
+    // create cancelled in this commit), never by the words of `why`: an
+    // engine's error may say "cancelled" too.
+    let create_cancelled: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND kind = 'create' AND state = 'cancelled')")
+            .bind(machine_id)
+            .fetch_one(&mut *conn)
+            .await?;
     let (to, text) = if state == TaskState::Running && (exit_code.is_some() || cancel_requested) {
         (compute::outcome(cancel_requested, exit_code), message)
-    } else if cancel_requested || why.contains("cancelled") {
+    } else if cancel_requested || create_cancelled {
         (TaskState::Cancelled, why.to_string())
     } else {
         (TaskState::Failed, why.to_string())

@@ -4,7 +4,8 @@
 //! version it mounts is gone. Such a task is refused at submit or failed
 //! with the numbers, and the task behind it runs; one that only waits for
 //! free GPUs keeps waiting. A check that fails after the task is recorded
-//! does not answer an error (a script would submit it twice).
+//! does not answer an error (a script would submit it twice). Nor can a
+//! user's own machine hold up the queue by taking a job machine's name.
 
 use crate::{common, reclaim_common};
 
@@ -159,5 +160,24 @@ gantry_testkit::timed_test! {
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("once")).await.unwrap();
         assert_eq!(t.state, "pending", "{}", t.message);
         assert_eq!(env.scalar("SELECT COUNT(*) FROM compute_tasks").await, 1);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_users_machine_named_like_a_job_does_not_block_the_queue() {
+        let (env, alice) = setup().await;
+        // Alice's dev machine carries the name job machines were given
+        // (`job-{task}-{name}`): the name task #1 "fits" would have had.
+        let mut dev = env.create(&alice, "job-1-fits", 1);
+        dev.cpu_millis = Some(500);
+        dev.memory_mb = Some(256);
+        env.admissions.create(dev).await.unwrap();
+        env.drive().await;
+        next_runs(&env, &alice).await;
+
+        // A job machine's name is one no person can choose.
+        let name = env.text("SELECT m.name FROM compute_tasks c JOIN machines m ON m.id = c.machine_id").await;
+        let refused = env.admissions.create(env.create(&alice, &name, 1)).await.unwrap_err();
+        assert!(refused.to_string().contains("must start with a letter"), "{name}: {refused}");
     }
 }

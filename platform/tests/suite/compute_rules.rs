@@ -1,7 +1,10 @@
 //! A compute task its group's rules can never admit (GPUs per machine,
 //! allowed models, the quota itself, CPU or memory per machine) fails at
 //! once with the numbers, so it does not hold up its group's queue; one
-//! that only waits for capacity or for quota in use keeps waiting.
+//! that only waits for capacity or for quota in use keeps waiting. A task
+//! naming no GPU model is matched against the models its group may use
+//! only, and a model name is held to the same 64-character rule as
+//! everywhere else.
 
 use crate::{common, reclaim_common};
 
@@ -10,6 +13,8 @@ use gantry_platform::{
     accounts::User,
     compute::{self, Command, SubmitCompute},
     executor::{Executor, SimulatedExecutor},
+    gpus::{self, SimulatedGpus},
+    policy,
 };
 
 /// A group rule an admin sets, the request it makes impossible, and words
@@ -120,5 +125,55 @@ gantry_testkit::timed_test! {
         assert_eq!(b.state, "pending", "quota in use: {}", b.message);
         assert!(b.message.contains("holds 1 of 1 GPU"), "{}", b.message);
         env.assert_quota_consistent().await;
+    }
+}
+
+/// A node `name` in region `local` with `count` GPUs of `model`, on a
+/// simulated engine of its own.
+async fn node_of(env: &Env, name: &str, count: u32, model: &str) {
+    let found = gpus::simulated(name, &SimulatedGpus { count, model: model.into(), memory_mb: 98_304 });
+    let id = common::register_simulated(&env.pool, name, &found).await.unwrap();
+    env.dispatcher.fleet.insert(id, Executor::from(SimulatedExecutor::new()));
+}
+
+gantry_testkit::timed_test! {
+    async fn a_gpu_model_of_up_to_64_characters_is_accepted_and_scheduled() {
+        let (env, _sim, alice) = setup(1, 4).await;
+        let model = "NVIDIA RTX PRO 6000 Blackwell Server Edition";
+        node_of(&env, "blackwell", 1, model).await;
+        let mut t = job("blackwell");
+        t.gpu_model = Some(model.into());
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &t).await.unwrap();
+        assert_eq!(t.state, "scheduled", "{}", t.message);
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "running");
+
+        let mut long = job("too-long");
+        long.gpu_model = Some("X".repeat(65));
+        let refused = compute::submit(&env.pool, &env.admissions, &alice, &long).await.unwrap_err();
+        assert!(refused.to_string().contains("GPU model must be 1 to 64"), "{refused}");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_task_naming_no_model_waits_for_a_model_its_group_may_use() {
+        // The env's node has the only SIM-A100, held by alice's dev machine;
+        // a second node has two free SIM-H100s, which ml-team may not use.
+        let (env, _sim, alice) = setup(1, 4).await;
+        let mut dev = env.create(&alice, "holds-a100", 1);
+        dev.memory_mb = Some(256);
+        env.admissions.create(dev).await.unwrap();
+        env.drive().await;
+        node_of(&env, "hopper", 2, "SIM-H100").await;
+        let group = env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await;
+        let max = env.scalar("SELECT max_gpus_per_machine FROM groups WHERE name = 'ml-team'").await;
+        policy::update_group_policy(&env.pool, None, group, 4, max, &["SIM-A100".to_string()]).await.unwrap();
+
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &job("any-model")).await.unwrap();
+        assert_eq!(t.state, "pending", "{}", t.message);
+        assert!(!t.message.contains("chosen"), "no region has a free GPU ml-team may use: {}", t.message);
+        assert!(t.message.contains("of one model the group may use (SIM-A100)"), "{}", t.message);
+        let decision = env.text(&format!("SELECT decision FROM compute_tasks WHERE id = {}", t.id)).await;
+        assert!(decision.contains(r#""resource_set":[]"#), "{decision}");
     }
 }

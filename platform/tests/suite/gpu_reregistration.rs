@@ -3,7 +3,8 @@
 //! dropped off the bus shifts the positions of those after it; neither may
 //! stop the server or move a machine's GPU under it. A held GPU that is
 //! gone is marked so, and its row goes when its machine lets it go: it
-//! must never come back as a free GPU that does not exist.
+//! must never come back as a free GPU that does not exist — but it may be
+//! reported again, so a compute task waiting for it keeps waiting.
 
 use crate::common;
 
@@ -201,5 +202,26 @@ gantry_testkit::timed_test! {
         // The card is back: it starts again.
         register(&env, &gpus(&["A", "B"])).await.unwrap();
         machines::request_operation(&env.pool, &alice, restart(TaskKind::Restart)).await.unwrap();
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_task_waiting_for_a_gone_gpu_keeps_waiting_as_it_may_come_back() {
+        let env = env("simulated", 0, 8).await;
+        register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
+        let root = crate::reclaim_common::admin(&env.pool).await;
+        common::torch_catalogue(&env, &root).await;
+        let alice = env.user("alice", "ml-team").await;
+        machine_holding(&env, &alice, "on-d", rows(&env).await["GPU-D"].0).await;
+        let mut four = common::compute_job("four", compute::Command::Argv(vec!["true".into()]));
+        four.gpu_count = 4;
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &four).await.unwrap();
+        assert_eq!(t.state, "pending", "D is in use: {}", t.message);
+
+        // D is no longer reported (a loose card), while its machine holds it.
+        register(&env, &gpus(&["A", "B", "C"])).await.unwrap();
+        compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
+        let now = env.text(&format!("SELECT state || ': ' || message FROM compute_tasks WHERE id = {}", t.id)).await;
+        assert!(now.starts_with("pending"), "{now}");
     }
 }

@@ -19,6 +19,7 @@ mod collector_edges;
 mod compute_cancel;
 mod compute_docker;
 mod compute_leftovers;
+mod compute_outcomes;
 mod compute_queue_head;
 mod compute_rules;
 mod compute_sim;

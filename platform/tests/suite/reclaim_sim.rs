@@ -2,12 +2,14 @@
 //! sample withdraws a warning, exempt machines are left alone, failures
 //! change nothing they should not (a failed commit leaves the machine
 //! running with its GPUs; a failed or cancelled restore gives the GPUs back
-//! and leaves it reclaimed), and a cancelled snapshot is marked failed.
+//! and leaves it reclaimed), a cancelled snapshot is marked failed, and a
+//! reclaimed machine (no container) leaves its node's CPU and memory free.
 
 use crate::common;
 use crate::reclaim_common;
 
 use gantry_platform::{
+    compute::{self, Command},
     executor::{ExecError, Executor, SimulatedExecutor},
     reclaim, snapshots, transitions,
 };
@@ -91,6 +93,44 @@ gantry_testkit::timed_test! {
         let (snap, task) = snapshots::request(&env.pool, &alice, b, "never").await.unwrap();
         transitions::task::cancel(&env.pool, &alice, task).await.unwrap();
         assert_eq!(snapshots::get(&env.pool, &alice, snap).await.unwrap().state, "failed");
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_reclaimed_machine_leaves_its_nodes_cpu_and_memory_to_compute_tasks() {
+        // The env's node: 2 CPUs and 1024 MB; a dev machine asks for all
+        // the CPUs and half the memory, so a job must wait for it.
+        let env = common::env("simulated", 2, 4).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let root = admin(&env.pool).await;
+        common::torch_catalogue(&env, &root).await;
+        short_settings(&env.pool, &root, 0, 0).await;
+        let mut dev = env.create(&alice, "idle-box", 1);
+        dev.cpu_millis = Some(2000);
+        dev.memory_mb = Some(512);
+        let dev = env.admissions.create(dev).await.unwrap().machine_id;
+        env.drive().await;
+        let job = compute::submit(&env.pool, &env.admissions, &alice, &common::compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+        assert_eq!(job.state, "pending", "the dev machine holds the node's CPUs: {}", job.message);
+
+        // Idle: warned, then (grace 0) reclaimed — its container is gone.
+        let t0 = gantry_platform::now() + 5;
+        steady(&env.pool, gpu_of(&env, dev).await, env.node_id, Some(dev), t0, t0 + 60, 0.0, 40.0).await;
+        assert_eq!(reclaim::pass(&env.pool, t0 + 60).await.unwrap().warned, vec![dev]);
+        assert_eq!(reclaim::pass(&env.pool, t0 + 60).await.unwrap().reclaims_queued, vec![dev]);
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, dev).await.0, "reclaimed");
+
+        compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
+        let (state, message) = (
+            env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", job.id)).await,
+            env.text(&format!("SELECT message FROM compute_tasks WHERE id = {}", job.id)).await,
+        );
+        assert_eq!(state, "scheduled", "{message}");
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", job.id)).await, "running");
         env.assert_quota_consistent().await;
     }
 }
