@@ -29,7 +29,9 @@ pub struct Guard {
 pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Request, next: Next) -> Response {
     let user = if is_asset(req.uri().path()) { None } else { session_user(&g, &session).await };
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string());
-    let forwarded = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    // Every line: a proxy may append its own after the client's (an
+    // unreadable line reads as empty, so it can never promote an earlier one).
+    let forwarded = req.headers().get_all("x-forwarded-for").iter().map(|v| v.to_str().unwrap_or(""));
     let address = peer.map(|p| gantry_core::throttle::client_address(&p, forwarded, g.security.trusted_proxy));
     req.extensions_mut().insert(ClientAddress(address));
     req.extensions_mut().insert(g.security.gate.clone());

@@ -23,6 +23,7 @@
 //! WebSocket buffers are small and messages capped.
 
 use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, WsState};
+use app::{api::auth::ClientAddress, error::RequestId};
 use axum::{
     extract::{
         ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade},
@@ -113,7 +114,7 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
     };
     // No await from here until the guard holds the shell: a request cut off
     // now drops the guard, which hangs the shell up.
-    let client = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.to_string()).unwrap_or_default();
+    let client = client_label(&parts);
     let pool = st.app.pool.clone();
     let mut guard = Cleanup { pool: pool.clone(), session: None, exec: exec.clone(), container: container.clone(), exec_id: shell.exec_id.clone(), pid: shell.pid, done: false };
     // From here on, any early return hangs the shell up (the guard's drop).
@@ -131,6 +132,7 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         machine: target.name,
         container,
         idle: Duration::from_secs(st.limits.idle_secs),
+        request_id: parts.extensions.get::<RequestId>().map(|r| r.0.clone()),
     };
     let stopped = st.stopped();
     upgrade
@@ -142,6 +144,21 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         // A failed upgrade drops the closure: `Cleanup` hangs the shell up
         // and closes the session.
         .on_upgrade(move |socket| run(socket, shell, guard, registration, slot, ctx, stopped))
+}
+
+/// Where the terminal was opened from, for its session row and audit line:
+/// the client address the account guard resolved (behind `--trusted-proxy`,
+/// the address the proxy forwarded, as sign-ins count it) — with the TCP
+/// peer's port when that address is the peer itself.
+fn client_label(parts: &axum::http::request::Parts) -> String {
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let resolved = parts.extensions.get::<ClientAddress>().and_then(|a| a.0.clone());
+    match (resolved, peer) {
+        (Some(addr), Some(peer)) if addr == peer.ip().to_string() => peer.to_string(),
+        (Some(addr), _) => addr,
+        (None, Some(peer)) => peer.to_string(),
+        (None, None) => String::new(),
+    }
 }
 
 /// Starts the shell on a task of its own. Should this request's future be
@@ -170,11 +187,13 @@ struct Ctx {
     machine: String,
     container: String,
     idle: Duration,
+    /// The upgrade request's id, for the log.
+    request_id: Option<String>,
 }
 
 enum End {
     ShellEnded,
-    EngineError(String),
+    EngineError(ExecError),
     ClientClosed,
     Signal(CloseReason),
     Idle,
@@ -207,7 +226,7 @@ async fn run(
                             return End::ClientClosed;
                         }
                     }
-                    Err(e) => return End::EngineError(e.to_string()),
+                    Err(e) => return End::EngineError(e),
                 }
             }
             End::ShellEnded
@@ -263,7 +282,7 @@ async fn run(
 
     let (reason, shell_gone) = match end {
         End::ShellEnded => (why_ended(&ctx, &exec_id).await, true),
-        End::EngineError(e) => (CloseReason::new(close_code::ERROR, format!("the connection to the engine failed: {e}")), false),
+        End::EngineError(e) => (engine_failure(&e, ctx.request_id.as_deref(), guard.session), false),
         End::ClientClosed => (CloseReason::new(close_code::NORMAL, "closed by the browser"), false),
         End::Signal(reason) => (reason, false),
         End::Idle => (
@@ -314,6 +333,20 @@ async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
         Ok(ProcessState::Exited(code)) => CloseReason::new(close_code::NORMAL, format!("the shell exited (code {code})")),
         _ => CloseReason::new(close_code::NORMAL, "the shell exited"),
     }
+}
+
+/// The close reason when the shell's output stream fails. The engine's
+/// error names its endpoint (an address inside the cluster: "Docker Engine
+/// at tcp://10.…:2376 is unreachable: …") and the connection's innards: it
+/// goes to the log, with the upgrade request's id; the browser (and the
+/// session's recorded reason) gets a plain sentence naming that id.
+fn engine_failure(e: &ExecError, request_id: Option<&str>, session: Option<i64>) -> CloseReason {
+    let request_id = request_id.unwrap_or("none");
+    tracing::warn!(request_id, ?session, error = %e, "a terminal's connection to its engine failed");
+    CloseReason::new(
+        close_code::ERROR,
+        format!("the connection to the machine's node was lost; the error has been logged (request id {request_id})"),
+    )
 }
 
 /// A close frame's reason is at most 123 bytes.
@@ -456,6 +489,7 @@ async fn cleanup(pool: Pool, session: Option<i64>, exec: Executor, container: St
 #[cfg(test)]
 mod tests {
     use super::{Full, Slots};
+    use gantry_platform::{executor::ExecError, workspace::close_code};
 
     #[test]
     fn slots_hold_both_limits_and_come_back_on_drop() {
@@ -479,6 +513,19 @@ mod tests {
             panic!("opening failed");
         });
         assert!(slots.take(5, 1, 1).is_ok());
+    }
+
+    #[test]
+    fn an_unreachable_engine_is_not_named_in_the_close_frame() {
+        let e = ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2376 is unreachable: reset".into());
+        let reason = super::engine_failure(&e, Some("3f00aa11bb22cc33"), Some(7));
+        assert_eq!(reason.code, close_code::ERROR);
+        let text = super::close_text(&reason.text);
+        assert!(!text.contains("tcp://") && !text.contains("10.1.2.3") && !text.contains("reset"), "{text}");
+        assert!(text.contains("logged") && text.contains("3f00aa11bb22cc33"), "says where the detail went: {text}");
+        // Any other engine error's text stays out too (it may name paths).
+        let reason = super::engine_failure(&ExecError::Failed("read /var/lib/docker/x: i/o error".into()), None, None);
+        assert!(!reason.text.contains("/var/lib") && reason.text.contains("logged"), "{}", reason.text);
     }
 
     #[test]

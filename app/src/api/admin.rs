@@ -110,9 +110,15 @@ pub async fn recent_audit() -> Result<Vec<AuditRow>, AppError> {
         .collect())
 }
 
+/// What a `before` that names no audit entry (not a number, or below 1)
+/// is refused with — by [`audit_page`] and, for text that is not a number,
+/// by the audit page before it asks.
+pub const AUDIT_BEFORE_INVALID: &str = "before must be an audit entry id (a whole number from 1)";
+
 /// The audit log filtered by actor (a username, or `system`), action (or a
 /// family such as `user.`) and days (`YYYY-MM-DD`, UTC, both inclusive),
-/// newest first; `before` continues below the last id of a page.
+/// newest first; `before` continues below the last id of a page (ids start
+/// at 1: a smaller one is refused, 400, rather than matching nothing).
 #[server(prefix = "/api", endpoint = "admin/audit_page")]
 pub async fn audit_page(
     actor: Option<String>,
@@ -123,6 +129,9 @@ pub async fn audit_page(
 ) -> Result<AuditPageView, AppError> {
     use gantry_core::time::parse_date;
     crate::state::require_admin()?;
+    if before.is_some_and(|b| b < 1) {
+        return Err(AppError::Invalid(AUDIT_BEFORE_INVALID.into()).respond());
+    }
     let text = |v: Option<String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     let day = |v: Option<String>, what: &str| -> Result<Option<i64>, AppError> {
         match text(v) {

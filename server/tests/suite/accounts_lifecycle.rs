@@ -119,3 +119,32 @@ gantry_testkit::timed_test! {
         assert_eq!(status, 400);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_bad_audit_page_position_is_refused_not_shown_as_an_empty_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security { gate: gate(2), ..Security::default() }, false).await;
+        let admin = server.client();
+        server.login(&admin, "admin", ADMIN_PASSWORD).await;
+        // The log is not empty: the sign-in above is in it.
+        let (status, page) = call(&server, &admin, "admin/audit_page", &[]).await;
+        assert_eq!(status, 200, "{page}");
+
+        // The server function refuses a position no entry can have.
+        for before in ["-5", "0"] {
+            let (status, body) = call(&server, &admin, "admin/audit_page", &[("before", before)]).await;
+            assert_eq!(status, 400, "before={before}: {body}");
+            assert!(body["Invalid"].as_str().is_some_and(|m| m.contains("before")), "before={before}: {body}");
+        }
+        let (status, _) = call(&server, &admin, "admin/audit_page", &[("before", "abc")]).await;
+        assert_eq!(status, 400);
+
+        // The page says so, rather than "Nothing in the log matches.".
+        for before in ["abc", "-5"] {
+            let res = admin.get(server.url(&format!("/admin/audit?before={before}"))).send().await.unwrap();
+            let html = res.text().await.unwrap();
+            assert!(!html.contains(r#"data-testid="audit-empty""#), "before={before}: shown as an empty log");
+            assert!(html.contains(r#"data-testid="form-error""#) && html.contains("must be an audit entry id"), "before={before}: no error shown");
+        }
+    }
+}

@@ -121,3 +121,31 @@ gantry_testkit::timed_test! {
         assert_eq!(server.login(&owner, "bob", "bob-password-1").await.status(), 200);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_client_written_forwarded_for_line_does_not_give_each_guess_a_new_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security { trusted_proxy: true, gate: gate(2), ..Security::default() }, false).await;
+        server.add_user("alice", "correct horse", Role::User).await;
+        // The client writes its own X-Forwarded-For line; the proxy appends
+        // another line with the address it saw. Both lines are one list, and
+        // only its last entry (the proxy's) names the client.
+        let c = server.client();
+        let allowed = ThrottlePolicy::PER_ACCOUNT_CLIENT.max_failures;
+        for i in 1..=allowed + 1 {
+            let res = c
+                .post(server.url("/api/login"))
+                .header("x-forwarded-for", format!("10.9.0.{i}"))
+                .header("x-forwarded-for", "203.0.113.7")
+                .form(&[("username", "alice"), ("password", "wrong")])
+                .send()
+                .await
+                .unwrap();
+            let want = if i <= allowed { 401 } else { 429 };
+            assert_eq!(res.status().as_u16(), want, "guess {i}: counted under the proxy's address, 203.0.113.7");
+        }
+        // The owner, seen by the proxy elsewhere, still gets in.
+        let owner = server.client_from("198.51.100.20");
+        assert_eq!(server.login(&owner, "alice", "correct horse").await.status(), 200);
+    }
+}

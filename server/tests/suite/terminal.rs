@@ -22,7 +22,7 @@ use gantry_platform::{
     policy,
     workspace::{close_code, sessions, Limits},
 };
-use gantry_server::{bootstrap, router};
+use gantry_server::{bootstrap, router, security::Security};
 use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
 use std::{net::SocketAddr, sync::Arc};
@@ -65,6 +65,11 @@ impl Drop for Env {
 }
 
 async fn env(limits: Limits) -> Env {
+    env_secured(limits, Security::default()).await
+}
+
+/// [`env`] with explicit security settings (e.g. behind a trusted proxy).
+async fn env_secured(limits: Limits, security: Security) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
@@ -114,7 +119,7 @@ async fn env(limits: Limits) -> Env {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
-    let app = router::build_full(opts, limits, pool.clone(), admissions.clone(), wake, Fleet::new()).await.unwrap();
+    let app = router::build_secured(opts, security, limits, pool.clone(), admissions.clone(), wake, Fleet::new()).await.unwrap();
     tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
     Env { _dir: dir, pool, addr, admissions, dispatcher, instance, node_id, alice, admin }
 }
@@ -284,6 +289,31 @@ gantry_testkit::timed_test! {
         ws.close(None).await.unwrap();
         close_frame(&mut ws).await;
 
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn behind_a_trusted_proxy_a_terminal_records_the_forwarded_client() {
+        let env = env_secured(Limits::default(), Security { trusted_proxy: true, ..Security::default() }).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-proxy").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        // The client's own line first, the proxy's appended after it: the
+        // proxy's entry names the client, as it does for sign-ins.
+        let mut req = format!("ws://{}/machines/{id}/terminal?cols=80&rows=24", env.addr).into_client_request().unwrap();
+        req.headers_mut().insert("Cookie", alice.parse().unwrap());
+        req.headers_mut().insert("Origin", format!("http://{}", env.addr).parse().unwrap());
+        req.headers_mut().append("X-Forwarded-For", "10.9.9.9".parse().unwrap());
+        req.headers_mut().append("X-Forwarded-For", "198.51.100.7".parse().unwrap());
+        let (mut ws, _) = tokio_tungstenite::connect_async(req).await.expect("the owner connects");
+        read_until(&mut ws, "# ").await;
+        let open = sessions::list_open(&env.pool).await.unwrap();
+        assert_eq!(open.len(), 1);
+        assert!(open[0].client_addr.starts_with("198.51.100.7"), "recorded from {:?}, not the proxy's client", open[0].client_addr);
+        let detail: String = sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'terminal.open'").fetch_one(&env.pool).await.unwrap();
+        assert!(detail.contains("opened from 198.51.100.7") && !detail.contains("127.0.0.1") && !detail.contains("10.9.9.9"), "{detail}");
+        ws.close(None).await.unwrap();
+        close_frame(&mut ws).await;
         env.operate(id, TaskKind::Delete).await;
     }
 }

@@ -2,7 +2,11 @@
 //! and days, one page at a time. The filters are a plain GET form, so a
 //! filtered page is a link that works with JavaScript off too.
 
-use crate::{api::admin::audit_page, model::AuditPageView};
+use crate::{
+    api::admin::{audit_page, AUDIT_BEFORE_INVALID},
+    error::AppError,
+    model::AuditPageView,
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::Form, hooks::use_query_map};
@@ -38,11 +42,17 @@ pub fn AuditPage() -> impl IntoView {
     let before = Memo::new(move |_| q.with(|q| q.get("before")));
     let rows = Resource::new(
         move || (filters.get(), before.get()),
-        |(f, before)| {
+        |(f, before)| async move {
             let get = |k: &str| f.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).filter(|v| !v.is_empty());
-            // A `before` that is not a number is answered 400 by the server.
-            let before = before.map(|b| b.parse::<i64>().unwrap_or(-1));
-            audit_page(get("actor"), get("action"), get("since"), get("until"), before)
+            // A `before` that is not a number is refused here, with the
+            // words the server refuses one below 1 with: an error, never
+            // an empty log.
+            let before = match before.map(|b| b.trim().parse::<i64>()) {
+                None => None,
+                Some(Ok(b)) => Some(b),
+                Some(Err(_)) => return Err(AppError::Invalid(AUDIT_BEFORE_INVALID.into())),
+            };
+            audit_page(get("actor"), get("action"), get("since"), get("until"), before).await
         },
     );
     let value = move |k: &'static str| filters.with(|f| f.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default());
@@ -61,7 +71,7 @@ pub fn AuditPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || rows.get().map(|r| match r {
                     Ok(page) => view! { <AuditTable page=page filters=filters.get() first=before.get().is_none()/> }.into_any(),
-                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                    Err(e) => view! { <p class="form-error" data-testid="form-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Suspense>
         </section>
