@@ -33,7 +33,10 @@ pub fn can_become(from: MachineState, to: MachineState) -> bool {
         Creating => matches!(to, Running | Stopped | Failed | Lost | Deleting | Deleted | Reclaimed),
         // Only a machine that ran can be idle long enough to be reclaimed.
         Running | Stopped => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed),
-        Failed => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost),
+        // A restore whose container did not stay up is seen `failed`
+        // before it gives up; giving up must still put it back to
+        // reclaimed (GPUs returned, snapshot kept), or it holds them for ever.
+        Failed => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed),
         // Restore starts it again (as a create would); delete closes it.
         Reclaimed => matches!(to, Creating | Deleting | Deleted | Lost),
         Restarting | Reinstalling => matches!(to, Running | Stopped | Failed | Lost),
@@ -107,7 +110,9 @@ mod tests {
     #[test]
     fn only_a_machine_that_ran_is_reclaimed_and_reclaimed_restores_as_a_create() {
         for from in MachineState::ALL {
-            assert_eq!(can_become(*from, Reclaimed), matches!(from, Running | Stopped | Reclaimed | Creating), "{from} -> reclaimed");
+            // Creating and failed: a restore that failed, on its way back.
+            let ok = matches!(from, Running | Stopped | Reclaimed | Creating | Failed);
+            assert_eq!(can_become(*from, Reclaimed), ok, "{from} -> reclaimed");
         }
         assert!(can_become(Reclaimed, Creating));
         assert!(!can_become(Reclaimed, Running), "a restore goes through creating");

@@ -107,7 +107,9 @@ impl Dispatcher {
         }
         let free = permits.available_permits();
         let claimed = if free > 0 {
-            transitions::lease::claim(&self.pool, &self.owner, free as i64, now, self.lease_secs).await.unwrap_or_else(|e| {
+            // Not `now`: the claim may wait for the write lock, and its
+            // lease counts from when it got it.
+            transitions::lease::claim(&self.pool, &self.owner, free as i64, self.lease_secs).await.unwrap_or_else(|e| {
                 tracing::error!(error = %e, "claiming tasks failed");
                 Vec::new()
             })
@@ -137,17 +139,21 @@ impl Dispatcher {
     pub async fn execute(&self, task: ClaimedTask) {
         let lease = Duration::from_secs(task.lease.secs.max(1) as u64);
         let every = lease / 3;
+        let Some(claimed_at) = self.renewed_if_late(&task, every).await else { return };
         let renewal = async {
-            // The lease holds until `held_until` at least (counted from
-            // before the claim's or renewal's write, so never late). A
-            // renewal that has not got through by `every / 2` before then
-            // — failing, or waiting on a stalled database — ends the run:
-            // past it a successor may own the task, and this runner must
-            // not touch the engine.
-            let mut held_until = tokio::time::Instant::now() + lease - every / 2;
+            // The lease holds until `held_until` at least: counted from
+            // before the clock the claim's or renewal's expiry was computed
+            // from, which is read once the write is sure to go through
+            // (the claim reads it after taking the write lock), so never
+            // late. A renewal that has not got through by `every / 2`
+            // before then — failing, or waiting on a stalled database —
+            // ends the run: past it a successor may own the task, and this
+            // runner must not touch the engine.
+            let mut at = claimed_at;
+            let mut held_until = at + lease;
             loop {
-                tokio::time::sleep(every).await;
-                let at = tokio::time::Instant::now();
+                tokio::time::sleep_until(at + every).await;
+                at = tokio::time::Instant::now();
                 let renewed = loop {
                     match tokio::time::timeout_at(held_until - every / 2, transitions::lease::renew(&self.pool, &task.lease, now())).await {
                         Err(_) => break None,
@@ -186,6 +192,30 @@ impl Dispatcher {
         }
     }
 
+    /// When the lease `task` holds counts from: its claim, or — for a task
+    /// started a while after it (the tests' drive claims several and runs
+    /// them one after the other) — a renewal made before anything is
+    /// touched, since the claim's lease may be close to running out.
+    /// `None`: the task is no longer ours, or the renewal did not get
+    /// through; it resumes when its lease expires.
+    async fn renewed_if_late(&self, task: &ClaimedTask, every: Duration) -> Option<tokio::time::Instant> {
+        if task.claimed_at.elapsed() < every {
+            return Some(task.claimed_at);
+        }
+        let at = tokio::time::Instant::now();
+        match transitions::lease::renew(&self.pool, &task.lease, now()).await {
+            Ok(true) => Some(at),
+            Ok(false) => {
+                tracing::warn!(task = task.id, "lease lost before the task started; another process or an admin took it over");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(task = task.id, error = %e, "lease not renewed before the task started; it resumes when the lease expires");
+                None
+            }
+        }
+    }
+
     /// The test hook at a step boundary.
     fn checkpoint(&self, task: &ClaimedTask, step: &'static str) -> Result<(), steps::StepError> {
         match &self.hook {
@@ -198,5 +228,5 @@ impl Dispatcher {
 /// Claims due tasks for `owner` with the default lease (tests drive the
 /// dispatcher with it).
 pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
-    transitions::lease::claim(pool, owner, limit, now(), LEASE_SECS).await
+    transitions::lease::claim(pool, owner, limit, LEASE_SECS).await
 }

@@ -23,8 +23,9 @@ pub struct OperationRequest {
 /// Queues an operation on a machine the requester may touch: their own, or
 /// any as an admin (group members see each other's machines, but a delete
 /// takes the owner's data volume with it). A compute task's machine ends
-/// with its task (cancel the task), except by an admin. Refused when the
-/// machine's state does not accept it or another operation is queued.
+/// with its task (cancel the task), except by an admin's delete; nobody
+/// restarts or reinstalls it. Refused when the machine's state does not
+/// accept it or another operation is queued.
 pub async fn request_operation(pool: &Pool, requester: &User, op: OperationRequest) -> Result<i64, PlatformError> {
     // Snapshots, reclaims, restores and rebalances have their own entry
     // points (crate::snapshots, crate::reclaim), which check more.
@@ -45,6 +46,16 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     }
     if workload == "job" && !requester.role.is_admin() {
         return Err(PlatformError::Conflict(format!("machine {name} runs a compute task: cancel the task instead (its machine goes with it)")));
+    }
+    // A job's command runs at most once: a restart would run it again in
+    // its container, and a reinstall's new container would too (the
+    // dispatcher then only reports the job already started: a "success"
+    // that did nothing). An admin included.
+    if workload == "job" && matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall) {
+        return Err(PlatformError::Conflict(format!(
+            "machine {name} runs a compute task, whose command runs at most once: it is not restarted or reinstalled; \
+             cancel the task (or delete the machine) and submit the task again"
+        )));
     }
     let cur = transitions::machine::current(&mut tx, op.machine_id).await?;
     accepts(&cur.name, cur.state, op.kind).map_err(PlatformError::Conflict)?;

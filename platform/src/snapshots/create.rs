@@ -107,7 +107,8 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
 }
 
 /// Reinstalls machine `machine_id` from snapshot `snapshot_id` (a new
-/// container from the snapshot's image, same data volume).
+/// container from the snapshot's image, same data volume). The task
+/// carries the image; the machine's own changes when the reinstall runs.
 pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_id: i64) -> Result<i64, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = crate::machines::visibility(who, "group_id");
@@ -120,7 +121,13 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can reinstall it".into()));
     }
-    super::refuse_job_machine(who, &workload)?;
+    // Not even by an admin: its new container would run the job's command
+    // again, which runs at most once (see `machines::request_operation`).
+    if workload == "job" {
+        return Err(PlatformError::Conflict(
+            "that machine runs a compute task, whose command runs at most once: it is not reinstalled; cancel the task (or delete the machine) instead".into(),
+        ));
+    }
     let (reference, node_id, snap_name, _) = usable(&mut tx, who, snapshot_id).await?;
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Reinstall).map_err(PlatformError::Conflict)?;
@@ -132,12 +139,15 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
         return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
     }
     let image = snapshot::image_row(&mut tx, &reference).await?;
-    sqlx::query("UPDATE machines SET image_id = ?, from_snapshot_id = ? WHERE id = ?").bind(image).bind(snapshot_id).bind(machine_id).execute(&mut *tx).await?;
     let task_id = task::insert_pending(
         &mut tx,
         &task::NewTask { kind: TaskKind::Reinstall, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
     )
     .await?;
+    // The machine takes the image only when the reinstall begins (see
+    // `transitions::run::begin`): a reinstall cancelled, or ended with its
+    // node, before then leaves the machine on the image it had.
+    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "image_id": image, "from_snapshot_id": snapshot_id })).await?;
     task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, &format!("reinstall from snapshot {snap_name}")).await?;
     audit::record(&mut *tx, Some(who.id), "machine.reinstall", &format!("machine {} from snapshot {snap_name} ({reference})", cur.name)).await?;
     tx.commit().await?;

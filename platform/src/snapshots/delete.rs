@@ -120,16 +120,20 @@ pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Op
 
 /// Machines that may still run and whose next container is made from the
 /// snapshot's image: admitted from it, reinstalled (or queued to be) from
-/// it, restored from it. A reclaimed machine's image is replaced by its
-/// restore snapshot's, so it is not one (its restore snapshot is checked
-/// above); a failed one is, as long as it is not deleted.
+/// it, restored from it. A queued reinstall names the snapshot in its
+/// task's payload only: the machine takes the image when it begins. A
+/// reclaimed machine's image is replaced by its restore snapshot's, so it
+/// is not one (its restore snapshot is checked above); a failed one is, as
+/// long as it is not deleted.
 pub(super) async fn image_users(conn: &mut sqlx::SqliteConnection, id: i64, reference: &str) -> Result<Vec<String>, PlatformError> {
     Ok(sqlx::query_scalar(
         "SELECT m.name FROM machines m
          WHERE m.state NOT IN ('deleted', 'lost', 'reclaimed')
            AND (m.image_id = (SELECT i.id FROM images i WHERE i.name = 'snapshot:' || ?2)
                 OR (m.from_snapshot_id = ?1 AND EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind IN ('create', 'reinstall', 'restore')
-                                                          AND t.state IN ('pending', 'scheduled', 'running'))))
+                                                          AND t.state IN ('pending', 'scheduled', 'running')))
+                OR EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind = 'reinstall' AND t.state IN ('pending', 'scheduled', 'running')
+                                                   AND json_extract(t.payload, '$.from_snapshot_id') = ?1))
          ORDER BY m.name LIMIT 5",
     )
     .bind(id)

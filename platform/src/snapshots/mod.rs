@@ -85,13 +85,14 @@ pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(
     .await?)
 }
 
-/// A compute task's machine is the task's: a snapshot of it (or a
-/// reinstall over it) would turn a region image the group may not choose
-/// into a long-lived dev machine, and hold the task's watcher off while it
-/// runs. Admins may (to keep evidence of a job).
+/// A compute task's machine is the task's: a snapshot of it (or a machine
+/// made or reinstalled from one) would turn a region image the group may
+/// not choose into a long-lived dev machine, and hold the task's watcher
+/// off while it runs. Admins may (to keep evidence of a job). Nobody
+/// reinstalls the job's machine itself (see `create::reinstall_from`).
 pub(crate) fn refuse_job_machine(who: &User, workload: &str) -> Result<(), PlatformError> {
     if workload == "job" && !who.role.is_admin() {
-        return Err(PlatformError::Conflict("that machine runs (or ran) a compute task: only an admin can snapshot it, reinstall it or make a machine from its snapshots".into()));
+        return Err(PlatformError::Conflict("that machine runs (or ran) a compute task: only an admin can snapshot it, or make or reinstall a machine from its snapshots".into()));
     }
     Ok(())
 }

@@ -33,13 +33,24 @@ pub struct ClaimedTask {
     pub attempts: i64,
     pub keep_volume: bool,
     pub lease: Lease,
+    /// Taken just before the claim read the clock its lease expiry counts
+    /// from: the runner counts how long it holds the task from here, so it
+    /// is never later than the database's expiry.
+    pub claimed_at: tokio::time::Instant,
 }
 
 /// Moves up to `limit` due tasks from `scheduled` to `running` under
 /// `owner`'s lease: at most one per machine, none for a machine that already
 /// has one running (whoever runs it).
-pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64, lease_secs: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
+///
+/// The lease counts from the clock read once the write lock is ours, not
+/// from before: waiting for it (up to the busy timeout, or the pool's
+/// acquire timeout) would otherwise hand out a lease already run out, and
+/// the next expiry pass would give the task to a second runner.
+pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, lease_secs: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
     let mut tx = begin(pool).await?;
+    let claimed_at = tokio::time::Instant::now();
+    let now = crate::now();
     let rows: Vec<(i64, String, i64, i64, bool)> = sqlx::query_as(
         "SELECT t.id, t.kind, t.machine_id, t.attempts, t.keep_volume FROM tasks t
          WHERE t.state = 'scheduled' AND t.not_before <= ? AND t.machine_id IS NOT NULL
@@ -75,6 +86,7 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, now: i64, lease_se
             attempts: attempts + 1,
             keep_volume,
             lease: Lease { task_id: id, owner: owner.clone(), secs: lease_secs, attempt: attempts + 1 },
+            claimed_at,
         });
     }
     tx.commit().await?;

@@ -266,7 +266,10 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
 }
 
 /// A restore that failed for good: GPUs back, `reclaimed` again (its
-/// snapshot and volume are untouched, so it can be tried again).
+/// snapshot and volume are untouched, so it can be tried again). From
+/// whatever state its runner left it in — `creating`, or `failed`,
+/// `stopped` or `running` as the engine was seen after the start: a
+/// restore that could not give up would hold its GPUs for ever.
 pub async fn restore_failed(pool: &Pool, lease: &Lease, machine_id: i64, message: &str) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     let shown = format!("restore failed: {message}; GPUs returned, it can be restored again");

@@ -6,7 +6,10 @@ use crate::{audit, db::Pool, PlatformError};
 use gantry_core::task::{machine_state_for, MachineState, TaskKind, TaskState};
 
 /// Start of a claimed task: refuses to start a container for a machine
-/// that does not hold all its GPUs, then shows what the task does.
+/// that does not hold all its GPUs, then shows what the task does. A
+/// reinstall from a snapshot makes the snapshot's image the machine's
+/// here, in the same commit: until it begins it can be cancelled, and the
+/// machine must then be left on the image it had.
 pub async fn begin(pool: &Pool, lease: &Lease, kind: TaskKind, machine_id: i64) -> Result<machine::Current, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
@@ -16,6 +19,12 @@ pub async fn begin(pool: &Pool, lease: &Lease, kind: TaskKind, machine_id: i64) 
     if let Some(showing) = machine_state_for(kind) {
         if cur.state != showing {
             machine::move_to(&mut tx, machine_id, showing, None, "").await?;
+        }
+    }
+    if kind == TaskKind::Reinstall {
+        let payload = super::snapshot::payload(&mut tx, lease.task_id).await?;
+        if let (Some(image), Some(snapshot)) = (payload["image_id"].as_i64(), payload["from_snapshot_id"].as_i64()) {
+            sqlx::query("UPDATE machines SET image_id = ?, from_snapshot_id = ? WHERE id = ?").bind(image).bind(snapshot).bind(machine_id).execute(&mut *tx).await?;
         }
     }
     tx.commit().await?;

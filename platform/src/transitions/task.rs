@@ -117,6 +117,16 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
              it finishes by itself (exempting the machine stops it before its container is removed, if it still can be)"
         )));
     }
+    // A restart, reinstall or move back in the queue after an attempt left
+    // its machine `restarting` or `reinstalling` (and maybe without a
+    // container): no operation is accepted from there, so cancelling would
+    // strand the machine with its GPUs.
+    if let (Some(kind @ (TaskKind::Restart | TaskKind::Reinstall | TaskKind::Rebalance)), true) = (parsed, attempts > 0) {
+        return Err(PlatformError::Conflict(format!(
+            "task #{task_id} cannot be cancelled: the {kind} of machine {machine_name} has already begun on its node and is waiting to retry; \
+             it finishes by itself once the node's engine answers (or after its last retry the machine shows failed, and can be reinstalled or deleted)"
+        )));
+    }
     let container = match (parsed, machine_id) {
         (Some(TaskKind::Create | TaskKind::Restore), Some(machine_id)) => {
             sqlx::query_scalar::<_, Option<String>>("SELECT container_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(&mut *tx).await?.flatten()

@@ -4,7 +4,8 @@
 //! was taking, a lost machine whose node was removed is still deleted, and
 //! a runner stalled past its lease changes nothing once the task was
 //! claimed again (even by its own process); a snapshot delete cut off
-//! after its mark still finishes.
+//! after its mark still finishes; a claim that waited for the write lock
+//! still gets a whole lease.
 
 use crate::{common, reclaim_common};
 
@@ -206,5 +207,82 @@ gantry_testkit::timed_test! {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'snapshot.delete'").await, 1);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_claim_that_waited_for_the_write_lock_gets_a_whole_lease() {
+        use std::{sync::Arc, time::Duration};
+        const LEASE: i64 = 3;
+        let (env, _sim) = sim_env(1).await;
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "late", 1)).await.unwrap().machine_id;
+        let in_use = |pool: &gantry_platform::db::Pool| (pool.size() as usize).saturating_sub(pool.num_idle());
+
+        // Every connection back in the pool (one is returned by a task of
+        // its own after its commit), so the pass's is the only one taken …
+        while in_use(&env.pool) > 0 {
+            tokio::task::yield_now().await;
+        }
+        // … besides that of another writer, which holds SQLite's write lock.
+        let hold = transitions::begin(&env.pool).await.unwrap();
+        let busy = in_use(&env.pool);
+        // The runner stops where it begins (as a crash would), leaving the
+        // lease as its claim wrote it.
+        let (begun_tx, mut begun) = tokio::sync::mpsc::unbounded_channel();
+        let mut dispatcher = env.dispatcher.clone();
+        dispatcher.lease_secs = LEASE;
+        dispatcher.hook = Some(Arc::new(move |task, _| begun_tx.send((task.id, task.attempts)).is_ok()));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(dispatcher.run_until(async move { let _ = stopped.await; }, Duration::ZERO));
+        // A connection taken: the pass has read its clock and waits for the lock …
+        while in_use(&env.pool) <= busy {
+            tokio::task::yield_now().await;
+        }
+        // … for longer than a lease (the stall being simulated, not a wait for it).
+        let seen = gantry_platform::now();
+        while gantry_platform::now() < seen + LEASE {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let released_at = gantry_platform::now();
+        hold.rollback().await.unwrap();
+
+        let (task, attempt) = begun.recv().await.unwrap();
+        let (expires, attempts): (i64, i64) =
+            sqlx::query_as("SELECT lease_expires, attempts FROM tasks WHERE id = ?").bind(task).fetch_one(&env.pool).await.unwrap();
+        // Counted from when the claim got the lock: not already run out,
+        // so no other pass requeues the task while its runner works.
+        assert!(expires >= released_at + LEASE, "lease expires at {expires}, the claim got the lock at {released_at} or later");
+        assert_eq!((attempt, attempts), (1, 1), "claimed once");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'task.lease_expired'").await, 0);
+        assert_eq!(env.scalar(&format!("SELECT machine_id FROM tasks WHERE id = {task}")).await, m);
+        let _ = stop.send(());
+        running.await.unwrap();
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_reinstall_that_began_on_the_engine_cannot_be_cancelled() {
+        let (env, sim) = sim_env(2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "redo", 1)).await.unwrap().machine_id;
+        env.drive().await;
+
+        // The engine is away: the reinstall began (machine `reinstalling`) and waits to retry.
+        sim.set_available(false);
+        let task = machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: m, kind: TaskKind::Reinstall, keep_volume: false }).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "scheduled");
+        assert_eq!(machine_state(&env.pool, m).await.0, "reinstalling");
+        // Cancelled, it would leave the machine `reinstalling` for ever: no
+        // operation (not even a delete) is accepted from there.
+        let refused = transitions::task::cancel(&env.pool, &alice, task).await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Conflict(why) if why.contains("cannot be cancelled")), "{refused}");
+
+        sim.set_available(true);
+        drive_now(&env).await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        env.assert_quota_consistent().await;
     }
 }

@@ -43,6 +43,7 @@ mod gpu_history;
 mod gpu_reregistration;
 mod group_access;
 mod group_policy_rev;
+mod job_machine_ops;
 mod list_counts;
 mod list_plans;
 mod machine_ownership;

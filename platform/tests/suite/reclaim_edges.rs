@@ -1,14 +1,17 @@
 //! Idle reclaim's races on the simulated engine: a reclaim resumed after
 //! its container was removed still finishes (the image was already made),
 //! and an extension or exemption committed while a pass runs stops the
-//! reclaim that pass was about to queue.
+//! reclaim that pass was about to queue. A restore whose container did
+//! not stay up ends `reclaimed` again, whatever state the engine showed.
 
 use crate::{common, reclaim_common};
 
+use gantry_core::task::{MachineState, TaskKind};
 use gantry_platform::{
     dispatch,
     executor::{Executor, SimulatedExecutor},
     now, reclaim, transitions,
+    transitions::run,
 };
 use reclaim_common::*;
 use std::sync::Arc;
@@ -99,7 +102,6 @@ gantry_testkit::timed_test! {
     }
 }
 
-/// A ready user snapshot of a new running machine `name`: (machine, snapshot).
 /// A machine of `who`'s, made, found idle and reclaimed.
 async fn reclaimed(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> i64 {
     let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
@@ -112,6 +114,7 @@ async fn reclaimed(env: &common::Env, who: &gantry_platform::accounts::User, nam
     m
 }
 
+/// A ready user snapshot of a new running machine `name`: (machine, snapshot).
 async fn snapshotted(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> (i64, i64) {
     let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
@@ -215,6 +218,71 @@ gantry_testkit::timed_test! {
         env.drive().await;
         assert_eq!(task_outcome(&env.pool, restore).await.0, "succeeded");
         assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        env.assert_quota_consistent().await;
+    }
+}
+
+/// A restore claimed by a runner of its own, whose container was seen gone
+/// right after its start: the machine shows `failed` with the GPUs the
+/// restore took. (The lease, for the caller to give up with or abandon.)
+async fn restore_seen_failed(env: &common::Env, m: i64) -> transitions::Lease {
+    let runner = dispatch::new_owner_id();
+    let claimed = dispatch::claim(&env.pool, &runner, 16).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let lease = claimed[0].lease.clone();
+    run::begin(&env.pool, &lease, TaskKind::Restore, m).await.unwrap();
+    run::observed(&env.pool, &lease, m, MachineState::Failed, None, "container not found").await.unwrap();
+    assert_eq!(machine_state(&env.pool, m).await.0, "failed");
+    assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {m}")).await, 1);
+    lease
+}
+
+gantry_testkit::timed_test! {
+    async fn a_restore_whose_container_failed_at_once_is_reclaimed_again() {
+        let env = common::env("simulated", 2, 2).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let m = reclaimed(&env, &alice, "napper").await;
+        let snapshot = env.scalar("SELECT id FROM snapshots WHERE origin = 'reclaim'").await;
+        let restore = transitions::reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        let lease = restore_seen_failed(&env, m).await;
+
+        // Giving up must not depend on the state the engine was seen in.
+        transitions::reclaim::restore_failed(&env.pool, &lease, m, "the container did not stay running").await.unwrap();
+        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+        assert_eq!(task_outcome(&env.pool, restore).await.0, "failed");
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
+        assert_eq!(env.text(&format!("SELECT COALESCE(container_id, 'none') FROM machines WHERE id = {m}")).await, "none");
+        assert_eq!(env.text(&format!("SELECT state FROM snapshots WHERE id = {snapshot}")).await, "ready", "its restore point is kept");
+        env.assert_quota_consistent().await;
+
+        // It can be restored again.
+        let again = transitions::reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, again).await.0, "succeeded");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_restore_resumed_after_its_container_failed_ends_reclaimed() {
+        let env = common::env("simulated", 2, 2).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let m = reclaimed(&env, &alice, "napper").await;
+        let restore = transitions::reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        // Its runner stops right after seeing the container gone, as a crash would.
+        restore_seen_failed(&env, m).await;
+
+        // The next runner finds the machine `failed`, not `creating`: the
+        // restore still ends, and its GPUs come back.
+        env.expire_all_leases().await;
+        env.drive().await;
+        let (state, message) = task_outcome(&env.pool, restore).await;
+        assert_eq!(state, "failed", "{message}");
+        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
         env.assert_quota_consistent().await;
     }
 }

@@ -1,7 +1,8 @@
 //! Reclaim snapshots are their machine's restore point, not the group's
 //! snapshots (the quota does not count them): no machine is made or
 //! reinstalled from one, and the reconciler deletes one — row and image —
-//! once its machine is deleted or a newer reclaim replaced it.
+//! once its machine is deleted or a newer reclaim replaced it. A user
+//! snapshot becomes a machine's image only when a reinstall from it runs.
 
 use crate::common;
 use crate::reclaim_common::*;
@@ -213,5 +214,42 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await, 0, "a failed reclaim's image piles up on the node");
         assert!(!sim.committed_images().contains(&image));
         assert_eq!(machine_state(&env.pool, m).await.0, "running", "the machine is untouched");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_cancelled_reinstall_from_a_snapshot_leaves_the_machines_image() {
+        let (env, _sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "source").await;
+        let (snap, taken) = snapshots::request(&env.pool, &alice, m, "base").await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, taken).await.0, "succeeded");
+        let image = format!("SELECT image_id || ':' || COALESCE(from_snapshot_id, '-') FROM machines WHERE id = {m}");
+        let before = env.text(&image).await;
+
+        // Asked for and cancelled before it ran: nothing about the machine changed …
+        let reinstall = snapshots::reinstall_from(&env.pool, &alice, m, snap).await.unwrap();
+        transitions::task::cancel(&env.pool, &alice, reinstall).await.unwrap();
+        assert_eq!(env.text(&image).await, before, "the machine took the snapshot's image without being reinstalled");
+        // … so a plain reinstall makes its container from its own image,
+        let plain = machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: m, kind: TaskKind::Reinstall, keep_volume: false }).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, plain).await.0, "succeeded");
+        assert_eq!(env.text(&image).await, before);
+        // … and nothing holds the snapshot.
+        snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snap).await.unwrap();
+
+        // A reinstall from a snapshot that runs makes it the machine's image.
+        let (snap, taken) = snapshots::request(&env.pool, &alice, m, "v2").await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, taken).await.0, "succeeded");
+        let reinstall = snapshots::reinstall_from(&env.pool, &alice, m, snap).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, reinstall).await.0, "succeeded");
+        let reference = image_of(&env, snap).await;
+        let expected = env.text(&format!("SELECT id || ':{snap}' FROM images WHERE reference = '{reference}'")).await;
+        assert_eq!(env.text(&image).await, expected);
+        assert!(snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snap).await.is_err(), "its container runs from it");
+        env.assert_quota_consistent().await;
     }
 }
