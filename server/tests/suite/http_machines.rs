@@ -471,7 +471,11 @@ gantry_testkit::timed_test! {
         assert!(html.contains(r#"data-testid="job-machine""#) && html.contains("compute task and ends with it."), "says what it is");
         assert!(!html.contains("cancel the task"), "Bob cannot cancel Alice's task");
         let html = page(&admin).await;
-        assert!(html.contains(r#"data-testid="restart-machine""#) && !html.contains(r#"data-testid="job-machine""#), "an admin still acts on it");
+        assert!(html.contains(r#"data-testid="delete-machine""#) && !html.contains(r#"data-testid="job-machine""#), "an admin may still delete it");
+        // Nobody restarts or reinstalls it (its command runs at most once;
+        // the server refuses): not offered to an admin either, who is told why.
+        assert!(!html.contains(r#"data-testid="restart-machine""#) && !html.contains(r#"data-testid="reinstall-machine""#), "an admin is offered a relaunch");
+        assert!(html.contains(r#"data-testid="job-machine-admin""#) && html.contains("runs at most once"), "the admin is told why");
         for (who, client, expected) in [("alice", &alice, false), ("admin", &admin, true)] {
             let (_, body) = post(&server, client, "/api/machine_detail", &[("id", &id.to_string())]).await;
             assert_eq!((json(&body)["can_operate"].clone(), json(&body)["job"].clone()), (expected.into(), true.into()), "{who}: {body}");

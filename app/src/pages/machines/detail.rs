@@ -183,7 +183,7 @@ fn MachineView(
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
             {move || view! { <TaskTable tasks=tasks.get() cancel=cancel/> }}
         </section>
-        {id.map(|id| view! { <MachineSnapshots machine_id=id data=snapshots can_operate=can_operate/> })}
+        {id.map(|id| view! { <MachineSnapshots machine_id=id data=snapshots can_operate=can_operate reinstall=matches!(job, JobNote::None)/> })}
     }
     .into_any()
 }
@@ -280,7 +280,9 @@ fn MachineActions(
             ev.prevent_default();
         }
     };
-    let live = can_operate.then(|| view! {
+    // A compute task's machine is never restarted or reinstalled, an
+    // admin's either (its command runs at most once; the server refuses).
+    let relaunch = matches!(job, JobNote::None).then(|| view! {
         <div class="actions">
             <ActionForm action=op attr:data-testid="restart-machine">
                 <input type="hidden" name="machine_id" value=id/>
@@ -294,6 +296,16 @@ fn MachineActions(
             </ActionForm>
         </div>
         <p class="muted small">"Restart restarts the container; reinstall recreates it from its image and keeps the data volume."</p>
+    });
+    let job_note = (!matches!(job, JobNote::None)).then(|| view! {
+        <p class="muted" data-testid="job-machine-admin">
+            "This machine runs " {owner.clone()} "'s compute task, whose command runs at most once: it is not restarted or reinstalled. "
+            "Cancel the task on the " <a href="/compute">"Compute"</a> " page, or delete the machine."
+        </p>
+    });
+    let live = can_operate.then(|| view! {
+        {relaunch}
+        {job_note}
         <ActionForm action=op attr:class="stack danger-zone" attr:data-testid="delete-machine">
             <input type="hidden" name="machine_id" value=id/>
             <input type="hidden" name="operation" value="delete"/>

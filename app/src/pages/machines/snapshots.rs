@@ -47,9 +47,11 @@ impl SnapshotCardData {
 
 /// The machine page's snapshot card. Taking a snapshot and reinstalling
 /// from one are for the machine's owner or an admin (`can_operate`, from
-/// the server); a group member sees the list only.
+/// the server); a group member sees the list only. `reinstall`: false for a
+/// compute task's machine, which is never reinstalled (the server refuses).
 #[component]
-pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bool) -> impl IntoView {
+pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bool, reinstall: bool) -> impl IntoView {
+    let may_reinstall = reinstall;
     let SnapshotCardData { list, take, reinstall } = data;
     view! {
         <section class="card stack" data-testid="machine-snapshots">
@@ -73,7 +75,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
                                 {mine.into_iter().map(|s| {
                                     // A reclaim snapshot is the machine's restore point,
                                     // not something to reinstall from (the server refuses).
-                                    let ready = s.state == "ready" && can_operate && s.origin != "reclaim";
+                                    let ready = s.state == "ready" && can_operate && may_reinstall && s.origin != "reclaim";
                                     view! {
                                         <tr data-testid="machine-snapshot" data-name=s.name.clone()>
                                             <td>{s.name.clone()}</td>
