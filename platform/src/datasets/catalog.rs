@@ -231,12 +231,11 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     // Refused before anything changes when a store is not configured.
     stores_of(stores, &d)?;
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let mounted_by = super::mounts::live_users(&mut tx, v.id).await?;
+    // An admin sees every group's machines; anyone else only their own.
+    let asker = (!user.role.is_admin()).then_some(user.group_id);
+    let mounted_by = super::mounts::live_users(&mut tx, v.id, asker).await?;
     if !mounted_by.is_empty() {
-        return Err(DatasetError::Conflict(format!(
-            "version {name} is mounted by {}; delete or cancel them first",
-            mounted_by.join(", ")
-        )));
+        return Err(DatasetError::Conflict(mounted_by.refusal(name)));
     }
     let temps: Vec<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_all(&mut *tx).await?;
     sqlx::query("DELETE FROM dataset_versions WHERE id = ?").bind(v.id).execute(&mut *tx).await?;
@@ -300,7 +299,15 @@ pub async fn set_quota(pool: &Pool, admin: &User, group: &str, bytes: u64) -> Re
     Ok(())
 }
 
-/// Bytes a group's listed files hold, and bytes reserved by its uploads in progress.
+/// What one upload in progress (`up`, a row of `dataset_uploads`) holds
+/// against its group's quota: its length, less the listed file it
+/// replaces — that file is counted among the listed ones already, and the
+/// upload only ever takes its place.
+pub(super) const UPLOAD_RESERVATION: &str = "MAX(0, COALESCE(up.total_size, 0) - CASE WHEN up.replace = 1 THEN
+    COALESCE((SELECT f.size FROM dataset_files f WHERE f.version_id = up.version_id AND f.name = up.name), 0) ELSE 0 END)";
+
+/// Bytes a group's listed files hold, and bytes reserved by its uploads in
+/// progress (see [`UPLOAD_RESERVATION`]).
 pub async fn usage(db: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(u64, u64), DatasetError> {
     let used: i64 = sqlx::query_scalar(
         "SELECT COALESCE(SUM(f.size), 0) FROM dataset_files f JOIN dataset_versions v ON v.id = f.version_id
@@ -309,10 +316,10 @@ pub async fn usage(db: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(u6
     .bind(group_id)
     .fetch_one(&mut *db)
     .await?;
-    let reserved: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(SUM(up.total_size), 0) FROM dataset_uploads up JOIN dataset_versions v ON v.id = up.version_id
-           JOIN datasets d ON d.id = v.dataset_id WHERE d.group_id = ?",
-    )
+    let reserved: i64 = sqlx::query_scalar(&format!(
+        "SELECT COALESCE(SUM({UPLOAD_RESERVATION}), 0) FROM dataset_uploads up JOIN dataset_versions v ON v.id = up.version_id
+           JOIN datasets d ON d.id = v.dataset_id WHERE d.group_id = ?"
+    ))
     .bind(group_id)
     .fetch_one(&mut *db)
     .await?;

@@ -18,12 +18,12 @@ use gantry_core::datasets::check_quota;
 /// answers whether it replaces a listed file.
 pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<bool, DatasetError> {
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let own: Option<Option<i64>> = sqlx::query_scalar("SELECT total_size FROM dataset_uploads WHERE id = ? AND temp_key = ?")
+    let own: Option<(Option<i64>, bool)> = sqlx::query_as("SELECT total_size, replace FROM dataset_uploads WHERE id = ? AND temp_key = ?")
         .bind(upload.id)
         .bind(&upload.temp)
         .fetch_optional(&mut *tx)
         .await?;
-    let Some(own) = own else { return Err(gone(upload)) };
+    let Some((own, replace)) = own else { return Err(gone(upload)) };
     // A seal is refused while this row exists, and the row was made with
     // the version open; read again all the same, as listing a file into a
     // sealed version must never happen, whatever removed that protection.
@@ -33,7 +33,7 @@ pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<b
         Some(Some(_)) => return Err(DatasetError::Conflict(format!("{} was sealed while {} was uploading; nothing was kept", version_of(upload), upload.name))),
         Some(None) => {}
     }
-    let old: Option<i64> = sqlx::query_scalar("SELECT size FROM dataset_files WHERE version_id = ? AND name = ?")
+    let listed: Option<i64> = sqlx::query_scalar("SELECT size FROM dataset_files WHERE version_id = ? AND name = ?")
         .bind(upload.version_id)
         .bind(&upload.name)
         .fetch_optional(&mut *tx)
@@ -41,15 +41,18 @@ pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<b
     let d = &upload.dataset;
     let quota = catalog::quota_bytes(&mut *tx, d.group_id, upload.default_quota).await?;
     let (used, reserved) = catalog::usage(&mut tx, d.group_id).await?;
-    // This upload's own reservation is not in the way of its own bytes.
-    let others = reserved.saturating_sub(own.unwrap_or(0).max(0) as u64);
-    let growth = size.saturating_sub(old.unwrap_or(0).max(0) as u64);
+    // This upload's own reservation is not in the way of its own bytes (a
+    // replace reserved only what it adds: `catalog::UPLOAD_RESERVATION`).
+    let old = listed.unwrap_or(0).max(0) as u64;
+    let own = (own.unwrap_or(0).max(0) as u64).saturating_sub(if replace { old } else { 0 });
+    let others = reserved.saturating_sub(own);
+    let growth = size.saturating_sub(old);
     if growth > 0 {
         check_quota(&d.group_name, quota, used, others, growth)?;
     }
     sqlx::query("UPDATE dataset_uploads SET total_size = ? WHERE id = ?").bind(size as i64).bind(upload.id).execute(&mut *tx).await?;
     tx.commit().await?;
-    Ok(old.is_some())
+    Ok(listed.is_some())
 }
 
 /// Lists the file (replacing the row of the file it replaces) and ends the upload.

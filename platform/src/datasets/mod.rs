@@ -7,9 +7,11 @@
 //! admins): everyone else gets "not found". Public datasets are seen and
 //! downloaded by every group; only the owning group (and admins) write.
 
+mod begin;
 mod catalog;
 mod cleanup;
 mod error;
+mod failure;
 mod listing;
 pub mod mounts;
 mod pipeline;
@@ -25,7 +27,8 @@ pub use catalog::*;
 pub use error::DatasetError;
 pub use cleanup::{clean_after_start, clean_at_start};
 pub use sweep::{sweep, Swept, SWEEP_EVERY};
-pub use upload::{abandon_upload, begin_upload, cancel_upload, upload_status, write_upload, BeginUpload, Upload, UploadState};
+pub use begin::{begin_upload, resume_upload, BeginUpload};
+pub use upload::{abandon_upload, cancel_upload, upload_status, write_upload, Upload, UploadState};
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 use store::{DirStore, Store};

@@ -110,19 +110,73 @@ pub async fn of_machine(db: impl sqlx::SqliteExecutor<'_>, machine_id: i64) -> R
 /// lost machine never starts again, nor does a failed one that holds no
 /// GPUs; a failed one that still holds them (a restart, reinstall or
 /// rebalance that failed) accepts Restart and Reinstall, which mount it.
-pub async fn live_users(conn: &mut SqliteConnection, version_id: i64) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT 'machine ' || m.name FROM machine_datasets md JOIN machines m ON m.id = md.machine_id
+///
+/// Named ("machine dev", "compute task #7"; at most [`NAMED`]) are those of
+/// `group` — every one when `None` (an admin, who sees them all); those of
+/// other groups, whose names and ids are not the asker's to see (a public
+/// dataset is mounted across groups), are only counted.
+pub async fn live_users(conn: &mut SqliteConnection, version_id: i64, group: Option<i64>) -> Result<LiveUsers, sqlx::Error> {
+    let rows: Vec<(String, bool)> = sqlx::query_as(
+        "SELECT 'machine ' || m.name, ?2 IS NULL OR m.group_id = ?2 FROM machine_datasets md JOIN machines m ON m.id = md.machine_id
          WHERE md.version_id = ?1 AND m.state NOT IN ('deleted', 'lost')
            AND NOT (m.state = 'failed' AND NOT EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id))
          UNION ALL
-         SELECT 'compute task #' || c.id FROM compute_tasks c, json_each(c.datasets) j
-         WHERE c.state = 'pending' AND json_extract(j.value, '$.version_id') = ?1
-         LIMIT 5",
+         SELECT 'compute task #' || c.id, ?2 IS NULL OR c.group_id = ?2 FROM compute_tasks c, json_each(c.datasets) j
+         WHERE c.state = 'pending' AND json_extract(j.value, '$.version_id') = ?1",
     )
     .bind(version_id)
+    .bind(group)
     .fetch_all(conn)
-    .await
+    .await?;
+    let mut live = LiveUsers::default();
+    for (name, visible) in rows {
+        match visible {
+            true if live.named.len() < NAMED => live.named.push(name),
+            true => live.more += 1,
+            false => live.others += 1,
+        }
+    }
+    Ok(live)
+}
+
+/// How many of the asker's own users [`live_users`] names.
+pub const NAMED: usize = 5;
+
+/// What keeps a version from being deleted, as the asker may be told.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LiveUsers {
+    /// The asker's group's machines and tasks, by name.
+    pub named: Vec<String>,
+    /// The asker's group's beyond those named.
+    pub more: usize,
+    /// Other groups': a count only.
+    pub others: usize,
+}
+
+impl LiveUsers {
+    pub fn is_empty(&self) -> bool {
+        self.named.is_empty() && self.more == 0 && self.others == 0
+    }
+
+    /// "compute task #3, machine dev and 2 machines or compute tasks of
+    /// other groups; …": who mounts it, and what the asker can do.
+    pub fn refusal(&self, version: &str) -> String {
+        let mut who = self.named.join(", ");
+        if self.more > 0 {
+            who.push_str(&format!(" and {} more of your group", self.more));
+        }
+        let theirs = match self.others {
+            0 => String::new(),
+            1 => "1 machine or compute task of another group".to_string(),
+            n => format!("{n} machines or compute tasks of other groups"),
+        };
+        let (who, then) = match (who.is_empty(), theirs.is_empty()) {
+            (false, true) => (who, "delete or cancel them first"),
+            (true, false) => (theirs, "it can be deleted once they have ended"),
+            _ => (format!("{who}, and by {theirs}"), "delete or cancel yours first; theirs must end too"),
+        };
+        format!("version {version} is mounted by {who}; {then}")
+    }
 }
 
 /// Parses `code/version` items (comma, space or line separated) and

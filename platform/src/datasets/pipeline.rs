@@ -8,7 +8,7 @@
 //! few batches whatever the file's size.
 
 use super::{
-    error::{CENTRAL, REGION},
+    failure::{failed, Failed, Fault},
     placing::Streamed,
     store::{self, TempWriter},
     upload::Upload,
@@ -40,13 +40,19 @@ pub(super) struct Received {
 }
 
 /// Writes `body` into both temporary objects from `offset`.
-pub(super) async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S) -> Result<Received, DatasetError>
+pub(super) async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S) -> Result<Received, Failed>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
     let [central, region] = &upload.stores;
-    let a = central.put_temp(&upload.temp, offset).await.map_err(|e| write_failed(upload, 0, e))?;
-    let b = region.put_temp(&upload.temp, offset).await.map_err(|e| write_failed(upload, 1, e))?;
+    let a = match central.put_temp(&upload.temp, offset).await {
+        Ok(a) => a,
+        Err(e) => return Err(failed(upload, offset, Fault::Store(0, e)).await),
+    };
+    let b = match region.put_temp(&upload.temp, offset).await {
+        Ok(b) => b,
+        Err(e) => return Err(failed(upload, offset, Fault::Store(1, e)).await),
+    };
     let mut pipes = Pipes::start([a, b]);
     let mut size = offset;
     let mut batch = Batch::default();
@@ -59,7 +65,7 @@ where
             Some(Ok(chunk)) => {
                 size += chunk.len() as u64;
                 if size > upload.max_bytes {
-                    break Some(Stop::TooBig);
+                    break Some(Stop::TooBig(size));
                 }
                 batch.push(chunk);
                 if batch.full() && !pipes.send(batch.take()).await {
@@ -70,48 +76,74 @@ where
             None => break None,
         }
     };
-    match stop {
+    let fault = match stop {
         None => {
             let sent = batch.chunks.is_empty() || pipes.send(batch.take()).await;
             let (writers, hashes) = pipes.close().await;
-            let [a, b] = written(upload, writers)?;
-            if !sent {
-                return Err(DatasetError::Store("hashing the upload failed; nothing was kept".into()));
+            match both(writers) {
+                Ok(_) if !sent => Fault::Hashing,
+                Ok(writers) => match finish(writers).await {
+                    Ok(()) => return Ok(Received { size, hashes }),
+                    Err(fault) => fault,
+                },
+                Err(fault) => fault,
             }
-            let (ra, rb) = tokio::join!(a.finish(), b.finish());
-            ra.map_err(|e| write_failed(upload, 0, e))?;
-            rb.map_err(|e| write_failed(upload, 1, e))?;
-            Ok(Received { size, hashes })
         }
-        Some(Stop::TooBig) => {
+        Some(Stop::TooBig(size)) => {
             pipes.close().await;
-            Err(too_big(upload))
+            Fault::TooBig(size)
         }
         Some(Stop::StoreFailed) => {
             let (writers, _) = pipes.close().await;
-            written(upload, writers)?;
-            Err(DatasetError::Store("a store stopped taking the upload; nothing was kept".into()))
+            both(writers).err().unwrap_or(Fault::Hashing)
         }
         Some(Stop::Body(e)) => {
             // Keep what was sent so far when the upload can resume.
             if upload.resumable {
                 let _ = batch.chunks.is_empty() || pipes.send(batch.take()).await;
                 let (writers, _) = pipes.close().await;
-                if let Ok([a, b]) = written(upload, writers) {
-                    if let (Ok(()), Ok(())) = tokio::join!(a.finish(), b.finish()) {
-                        return Err(DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); resume from there")));
-                    }
+                let finished = match both(writers) {
+                    Ok(writers) => finish(writers).await,
+                    Err(fault) => Err(fault),
+                };
+                if finished.is_ok() {
+                    let error = DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); resume from there"));
+                    return Err(Failed { error, kept: true });
                 }
             } else {
                 pipes.close().await;
             }
-            Err(DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); nothing was kept")))
+            Fault::Cut(size, e)
         }
+    };
+    Err(failed(upload, offset, fault).await)
+}
+
+/// Both writers back from their tasks, or the first store's failure.
+fn both(results: Vec<Result<Written, tokio::task::JoinError>>) -> Result<Vec<(usize, Box<dyn TempWriter>)>, Fault> {
+    let mut writers = Vec::with_capacity(2);
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(Ok(w)) => writers.push((i, w)),
+            Ok(Err(e)) => return Err(Fault::Store(i, e)),
+            Err(e) => return Err(Fault::Store(i, io::Error::other(e.to_string()))),
+        }
+    }
+    Ok(writers)
+}
+
+/// Finishes both writers at once: everything written is in both stores.
+async fn finish(writers: Vec<(usize, Box<dyn TempWriter>)>) -> Result<(), Fault> {
+    let finished = futures_util::future::join_all(writers.into_iter().map(|(i, w)| async move { w.finish().await.map_err(|e| (i, e)) })).await;
+    match finished.into_iter().find_map(Result::err) {
+        Some((i, e)) => Err(Fault::Store(i, e)),
+        None => Ok(()),
     }
 }
 
 enum Stop {
-    TooBig,
+    /// The body brought this many bytes, more than the upload may.
+    TooBig(u64),
     StoreFailed,
     Body(io::Error),
 }
@@ -197,36 +229,5 @@ impl Pipes {
         drop(hasher.0);
         let hashes = hasher.1.await.unwrap_or(Streamed { sha256: String::new(), crc64: String::new() });
         (results, hashes)
-    }
-}
-
-/// Both writers back, or the first store's error as the user should read it.
-fn written(upload: &Upload, results: Vec<Result<Written, tokio::task::JoinError>>) -> Result<[Box<dyn TempWriter>; 2], DatasetError> {
-    let mut out = Vec::with_capacity(2);
-    for (i, r) in results.into_iter().enumerate() {
-        match r {
-            Ok(Ok(w)) => out.push(w),
-            Ok(Err(e)) => return Err(write_failed(upload, i, e)),
-            Err(e) => return Err(write_failed(upload, i, io::Error::other(e.to_string()))),
-        }
-    }
-    out.try_into().map_err(|_| DatasetError::Store("an upload lost a writer".into()))
-}
-
-/// A failed write: to the central store nothing was kept; to the region's,
-/// the central copy goes too (the caller discards both).
-fn write_failed(upload: &Upload, which: usize, e: io::Error) -> DatasetError {
-    let detail = format!("{}: {e}", upload.stores[which].describe());
-    if which == 0 {
-        DatasetError::store(format!("writing to {CENTRAL} failed; nothing was kept"), detail)
-    } else {
-        DatasetError::store(format!("writing to {REGION} failed; the copy in {CENTRAL} was removed"), detail)
-    }
-}
-
-fn too_big(upload: &Upload) -> DatasetError {
-    match upload.total {
-        Some(total) if upload.max_bytes == total => DatasetError::BadRequest(format!("the body is longer than the declared {total} bytes")),
-        _ => DatasetError::TooLarge { limit: upload.max_bytes },
     }
 }

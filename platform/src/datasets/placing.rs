@@ -214,3 +214,14 @@ pub(super) async fn remove_temps(stores: &[Arc<dyn Store>; 2], temp: &str) {
         }
     }
 }
+
+/// Removes a replace upload's copy of the listed file kept aside (a name
+/// of the listed file, or a copy): only once nothing needs putting back.
+pub(super) async fn remove_aside(stores: &[Arc<dyn Store>; 2], temp: &str) {
+    let key = store::temp_key(&format!("{temp}.old"));
+    for s in stores {
+        if let Err(e) = s.delete(&key).await {
+            tracing::warn!(error = %e, store = %s.describe(), %key, "could not remove a copy kept aside; it is removed at the next start");
+        }
+    }
+}

@@ -17,15 +17,17 @@ pub struct GroupStorage {
 }
 
 pub async fn overview(pool: &Pool, default_quota: u64) -> Result<Vec<GroupStorage>, DatasetError> {
-    let rows: Vec<(String, i64, i64, Option<i64>)> = sqlx::query_as(
+    // Reserved as the quota check counts it: a replace only what it adds.
+    let rows: Vec<(String, i64, i64, Option<i64>)> = sqlx::query_as(&format!(
         "SELECT g.name,
            (SELECT COALESCE(SUM(f.size), 0) FROM dataset_files f JOIN dataset_versions v ON v.id = f.version_id
               JOIN datasets d ON d.id = v.dataset_id WHERE d.group_id = g.id),
-           (SELECT COALESCE(SUM(up.total_size), 0) FROM dataset_uploads up JOIN dataset_versions v ON v.id = up.version_id
+           (SELECT COALESCE(SUM({}), 0) FROM dataset_uploads up JOIN dataset_versions v ON v.id = up.version_id
               JOIN datasets d ON d.id = v.dataset_id WHERE d.group_id = g.id),
            q.max_bytes
          FROM groups g LEFT JOIN dataset_quotas q ON q.group_id = g.id ORDER BY g.name",
-    )
+        super::catalog::UPLOAD_RESERVATION
+    ))
     .fetch_all(pool)
     .await?;
     Ok(rows

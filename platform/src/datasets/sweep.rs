@@ -4,7 +4,9 @@
 //! their temporary objects in both stores go — and the files of deleted
 //! versions that a failed or interrupted removal left are removed
 //! ([`super::purge`]). Without it an upload abandoned in a closed tab
-//! would hold all of that until the next restart.
+//! would hold all of that until the next restart. A resumable replace
+//! whose placing died between its moves gets the listed file put back
+//! ([`super::cleanup`]), though it has not expired.
 //!
 //! A one-request upload is ended only if no writer ever took it for a
 //! lease period (its request was cut off between writing the row and
@@ -110,6 +112,12 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
         tracing::info!(upload = id, "{detail}");
         remove_temps(stores, &region, &temp).await;
         expired += 1;
+    }
+    // After the expiries, which may have put back some themselves: a
+    // resumable replace whose placing died on a server that never came
+    // back would otherwise leave the unlisted file served until it expires.
+    if let Err(e) = cleanup::put_back_resumable(pool, stores).await {
+        tracing::warn!(error = %e, "could not put back a file an interrupted resumable replace had set aside; tried again at the next sweep");
     }
     Ok(Swept { expired, purged })
 }

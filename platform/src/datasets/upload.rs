@@ -5,22 +5,12 @@
 //! leaves nothing; a resumable one keeps its temporary objects (invisible)
 //! until it is resumed, cancelled or expires.
 
-use super::{catalog, pipeline, placing::{self, Streamed}, store::{self, Store}, writing, DatasetError, DatasetView, Datasets, FileView};
-use crate::{accounts::User, db::Pool, now};
+use super::{begin::held, catalog, cleanup, failure, pipeline, placing::{self, Streamed}, store::Store, writing, DatasetError, DatasetView, Datasets, FileView};
+use crate::{accounts::User, db::Pool};
 use bytes::Bytes;
 use futures_util::Stream;
-use gantry_core::datasets::{self as rules, check_quota};
+use gantry_core::datasets::{self as rules, QuotaRefusal};
 use std::{io, sync::Arc};
-
-pub struct BeginUpload<'a> {
-    pub code: &'a str,
-    pub version: &'a str,
-    pub name: &'a str,
-    pub replace: bool,
-    /// The file's length when known (Content-Length, Upload-Length).
-    pub total: Option<u64>,
-    pub resumable: bool,
-}
 
 /// A reserved upload: its row, where it goes, and the bytes already held.
 #[derive(Clone)]
@@ -35,6 +25,8 @@ pub struct Upload {
     pub name: String,
     pub total: Option<u64>,
     pub resumable: bool,
+    /// It replaces a listed file (as the upload was begun).
+    pub(super) replace: bool,
     pub user_id: i64,
     /// Bytes both stores hold already (0 unless resuming).
     pub offset: u64,
@@ -45,6 +37,30 @@ pub struct Upload {
     pub(super) stores: [Arc<dyn Store>; 2],
     /// The server's quota for groups without their own, for the check at listing.
     pub(super) default_quota: u64,
+    /// The group's figures when a new upload began: what an upload of
+    /// unknown length that outgrows `max_bytes` is refused with.
+    pub(super) room: Option<QuotaRoom>,
+}
+
+/// A group's quota figures as an upload found them when it began.
+#[derive(Debug, Clone)]
+pub(super) struct QuotaRoom {
+    pub group: String,
+    pub quota: u64,
+    pub used: u64,
+    pub reserved: u64,
+    /// The size of the listed file it replaces (0 if none).
+    pub old: u64,
+}
+
+impl Upload {
+    /// The refusal of a body that brought `size` bytes when its quota's
+    /// room was the bound it passed (`None`: the size limit was).
+    pub(super) fn over_quota(&self, size: u64) -> Option<QuotaRefusal> {
+        let room = self.room.as_ref()?;
+        let incoming = size.saturating_sub(room.old);
+        rules::check_quota(&room.group, room.quota, room.used, room.reserved, incoming).err()
+    }
 }
 
 /// How long an upload's body may bring nothing before the request is cut
@@ -66,118 +82,6 @@ pub enum UploadState {
     Done(FileView),
 }
 
-pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>) -> Result<Upload, DatasetError> {
-    rules::file_name(b.name)?;
-    let (d, v) = catalog::version(pool, user, b.code, b.version).await?;
-    catalog::may_write(user, &d)?;
-    let limits = stores.limits();
-    if let Some(total) = b.total.filter(|t| *t > limits.upload_max_bytes) {
-        let _ = total;
-        return Err(DatasetError::TooLarge { limit: limits.upload_max_bytes });
-    }
-    if b.resumable && b.total.is_none() {
-        return Err(DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into()));
-    }
-    let both = catalog::stores_of(stores, &d)?;
-    let key = rules::storage_key(&d.code, &v.name, &d.category, b.name);
-    let mut tx = crate::db::begin_immediate(pool).await?;
-    // Read under the write lock: a seal that landed after the read above
-    // must not get an upload (seal_version refuses while one exists).
-    let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;
-    match sealed {
-        None => return Err(DatasetError::NotFound(format!("version {} of dataset {}", b.version, b.code))),
-        Some(Some(_)) => return Err(DatasetError::Conflict(format!("version {} of {} is sealed: it is read-only", b.version, b.code))),
-        Some(None) => {}
-    }
-    let open: Option<(i64, String, i64, Option<i64>, i64)> =
-        sqlx::query_as("SELECT id, temp_key, user_id, total_size, resumable FROM dataset_uploads WHERE version_id = ? AND name = ?")
-            .bind(v.id)
-            .bind(b.name)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let old_size: Option<i64> = sqlx::query_scalar("SELECT size FROM dataset_files WHERE version_id = ? AND name = ?")
-        .bind(v.id)
-        .bind(b.name)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let quota = catalog::quota_bytes(&mut *tx, d.group_id, limits.default_quota_bytes).await?;
-    let (used, reserved) = catalog::usage(&mut tx, d.group_id).await?;
-    let old = old_size.unwrap_or(0).max(0) as u64;
-    let mut upload = Upload {
-        id: 0,
-        temp: String::new(),
-        key,
-        dataset: d.clone(),
-        version_id: v.id,
-        version: v.name.clone(),
-        name: b.name.to_string(),
-        total: b.total,
-        resumable: b.resumable,
-        user_id: user.id,
-        offset: 0,
-        max_bytes: limits.upload_max_bytes,
-        body_idle: BODY_IDLE,
-        stores: both,
-        default_quota: limits.default_quota_bytes,
-    };
-    if let Some((id, temp, owner, total, resumable)) = open {
-        let same = resumable == 1 && b.resumable && owner == user.id && total.map(|t| t as u64) == b.total;
-        if !same {
-            return Err(DatasetError::Conflict(format!("an upload of {} into {}/{} is already in progress", b.name, b.code, b.version)));
-        }
-        // Resuming: its own reservation is already counted. Asking for the
-        // upload is activity too: it does not expire under a client that
-        // is about to continue it.
-        sqlx::query("UPDATE dataset_uploads SET touched_at = ? WHERE id = ?").bind(now()).bind(id).execute(&mut *tx).await?;
-        upload.id = id;
-        upload.temp = temp;
-        upload.max_bytes = upload.max_bytes.min(b.total.unwrap_or(u64::MAX));
-        tx.commit().await?;
-        upload.offset = held(&upload.stores, &upload.temp).await?;
-        return Ok(upload);
-    }
-    if old_size.is_some() && !b.replace {
-        return Err(DatasetError::Conflict(format!("{} already exists in {}/{}; choose replace to overwrite it", b.name, b.code, b.version)));
-    }
-    let growth = b.total.unwrap_or(0).saturating_sub(old);
-    check_quota(&d.group_name, quota, used, reserved, growth)?;
-    // Of unknown length: it may use what the quota has left.
-    let left = quota.saturating_sub(used.saturating_add(reserved)).saturating_add(old);
-    upload.max_bytes = upload.max_bytes.min(b.total.unwrap_or(u64::MAX)).min(left);
-    upload.temp = new_temp_name();
-    let total = b.total.map(|t| t as i64);
-    let at = now();
-    upload.id = sqlx::query_scalar(
-        "INSERT INTO dataset_uploads (version_id, name, temp_key, user_id, total_size, replace, resumable, created_at, touched_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    )
-    .bind(v.id)
-    .bind(b.name)
-    .bind(&upload.temp)
-    .bind(user.id)
-    .bind(total)
-    .bind(b.replace as i64)
-    .bind(b.resumable as i64)
-    .bind(at)
-    .bind(at)
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(upload)
-}
-
-fn new_temp_name() -> String {
-    let bytes: [u8; 16] = rand::random();
-    store::hex(&bytes)
-}
-
-/// What both stores hold of a temporary object: the shorter of the two.
-async fn held(stores: &[Arc<dyn Store>; 2], temp: &str) -> Result<u64, DatasetError> {
-    let (a, b) = tokio::try_join!(stores[0].temp_len(temp), stores[1].temp_len(temp))
-        .map_err(|e| DatasetError::store("asking the stores how much of the upload they hold failed", e))?;
-    Ok(a.unwrap_or(0).min(b.unwrap_or(0)))
-}
-
 /// Streams `body` into both stores from `offset` (which must be what they
 /// hold), then places the file when it is complete. Only one request
 /// writes an upload at a time (see [`writing`]); a second is refused
@@ -187,6 +91,15 @@ where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
     let claim = writing::claim(pool, upload.id, &upload.temp).await?;
+    // A resumed replace whose earlier placing died between its moves gets
+    // the listed file back first: placing again would keep aside, as the
+    // listed file, what that placing had moved into place.
+    if upload.resumable && upload.replace {
+        if let Err(e) = cleanup::put_back_in(&upload.stores, &upload.temp, &upload.key).await {
+            claim.release().await;
+            return Err(e);
+        }
+    }
     let (size, streamed) = match receive(pool, upload, offset, body).await {
         Ok(Received::Complete { size, streamed }) => (size, streamed),
         Ok(Received::Partial { offset, total }) => {
@@ -231,12 +144,11 @@ where
     }
     let (size, streamed) = match pipeline::stream_into(upload, offset, body).await {
         Ok(r) => (r.size, r.hashes),
-        Err(e) => {
-            let keep = upload.resumable && matches!(e, DatasetError::Incomplete(_));
-            if !keep {
+        Err(failure::Failed { error, kept }) => {
+            if !kept {
                 placing::discard(pool, upload).await;
             }
-            return Err(e);
+            return Err(error);
         }
     };
     match upload.total {
@@ -273,9 +185,9 @@ pub async fn upload_status(pool: &Pool, stores: &Datasets, user: &User, code: &s
 pub async fn cancel_upload(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str) -> Result<(), DatasetError> {
     let (d, v) = catalog::version(pool, user, code, version).await?;
     catalog::may_write(user, &d)?;
-    let row: Option<(i64, String)> =
-        sqlx::query_as("SELECT id, temp_key FROM dataset_uploads WHERE version_id = ? AND name = ?").bind(v.id).bind(name).fetch_optional(pool).await?;
-    let (id, temp) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
+    let row: Option<(i64, String, bool)> =
+        sqlx::query_as("SELECT id, temp_key, replace FROM dataset_uploads WHERE version_id = ? AND name = ?").bind(v.id).bind(name).fetch_optional(pool).await?;
+    let (id, temp, replace) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
     let claim = writing::claim(pool, id, &temp).await.map_err(|e| match e {
         DatasetError::Busy(_) => DatasetError::Busy(format!(
             "another request is writing this upload of {name} now; cancel it once that request has ended (a lost one lets go within {} s)",
@@ -284,7 +196,18 @@ pub async fn cancel_upload(pool: &Pool, stores: &Datasets, user: &User, code: &s
         other => other,
     })?;
     let both = catalog::stores_of(stores, &d)?;
+    // A replace whose placing died between its moves: the listed file goes
+    // back where it was moved away before the copy kept aside goes. If
+    // that fails the upload stays, for a later cancel or start to finish.
+    if replace {
+        let key = rules::storage_key(&d.code, &v.name, &d.category, name);
+        if let Err(e) = cleanup::put_back_in(&both, &temp, &key).await {
+            claim.release().await;
+            return Err(e);
+        }
+    }
     placing::remove_temps(&both, &temp).await;
+    placing::remove_aside(&both, &temp).await;
     let removed = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(id).bind(&temp).execute(pool).await;
     claim.release().await;
     removed?;

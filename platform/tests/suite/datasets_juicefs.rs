@@ -126,8 +126,16 @@ gantry_testkit::timed_test! {
             got.extend_from_slice(&chunk.unwrap());
         }
         assert_eq!(got, data[10..20].to_vec());
+        // Names with characters object_store percent-encodes in a key (and
+        // a non-ASCII one) are listed, read and removed like any other.
+        for name in ["a[1].txt", "b%20{x}#~é.txt"] {
+            done(env.put(name, name.as_bytes()).await.unwrap());
+            let key = format!("coco/v1/images/{name}");
+            assert!(s3.list("coco").await.unwrap().iter().any(|(k, size)| *k == key && *size == name.len() as u64), "{name} listed as put");
+            assert_eq!(gantry_platform::datasets::store::checksum(s3.as_ref(), &key).await.unwrap().1, sha(name.as_bytes()));
+        }
         datasets::delete_version(&env.pool, &env.stores, &env.alice, "coco", "v1").await.unwrap();
-        assert!(s3.list("coco").await.unwrap().is_empty());
+        assert_eq!(s3.list("coco").await.unwrap(), Vec::<(String, u64)>::new(), "left in the bucket");
         assert!(files_under(&env.region_dir()).is_empty());
     }
 }

@@ -150,3 +150,87 @@ gantry_testkit::timed_test! {
         }
     }
 }
+
+/// A resumable replace of a.txt whose process died (its placing task
+/// panics) after the central copy moved into place and before the region's
+/// did: the central store holds the new, unlisted bytes.
+async fn resumable_replace_died_between_its_moves(env: &Env, region: &Hooked) {
+    assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
+    region.on_rename.once(|_| Box::pin(async { panic!("the process dies here") }));
+    let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: true };
+    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+    assert!(datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.is_err());
+    assert_eq!(std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(), b"the new file", "the crash point: central moved");
+    // A dead process's writer lease lapses (see the test above).
+    sqlx::query("UPDATE dataset_uploads SET writer_expires = 0").execute(&env.pool).await.unwrap();
+}
+
+/// Both stores hold the listed old file, and nothing is kept aside.
+async fn both_stores_hold_the_old_file(env: &Env, region_root: &std::path::Path) {
+    let (_, listed) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
+    assert_eq!(listed.sha256, sha(b"the old file"));
+    for root in [env.central_root.clone(), region_root.to_path_buf()] {
+        let held = String::from_utf8(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap()).unwrap();
+        assert_eq!(held, "the old file", "{}", root.display());
+        let aside: Vec<String> = files_under(&root).into_iter().filter(|f| f.ends_with(".old")).collect();
+        assert_eq!(aside, Vec::<String>::new(), "kept aside in {}", root.display());
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_resumable_replace_that_died_between_its_two_moves_is_undone_at_the_next_start() {
+        let (scratch, region, env) = with_racing_region().await;
+        resumable_replace_died_between_its_moves(&env, &region).await;
+
+        // The upload has not expired, yet the next start puts the listed
+        // file back: until then downloads would get the unlisted bytes.
+        datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
+        both_stores_hold_the_old_file(&env, scratch.path()).await;
+
+        // The upload is still there to resume, from what both stores hold,
+        // and ends as a replace should.
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: true };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        let rest = b"the new file"[upload.offset as usize..].to_vec();
+        let done = datasets::write_upload(&env.pool, &upload, upload.offset, body(rest, 4), None).await.unwrap();
+        assert!(matches!(done, UploadState::Done(ref f) if f.sha256 == sha(b"the new file")), "{done:?}");
+        for root in [env.central_root.clone(), scratch.path().to_path_buf()] {
+            assert_eq!(files_under(&root), vec!["coco/v1/images/a.txt".to_string()], "nothing else in {}", root.display());
+        }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_cancelled_resumable_replace_that_died_between_its_two_moves_keeps_the_listed_file() {
+        let (scratch, region, env) = with_racing_region().await;
+        resumable_replace_died_between_its_moves(&env, &region).await;
+
+        // Cancelled before any start looked: the cancel puts the listed
+        // file back, and the start after it finds nothing to undo.
+        datasets::cancel_upload(&env.pool, &env.stores, &env.alice, "coco", "v1", "a.txt").await.unwrap();
+        datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
+        both_stores_hold_the_old_file(&env, scratch.path()).await;
+        for root in [env.central_root.clone(), scratch.path().to_path_buf()] {
+            assert_eq!(files_under(&root), vec!["coco/v1/images/a.txt".to_string()], "nothing else in {}", root.display());
+        }
+        assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_resumed_replace_whose_earlier_placing_died_keeps_the_listed_file_when_it_fails_again() {
+        let (scratch, region, env) = with_racing_region().await;
+        resumable_replace_died_between_its_moves(&env, &region).await;
+
+        // Resumed before any start looked, and its placing fails in the
+        // region's store: what is put back must be the listed file, not
+        // what the earlier placing had moved into the central store.
+        let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: true };
+        let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+        region.on_rename.once(|_| Box::pin(async { Err(std::io::Error::other("the region's store fails")) }));
+        let rest = b"the new file"[upload.offset as usize..].to_vec();
+        let failed = datasets::write_upload(&env.pool, &upload, upload.offset, body(rest, 4), None).await.unwrap_err();
+        assert!(failed.to_string().contains("the listed file was kept as it was"), "{failed}");
+        both_stores_hold_the_old_file(&env, scratch.path()).await;
+    }
+}

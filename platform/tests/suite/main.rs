@@ -31,6 +31,7 @@ mod datasets_expiry;
 mod datasets_juicefs;
 mod datasets_purge;
 mod datasets_replace;
+mod datasets_resume_faults;
 mod datasets_upload;
 mod datasets_upload_races;
 mod datasets_version_races;

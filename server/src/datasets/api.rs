@@ -157,17 +157,26 @@ pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePa
         Ok(None) => return error_json(&DatasetError::BadRequest("PATCH needs Upload-Offset: the byte the body starts at".into())),
         Err(e) => return error_json(&e),
     };
-    let (held, total) = match datasets::upload_status(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
-        Ok(x) => x,
-        Err(e) => return error_json(&e),
-    };
-    let begin = BeginUpload { code: &p.code, version: &p.version, name: &p.name, replace: false, total: Some(total), resumable: true };
-    let upload = match datasets::begin_upload(&state.pool, &stores, &user, &begin).await {
+    // Found, never begun: an upload cancelled or expired since the client
+    // last asked is gone (404), not started again under its name.
+    let upload = match datasets::resume_upload(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
         Ok(u) => u,
         Err(e) => return error_json(&e),
     };
+    let (held, total) = (upload.offset, upload.total.unwrap_or(0));
     if offset != held {
         let mut res = error_json(&DatasetError::Conflict(format!("the server holds {held} bytes of this upload, not {offset}; continue from {held}")));
+        res.headers_mut().insert("upload-offset", HeaderValue::from(held));
+        return res;
+    }
+    // A body that says it runs past the declared length is refused before
+    // a byte of it is written: what the server holds stays as it is.
+    if let Some(len) = transfer::content_length(&headers).filter(|len| offset.saturating_add(*len) > total) {
+        let why = format!(
+            "the body ({len} bytes from byte {offset}) runs past the upload's declared length of {total} bytes; nothing was written: send at most {} bytes from byte {offset}",
+            total - offset
+        );
+        let mut res = error_json(&DatasetError::BadRequest(why));
         res.headers_mut().insert("upload-offset", HeaderValue::from(held));
         return res;
     }

@@ -7,7 +7,7 @@
 use gantry_core::Role;
 use gantry_platform::{
     accounts::{self, NewUser, User},
-    datasets::{self, store::DirStore, Datasets, Limits, NewDataset},
+    datasets::{self, store::{ByteStream, DirStore, Store, TempWriter}, Datasets, Limits, NewDataset},
     db, tokens,
 };
 use gantry_server::router;
@@ -29,6 +29,12 @@ pub struct Server {
 }
 
 pub async fn start(limits: Limits) -> Server {
+    start_with(limits, None).await
+}
+
+/// `region`: the store of region `local` instead of the directory at
+/// [`Server::region`].
+pub async fn start_with(limits: Limits, region: Option<Arc<dyn Store>>) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
@@ -40,7 +46,7 @@ pub async fn start(limits: Limits) -> Server {
     let (_, carol_token) = tokens::create(&pool, &carol, "ci").await.unwrap();
     let central = dir.path().join("central");
     let regions = dir.path().join("regions");
-    let stores = Datasets::new(Arc::new(DirStore::new(&central)), HashMap::new(), Some(regions.clone()), limits);
+    let stores = Datasets::new(Arc::new(DirStore::new(&central)), region.map(|r| ("local".to_string(), r)).into_iter().collect(), Some(regions.clone()), limits);
     let new = NewDataset { code: "coco", name: "COCO", region: "local", category: "images", description: "", visibility: "group" };
     datasets::create_dataset(&pool, &alice, &new).await.unwrap();
     datasets::create_version(&pool, &alice, "coco", "v1").await.unwrap();
@@ -116,6 +122,31 @@ pub async fn raw(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, S
         drop(sock);
         return None;
     }
+    Some(answer(sock).await)
+}
+
+/// Sends `method path` with `headers` and `body` in `Transfer-Encoding:
+/// chunked` (no Content-Length: a client that does not say how long its
+/// body is), one chunk per piece; then reads the answer.
+pub async fn raw_chunked(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], pieces: &[&[u8]]) -> Answer {
+    let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut bytes = head.into_bytes();
+    for piece in pieces {
+        bytes.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        bytes.extend_from_slice(piece);
+        bytes.extend_from_slice(b"\r\n");
+    }
+    bytes.extend_from_slice(b"0\r\n\r\n");
+    let _ = sock.write_all(&bytes).await; // an early answer may close the socket first
+    answer(sock).await
+}
+
+async fn answer(mut sock: tokio::net::TcpStream) -> Answer {
     let mut text = Vec::new();
     let _ = sock.read_to_end(&mut text).await;
     let text = String::from_utf8_lossy(&text).into_owned();
@@ -123,7 +154,7 @@ pub async fn raw(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, S
     let mut lines = head.lines();
     let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
     let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
-    Some(Answer { status, headers, body: body.to_string() })
+    Answer { status, headers, body: body.to_string() }
 }
 
 /// Deterministic bytes for offset `at`: any range can be regenerated.
@@ -182,4 +213,54 @@ pub async fn until_no_uploads(s: &Server) {
 pub fn status_kib(field: &str) -> u64 {
     let text = std::fs::read_to_string("/proc/self/status").unwrap();
     text.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap()
+}
+
+/// A directory store that runs a test's step before its next `temp_len`:
+/// the one moment a race needs (asking how much of an upload is held).
+pub struct BeforeTempLen {
+    dir: DirStore,
+    step: std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
+}
+
+impl BeforeTempLen {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        BeforeTempLen { dir: DirStore::new(root), step: std::sync::Mutex::new(None) }
+    }
+
+    /// `step` runs (once) before the next `temp_len` answers.
+    pub fn once(&self, step: impl std::future::Future<Output = ()> + Send + 'static) {
+        *self.step.lock().unwrap() = Some(Box::pin(step));
+    }
+}
+
+#[gantry_platform::datasets::store::async_trait]
+impl Store for BeforeTempLen {
+    fn describe(&self) -> String {
+        "test store".into()
+    }
+    fn local_dir(&self) -> Option<&std::path::Path> {
+        self.dir.local_dir()
+    }
+    async fn put_temp(&self, temp: &str, offset: u64) -> std::io::Result<Box<dyn TempWriter>> {
+        self.dir.put_temp(temp, offset).await
+    }
+    async fn temp_len(&self, temp: &str) -> std::io::Result<Option<u64>> {
+        let step = self.step.lock().unwrap().take();
+        if let Some(step) = step {
+            step.await;
+        }
+        self.dir.temp_len(temp).await
+    }
+    async fn rename_into_place(&self, temp: &str, key: &str) -> std::io::Result<()> {
+        self.dir.rename_into_place(temp, key).await
+    }
+    async fn get(&self, key: &str, range: Option<(u64, u64)>) -> std::io::Result<ByteStream> {
+        self.dir.get(key, range).await
+    }
+    async fn list(&self, prefix: &str) -> std::io::Result<Vec<(String, u64)>> {
+        self.dir.list(prefix).await
+    }
+    async fn delete(&self, key: &str) -> std::io::Result<()> {
+        self.dir.delete(key).await
+    }
 }

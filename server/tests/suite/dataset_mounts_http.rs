@@ -73,3 +73,40 @@ gantry_testkit::timed_test! {
         assert!(err.to_string().contains("compute task #"), "{err}");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn deleting_a_mounted_public_version_names_only_the_owners_own_users() {
+        let s = start(limits()).await;
+        let image = catalogue::create_region_image(&s.pool, s.alice.id, "local", "gantry/devbox:latest", "amd64", "training").await.unwrap();
+        let torch = catalogue::NewMasterImage { name: "torch", interpreter: "Python", interpreter_version: "3.11", framework: "PyTorch", framework_version: "2.4" };
+        let master = catalogue::create_master_image(&s.pool, s.alice.id, &torch).await.unwrap();
+        catalogue::set_link(&s.pool, s.alice.id, master, image.id, true).await.unwrap();
+        sqlx::query("UPDATE datasets SET visibility = 'public' WHERE code = 'coco'").execute(&s.pool).await.unwrap();
+        datasets::seal_version(&s.pool, &s.alice, "coco", "v1").await.unwrap();
+
+        // Alice's group waits with one task on the version, carol's with two.
+        let http = reqwest::Client::new();
+        let mut ids = Vec::new();
+        for token in [&s.alice_token, &s.carol_token, &s.carol_token] {
+            let res = http.post(s.url("/api/v1/compute-tasks")).bearer_auth(token).json(&task(&["coco/v1"])).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::CREATED, "{}", res.text().await.unwrap());
+            ids.push(s.count("SELECT MAX(id) FROM compute_tasks").await);
+        }
+
+        // Alice is told about her own task, and only counts of the others:
+        // another group's task ids (and machine names) are not hers to see.
+        let stores = Datasets::new(Arc::new(DirStore::new(&s.central)), HashMap::new(), Some(s.dir.path().join("regions")), limits());
+        let refused = datasets::delete_version(&s.pool, &stores, &s.alice, "coco", "v1").await.unwrap_err().to_string();
+        assert!(refused.contains(&format!("compute task #{}", ids[0])), "{refused}");
+        for other in &ids[1..] {
+            assert!(!refused.contains(&format!("#{other}")), "names another group's task: {refused}");
+        }
+        assert!(refused.contains("2 machines or compute tasks of other groups"), "{refused}");
+
+        // Once hers is cancelled, the refusal still holds, for theirs alone.
+        sqlx::query("UPDATE compute_tasks SET state = 'cancelled' WHERE id = ?").bind(ids[0]).execute(&s.pool).await.unwrap();
+        let refused = datasets::delete_version(&s.pool, &stores, &s.alice, "coco", "v1").await.unwrap_err().to_string();
+        assert!(!refused.contains('#'), "{refused}");
+        assert!(refused.contains("2 machines or compute tasks of other groups"), "{refused}");
+    }
+}

@@ -57,3 +57,71 @@ gantry_testkit::timed_test! {
         assert_eq!(alice.post(s.url("/api/admin/dataset_storage")).send().await.unwrap().status(), StatusCode::FORBIDDEN);
     }
 }
+
+/// The ml group with a quota of `bytes`, set by an admin; the admin's
+/// browser, for the console's storage overview.
+async fn with_quota(s: &datasets_support::Server, bytes: u64) -> reqwest::Client {
+    let root = accounts::create_user(&s.pool, None, NewUser { username: "root", password: PASSWORD, role: Role::Admin, group: None }).await.unwrap();
+    gantry_platform::datasets::set_quota(&s.pool, &root, "ml", bytes).await.unwrap();
+    s.browser("root").await
+}
+
+/// Group ml's (used, reserved) bytes as the admin console shows them.
+async fn ml_storage(s: &datasets_support::Server, admin: &reqwest::Client) -> (u64, u64) {
+    let list: Vec<Value> = admin.post(s.url("/api/admin/dataset_storage")).send().await.unwrap().json().await.unwrap();
+    let ml = list.iter().find(|r| r["group"] == "ml").expect("group ml listed");
+    (ml["used_bytes"].as_u64().unwrap(), ml["reserved_bytes"].as_u64().unwrap())
+}
+
+gantry_testkit::timed_test! {
+    async fn a_replace_in_progress_reserves_only_what_it_adds() {
+        let s = start(limits()).await;
+        let admin = with_quota(&s, 15).await;
+        let http = reqwest::Client::new();
+        let put = |name: &str, body: &'static str| http.put(s.file_url(name)).bearer_auth(&s.alice_token).body(body).send();
+        assert_eq!(put("a.txt", "0123456789").await.unwrap().status(), StatusCode::CREATED);
+
+        // A replace of a.txt by a file of the same size needs no more room:
+        // the file it replaces already counts.
+        let uploads = s.url("/api/v1/datasets/coco/versions/v1/uploads/a.txt");
+        let res = http.post(format!("{uploads}?replace=1")).bearer_auth(&s.alice_token).header("upload-length", "10").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED, "{}", res.text().await.unwrap());
+        assert_eq!(ml_storage(&s, &admin).await, (10, 0), "the replace reserves nothing more");
+
+        // So the 5 bytes left are still there for another file.
+        let res = put("b.txt", "01234").await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED, "{}", res.text().await.unwrap());
+        assert_eq!(ml_storage(&s, &admin).await, (15, 0));
+
+        // And the replace finishes within the quota.
+        let res = http
+            .patch(&uploads)
+            .bearer_auth(&s.alice_token)
+            .header("upload-offset", "0")
+            .header("content-type", "application/offset+octet-stream")
+            .body("abcdefghij")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED, "{}", res.text().await.unwrap());
+        assert_eq!(ml_storage(&s, &admin).await, (15, 0));
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn an_upload_of_unknown_length_over_the_quota_is_refused_with_the_groups_numbers() {
+        let s = start(limits()).await;
+        let admin = with_quota(&s, 15).await;
+        let http = reqwest::Client::new();
+        assert_eq!(http.put(s.file_url("a.txt")).bearer_auth(&s.alice_token).body("0123456789").send().await.unwrap().status(), StatusCode::CREATED);
+
+        // Ten bytes with no Content-Length (a chunked PUT): only 5 fit.
+        let auth = vec![("Authorization", format!("Bearer {}", s.alice_token))];
+        let answer = datasets_support::raw_chunked(s.addr, "PUT", "/api/v1/datasets/coco/versions/v1/files/b.txt", &auth, &[b"01234", b"56789"]).await;
+        assert_eq!(answer.status, 413, "{}", answer.body);
+        let error = &answer.body;
+        assert!(error.contains("group ml holds 10 B of its 15 B dataset quota; this file needs "), "{error}");
+        assert!(!error.contains("upload limit"), "the quota was the bound, not the size limit: {error}");
+        assert_eq!(ml_storage(&s, &admin).await, (10, 0), "nothing kept, nothing reserved");
+    }
+}

@@ -21,6 +21,7 @@ mod dataset_mounts_http;
 mod dataset_quotas_http;
 mod datasets_http;
 mod datasets_page_resume;
+mod datasets_refusals_http;
 mod files_after_reboot;
 mod first_run;
 mod http_admin;

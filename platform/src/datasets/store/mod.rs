@@ -10,7 +10,9 @@ mod s3;
 pub use dir::DirStore;
 pub use s3::{S3Config, S3Store};
 
-use async_trait::async_trait;
+/// The attribute [`Store`] and [`TempWriter`] are written with: a store
+/// made outside this crate (a test's) implements them with it too.
+pub use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::{stream::BoxStream, StreamExt};
 use sha2::{Digest, Sha256};

@@ -63,6 +63,41 @@ impl S3Store {
         check_key(key)?;
         Ok(Path::from(key))
     }
+
+    /// Every object under `prefix`, as the bucket names it.
+    async fn list_paths(&self, prefix: &str) -> io::Result<Vec<(Path, u64)>> {
+        let prefix = if prefix.is_empty() { None } else { Some(Self::path(prefix.trim_end_matches('/'))?) };
+        self.inner.list(prefix.as_ref()).map_ok(|m| (m.location, m.size)).try_collect().await.map_err(io_err)
+    }
+}
+
+/// The key [`S3Store::path`] made `path` from: every segment
+/// percent-decoded. `Path::from` encodes `%` itself, so decoding undoes
+/// exactly what it did; a segment that does not decode to UTF-8 (an
+/// object some other client named) is left as it is.
+fn key_of(path: &Path) -> String {
+    let segments: Vec<String> = path.parts().map(|part| percent_decode(part.as_ref())).collect();
+    segments.join("/")
+}
+
+fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| segment.to_string())
 }
 
 #[async_trait]
@@ -120,12 +155,27 @@ impl Store for S3Store {
         Ok(result.into_stream().map_err(io_err).boxed())
     }
 
+    /// Keys as the other calls take them: a listing answers the object's
+    /// name as stored, with the characters `object_store` percent-encodes
+    /// in a key (`[`, `%`, `~`, non-ASCII…) still encoded; handed back to
+    /// [`Store::delete`] or [`Store::get`] as it is, it would be encoded
+    /// twice and name no object.
     async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
-        let prefix = if prefix.is_empty() { None } else { Some(Self::path(prefix.trim_end_matches('/'))?) };
-        let mut out: Vec<(String, u64)> =
-            self.inner.list(prefix.as_ref()).map_ok(|m| (m.location.to_string(), m.size)).try_collect().await.map_err(io_err)?;
+        let mut out: Vec<(String, u64)> = self.list_paths(prefix).await?.into_iter().map(|(p, size)| (key_of(&p), size)).collect();
         out.sort();
         Ok(out)
+    }
+
+    /// Deletes the listed objects themselves, whatever their names: no key
+    /// is rebuilt from a listing on the way.
+    async fn delete_prefix(&self, prefix: &str) -> io::Result<()> {
+        for (path, _) in self.list_paths(prefix).await? {
+            match self.inner.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(io_err(e)),
+            }
+        }
+        Ok(())
     }
 
     async fn delete(&self, key: &str) -> io::Result<()> {
