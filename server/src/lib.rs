@@ -72,15 +72,24 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
         }
         Command::Bench { .. } => Ok(()),
         Command::Serve(args) => {
-            bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
+            // Whatever can refuse the start comes first — the port, the
+            // dataset stores, the local node's registration — so a start
+            // that fails leaves nothing running or half done: no first
+            // admin whose one-time password scrolled past above the error
+            // (the next start would not show it again), no dispatcher that
+            // claimed tasks and left them leased.
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
                 .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
-            tracing::info!("Gantry listening on http://{}", listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?);
-            let services = services::start(&pool, &cli.db.data_dir, &args.node).await?;
+            let local_addr = listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?;
+            let stores = datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
+            let node = services::prepare(&pool, &cli.db.data_dir, &args.node).await?;
+            bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
+            // The background services start here; what follows only builds
+            // the router in memory.
+            let services = node.start(&pool, &args.node);
             let opts = router::Options::from_args(&args);
             let security = security::Security::from_args(&args.security);
-            let stores = datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
             let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
@@ -92,6 +101,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 max_connections: http_limits::connection_cap(usize::try_from(args.max_connections).unwrap_or(usize::MAX), http_limits::raise_fd_limit()),
                 ..http_serve::ConnLimits::DEFAULT
             };
+            tracing::info!("Gantry listening on http://{local_addr}");
             serve_then_stop(listener, app, limits, services.shutdown).await
         }
     }

@@ -2,9 +2,13 @@
 //! `/metrics` in the Prometheus text format.
 //!
 //! Who may read `/metrics`: with `--metrics-token` set, any client sending
-//! `Authorization: Bearer <token>`; without it, only clients on this host
-//! (a loopback peer with no forwarding header, so a reverse proxy on the
-//! same host does not open it to everyone). Anyone else gets 403.
+//! `Authorization: Bearer <token>`; without it, only clients on this host —
+//! a loopback peer sending no proxy header at all, and only while the
+//! server is not configured as being behind a proxy (`--trusted-proxy`, or
+//! `--secure-cookies`, which means a TLS terminator is in front): a proxy
+//! on the same host connects from loopback too, and one that adds no
+//! `X-Forwarded-For` (stunnel, haproxy in TCP mode, nginx setting only
+//! `X-Real-IP`) would otherwise open it to everyone. Anyone else gets 403.
 
 use axum::{
     extract::{ConnectInfo, Request, State},
@@ -62,32 +66,60 @@ pub fn start(pool: &Pool, args: &TelemetryArgs) {
 }
 
 /// `/metrics`, outside the page guard (it has its own rule, above), with
-/// the token `start` recorded.
-pub fn routes(pool: Pool) -> Router {
-    routes_with_token(pool, TOKEN.get().cloned().flatten())
+/// the token `start` recorded. `behind_proxy`: the server is configured as
+/// reached through a proxy (`--trusted-proxy` or `--secure-cookies`), so a
+/// loopback peer may be that proxy and proves nothing.
+pub fn routes(pool: Pool, behind_proxy: bool) -> Router {
+    routes_with(pool, TOKEN.get().cloned().flatten(), behind_proxy)
 }
 
+/// [`routes_with`] for a server not behind a proxy.
 pub fn routes_with_token(pool: Pool, token: Option<String>) -> Router {
-    Router::new().route("/metrics", get(metrics)).with_state((pool, token))
+    routes_with(pool, token, false)
 }
 
-fn allowed(req: &Request, token: Option<&str>) -> bool {
-    if let Some(token) = token {
+pub fn routes_with(pool: Pool, token: Option<String>, behind_proxy: bool) -> Router {
+    Router::new().route("/metrics", get(metrics)).with_state((pool, Access { token, behind_proxy }))
+}
+
+/// What decides who reads `/metrics`.
+#[derive(Clone)]
+struct Access {
+    token: Option<String>,
+    behind_proxy: bool,
+}
+
+/// Headers a proxy adds (or a client that wants to look like one): any of
+/// them means the request did not start on this host, whatever the peer.
+const PROXY_HEADERS: [&str; 8] = ["forwarded", "via", "x-real-ip", "x-client-ip", "true-client-ip", "cf-connecting-ip", "x-cluster-client-ip", "fastly-client-ip"];
+
+fn proxied(headers: &axum::http::HeaderMap) -> bool {
+    PROXY_HEADERS.iter().any(|h| headers.contains_key(*h)) || headers.keys().any(|k| k.as_str().starts_with("x-forwarded-"))
+}
+
+fn allowed(req: &Request, access: &Access) -> bool {
+    if let Some(token) = &access.token {
         let sent = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(gantry_platform::tokens::bearer);
         return sent.is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes()));
     }
+    if access.behind_proxy {
+        return false;
+    }
     let loopback = req.extensions().get::<ConnectInfo<SocketAddr>>().is_some_and(|c| c.0.ip().is_loopback());
-    let forwarded = req.headers().contains_key("x-forwarded-for") || req.headers().contains_key(header::FORWARDED);
-    loopback && !forwarded
+    loopback && !proxied(req.headers())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn metrics(State((pool, token)): State<(Pool, Option<String>)>, req: Request) -> Response {
-    if !allowed(&req, token.as_deref()) {
-        let why = "/metrics is open to this host only; set --metrics-token (GANTRY_METRICS_TOKEN) and send it as a Bearer token";
+async fn metrics(State((pool, access)): State<(Pool, Access)>, req: Request) -> Response {
+    if !allowed(&req, &access) {
+        let why = if access.token.is_none() && access.behind_proxy {
+            "/metrics needs a token behind a proxy (--trusted-proxy or --secure-cookies): set --metrics-token (GANTRY_METRICS_TOKEN) and send it as a Bearer token"
+        } else {
+            "/metrics is open to this host only; set --metrics-token (GANTRY_METRICS_TOKEN) and send it as a Bearer token"
+        };
         return (StatusCode::FORBIDDEN, why).into_response();
     }
     match render(&pool).await {

@@ -118,7 +118,11 @@ pub async fn build_secured(
     fleet: gantry_platform::fleet::Fleet,
 ) -> Result<Router, PlatformError> {
     let store = SqliteStore::new(pool.clone());
-    tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(3600)));
+    let expired = store.clone();
+    tokio::spawn(delete_expired_sessions(Duration::from_secs(3600), move || {
+        let store = expired.clone();
+        async move { store.delete_expired().await }
+    }));
     tokio::spawn(gantry_platform::throttle::prune_loop(pool.clone(), Duration::from_secs(3600)));
     // The guard ends idle sessions by its own clock; the store's expiry is
     // the backstop that removes them, a renewal period later.
@@ -150,7 +154,9 @@ pub async fn build_secured(
     // /metrics has its own access rule, so it sits outside the sessions and
     // the page guard — but inside the layers every response gets (headers,
     // request id, tracing).
-    let metrics = crate::metrics::routes(state.pool.clone());
+    // Behind a proxy (or a TLS terminator) a loopback peer may be that
+    // proxy: /metrics then needs its token.
+    let metrics = crate::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
     let app = Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
         .merge(crate::api_v1::routes())
@@ -175,6 +181,29 @@ pub async fn build_secured(
         .layer(from_fn_with_state(HeaderPolicy { hsts: opts.secure_cookies }, security_headers))
         .layer(from_fn(request_id))
         .layer(TraceLayer::new_for_http()))
+}
+
+/// Deletes expired sessions every `every` (the first pass at once) for as
+/// long as the process runs. A pass that fails (a locked or full database)
+/// is logged and the next one comes at its time; one that panics is
+/// contained (`contained::pass`). tower-sessions' own
+/// `continuously_delete_expired` ended for good at its first error, and
+/// expired sessions — rows whose key is a cookie's value — then piled up
+/// until a restart.
+pub async fn delete_expired_sessions<F, Fut, E>(every: Duration, mut delete: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>> + Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Some(Err(e)) = gantry_platform::contained::pass("expired sessions", delete()).await {
+            tracing::warn!(error = %e, "deleting expired sessions failed; trying again in {every:?}");
+        }
+    }
 }
 
 /// The app's routes, generated once per process. Generating runs the app

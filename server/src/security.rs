@@ -18,8 +18,8 @@ pub struct SecurityArgs {
     /// Gantry directly (they could then claim any address).
     #[arg(long, env = "GANTRY_TRUSTED_PROXY")]
     pub trusted_proxy: bool,
-    /// A session ends after this many hours without a request.
-    #[arg(long, env = "GANTRY_SESSION_IDLE_HOURS", default_value_t = 168)]
+    /// A session ends after this many hours without a request (1 to 8760, a year).
+    #[arg(long, env = "GANTRY_SESSION_IDLE_HOURS", default_value_t = 168, value_parser = clap::value_parser!(i64).range(1..=8760))]
     pub session_idle_hours: i64,
 }
 
@@ -66,7 +66,8 @@ impl Security {
     pub fn from_args(args: &SecurityArgs) -> Security {
         Security {
             trusted_proxy: args.trusted_proxy,
-            session_idle_secs: args.session_idle_hours.max(1) * 3600,
+            // The flag's range (1 to 8760) keeps this far from overflowing.
+            session_idle_secs: args.session_idle_hours.clamp(1, 8760) * 3600,
             ..Security::default()
         }
     }

@@ -42,44 +42,64 @@ impl Shutdown {
     }
 }
 
+/// Registers the local node and starts the background services.
 pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Services, PlatformError> {
+    Ok(prepare(pool, data_dir, args).await?.start(pool, args))
+}
+
+/// The start-up work that can fail, before any background service runs:
+/// the local node's registration (GPUs, executor), the first node's quota
+/// and the default image. [`Prepared::start`] then cannot fail, so a start
+/// that is refused never leaves a dispatcher behind that claimed tasks.
+pub async fn prepare(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Prepared, PlatformError> {
     let new_cluster = first_run::is_new_cluster(pool).await?;
     let local = register_local_node(pool, data_dir, args).await?;
-    let node_id = local.id;
     if new_cluster {
         if let Some(quota) = first_run::grant_first_node_gpus(pool, &args.node_name, local.gpu_count as i64).await? {
             tracing::info!(quota, node = %args.node_name, "first start: the default group's GPU quota is set to the GPUs found on this node (change it on the admin Groups page)");
         }
     }
-    let fleet = Fleet::new();
-    if let Some(executor) = local.executor {
-        fleet.insert(node_id, executor);
-    }
     images::ensure_default_image(pool, "devbox", &args.default_image, "Gantry demo dev machine (busybox)").await?;
+    Ok(Prepared { local })
+}
 
-    // Tasks another process (or this one before a crash) left running are
-    // resumed by whichever dispatcher sees their lease expire — never
-    // while their runner still renews it.
-    let wake = Arc::new(Notify::new());
-    let admissions = Admissions::start(pool.clone(), wake.clone());
-    let mut dispatcher = Dispatcher::new(pool.clone(), fleet.clone(), wake.clone(), args.dispatch_parallel);
-    dispatcher.lease_secs = args.lease_secs.max(3);
-    tracing::info!(owner = %dispatcher.owner, "dispatcher started");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let grace = Duration::from_secs(args.shutdown_grace_secs);
-    let dispatcher = tokio::spawn(dispatcher.run_until(
-        async move {
-            let _ = stopped.await;
-        },
-        grace,
-    ));
-    tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
-    tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
-    tokio::spawn(compute::run_loops(pool.clone(), fleet.clone(), admissions.clone(), Duration::from_secs(2)));
-    crate::metrics::start(pool, &args.telemetry);
-    let every = Duration::from_secs(args.reclaim.reclaim_interval_secs);
-    tokio::spawn(gantry_platform::reclaim::run(pool.clone(), wake.clone(), every));
-    Ok(Services { admissions, dispatch: wake, fleet, node_id, shutdown: Shutdown { stop, dispatcher } })
+/// The local node, registered; nothing runs yet.
+pub struct Prepared {
+    local: LocalNode,
+}
+
+impl Prepared {
+    /// Starts the admission worker, the dispatcher and the loops.
+    pub fn start(self, pool: &Pool, args: &NodeArgs) -> Services {
+        let node_id = self.local.id;
+        let fleet = Fleet::new();
+        if let Some(executor) = self.local.executor {
+            fleet.insert(node_id, executor);
+        }
+        // Tasks another process (or this one before a crash) left running are
+        // resumed by whichever dispatcher sees their lease expire — never
+        // while their runner still renews it.
+        let wake = Arc::new(Notify::new());
+        let admissions = Admissions::start(pool.clone(), wake.clone());
+        let mut dispatcher = Dispatcher::new(pool.clone(), fleet.clone(), wake.clone(), args.dispatch_parallel);
+        dispatcher.lease_secs = args.lease_secs.max(3);
+        tracing::info!(owner = %dispatcher.owner, "dispatcher started");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let grace = Duration::from_secs(args.shutdown_grace_secs);
+        let dispatcher = tokio::spawn(dispatcher.run_until(
+            async move {
+                let _ = stopped.await;
+            },
+            grace,
+        ));
+        tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
+        tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
+        tokio::spawn(compute::run_loops(pool.clone(), fleet.clone(), admissions.clone(), Duration::from_secs(2)));
+        crate::metrics::start(pool, &args.telemetry);
+        let every = Duration::from_secs(args.reclaim.reclaim_interval_secs);
+        tokio::spawn(gantry_platform::reclaim::run(pool.clone(), wake.clone(), every));
+        Services { admissions, dispatch: wake, fleet, node_id, shutdown: Shutdown { stop, dispatcher } }
+    }
 }
 
 /// The local worker node as start-up registered it.

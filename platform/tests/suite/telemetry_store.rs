@@ -274,3 +274,36 @@ gantry_testkit::timed_test! {
         assert_rollup_matches(&f.pool, "gpu_rollup_1h", &aggregate(&samples, HOUR_MS)).await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn pruning_removes_the_history_of_deleted_gpus_too() {
+        let f = telemetry_common::fixture(2).await;
+        let (gone, kept) = (f.gpu_ids[0], f.gpu_ids[1]);
+        let samples = series(&f.gpu_ids, 1, 2);
+        telemetry::insert_samples(&f.pool, &samples).await.unwrap();
+        let end = T0 + 150 * MINUTE_MS;
+        // The first hour is rolled up while the GPU is there; then its node
+        // drops it (a replaced card, a removed node) and the rest settles.
+        rollup::roll_up_range(&f.pool, T0, T0 + HOUR_MS).await.unwrap();
+        sqlx::query("DELETE FROM gpus WHERE id = ?").bind(gone).execute(&f.pool).await.unwrap();
+        store::move_settled(&f.pool, end).await.unwrap();
+        rollup::roll_up_range(&f.pool, T0 + HOUR_MS, end).await.unwrap();
+        sqlx::query("UPDATE telemetry_state SET rolled_to_ms = ?").bind(end).execute(&f.pool).await.unwrap();
+        let rows = |table: &str, gpu: i64| format!("SELECT COUNT(*) FROM {table} WHERE gpu_id = {gpu}");
+        for table in ["gpu_samples", "gpu_rollup_1m", "gpu_rollup_1h"] {
+            assert!(f.count(&rows(table, gone)).await > 0, "{table}: the deleted GPU's history is there to prune");
+        }
+        // Its history is its own and stays attributed until it ages out...
+        let keep = Retention { raw_ms: 30 * MINUTE_MS, minute_ms: HOUR_MS, hour_ms: 2 * HOUR_MS };
+        rollup::prune(&f.pool, end, keep).await.unwrap();
+        assert_eq!(f.count(&rows("gpu_samples", gone)).await, f.count(&rows("gpu_samples", kept)).await, "pruned like any GPU's");
+        // ...and then goes, like every GPU's.
+        let later = end + 400 * 24 * HOUR_MS;
+        let pruned = rollup::prune(&f.pool, later, Retention { raw_ms: 24 * HOUR_MS, minute_ms: 8 * 24 * HOUR_MS, hour_ms: 400 * 24 * HOUR_MS }).await.unwrap();
+        assert!(pruned.raw > 0 && pruned.minutes > 0 && pruned.hours > 0, "{pruned:?}");
+        for table in ["gpu_samples", "gpu_rollup_1m", "gpu_rollup_1h"] {
+            assert_eq!(f.count(&rows(table, gone)).await, 0, "{table}: the deleted GPU's rows outlived every retention");
+            assert_eq!(f.count(&rows(table, kept)).await, 0, "{table}");
+        }
+    }
+}

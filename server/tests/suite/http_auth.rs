@@ -199,3 +199,66 @@ gantry_testkit::timed_test! {
         assert!(admin > 5, "admin's key is past its allowance: {admin}");
     }
 }
+
+/// `gantry serve`'s settings as the command line gives them.
+fn serve_args(argv: &[&str]) -> Result<gantry_server::config::ServeArgs, clap::Error> {
+    use clap::Parser;
+    use gantry_server::config::{Cli, Command};
+    let argv = ["gantry", "serve"].iter().chain(argv).copied();
+    Cli::try_parse_from(argv).map(|cli| match cli.command {
+        Command::Serve(args) => args,
+        _ => unreachable!("parsed `serve`"),
+    })
+}
+
+gantry_testkit::timed_test! {
+    async fn the_public_origin_is_read_as_browsers_send_it_and_a_malformed_one_refused_at_start() {
+        use gantry_platform::db;
+        use gantry_server::{bootstrap, router};
+        // As an operator writes it: a trailing slash, capitals.
+        let args = serve_args(&["--public-origin", "https://Gantry.Example.ORG/"]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+        db::migrate(&pool).await.unwrap();
+        bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, ..router::Options::from_args(&args) };
+        let app = router::build(opts, pool.clone()).await.unwrap();
+        tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
+        // A browser behind the proxy: its Origin is the serialised origin.
+        let res = reqwest::Client::new()
+            .post(format!("http://{addr}/api/login"))
+            .header(header::ORIGIN, "https://gantry.example.org")
+            .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "the proxy's origin is accepted");
+        let other = reqwest::Client::new()
+            .post(format!("http://{addr}/api/login"))
+            .header(header::ORIGIN, "https://gantry.example.org.evil.example")
+            .form(&[("username", "admin"), ("password", ADMIN_PASSWORD)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(other.status(), StatusCode::FORBIDDEN, "another site still is not");
+
+        // Written down as browsers send an origin.
+        for (given, origin) in [
+            ("https://Gantry.Example.ORG/", "https://gantry.example.org"),
+            ("HTTPS://gantry.example.org:443", "https://gantry.example.org"),
+            ("http://gantry.example.org:80/", "http://gantry.example.org"),
+            ("https://gantry.example.org:8443", "https://gantry.example.org:8443"),
+            ("http://[::1]:3000", "http://[::1]:3000"),
+        ] {
+            assert_eq!(serve_args(&["--public-origin", given]).unwrap().public_origin.as_deref(), Some(origin), "{given}");
+        }
+        // Anything that is not scheme://host[:port] stops the start, saying why.
+        for bad in ["gantry.example.org", "https://gantry.example.org/app", "https://gantry.example.org/?x=1", "ftp://gantry.example.org", "https://user@gantry.example.org", "https://", ""] {
+            let err = serve_args(&["--public-origin", bad]).err().unwrap_or_else(|| panic!("{bad:?} was accepted"));
+            let text = err.to_string();
+            assert!(text.contains("--public-origin") && text.contains("scheme://host[:port]"), "{bad:?}: {text}");
+        }
+    }
+}

@@ -2,10 +2,11 @@
 //! sampled GPUs, machines, tasks and quotas, and who may read it.
 
 use crate::common;
+use crate::security_support;
 use crate::telemetry_common;
 
 use common::TestServer;
-use gantry_server::{metrics, router};
+use gantry_server::{metrics, router, security::Security};
 
 async fn node_with_a_hot_machine(server: &TestServer) {
     telemetry_common::cluster(&server.pool, "admin", "hot", 1).await;
@@ -82,5 +83,56 @@ gantry_testkit::timed_test! {
         assert!(!text.lines().any(|l| l.starts_with("gantry_gpu_") && l.contains("node=\"mnode\"")), "{text}");
         assert!(text.contains("# TYPE gantry_gpu_utilization_percent gauge"), "the families stay declared");
         assert_eq!(value(&text, "gantry_nodes{state=\"lost\"}"), 1.0, "the GPUs' absence is explained");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn any_proxy_header_from_this_host_closes_metrics_without_a_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        let client = reqwest::Client::new();
+        // A plain client on this host (no proxy settings): open, as before.
+        assert_eq!(client.get(server.url("/metrics")).send().await.unwrap().status(), 200);
+        // A proxy on this host that sets only X-Real-IP (nginx's usual
+        // `proxy_set_header X-Real-IP`), or any other proxy header, is not
+        // "this host": its clients are anyone.
+        for (name, value) in [
+            ("X-Real-IP", "203.0.113.9"),
+            ("X-Forwarded-Proto", "https"),
+            ("X-Forwarded-Host", "gantry.example.org"),
+            ("Forwarded", "for=203.0.113.9"),
+            ("Via", "1.1 proxy"),
+        ] {
+            let res = client.get(server.url("/metrics")).header(name, value).send().await.unwrap();
+            assert_eq!(res.status(), 403, "{name}: {value}");
+            assert!(res.text().await.unwrap().contains("--metrics-token"));
+        }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn behind_a_configured_proxy_loopback_alone_never_opens_metrics() {
+        // --trusted-proxy: a proxy on this host that adds no header at all
+        // (stunnel, haproxy in TCP mode) connects from 127.0.0.1 too.
+        let dir = tempfile::tempdir().unwrap();
+        let proxied = security_support::start(&dir, Security { trusted_proxy: true, ..Security::default() }, false).await;
+        let res = reqwest::get(proxied.url("/metrics")).await.unwrap();
+        assert_eq!(res.status(), 403, "--trusted-proxy: a token is needed");
+        assert!(res.text().await.unwrap().contains("--metrics-token"));
+        // --secure-cookies: a TLS terminator is in front.
+        let dir = tempfile::tempdir().unwrap();
+        let tls = TestServer::start_with(&dir, true).await;
+        assert_eq!(reqwest::get(tls.url("/metrics")).await.unwrap().status(), 403, "--secure-cookies: a token is needed");
+        // With a token, behind the proxy, the token opens it.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = metrics::routes_with(proxied.pool.clone(), Some("s3cret-token".into()), true);
+        tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
+        let url = format!("http://{addr}/metrics");
+        let client = reqwest::Client::new();
+        assert_eq!(client.get(&url).send().await.unwrap().status(), 403);
+        let ok = client.get(&url).bearer_auth("s3cret-token").send().await.unwrap();
+        assert_eq!(ok.status(), 200);
+        assert!(ok.text().await.unwrap().contains("# TYPE gantry_machines gauge"));
     }
 }

@@ -6,7 +6,10 @@
 use crate::security_support;
 
 use gantry_core::Role;
-use gantry_server::security::{Clock, Security};
+use gantry_server::{
+    router,
+    security::{Clock, Security},
+};
 use security_support::{gate, start, ADMIN_PASSWORD};
 
 async fn quota(server: &security_support::Secured, c: &reqwest::Client) -> reqwest::Response {
@@ -73,5 +76,45 @@ gantry_testkit::timed_test! {
 
         sqlx::query("DELETE FROM users WHERE id = ?").bind(carol).execute(&server.pool).await.unwrap();
         assert_eq!(quota(&server, &k).await.status(), 401, "a deleted account's session ends");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn expired_sessions_are_still_deleted_after_a_failed_or_panicking_pass() {
+        use std::sync::{
+            atomic::{AtomicUsize, Ordering},
+            Arc,
+        };
+        use tower_sessions_core::ExpiredDeletion;
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security { gate: gate(2), ..Security::default() }, false).await;
+        // As the store writes expiry dates (text).
+        sqlx::query("INSERT INTO tower_sessions (id, data, expiry_date) VALUES ('long-expired', x'80', '2000-01-01 00:00:00'), ('live', x'80', '2999-01-01 00:00:00')")
+            .execute(&server.pool)
+            .await
+            .unwrap();
+        // The real store, behind a first pass that fails (a locked
+        // database) and a second that panics.
+        let store = tower_sessions_sqlx_store::SqliteStore::new(server.pool.clone());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (done, mut passes) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        let cleanup = tokio::spawn(router::delete_expired_sessions(std::time::Duration::from_millis(1), move || {
+            let (n, store, done) = (calls.fetch_add(1, Ordering::SeqCst), store.clone(), done.clone());
+            async move {
+                let result = match n {
+                    0 => Err(tower_sessions_core::session_store::Error::Backend("database is locked".into())),
+                    1 => panic!("a bug in one pass"),
+                    _ => store.delete_expired().await,
+                };
+                let _ = done.send(n);
+                result
+            }
+        }));
+        // Pass 0 failed, pass 1 panicked (it reports nothing); pass 2 ran.
+        assert_eq!(passes.recv().await, Some(0));
+        assert_eq!(passes.recv().await, Some(2), "the loop ended after a failed or panicking pass");
+        let left: Vec<String> = sqlx::query_scalar("SELECT id FROM tower_sessions WHERE id IN ('long-expired', 'live')").fetch_all(&server.pool).await.unwrap();
+        assert_eq!(left, vec!["live".to_string()], "the third pass deleted the expired session, and only it");
+        cleanup.abort();
     }
 }

@@ -136,3 +136,21 @@ gantry_testkit::timed_test! {
         assert_eq!(state, "succeeded");
     }
 }
+
+gantry_testkit::timed_test! {
+    limit = 120;
+    async fn a_setting_that_fails_at_start_stops_it_before_any_service_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+        // A region's dataset store given without its code: refused at start.
+        let env = [("GANTRY_LISTEN", listen.as_str()), ("GANTRY_DATASETS_REGION_DIRS", "/srv/datasets/eu")];
+        let (status, printed) = crate::first_run::serve_to_exit(dir.path(), &env).await;
+        assert!(!status.success(), "gantry serve ended with {status}:\n{printed}");
+        assert!(printed.contains("--datasets-region-dir wants CODE=DIR"), "{printed}");
+        // Nothing started before the refusal: no node registered (so no
+        // dispatcher claimed work), no first admin made.
+        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+        assert_eq!(common::count(&pool, "SELECT COUNT(*) FROM nodes").await, 0, "the local node was registered:\n{printed}");
+        assert_eq!(common::count(&pool, "SELECT COUNT(*) FROM users").await, 0);
+    }
+}
