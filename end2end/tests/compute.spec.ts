@@ -145,6 +145,17 @@ test('admin sets up the catalogue; a user runs a compute task and sees why here,
   await expect(page.getByTestId('task-state')).toHaveText('running', { timeout: 60_000 });
   await expect(page.getByTestId('compute-output')).toContainText('tick-start');
   await expect(page.getByTestId('compute-output-card')).toContainText('Live');
+  // A refresh updates the output in place: the same <pre> (so a reader's
+  // scroll position stays) after two answers, one of them failed (by the
+  // second, the first has certainly been rendered).
+  const output = page.getByTestId('compute-output');
+  await output.evaluate((el) => ((el as any).__kept = true));
+  await page.route('**/api/compute_detail', (r) => r.fulfill({ status: 500, contentType: 'text/plain', body: 'busy' }), { times: 1 });
+  for (let i = 0; i < 2; i++) {
+    await page.waitForResponse((r) => r.url().includes('/api/compute_detail'), { timeout: 30_000 });
+  }
+  await expect(output).toContainText('tick-start');
+  expect(await output.evaluate((el) => (el as any).__kept === true)).toBe(true);
   await page.getByRole('button', { name: 'Cancel task' }).click();
   await expect(page.getByTestId('task-state')).toHaveText('cancelled', { timeout: 60_000 });
   await expect(page.getByTestId('compute-output')).toContainText('tick-start');
@@ -162,9 +173,21 @@ test('a personal API token is shown once, works for the API, and stops working o
   await navLink(page, 'Tokens').click();
   await expect(page).toHaveURL(/\/tokens$/);
   await hydrated(page);
+  const creates: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().includes('/api/create_token')) creates.push(r.url());
+  });
+  // Revoking asks first, naming the token; the test answers yes.
+  const dialogs: string[] = [];
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.accept();
+  });
   await page.getByTestId('create-token').getByLabel('Name').fill(name);
-  await page.getByRole('button', { name: 'Create token' }).click();
+  // A double click makes one token, not two (one whose secret is never shown).
+  await page.getByRole('button', { name: 'Create token' }).dblclick();
   const secret = await page.getByTestId('token-secret').inputValue();
+  expect(creates).toHaveLength(1);
   expect(secret).toMatch(/^gnt_[0-9a-f]{64}$/);
   const row = page.locator(`[data-testid="token-row"][data-name="${name}"]`);
   await expect(row).toHaveAttribute('data-state', 'active');
@@ -173,10 +196,12 @@ test('a personal API token is shown once, works for the API, and stops working o
 
   await row.getByRole('button', { name: `Revoke token ${name}` }).click();
   await expect(row).toHaveAttribute('data-state', 'revoked');
+  expect(dialogs).toEqual([expect.stringContaining(`Revoke token ${name}?`)]);
   expect((await api()).status()).toBe(401);
   // Shown once: a reload does not show it again.
   await page.reload();
   await expect(page.getByTestId('tokens')).toContainText(name);
+  await expect(page.locator(`[data-testid="token-row"][data-name="${name}"]`)).toHaveCount(1);
   await expect(page.getByTestId('new-token')).toHaveCount(0);
   expect(errors).toEqual([]);
 });

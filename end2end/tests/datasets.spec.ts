@@ -6,7 +6,8 @@ import { ADMIN_PASSWORD, hydrated, signIn, signInOk, uniqueName } from './helper
 // files uploaded at once with their bars reaching 100 % and then listed
 // with their SHA-256, one upload cancelled mid-way and never listed, and the
 // same pages without JavaScript: the plain form uploads a small file. A
-// connection cut mid-file resumes from the server's offset.
+// connection cut mid-file resumes from the server's offset; an upload
+// after the session ended goes to the sign-in page.
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -117,6 +118,16 @@ test('a dropped connection resumes from the offset the server holds, not from th
   expect(heads).toBe(1);
   const row = page.locator('[data-testid="file-row"][data-name="big.bin"]');
   await expect(row.getByTestId('file-sha256')).toHaveText(sha256(data));
+});
+
+test('an upload whose session has ended goes to the sign-in page, which comes back here', async ({ page }) => {
+  const code = uniqueName('dsx');
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
+  await datasetWithVersion(page, code, true);
+  await page.context().clearCookies();
+  await page.getByTestId('file-input').setInputFiles([{ name: 'late.bin', mimeType: 'application/octet-stream', buffer: bytes(1000, 5) }]);
+  await page.getByTestId('upload-submit').click();
+  await expect(page).toHaveURL(new RegExp(`/login\\?next=/datasets/${code}/v1$`));
 });
 
 test.describe('without JavaScript', () => {

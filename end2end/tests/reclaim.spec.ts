@@ -4,7 +4,8 @@ import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName, setDefaultQuot
 // Idle reclaim in Chromium: the admin sets a one-minute idle window (the
 // server runs the reclaim loop every 2 s in these tests), a user's machine
 // whose simulated GPUs idle is warned with the time left, extended once,
-// reclaimed, and restored in one click; snapshots are listed.
+// reclaimed, and restored in one click; snapshots are listed. What a user
+// ticks or types on the machine and snapshots pages survives their polling.
 
 const BASE = `http://127.0.0.1:${process.env.GANTRY_E2E_PORT ?? '3300'}`;
 
@@ -105,5 +106,60 @@ test('an idle machine is warned with the time left, extended, reclaimed and rest
       hot_enabled: 'on', hot_util_pct: '90', hot_mem_pct: '95', hot_temp_c: '85', hot_window_min: '10',
     });
     await admin.close().catch(() => {}); // never hide the test's own failure
+  }
+});
+
+test('the opt-out box and a snapshot row\'s inputs keep what the user did across polls', async ({ page }) => {
+  test.setTimeout(180_000);
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
+  await setDefaultQuota(page, 4);
+  await navLink(page, 'Machines').click();
+  await hydrated(page);
+  const create = page.getByTestId('create-machine');
+  const name = uniqueName('keep');
+  await create.getByLabel('Name').fill(name);
+  await create.getByLabel('GPU count').fill('1');
+  await create.getByRole('button', { name: 'Create machine' }).click();
+  await page.getByTestId('create-ok').getByRole('link', { name }).click();
+  await expect(page).toHaveURL(/\/machines\/\d+$/);
+  const id = page.url().split('/').pop()!;
+  await hydrated(page);
+  // Two answers of a poll: by the second, the first has certainly been rendered.
+  const twoAnswers = async (fn: string) => {
+    for (let i = 0; i < 2; i++) await page.waitForResponse((r) => r.url().includes(`/api/${fn}`), { timeout: 30_000 });
+  };
+  try {
+    await expect(page.getByTestId('machine-state')).toHaveText('running', { timeout: 60_000 });
+
+    // Ticked and not yet saved: still ticked after the card's refreshes,
+    // one of which failed (the card goes, and comes back with the next).
+    const box = page.getByTestId('rebalance-opt-out');
+    await expect(box).not.toBeChecked();
+    await box.check();
+    await page.route('**/api/machine_reclaim', (r) => r.fulfill({ status: 500, contentType: 'text/plain', body: 'busy' }), { times: 1 });
+    await twoAnswers('machine_reclaim');
+    await expect.soft(box).toBeChecked();
+
+    // A name typed into a snapshot's "new machine from it" form stays.
+    await page.getByTestId('snapshot-name').fill('typed');
+    await page.getByTestId('snapshot-take').click();
+    await expect(page.locator('[data-testid="machine-snapshot"][data-name="typed"]')).toContainText('ready', { timeout: 60_000 });
+    await navLink(page, 'Snapshots').click();
+    const row = page.locator('[data-testid="snapshot"][data-name="typed"]').filter({ hasText: name });
+    const input = row.getByLabel('New machine name');
+    await input.fill('from-typed');
+    await input.evaluate((el) => ((el as any).__typedInto = true));
+    // Another snapshot appears above it (newest first) while it is typed.
+    await serverFn(page.request, '/api/take_snapshot', { machine_id: id, name: 'later' });
+    const later = page.locator('[data-testid="snapshot"][data-name="later"]').filter({ hasText: name });
+    await expect(later).toContainText('ready', { timeout: 60_000 });
+    await twoAnswers('list_snapshots');
+    await expect(input).toHaveValue('from-typed');
+    expect(await input.evaluate((el) => (el as any).__typedInto === true)).toBe(true);
+  } finally {
+    // Later specs count the default group's GPUs.
+    await serverFn(page.request, '/api/machine_operation', { machine_id: id, operation: 'delete' }).catch(() => {});
+    await page.goto(`/machines/${id}`);
+    await expect(page.getByTestId('machine-state')).toHaveText('deleted', { timeout: 60_000 });
   }
 });

@@ -4,7 +4,10 @@
 
 use crate::{
     api::tokens::{my_tokens, take_new_token, CreateToken, RevokeToken},
-    components::form_error::{error_text, FormError},
+    components::{
+        confirm::{ask_first, hydrated, TickToConfirm},
+        form_error::{error_text, FormError},
+    },
     model::tokens::{curl_example, last_used_label, CreatedToken, TokenRow},
 };
 use leptos::prelude::*;
@@ -15,6 +18,10 @@ pub fn TokensPage() -> impl IntoView {
     let create = ServerAction::<CreateToken>::new();
     let revoke = ServerAction::<RevokeToken>::new();
     let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| my_tokens());
+    // A second click while the first create runs would make a second token
+    // whose secret is never shown.
+    let creating = create.pending();
+    let js = hydrated();
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
     let created = move || {
@@ -30,7 +37,7 @@ pub fn TokensPage() -> impl IntoView {
                     <label>"Name" <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="e.g. laptop scripts"/></label>
                     <p class="muted small">"A token acts as you: it can submit, list and cancel your compute tasks. Revoke it when it is no longer needed."</p>
                     <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                    <button type="submit" class="primary">"Create token"</button>
+                    <button type="submit" class="primary" disabled=move || creating.get()>"Create token"</button>
                 </ActionForm>
                 <Suspense fallback=|| ()>
                     {move || created().map(|c| view! { <NewToken created=c/> })}
@@ -41,7 +48,7 @@ pub fn TokensPage() -> impl IntoView {
                 <FormError message=Signal::derive(move || revoke.value().with(error_text))/>
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || tokens.get().map(|r| match r {
-                        Ok(list) => view! { <TokenTable tokens=list revoke=revoke/> }.into_any(),
+                        Ok(list) => view! { <TokenTable tokens=list revoke=revoke js=js/> }.into_any(),
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
                 </Transition>
@@ -67,10 +74,11 @@ fn NewToken(created: CreatedToken) -> impl IntoView {
 }
 
 #[component]
-fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
+fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>, js: RwSignal<bool>) -> impl IntoView {
     if tokens.is_empty() {
         return view! { <p class="muted" data-testid="no-tokens">"No tokens yet."</p> }.into_any();
     }
+    let revoking = revoke.pending();
     view! {
         <table class="table" data-testid="tokens">
             <thead><tr><th>"Name"</th><th>"Starts with"</th><th>"Created (UTC)"</th><th>"Last used (UTC)"</th><th>"State"</th><th></th></tr></thead>
@@ -78,6 +86,7 @@ fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl 
                 {tokens.into_iter().map(|t| {
                     let revoked = t.revoked_at.is_some();
                     let label = format!("Revoke token {}", t.name);
+                    let question = format!("Revoke token {}? Scripts that use it stop working at once; this cannot be undone.", t.name);
                     let state = match t.revoked_at {
                         Some(at) => format!("revoked {}", gantry_core::time::format_utc(at)),
                         None => "active".to_string(),
@@ -92,7 +101,8 @@ fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl 
                             <td>{(!revoked).then(|| view! {
                                 <ActionForm action=revoke attr:class="inline">
                                     <input type="hidden" name="token_id" value=t.id/>
-                                    <button type="submit" class="danger" aria-label=label.clone()>"Revoke"</button>
+                                    <TickToConfirm js=js text="revoke it"/>
+                                    <button type="submit" class="danger" aria-label=label.clone() disabled=move || revoking.get() on:click=ask_first(question.clone())>"Revoke"</button>
                                 </ActionForm>
                             })}</td>
                         </tr>

@@ -144,6 +144,12 @@ gantry_testkit::timed_test! {
         assert_eq!(page.status(), StatusCode::OK);
         let html = page.text().await.unwrap();
         assert!(html.contains(r#"data-testid="task-row""#) && html.contains(r#"data-testid="delete-machine""#), "detail page");
+        // Without JavaScript, the box ticked before Delete names what goes:
+        // the machine and, unless kept, its data volume with its size.
+        let volume: String = sqlx::query_scalar("SELECT volume_name FROM machines WHERE id = ?").bind(id).fetch_one(&server.pool).await.unwrap();
+        assert!(!volume.is_empty());
+        let form = html.split(r#"data-testid="delete-machine""#).nth(1).and_then(|rest| rest.split("</form>").next()).unwrap();
+        assert!(form.contains("deletes machine box-1") && form.contains(&format!("{volume} · 10 GB")), "{form}");
         let page = alice.get(server.url("/tasks")).send().await.unwrap();
         assert_eq!(page.status(), StatusCode::OK);
         assert!(page.text().await.unwrap().contains(r#"data-kind="create""#));

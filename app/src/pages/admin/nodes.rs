@@ -13,6 +13,7 @@ use crate::{
         fleet::{list_nodes, AddNode, MarkNodeLost, RemoveNode, SetNodeState},
     },
     components::{
+        confirm::{ask_first, hydrated, TickToConfirm},
         form_error::{error_text, FormError},
         poll::{poll_guarded, tracked},
         status::tag,
@@ -35,6 +36,8 @@ struct NodeActions {
     set_state: ServerAction<SetNodeState>,
     mark_lost: ServerAction<MarkNodeLost>,
     remove: ServerAction<RemoveNode>,
+    /// The page runs its JavaScript: Remove asks in a dialog, not a box.
+    js: RwSignal<bool>,
 }
 
 #[component]
@@ -43,7 +46,7 @@ pub fn NodesPage() -> impl IntoView {
     let set_state = ServerAction::<SetNodeState>::new();
     let mark_lost = ServerAction::<MarkNodeLost>::new();
     let remove = ServerAction::<RemoveNode>::new();
-    let actions = NodeActions { set_state, mark_lost, remove };
+    let actions = NodeActions { set_state, mark_lost, remove, js: hydrated() };
     let tick = RwSignal::new(0u64);
     let in_flight = RwSignal::new(false);
     let nodes = Resource::new(
@@ -142,14 +145,18 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
         row.with(|n| n.simulated)
             .then(|| view! { " " {tag("simulated", "no NVIDIA driver seen: the GPUs are simulated or declared by an administrator")} })
     };
+    let removing = actions.remove.pending();
     let manage = {
         let name = name.clone();
         move || if lost.get() {
+            let question = format!("Remove node {name}? It is forgotten for good: leftovers on its engine are no longer collected.");
             view! {
                 <span class="muted small">"its machines were released"</span>
                 <ActionForm action=actions.remove attr:class="inline" attr:data-testid="node-remove">
                     <input type="hidden" name="node_id" value=id/>
-                    <button type="submit" class="danger" title="forget this node; leftovers on its engine are no longer collected">"Remove"</button>
+                    <TickToConfirm js=actions.js text="remove it"/>
+                    <button type="submit" class="danger" title="forget this node; leftovers on its engine are no longer collected"
+                        disabled=move || removing.get() on:click=ask_first(question)>"Remove"</button>
                 </ActionForm>
             }.into_any()
         } else {

@@ -31,6 +31,7 @@ struct UserActions {
 #[component]
 pub fn UsersPage() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
+    let creating = create.pending();
     let actions = UserActions {
         enabled: ServerAction::new(),
         reset: ServerAction::new(),
@@ -117,7 +118,7 @@ pub fn UsersPage() -> impl IntoView {
                     {move || create.value().get().and_then(Result::ok).map(|u| view! {
                         <p class="form-ok" role="status">"Created " <strong>{u.username}</strong></p>
                     })}
-                    <button type="submit" class="primary">"Create user"</button>
+                    <button type="submit" class="primary" disabled=move || creating.get()>"Create user"</button>
                 </ActionForm>
             </section>
             <section class="card stack">

@@ -2,6 +2,8 @@
 //! (or why it waits), its exit code and its output — live from the
 //! container while it runs, the kept tail once it has ended. Refreshed
 //! while the task is not finished; without JavaScript, "Refresh" reloads.
+//! A refresh updates the page in place: the output keeps its element (and
+//! the reader's scroll position), the facts re-render when they change.
 
 use crate::{
     api::compute::{compute_detail, CancelCompute},
@@ -13,7 +15,7 @@ use crate::{
     },
     error::AppError,
     model::{
-        compute::{command_text, compute_cancellable, resources_label, task_combo, ComputeDetail, Explanation},
+        compute::{command_text, compute_cancellable, resources_label, task_combo, ComputeDetail, ComputeRow, Explanation},
         machines::task_busy,
     },
     use_session,
@@ -21,6 +23,8 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
+
+type Detail = Resource<Result<ComputeDetail, AppError>>;
 
 #[component]
 pub fn ComputeTaskPage() -> impl IntoView {
@@ -42,81 +46,134 @@ pub fn ComputeTaskPage() -> impl IntoView {
         <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
         <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || detail.get().map(|r| match r {
-                Ok(d) => view! { <TaskView detail=d cancel=cancel/> }.into_any(),
-                Err(AppError::NotFound(_)) => {
-                    #[cfg(feature = "ssr")]
-                    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
-                        resp.set_status(http::StatusCode::NOT_FOUND);
-                    }
-                    view! {
-                        <Title text="Compute task not found"/>
-                        <section class="card empty" data-testid="compute-not-found">
-                            <h1>"Compute task not found"</h1>
-                            <p class="muted">"There is no such task, or it belongs to another group."</p>
-                        </section>
-                    }.into_any()
-                }
-                Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-            })}
+            <TaskBody detail=detail cancel=cancel/>
         </Transition>
     }
 }
 
+/// Built inside the Transition, so its memos' reads of the resource count
+/// for it. The task's view is built once per task (or error), not on every
+/// answer: the output's `<pre>` stays the same element and only its text
+/// changes, so a reader keeps their scroll position; a refetch that fails
+/// for a passing reason keeps the last answer on screen and says so.
 #[component]
-fn TaskView(detail: ComputeDetail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
-    let ComputeDetail { task: t, command, why, output, output_live, log_url } = detail;
+fn TaskBody(detail: Detail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+    let outcome = Memo::new(move |prev: Option<&Option<Result<i64, AppError>>>| {
+        let now = detail.with(|r| r.as_ref().map(|r| r.as_ref().map(|d| d.task.id).map_err(Clone::clone)));
+        match (now, prev.cloned().flatten()) {
+            (None, last) => last,
+            (Some(Err(e)), Some(Ok(id))) if !matches!(e, AppError::NotFound(_)) => Some(Ok(id)),
+            (now, _) => now,
+        }
+    });
+    let refresh_failed = Memo::new(move |_| detail.with(|r| match r {
+        Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
+        _ => None,
+    }));
+    let data = Memo::new(move |prev: Option<&Option<ComputeDetail>>| {
+        detail.with(|r| match r {
+            Some(Ok(d)) => Some(d.clone()),
+            _ => prev.cloned().flatten(),
+        })
+    });
+    move || {
+        outcome.get().map(|o| match o {
+            Ok(_) => view! {
+                {move || refresh_failed.get().map(|e| view! {
+                    <p class="notice small" role="status" data-testid="refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
+                })}
+                <TaskView data=data cancel=cancel/>
+            }
+            .into_any(),
+            Err(AppError::NotFound(_)) => {
+                #[cfg(feature = "ssr")]
+                if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+                    resp.set_status(http::StatusCode::NOT_FOUND);
+                }
+                view! {
+                    <Title text="Compute task not found"/>
+                    <section class="card empty" data-testid="compute-not-found">
+                        <h1>"Compute task not found"</h1>
+                        <p class="muted">"There is no such task, or it belongs to another group."</p>
+                    </section>
+                }
+                .into_any()
+            }
+            Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+        })
+    }
+}
+
+#[component]
+fn TaskView(data: Memo<Option<ComputeDetail>>, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+    let task = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.task.clone()).unwrap_or_default()));
+    let why = Memo::new(move |_| data.with(|d| d.as_ref().and_then(|d| d.why.clone())));
+    let output = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.output.clone()).unwrap_or_default()));
+    let live = Memo::new(move |_| data.with(|d| d.as_ref().is_some_and(|d| d.output_live)));
+    let log_url = Memo::new(move |_| data.with(|d| d.as_ref().and_then(|d| d.log_url.clone())));
+    let state = Memo::new(move |_| task.with(|t| t.state.clone()));
+    let busy = Memo::new(move |_| task_busy(&state.get()));
+    // The task's name, id, requester and command do not change.
+    let (id, name, requester) = task.with_untracked(|t| (t.id, t.name.clone(), t.requester.clone()));
+    let (shell, command) = data.with_untracked(|d| command_text(d.as_ref().map(|d| d.command.as_slice()).unwrap_or_default()));
     let me = use_session().0;
-    let may_cancel = compute_cancellable(&t.state) && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester));
-    let (shell, command) = command_text(&command);
-    let dash = || "—".to_string();
-    let time = |at: Option<i64>| at.map(gantry_core::time::format_utc).unwrap_or_else(dash);
-    let busy = task_busy(&t.state);
-    let output_note = match (output_live, output.is_empty(), busy) {
+    let mine = me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == requester));
+    let may_cancel = Memo::new(move |_| mine && compute_cancellable(&state.get()));
+    let cancelling = cancel.pending();
+    let output_note = move || match (live.get(), output.with(String::is_empty), busy.get()) {
         (true, _, _) => "Live: the container's latest lines, refreshed every few seconds.",
         (false, true, true) => "No output yet; it appears here once the task runs.",
         (false, true, false) => "The task printed nothing.",
         (false, false, _) => "The last lines, kept after the container was removed.",
     };
-    let refresh = format!("/compute/{}", t.id);
+    let refresh = format!("/compute/{id}");
     view! {
-        <Title text=format!("Compute task {}", t.name)/>
+        <Title text=format!("Compute task {name}")/>
         <div class="page-head">
-            <h1>"#" {t.id} " " {t.name.clone()}</h1>
-            {task_state_badge(t.state.clone())}
-            {busy.then(|| view! { <a href=refresh class="small">"Refresh"</a> })}
+            <h1>"#" {id} " " {name.clone()}</h1>
+            {move || task_state_badge(state.get())}
+            {move || busy.get().then(|| view! { <a href=refresh.clone() class="small">"Refresh"</a> })}
         </div>
         <div class="grid two">
             <section class="card">
                 <h2>"Task"</h2>
-                <dl class="facts" data-testid="compute-facts">
-                    <dt>"Framework"</dt><dd>{task_combo(&t)}</dd>
-                    <dt>{if shell { "Shell script" } else { "Command (argv)" }}</dt><dd><pre class="output small" data-testid="compute-command">{command}</pre></dd>
-                    <dt>"Resources"</dt><dd>{resources_label(&t)}</dd>
-                    <dt>"Region"</dt><dd data-testid="compute-region">{t.region.clone().unwrap_or_else(dash)}</dd>
-                    <dt>"Image"</dt><dd>{t.image.clone().map(|i| view! { <code>{i}</code> })}</dd>
-                    <dt>"Node"</dt><dd>{t.node.clone().unwrap_or_else(dash)}</dd>
-                    <dt>"Exit code"</dt><dd data-testid="compute-exit">{t.exit_code.map(|c| c.to_string()).unwrap_or_else(dash)}</dd>
-                    <dt>"Message"</dt><dd data-testid="compute-message">{t.message.clone()}</dd>
-                    <dt>"Submitted by"</dt><dd>{t.requester.clone()}</dd>
-                    <dt>"Created (UTC)"</dt><dd>{gantry_core::time::format_utc(t.created_at)}</dd>
-                    <dt>"Started (UTC)"</dt><dd>{time(t.started_at)}</dd>
-                    <dt>"Finished (UTC)"</dt><dd>{time(t.finished_at)}</dd>
-                </dl>
-                {may_cancel.then(|| view! {
+                {move || view! { <TaskFacts t=task.get() shell=shell command=command.clone()/> }}
+                {move || may_cancel.get().then(|| view! {
                     <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-compute">
-                        <input type="hidden" name="task_id" value=t.id/>
-                        <button type="submit" class="danger">"Cancel task"</button>
+                        <input type="hidden" name="task_id" value=id/>
+                        <button type="submit" class="danger" disabled=move || cancelling.get()>"Cancel task"</button>
                     </ActionForm>
                 })}
             </section>
-            <WhyCard why=why/>
+            {move || view! { <WhyCard why=why.get()/> }}
         </div>
         <section class="card stack" data-testid="compute-output-card">
             <h2>"Output"</h2>
-            <p class="muted small">{output_note} {log_url.map(|u| view! { " " <a href=u rel="external">"Whole log (text)"</a> })}</p>
-            <pre class="output" data-testid="compute-output">{output}</pre>
+            <p class="muted small">{output_note} {move || log_url.get().map(|u| view! { " " <a href=u rel="external">"Whole log (text)"</a> })}</p>
+            <pre class="output" data-testid="compute-output">{move || output.get()}</pre>
         </section>
+    }
+}
+
+#[component]
+fn TaskFacts(t: ComputeRow, shell: bool, command: String) -> impl IntoView {
+    let dash = || "—".to_string();
+    let time = |at: Option<i64>| at.map(gantry_core::time::format_utc).unwrap_or_else(dash);
+    view! {
+        <dl class="facts" data-testid="compute-facts">
+            <dt>"Framework"</dt><dd>{task_combo(&t)}</dd>
+            <dt>{if shell { "Shell script" } else { "Command (argv)" }}</dt><dd><pre class="output small" data-testid="compute-command">{command}</pre></dd>
+            <dt>"Resources"</dt><dd>{resources_label(&t)}</dd>
+            <dt>"Region"</dt><dd data-testid="compute-region">{t.region.clone().unwrap_or_else(dash)}</dd>
+            <dt>"Image"</dt><dd>{t.image.clone().map(|i| view! { <code>{i}</code> })}</dd>
+            <dt>"Node"</dt><dd>{t.node.clone().unwrap_or_else(dash)}</dd>
+            <dt>"Exit code"</dt><dd data-testid="compute-exit">{t.exit_code.map(|c| c.to_string()).unwrap_or_else(dash)}</dd>
+            <dt>"Message"</dt><dd data-testid="compute-message">{t.message.clone()}</dd>
+            <dt>"Submitted by"</dt><dd>{t.requester.clone()}</dd>
+            <dt>"Created (UTC)"</dt><dd>{gantry_core::time::format_utc(t.created_at)}</dd>
+            <dt>"Started (UTC)"</dt><dd>{time(t.started_at)}</dd>
+            <dt>"Finished (UTC)"</dt><dd>{time(t.finished_at)}</dd>
+        </dl>
     }
 }
 

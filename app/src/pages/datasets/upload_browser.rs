@@ -8,10 +8,12 @@
 //! from there, up to six times in a row; after that the row says so, and
 //! choosing the same file again continues from the server's offset (the
 //! server finds the unfinished upload of that name and length). Cancel
-//! aborts the request in flight and deletes what the server held.
+//! aborts the request in flight and deletes what the server held. A
+//! session that has ended (401) leaves for the sign-in page, as every
+//! hydrated page does.
 
 use super::upload::{Item, Phase};
-use crate::model::datasets::RESUMABLE_CHUNK_BYTES;
+use crate::{api::auth::go_to_login, model::datasets::RESUMABLE_CHUNK_BYTES};
 use leptos::{
     prelude::*,
     wasm_bindgen::{closure::Closure, JsCast},
@@ -130,7 +132,7 @@ fn begin(job: Rc<Job>) {
     let _ = xhr.set_request_header("Upload-Length", &job.item.total.to_string());
     on_load(&xhr, job.clone(), |job, xhr, status| match (status, offset_of(xhr)) {
         (200 | 201, Some(offset)) => patch(job, offset),
-        _ => fail(&job, error_of(xhr, status)),
+        _ => refused(&job, xhr, status),
     });
     if xhr.send().is_err() {
         fail(&job, "could not start the upload".into());
@@ -169,7 +171,7 @@ fn patch(job: Rc<Job>, offset: f64) {
         // Another request still holds the upload (an earlier try the server
         // has not yet seen die): wait and ask again, as after a cut.
         (409, _) if xhr.get_response_header("retry-after").ok().flatten().is_some() => retry(job),
-        _ => fail(&job, error_of(xhr, status)),
+        _ => refused(&job, xhr, status),
     });
     if xhr.send_with_opt_blob(Some(&piece)).is_err() {
         fail(&job, "could not send the file".into());
@@ -195,6 +197,7 @@ fn retry(job: Rc<Job>) {
             let Some(xhr) = request(&job, "HEAD", &job.url) else { return fail(&job, "could not resume the upload".into()) };
             on_load(&xhr, job.clone(), |job, xhr, status| match (status, offset_of(xhr)) {
                 (200, Some(held)) => patch(job, held),
+                (401, _) => go_to_login(),
                 _ => fail(&job, format!("the upload could not be resumed (the server answered {status})")),
             });
             if xhr.send().is_err() {
@@ -214,6 +217,17 @@ fn on_load(xhr: &XmlHttpRequest, job: Rc<Job>, then: impl Fn(Rc<Job>, &XmlHttpRe
     });
     xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));
     loaded.forget();
+}
+
+/// A refusal: an ended session (401) goes to the sign-in page, which comes
+/// back here (choosing the file again continues the upload); anything else
+/// is the row's error.
+fn refused(job: &Job, xhr: &XmlHttpRequest, status: u16) {
+    if status == 401 {
+        go_to_login();
+    } else {
+        fail(job, error_of(xhr, status));
+    }
 }
 
 /// `{"error": "…"}` → the message (the server's JSON has no nesting).

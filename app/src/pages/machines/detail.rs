@@ -274,6 +274,14 @@ fn MachineActions(
     // The box's state lives here as well as in the element: it survives
     // any redraw, and the dialog names what it decides.
     let keep = RwSignal::new(false);
+    // Without JavaScript, the box to tick says what the dialog would.
+    let tick_text = {
+        let (name, volume) = (name.clone(), volume_summary(&volume, size));
+        move || match lost.get() {
+            true => format!(" I understand this deletes machine {name}"),
+            false => format!(" I understand this deletes machine {name} and, unless kept, its data volume {volume}"),
+        }
+    };
     let confirm_delete = move |ev: leptos::ev::MouseEvent| {
         let question = delete_question(&name, &volume, size, keep.get_untracked() && !lost.get_untracked());
         if !window().confirm_with_message(&question).unwrap_or(false) {
@@ -316,7 +324,7 @@ fn MachineActions(
                 " Keep the data volume"
             </label>
             {move || (!js.get()).then(|| view! {
-                <label class="check"><input type="checkbox" required/>" I understand this deletes the machine"</label>
+                <label class="check" data-testid="delete-understood"><input type="checkbox" required/>{tick_text.clone()}</label>
             })}
             <button type="submit" class="danger" disabled=move || !can_delete.get() || pending.get() on:click=confirm_delete>"Delete machine"</button>
         </ActionForm>

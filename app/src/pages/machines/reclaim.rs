@@ -18,12 +18,13 @@ use leptos::prelude::*;
 #[component]
 fn NoticeActions(n: ReclaimNotice, extend: ServerAction<ExtendReclaim>, restore: ServerAction<RestoreMachine>) -> impl IntoView {
     let id = n.machine_id;
+    let (extending, restoring) = (extend.pending(), restore.pending());
     let extend_form = n.can_extend().then(|| {
         let left = n.extensions_allowed - n.extensions_used;
         view! {
             <ActionForm action=extend attr:class="inline">
                 <input type="hidden" name="machine_id" value=id/>
-                <button type="submit" data-testid="reclaim-extend">{format!("Extend ({left} left)")}</button>
+                <button type="submit" data-testid="reclaim-extend" disabled=move || extending.get()>{format!("Extend ({left} left)")}</button>
             </ActionForm>
         }
     });
@@ -31,7 +32,7 @@ fn NoticeActions(n: ReclaimNotice, extend: ServerAction<ExtendReclaim>, restore:
         view! {
             <ActionForm action=restore attr:class="inline">
                 <input type="hidden" name="machine_id" value=id/>
-                <button type="submit" class="primary" data-testid="reclaim-restore">"Restore"</button>
+                <button type="submit" class="primary" data-testid="reclaim-restore" disabled=move || restoring.get()>"Restore"</button>
             </ActionForm>
         }
     });
@@ -92,6 +93,16 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
         },
     );
     poll(tick, Signal::derive(|| false));
+    // The owner's choice in the opt-out box until the page changes machine:
+    // the card below is drawn from each answer (and built afresh after a
+    // failed one), and the box must show what was ticked, not the saved
+    // value a poll brings back.
+    let ticked = RwSignal::new(None::<bool>);
+    Effect::new(move |_| {
+        id.track();
+        ticked.set(None);
+    });
+    let saving = opt.pending();
     view! {
         <Transition fallback=|| ()>
             {move || data.get().flatten().map(|(n, events)| {
@@ -113,9 +124,10 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
                             view! {
                                 <ActionForm action=opt attr:class="inline">
                                     <input type="hidden" name="machine_id" value=machine_id/>
-                                    <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"/>
+                                    <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"
+                                        prop:checked=move || ticked.get().unwrap_or(opted) on:change=move |ev| ticked.set(Some(event_target_checked(&ev)))/>
                                         " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
-                                    " " <button type="submit">"Save"</button>
+                                    " " <button type="submit" disabled=move || saving.get()>"Save"</button>
                                 </ActionForm>
                             }
                             .into_any()

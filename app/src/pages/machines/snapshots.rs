@@ -1,6 +1,8 @@
 //! Snapshots in the portal: taking one from the machine page (and
 //! reinstalling the machine from one), and the Snapshots page listing the
-//! group's snapshots with delete and "new machine from it".
+//! group's snapshots with delete and "new machine from it". The page polls
+//! while a snapshot is being taken; its rows are kept between polls, so
+//! what someone types into a row's form survives.
 
 use crate::{
     api::snapshots::{list_snapshots, machine_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
@@ -10,6 +12,7 @@ use crate::{
         poll::poll,
         polled::{busy_when, Polled},
     },
+    error::AppError,
     model::snapshots::{size_text, SnapshotRow},
 };
 use leptos::prelude::*;
@@ -53,6 +56,7 @@ impl SnapshotCardData {
 pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bool, reinstall: bool) -> impl IntoView {
     let may_reinstall = reinstall;
     let SnapshotCardData { list, take, reinstall } = data;
+    let taking = take.pending();
     view! {
         <section class="card stack" data-testid="machine-snapshots">
             <h2>"Snapshots"</h2>
@@ -62,7 +66,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
                 <ActionForm action=take attr:class="inline">
                     <input type="hidden" name="machine_id" value=machine_id/>
                     <label>"Name " <input type="text" name="name" required maxlength="64" placeholder="before upgrade" data-testid="snapshot-name"/></label>
-                    " " <button type="submit" data-testid="snapshot-take">"Take snapshot"</button>
+                    " " <button type="submit" data-testid="snapshot-take" disabled=move || taking.get()>"Take snapshot"</button>
                 </ActionForm>
             })}
             <p class="muted small">"A snapshot keeps the machine's files outside /data (installed software, settings); the data volume is not part of it."</p>
@@ -130,57 +134,88 @@ pub fn SnapshotsPage() -> impl IntoView {
                 <p class="form-ok" role="status" data-testid="snapshot-machine-created">"Machine created: " <a href=format!("/machines/{id}")>"open it"</a></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || list.get().map(|r| match r {
-                    Ok(l) if l.is_empty() => view! { <p class="muted" data-testid="no-snapshots">"No snapshots yet. Take one from a machine's page."</p> }.into_any(),
-                    Ok(l) => view! { <SnapshotTable list=l delete=delete create=create js=js/> }.into_any(),
-                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-                })}
+                <SnapshotTable list=list delete=delete create=create js=js/>
             </Transition>
         </section>
     }
 }
 
+/// Built inside the Transition, so its memos' reads of the resource count
+/// for it. The rows are keyed by snapshot id and built once each: a poll
+/// updates a row's size and state in place, and a snapshot listed above
+/// (newest first) or one deleted never moves what someone typed into a
+/// row's "new machine from it" inputs to another snapshot's row. While a
+/// refetch runs, or after one fails, the rows stay as they were.
 #[component]
-fn SnapshotTable(list: Vec<SnapshotRow>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
+fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
+    let ids = Memo::new(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
+        let now = list.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|s| s.id).collect::<Vec<_>>()).map_err(Clone::clone)));
+        match (now, prev.cloned().flatten()) {
+            (None, last) | (Some(Err(_)), last @ Some(Ok(_))) => last,
+            (now, _) => now,
+        }
+    });
+    // What is shown: nothing yet, "none", the table, or the error.
+    let shown = Memo::new(move |_| ids.with(|i| i.as_ref().map(|r| r.as_ref().map(Vec::is_empty).map_err(ToString::to_string))));
+    move || shown.get().map(|s| match s {
+        Ok(true) => view! { <p class="muted" data-testid="no-snapshots">"No snapshots yet. Take one from a machine's page."</p> }.into_any(),
+        Ok(false) => view! {
+            <table class="table" data-testid="snapshot-list">
+                <thead><tr><th>"Name"</th><th>"Machine"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"Origin"</th><th>"State"</th><th>"New machine from it"</th><th></th></tr></thead>
+                <tbody>
+                    <For each=move || ids.get().and_then(Result::ok).unwrap_or_default() key=|id| *id let:id>
+                        <SnapshotLine id=id list=list delete=delete create=create js=js/>
+                    </For>
+                </tbody>
+            </table>
+        }
+        .into_any(),
+        Err(e) => view! { <p class="form-error">{e}</p> }.into_any(),
+    })
+}
+
+#[component]
+fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
+    // The row's latest data; a snapshot missing from one answer keeps its last.
+    let row = Memo::new(move |prev: Option<&Option<SnapshotRow>>| {
+        let latest = list.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|s| s.id == id).cloned()));
+        latest.or_else(|| prev.cloned().flatten())
+    });
+    let Some(s) = row.get_untracked() else { return ().into_any() };
+    let state = Memo::new(move |_| row.with(|r| r.as_ref().map(|r| r.state.clone()).unwrap_or_default()));
+    // A reclaim snapshot is its machine's restore point: no new machine is
+    // made from it (the server refuses).
+    let reclaim = s.origin == "reclaim";
+    let ready = Memo::new(move |_| state.get() == "ready" && !reclaim);
+    let origin = if reclaim { "idle reclaim" } else { "taken by hand" };
+    let delete_label = format!("Delete snapshot {}", s.name);
+    let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);
+    let (creating, deleting) = (create.pending(), delete.pending());
     view! {
-        <table class="table" data-testid="snapshot-list">
-            <thead><tr><th>"Name"</th><th>"Machine"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"Origin"</th><th>"State"</th><th>"New machine from it"</th><th></th></tr></thead>
-            <tbody>
-                {list.into_iter().map(|s| {
-                    // A reclaim snapshot is its machine's restore point: no
-                    // new machine is made from it (the server refuses).
-                    let ready = s.state == "ready" && s.origin != "reclaim";
-                    let origin = if s.origin == "reclaim" { "idle reclaim" } else { "taken by hand" };
-                    let delete_label = format!("Delete snapshot {}", s.name);
-                    let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);
-                    view! {
-                        <tr data-testid="snapshot" data-name=s.name.clone()>
-                            <td>{s.name.clone()}{s.parent_id.map(|p| view! { <span class="muted small">{format!(" (from snapshot #{p})")}</span> })}</td>
-                            <td><a href=format!("/machines/{}", s.machine_id)>{s.machine_name.clone()}</a></td>
-                            <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
-                            <td>{size_text(s.size_bytes)}</td>
-                            <td>{origin}</td>
-                            <td title=s.message.clone()>{s.state.clone()}</td>
-                            <td>{ready.then(|| view! {
-                                <ActionForm action=create attr:class="inline wrap">
-                                    <input type="hidden" name="snapshot_id" value=s.id/>
-                                    <input type="text" name="name" required placeholder="name" size="10" aria-label="New machine name"/>
-                                    <input type="number" name="gpu_count" value="1" min="1" max="64" aria-label="GPUs"/>
-                                    <input type="number" name="volume_size_gb" value="10" min="1" aria-label="Volume GB"/>
-                                    <button type="submit">"Create"</button>
-                                </ActionForm>
-                            })}</td>
-                            <td>
-                                <ActionForm action=delete attr:class="inline">
-                                    <input type="hidden" name="snapshot_id" value=s.id/>
-                                    <TickToConfirm js=js text="delete it"/>
-                                    <button type="submit" class="danger" aria-label=delete_label on:click=ask_first(question)>"Delete"</button>
-                                </ActionForm>
-                            </td>
-                        </tr>
-                    }
-                }).collect_view()}
-            </tbody>
-        </table>
+        <tr data-testid="snapshot" data-name=s.name.clone()>
+            <td>{s.name.clone()}{s.parent_id.map(|p| view! { <span class="muted small">{format!(" (from snapshot #{p})")}</span> })}</td>
+            <td><a href=format!("/machines/{}", s.machine_id)>{s.machine_name.clone()}</a></td>
+            <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
+            <td>{move || row.with(|r| r.as_ref().map(|r| size_text(r.size_bytes)))}</td>
+            <td>{origin}</td>
+            <td title=move || row.with(|r| r.as_ref().map(|r| r.message.clone()).unwrap_or_default())>{move || state.get()}</td>
+            <td>{move || ready.get().then(|| view! {
+                <ActionForm action=create attr:class="inline wrap">
+                    <input type="hidden" name="snapshot_id" value=id/>
+                    <input type="text" name="name" required placeholder="name" size="10" aria-label="New machine name"/>
+                    <input type="number" name="gpu_count" value="1" min="1" max="64" aria-label="GPUs"/>
+                    <input type="number" name="volume_size_gb" value="10" min="1" aria-label="Volume GB"/>
+                    <button type="submit" disabled=move || creating.get()>"Create"</button>
+                </ActionForm>
+            })}</td>
+            <td>
+                <ActionForm action=delete attr:class="inline">
+                    <input type="hidden" name="snapshot_id" value=id/>
+                    <TickToConfirm js=js text="delete it"/>
+                    <button type="submit" class="danger" aria-label=delete_label disabled=move || deleting.get() on:click=ask_first(question)>"Delete"</button>
+                </ActionForm>
+            </td>
+        </tr>
     }
+    .into_any()
 }
