@@ -47,3 +47,52 @@ where
         None => (last.get_value(), None),
     })
 }
+
+/// A detail page's view of its polled resource, built once per thing it
+/// shows (a machine, a task) rather than on every answer. While a refetch
+/// runs the resource may read as not loaded: `outcome` keeps the last one
+/// then, or the whole view would be torn down and rebuilt. A refetch that
+/// fails for a passing reason (the network, a busy server) keeps it too —
+/// the page stays as it was, with what the user ticked, typed or scrolled,
+/// and `refresh_failed` says it could not refresh; only "not found"
+/// (deleted, or no longer visible) replaces it. `data`: the latest good
+/// answer. Call it inside the `<Transition>` that shows the page, so the
+/// memos' reads of the resource count for it.
+pub struct KeptDetail<T: Send + Sync + 'static> {
+    pub outcome: Memo<Option<Result<i64, AppError>>>,
+    pub refresh_failed: Memo<Option<String>>,
+    pub data: Memo<Option<T>>,
+}
+
+pub fn kept_detail<T>(resource: Polled<T>, id_of: fn(&T) -> i64) -> KeptDetail<T>
+where
+    T: Clone + PartialEq + Send + Sync + 'static,
+{
+    let outcome = Memo::new(move |prev: Option<&Option<Result<i64, AppError>>>| {
+        let now = resource.with(|r| r.as_ref().map(|r| r.as_ref().map(id_of).map_err(Clone::clone)));
+        match (now, prev.cloned().flatten()) {
+            (None, last) => last,
+            (Some(Err(e)), Some(Ok(id))) if !matches!(e, AppError::NotFound(_)) => Some(Ok(id)),
+            (now, _) => now,
+        }
+    });
+    let refresh_failed = Memo::new(move |_| resource.with(|r| match r {
+        Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
+        _ => None,
+    }));
+    let data = Memo::new(move |prev: Option<&Option<T>>| {
+        resource.with(|r| match r {
+            Some(Ok(d)) => Some(d.clone()),
+            _ => prev.cloned().flatten(),
+        })
+    });
+    KeptDetail { outcome, refresh_failed, data }
+}
+
+/// The notice a [`KeptDetail`] page shows while its latest refetch failed.
+#[component]
+pub fn RefreshFailed(message: Memo<Option<String>>) -> impl IntoView {
+    move || message.get().map(|e| view! {
+        <p class="notice small" role="status" data-testid="refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
+    })
+}

@@ -9,7 +9,7 @@ use crate::{
     api::compute::{compute_detail, CancelCompute},
     components::{
         form_error::{error_text, FormError},
-        polled::busy_when,
+        polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         poll::poll,
         status::task_state_badge,
     },
@@ -58,30 +58,11 @@ pub fn ComputeTaskPage() -> impl IntoView {
 /// for a passing reason keeps the last answer on screen and says so.
 #[component]
 fn TaskBody(detail: Detail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
-    let outcome = Memo::new(move |prev: Option<&Option<Result<i64, AppError>>>| {
-        let now = detail.with(|r| r.as_ref().map(|r| r.as_ref().map(|d| d.task.id).map_err(Clone::clone)));
-        match (now, prev.cloned().flatten()) {
-            (None, last) => last,
-            (Some(Err(e)), Some(Ok(id))) if !matches!(e, AppError::NotFound(_)) => Some(Ok(id)),
-            (now, _) => now,
-        }
-    });
-    let refresh_failed = Memo::new(move |_| detail.with(|r| match r {
-        Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
-        _ => None,
-    }));
-    let data = Memo::new(move |prev: Option<&Option<ComputeDetail>>| {
-        detail.with(|r| match r {
-            Some(Ok(d)) => Some(d.clone()),
-            _ => prev.cloned().flatten(),
-        })
-    });
+    let KeptDetail { outcome, refresh_failed, data } = kept_detail(detail, |d: &ComputeDetail| d.task.id);
     move || {
         outcome.get().map(|o| match o {
             Ok(_) => view! {
-                {move || refresh_failed.get().map(|e| view! {
-                    <p class="notice small" role="status" data-testid="refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
-                })}
+                <RefreshFailed message=refresh_failed/>
                 <TaskView data=data cancel=cancel/>
             }
             .into_any(),

@@ -17,7 +17,7 @@ use crate::{
     api::machines::{machine_detail, CancelTask, MachineOperation},
     components::{
         form_error::{error_text, FormError},
-        polled::busy_when,
+        polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         poll::{poll_guarded, tracked},
         status::{machine_state_badge, tag},
         task_table::TaskTable,
@@ -82,37 +82,11 @@ fn MachineBody(
     js: RwSignal<bool>,
     snapshots: SnapshotCardData,
 ) -> impl IntoView {
-    // While a refetch runs the resource may read as not loaded: keep the
-    // last outcome then, or the whole view would be torn down and rebuilt.
-    // A refetch that fails for a passing reason (the network, a busy
-    // server) keeps it too — the page stays as it was, with what the user
-    // ticked or typed, and says it could not refresh; only "not found"
-    // (deleted, or no longer visible) replaces it.
-    let outcome = Memo::new(move |prev: Option<&Option<Result<i64, AppError>>>| {
-        let now = detail.with(|r| r.as_ref().map(|r| r.as_ref().map(|d| d.machine.id).map_err(Clone::clone)));
-        match (now, prev.cloned().flatten()) {
-            (None, last) => last,
-            (Some(Err(e)), Some(Ok(id))) if !matches!(e, AppError::NotFound(_)) => Some(Ok(id)),
-            (now, _) => now,
-        }
-    });
-    let refresh_failed = Memo::new(move |_| detail.with(|r| match r {
-        Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
-        _ => None,
-    }));
-    // The latest answer; a failed refetch keeps the last good one.
-    let data = Memo::new(move |prev: Option<&Option<MachineDetail>>| {
-        detail.with(|r| match r {
-            Some(Ok(d)) => Some(d.clone()),
-            _ => prev.cloned().flatten(),
-        })
-    });
+    let KeptDetail { outcome, refresh_failed, data } = kept_detail(detail, |d: &MachineDetail| d.machine.id);
     move || {
         outcome.get().map(|o| match o {
             Ok(_) => view! {
-                {move || refresh_failed.get().map(|e| view! {
-                    <p class="notice small" role="status" data-testid="refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
-                })}
+                <RefreshFailed message=refresh_failed/>
                 <MachineView data=data op=op cancel=cancel js=js snapshots=snapshots/>
             }
             .into_any(),
