@@ -267,3 +267,25 @@ impl Store for Hooked {
         self.on_delete.run(self.dir.delete(key)).await
     }
 }
+
+/// A store's writer that fails ("disk on fire") once more than `left`
+/// bytes would be written: a store that stops taking an upload partway.
+pub struct FailingWriter {
+    pub inner: Box<dyn gantry_platform::datasets::store::TempWriter>,
+    pub left: u64,
+}
+
+#[async_trait]
+impl gantry_platform::datasets::store::TempWriter for FailingWriter {
+    async fn write(&mut self, chunks: Vec<Bytes>) -> std::io::Result<()> {
+        let len: u64 = chunks.iter().map(|c| c.len() as u64).sum();
+        if len > self.left {
+            return Err(std::io::Error::other("disk on fire"));
+        }
+        self.left -= len;
+        self.inner.write(chunks).await
+    }
+    async fn finish(self: Box<Self>) -> std::io::Result<()> {
+        self.inner.finish().await
+    }
+}

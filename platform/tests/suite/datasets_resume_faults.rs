@@ -4,32 +4,9 @@
 
 use crate::datasets_support;
 
-use async_trait::async_trait;
-use bytes::Bytes;
 use datasets_support::*;
 use gantry_platform::datasets::{self, store::TempWriter, BeginUpload, UploadState};
-use std::{io, sync::Arc};
-
-/// A writer that fails once more than `left` bytes were handed to it.
-struct FailingWriter {
-    inner: Box<dyn TempWriter>,
-    left: u64,
-}
-
-#[async_trait]
-impl TempWriter for FailingWriter {
-    async fn write(&mut self, chunks: Vec<Bytes>) -> io::Result<()> {
-        let len: u64 = chunks.iter().map(|c| c.len() as u64).sum();
-        if len > self.left {
-            return Err(io::Error::other("disk full"));
-        }
-        self.left -= len;
-        self.inner.write(chunks).await
-    }
-    async fn finish(self: Box<Self>) -> io::Result<()> {
-        self.inner.finish().await
-    }
-}
+use std::sync::Arc;
 
 gantry_testkit::timed_test! {
     async fn a_store_failing_mid_patch_leaves_the_upload_at_its_last_offset() {

@@ -7,7 +7,6 @@
 
 use crate::datasets_support;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use datasets_support::*;
 use futures_util::StreamExt;
@@ -213,26 +212,6 @@ fn failing_store(root: &std::path::Path) -> Arc<Hooked> {
     Arc::new(Hooked::new("failing test store", root).without_local_dir())
 }
 
-/// A writer that fails once more than `left` bytes would be written.
-struct FailingWriter {
-    inner: Box<dyn TempWriter>,
-    left: u64,
-}
-
-#[async_trait]
-impl TempWriter for FailingWriter {
-    async fn write(&mut self, chunks: Vec<Bytes>) -> io::Result<()> {
-        let len: u64 = chunks.iter().map(|c| c.len() as u64).sum();
-        if len > self.left {
-            return Err(io::Error::other("disk on fire"));
-        }
-        self.left -= len;
-        self.inner.write(chunks).await
-    }
-    async fn finish(self: Box<Self>) -> io::Result<()> {
-        self.inner.finish().await
-    }
-}
 
 /// Reads hand back the stored bytes with one bit flipped: a copy that
 /// rotted between the write and the read-back.
