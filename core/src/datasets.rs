@@ -11,10 +11,27 @@ pub const CATEGORIES: [&str; 6] = ["images", "text", "audio", "video", "tabular"
 
 pub const CODE_MAX: usize = 64;
 pub const VERSION_MAX: usize = 64;
-/// One path segment of a file name (most file systems stop at 255 bytes).
+/// One path segment of a file name as stored ([`stored_len`]): most file
+/// systems stop at 255 bytes, and the JuiceFS gateway keeps each segment of
+/// an S3 key as a file name.
 pub const SEGMENT_MAX: usize = 255;
-/// A whole file name, sub-folders included.
-pub const FILE_NAME_MAX: usize = 1024;
+/// A whole file name as stored, sub-folders included: behind the longest
+/// `{code}/{version}/{category}/` the key still fits the 1024 bytes that
+/// S3 and MinIO allow.
+pub const FILE_NAME_MAX: usize = KEY_MAX - KEY_PREFIX_MAX;
+const KEY_MAX: usize = 1024;
+const KEY_PREFIX_MAX: usize = CODE_MAX + VERSION_MAX + longest(&CATEGORIES) + "///".len();
+
+const fn longest(words: &[&str]) -> usize {
+    let (mut i, mut most) = (0, 0);
+    while i < words.len() {
+        if words[i].len() > most {
+            most = words[i].len();
+        }
+        i += 1;
+    }
+    most
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum DatasetRuleError {
@@ -102,11 +119,41 @@ impl Visibility {
     }
 }
 
-/// Characters that show nothing, or reorder what is shown around them
-/// (Unicode format characters): in a name they make one file look like
-/// another — `report\u{202E}fdp.exe` is displayed `reportexe.pdf`.
+/// Characters that show nothing, or reorder or break what is shown around
+/// them: in a name they make one file look like another —
+/// `report\u{202E}fdp.exe` is displayed `reportexe.pdf`, and
+/// `report\u{E0041}.pdf` (a tag) just like `report.pdf`. Every Unicode
+/// format character, the line and paragraph separators, and the
+/// characters that display as blanks or nothing (the Hangul fillers, the
+/// combining grapheme joiner, the Khmer inherent vowels).
 fn invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+    format_character(c) || matches!(c, '\u{2028}' | '\u{2029}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}' | '\u{3164}' | '\u{FFA0}')
+}
+
+/// General category Cf (std has no table of it), with the unassigned code
+/// points among them that Unicode keeps for more of the same (U+2065,
+/// U+FFF0–FFF8, the rest of the tag block).
+fn format_character(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{0600}'..='\u{0605}' | '\u{061C}' | '\u{06DD}' | '\u{070F}' | '\u{0890}'..='\u{0891}' | '\u{08E2}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF0}'..='\u{FFFB}'
+        | '\u{110BD}' | '\u{110CD}' | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E007F}')
+}
+
+/// Bytes a path segment takes in a key as the S3 store writes it:
+/// `object_store` percent-encodes every byte of a non-ASCII character, the
+/// controls and the signs S3 and Google advise against, so `数` takes 9
+/// bytes and `#` 3. The limits hold for every store: a name that fits one
+/// fits all.
+pub fn stored_len(segment: &str) -> usize {
+    segment.bytes().map(|b| if b >= 0x80 || b.is_ascii_control() || b"\"#%*<>?[\\]^`{|}~".contains(&b) { 3 } else { 1 }).sum()
+}
+
+/// How a name's length is counted, for its refusal.
+macro_rules! as_stored {
+    () => {
+        " (each byte of a non-ASCII character, and each of \" # % * < > ? [ ] ^ ` { | } ~, counts 3)"
+    };
 }
 
 /// A file name inside a version: relative, `/`-separated sub-folders
@@ -117,8 +164,8 @@ pub fn file_name(value: &str) -> Result<(), DatasetRuleError> {
     if value.is_empty() {
         return Err(DatasetRuleError::Required("file name"));
     }
-    if value.len() > FILE_NAME_MAX {
-        return bad("longer than 1024 bytes");
+    if value.split('/').map(stored_len).sum::<usize>() + value.matches('/').count() > FILE_NAME_MAX {
+        return bad(concat!("longer than 886 bytes as stored", as_stored!()));
     }
     if value.starts_with('/') {
         return bad("absolute paths are not allowed");
@@ -136,7 +183,7 @@ pub fn file_name(value: &str) -> Result<(), DatasetRuleError> {
         match segment {
             "" => return bad("empty path segments are not allowed"),
             "." | ".." => return bad("'.' and '..' are not allowed"),
-            s if s.len() > SEGMENT_MAX => return bad("a path segment is longer than 255 bytes"),
+            s if stored_len(s) > SEGMENT_MAX => return bad(concat!("a path segment is longer than 255 bytes as stored", as_stored!())),
             _ => {}
         }
     }
@@ -159,7 +206,7 @@ mod quota;
 mod range;
 pub use mounts::{parse_mounts, MountRef, MOUNTS_MAX, MOUNT_ROOT};
 pub use quota::{check_quota, format_bytes, QuotaRefusal};
-pub use range::{byte_range, ByteRange};
+pub use range::{byte_range, range_applies, ByteRange};
 
 #[cfg(test)]
 mod tests;

@@ -6,8 +6,10 @@ import { ADMIN_PASSWORD, hydrated, signIn, signInOk, uniqueName } from './helper
 // files uploaded at once with their bars reaching 100 % and then listed
 // with their SHA-256, one upload cancelled mid-way and never listed, and the
 // same pages without JavaScript: the plain form uploads a small file. A
-// connection cut mid-file resumes from the server's offset; an upload
-// after the session ended goes to the sign-in page.
+// connection cut mid-file resumes from the server's offset; another file of
+// the same name and size starts over rather than continuing the first's
+// bytes; a Cancel that comes after the server listed the file says so; an
+// upload after the session ended goes to the sign-in page.
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -128,6 +130,65 @@ test('an upload whose session has ended goes to the sign-in page, which comes ba
   await page.getByTestId('file-input').setInputFiles([{ name: 'late.bin', mimeType: 'application/octet-stream', buffer: bytes(1000, 5) }]);
   await page.getByTestId('upload-submit').click();
   await expect(page).toHaveURL(new RegExp(`/login\\?next=/datasets/${code}/v1$`));
+});
+
+test('another file of the same name and size starts over instead of continuing the bytes held of the first', async ({ page }) => {
+  test.setTimeout(120_000);
+  const code = uniqueName('dsf');
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
+  await datasetWithVersion(page, code, true);
+  // The first 1 MiB of file A is held (its upload was cut and abandoned).
+  const size = 2 * 1024 * 1024;
+  const first = bytes(size, 7);
+  const origin = new URL(page.url()).origin;
+  const url = `/api/v1/datasets/${code}/versions/v1/uploads/same.bin`;
+  const headers = { Origin: origin, 'X-Gantry-Fingerprint': '1-aaaaaaaaaaaaaaaa' };
+  let res = await page.request.post(url, { headers: { ...headers, 'Upload-Length': String(size) } });
+  expect(res.status()).toBe(201);
+  res = await page.request.patch(url, { headers: { ...headers, 'Upload-Offset': '0' }, data: first.subarray(0, 1024 * 1024) });
+  expect(res.status()).toBe(204);
+
+  // The user chooses file B: the same name and size, other bytes.
+  const second = bytes(size, 8);
+  await page.getByTestId('file-input').setInputFiles([{ name: 'same.bin', mimeType: 'application/octet-stream', buffer: second }]);
+  await page.getByTestId('upload-submit').click();
+  const item = page.locator('[data-testid="upload-item"][data-name="same.bin"]');
+  await expect(item).toHaveAttribute('data-state', 'done');
+  const row = page.locator('[data-testid="file-row"][data-name="same.bin"]');
+  await expect(row.getByTestId('file-sha256')).toHaveText(sha256(second));
+});
+
+test('a Cancel that reaches the server after it listed the file says so instead of "cancelled"', async ({ page }) => {
+  const code = uniqueName('dsc');
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
+  await datasetWithVersion(page, code, true);
+  // The last piece reaches the server, which verifies and lists the file;
+  // its answer is held back until Cancel has been pressed.
+  let listed!: () => void;
+  const placed = new Promise<void>((r) => (listed = r));
+  let pressed!: () => void;
+  const cancelPressed = new Promise<void>((r) => (pressed = r));
+  await page.route('**/uploads/**', async (route) => {
+    if (route.request().method() !== 'PATCH') return route.continue();
+    const response = await route.fetch();
+    listed();
+    await cancelPressed;
+    await route.fulfill({ response }).catch(() => {}); // the page aborted it
+  });
+  const data = bytes(300_000, 9);
+  await page.getByTestId('file-input').setInputFiles([{ name: 'late.bin', mimeType: 'application/octet-stream', buffer: data }]);
+  await page.getByTestId('upload-submit').click();
+  const item = page.locator('[data-testid="upload-item"][data-name="late.bin"]');
+  await placed;
+  await item.getByTestId('upload-cancel').click();
+  pressed();
+  await expect(item).toHaveAttribute('data-state', 'finished-before-cancel');
+  await expect(item).toContainText('finished before it could be cancelled');
+  const row = page.locator('[data-testid="file-row"][data-name="late.bin"]');
+  await expect(row.getByTestId('file-sha256')).toHaveText(sha256(data));
+  await page.reload();
+  await hydrated(page);
+  await expect(page.locator('[data-testid="file-row"][data-name="late.bin"]')).toHaveCount(1);
 });
 
 test.describe('without JavaScript', () => {

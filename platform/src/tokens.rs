@@ -18,7 +18,7 @@ pub struct TokenView {
     pub revoked_at: Option<i64>,
 }
 
-fn hash(secret: &str) -> String {
+pub(crate) fn hash(secret: &str) -> String {
     Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 

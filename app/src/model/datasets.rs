@@ -81,6 +81,21 @@ pub fn resumable_url(code: &str, version: &str, name: &str) -> String {
 /// costs at most this much again.
 pub const RESUMABLE_CHUNK_BYTES: f64 = (32u64 << 20) as f64;
 
+/// How many bytes of each end of a file its fingerprint reads.
+pub const FINGERPRINT_SAMPLE_BYTES: f64 = (64u64 << 10) as f64;
+
+/// What the upload page calls the file it sends (`X-Gantry-Fingerprint`):
+/// its modification time and a hash of its first and last bytes. The
+/// server continues an unfinished upload only for the same fingerprint, so
+/// another file of the same name and size starts over instead of being
+/// spliced onto the bytes held of the first. Not a checksum of the whole
+/// file, which would read all of it before the first byte is sent; FNV-1a
+/// because it only has to tell files apart, not resist forgery.
+pub fn file_fingerprint(last_modified_ms: f64, head: &[u8], tail: &[u8]) -> String {
+    let hash = head.iter().chain(tail).fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3));
+    format!("{}-{hash:016x}", last_modified_ms.max(0.0) as u64)
+}
+
 pub fn download_url(code: &str, version: &str, name: &str) -> String {
     format!("/datasets/{}/{}/download?name={}", encode(code), encode(version), encode(name))
 }
@@ -121,6 +136,16 @@ mod tests {
         assert_eq!(rate_label(2048.0, 4096.0, 2.0), "1.0 KiB/s · 2 s left");
         assert_eq!(rate_label(0.0, 10.0, 1.0), "");
         assert_eq!(rate_label(1024.0, 1024.0 * 1000.0, 1.0), "1.0 KiB/s · 17 min left");
+    }
+
+    #[test]
+    fn fingerprints_tell_files_of_one_size_apart() {
+        let a = file_fingerprint(1_700_000_000_123.0, b"head", b"tail");
+        assert_eq!(a, file_fingerprint(1_700_000_000_123.0, b"head", b"tail"), "the same file, the same name");
+        assert_ne!(a, file_fingerprint(1_700_000_000_123.0, b"head", b"tall"), "other last bytes");
+        assert_ne!(a, file_fingerprint(1_700_000_000_124.0, b"head", b"tail"), "modified since");
+        assert!(a.starts_with("1700000000123-") && a.len() == 14 + 16, "{a}");
+        assert!(a.bytes().all(|b| b.is_ascii_graphic()), "a header value: {a}");
     }
 }
 

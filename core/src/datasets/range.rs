@@ -12,6 +12,16 @@ pub enum ByteRange {
     Unsatisfiable,
 }
 
+/// Whether a `Range` may be answered with part of the file (RFC 9110
+/// §13.1.5): always without `If-Range`; with it, only when it is `etag`,
+/// the file's current strong entity tag. Another or a weak tag, or a date
+/// (no `Last-Modified` is sent, so none can match) gets the whole file: a
+/// download resumed after the file was replaced starts over rather than
+/// splicing the new file's bytes onto the old one's.
+pub fn range_applies(if_range: Option<&str>, etag: &str) -> bool {
+    if_range.is_none_or(|v| v.trim() == etag)
+}
+
 pub fn byte_range(header: Option<&str>, size: u64) -> ByteRange {
     let Some(spec) = header.and_then(|h| h.trim().strip_prefix("bytes=")) else {
         return ByteRange::Whole;

@@ -75,3 +75,91 @@ fn categories_and_visibility() {
     assert_eq!(Visibility::parse("public"), Ok(Visibility::Public));
     assert!(Visibility::parse("world").is_err());
 }
+
+#[test]
+fn format_characters_and_line_separators_are_refused_like_the_other_invisible_ones() {
+    // Tags (U+E0000–E007F) display as nothing: `report\u{E0041}.pdf` looks like `report.pdf`.
+    for disguised in [
+        "report\u{E0041}.pdf",
+        "a\u{E0001}b",
+        "a\u{E007F}b",
+        "a\u{2028}b",
+        "a\u{2029}b",
+        "a\u{0600}b",
+        "a\u{06DD}b",
+        "a\u{070F}b",
+        "a\u{0890}b",
+        "a\u{08E2}b",
+        "a\u{110BD}b",
+        "a\u{13430}b",
+        "a\u{1BCA0}b",
+        "a\u{1D173}b",
+        "\u{3164}.txt",
+        "a\u{115F}b",
+        "a\u{FFA0}b",
+        "a\u{034F}b",
+    ] {
+        let refused = file_name(disguised).map_err(|e| e.to_string());
+        assert!(
+            refused.as_ref().is_err_and(|e| e.contains("invisible and text-direction characters")),
+            "{disguised:?}: {refused:?}"
+        );
+    }
+    // Visible letters and an emoji's presentation selector stay allowed.
+    for ok in ["naïve.txt", "数据/说明.bin", "\u{2764}\u{FE0F}.png", "Ελληνικά.csv"] {
+        assert_eq!(file_name(ok), Ok(()), "{ok}");
+    }
+}
+
+#[test]
+fn lengths_count_a_name_as_an_object_store_keeps_it() {
+    // 80 CJK characters are 240 bytes, 720 once percent-encoded in the key.
+    let cjk = "长".repeat(80);
+    let refused = file_name(&format!("{cjk}/{cjk}/{cjk}/a.bin")).unwrap_err().to_string();
+    assert!(refused.contains("bytes as stored"), "{refused}");
+    let refused = file_name(&format!("{cjk}/a.bin")).unwrap_err().to_string();
+    assert!(refused.contains("a path segment is longer than 255 bytes as stored"), "{refused}");
+    // 28 characters of 3 bytes (9 as stored) fit a segment; 29 do not.
+    assert!(file_name(&"长".repeat(28)).is_ok());
+    assert!(file_name(&"长".repeat(29)).is_err());
+    // Signs an object store encodes count three bytes each too.
+    assert!(file_name(&"#".repeat(85)).is_ok());
+    assert!(file_name(&"#".repeat(86)).is_err());
+    // The whole name leaves room for the longest `{code}/{version}/{category}/`
+    // in a key of at most 1024 bytes.
+    let longest = ascii_name(FILE_NAME_MAX);
+    assert_eq!(file_name(&longest), Ok(()));
+    let refused = file_name(&ascii_name(FILE_NAME_MAX + 1)).unwrap_err().to_string();
+    assert!(refused.contains("bytes as stored"), "{refused}");
+    let key = storage_key(&"c".repeat(CODE_MAX), &"v".repeat(VERSION_MAX), "tabular", &longest);
+    assert!(key.len() <= 1024, "{}", key.len());
+}
+
+/// A valid ASCII name of exactly `len` bytes: 100-byte folders, then the file.
+fn ascii_name(len: usize) -> String {
+    let folders = (len - 1) / 101;
+    format!("{}{}", format!("{}/", "a".repeat(100)).repeat(folders), "a".repeat(len - folders * 101))
+}
+
+#[test]
+fn stored_lengths_count_what_an_object_store_encodes_three_times() {
+    assert_eq!(stored_len("plain-name_1.txt"), 16);
+    assert_eq!(stored_len("数"), 9);
+    assert_eq!(stored_len("é"), 6);
+    assert_eq!(stored_len("a#b%c?d*e"), 17);
+    assert_eq!(stored_len("\"<>[]^`{|}~"), 33);
+    // The limit named in the refusal is the constant.
+    assert_eq!(FILE_NAME_MAX, 886);
+    assert!(file_name(&ascii_name(887)).unwrap_err().to_string().contains("longer than 886 bytes as stored"));
+}
+
+#[test]
+fn if_range_lets_a_range_through_only_for_the_current_strong_tag() {
+    let etag = "\"abc\"";
+    assert!(range_applies(None, etag));
+    assert!(range_applies(Some("\"abc\""), etag));
+    assert!(range_applies(Some(" \"abc\" "), etag));
+    for stale in ["\"old\"", "W/\"abc\"", "Wed, 21 Oct 2015 07:28:00 GMT", "", "abc"] {
+        assert!(!range_applies(Some(stale), etag), "{stale}");
+    }
+}

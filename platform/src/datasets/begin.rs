@@ -3,8 +3,16 @@
 //! quota — or, for a resumable upload asked for again, the row it already
 //! has. Everything that can refuse an upload before a byte is stored is
 //! checked here, in one `BEGIN IMMEDIATE` transaction.
+//!
+//! The upload page names the file it sends (a fingerprint: its
+//! modification time and a hash of its first and last bytes). Its
+//! unfinished upload is continued only for the same file: one that holds
+//! bytes of another file of the same name and length is started over, as
+//! the old file's first bytes followed by the new one's last would be a
+//! file that never existed. Scripts send no fingerprint and find their
+//! upload by name and length.
 
-use super::{catalog, store::{self, Store}, upload::{QuotaRoom, Upload, BODY_IDLE}, DatasetError, Datasets};
+use super::{catalog, store::{self, Store}, upload::{self, QuotaRoom, Upload, BODY_IDLE}, writing, DatasetError, Datasets};
 use crate::{accounts::User, db::Pool, now};
 use gantry_core::datasets::{self as rules, check_quota};
 use sqlx::SqliteConnection;
@@ -23,19 +31,86 @@ pub struct BeginUpload<'a> {
 /// Begins an upload, or finds the user's unfinished resumable upload of
 /// that name and length (asking again for it).
 pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>) -> Result<Upload, DatasetError> {
-    open(pool, stores, user, b, false).await
+    begin_upload_of_file(pool, stores, user, b, None).await
+}
+
+/// [`begin_upload`] for the file `fingerprint` names: an unfinished upload
+/// of that name and length is continued only if it holds bytes of that
+/// file. One holding another file's (another fingerprint, or none: a
+/// script's, whose bytes nobody can vouch for) is thrown away as Cancel
+/// would, and this upload starts at 0.
+pub async fn begin_upload_of_file(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, fingerprint: Option<&str>) -> Result<Upload, DatasetError> {
+    if let Some(f) = fingerprint {
+        check_fingerprint(f)?;
+    }
+    match open(pool, stores, user, b, fingerprint, false).await? {
+        Opened::Upload(up) => return Ok(up),
+        Opened::OtherFile(held) => start_over(pool, held, b.name).await?,
+    }
+    match open(pool, stores, user, b, fingerprint, false).await? {
+        Opened::Upload(up) => Ok(up),
+        Opened::OtherFile(_) => Err(DatasetError::Conflict(format!("another upload of {} into {}/{} began meanwhile", b.name, b.code, b.version))),
+    }
 }
 
 /// The user's unfinished resumable upload of `name`, to continue it: only
 /// ever found, never begun — a request continuing an upload that was
 /// cancelled or expired meanwhile must not start a new one in its place
-/// (404).
-pub async fn resume_upload(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str) -> Result<Upload, DatasetError> {
+/// (404). With a fingerprint, only the upload of that file: a piece of
+/// one file is never written into another's.
+pub async fn resume_upload(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str, fingerprint: Option<&str>) -> Result<Upload, DatasetError> {
+    if let Some(f) = fingerprint {
+        check_fingerprint(f)?;
+    }
     let b = BeginUpload { code, version, name, replace: false, total: None, resumable: true };
-    open(pool, stores, user, &b, true).await
+    match open(pool, stores, user, &b, fingerprint, true).await? {
+        Opened::Upload(up) => Ok(up),
+        Opened::OtherFile(_) => Err(DatasetError::Conflict(format!(
+            "the unfinished upload of {name} into {code}/{version} now holds a different file (it was chosen again, perhaps in another tab); choose this file again to start it over"
+        ))),
+    }
 }
 
-async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, find_only: bool) -> Result<Upload, DatasetError> {
+/// The most a fingerprint may be: the page's is about 30 characters.
+const FINGERPRINT_MAX: usize = 128;
+
+fn check_fingerprint(f: &str) -> Result<(), DatasetError> {
+    if f.is_empty() || f.len() > FINGERPRINT_MAX || !f.bytes().all(|c| c.is_ascii_graphic()) {
+        return Err(DatasetError::BadRequest(format!("a file's fingerprint must be 1 to {FINGERPRINT_MAX} visible ASCII characters")));
+    }
+    Ok(())
+}
+
+enum Opened {
+    Upload(Upload),
+    /// The user's unfinished upload of this name and length holds bytes
+    /// of another file.
+    OtherFile(Held),
+}
+
+struct Held {
+    id: i64,
+    temp: String,
+    replace: bool,
+    key: String,
+    stores: [Arc<dyn Store>; 2],
+}
+
+/// Throws away an unfinished upload of another file. Not under a request
+/// that is writing it now: that one is left to end (409).
+async fn start_over(pool: &Pool, held: Held, name: &str) -> Result<(), DatasetError> {
+    match upload::discard_held(pool, &held.stores, held.id, &held.temp, held.replace, &held.key).await {
+        // Gone meanwhile: nothing left to throw away.
+        Ok(()) | Err(DatasetError::NotFound(_)) => Ok(()),
+        Err(DatasetError::Busy(_)) => Err(DatasetError::Busy(format!(
+            "another request is writing the unfinished upload of {name} (a different file) now; choose the file again once it has ended (a lost one lets go within {} s)",
+            writing::LEASE_SECS
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, fingerprint: Option<&str>, find_only: bool) -> Result<Opened, DatasetError> {
     rules::file_name(b.name)?;
     let (d, v) = catalog::version(pool, user, b.code, b.version).await?;
     catalog::may_write(user, &d)?;
@@ -57,8 +132,8 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
         Some(Some(_)) => return Err(DatasetError::Conflict(format!("version {} of {} is sealed: it is read-only", b.version, b.code))),
         Some(None) => {}
     }
-    let open: Option<(i64, String, i64, Option<i64>, i64, bool)> =
-        sqlx::query_as("SELECT id, temp_key, user_id, total_size, resumable, replace FROM dataset_uploads WHERE version_id = ? AND name = ?")
+    let open: Option<(i64, String, i64, Option<i64>, i64, bool, Option<String>)> =
+        sqlx::query_as("SELECT id, temp_key, user_id, total_size, resumable, replace, fingerprint FROM dataset_uploads WHERE version_id = ? AND name = ?")
             .bind(v.id)
             .bind(b.name)
             .fetch_optional(&mut *tx)
@@ -88,11 +163,14 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
         room: None,
     };
     match open {
-        Some((id, temp, owner, total, resumable, replace)) => {
+        Some((id, temp, owner, total, resumable, replace, held_file)) => {
             let total = total.map(|t| t.max(0) as u64);
             let same = resumable == 1 && b.resumable && owner == user.id && (find_only || total == b.total);
             if !same {
                 return Err(DatasetError::Conflict(format!("an upload of {} into {}/{} is already in progress", b.name, b.code, b.version)));
+            }
+            if fingerprint.is_some_and(|f| held_file.as_deref() != Some(f)) {
+                return Ok(Opened::OtherFile(Held { id, temp, replace, key: upload.key, stores: upload.stores }));
             }
             // Resuming: its own reservation is already counted. Asking for the
             // upload is activity too: it does not expire under a client that
@@ -105,7 +183,7 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
             upload.max_bytes = upload.max_bytes.min(total.unwrap_or(u64::MAX));
             tx.commit().await?;
             upload.offset = held(&upload.stores, &upload.temp).await?;
-            return Ok(upload);
+            return Ok(Opened::Upload(upload));
         }
         None if find_only => return Err(DatasetError::NotFound(format!("upload of {} into {}/{}", b.name, b.code, b.version))),
         None => {}
@@ -128,8 +206,8 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
     let total = b.total.map(|t| t as i64);
     let at = now();
     upload.id = sqlx::query_scalar(
-        "INSERT INTO dataset_uploads (version_id, name, temp_key, user_id, total_size, replace, resumable, created_at, touched_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO dataset_uploads (version_id, name, temp_key, user_id, total_size, replace, resumable, created_at, touched_at, fingerprint)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(v.id)
     .bind(b.name)
@@ -140,10 +218,11 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
     .bind(b.resumable as i64)
     .bind(at)
     .bind(at)
+    .bind(fingerprint)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(upload)
+    Ok(Opened::Upload(upload))
 }
 
 /// A name that is a folder of another file ("a" beside "a/b") or has a

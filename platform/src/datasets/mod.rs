@@ -7,6 +7,7 @@
 //! admins): everyone else gets "not found". Public datasets are seen and
 //! downloaded by every group; only the owning group (and admins) write.
 
+pub mod access;
 mod begin;
 mod catalog;
 mod cleanup;
@@ -27,8 +28,8 @@ pub use catalog::*;
 pub use error::DatasetError;
 pub use cleanup::{clean_after_start, clean_at_start};
 pub use sweep::{sweep, Swept, SWEEP_EVERY};
-pub use begin::{begin_upload, resume_upload, BeginUpload};
-pub use upload::{abandon_upload, cancel_upload, upload_status, write_upload, Upload, UploadState};
+pub use begin::{begin_upload, begin_upload_of_file, resume_upload, BeginUpload};
+pub use upload::{abandon_upload, cancel_upload, upload_status, write_upload, write_upload_as, Upload, UploadState};
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 use store::{DirStore, Store};

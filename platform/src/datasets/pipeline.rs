@@ -5,20 +5,25 @@
 //! read-back of each copy is checked against) — through short bounded
 //! queues: receiving, hashing and both writes overlap on different cores,
 //! a slow store slows the sender (TCP backpressure), and memory stays at a
-//! few batches whatever the file's size.
+//! few batches whatever the file's size. The writer lease's renewal can
+//! stop it before the body ends ([`Halt`]).
 
 use super::{
     failure::{failed, Failed, Fault},
-    placing::Streamed,
+    placing::{self, Streamed},
     store::{self, TempWriter},
     upload::Upload,
+    writing::Halt,
     DatasetError,
 };
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
 use std::io;
-use tokio::{sync::mpsc, task::JoinHandle};
+use tokio::{
+    sync::{mpsc, watch},
+    task::JoinHandle,
+};
 
 /// Bytes gathered before they are handed on: one blocking (vectored) write
 /// per batch and store, few enough to keep the per-write overhead negligible.
@@ -39,8 +44,9 @@ pub(super) struct Received {
     pub hashes: Streamed,
 }
 
-/// Writes `body` into both temporary objects from `offset`.
-pub(super) async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S) -> Result<Received, Failed>
+/// Writes `body` into both temporary objects from `offset`, unless `halt`
+/// says to stop first.
+pub(super) async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S, mut halt: watch::Receiver<Option<Halt>>) -> Result<Received, Failed>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
@@ -57,7 +63,12 @@ where
     let mut size = offset;
     let mut batch = Batch::default();
     let stop = loop {
-        let Ok(next) = tokio::time::timeout(upload.body_idle, body.next()).await else {
+        let next = tokio::select! {
+            biased;
+            why = told_to_stop(&mut halt) => break Some(Stop::Halted(why)),
+            next = tokio::time::timeout(upload.body_idle, body.next()) => next,
+        };
+        let Ok(next) = next else {
             let idle = io::Error::new(io::ErrorKind::TimedOut, format!("no bytes arrived for {} s", upload.body_idle.as_secs()));
             break Some(Stop::Body(idle));
         };
@@ -93,6 +104,10 @@ where
             pipes.close().await;
             Fault::TooBig(size)
         }
+        Some(Stop::Halted(why)) => {
+            pipes.close().await;
+            return Err(halted(upload, offset, size, why).await);
+        }
         Some(Stop::StoreFailed) => {
             let (writers, _) = pipes.close().await;
             both(writers).err().unwrap_or(Fault::Hashing)
@@ -117,6 +132,36 @@ where
         }
     };
     Err(failed(upload, offset, fault).await)
+}
+
+/// Resolves when the lease's renewal says stop; never, once it cannot.
+async fn told_to_stop(halt: &mut watch::Receiver<Option<Halt>>) -> Halt {
+    // Copied out: the channel's guard is not held across an await.
+    let told = halt.wait_for(Option::is_some).await.map(|why| *why);
+    match told {
+        Ok(why) => why.unwrap_or(Halt::UploadEnded),
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// A request stopped by [`Halt`]. An upload that ended under it (its
+/// version deleted) has nothing left to keep. One whose right ended keeps
+/// none of this request's bytes, which came under that right: a resumable
+/// upload goes back to what it held before.
+async fn halted(upload: &Upload, offset: u64, size: u64, why: Halt) -> Failed {
+    match why {
+        Halt::VersionDeleted => Failed { error: placing::version_deleted(upload), kept: false },
+        Halt::UploadEnded => Failed { error: placing::upload_ended(upload), kept: false },
+        Halt::AccessEnded => {
+            let Failed { kept, .. } = failed(upload, offset, Fault::Cut(size, io::Error::other("the uploader's access ended"))).await;
+            let outcome = if kept { format!("the upload keeps the {offset} bytes held before this request") } else { "nothing was kept".into() };
+            let why = format!(
+                "the upload of {} stopped: the account's access ended while it was uploading (it was disabled, signed out by a password change or reset, or its API token was revoked); {outcome}",
+                upload.name
+            );
+            Failed { error: DatasetError::Forbidden(why), kept }
+        }
+    }
 }
 
 /// Both writers back from their tasks, or the first store's failure.
@@ -146,6 +191,7 @@ enum Stop {
     TooBig(u64),
     StoreFailed,
     Body(io::Error),
+    Halted(Halt),
 }
 
 /// Chunks received and not yet handed on.

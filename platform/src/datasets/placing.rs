@@ -39,7 +39,9 @@ pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Opt
         Ok(x) => x,
         Err(e) => {
             discard(pool, upload).await;
-            return Err(e);
+            // A deleted version took the copies with it: that, not a store
+            // failing to read them back, is what the person is told.
+            return Err(if version_gone(pool, upload).await { version_deleted(upload) } else { e });
         }
     };
     let aside = format!("{}.old", upload.temp);
@@ -135,8 +137,7 @@ async fn verify(upload: &Upload, size: u64, streamed: Option<&Streamed>, expecte
 async fn undo(pool: &Pool, upload: &Upload, aside: &str, kept: [bool; 2], steps: [Step; 2]) -> &'static str {
     // The version was deleted meanwhile: nothing is put back under it (a
     // move recreates the folder its delete removed); both files go.
-    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(upload.version_id).fetch_optional(pool).await;
-    if matches!(version, Ok(None)) {
+    if version_gone(pool, upload).await {
         for s in upload.stores.iter() {
             for key in [upload.key.clone(), store::temp_key(aside)] {
                 if let Err(e) = s.delete(&key).await {
@@ -193,6 +194,23 @@ async fn put_back(s: &Arc<dyn Store>, upload: &Upload, aside: &str, step: Step) 
         Ok(()) => s.delete(&store::temp_key(aside)).await,
         Err(e) => Err(e),
     }
+}
+
+/// Whether the upload's version is no more (a database error is no answer).
+async fn version_gone(pool: &Pool, upload: &Upload) -> bool {
+    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(upload.version_id).fetch_optional(pool).await;
+    matches!(version, Ok(None))
+}
+
+/// The refusal of an upload whose version was deleted while it was under way.
+pub(super) fn version_deleted(upload: &Upload) -> DatasetError {
+    DatasetError::Conflict(format!("version {} of {} was deleted while {} was uploading; nothing was kept", upload.version, upload.dataset.code, upload.name))
+}
+
+/// The refusal of an upload whose row went while a request still wrote it
+/// (cancelled, or expired).
+pub(super) fn upload_ended(upload: &Upload) -> DatasetError {
+    DatasetError::Conflict(format!("the upload of {} into {}/{} was cancelled meanwhile; nothing was kept", upload.name, upload.dataset.code, upload.version))
 }
 
 /// Removes an upload's temporary objects from both stores and its row

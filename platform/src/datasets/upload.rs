@@ -5,7 +5,7 @@
 //! leaves nothing; a resumable one keeps its temporary objects (invisible)
 //! until it is resumed, cancelled or expires.
 
-use super::{begin::held, catalog, cleanup, failure, pipeline, placing::{self, Streamed}, store::Store, writing, DatasetError, DatasetView, Datasets, FileView};
+use super::{access::Access, begin::held, catalog, cleanup, failure, pipeline, placing::{self, Streamed}, store::Store, writing, DatasetError, DatasetView, Datasets, FileView};
 use crate::{accounts::User, db::Pool};
 use bytes::Bytes;
 use futures_util::Stream;
@@ -85,12 +85,26 @@ pub enum UploadState {
 /// Streams `body` into both stores from `offset` (which must be what they
 /// hold), then places the file when it is complete. Only one request
 /// writes an upload at a time (see [`writing`]); a second is refused
-/// before it touches anything.
+/// before it touches anything. It stops when the uploader's account is
+/// disabled or its sessions end meanwhile (a caller that knows what let
+/// its request in says so: [`write_upload_as`]).
 pub async fn write_upload<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>) -> Result<UploadState, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
-    let claim = writing::claim(pool, upload.id, &upload.temp).await?;
+    let access = Access::sessions_now(pool, upload.user_id).await?;
+    write_upload_as(pool, upload, offset, body, expected_sha256, access).await
+}
+
+/// [`write_upload`] for a request that came in with `access`: once that
+/// right ends, the upload stops at the next renewal of its lease, keeping
+/// none of this request's bytes.
+pub async fn write_upload_as<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>, access: Access) -> Result<UploadState, DatasetError>
+where
+    S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
+{
+    let watch = writing::Watch { version_id: upload.version_id, access };
+    let claim = writing::claim_to_write(pool, upload.id, &upload.temp, watch).await?;
     // A resumed replace whose earlier placing died between its moves gets
     // the listed file back first: placing again would keep aside, as the
     // listed file, what that placing had moved into place.
@@ -100,7 +114,7 @@ where
             return Err(e);
         }
     }
-    let (size, streamed) = match receive(pool, upload, offset, body).await {
+    let (size, streamed) = match receive(pool, upload, offset, body, claim.halted()).await {
         Ok(Received::Complete { size, streamed }) => (size, streamed),
         Ok(Received::Partial { offset, total }) => {
             claim.release().await;
@@ -135,14 +149,14 @@ enum Received {
     Partial { offset: u64, total: u64 },
 }
 
-async fn receive<S>(pool: &Pool, upload: &Upload, offset: u64, body: S) -> Result<Received, DatasetError>
+async fn receive<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, halt: tokio::sync::watch::Receiver<Option<writing::Halt>>) -> Result<Received, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
     if offset != upload.offset {
         return Err(DatasetError::Conflict(format!("the server holds {} bytes of this upload, not {offset}; continue from {}", upload.offset, upload.offset)));
     }
-    let (size, streamed) = match pipeline::stream_into(upload, offset, body).await {
+    let (size, streamed) = match pipeline::stream_into(upload, offset, body, halt).await {
         Ok(r) => (r.size, r.hashes),
         Err(failure::Failed { error, kept }) => {
             if !kept {
@@ -188,27 +202,34 @@ pub async fn cancel_upload(pool: &Pool, stores: &Datasets, user: &User, code: &s
     let row: Option<(i64, String, bool)> =
         sqlx::query_as("SELECT id, temp_key, replace FROM dataset_uploads WHERE version_id = ? AND name = ?").bind(v.id).bind(name).fetch_optional(pool).await?;
     let (id, temp, replace) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
-    let claim = writing::claim(pool, id, &temp).await.map_err(|e| match e {
+    let both = catalog::stores_of(stores, &d)?;
+    let key = rules::storage_key(&d.code, &v.name, &d.category, name);
+    discard_held(pool, &both, id, &temp, replace, &key).await.map_err(|e| match e {
         DatasetError::Busy(_) => DatasetError::Busy(format!(
             "another request is writing this upload of {name} now; cancel it once that request has ended (a lost one lets go within {} s)",
             writing::LEASE_SECS
         )),
         other => other,
-    })?;
-    let both = catalog::stores_of(stores, &d)?;
+    })
+}
+
+/// Throws away an unfinished upload, named by its row (id and temporary
+/// object): its temporary objects and its reservation go. Refused (Busy)
+/// while another request writes it.
+pub(super) async fn discard_held(pool: &Pool, both: &[Arc<dyn Store>; 2], id: i64, temp: &str, replace: bool, key: &str) -> Result<(), DatasetError> {
+    let claim = writing::claim(pool, id, temp).await?;
     // A replace whose placing died between its moves: the listed file goes
     // back where it was moved away before the copy kept aside goes. If
     // that fails the upload stays, for a later cancel or start to finish.
     if replace {
-        let key = rules::storage_key(&d.code, &v.name, &d.category, name);
-        if let Err(e) = cleanup::put_back_in(&both, &temp, &key).await {
+        if let Err(e) = cleanup::put_back_in(both, temp, key).await {
             claim.release().await;
             return Err(e);
         }
     }
-    placing::remove_temps(&both, &temp).await;
-    placing::remove_aside(&both, &temp).await;
-    let removed = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(id).bind(&temp).execute(pool).await;
+    placing::remove_temps(both, temp).await;
+    placing::remove_aside(both, temp).await;
+    let removed = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(id).bind(temp).execute(pool).await;
     claim.release().await;
     removed?;
     Ok(())

@@ -9,11 +9,18 @@
 //! [`LEASE_SECS`] later at the latest. Every claim, renewal and release
 //! also marks the upload as touched: a resumable upload expires after a
 //! spell without activity (see [`super::sweep()`]), not at a fixed age.
+//!
+//! The renewal is also how a writer learns, while its body still comes,
+//! that it should stop: its upload ended under it (the version deleted,
+//! and with it the upload's row and temporary objects), or the right the
+//! request came with ([`Access`]) ended. It is told through
+//! [`Claim::halted`] at the next renewal, instead of receiving the rest of
+//! a body nobody will keep.
 
-use super::DatasetError;
+use super::{access::Access, DatasetError};
 use crate::{db::Pool, now};
 use std::time::Duration;
-use tokio::task::JoinHandle;
+use tokio::{sync::watch, task::JoinHandle};
 
 /// How long a lease holds without renewal.
 pub const LEASE_SECS: i64 = 60;
@@ -27,12 +34,40 @@ pub(super) struct Claim {
     upload_id: i64,
     owner: String,
     renewal: JoinHandle<()>,
+    halt: watch::Receiver<Option<Halt>>,
+}
+
+/// Why a writer must stop before its body has ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Halt {
+    /// The upload's version was deleted; its row and temporary objects went with it.
+    VersionDeleted,
+    /// The upload's row is gone, its version is not: it was cancelled, or it expired.
+    UploadEnded,
+    /// The right the request came with has ended.
+    AccessEnded,
+}
+
+/// What the renewal of a writing request's lease looks at besides it.
+pub(super) struct Watch {
+    pub version_id: i64,
+    pub access: Access,
 }
 
 /// Takes the upload for this request, or says why not. The upload is
 /// named by its id and its temporary object together: a request holding
 /// an upload that has ended never takes another upload's row.
 pub(super) async fn claim(pool: &Pool, upload_id: i64, temp: &str) -> Result<Claim, DatasetError> {
+    take(pool, upload_id, temp, None).await
+}
+
+/// [`claim`] for a request that writes a body into the upload: its
+/// renewal also tells it ([`Claim::halted`]) when to stop.
+pub(super) async fn claim_to_write(pool: &Pool, upload_id: i64, temp: &str, watch: Watch) -> Result<Claim, DatasetError> {
+    take(pool, upload_id, temp, Some(watch)).await
+}
+
+async fn take(pool: &Pool, upload_id: i64, temp: &str, watch: Option<Watch>) -> Result<Claim, DatasetError> {
     let owner = super::store::hex(&rand::random::<[u8; 12]>());
     let at = now();
     let taken = sqlx::query(
@@ -57,31 +92,65 @@ pub(super) async fn claim(pool: &Pool, upload_id: i64, temp: &str) -> Result<Cla
             None => DatasetError::NotFound("the upload (it was cancelled, or it has ended)".into()),
         });
     }
-    let renewal = tokio::spawn({
-        let (pool, owner) = (pool.clone(), owner.clone());
-        async move {
-            loop {
-                tokio::time::sleep(RENEW_EVERY).await;
-                let at = now();
-                let renewed = sqlx::query("UPDATE dataset_uploads SET writer_expires = ?, touched_at = ? WHERE id = ? AND writer = ?")
-                    .bind(at + LEASE_SECS)
-                    .bind(at)
-                    .bind(upload_id)
-                    .bind(&owner)
-                    .execute(&pool)
-                    .await;
-                match renewed {
-                    Ok(r) if r.rows_affected() == 0 => return, // placed or cancelled: nothing left to hold
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, upload = upload_id, "could not renew an upload's writer lease; retrying"),
+    let (tell, halt) = watch::channel(None);
+    let renewal = tokio::spawn(renew(pool.clone(), upload_id, owner.clone(), watch, tell));
+    Ok(Claim { pool: pool.clone(), upload_id, owner, renewal, halt })
+}
+
+/// Renews the lease while the request holds it; tells the writer to stop
+/// once, when its upload or its right has ended. The lease is renewed
+/// after that all the same, until the writer lets go: a body that had
+/// ended is being placed, which runs to its end.
+async fn renew(pool: Pool, upload_id: i64, owner: String, mut watching: Option<Watch>, tell: watch::Sender<Option<Halt>>) {
+    loop {
+        tokio::time::sleep(RENEW_EVERY).await;
+        let at = now();
+        let renewed = sqlx::query("UPDATE dataset_uploads SET writer_expires = ?, touched_at = ? WHERE id = ? AND writer = ?")
+            .bind(at + LEASE_SECS)
+            .bind(at)
+            .bind(upload_id)
+            .bind(&owner)
+            .execute(&pool)
+            .await;
+        match renewed {
+            // Placed, cancelled or deleted: nothing left to hold.
+            Ok(r) if r.rows_affected() == 0 => {
+                if let Some(w) = watching {
+                    let _ = tell.send(Some(gone(&pool, w.version_id).await));
                 }
+                return;
             }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, upload = upload_id, "could not renew an upload's writer lease; retrying"),
         }
-    });
-    Ok(Claim { pool: pool.clone(), upload_id, owner, renewal })
+        let Some(w) = &watching else { continue };
+        match w.access.holds(&pool).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = tell.send(Some(Halt::AccessEnded));
+                watching = None;
+            }
+            Err(e) => tracing::warn!(error = %e, upload = upload_id, "could not look at an uploader's access; looking again at the next renewal"),
+        }
+    }
+}
+
+/// Why an upload's row is gone under its writer.
+async fn gone(pool: &Pool, version_id: i64) -> Halt {
+    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(version_id).fetch_optional(pool).await;
+    if matches!(version, Ok(None)) {
+        Halt::VersionDeleted
+    } else {
+        Halt::UploadEnded
+    }
 }
 
 impl Claim {
+    /// Where the renewal says why the writer must stop (`None` until then).
+    pub(super) fn halted(&self) -> watch::Receiver<Option<Halt>> {
+        self.halt.clone()
+    }
+
     /// Frees the upload for the next request before this one answers, so
     /// a client continuing at once is not refused.
     pub(super) async fn release(mut self) {

@@ -7,8 +7,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../datasets_support/mod.rs"]
+mod datasets_stored_names;
 mod datasets_support;
 #[path = "../reclaim_common/mod.rs"]
+mod datasets_version_deleted_mid_upload;
 mod reclaim_common;
 #[path = "../telemetry_common/mod.rs"]
 mod telemetry_common;

@@ -11,7 +11,8 @@ use axum::{
 use futures_util::TryStreamExt;
 use gantry_platform::{
     accounts::User,
-    datasets::{self, BeginUpload, DatasetError, Datasets, Filter, UploadState},
+    datasets::{self, access::Access, BeginUpload, DatasetError, Datasets, Filter, UploadState},
+    tokens,
 };
 use serde::Deserialize;
 
@@ -55,6 +56,15 @@ async fn enter(state: &AppState, req: Request) -> Result<(User, Datasets, Header
     Ok((user, stores, parts.headers, body))
 }
 
+/// The right the request came in with, as [`api_user`] took it: its
+/// bearer token if it sent one, else its session.
+fn access(user: &User, headers: &HeaderMap) -> Access {
+    match headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(tokens::bearer) {
+        Some(secret) => Access::token(user, secret),
+        None => Access::session(user),
+    }
+}
+
 pub async fn list_datasets(State(state): State<AppState>, Query(q): Query<ListQuery>, req: Request) -> Response {
     let (user, _, _, _) = match enter(&state, req).await {
         Ok(x) => x,
@@ -87,7 +97,7 @@ pub async fn put_file(State(state): State<AppState>, Path(p): Path<FilePath>, Qu
         Err(r) => return r,
     };
     let put = transfer::Put { code: &p.code, version: &p.version, name: &p.name, replace: q.replace() };
-    match transfer::put(&state.pool, &stores, &user, put, &headers, body).await {
+    match transfer::put_as(&state.pool, &stores, &user, access(&user, &headers), put, &headers, body).await {
         Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
         Err(e) => error_json(&e),
     }
@@ -98,13 +108,22 @@ pub async fn get_file(State(state): State<AppState>, Path(p): Path<FilePath>, re
         Ok(x) => x,
         Err(r) => return r,
     };
-    transfer::download(&state.pool, &stores, &user, &p.code, &p.version, &p.name, &headers).await
+    transfer::download_as(&state.pool, &stores, &user, access(&user, &headers), &p.code, &p.version, &p.name, &headers).await
 }
 
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetError> {
     match headers.get(name) {
         None => Ok(None),
         Some(v) => v.to_str().ok().and_then(|v| v.trim().parse().ok()).map(Some).ok_or_else(|| DatasetError::BadRequest(format!("{name} must be a whole number of bytes"))),
+    }
+}
+
+/// `X-Gantry-Fingerprint`: the upload page's name for the file it sends;
+/// an unfinished upload is continued only for the same file.
+fn fingerprint(headers: &HeaderMap) -> Result<Option<&str>, DatasetError> {
+    match headers.get("x-gantry-fingerprint") {
+        None => Ok(None),
+        Some(v) => v.to_str().map(Some).map_err(|_| DatasetError::BadRequest("X-Gantry-Fingerprint must be visible ASCII characters".into())),
     }
 }
 
@@ -116,7 +135,9 @@ fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
 }
 
 /// `POST …/uploads/{name}` with `Upload-Length`: starts a resumable
-/// upload, or finds the caller's unfinished one of that name and length.
+/// upload, or finds the caller's unfinished one of that name and length —
+/// with `X-Gantry-Fingerprint`, only if it holds bytes of that same file
+/// (one of another file starts over at 0).
 pub async fn start_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, Query(q): Query<PutQuery>, req: Request) -> Response {
     let (user, stores, headers, _) = match enter(&state, req).await {
         Ok(x) => x,
@@ -127,8 +148,12 @@ pub async fn start_resumable(State(state): State<AppState>, Path(p): Path<FilePa
         Ok(None) => return error_json(&DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into())),
         Err(e) => return error_json(&e),
     };
+    let file = match fingerprint(&headers) {
+        Ok(f) => f,
+        Err(e) => return error_json(&e),
+    };
     let begin = BeginUpload { code: &p.code, version: &p.version, name: &p.name, replace: q.replace(), total: Some(total), resumable: true };
-    match datasets::begin_upload(&state.pool, &stores, &user, &begin).await {
+    match datasets::begin_upload_of_file(&state.pool, &stores, &user, &begin, file).await {
         Ok(up) => offsets(if up.offset == 0 { StatusCode::CREATED } else { StatusCode::OK }, up.offset, total),
         Err(e) => error_json(&e),
     }
@@ -157,9 +182,14 @@ pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePa
         Ok(None) => return error_json(&DatasetError::BadRequest("PATCH needs Upload-Offset: the byte the body starts at".into())),
         Err(e) => return error_json(&e),
     };
+    let file = match fingerprint(&headers) {
+        Ok(f) => f,
+        Err(e) => return error_json(&e),
+    };
     // Found, never begun: an upload cancelled or expired since the client
-    // last asked is gone (404), not started again under its name.
-    let upload = match datasets::resume_upload(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
+    // last asked is gone (404), not started again under its name. Another
+    // file's upload is not written into (409).
+    let upload = match datasets::resume_upload(&state.pool, &stores, &user, &p.code, &p.version, &p.name, file).await {
         Ok(u) => u,
         Err(e) => return error_json(&e),
     };
@@ -180,12 +210,12 @@ pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePa
         res.headers_mut().insert("upload-offset", HeaderValue::from(held));
         return res;
     }
-    let expected = transfer::client_sha256(&headers);
+    let (expected, access) = (transfer::client_sha256(&headers), access(&user, &headers));
     let pool = state.pool.clone();
     // Its own task: a dropped connection still ends in a consistent state.
     let task = tokio::spawn(async move {
         let stream = body.into_data_stream().map_err(std::io::Error::other);
-        datasets::write_upload(&pool, &upload, offset, stream, expected.as_deref()).await
+        datasets::write_upload_as(&pool, &upload, offset, stream, expected.as_deref(), access).await
     });
     match task.await {
         Ok(Ok(UploadState::Partial { offset, total })) => offsets(StatusCode::NO_CONTENT, offset, total),

@@ -72,15 +72,23 @@ pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>,
 /// (multipart: an optional `replace`, then one or more `file` parts),
 /// answered by a redirect to the version page saying what happened — or
 /// by 400 for a body no form sends (its framing past the guard's limits,
-/// an overlong `replace`).
+/// an overlong `replace`). A file refused after others were stored is said
+/// beside them: they are listed, and sending the form again as it was would
+/// be refused for them.
 pub async fn form_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, req: Request) -> Response {
-    let back = |key: &str, value: &str| {
+    let back = |messages: &[(&str, &str)]| {
         let page = format!("/datasets/{}/{}", enc(&p.code), enc(&p.version));
-        Redirect::to(&format!("{page}?{key}={}", enc(value))).into_response()
+        let query: Vec<String> = messages.iter().map(|(key, value)| format!("{key}={}", enc(value))).collect();
+        Redirect::to(&format!("{page}?{}", query.join("&"))).into_response()
     };
-    match form_files(&state, &p, req).await {
-        Ok(names) => back("uploaded", &names.join(", ")),
-        Err(FormError::Back(text)) => back("upload_error", &text),
+    let mut done = Vec::new();
+    let outcome = form_files(&state, &p, req, &mut done).await;
+    let stored = done.join(", ");
+    match outcome {
+        Ok(()) if done.is_empty() => back(&[("upload_error", "choose at least one file")]),
+        Ok(()) => back(&[("uploaded", &stored)]),
+        Err(FormError::Back(text)) if done.is_empty() => back(&[("upload_error", &text)]),
+        Err(FormError::Back(text)) => back(&[("uploaded", &stored), ("upload_error", &text)]),
         Err(FormError::Bad(text)) => no_store((StatusCode::BAD_REQUEST, text).into_response()),
     }
 }
@@ -107,7 +115,8 @@ impl From<&str> for FormError {
     }
 }
 
-async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<Vec<String>, FormError> {
+/// Stores the form's files in turn, naming each stored one in `done`.
+async fn form_files(state: &AppState, p: &VersionPath, req: Request, done: &mut Vec<String>) -> Result<(), FormError> {
     let (parts, body) = req.into_parts();
     let user = session_user(&parts).ok_or("please sign in")?;
     let stores = parts.extensions.get::<Datasets>().cloned().ok_or_else(|| DatasetError::Unconfigured.to_string())?;
@@ -121,7 +130,6 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<V
         None => FormError::Back(e),
     };
     let mut replace = false;
-    let mut done = Vec::new();
     while let Some(mut field) = form.next_field().await.map_err(|e| failed(e.to_string()))? {
         match field.name() {
             Some("replace") => {
@@ -146,7 +154,7 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<V
                 // the guard removes the upload then.
                 let guard = Unfinished { pool: state.pool.clone(), upload: upload.clone(), armed: true };
                 let stream = field.map_err(std::io::Error::other);
-                let result = datasets::write_upload(&state.pool, &upload, 0, stream, None).await;
+                let result = datasets::write_upload_as(&state.pool, &upload, 0, stream, None, datasets::access::Access::session(&user)).await;
                 guard.disarm();
                 match result {
                     Ok(UploadState::Done(_)) => done.push(name),
@@ -157,10 +165,7 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request) -> Result<V
             _ => {}
         }
     }
-    if done.is_empty() {
-        return Err("choose at least one file".into());
-    }
-    Ok(done)
+    Ok(())
 }
 
 /// Removes an upload whose request future was dropped before it finished.

@@ -9,8 +9,14 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../datasets_support/mod.rs"]
+mod datasets_access_ends;
+mod datasets_form_partial;
+mod datasets_if_range;
+mod datasets_names_http;
+mod datasets_page_fingerprint;
 mod datasets_support;
 #[path = "../security_support/mod.rs"]
+mod expect_continue;
 mod security_support;
 #[path = "../telemetry_common/mod.rs"]
 mod telemetry_common;

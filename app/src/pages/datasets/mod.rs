@@ -7,6 +7,8 @@ mod dataset;
 mod upload;
 #[cfg(feature = "hydrate")]
 mod upload_browser;
+#[cfg(feature = "hydrate")]
+mod upload_cancel;
 mod version;
 
 pub use dataset::DatasetPage;

@@ -7,7 +7,10 @@
 
 use crate::model::datasets::{encode, rate_label};
 #[cfg(feature = "hydrate")]
-use {super::upload_browser as browser, crate::model::datasets::resumable_url};
+use {
+    super::{upload_browser as browser, upload_cancel},
+    crate::model::datasets::{download_url, resumable_url},
+};
 use gantry_core::datasets::format_bytes;
 use leptos::prelude::*;
 
@@ -17,7 +20,11 @@ pub(super) enum Phase {
     Sending,
     Done,
     Failed(String),
+    /// Cancel was pressed; the server has not yet said what came of it.
+    Cancelling,
     Cancelled,
+    /// Cancel came too late: the server had already verified and listed it.
+    FinishedFirst,
 }
 
 impl Phase {
@@ -26,7 +33,9 @@ impl Phase {
             Phase::Sending => "sending",
             Phase::Done => "done",
             Phase::Failed(_) => "failed",
+            Phase::Cancelling => "cancelling",
             Phase::Cancelled => "cancelled",
+            Phase::FinishedFirst => "finished-before-cancel",
         }
     }
 }
@@ -39,10 +48,14 @@ pub(super) struct Item {
     pub name: String,
     /// Its resumable upload (`…/uploads/{name}`).
     pub url: String,
+    /// The file once listed (asked after a Cancel the server did not hold).
+    pub file_url: String,
     pub total: f64,
     pub started_ms: f64,
     pub sent: RwSignal<f64>,
     pub phase: RwSignal<Phase>,
+    /// Its last piece has gone out: the server may list it whatever Cancel does.
+    pub finishing: StoredValue<bool>,
 }
 
 #[component]
@@ -69,10 +82,12 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
                     id,
                     name: file.name(),
                     url: resumable_url(&code, &version, &file.name()),
+                    file_url: download_url(&code, &version, &file.name()),
                     total: file.size(),
                     started_ms: browser::now(),
                     sent: RwSignal::new(0.0),
                     phase: RwSignal::new(Phase::Sending),
+                    finishing: StoredValue::new(false),
                 };
                 items.update(|list| list.push(item.clone()));
                 let url = item.url.clone();
@@ -102,9 +117,9 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
     };
     let cancel = move |id: usize| {
         if let Some(item) = items.with_untracked(|l| l.iter().find(|i| i.id == id).cloned()) {
-            item.phase.set(Phase::Cancelled);
+            item.phase.set(Phase::Cancelling);
             #[cfg(feature = "hydrate")]
-            browser::cancel(handles, id, item.url);
+            upload_cancel::cancel(handles, item, move || uploaded.update(|n| *n += 1));
         }
     };
     view! {
@@ -149,7 +164,9 @@ fn UploadRow(item: Item, cancel: impl Fn(usize) + Copy + Send + Sync + 'static) 
             {move || match phase.get() {
                 Phase::Sending => view! { <button type="button" data-testid="upload-cancel" on:click=move |_| cancel(id)>"Cancel"</button> }.into_any(),
                 Phase::Done => view! { <span class="ok">"stored and verified"</span> }.into_any(),
+                Phase::Cancelling => view! { <span class="muted">"cancelling…"</span> }.into_any(),
                 Phase::Cancelled => view! { <span class="muted">"cancelled"</span> }.into_any(),
+                Phase::FinishedFirst => view! { <span class="ok">"finished before it could be cancelled: stored and verified"</span> }.into_any(),
                 Phase::Failed(m) => view! { <span class="form-error" role="alert">{m}</span> }.into_any(),
             }}
         </li>

@@ -7,25 +7,27 @@
 //! pause the page asks the server how much it holds (`HEAD`) and goes on
 //! from there, up to six times in a row; after that the row says so, and
 //! choosing the same file again continues from the server's offset (the
-//! server finds the unfinished upload of that name and length). Cancel
-//! aborts the request in flight and deletes what the server held. A
-//! session that has ended (401) leaves for the sign-in page, as every
-//! hydrated page does.
+//! server finds the unfinished upload of that name and length). Every
+//! request names the file (`X-Gantry-Fingerprint`, from its first and
+//! last 64 KiB and its modification time): the server continues only an
+//! upload of the same file, and starts another file of the same name and
+//! size over. Cancel is `upload_cancel`'s. A session that has ended (401)
+//! leaves for the sign-in page, as every hydrated page does.
 
 use super::upload::{Item, Phase};
-use crate::{api::auth::go_to_login, model::datasets::RESUMABLE_CHUNK_BYTES};
+use crate::{
+    api::auth::go_to_login,
+    model::datasets::{file_fingerprint, FINGERPRINT_SAMPLE_BYTES, RESUMABLE_CHUNK_BYTES},
+};
 use leptos::{
     prelude::*,
-    wasm_bindgen::{closure::Closure, JsCast},
-    web_sys::{self, File, HtmlInputElement, ProgressEvent, XmlHttpRequest},
+    wasm_bindgen::{closure::Closure, JsCast, JsValue},
+    web_sys::{self, js_sys, Blob, File, HtmlInputElement, ProgressEvent, XmlHttpRequest},
 };
 use std::{cell::Cell, rc::Rc, time::Duration};
 
 /// Tries in a row without progress before the row gives up.
 const RETRIES: u32 = 6;
-/// Times a cancelled upload's `DELETE` is repeated while the server still
-/// holds it for the aborted request (1 + 2 + 4 + 8 × 5 s at most).
-const DISCARD_TRIES: u32 = 8;
 
 /// The request in flight per row, so Cancel can abort it.
 pub type Handles = StoredValue<Vec<(usize, XmlHttpRequest)>, LocalStorage>;
@@ -50,46 +52,41 @@ struct Job {
     replace: bool,
     item: Item,
     handles: Handles,
-    done: Box<dyn Fn()>,
+    done: Rc<dyn Fn()>,
     /// Failed tries since the last progress.
     tries: Cell<u32>,
+    /// `X-Gantry-Fingerprint`.
+    fingerprint: String,
 }
 
 pub fn send(file: File, url: String, replace: bool, item: Item, handles: Handles, done: impl Fn() + 'static) {
-    let job = Rc::new(Job { file, url, replace, item, handles, done: Box::new(done), tries: Cell::new(0) });
-    begin(job);
+    let done: Rc<dyn Fn()> = Rc::new(done);
+    fingerprint(&file.clone(), move |fingerprint| match fingerprint {
+        Some(fingerprint) => begin(Rc::new(Job { file, url, replace, item, handles, done, tries: Cell::new(0), fingerprint })),
+        None if item.phase.get_untracked() == Phase::Sending => item.phase.set(Phase::Failed("could not read the file".into())),
+        None => {}
+    });
 }
 
-pub fn cancel(handles: Handles, id: usize, url: String) {
-    handles.with_value(|h| {
-        if let Some((_, xhr)) = h.iter().find(|(i, _)| *i == id) {
-            let _ = xhr.abort();
-        }
+/// Names `file` by its modification time and its first and last bytes.
+fn fingerprint(file: &File, then: impl FnOnce(Option<String>) + 'static) {
+    let (size, modified) = (file.size(), file.last_modified());
+    let sample = FINGERPRINT_SAMPLE_BYTES.min(size);
+    let (Ok(head), Ok(tail)) = (file.slice_with_f64_and_f64(0.0, sample), file.slice_with_f64_and_f64(size - sample, size)) else { return then(None) };
+    read_bytes(&head, move |head| match head {
+        Some(head) => read_bytes(&tail, move |tail| then(tail.map(|tail| file_fingerprint(modified, &head, &tail)))),
+        None => then(None),
     });
-    // What the server held goes too.
-    discard(url, 0);
 }
 
-/// `DELETE`s what the server holds of a cancelled upload. The request just
-/// aborted may still hold the upload on the server for a moment (it has not
-/// yet seen the connection die): answered 409 with `Retry-After`, asked
-/// again after 1, 2, 4… s. Best effort beyond that: a leftover expires.
-fn discard(url: String, tries: u32) {
-    let Ok(xhr) = XmlHttpRequest::new() else { return };
-    if xhr.open_with_async("DELETE", &url, true).is_err() {
-        return;
-    }
-    let answer = xhr.clone();
-    let loaded = Closure::<dyn FnMut()>::new(move || {
-        let held = answer.status().unwrap_or(0) == 409 && answer.get_response_header("retry-after").ok().flatten().is_some();
-        if held && tries < DISCARD_TRIES {
-            let url = url.clone();
-            set_timeout(move || discard(url, tries + 1), Duration::from_secs(1 << tries.min(3)));
-        }
-    });
-    xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));
-    loaded.forget();
-    let _ = xhr.send();
+fn read_bytes(blob: &Blob, then: impl FnOnce(Option<Vec<u8>>) + 'static) {
+    let then = Rc::new(Cell::new(Some(Box::new(then) as Box<dyn FnOnce(Option<Vec<u8>>)>)));
+    let failed = then.clone();
+    let read = Closure::<dyn FnMut(JsValue)>::new(move |buf: JsValue| then.take().into_iter().for_each(|f| f(Some(js_sys::Uint8Array::new(&buf).to_vec()))));
+    let unreadable = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| failed.take().into_iter().for_each(|f| f(None)));
+    let _ = blob.array_buffer().then2(&read, &unreadable);
+    read.forget();
+    unreadable.forget();
 }
 
 fn active(job: &Job) -> bool {
@@ -102,6 +99,7 @@ fn request(job: &Rc<Job>, method: &str, url: &str) -> Option<XmlHttpRequest> {
     let xhr = XmlHttpRequest::new().ok()?;
     xhr.open_with_async(method, url, true).ok()?;
     let _ = xhr.set_request_header("Accept", "application/json");
+    let _ = xhr.set_request_header("X-Gantry-Fingerprint", &job.fingerprint);
     let id = job.item.id;
     job.handles.update_value(|h| {
         h.retain(|(i, _)| *i != id);
@@ -127,6 +125,9 @@ fn offset_of(xhr: &XmlHttpRequest) -> Option<f64> {
 /// `POST` with the length: the server answers the offset it holds (0 for
 /// a new upload, more for an unfinished one of this name and length).
 fn begin(job: Rc<Job>) {
+    if !active(&job) {
+        return; // cancelled while the file was being read
+    }
     let url = if job.replace { format!("{}?replace=1", job.url) } else { job.url.clone() };
     let Some(xhr) = request(&job, "POST", &url) else { return fail(&job, "this browser cannot upload".into()) };
     let _ = xhr.set_request_header("Upload-Length", &job.item.total.to_string());
@@ -148,6 +149,10 @@ fn patch(job: Rc<Job>, offset: f64) {
     let end = (offset + RESUMABLE_CHUNK_BYTES).min(total);
     let Ok(piece) = job.file.slice_with_f64_and_f64(offset, end) else { return fail(&job, "could not read the file".into()) };
     let Some(xhr) = request(&job, "PATCH", &job.url) else { return fail(&job, "could not continue the upload".into()) };
+    // From here the server may list the file whatever Cancel does.
+    if end >= total {
+        job.item.finishing.set_value(true);
+    }
     let _ = xhr.set_request_header("Upload-Offset", &offset.to_string());
     let _ = xhr.set_request_header("Content-Type", "application/offset+octet-stream");
     let sent = job.item.sent;
@@ -231,7 +236,7 @@ fn refused(job: &Job, xhr: &XmlHttpRequest, status: u16) {
 }
 
 /// `{"error": "…"}` → the message (the server's JSON has no nesting).
-fn error_of(xhr: &XmlHttpRequest, status: u16) -> String {
+pub(super) fn error_of(xhr: &XmlHttpRequest, status: u16) -> String {
     let body = xhr.response_text().ok().flatten().unwrap_or_default();
     body.split_once("\"error\":")
         .and_then(|(_, rest)| rest.trim_start().strip_prefix('"'))

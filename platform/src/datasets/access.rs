@@ -1,0 +1,63 @@
+//! Who a transfer runs for, and whether they still may. A transfer is
+//! allowed when it begins, but it must not outlive the right to it: the
+//! account disabled or deleted, its sessions ended (a password reset or
+//! change, a demotion: `session_gen` moves on), or the API token it came
+//! with revoked. An upload looks again at each renewal of its writer lease
+//! ([`super::writing`]); a download as its bytes go out.
+
+use crate::{accounts::User, db::Pool, tokens, PlatformError};
+
+/// The right a request came in with.
+#[derive(Clone)]
+pub enum Access {
+    /// A signed-in session, made in this generation of the account's sessions.
+    Session { user_id: i64, session_gen: i64 },
+    /// A personal API token, by its hash as stored (never the secret).
+    Token { user_id: i64, secret_hash: String },
+}
+
+impl Access {
+    /// A browser session's right: `user` as the session guard let it in.
+    pub fn session(user: &User) -> Self {
+        Access::Session { user_id: user.id, session_gen: user.session_gen }
+    }
+
+    /// A bearer token's right: `user` is the account it authenticated as.
+    pub fn token(user: &User, secret: &str) -> Self {
+        Access::Token { user_id: user.id, secret_hash: tokens::hash(secret) }
+    }
+
+    /// The right of the account's sessions as they are now, for a caller
+    /// that did not say what let its request in.
+    pub async fn sessions_now(pool: &Pool, user_id: i64) -> Result<Self, PlatformError> {
+        let session_gen: Option<i64> = sqlx::query_scalar("SELECT session_gen FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?;
+        // An account that is gone holds no right, whatever the figure.
+        Ok(Access::Session { user_id, session_gen: session_gen.unwrap_or_default() })
+    }
+
+    /// Whether the right still holds. An error is no verdict: the caller
+    /// looks again later.
+    pub async fn holds(&self, pool: &Pool) -> Result<bool, PlatformError> {
+        let live: i64 = match self {
+            Access::Session { user_id, session_gen } => {
+                sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE id = ? AND NOT disabled AND session_gen = ?")
+                    .bind(user_id)
+                    .bind(session_gen)
+                    .fetch_one(pool)
+                    .await?
+            }
+            // What `tokens::authenticate` lets in, without noting a use.
+            Access::Token { user_id, secret_hash } => {
+                sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM api_tokens t JOIN users u ON u.id = t.user_id
+                      WHERE t.secret_hash = ? AND t.user_id = ? AND t.revoked_at IS NULL AND NOT u.disabled AND NOT u.must_change_password",
+                )
+                .bind(secret_hash)
+                .bind(user_id)
+                .fetch_one(pool)
+                .await?
+            }
+        };
+        Ok(live > 0)
+    }
+}

@@ -1,0 +1,145 @@
+//! A transfer must not outlive the right to it. An upload in one request
+//! (API `PUT`, the page's `PUT`, the no-JS form), a resumable `PATCH` and
+//! a download stop when, meanwhile, the account is disabled, its sessions
+//! end (a password reset) or the API token it came with is revoked: the
+//! upload answers why and keeps nothing of that request; the download is
+//! cut short.
+
+use crate::{datasets_support, expect_continue};
+
+use datasets_support::*;
+use expect_continue::{body_wanted, reply};
+use gantry_platform::{accounts, tokens};
+use tokio::io::AsyncWriteExt;
+
+const MIB: u64 = 1 << 20;
+const FILES: &str = "/api/v1/datasets/coco/versions/v1/files";
+const ENDED: &str = "access ended while it was uploading";
+
+async fn disable_alice(s: &Server) {
+    accounts::set_disabled(&s.pool, s.carol.id, s.alice.id, true).await.unwrap();
+}
+
+/// Signs in as alice: the headers a raw browser request carries.
+async fn browser_headers(s: &Server) -> Vec<(&'static str, String)> {
+    let res = reqwest::Client::new()
+        .post(s.url("/api/login"))
+        .header("Origin", format!("http://{}", s.addr))
+        .form(&[("username", "alice"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    let cookie = gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie");
+    vec![("Cookie", cookie), ("Origin", format!("http://{}", s.addr))]
+}
+
+async fn assert_nothing_stored(s: &Server) {
+    assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+    assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
+    assert!(files_under(&s.central).is_empty(), "{:?}", files_under(&s.central));
+    assert!(files_under(&s.region).is_empty(), "{:?}", files_under(&s.region));
+}
+
+gantry_testkit::timed_test! {
+    async fn a_token_upload_stops_when_its_account_is_disabled_midway() {
+        let s = start(limits()).await;
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
+        let mut sock = body_wanted(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, 4 * MIB).await;
+        disable_alice(&s).await;
+        sock.write_all(&vec![1u8; MIB as usize]).await.unwrap();
+        // The rest of the body never comes: the upload ends by itself.
+        let answer = reply(sock).await;
+        assert_eq!(answer.status, 403, "{}", answer.body);
+        assert!(answer.body.contains(ENDED) && answer.body.contains("nothing was kept"), "{}", answer.body);
+        assert_nothing_stored(&s).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn the_page_upload_stops_when_the_password_is_reset_midway() {
+        let s = start(limits()).await;
+        let headers = browser_headers(&s).await;
+        let mut sock = body_wanted(s.addr, "PUT", "/datasets/coco/v1/upload?name=big.bin", &headers, 4 * MIB).await;
+        accounts::reset_password(&s.pool, s.carol.id, s.alice.id, "a-temporary-password").await.unwrap();
+        sock.write_all(&vec![1u8; MIB as usize]).await.unwrap();
+        let answer = reply(sock).await;
+        assert_eq!(answer.status, 403, "{}", answer.body);
+        assert!(answer.body.contains(ENDED), "{}", answer.body);
+        assert_nothing_stored(&s).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn the_form_upload_without_javascript_stops_when_the_account_is_disabled_midway() {
+        let s = start(limits()).await;
+        let mut headers = browser_headers(&s).await;
+        let boundary = "gantryboundary";
+        headers.push(("Content-Type", format!("multipart/form-data; boundary={boundary}")));
+        headers.push(("Accept", "text/html".to_string()));
+        let part = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+        let mut sock = body_wanted(s.addr, "POST", "/datasets/coco/v1/upload", &headers, part.len() as u64 + 4 * MIB).await;
+        disable_alice(&s).await;
+        sock.write_all(part.as_bytes()).await.unwrap();
+        sock.write_all(&vec![1u8; MIB as usize]).await.unwrap();
+        let answer = reply(sock).await;
+        assert!((300..400).contains(&answer.status), "{} {}", answer.status, answer.body);
+        let location = answer.header("location").unwrap_or_default();
+        assert!(location.contains("upload_error=") && location.contains(&ENDED.replace(' ', "%20")), "{location}");
+        assert_nothing_stored(&s).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_resumable_patch_stops_when_its_token_is_revoked_midway() {
+        let s = start(limits()).await;
+        let url = "/api/v1/datasets/coco/versions/v1/uploads/big.bin";
+        let begun = reqwest::Client::new().post(s.url(url)).bearer_auth(&s.alice_token).header("Upload-Length", 4 * MIB).send().await.unwrap();
+        assert_eq!(begun.status(), reqwest::StatusCode::CREATED);
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token)), ("Upload-Offset", "0".to_string())];
+        let mut sock = body_wanted(s.addr, "PATCH", url, &auth, 4 * MIB).await;
+        let token = tokens::list(&s.pool, &s.alice).await.unwrap()[0].id;
+        tokens::revoke(&s.pool, &s.alice, token).await.unwrap();
+        sock.write_all(&vec![1u8; MIB as usize]).await.unwrap();
+        let answer = reply(sock).await;
+        assert_eq!(answer.status, 403, "{}", answer.body);
+        assert!(answer.body.contains(ENDED) && answer.body.contains("keeps the 0 bytes held before this request"), "{}", answer.body);
+        // The upload itself stays, for its owner to continue, without this request's bytes.
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 1);
+        assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
+        assert!(files_under(&s.central).iter().all(|f| std::fs::metadata(s.central.join(f)).unwrap().len() == 0), "{:?}", files_under(&s.central));
+    }
+}
+
+/// Reads a download's first chunk, runs `revoke`, then reads on: the bytes
+/// that came before it ended.
+async fn downloaded_around(mut res: reqwest::Response, revoke: impl std::future::Future<Output = ()>) -> u64 {
+    assert_eq!(res.status(), reqwest::StatusCode::OK);
+    let mut got = res.chunk().await.unwrap().map_or(0, |c| c.len() as u64);
+    revoke.await;
+    while let Ok(Some(chunk)) = res.chunk().await {
+        got += chunk.len() as u64;
+    }
+    got
+}
+
+gantry_testkit::timed_test! {
+    async fn downloads_are_cut_when_the_token_is_revoked_or_the_password_reset_midway() {
+        let s = start(limits()).await;
+        // Large enough that the server is still sending when the right ends
+        // (the socket buffers between it and the reader hold a few MiB).
+        let size = 64 * MIB;
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
+        let stored = raw(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, size, None, pattern).await.unwrap();
+        assert_eq!(stored.status, 201, "{}", stored.body);
+
+        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&s.alice_token).send().await.unwrap();
+        let token = tokens::list(&s.pool, &s.alice).await.unwrap()[0].id;
+        let got = downloaded_around(res, async { tokens::revoke(&s.pool, &s.alice, token).await.unwrap() }).await;
+        assert!(got < size, "the whole file came after the token was revoked");
+
+        let page = s.browser("alice").await;
+        let res = page.get(s.url("/datasets/coco/v1/download?name=big.bin")).send().await.unwrap();
+        let got = downloaded_around(res, async { accounts::reset_password(&s.pool, s.carol.id, s.alice.id, "a-temporary-password").await.unwrap(); }).await;
+        assert!(got < size, "the whole file came after the password was reset");
+    }
+}
