@@ -36,7 +36,7 @@ impl FormErrorKey {
 
     /// A keyed hash of the raw (still percent-encoded) query values,
     /// nested so that it cannot be extended.
-    fn sign(&self, path: &str, err: &str) -> String {
+    pub(crate) fn sign(&self, path: &str, err: &str) -> String {
         let inner = Sha256::new().chain_update(&self.0[..]).chain_update(path).chain_update([0]).chain_update(err).finalize();
         let outer = Sha256::new().chain_update(&self.0[..]).chain_update(inner).finalize();
         outer[..16].iter().map(|b| format!("{b:02x}")).collect()
@@ -110,6 +110,9 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
     let path = req.uri().path().to_owned();
     let api = path.starts_with("/api/");
     if !api && req.method() == Method::GET {
+        if let Some(back) = req.uri().query().and_then(|q| crate::form_done::drop_forged_marker(&key, &path, q)) {
+            return back;
+        }
         if let Some(query) = req.uri().query() {
             let (messages, rest, sig) = split_messages(query);
             if (!messages.is_empty() || sig.is_some()) && sig != Some(key.sign_messages(&path, &messages).as_str()) {
@@ -128,9 +131,12 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
         }
     }
     let upload_form = is_upload_form(req.method(), &path);
+    // A form posted without JavaScript accepts HTML (server_fn's own test).
+    let html_form = req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     let mut res = next.run(req).await;
     if api {
         sign_location(&key, &mut res);
+        crate::form_done::mark_location(&key, &path["/api/".len()..], html_form, &mut res);
     }
     if upload_form {
         sign_messages_in_location(&key, &mut res);

@@ -9,6 +9,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod datasets;
 pub mod files;
+pub mod form_done;
 pub mod form_errors;
 pub mod http_guard;
 pub mod http_limits;

@@ -1,6 +1,6 @@
 //! The frame around every signed-in page: brand, navigation, account menu.
 
-use crate::{api::auth::Logout, use_session};
+use crate::{api::auth::Logout, components::nojs_done::NoJsDone, use_session};
 use leptos::prelude::*;
 use leptos_router::components::{Outlet, Redirect, A};
 
@@ -56,6 +56,6 @@ pub fn Frame(children: Children) -> impl IntoView {
         <Show when=move || me.with(Option::is_none)>
             <Redirect path="/login"/>
         </Show>
-        <main class="content">{children()}</main>
+        <main class="content"><NoJsDone/>{children()}</main>
     }
 }

@@ -7,6 +7,7 @@ pub mod form_error;
 pub mod layout;
 pub mod list_nav;
 pub mod next_steps;
+pub mod nojs_done;
 pub mod poll;
 pub mod polled;
 pub mod quota_gauge;

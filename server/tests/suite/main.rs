@@ -17,6 +17,7 @@ mod datasets_page_fingerprint;
 mod datasets_support;
 #[path = "../security_support/mod.rs"]
 mod expect_continue;
+mod nojs_done;
 mod security_support;
 #[path = "../telemetry_common/mod.rs"]
 mod telemetry_common;

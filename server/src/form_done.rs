@@ -1,0 +1,142 @@
+//! "It worked", carried in a URL. Without JavaScript, a form whose server
+//! function succeeds is redirected back to its page (the Referer), which
+//! has no answer to show. So the server adds a marker naming the function
+//! to that redirect (`done=<endpoint>`), and the page's frame shows the
+//! function's fixed message (`app::components::nojs_done`).
+//!
+//! The marker carries no text, only a key into that table, and it is signed
+//! (`__dsig`, over the page's path and the key, with the form errors' key):
+//! a link that carries a marker the server did not write for that page is
+//! redirected to the same URL without it, so a page never says "saved" (or
+//! anything) because a link asked it to.
+
+use crate::form_errors::FormErrorKey;
+use app::components::nojs_done::{done_message, DONE_KEY};
+use axum::{
+    http::{header, HeaderValue, StatusCode, Uri},
+    response::{IntoResponse, Response},
+};
+
+const SIG_KEY: &str = "__dsig";
+
+fn key_of(pair: &str) -> &str {
+    pair.split_once('=').map_or(pair, |(k, _)| k)
+}
+
+fn value_of(pair: &str) -> &str {
+    pair.split_once('=').map_or("", |(_, v)| v)
+}
+
+fn is_marker(pair: &str) -> bool {
+    matches!(key_of(pair), k if k == DONE_KEY || k == SIG_KEY)
+}
+
+/// The query's marker pairs (raw, in order) and the others.
+fn split(query: &str) -> (Vec<&str>, Vec<&str>) {
+    query.split('&').filter(|p| !p.is_empty()).partition(|p| is_marker(p))
+}
+
+fn with_query(base: &str, pairs: &[&str]) -> String {
+    if pairs.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", pairs.join("&"))
+    }
+}
+
+impl FormErrorKey {
+    fn sign_done(&self, path: &str, endpoint: &str) -> String {
+        self.sign(&format!("\0done{path}"), endpoint)
+    }
+}
+
+/// For a page request: the redirect to the same URL without its marker, when
+/// the marker is not exactly one the server signed for this path.
+pub fn drop_forged_marker(key: &FormErrorKey, path: &str, query: &str) -> Option<Response> {
+    let (markers, rest) = split(query);
+    let genuine = match markers.as_slice() {
+        [] => return None,
+        [done, sig] => key_of(done) == DONE_KEY && key_of(sig) == SIG_KEY && value_of(sig) == key.sign_done(path, value_of(done)),
+        _ => false,
+    };
+    (!genuine).then(|| (StatusCode::SEE_OTHER, [(header::LOCATION, with_query(path, &rest))]).into_response())
+}
+
+/// Rewrites the redirect a server function answered with: the marker of the
+/// page the form was on never travels on, and a form posted without
+/// JavaScript (`html_form`) whose function succeeded and has a message gets
+/// its own marker. A failure's redirect carries `__err`; a hydrated form's
+/// answer is the data itself, with no redirect to mark.
+pub fn mark_location(key: &FormErrorKey, endpoint: &str, html_form: bool, res: &mut Response) {
+    let Some(location) = res.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else { return };
+    let (location, fragment) = location.split_once('#').map_or((location, None), |(l, f)| (l, Some(f)));
+    let (base, query) = location.split_once('?').unwrap_or((location, ""));
+    let (markers, mut pairs) = split(query);
+    let failed = pairs.iter().any(|p| key_of(p) == "__err");
+    let done = (html_form && !failed && res.status().is_redirection()).then(|| done_message(endpoint)).flatten();
+    if markers.is_empty() && done.is_none() {
+        return;
+    }
+    let marker = done.and_then(|_| {
+        let path = base.parse::<Uri>().ok()?.path().to_owned();
+        Some((format!("{DONE_KEY}={endpoint}"), format!("{SIG_KEY}={}", key.sign_done(&path, endpoint))))
+    });
+    if let Some((done, sig)) = &marker {
+        pairs.extend([done.as_str(), sig.as_str()]);
+    }
+    let rewritten = with_query(base, &pairs) + &fragment.map(|f| format!("#{f}")).unwrap_or_default();
+    if let Ok(v) = HeaderValue::from_str(&rewritten) {
+        res.headers_mut().insert(header::LOCATION, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redirect_to(location: &str) -> Response {
+        (StatusCode::FOUND, [(header::LOCATION, location.to_string())]).into_response()
+    }
+
+    fn location(res: &Response) -> &str {
+        res.headers()[header::LOCATION].to_str().unwrap()
+    }
+
+    #[test]
+    fn a_success_is_marked_for_its_page_and_that_page_only() {
+        let key = FormErrorKey::random();
+        let mut res = redirect_to("http://h/admin/groups?page=2&done=admin/create_group&__dsig=old#g3");
+        mark_location(&key, "admin/update_group", true, &mut res);
+        let sig = key.sign_done("/admin/groups", "admin/update_group");
+        assert_eq!(location(&res), format!("http://h/admin/groups?page=2&done=admin/update_group&__dsig={sig}#g3"));
+        assert!(drop_forged_marker(&key, "/admin/groups", &format!("page=2&done=admin/update_group&__dsig={sig}")).is_none());
+        let moved = drop_forged_marker(&key, "/admin/nodes", &format!("page=2&done=admin/update_group&__dsig={sig}")).unwrap();
+        assert_eq!(location(&moved), "/admin/nodes?page=2");
+    }
+
+    #[test]
+    fn failures_hydrated_posts_and_functions_without_a_message_carry_no_marker() {
+        let key = FormErrorKey::random();
+        let cases = [
+            ("admin/update_group", true, "/admin/groups?done=x&__path=p&__err=e&__sig=s", "/admin/groups?__path=p&__err=e&__sig=s"),
+            ("admin/update_group", false, "/admin/groups", "/admin/groups"),
+            ("login", true, "/machines?done=admin/update_group", "/machines"),
+        ];
+        for (endpoint, html_form, from, to) in cases {
+            let mut res = redirect_to(from);
+            mark_location(&key, endpoint, html_form, &mut res);
+            assert_eq!(location(&res), to, "{endpoint} {html_form}");
+        }
+    }
+
+    #[test]
+    fn unsigned_repeated_or_unknown_markers_are_dropped() {
+        let key = FormErrorKey::random();
+        let sig = key.sign_done("/p", "admin/update_group");
+        for query in ["done=admin/update_group", "done=hello%20world&__dsig=00", &format!("done=admin/update_group&__dsig={sig}&done=x")] {
+            let back = drop_forged_marker(&key, "/p", &format!("a=1&{query}")).unwrap();
+            assert_eq!(location(&back), "/p?a=1", "{query}");
+        }
+        assert!(drop_forged_marker(&key, "/p", "a=1").is_none());
+    }
+}
