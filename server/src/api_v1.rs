@@ -4,7 +4,7 @@
 
 use app::state::AppState;
 use axum::{
-    extract::{Extension, Path, State},
+    extract::{Extension, Path, Query, State},
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -83,9 +83,38 @@ impl From<ComputeTaskView> for TaskJson {
     }
 }
 
-async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<Vec<TaskJson>>, ApiError> {
+/// Most tasks one list answer holds (and how many without `limit`).
+const LIST_MAX: i64 = 500;
+
+/// `?limit=N&before=ID`: the next page is `before=` the last id received.
+/// Raw strings, checked here, so a bad value is the API's JSON 400.
+#[derive(Deserialize)]
+struct ListParams {
+    limit: Option<String>,
+    before: Option<String>,
+}
+
+impl ListParams {
+    fn parse(&self) -> Result<(Option<i64>, i64), ApiError> {
+        let bad = |m: String| ApiError(StatusCode::BAD_REQUEST, m);
+        let limit = match self.limit.as_deref() {
+            None => LIST_MAX,
+            Some(v) => v.trim().parse().ok().filter(|n| (1..=LIST_MAX).contains(n)).ok_or_else(|| bad(format!("limit must be a whole number from 1 to {LIST_MAX}")))?,
+        };
+        let before = match self.before.as_deref() {
+            None => None,
+            Some(v) => Some(v.trim().parse().map_err(|_| bad("before must be a task id (a whole number)".into()))?),
+        };
+        Ok((before, limit))
+    }
+}
+
+/// The tasks this token's user may see, newest first: a JSON array, as
+/// before paging came (no parameters: the newest 500).
+async fn list(State(state): State<AppState>, headers: HeaderMap, Query(params): Query<ListParams>) -> Result<Json<Vec<TaskJson>>, ApiError> {
     let user = bearer(&state, &headers).await?;
-    let tasks = compute::list_compute_tasks(&state.pool, &user, 500).await?;
+    let (before, limit) = params.parse()?;
+    let tasks = compute::list_compute_tasks(&state.pool, &user, before, limit).await?;
     Ok(Json(tasks.into_iter().map(TaskJson::from).collect()))
 }
 

@@ -1,6 +1,7 @@
 //! Compute tasks for the signed-in user (PRODUCT B4): the form's choices,
-//! submit, list, one task with its decision in words and its output, and
-//! cancel. Who sees what is the platform's rule (own group; admins all).
+//! submit, one task with its decision in words and its output, and
+//! cancel (the list is `super::lists::compute_window`). Who sees what is
+//! the platform's rule (own group; admins all).
 
 use crate::{
     error::AppError,
@@ -8,8 +9,6 @@ use crate::{
 };
 use leptos::prelude::*;
 
-/// Most tasks the list shows.
-pub const COMPUTE_LIST_LIMIT: i64 = 200;
 /// Lines of live output read from a running task's container.
 pub const LIVE_OUTPUT_LINES: usize = 200;
 
@@ -111,13 +110,6 @@ pub async fn submit_compute(
     Ok(compute_row(task))
 }
 
-#[server(prefix = "/api", endpoint = "my_compute_tasks")]
-pub async fn my_compute_tasks() -> Result<Vec<ComputeRow>, AppError> {
-    let user = crate::state::auth()?;
-    let list = gantry_platform::compute::list_compute_tasks(&crate::state::pool()?, &user, COMPUTE_LIST_LIMIT).await?;
-    Ok(list.into_iter().map(compute_row).collect())
-}
-
 /// One task. While it runs, its output is read from the container (for
 /// its submitter and admins, as the machine's own log is); otherwise it is
 /// the tail kept when it ended.
@@ -172,7 +164,7 @@ pub(crate) fn form_post() -> bool {
 }
 
 #[cfg(feature = "ssr")]
-fn compute_row(t: gantry_platform::compute::ComputeTaskView) -> ComputeRow {
+pub(crate) fn compute_row(t: gantry_platform::compute::ComputeTaskView) -> ComputeRow {
     ComputeRow {
         id: t.id,
         name: t.name,

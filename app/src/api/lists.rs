@@ -1,4 +1,4 @@
-//! The machines and tasks lists, a window at a time with filters and
+//! The machines, tasks and compute tasks lists, a window at a time with filters and
 //! per-state counts. Values come from query strings: states and kinds are
 //! checked against the core's names (a typo is a 400 naming the choices),
 //! page numbers are clamped, and who sees what is the platform's rule.
@@ -7,7 +7,7 @@
 
 use crate::{
     error::AppError,
-    model::lists::{MachinesWindow, TasksWindow, UsersWindow},
+    model::lists::{ComputeWindow, MachinesWindow, TasksWindow, UsersWindow},
 };
 use leptos::prelude::*;
 
@@ -43,6 +43,24 @@ pub async fn tasks_window(
     let window = gantry_platform::machines::tasks_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
     Ok(TasksWindow { rows: window.rows.into_iter().map(super::machines::task_row).collect(), counts })
+}
+
+/// Compute tasks: `user` is the requester. Their states are the task
+/// states' names (the `compute_tasks` table allows exactly those).
+#[server(name = GetComputeWindow, prefix = "/api", endpoint = "compute_window")]
+pub async fn compute_window(
+    state: Option<String>,
+    user: Option<String>,
+    group: Option<String>,
+    page: Option<String>,
+) -> Result<ComputeWindow, AppError> {
+    use gantry_core::task::TaskState;
+    let query = crate::model::lists::ListQuery { state, user, group, kind: None, page };
+    let user = crate::state::auth()?;
+    let (filter, page) = server::filter(&query, TaskState::ALL.iter().map(|s| s.as_str()), None)?;
+    let window = gantry_platform::compute::compute_window(&crate::state::pool()?, &user, &filter, page).await?;
+    let counts = server::counts(window.total, page, window.by_state);
+    Ok(ComputeWindow { rows: window.rows.into_iter().map(super::compute::compute_row).collect(), counts })
 }
 
 /// The admin console's users: `state` is active or disabled, `user` part of

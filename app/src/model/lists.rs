@@ -2,6 +2,7 @@
 //! per state, and the query that produced them (so links keep filters).
 
 use super::{
+    compute::ComputeRow,
     machines::{MachineRow, TaskRow},
     UserRow,
 };
@@ -73,6 +74,12 @@ pub struct MachinesWindow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TasksWindow {
     pub rows: Vec<TaskRow>,
+    pub counts: ListCounts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComputeWindow {
+    pub rows: Vec<ComputeRow>,
     pub counts: ListCounts,
 }
 

@@ -4,6 +4,7 @@
 //! the same quota-checked admission, dispatcher and transitions as dev
 //! machines; watched to their end.
 
+mod listing;
 mod matcher;
 mod rules;
 mod size;
@@ -11,6 +12,7 @@ mod views;
 mod watch;
 
 pub(crate) use matcher::has_container_sql;
+pub use listing::{compute_ids_sql, compute_window};
 pub use matcher::{evaluate_queue, evaluate_queue_seeded, snapshot, Snapshot};
 pub use views::{compute_task, list_compute_tasks, ComputeTaskView};
 pub use watch::{run_loops, watch_once};

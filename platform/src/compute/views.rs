@@ -35,16 +35,26 @@ pub struct ComputeTaskView {
     pub finished_at: Option<i64>,
 }
 
-const SELECT: &str = "SELECT c.id, c.name, u.username AS requester, c.framework, c.framework_version, c.interpreter, c.interpreter_version,
+/// The tasks' columns and joins (`c` the task), read by the lists too.
+pub(super) const SELECT: &str = "SELECT c.id, c.name, u.username AS requester, c.framework, c.framework_version, c.interpreter, c.interpreter_version,
            c.command, c.gpu_count, c.gpu_model, c.cpu_millis, c.memory_mb, c.time_limit_secs, c.state, c.message, c.decision,
            r.code AS region, ri.reference AS image, c.machine_id, n.name AS node, c.exit_code, c.logs_tail, c.created_at, c.started_at, c.finished_at
     FROM compute_tasks c JOIN users u ON u.id = c.requester_id
     LEFT JOIN regions r ON r.id = c.region_id LEFT JOIN region_images ri ON ri.id = c.region_image_id
     LEFT JOIN machines m ON m.id = c.machine_id LEFT JOIN nodes n ON n.id = m.node_id";
 
-pub async fn list_compute_tasks(pool: &Pool, viewer: &User, limit: i64) -> Result<Vec<ComputeTaskView>, PlatformError> {
+/// At most `limit` of the tasks `viewer` may see, newest first, older than
+/// task `before` when given (the API's pages: a script passes the last id
+/// it has). `c.id < ?` is a range on the index walked, so a page deep in
+/// the list costs what the first does.
+pub async fn list_compute_tasks(pool: &Pool, viewer: &User, before: Option<i64>, limit: i64) -> Result<Vec<ComputeTaskView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "c.group_id");
-    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY c.id DESC LIMIT ?")).bind(bind).bind(limit).fetch_all(pool).await?)
+    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) AND c.id < ? ORDER BY c.id DESC LIMIT ?"))
+        .bind(bind)
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// One task; another group's is "not found".

@@ -1,5 +1,6 @@
 //! The list pages' per-state counts come from `machine_counts` and
-//! `task_counts`, kept by triggers (migration 0014). Every way a row can
+//! `task_counts`, kept by triggers (migration 0014), and
+//! `compute_task_counts` (migration 0027). Every way a row can
 //! change — insert, state change, a move to another group or person, a
 //! different kind, delete — must leave the tables equal to counting the
 //! rows. The engine's property test checks the same after every step.
@@ -19,6 +20,10 @@ pub async fn assert_counts_agree(pool: &Pool, after: &str) {
         (
             "SELECT group_id, requester_id, kind, state, n FROM task_counts WHERE n <> 0 ORDER BY 1, 2, 3, 4",
             "SELECT group_id, requester_id, kind, state, COUNT(*) FROM tasks GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+        ),
+        (
+            "SELECT group_id, requester_id, 'compute', state, n FROM compute_task_counts WHERE n <> 0 ORDER BY 1, 2, 3, 4",
+            "SELECT group_id, requester_id, 'compute', state, COUNT(*) FROM compute_tasks GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
         ),
     ];
     for (kept, counted) in pairs {

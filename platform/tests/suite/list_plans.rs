@@ -1,13 +1,15 @@
 //! A list page costs the same with 50 or 50,000 rows behind it only if
 //! every window walks an index in id order and stops after one page. This
 //! asks SQLite for the plan of every combination of viewer (admin, member)
-//! and filters (state, person, group, task kind): no plan may sort the
-//! matching rows (`USE TEMP B-TREE`), and only an admin's list with nothing
-//! set may walk the whole table (newest first, so it still stops early).
+//! and filters (state, person, group, task kind) of the machines, tasks and
+//! compute tasks lists: no plan may sort the matching rows (`USE TEMP
+//! B-TREE`), and only an admin's list with nothing set may walk the whole
+//! table (newest first, so it still stops early).
 
 use gantry_core::Role;
 use gantry_platform::{
     accounts::{self, User},
+    compute::compute_ids_sql,
     db::Pool,
     machines::{machine_ids_sql, recent_tasks_sql, task_ids_sql, ListFilter},
 };
@@ -75,8 +77,14 @@ gantry_testkit::timed_test! {
                 check(who, &f, "tasks", &steps);
                 checked += 1;
             }
+            for f in filters(false) {
+                let (sql, bind) = compute_ids_sql(who, &f);
+                let steps = plan(&pool, &format!("EXPLAIN QUERY PLAN {sql}"), (bind, &f)).await;
+                check(who, &f, "compute_tasks", &steps);
+                checked += 1;
+            }
         }
-        assert_eq!(checked, 2 * (8 + 16));
+        assert_eq!(checked, 2 * (8 + 16 + 8));
     }
 }
 

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../datasets_support/mod.rs"]
+mod compute_list;
 mod datasets_stored_names;
 mod datasets_support;
 #[path = "../reclaim_common/mod.rs"]

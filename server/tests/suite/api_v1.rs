@@ -182,3 +182,51 @@ gantry_testkit::timed_test! {
         assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await, 0, "nothing recorded");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn the_task_list_pages_with_limit_and_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        accounts::create_group(&server.pool, None, "ml", 4).await.unwrap();
+        accounts::create_group(&server.pool, None, "other", 4).await.unwrap();
+        let alice = user(&server, "alice", "ml").await;
+        let carol = user(&server, "carol", "other").await;
+        for (i, who) in [&alice, &alice, &carol, &alice, &alice, &alice].into_iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO compute_tasks (name, requester_id, group_id, framework, framework_version, interpreter, interpreter_version, command,
+                                            gpu_count, cpu_millis, memory_mb, time_limit_secs, state, created_at, updated_at)
+                 VALUES (?, ?, ?, 'PyTorch', '2.4', 'Python', '3.11', '[\"true\"]', 1, 1000, 1024, 60, 'pending', 0, 0)",
+            )
+            .bind(format!("t{i}"))
+            .bind(who.id)
+            .bind(who.group_id)
+            .execute(&server.pool)
+            .await
+            .unwrap();
+        }
+        let (_, token) = tokens::create(&server.pool, &alice, "laptop").await.unwrap();
+        let http = reqwest::Client::new();
+        let get = |query: &str| http.get(server.url(&format!("/api/v1/compute-tasks{query}"))).bearer_auth(&token).send();
+        let names = |list: Value| list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+
+        // Without parameters: every task of the group, newest first, as before.
+        let all: Value = get("").await.unwrap().json().await.unwrap();
+        assert_eq!(names(all.clone()), ["t5", "t4", "t3", "t1", "t0"]);
+        assert!(all[0]["decision"].is_null() && all[0]["command"] == json!(["true"]), "the same shape: {all}");
+        // A page of two, then the two before the last one seen.
+        let first: Value = get("?limit=2").await.unwrap().json().await.unwrap();
+        assert_eq!(names(first.clone()), ["t5", "t4"]);
+        let next: Value = get(&format!("?limit=2&before={}", first[1]["id"])).await.unwrap().json().await.unwrap();
+        assert_eq!(names(next.clone()), ["t3", "t1"], "carol's task is not alice's to see");
+        let last: Value = get(&format!("?limit=2&before={}", next[1]["id"])).await.unwrap().json().await.unwrap();
+        assert_eq!(names(last), ["t0"]);
+
+        // Bad values: 400 with the rule, as JSON.
+        for bad in ["?limit=0", "?limit=501", "?limit=abc", "?before=x"] {
+            let res = get(bad).await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{bad}");
+            let body: Value = res.json().await.unwrap();
+            assert!(body["error"].as_str().is_some_and(|e| e.contains("limit") || e.contains("before")), "{bad}: {body}");
+        }
+    }
+}

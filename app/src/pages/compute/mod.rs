@@ -1,15 +1,20 @@
-//! Compute tasks: the submission form and the tasks the user may see,
-//! kept current while any is still going. The form is built once from its
-//! options (never refetched), outside the polled list, so a poll never
-//! resets what is being typed.
+//! Compute tasks: the submission form and the tasks the user may see, a
+//! window at a time with filters, counts per state and a pager (as /tasks),
+//! kept current while any shown is still going. The form is built once
+//! from its options (never refetched), outside the polled list, so a poll
+//! never resets what is being typed.
 
 pub mod detail;
 pub mod form;
 
 use crate::{
-    api::compute::{compute_options, my_compute_tasks, CancelCompute, SubmitCompute},
+    api::{
+        compute::{compute_options, CancelCompute, SubmitCompute},
+        lists::compute_window,
+    },
     components::{
         form_error::{error_text, FormError},
+        list_nav::{use_list_query, FilterForm, Pager, StateLinks},
         polled::busy_when,
         poll::poll,
         status::task_state_badge,
@@ -29,9 +34,14 @@ pub fn ComputePage() -> impl IntoView {
     let submit = ServerAction::<SubmitCompute>::new();
     let cancel = ServerAction::<CancelCompute>::new();
     let tick = RwSignal::new(0u64);
-    let tasks = Resource::new(move || (tick.get(), submit.version().get(), cancel.version().get()), |_| my_compute_tasks());
+    // One window of the list, as the URL's filters and page say.
+    let query = use_list_query();
+    let tasks = Resource::new(
+        move || (tick.get(), submit.version().get(), cancel.version().get(), query.get()),
+        |(_, _, _, q)| compute_window(q.state, q.user, q.group, q.page),
+    );
     let options = Resource::new(|| (), |_| compute_options());
-    poll(tick, busy_when(tasks, |l| l.iter().any(|t| task_busy(&t.state))));
+    poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
     view! {
         <Title text="Compute"/>
         <h1>"Compute tasks"</h1>
@@ -54,9 +64,17 @@ pub fn ComputePage() -> impl IntoView {
             {move || cancel.value().get().and_then(Result::ok).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="cancel-ok">"Cancel of task #" {id} " requested."</p>
             })}
+            {move || view! { <FilterForm base="/compute" query=query.get() user_label="Requested by"/> }}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || tasks.get().map(|r| match r {
-                    Ok(list) => view! { <ComputeTable tasks=list cancel=cancel/> }.into_any(),
+                    Ok(w) => {
+                        let filtered = query.with(|q| q.state.is_some() || q.user.is_some() || q.group.is_some());
+                        view! {
+                            <StateLinks base="/compute" query=query.get_untracked() counts=w.counts.clone()/>
+                            <ComputeTable tasks=w.rows cancel=cancel filtered=filtered/>
+                            <Pager base="/compute" query=query.get_untracked() counts=w.counts/>
+                        }.into_any()
+                    }
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Transition>
@@ -65,7 +83,10 @@ pub fn ComputePage() -> impl IntoView {
 }
 
 #[component]
-fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, filtered: bool) -> impl IntoView {
+    if tasks.is_empty() && filtered {
+        return view! { <p class="muted" data-testid="no-compute-tasks">"No compute task matches these filters."</p> }.into_any();
+    }
     if tasks.is_empty() {
         return view! { <p class="muted" data-testid="no-compute-tasks">"No compute tasks yet."</p> }.into_any();
     }
