@@ -72,6 +72,14 @@ pub fn holds_nothing(state: MachineState) -> bool {
     matches!(state, MachineState::Deleted | MachineState::Lost | MachineState::Reclaimed)
 }
 
+/// Whether a machine may have a container on its node, so that its CPU and
+/// memory count there: by the invariant, exactly when it holds GPUs. A
+/// failed create gave them back with its container; a failed restart or
+/// reinstall keeps them, and its container with them.
+pub fn may_have_container(state: MachineState, holds_gpus: bool) -> bool {
+    holds_gpus && !holds_nothing(state)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +131,15 @@ mod tests {
     fn refused_transition_names_both_states() {
         assert_eq!(transition(Deleted, Running).unwrap_err().to_string(), "a deleted machine cannot become running");
         assert_eq!(transition(Running, Restarting), Ok(Restarting));
+    }
+
+    #[test]
+    fn only_a_machine_holding_gpus_may_have_a_container() {
+        for state in MachineState::ALL {
+            assert!(!may_have_container(*state, false), "{state} without GPUs");
+            assert_eq!(may_have_container(*state, true), !holds_nothing(*state), "{state} with GPUs");
+        }
+        assert!(may_have_container(Failed, true), "a failed restart keeps its container");
     }
 
     #[test]

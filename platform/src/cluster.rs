@@ -187,6 +187,7 @@ async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[Discov
     }
     for pos in &plan.insert {
         let g = &reported[*pos];
+        refuse_if_elsewhere(conn, &g.uuid).await?;
         sqlx::query("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb, simulated) VALUES (?, ?, ?, ?, ?, ?)")
             .bind(node_id)
             .bind(g.index as i64)
@@ -198,6 +199,22 @@ async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[Discov
             .await?;
     }
     Ok(())
+}
+
+/// A GPU belongs to one node (`gpus.uuid` is unique). A card another node
+/// row still lists — moved to this host, or this host registered again
+/// under a new name — is refused by name, with the way out: that node's
+/// machines and GPU history stay as they are until an admin removes it.
+async fn refuse_if_elsewhere(conn: &mut SqliteConnection, uuid: &str) -> Result<(), PlatformError> {
+    let holder: Option<(String, String)> =
+        sqlx::query_as("SELECT n.name, n.state FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?").bind(uuid).fetch_optional(&mut *conn).await?;
+    match holder {
+        None => Ok(()),
+        Some((node, state)) => Err(PlatformError::Conflict(format!(
+            "GPU {uuid} is registered to node {node} ({state}); a GPU belongs to one node: remove node {node} first \
+             (delete its machines, or mark it lost if it is gone), then try again"
+        ))),
+    }
 }
 
 /// amd64 or arm64: which region images the node can run.
@@ -228,11 +245,13 @@ pub async fn set_heartbeat(pool: &Pool, node_id: i64, at: i64) -> Result<(), Pla
 /// The whole cluster as the scheduling core sees it, read inside the
 /// caller's transaction so the decision and its writes see the same state.
 /// A GPU its node no longer reports is not there: only its holder keeps it.
+/// One a closed machine's container may still be pinned to (left to the
+/// collector, see `transitions::machine::release_as`) is taken.
 pub async fn load_view(conn: &mut SqliteConnection) -> Result<ClusterView, PlatformError> {
     let nodes: Vec<(i64, String, String, i64)> =
         sqlx::query_as("SELECT id, name, state, last_heartbeat FROM nodes ORDER BY id").fetch_all(&mut *conn).await?;
     let gpus: Vec<(i64, i64, String, String, bool)> = sqlx::query_as(
-        "SELECT g.node_id, g.idx, g.uuid, g.model, mg.gpu_id IS NOT NULL
+        "SELECT g.node_id, g.idx, g.uuid, g.model, mg.gpu_id IS NOT NULL OR g.id IN (SELECT gpu_id FROM gpus_left_to_collector)
          FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id WHERE g.id NOT IN (SELECT gpu_id FROM gpus_gone) ORDER BY g.node_id, g.idx",
     )
     .fetch_all(&mut *conn)
@@ -282,7 +301,8 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
         "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.arch, n.last_heartbeat, n.cpu_count, n.memory_mb,
                 COUNT(g.id) - COUNT(x.gpu_id) AS gpu_total,
                 -- A node without GPUs still joins one all-NULL row: not a free GPU.
-                COALESCE(SUM(g.id IS NOT NULL AND x.gpu_id IS NULL AND mg.gpu_id IS NULL), 0) AS gpu_free,
+                COALESCE(SUM(g.id IS NOT NULL AND x.gpu_id IS NULL AND mg.gpu_id IS NULL
+                             AND g.id NOT IN (SELECT gpu_id FROM gpus_left_to_collector)), 0) AS gpu_free,
                 COUNT(x.gpu_id) AS gpu_gone,
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,
                 COALESCE(MAX(g.simulated), 0) AS simulated

@@ -8,7 +8,9 @@
 //! - The collector removes, by label, every container of this installation
 //!   whose machine holds no GPUs (deleted, lost, failed create, unknown) —
 //!   the invariant's other half — and every data volume that no live
-//!   machine mounts and nobody kept. It also sweeps the node's volume
+//!   machine mounts and nobody kept. A GPU a given-up delete or create left
+//!   with its container (`gpus_left_to_collector`) is offered again once
+//!   the engine has no such container left. It also sweeps the node's volume
 //!   directory for block-volume images nothing names any more (a create
 //!   that died between making the image and its Docker volume, then was
 //!   cancelled): no machine, kept volume or Docker volume of that name, and
@@ -19,9 +21,9 @@
 //!   deleted, or a newer reclaim replaced them) are deleted, image first
 //!   ([`crate::snapshots::sweep_reclaim`]).
 
-use crate::{audit, db::Pool, executor::{loopdev, ContainerStatus, Executor}, fleet::Fleet, transitions, PlatformError};
+use crate::{audit, db::Pool, executor::{loopdev, ContainerStatus, Executor, ManagedContainer}, fleet::Fleet, transitions, PlatformError};
 use gantry_core::task::MachineState;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// How long one engine may take to list its containers or volumes.
 const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
@@ -37,8 +39,12 @@ pub struct Report {
     /// Reclaim snapshots (row and image) no machine needs any more.
     pub snapshots_collected: Vec<String>,
     /// Garbage the engine refused to remove this pass, with why; the next
-    /// pass tries again (until then such a container may still hold its GPU).
+    /// pass tries again (until then such a container may still hold its
+    /// GPU, which is offered to nobody).
     pub not_collected: Vec<String>,
+    /// GPUs left with a given-up task's container, free again now that
+    /// the container is gone.
+    pub gpus_freed: Vec<String>,
     /// Nodes whose engine did not answer (or could not be set up), with why.
     pub unreachable: Vec<String>,
 }
@@ -120,6 +126,7 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
     // 2. Containers of machines that hold no GPUs are garbage, wherever
     //    they came from. Re-checked at removal time against the database.
     let holders: HashSet<i64> = known.iter().filter(|m| m.holds_gpus).map(|m| m.id).collect();
+    let mut collected: HashSet<&str> = HashSet::new();
     for c in &containers {
         if c.machine_id.is_some_and(|id| holders.contains(&id)) {
             continue;
@@ -131,6 +138,7 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
         }
         match exec.remove_container(&c.id).await {
             Ok(()) => {
+                collected.insert(c.id.as_str());
                 let what = format!("container {} ({}) on node {node_name}: its machine holds no GPUs", c.name, &c.id[..c.id.len().min(12)]);
                 audit::record(pool, None, "collect.container", &what).await.map_err(db)?;
                 tracing::warn!("collected {what}");
@@ -142,6 +150,11 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
             }
         }
     }
+
+    // 2b. GPUs a given-up task left with its container are free once the
+    //     engine has no such container any more.
+    let remaining: Vec<&ManagedContainer> = containers.iter().filter(|c| !collected.contains(c.id.as_str())).collect();
+    report.gpus_freed.extend(free_left_gpus(pool, node_id, node_name, &remaining).await.map_err(db)?);
 
     // 3. Volumes no live machine mounts and nobody kept.
     let mounted: HashSet<&str> = known.iter().map(|m| m.volume.as_str()).collect();
@@ -190,6 +203,43 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
     Ok(())
 }
 
+/// Frees the node's GPUs left to the collector (`gpus_left_to_collector`)
+/// whose machine has no container among `remaining` (this pass's list,
+/// less what it removed) but the one it runs now, if it holds GPUs again:
+/// a restore removes the old container before it makes its own. A
+/// container without a machine label may be any machine's.
+async fn free_left_gpus(pool: &Pool, node_id: i64, node_name: &str, remaining: &[&ManagedContainer]) -> Result<Vec<String>, PlatformError> {
+    let rows: Vec<(i64, i64, Option<String>, bool)> = sqlx::query_as(
+        "SELECT x.machine_id, x.gpu_id, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = x.machine_id)
+         FROM gpus_left_to_collector x JOIN gpus g ON g.id = x.gpu_id LEFT JOIN machines m ON m.id = x.machine_id
+         WHERE g.node_id = ? ORDER BY x.machine_id",
+    )
+    .bind(node_id)
+    .fetch_all(pool)
+    .await?;
+    let mut by_machine: BTreeMap<i64, (Option<String>, bool, Vec<i64>)> = BTreeMap::new();
+    for (machine_id, gpu_id, current, holds) in rows {
+        by_machine.entry(machine_id).or_insert((current, holds, Vec::new())).2.push(gpu_id);
+    }
+    let mut freed = Vec::new();
+    for (machine_id, (current, holds, gpus)) in by_machine {
+        let left = remaining.iter().any(|c| match c.machine_id {
+            None => true,
+            Some(id) => id == machine_id && !(holds && current.as_deref() == Some(c.id.as_str())),
+        });
+        if left {
+            continue;
+        }
+        let mut tx = transitions::begin(pool).await?;
+        let n = transitions::machine::left_gpus_collected(&mut tx, machine_id, &gpus).await?;
+        tx.commit().await?;
+        if n > 0 {
+            freed.push(format!("{n} GPU(s) on node {node_name}: machine #{machine_id}'s container is gone"));
+        }
+    }
+    Ok(freed)
+}
+
 /// Whether the machine holds GPUs, on whichever node: two node rows may
 /// name one engine (a node renamed at start, an engine added twice), and a
 /// container this node's engine lists may be another node's live machine.
@@ -219,10 +269,11 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
                 || !r.volumes_collected.is_empty()
                 || !r.images_collected.is_empty()
                 || !r.snapshots_collected.is_empty()
+                || !r.gpus_freed.is_empty()
                 || !r.not_collected.is_empty() =>
             {
                 tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected,
-                    images = ?r.images_collected, snapshots = ?r.snapshots_collected, not_collected = ?r.not_collected, "reconciled");
+                    images = ?r.images_collected, snapshots = ?r.snapshots_collected, gpus_freed = ?r.gpus_freed, not_collected = ?r.not_collected, "reconciled");
             }
             Some(Ok(_)) | None => {}
             Some(Err(e)) => tracing::error!(error = %e, "reconcile failed"),

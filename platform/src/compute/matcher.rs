@@ -15,20 +15,21 @@ use crate::{
     now, transitions, PlatformError,
 };
 use gantry_core::matching::{decide_for_group, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest};
-use gantry_core::{machine::holds_nothing, task::MachineState};
+use gantry_core::{machine::may_have_container, task::MachineState};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The machines (`m`) whose CPU and memory count on their node, here and
 /// in admission's room check (`machines::room::job_nodes`), as SQL: those
-/// that may have a container there. A machine in a state that holds
-/// nothing (`gantry_core::machine::holds_nothing`: deleted, lost,
-/// reclaimed) has none — a reclaimed one keeps its `node_id` only because
-/// its volume is there — so it leaves the room to others; counted, a node
-/// whose dev machines were all reclaimed would look full to compute tasks
-/// for ever. Derived from the core's rule, so the two cannot drift apart.
+/// that may have a container there (`gantry_core::machine::may_have_container`).
+/// One that holds no GPUs has none — a reclaimed one keeps its `node_id`
+/// only because its volume is there, a failed create gave its container
+/// back with its GPUs — so it leaves the room to others; counted, a node
+/// whose dev machines were all reclaimed, or failed to start, would look
+/// full to compute tasks until someone deleted them. Derived from the
+/// core's rule, so the two cannot drift apart.
 pub(crate) fn has_container_sql() -> String {
-    let none: Vec<String> = MachineState::ALL.iter().filter(|s| holds_nothing(**s)).map(|s| format!("'{s}'")).collect();
-    format!("m.state NOT IN ({})", none.join(", "))
+    let never: Vec<String> = MachineState::ALL.iter().filter(|s| !may_have_container(**s, true)).map(|s| format!("'{s}'")).collect();
+    format!("m.state NOT IN ({}) AND EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id)", never.join(", "))
 }
 
 /// The catalogue and capacity the matcher decides from.
@@ -68,9 +69,9 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
         })
         .collect();
     // Free resources per schedulable node: GPUs nobody holds that the node
-    // still reports, and CPU and memory not reserved by machines that may
-    // have a container there (as admission counts them: `room`; 0 recorded
-    // = unknown = no limit).
+    // still reports and no left container may still be pinned to, and CPU
+    // and memory not reserved by machines that may have a container there
+    // (as admission counts them: `room`; 0 recorded = unknown = no limit).
     let nodes: Vec<(i64, String, String, i64, i64, i64, i64, String)> = sqlx::query_as(&format!(
         "SELECT n.id, n.name, r.code, r.id, n.cpu_count * 1000 - COALESCE((SELECT SUM(m.cpu_millis) FROM machines m WHERE m.node_id = n.id AND {on_node}), 0),
                 n.memory_mb - COALESCE((SELECT SUM(m.memory_mb) FROM machines m WHERE m.node_id = n.id AND {on_node}), 0),
@@ -83,7 +84,9 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
     .fetch_all(pool)
     .await?;
     let free: Vec<(i64, String, i64)> = sqlx::query_as(
-        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g WHERE g.id NOT IN (SELECT gpu_id FROM gpus_gone) AND NOT EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) GROUP BY g.node_id, g.model",
+        "SELECT g.node_id, g.model, COUNT(*) FROM gpus g
+         WHERE g.id NOT IN (SELECT gpu_id FROM gpus_gone) AND g.id NOT IN (SELECT gpu_id FROM gpus_left_to_collector)
+           AND NOT EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) GROUP BY g.node_id, g.model",
     )
     .fetch_all(pool)
     .await?;

@@ -2,10 +2,12 @@
 //! same commit that fails the task, after removing its container (or,
 //! when the engine is unreachable, leaving it to the collector: a container
 //! whose machine holds nothing is collected). A delete that gives up on an
-//! unreachable engine still closes the machine and refunds.
+//! unreachable engine still closes the machine and refunds. GPUs whose
+//! container was left behind are offered again only after the collector
+//! removed it (`transitions::machine::release_as`).
 
 use super::{steps::{self, Done, StepError}, ClaimedTask, Dispatcher, MAX_ATTEMPTS};
-use crate::{now, transitions::run, PlatformError};
+use crate::{now, transitions::{machine::Container, run}, PlatformError};
 use gantry_core::task::{backoff_secs, TaskKind};
 use std::time::Duration;
 
@@ -81,32 +83,18 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
     }
     match task.kind {
         TaskKind::Create => {
-            // The invariant: no GPUs without removing the container. When
-            // the engine cannot be reached the collector removes it later.
-            if let Ok(ctx) = super::context::load(&d.pool, task.machine_id, task.id).await {
-                if let Ok(exec) = d.fleet.executor(&d.pool, ctx.node_id).await {
-                    if let Err(e) = steps::remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await {
-                        tracing::warn!(task = task.id, error = %e, "container of a failed create left to the collector");
-                    }
-                }
-            }
+            let container = remove_containers(d, task).await;
             // A job machine's delete is queued in this commit too (see
             // `transitions::compute::machine_released`): nobody else may.
-            run::fail(&d.pool, lease, task.machine_id, message, true).await?;
+            run::fail(&d.pool, lease, task.machine_id, message, Some(container)).await?;
         }
         // The machine stays as it was; only the snapshot failed.
         TaskKind::Snapshot | TaskKind::Reclaim => {
             crate::transitions::snapshot::failed(&d.pool, lease, message).await?;
         }
         TaskKind::Restore => {
-            if let Ok(ctx) = super::context::load(&d.pool, task.machine_id, task.id).await {
-                if let Ok(exec) = d.fleet.executor(&d.pool, ctx.node_id).await {
-                    if let Err(e) = steps::remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await {
-                        tracing::warn!(task = task.id, error = %e, "container of a failed restore left to the collector");
-                    }
-                }
-            }
-            crate::transitions::reclaim::restore_failed(&d.pool, lease, task.machine_id, message).await?;
+            let container = remove_containers(d, task).await;
+            crate::transitions::reclaim::restore_given_up(&d.pool, lease, task.machine_id, message, container).await?;
         }
         TaskKind::Delete if unreachable => {
             let note = format!(
@@ -114,12 +102,33 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
                  the container{} is removed when the engine answers again",
                 if task.keep_volume { "" } else { " and volume" }
             );
-            run::deleted(&d.pool, lease, task.machine_id, task.keep_volume, &note).await?;
+            run::deleted_leaving_container(&d.pool, lease, task.machine_id, task.keep_volume, &note).await?;
         }
         _ => {
-            run::fail(&d.pool, lease, task.machine_id, message, false).await?;
+            run::fail(&d.pool, lease, task.machine_id, message, None).await?;
         }
     }
     tracing::warn!(task = task.id, kind = %task.kind, "failed: {message}");
     Ok(())
+}
+
+/// The invariant: no GPUs without removing the container. When the engine
+/// cannot be asked, the container is left to the collector, and so are the
+/// GPUs it is pinned to: the group gets them back now, new machines only
+/// once the collector has seen the engine without it.
+async fn remove_containers(d: &Dispatcher, task: &ClaimedTask) -> Container {
+    let removed = match super::context::load(&d.pool, task.machine_id, task.id).await {
+        Ok(ctx) => match d.fleet.executor(&d.pool, ctx.node_id).await {
+            Ok(exec) => steps::remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    };
+    match removed {
+        Ok(()) => Container::Removed,
+        Err(e) => {
+            tracing::warn!(task = task.id, kind = %task.kind, error = %e, "container left to the collector, and its GPUs with it");
+            Container::LeftToCollector
+        }
+    }
 }

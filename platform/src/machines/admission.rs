@@ -367,21 +367,31 @@ async fn resolve_image(conn: &mut SqliteConnection, req: &CreateMachine) -> Resu
             None => "no default image is configured; ask an administrator to add one".to_string(),
         }));
     };
+    match image_refusal(conn, req.requester.group_id, &req.requester.group_name, Some((id, &name))).await? {
+        Some(why) => Ok(Err(why)),
+        None => Ok(Ok(id)),
+    }
+}
+
+/// The group's image rule (set on the admin's Groups page), named: why it
+/// may not use `image` (`None`: an image no longer known, allowed only when
+/// the group may use every image). Also applied to the image a snapshot
+/// comes from (`snapshots::create_machine`).
+pub(crate) async fn image_refusal(conn: &mut SqliteConnection, group_id: i64, group_name: &str, image: Option<(i64, &str)>) -> Result<Option<String>, PlatformError> {
     let allowed: (i64, i64) = sqlx::query_as("SELECT COUNT(*), COALESCE(SUM(image_id = ?), 0) FROM group_images WHERE group_id = ?")
-        .bind(id)
-        .bind(req.requester.group_id)
+        .bind(image.map(|i| i.0))
+        .bind(group_id)
         .fetch_one(&mut *conn)
         .await?;
-    if allowed.0 > 0 && allowed.1 == 0 {
-        // The group's image rule (set on the admin's Groups page), named.
-        let names: Vec<String> =
-            sqlx::query_scalar("SELECT i.name FROM group_images g JOIN images i ON i.id = g.image_id WHERE g.group_id = ? ORDER BY i.name")
-                .bind(req.requester.group_id)
-                .fetch_all(&mut *conn)
-                .await?;
-        return Ok(Err(format!("group {} may not use image {name} (it may use only {})", req.requester.group_name, names.join(", "))));
+    if allowed.0 == 0 || allowed.1 > 0 {
+        return Ok(None);
     }
-    Ok(Ok(id))
+    let names: Vec<String> = sqlx::query_scalar("SELECT i.name FROM group_images g JOIN images i ON i.id = g.image_id WHERE g.group_id = ? ORDER BY i.name")
+        .bind(group_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    let what = image.map_or_else(|| "an image that is no longer known".to_string(), |(_, name)| format!("image {name}"));
+    Ok(Some(format!("group {group_name} may not use {what} (it may use only {})", names.join(", "))))
 }
 
 /// Records a refused create as a failed task (so it shows in the task list

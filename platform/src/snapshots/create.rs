@@ -78,6 +78,15 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
     if let Some(why) = crate::policy_access::refusal_for_nodes(&mut tx, req.requester.group_id, &policy.group_name, &[node_id]).await? {
         return Err(refuse(format!("{why} (a snapshot's image lives on the node it was taken on)")));
     }
+    // Its files come from an image the group may no longer use.
+    let base: Option<(i64, String)> = sqlx::query_as("SELECT i.id, i.name FROM snapshots s JOIN images i ON i.id = s.base_image_id WHERE s.id = ?")
+        .bind(snapshot_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let base = base.as_ref().map(|(id, name)| (*id, name.as_str()));
+    if let Some(why) = crate::machines::admission::image_refusal(&mut tx, req.requester.group_id, &policy.group_name, base).await? {
+        return Err(refuse(format!("{why}; snapshot {snap_name} comes from that image")));
+    }
     let full = cluster::load_view(&mut tx).await?;
     let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| n.id == node_id).collect(), ..full };
     let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone().or(Some(model)) };

@@ -113,6 +113,45 @@ pub async fn set_volume_enforced(conn: &mut SqliteConnection, machine_id: i64, e
     Ok(())
 }
 
+/// Whether the container pinned to a machine's GPUs is known to be gone
+/// when they are given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    Removed,
+    /// The engine could not be asked: the collector removes it later.
+    LeftToCollector,
+}
+
+/// [`release`], and when the container was left to the collector its GPUs
+/// are listed in `gpus_left_to_collector`: the group is refunded now, but
+/// the cards are offered to nobody until the collector has seen the node's
+/// engine without that container ([`left_gpus_collected`]).
+pub async fn release_as(conn: &mut SqliteConnection, machine_id: i64, to: MachineState, message: &str, container: Container) -> Result<i64, PlatformError> {
+    if container == Container::LeftToCollector {
+        sqlx::query("INSERT OR IGNORE INTO gpus_left_to_collector (gpu_id, machine_id, since) SELECT gpu_id, machine_id, ? FROM machine_gpus WHERE machine_id = ?")
+            .bind(now())
+            .bind(machine_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    release(conn, machine_id, to, message).await
+}
+
+/// The collector saw the node's engine without machine `machine_id`'s left
+/// container: the GPUs it left become free again. Only rows still naming
+/// that machine go, so a later leftover on the same card is not forgotten.
+pub async fn left_gpus_collected(conn: &mut SqliteConnection, machine_id: i64, gpu_ids: &[i64]) -> Result<u64, PlatformError> {
+    let mut freed = 0;
+    for gpu in gpu_ids {
+        let gone = sqlx::query("DELETE FROM gpus_left_to_collector WHERE gpu_id = ? AND machine_id = ?").bind(gpu).bind(machine_id).execute(&mut *conn).await?;
+        freed += gone.rows_affected();
+    }
+    if freed > 0 {
+        audit::record(&mut *conn, None, "collect.gpus", &format!("machine #{machine_id}: its container is gone; {freed} GPU(s) may be offered again")).await?;
+    }
+    Ok(freed)
+}
+
 /// Gives back every GPU the machine holds, refunds its group, forgets its
 /// container (the caller removes it, or leaves it to the collector) and
 /// moves the machine to `to`. Returns the number of GPUs refunded;

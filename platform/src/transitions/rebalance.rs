@@ -60,9 +60,10 @@ pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Re
     }
     for gpu in &wanted {
         let (on_node, holder): (bool, Option<i64>) = sqlx::query_as(
-            // A GPU its node stopped reporting since the move was planned is no target.
+            // A GPU its node stopped reporting since the move was planned is
+            // no target, nor one a closed machine's left container may hold.
             "SELECT EXISTS (SELECT 1 FROM gpus g JOIN machines m ON m.node_id = g.node_id WHERE g.id = ?1 AND m.id = ?2
-                              AND g.id NOT IN (SELECT gpu_id FROM gpus_gone)),
+                              AND g.id NOT IN (SELECT gpu_id FROM gpus_gone) AND g.id NOT IN (SELECT gpu_id FROM gpus_left_to_collector)),
                     (SELECT machine_id FROM machine_gpus WHERE gpu_id = ?1)",
         )
         .bind(gpu)

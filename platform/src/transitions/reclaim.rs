@@ -271,9 +271,15 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
 /// `stopped` or `running` as the engine was seen after the start: a
 /// restore that could not give up would hold its GPUs for ever.
 pub async fn restore_failed(pool: &Pool, lease: &Lease, machine_id: i64, message: &str) -> Result<(), PlatformError> {
+    restore_given_up(pool, lease, machine_id, message, machine::Container::Removed).await
+}
+
+/// [`restore_failed`], saying whether its container was removed or left
+/// to the collector (an unreachable engine; see `machine::release_as`).
+pub async fn restore_given_up(pool: &Pool, lease: &Lease, machine_id: i64, message: &str, container: machine::Container) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     let shown = format!("restore failed: {message}; GPUs returned, it can be restored again");
-    machine::release(&mut tx, machine_id, MachineState::Reclaimed, &shown).await?;
+    machine::release_as(&mut tx, machine_id, MachineState::Reclaimed, &shown, container).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Failed, message).await?;
     audit::record(&mut *tx, None, "task.failed", &format!("task #{}: {shown}", lease.task_id)).await?;
     tx.commit().await?;

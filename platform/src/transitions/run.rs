@@ -1,7 +1,7 @@
 //! The transitions a dispatcher makes while it executes a task, each one
 //! fenced by the task's lease and committed together with its consequences.
 
-use super::{lease::fenced, machine, task, Lease};
+use super::{lease::fenced, machine::{self, Container}, task, Lease};
 use crate::{audit, db::Pool, PlatformError};
 use gantry_core::task::{machine_state_for, MachineState, TaskKind, TaskState};
 
@@ -78,14 +78,14 @@ pub async fn retry(pool: &Pool, lease: &Lease, not_before: i64, message: &str) -
 
 /// The task failed for good. `give_back`: the machine's GPUs are released
 /// in the same commit (a create whose container the caller has removed, or
-/// will leave to the collector); otherwise the machine keeps them and shows
+/// has left to the collector); `None`: the machine keeps them and shows
 /// `failed` with the reason.
-pub async fn fail(pool: &Pool, lease: &Lease, machine_id: i64, message: &str, give_back: bool) -> Result<i64, PlatformError> {
+pub async fn fail(pool: &Pool, lease: &Lease, machine_id: i64, message: &str, give_back: Option<Container>) -> Result<i64, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    let refunded = if give_back {
+    let refunded = if let Some(container) = give_back {
         let held = machine::current(&mut tx, machine_id).await?.held;
         let shown = format!("{message}; {held} GPU(s) returned to the group's quota");
-        machine::release(&mut tx, machine_id, MachineState::Failed, &shown).await?
+        machine::release_as(&mut tx, machine_id, MachineState::Failed, &shown, container).await?
     } else {
         machine::move_to(&mut tx, machine_id, MachineState::Failed, None, message).await?;
         0
@@ -99,11 +99,21 @@ pub async fn fail(pool: &Pool, lease: &Lease, machine_id: i64, message: &str, gi
 /// The end of a delete: GPUs back, machine closed, the volume listed as
 /// kept when asked, task succeeded — one commit.
 pub async fn deleted(pool: &Pool, lease: &Lease, machine_id: i64, keep_volume: bool, message: &str) -> Result<i64, PlatformError> {
+    deleted_as(pool, lease, machine_id, keep_volume, message, Container::Removed).await
+}
+
+/// [`deleted`], for a delete that gave up on an unreachable engine: its
+/// container is left to the collector, and so are its GPUs.
+pub async fn deleted_leaving_container(pool: &Pool, lease: &Lease, machine_id: i64, keep_volume: bool, message: &str) -> Result<i64, PlatformError> {
+    deleted_as(pool, lease, machine_id, keep_volume, message, Container::LeftToCollector).await
+}
+
+async fn deleted_as(pool: &Pool, lease: &Lease, machine_id: i64, keep_volume: bool, message: &str, container: Container) -> Result<i64, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     if keep_volume {
         keep_machines_volume(&mut tx, machine_id, false).await?;
     }
-    let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, message).await?;
+    let refunded = machine::release_as(&mut tx, machine_id, MachineState::Deleted, message, container).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
     let name: String = sqlx::query_scalar("SELECT name FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
     audit::record(&mut *tx, None, "machine.deleted", &format!("machine {name}: {message}")).await?;

@@ -20,12 +20,15 @@ pub struct NewSnapshot<'a> {
 }
 
 /// Inserts a `creating` snapshot of the machine (its node, owner, group;
-/// parent = the snapshot the machine came from). Returns (id, image ref).
+/// parent = the snapshot the machine came from; base image = the one the
+/// group's image rule applies to, see migration 0028). Returns (id, image ref).
 pub async fn insert(conn: &mut SqliteConnection, s: &NewSnapshot<'_>) -> Result<(i64, String), PlatformError> {
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO snapshots (name, image_ref, machine_id, machine_name, node_id, owner_id, group_id, parent_id, origin, state, created_at)
-         SELECT ?, 'pending-' || lower(hex(randomblob(8))), id, name, node_id, owner_id, group_id, from_snapshot_id, ?, 'creating', ?
-         FROM machines WHERE id = ? RETURNING id",
+        "INSERT INTO snapshots (name, image_ref, machine_id, machine_name, node_id, owner_id, group_id, parent_id, base_image_id, origin, state, created_at)
+         SELECT ?, 'pending-' || lower(hex(randomblob(8))), m.id, m.name, m.node_id, m.owner_id, m.group_id, m.from_snapshot_id,
+                CASE WHEN i.internal = 0 THEN m.image_id ELSE (SELECT p.base_image_id FROM snapshots p WHERE p.id = m.from_snapshot_id) END,
+                ?, 'creating', ?
+         FROM machines m JOIN images i ON i.id = m.image_id WHERE m.id = ? RETURNING id",
     )
     .bind(s.name)
     .bind(s.origin)

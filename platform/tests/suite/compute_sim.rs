@@ -240,6 +240,23 @@ gantry_testkit::timed_test! {
 }
 
 gantry_testkit::timed_test! {
+    async fn a_failed_dev_create_leaves_its_nodes_cpu_to_compute_tasks() {
+        let (env, sim, _root, alice) = sim_compute_env().await; // 2 CPUs, 1024 MB
+        sim.set_images(Some(vec![]));
+        let mut dev = env.create(&alice, "dev", 1);
+        dev.cpu_millis = Some(2000);
+        dev.memory_mb = Some(512);
+        let made = env.admissions.create(dev).await.unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "failed");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {}", made.machine_id)).await, 0);
+        sim.set_images(None);
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+        assert_eq!(t.state, "scheduled", "the node runs nothing: {}", t.message);
+    }
+}
+
+gantry_testkit::timed_test! {
     async fn a_disabled_accounts_pending_tasks_never_start() {
         let env = env("simulated", 2, 4).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));

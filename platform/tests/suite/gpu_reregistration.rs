@@ -225,3 +225,19 @@ gantry_testkit::timed_test! {
         assert!(now.starts_with("pending"), "{now}");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_gpu_reported_by_a_second_node_is_refused_by_name() {
+        let env = env("simulated", 0, 1).await;
+        crate::common::register_simulated(&env.pool, "node-a", &gpus(&["X"])).await.unwrap();
+        let err = crate::common::register_simulated(&env.pool, "node-b", &gpus(&["X"])).await.unwrap_err();
+        assert!(matches!(err, gantry_platform::PlatformError::Conflict(ref m) if m.contains("node-a") && m.contains("GPU-X")), "{err:?}");
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes WHERE name = 'node-b'").await, 0, "a refused registration writes nothing");
+        // Once node-a is removed, the card is node-b's.
+        let a = env.scalar("SELECT id FROM nodes WHERE name = 'node-a'").await;
+        gantry_platform::transitions::node::mark_lost(&env.pool, None, a, "the card moved").await.unwrap();
+        gantry_platform::transitions::node::remove(&env.pool, None, a).await.unwrap();
+        let b = crate::common::register_simulated(&env.pool, "node-b", &gpus(&["X"])).await.unwrap();
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM gpus WHERE node_id = {b} AND uuid = 'GPU-X'")).await, 1);
+    }
+}

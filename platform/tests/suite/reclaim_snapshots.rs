@@ -253,3 +253,29 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_machine_from_a_snapshot_follows_the_groups_image_rule() {
+        use gantry_platform::{images, policy_access::{self, AccessChange}};
+        let (env, _sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "src").await;
+        let (snap, taken) = snapshots::request(&env.pool, &alice, m, "base").await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, taken).await.0, "succeeded");
+        // A snapshot of a machine made from a snapshot comes from devbox too.
+        let copy = snapshots::create_machine(&env.pool, env.create(&alice, "copy", 1), snap).await.unwrap().machine_id;
+        env.drive().await;
+        let (snap2, taken) = snapshots::request(&env.pool, &alice, copy, "base2").await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, taken).await.0, "succeeded");
+        let other = images::create_image(&env.pool, None, "other", "gantry/other:1", "", false).await.unwrap();
+        let group = env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await;
+        policy_access::set_group_access(&env.pool, None, group, &AccessChange { images: Some(vec![other.id]), regions: None }).await.unwrap();
+        assert!(env.admissions.create(env.create(&alice, "plain", 1)).await.is_err(), "devbox is no longer allowed");
+        for (name, snapshot) in [("again", snap), ("again2", snap2)] {
+            let got = snapshots::create_machine(&env.pool, env.create(&alice, name, 1), snapshot).await;
+            assert!(matches!(got, Err(PlatformError::Refused(ref m)) if m.contains("may not use image devbox")), "{got:?}");
+        }
+        assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 2, "nothing more was taken");
+    }
+}
