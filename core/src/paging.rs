@@ -52,6 +52,27 @@ pub fn page_count(total: i64, per_page: i64) -> i64 {
     }
 }
 
+/// What one page of a list holds, for the pager's "Showing 51–100 of 230".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageSpan {
+    /// Rows `first` to `last` (1-based); `0–0` for an empty list.
+    Rows { first: i64, last: i64 },
+    /// Nothing: the list ends on `last_page`.
+    PastEnd { last_page: i64 },
+}
+
+/// A page past the last (an old link, or rows deleted since) is not a
+/// backwards "101–5": it says where the list ends, so the pager can link
+/// there and the page need not claim the list is empty.
+pub fn page_span(total: i64, page: i64, per_page: i64) -> PageSpan {
+    let last_page = page_count(total, per_page);
+    if page > last_page {
+        return PageSpan::PastEnd { last_page };
+    }
+    let first = if total == 0 { 0 } else { (page - 1) * per_page + 1 };
+    PageSpan::Rows { first, last: (page * per_page).min(total) }
+}
+
 /// A filter value from a query string: empty means "any"; otherwise it must
 /// be one of `allowed` (states, kinds) so that a typo is reported instead of
 /// silently matching nothing.
@@ -91,6 +112,17 @@ mod tests {
     }
 
     #[test]
+    fn a_page_past_the_end_says_so_instead_of_a_backwards_range() {
+        // 5 rows, 50 a page: page 3 would read "Showing 101–5 of 5".
+        assert_eq!(page_span(5, 3, 50), PageSpan::PastEnd { last_page: 1 });
+        assert_eq!(page_span(120, 4, 50), PageSpan::PastEnd { last_page: 3 });
+        assert_eq!(page_span(0, 2, 50), PageSpan::PastEnd { last_page: 1 });
+        assert_eq!(page_span(5, 1, 50), PageSpan::Rows { first: 1, last: 5 });
+        assert_eq!(page_span(120, 3, 50), PageSpan::Rows { first: 101, last: 120 });
+        assert_eq!(page_span(0, 1, 50), PageSpan::Rows { first: 0, last: 0 }, "an empty list is not past its end");
+    }
+
+    #[test]
     fn choices_name_the_allowed_values() {
         let states = ["running", "stopped"];
         assert_eq!(choice("state", Some(""), &states), Ok(None));
@@ -117,6 +149,26 @@ mod tests {
             prop_assert!(r.offset() >= 0);
             let next = PageRequest { page: r.page + 1, ..r };
             prop_assert_eq!(next.offset() - r.offset(), r.per_page);
+        }
+
+        /// A page either shows a forward range inside the list, of at most
+        /// one page of rows, or is past the end and names a page that is not.
+        #[test]
+        fn a_span_is_inside_the_list_or_points_back_into_it(total in 0..1_000_000i64, page in any::<i64>()) {
+            let r = PageRequest::parse(Some(&page.to_string()), None);
+            match page_span(total, r.page, r.per_page) {
+                PageSpan::Rows { first, last } => {
+                    prop_assert!(first <= last && last <= total);
+                    prop_assert!(total == 0 || (first >= 1 && last - first < r.per_page));
+                    prop_assert_eq!(first, if total == 0 { 0 } else { r.offset() + 1 });
+                }
+                PageSpan::PastEnd { last_page } => {
+                    prop_assert!(r.page > last_page);
+                    prop_assert_eq!(last_page, page_count(total, r.per_page));
+                    let back_inside = matches!(page_span(total, last_page, r.per_page), PageSpan::Rows { .. });
+                    prop_assert!(back_inside);
+                }
+            }
         }
     }
 }

@@ -132,12 +132,16 @@ test('the opt-out box and a snapshot row\'s inputs keep what the user did across
     await expect(page.getByTestId('machine-state')).toHaveText('running', { timeout: 60_000 });
 
     // Ticked and not yet saved: still ticked after the card's refreshes,
-    // one of which failed (the card goes, and comes back with the next).
+    // and through failed ones: the card stays, saying it could not refresh.
     const box = page.getByTestId('rebalance-opt-out');
     await expect(box).not.toBeChecked();
     await box.check();
-    await page.route('**/api/machine_reclaim', (r) => r.fulfill({ status: 500, contentType: 'text/plain', body: 'busy' }), { times: 1 });
-    await twoAnswers('machine_reclaim');
+    await page.route('**/api/machine_reclaim', (r) => r.fulfill({ status: 500, contentType: 'text/plain', body: 'busy' }));
+    await expect(page.getByTestId('reclaim-refresh-failed')).toBeVisible({ timeout: 30_000 });
+    await expect(page.getByTestId('machine-reclaim')).toBeVisible();
+    await expect(box).toBeChecked();
+    await page.unroute('**/api/machine_reclaim');
+    await expect(page.getByTestId('reclaim-refresh-failed')).toHaveCount(0, { timeout: 30_000 });
     await expect.soft(box).toBeChecked();
 
     // A name typed into a snapshot's "new machine from it" form stays.

@@ -6,6 +6,7 @@ use crate::{
     model::lists::{ListCounts, ListQuery},
     use_session,
 };
+use gantry_core::paging::{page_span, PageSpan};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -73,11 +74,30 @@ pub fn StateLinks(base: &'static str, query: ListQuery, counts: ListCounts) -> i
     }
 }
 
-/// "Showing 51–100 of 230 · ‹ Previous · page 2 of 5 · Next ›".
+/// Whether the page asked for lies past the list's end (an old link, or
+/// rows deleted since): it has no rows, yet the list may well have some,
+/// so a page shows the pager's note instead of its "nothing yet".
+pub fn past_end(counts: &ListCounts) -> bool {
+    matches!(page_span(counts.total, counts.page, counts.per_page), PageSpan::PastEnd { .. })
+}
+
+/// "Showing 51–100 of 230 · ‹ Previous · page 2 of 5 · Next ›"; past the
+/// end, "Page 7 is past the end of this list (230 in all) · go to page 5".
 #[component]
 pub fn Pager(base: &'static str, query: ListQuery, counts: ListCounts) -> impl IntoView {
-    let first = if counts.total == 0 { 0 } else { (counts.page - 1) * counts.per_page + 1 };
-    let last = (counts.page * counts.per_page).min(counts.total);
+    let (first, last) = match page_span(counts.total, counts.page, counts.per_page) {
+        PageSpan::Rows { first, last } => (first, last),
+        PageSpan::PastEnd { last_page } => {
+            let back = query.href(base, None, Some(last_page));
+            return view! {
+                <p class="pager muted small" data-testid="pager" data-total=counts.total>
+                    "Page " {counts.page} " is past the end of this list (" {counts.total} " in all) · "
+                    <a href=back data-testid="pager-back">{format!("go to page {last_page}")}</a>
+                </p>
+            }
+            .into_any();
+        }
+    };
     let prev = (counts.page > 1).then(|| query.href(base, None, Some(counts.page - 1)));
     let next = (counts.page < counts.pages).then(|| query.href(base, None, Some(counts.page + 1)));
     view! {
@@ -88,4 +108,5 @@ pub fn Pager(base: &'static str, query: ListQuery, counts: ListCounts) -> impl I
             {next.map(|h| view! { " · " <a href=h rel="next">"Next ›"</a> })}
         </p>
     }
+    .into_any()
 }

@@ -6,7 +6,7 @@ use crate::{
     api::{lists::tasks_window, machines::CancelTask},
     components::{
         form_error::{error_text, FormError},
-        list_nav::{use_list_query, FilterForm, Pager, StateLinks},
+        list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
         polled::busy_when,
         poll::poll,
         task_table::TaskTable,
@@ -41,7 +41,7 @@ pub fn TasksPage() -> impl IntoView {
                 {move || tasks.get().map(|r| match r {
                     Ok(w) => view! {
                         <StateLinks base="/tasks" query=query.get_untracked() counts=w.counts.clone()/>
-                        <TaskTable tasks=w.rows cancel=cancel show_machine=true/>
+                        {(!past_end(&w.counts)).then(|| view! { <TaskTable tasks=w.rows cancel=cancel show_machine=true/> })}
                         <Pager base="/tasks" query=query.get_untracked() counts=w.counts/>
                     }.into_any(),
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),

@@ -5,11 +5,12 @@
 
 use super::{context, ClaimedTask, Dispatcher};
 use crate::{
-    executor::{ContainerStatus, ExecError, Executor},
+    executor::{docker::{is_volume_failure, missing_program}, ContainerStatus, ExecError, Executor},
     transitions::{run, task::progress},
     PlatformError,
 };
 use gantry_core::task::{MachineState, TaskKind};
+use tracing::Instrument;
 
 pub enum StepError {
     /// The engine could not be reached: try again later.
@@ -34,14 +35,48 @@ pub enum Done {
     Recorded,
 }
 
+/// The task's and machine's messages are read by the machine's owner. The
+/// engine's own text names its endpoint (an address inside the cluster, a
+/// socket path), host paths and devices: it goes to the log, under the
+/// task's span (see [`run`]), and the messages get a plain reason — as the
+/// terminal does (server `workspace::exec_error`).
 impl From<ExecError> for StepError {
     fn from(e: ExecError) -> Self {
+        let reason = engine_reason(&e);
+        tracing::warn!(error = %e, "the engine failed a step; the task records: {reason}");
         if e.is_retryable() {
-            StepError::Retry(e.to_string())
+            StepError::Retry(reason)
         } else {
-            StepError::Fail(e.to_string())
+            StepError::Fail(reason)
         }
     }
+}
+
+/// What the machine's owner is told of an engine error.
+fn engine_reason(e: &ExecError) -> String {
+    let refused = "the node's engine refused the step (the error has been logged)";
+    match e {
+        ExecError::Unavailable(_) => "the node's engine did not answer".into(),
+        ExecError::ImageMissing(_) => "the machine's image is not on its node; an admin must build or load it there (Gantry never pulls)".into(),
+        ExecError::Failed(detail) if is_volume_failure(detail) => "the data volume could not be mounted on the node (the error has been logged)".into(),
+        ExecError::Failed(detail) => match missing_program(detail) {
+            Some(program) => format!("the container's command {program:?} is not in its image"),
+            None => refused.into(),
+        },
+        ExecError::NotFound(_) => refused.into(),
+    }
+}
+
+/// The node's executor. A node whose engine address cannot be used names
+/// that address in the error: logged, and the task says so plainly.
+async fn node_executor(d: &Dispatcher, node_id: i64) -> Result<Executor, StepError> {
+    d.fleet.executor(&d.pool, node_id).await.map_err(|e| match e {
+        PlatformError::BadRequest(detail) => {
+            tracing::error!(node = node_id, error = %detail, "the node's engine address cannot be used");
+            StepError::Fail("the node's engine address cannot be used; an admin must correct the node (the error has been logged)".into())
+        }
+        other => other.into(),
+    })
 }
 
 impl From<PlatformError> for StepError {
@@ -69,7 +104,13 @@ fn transient(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Runs the task's steps; what is logged meanwhile (an engine's own error
+/// text among it) names the task.
 pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
+    steps(d, task).instrument(tracing::info_span!("task", id = task.id, kind = %task.kind, machine = task.machine_id)).await
+}
+
+async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
     let lease = &task.lease;
     let before = run::begin(&d.pool, lease, task.kind, task.machine_id).await?;
     d.checkpoint(task, "begun")?;
@@ -83,7 +124,7 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
         return Ok(Done::Recorded);
     }
     let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
-    let exec = d.fleet.executor(&d.pool, ctx.node_id).await?;
+    let exec = node_executor(d, ctx.node_id).await?;
     let step = |pct: i64, msg: &'static str| async move {
         progress(&d.pool, lease, pct, msg).await?;
         d.checkpoint(task, msg)

@@ -243,6 +243,27 @@ impl DockerExecutor {
     }
 }
 
+/// A data volume that could not be mounted: Docker's texts ("error while
+/// mounting volume '/var/lib/docker/volumes/…'", "failed to mount local
+/// volume: mount /dev/loop9:…") and the refusals of `ensure_volume`, which
+/// all begin "data volume NAME: " (its loop device holds another file, its
+/// image could not be attached). They name host paths and devices, so
+/// callers give their users a plain reason instead.
+pub fn is_volume_failure(detail: &str) -> bool {
+    detail.starts_with("data volume ") || ["failed to mount local volume", "error while mounting volume"].iter().any(|p| detail.contains(p))
+}
+
+/// The program a container was to run, when the engine did not find it in
+/// the image (`exec: "/no/such/program": stat …: no such file or directory`,
+/// or `…: executable file not found in $PATH`). It is the image's or the
+/// user's own command, not a host path: worth telling its owner.
+pub fn missing_program(detail: &str) -> Option<&str> {
+    let rest = &detail[detail.find("exec: \"")? + "exec: \"".len()..];
+    let program = &rest[..rest.find('"')?];
+    let missing = ["no such file or directory", "executable file not found"].iter().any(|p| detail.contains(p));
+    (missing && !program.is_empty() && program.len() <= 200).then_some(program)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,8 +66,20 @@ async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
     mark(&mut tx, id).await?;
     tx.commit().await?;
     let marked = Marked { id, name, reference, node_id, state, message };
-    remove_marked(pool, fleet, &marked, Some(who.id), "snapshot.delete", "deleted").await?;
-    Ok(marked.name)
+    match remove_marked(pool, fleet, &marked, Some(who.id), "snapshot.delete", "deleted").await {
+        Ok(()) => Ok(marked.name),
+        // The engine's refusal, or a node address the client cannot use:
+        // the text names the endpoint (an address inside the cluster) or
+        // host paths, so the log has it and the user a plain reason.
+        Err(e @ (PlatformError::Conflict(_) | PlatformError::BadRequest(_))) => {
+            tracing::warn!(snapshot = id, error = %e, "a snapshot's image was not removed from its node");
+            Err(PlatformError::Conflict(format!(
+                "snapshot {} was not deleted: its node's engine did not remove the image, so nothing changed; try again later (the error has been logged)",
+                marked.name
+            )))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A snapshot whose [`DELETING`] mark is committed, with what it was before.
@@ -88,7 +100,9 @@ pub(super) async fn mark(conn: &mut sqlx::SqliteConnection, id: i64) -> Result<(
 
 /// The engine's part, then the row: the image is removed from its node
 /// (none to remove when the node was removed); a refusal puts the state it
-/// had back and is returned. `by` and `kind` are for the audit entry.
+/// had back and is returned with the engine's own text (for the log and
+/// the collector's report, not for a user). `by` and `kind` are for the
+/// audit entry.
 pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Option<i64>, kind: &str, why: &str) -> Result<(), PlatformError> {
     if let Some(node_id) = s.node_id {
         let removed = match fleet.executor(pool, node_id).await {

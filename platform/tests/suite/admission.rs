@@ -137,7 +137,7 @@ gantry_testkit::timed_test! {
         let (state, message): (String, String) =
             sqlx::query_as("SELECT state, message FROM tasks WHERE id = ?").bind(made.task_id).fetch_one(&env.pool).await.unwrap();
         assert_eq!(state, "failed");
-        assert!(message.contains("unreachable") && message.contains("gave up after 6 attempts"), "{message}");
+        assert!(message.contains("did not answer") && message.contains("gave up after 6 attempts"), "{message}");
         assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "failed");
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "a create that never ran gives its GPU back");
     }

@@ -227,7 +227,7 @@ gantry_testkit::timed_test! {
         env.drive().await;
 
         let (state, message) = (env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, env.text(&format!("SELECT message FROM compute_tasks WHERE id = {}", t.id)).await);
-        assert!(state == "failed" && message.contains("is not present"), "{state}: {message}");
+        assert!(state == "failed" && message.contains("image is not on its node"), "{state}: {message}");
         let machine = env.scalar(&format!("SELECT machine_id FROM compute_tasks WHERE id = {}", t.id)).await;
         assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {machine}")).await, "deleted");
         assert!(sim.volume_names().is_empty(), "{:?}", sim.volume_names());

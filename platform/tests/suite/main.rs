@@ -12,6 +12,7 @@ mod datasets_stored_names;
 mod datasets_support;
 #[path = "../reclaim_common/mod.rs"]
 mod datasets_version_deleted_mid_upload;
+mod engine_text_private;
 mod gpus_left_to_collector;
 mod reclaim_common;
 #[path = "../telemetry_common/mod.rs"]

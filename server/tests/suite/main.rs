@@ -18,6 +18,7 @@ mod datasets_support;
 #[path = "../security_support/mod.rs"]
 mod expect_continue;
 mod nojs_done;
+mod pager_past_end;
 mod security_support;
 #[path = "../telemetry_common/mod.rs"]
 mod telemetry_common;

@@ -17,7 +17,7 @@ use crate::{
         volumes::{kept_volumes, DeleteKeptVolume},
     },
     components::{
-        list_nav::{use_list_query, FilterForm, Pager, StateLinks},
+        list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
         polled::busy_when,
         poll::poll,
         quota_gauge::QuotaGauge,
@@ -90,7 +90,7 @@ pub fn MachinesPage() -> impl IntoView {
                         let filtered = query.with(|q| q.state.is_some() || q.user.is_some() || q.group.is_some());
                         view! {
                             <StateLinks base="/machines" query=query.get_untracked() counts=w.counts.clone()/>
-                            <MachineTable machines=w.rows filtered=filtered/>
+                            {(!past_end(&w.counts)).then(|| view! { <MachineTable machines=w.rows filtered=filtered/> })}
                             <Pager base="/machines" query=query.get_untracked() counts=w.counts/>
                         }.into_any()
                     }

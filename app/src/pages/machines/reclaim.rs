@@ -8,8 +8,10 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         poll::poll,
+        polled::{kept_detail, KeptDetail, Polled},
     },
-    model::reclaim::ReclaimNotice,
+    error::AppError,
+    model::reclaim::{MachineEventRow, ReclaimNotice},
 };
 use leptos::prelude::*;
 
@@ -83,75 +85,99 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
     let restore = ServerAction::<RestoreMachine>::new();
     let opt = ServerAction::<RebalanceOptOut>::new();
     let tick = RwSignal::new(0u64);
-    let data = Resource::new(
+    let data: Polled<Standing> = Resource::new(
         move || (id.get(), tick.get(), extend.version().get(), restore.version().get(), opt.version().get()),
         |(id, ..)| async move {
             match id {
-                Some(id) => machine_reclaim(id).await.ok(),
-                None => None,
+                Some(id) => machine_reclaim(id).await,
+                // The page itself says the machine is not found.
+                None => Err(AppError::NotFound("machine not found".into())),
             }
         },
     );
     poll(tick, Signal::derive(|| false));
     // The owner's choice in the opt-out box until the page changes machine:
-    // the card below is drawn from each answer (and built afresh after a
-    // failed one), and the box must show what was ticked, not the saved
-    // value a poll brings back.
+    // the card below is drawn afresh whenever the answer changes, and the
+    // box must show what was ticked, not the saved value a poll brings back.
     let ticked = RwSignal::new(None::<bool>);
     Effect::new(move |_| {
         id.track();
         ticked.set(None);
     });
-    let saving = opt.pending();
     view! {
         <Transition fallback=|| ()>
-            {move || data.get().flatten().map(|(n, events)| {
-                let text = notice_text(&n);
-                let shown = n.warned() || n.state == "reclaimed";
-                let opted = n.rebalance_opt_out;
-                let machine_id = n.machine_id;
-                view! {
-                    <section class="card stack" data-testid="machine-reclaim">
-                        <h2>"Idle reclaim and GPU placement"</h2>
-                        <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
-                        {move || extend.value().get().and_then(Result::ok).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
-                        {shown.then(|| view! {
-                            <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
-                        })}
-                        {n.exempt.then(|| view! { <p class="muted">"This machine is exempt from idle reclaim."</p> })}
-                        // The owner's (or an admin's) to change; a group member is told the setting.
-                        {if n.mine {
-                            view! {
-                                <ActionForm action=opt attr:class="inline">
-                                    <input type="hidden" name="machine_id" value=machine_id/>
-                                    <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"
-                                        prop:checked=move || ticked.get().unwrap_or(opted) on:change=move |ev| ticked.set(Some(event_target_checked(&ev)))/>
-                                        " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
-                                    " " <button type="submit" disabled=move || saving.get()>"Save"</button>
-                                </ActionForm>
-                            }
-                            .into_any()
-                        } else {
-                            let placement = if opted { "kept on its GPUs (no hot-GPU rebalancing)" } else { "may be moved off hot GPUs" };
-                            view! { <p class="muted small" data-testid="rebalance-setting">"This machine " {placement} "."</p> }.into_any()
-                        }}
-                        {(!events.is_empty()).then(|| view! {
-                            <table class="table" data-testid="machine-events">
-                                <thead><tr><th>"When (UTC)"</th><th>"Event"</th><th>"Details"</th></tr></thead>
-                                <tbody>
-                                    {events.into_iter().map(|e| view! {
-                                        <tr data-testid="machine-event" data-kind=e.kind.clone()>
-                                            <td class="nowrap">{gantry_core::time::format_utc(e.at_ms.div_euclid(1000))}</td>
-                                            <td>{e.label()}</td>
-                                            <td>{e.detail.clone()}</td>
-                                        </tr>
-                                    }).collect_view()}
-                                </tbody>
-                            </table>
-                        })}
-                    </section>
-                }
-            })}
+            <ReclaimCard data=data extend=extend restore=restore opt=opt ticked=ticked/>
         </Transition>
+    }
+}
+
+/// A machine's reclaim standing and its events.
+type Standing = (ReclaimNotice, Vec<MachineEventRow>);
+
+/// The card, from the last good answer: a refresh that fails (the network,
+/// a busy server) keeps it on screen, saying so, like the rest of the
+/// page; only "not found" takes it away.
+#[component]
+fn ReclaimCard(
+    data: Polled<Standing>,
+    extend: ServerAction<ExtendReclaim>,
+    restore: ServerAction<RestoreMachine>,
+    opt: ServerAction<RebalanceOptOut>,
+    ticked: RwSignal<Option<bool>>,
+) -> impl IntoView {
+    let KeptDetail { outcome, refresh_failed, data } = kept_detail(data, |s: &Standing| s.0.machine_id);
+    let saving = opt.pending();
+    move || {
+        let found = matches!(outcome.get(), Some(Ok(_)));
+        found.then(|| data.get()).flatten().map(|(n, events)| {
+            let text = notice_text(&n);
+            let shown = n.warned() || n.state == "reclaimed";
+            let opted = n.rebalance_opt_out;
+            let machine_id = n.machine_id;
+            view! {
+                <section class="card stack" data-testid="machine-reclaim">
+                    <h2>"Idle reclaim and GPU placement"</h2>
+                    {move || refresh_failed.get().map(|e| view! {
+                        <p class="notice small" role="status" data-testid="reclaim-refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
+                    })}
+                    <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
+                    {move || extend.value().get().and_then(Result::ok).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
+                    {shown.then(|| view! {
+                        <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
+                    })}
+                    {n.exempt.then(|| view! { <p class="muted">"This machine is exempt from idle reclaim."</p> })}
+                    // The owner's (or an admin's) to change; a group member is told the setting.
+                    {if n.mine {
+                        view! {
+                            <ActionForm action=opt attr:class="inline">
+                                <input type="hidden" name="machine_id" value=machine_id/>
+                                <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"
+                                    prop:checked=move || ticked.get().unwrap_or(opted) on:change=move |ev| ticked.set(Some(event_target_checked(&ev)))/>
+                                    " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
+                                " " <button type="submit" disabled=move || saving.get()>"Save"</button>
+                            </ActionForm>
+                        }
+                        .into_any()
+                    } else {
+                        let placement = if opted { "kept on its GPUs (no hot-GPU rebalancing)" } else { "may be moved off hot GPUs" };
+                        view! { <p class="muted small" data-testid="rebalance-setting">"This machine " {placement} "."</p> }.into_any()
+                    }}
+                    {(!events.is_empty()).then(|| view! {
+                        <table class="table" data-testid="machine-events">
+                            <thead><tr><th>"When (UTC)"</th><th>"Event"</th><th>"Details"</th></tr></thead>
+                            <tbody>
+                                {events.into_iter().map(|e| view! {
+                                    <tr data-testid="machine-event" data-kind=e.kind.clone()>
+                                        <td class="nowrap">{gantry_core::time::format_utc(e.at_ms.div_euclid(1000))}</td>
+                                        <td>{e.label()}</td>
+                                        <td>{e.detail.clone()}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    })}
+                </section>
+            }
+        })
     }
 }
