@@ -7,13 +7,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../datasets_support/mod.rs"]
-mod compute_list;
-mod datasets_stored_names;
 mod datasets_support;
 #[path = "../reclaim_common/mod.rs"]
-mod datasets_version_deleted_mid_upload;
-mod engine_text_private;
-mod gpus_left_to_collector;
 mod reclaim_common;
 #[path = "../telemetry_common/mod.rs"]
 mod telemetry_common;
@@ -24,6 +19,7 @@ mod collector_edges;
 mod compute_cancel;
 mod compute_docker;
 mod compute_leftovers;
+mod compute_list;
 mod compute_outcomes;
 mod compute_queue_head;
 mod compute_rules;
@@ -37,16 +33,20 @@ mod datasets_juicefs;
 mod datasets_purge;
 mod datasets_replace;
 mod datasets_resume_faults;
+mod datasets_stored_names;
 mod datasets_upload;
 mod datasets_upload_races;
 mod datasets_version_races;
+mod datasets_version_deleted_mid_upload;
 mod db_cancellation;
 mod docker_executor;
 mod engine_docker;
 mod engine_edges;
 mod engine_invariant;
+mod engine_text_private;
 mod gpu_history;
 mod gpu_reregistration;
+mod gpus_left_to_collector;
 mod group_access;
 mod group_policy_rev;
 mod job_machine_ops;

@@ -9,16 +9,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../datasets_support/mod.rs"]
-mod datasets_access_ends;
-mod datasets_form_partial;
-mod datasets_if_range;
-mod datasets_names_http;
-mod datasets_page_fingerprint;
 mod datasets_support;
 #[path = "../security_support/mod.rs"]
-mod expect_continue;
-mod nojs_done;
-mod pager_past_end;
 mod security_support;
 #[path = "../telemetry_common/mod.rs"]
 mod telemetry_common;
@@ -27,9 +19,15 @@ mod accounts_lifecycle;
 mod api_v1;
 mod dataset_mounts_http;
 mod dataset_quotas_http;
+mod datasets_access_ends;
+mod datasets_form_partial;
 mod datasets_http;
+mod datasets_if_range;
+mod datasets_names_http;
+mod datasets_page_fingerprint;
 mod datasets_page_resume;
 mod datasets_refusals_http;
+mod expect_continue;
 mod files_after_reboot;
 mod first_run;
 mod http_admin;
@@ -38,6 +36,8 @@ mod http_machines;
 mod lists;
 mod local_node_restart;
 mod metrics_http;
+mod nojs_done;
+mod pager_past_end;
 mod routers_side_by_side;
 mod security_errors;
 mod security_headers;
