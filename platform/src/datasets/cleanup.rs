@@ -51,8 +51,9 @@ pub async fn clean_after_start(pool: &Pool, stores: &Datasets, started: i64) -> 
     for (s, temps) in found {
         for (key, _) in temps {
             let name = key.rsplit('/').next().unwrap_or("");
-            // `.next`: a resumed S3 upload's new object; `.old`: a replaced file kept aside.
-            let upload = name.strip_suffix(".next").or_else(|| name.strip_suffix(".old")).unwrap_or(name);
+            // `.next`: a resumed S3 upload's new object (before pieces); `.old`: a replaced
+            // file kept aside; `.part-{offset}`: a later request's piece of an S3 upload.
+            let upload = name.strip_suffix(".next").or_else(|| name.strip_suffix(".old")).or_else(|| name.split_once(".part-").map(|(u, _)| u)).unwrap_or(name);
             if !live.contains(upload) && s.delete(&key).await.is_ok() {
                 removed += 1;
             }

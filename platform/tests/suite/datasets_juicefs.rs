@@ -115,9 +115,33 @@ gantry_testkit::timed_test! {
         assert!(matches!(state, UploadState::Partial { offset, .. } if offset == half as u64), "{state:?}");
         let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &resumable).await.unwrap();
         assert_eq!(up.offset, half as u64);
-        let file = done(datasets::write_upload(&env.pool, &up, half as u64, body(data[half..].to_vec(), 65536), Some(&sha(&data))).await.unwrap());
+        // Each later request writes its own piece: one whole, one cut short.
+        let mib = 1 << 20;
+        let state = datasets::write_upload(&env.pool, &up, half as u64, body(data[half..half + mib].to_vec(), 65536), None).await.unwrap();
+        assert!(matches!(state, UploadState::Partial { offset, .. } if offset == (half + mib) as u64), "{state:?}");
+        let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &resumable).await.unwrap();
+        let err = datasets::write_upload(&env.pool, &up, (half + mib) as u64, cut_body(&data[half + mib..], 700_000), None).await.unwrap_err();
+        assert!(matches!(err, DatasetError::Incomplete(_)), "{err:?}");
+        // A restart meanwhile keeps the pieces of an upload in progress.
+        datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
+        let at = half + mib + 700_000;
+        let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &resumable).await.unwrap();
+        assert_eq!(up.offset, at as u64);
+        let file = done(datasets::write_upload(&env.pool, &up, at as u64, body(data[at..].to_vec(), 65536), Some(&sha(&data))).await.unwrap());
         assert_eq!(file.sha256, sha(&data));
         assert_eq!(gantry_platform::datasets::store::checksum(s3.as_ref(), "coco/v1/images/r.bin").await.unwrap().1, sha(&data));
+        assert_eq!(s3.list(".gantry-tmp").await.unwrap(), Vec::<(String, u64)>::new(), "pieces left after placing");
+
+        // Cancelled, or left in progress when the version goes: no piece stays.
+        for name in ["cancelled.bin", "left.bin"] {
+            let begin = BeginUpload { name, ..resumable };
+            let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+            datasets::write_upload(&env.pool, &up, 0, body(data[..mib].to_vec(), 65536), None).await.unwrap();
+            let up = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+            datasets::write_upload(&env.pool, &up, mib as u64, body(data[mib..2 * mib].to_vec(), 65536), None).await.unwrap();
+        }
+        datasets::cancel_upload(&env.pool, &env.stores, &env.alice, "coco", "v1", "cancelled.bin").await.unwrap();
+        assert_eq!(s3.list(".gantry-tmp").await.unwrap().len(), 2, "the upload left in progress: its object and one piece");
 
         // A ranged read, and deleting the version empties both stores.
         let mut part = s3.get("coco/v1/images/r.bin", Some((10, 19))).await.unwrap();
@@ -136,6 +160,7 @@ gantry_testkit::timed_test! {
         }
         datasets::delete_version(&env.pool, &env.stores, &env.alice, "coco", "v1").await.unwrap();
         assert_eq!(s3.list("coco").await.unwrap(), Vec::<(String, u64)>::new(), "left in the bucket");
+        assert_eq!(s3.list(".gantry-tmp").await.unwrap(), Vec::<(String, u64)>::new(), "temporary objects left in the bucket");
         assert!(files_under(&env.region_dir()).is_empty());
     }
 }

@@ -2,12 +2,14 @@
 //! against the JuiceFS S3 gateway; MinIO and AWS speak the same API).
 //! Temporary objects are multipart uploads completed when their writer
 //! finishes; an object cannot be appended to, so resuming at `offset`
-//! writes a new temporary object that starts with the old one's first
-//! `offset` bytes (read back through the server) and replaces it when
-//! finished. A cut connection therefore loses
-//! what it sent since its request began: resumable clients send chunks.
+//! writes that request's bytes as an object of their own, assembled with
+//! the others once the upload is read back whole ([`parts`]). A cut
+//! connection therefore loses what it sent since its request began:
+//! resumable clients send chunks.
 
-use super::{check_key, temp_key, ByteStream, Store, TempWriter};
+mod parts;
+
+use super::{check_key, temp_key, ByteStream, Store, TempWriter, TEMP_DIR};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
@@ -106,38 +108,39 @@ impl Store for S3Store {
         self.describe.clone()
     }
 
+    /// Writes only this request's bytes: from 0 the object itself, from
+    /// further on a piece beside it, after what is held beyond `offset`
+    /// is cut off.
     async fn put_temp(&self, temp: &str, offset: u64) -> io::Result<Box<dyn TempWriter>> {
-        let final_path = Self::path(&temp_key(temp))?;
-        let (target, carry) = if offset == 0 {
-            (final_path.clone(), None)
+        let key = temp_key(temp);
+        let first = Self::path(&key)?;
+        let target = if offset == 0 {
+            parts::remove_all(self.inner.as_ref(), &key).await?;
+            first
         } else {
-            let held = self.inner.head(&final_path).await.map_err(io_err)?.size;
+            let pieces = parts::pieces(self.inner.as_ref(), &key).await?;
+            let pieces = pieces.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no temporary object {key}")))?;
+            let held = pieces.held();
             if held < offset {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")));
             }
-            (Self::path(&temp_key(&format!("{temp}.next")))?, Some(offset))
+            parts::cut(self.inner.as_ref(), &key, pieces, offset).await?;
+            parts::piece_path(&key, offset)
         };
         let upload = self.inner.put_multipart(&target).await.map_err(io_err)?;
-        let mut writer = Writer { store: self.inner.clone(), upload: Some(WriteMultipart::new(upload)), target, final_path };
-        if let Some(offset) = carry {
-            let mut old = self.get(&temp_key(temp), Some((0, offset - 1))).await?;
-            while let Some(chunk) = old.next().await {
-                writer.write(vec![chunk?]).await?;
-            }
-        }
-        Ok(Box::new(writer))
+        Ok(Box::new(Writer { upload: Some(WriteMultipart::new(upload)), piece: offset > 0, written: 0 }))
     }
 
     async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
-        match self.inner.head(&Self::path(&temp_key(temp))?).await {
-            Ok(meta) => Ok(Some(meta.size)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(io_err(e)),
-        }
+        let key = temp_key(temp);
+        check_key(&key)?;
+        Ok(parts::pieces(self.inner.as_ref(), &key).await?.map(|p| p.held()))
     }
 
     async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
-        self.inner.rename(&Self::path(&temp_key(temp))?, &Self::path(key)?).await.map_err(io_err)
+        let (from, to) = (Self::path(&temp_key(temp))?, Self::path(key)?);
+        parts::assemble(self.inner.as_ref(), &temp_key(temp)).await?;
+        self.inner.rename(&from, &to).await.map_err(io_err)
     }
 
     /// A copy inside the bucket: the bytes do not pass through the server.
@@ -149,9 +152,15 @@ impl Store for S3Store {
         }
     }
 
+    /// A temporary object written in pieces is assembled first: read
+    /// back whole (verified), it is then the one object moved into place.
     async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
+        let path = Self::path(key)?;
+        if is_temp(key) {
+            parts::assemble(self.inner.as_ref(), key).await?;
+        }
         let options = GetOptions { range: range.map(|(start, end)| GetRange::Bounded(start..end + 1)), ..Default::default() };
-        let result = self.inner.get_opts(&Self::path(key)?, options).await.map_err(io_err)?;
+        let result = self.inner.get_opts(&path, options).await.map_err(io_err)?;
         Ok(result.into_stream().map_err(io_err).boxed())
     }
 
@@ -178,20 +187,29 @@ impl Store for S3Store {
         Ok(())
     }
 
+    /// A temporary object goes with its pieces, the later ones first.
     async fn delete(&self, key: &str) -> io::Result<()> {
-        match self.inner.delete(&Self::path(key)?).await {
+        let path = Self::path(key)?;
+        if is_temp(key) {
+            parts::remove_all(self.inner.as_ref(), key).await?;
+        }
+        match self.inner.delete(&path).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(io_err(e)),
         }
     }
 }
 
+fn is_temp(key: &str) -> bool {
+    key.strip_prefix(TEMP_DIR).is_some_and(|rest| rest.starts_with('/'))
+}
+
 struct Writer {
-    store: Arc<dyn ObjectStore>,
     upload: Option<WriteMultipart>,
-    /// Where the parts go, and where the object must end up.
-    target: Path,
-    final_path: Path,
+    /// A piece after the first request's bytes: one that got none is not
+    /// made at all.
+    piece: bool,
+    written: u64,
 }
 
 #[async_trait]
@@ -200,6 +218,7 @@ impl TempWriter for Writer {
         let upload = self.upload.as_mut().ok_or_else(|| io::Error::other("write after finish"))?;
         upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(io_err)?;
         for chunk in chunks {
+            self.written += chunk.len() as u64;
             upload.put(chunk);
         }
         Ok(())
@@ -207,11 +226,10 @@ impl TempWriter for Writer {
 
     async fn finish(mut self: Box<Self>) -> io::Result<()> {
         let upload = self.upload.take().ok_or_else(|| io::Error::other("finished twice"))?;
-        upload.finish().await.map_err(io_err)?;
-        if self.target != self.final_path {
-            self.store.rename(&self.target, &self.final_path).await.map_err(io_err)?;
+        if self.piece && self.written == 0 {
+            return upload.abort().await.map_err(io_err);
         }
-        Ok(())
+        upload.finish().await.map(drop).map_err(io_err)
     }
 }
 
@@ -227,3 +245,6 @@ impl Drop for Writer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
