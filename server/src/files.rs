@@ -8,10 +8,10 @@
 //! before its bytes (a tar header carries it): `PUT` needs Content-Length
 //! and streams straight through; a form upload (multipart, size unknown)
 //! is spooled to a temporary file first. Both are refused beyond the
-//! configured limit. An upload cut short can leave a partial file.
+//! configured limit. An upload cut short can leave a partial file. One
+//! whose session ends (`SessionWatch`) stops, answered 401; a download is cut.
 
-use crate::multipart_guard;
-use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, WsState};
+use crate::{multipart_guard, workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, Watched, WsState}};
 use axum::{
     body::Body,
     extract::{Path, Query, Request, State},
@@ -72,10 +72,11 @@ async fn walk(exec: &Executor, container: &str, path: &VolumePath) -> Result<Wal
 struct Place {
     exec: Executor,
     container: String,
+    session: Watched,
 }
 
 async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), Response> {
-    let (_user, target) = enter(st, parts, id, false).await?;
+    let (user, target) = enter(st, parts, id, false).await?;
     let (container, node) = match target.require_container() {
         Ok((c, n)) => (c.to_string(), n),
         Err(r) => return Err(refusal(r)),
@@ -99,7 +100,7 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
             ));
         }
     }
-    Ok((target, Place { exec, container }))
+    Ok((target, Place { exec, container, session: st.session_watch.watch_request(parts, &user) }))
 }
 
 pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
@@ -118,10 +119,10 @@ pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         Err(r) => return r,
     }
     match p.exec.download(&p.container, &path.absolute()).await {
-        Ok(Download::File { name, size, body }) => attachment(&name, "application/octet-stream", Some(size), body),
+        Ok(Download::File { name, size, body }) => attachment(&name, "application/octet-stream", Some(size), p.session.cut(body)),
         Ok(Download::Directory { name, tar }) => {
             let name = if name.is_empty() || path.is_root() { "data".to_string() } else { name };
-            attachment(&format!("{name}.tar"), "application/x-tar", None, tar)
+            attachment(&format!("{name}.tar"), "application/x-tar", None, p.session.cut(tar))
         }
         Err(ExecError::NotFound(_)) => refuse(StatusCode::NOT_FOUND, format!("no such file: {}", path.absolute())),
         Err(e) => exec_error(e),
@@ -195,8 +196,8 @@ async fn put(p: &Place, path: &VolumePath, size: u64, body: ByteStream) -> Resul
     // The directories to create: every missing component but the file.
     let mut missing = w.missing;
     missing.retain(|m| *m != path.relative());
-    let upload = Upload { root: DATA_MOUNT.to_string(), missing_dirs: missing, path: path.relative(), size, body };
-    p.exec.upload(&p.container, upload).await.map_err(exec_error)
+    let upload = Upload { root: DATA_MOUNT.to_string(), missing_dirs: missing, path: path.relative(), size, body: p.session.clone().cut(body) };
+    p.exec.upload(&p.container, upload).await.map_err(|e| p.session.ended().map_or_else(|| exec_error(e), |ended| ended.refusal()))
 }
 
 /// `POST /machines/{id}/files` from the machine page's form (multipart:
@@ -258,6 +259,9 @@ async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<
                 let mut spool = tokio::fs::File::from_std(spool);
                 let mut size: u64 = 0;
                 while let Some(chunk) = field.chunk().await.map_err(failed)? {
+                    if let Some(ended) = p.session.ended() {
+                        return Err(ended.refusal());
+                    }
                     size += chunk.len() as u64;
                     if size > st.limits.upload_max_bytes {
                         return Err(too_large(st));

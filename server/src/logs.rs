@@ -1,8 +1,9 @@
 //! A machine's container logs (stdout and stderr): the last lines as plain
 //! text, or followed live as Server-Sent Events (one event per line, an
-//! `end` event when the container stops, the server stops, or the account
-//! loses its sessions). The browser keeps a bounded number of lines; the
-//! server holds at most one line (capped) per stream.
+//! `end` event when the container stops, the server stops, or the session
+//! that opened it ends: signed out, unused past the sign-in limit, or its
+//! account changed — see `SessionWatch`). The browser keeps a bounded
+//! number of lines; the server holds at most one line (capped) per stream.
 
 use crate::{
     terminal::Full,
@@ -19,12 +20,7 @@ use axum::{
 };
 use bytes::{Bytes, BytesMut};
 use futures_util::{stream, Stream, StreamExt};
-use gantry_platform::{
-    accounts::{self, User},
-    db::Pool,
-    executor::inside::ByteStream,
-    workspace::{sessions::WATCH_EVERY, LOG_TAIL_LINES},
-};
+use gantry_platform::{executor::inside::ByteStream, workspace::LOG_TAIL_LINES};
 use serde::Deserialize;
 use std::convert::Infallible;
 
@@ -91,8 +87,9 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
     if follow {
         let stopped = st.stopped();
         let stopping = st.stopping.clone();
-        let revoked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let ended = account_ended(st.app.pool.clone(), user, revoked.clone());
+        // A stream must not outlive the right to it.
+        let session = st.session_watch.watch_request(&parts, &user);
+        let ended = session.wait();
         let events = lines(stream)
             .take_until(futures_util::future::select(Box::pin(stopped), Box::pin(ended)))
             .map(|line| Ok::<_, Infallible>(Event::default().data(line)))
@@ -100,11 +97,11 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
                 // Given back when the stream ends or the client leaves.
                 let _slot = slot;
                 let why = if *stopping.borrow() {
-                    "the log stream ended: the server is shutting down"
-                } else if revoked.load(std::sync::atomic::Ordering::Relaxed) {
-                    "the log stream ended: your account was changed (disabled, its role or its password); sign in again"
+                    "the log stream ended: the server is shutting down".to_string()
+                } else if let Some(ended) = session.ended() {
+                    format!("the log stream ended: {}; sign in again", ended.what())
                 } else {
-                    "the log stream ended (the container stopped or was removed)"
+                    "the log stream ended (the container stopped or was removed)".to_string()
                 };
                 Ok(Event::default().event("end").data(why))
             }));
@@ -116,24 +113,6 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
         Body::from_stream(body),
     )
         .into_response()
-}
-
-/// Resolves (and says so in `revoked`) once the account that opened a
-/// followed log loses its sessions — disabled, demoted, its password reset,
-/// deleted: a stream must not outlive the right to it. Looked at as often
-/// as the terminal watcher looks at shells; a database error is no verdict.
-async fn account_ended(pool: Pool, user: User, revoked: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    let mut tick = tokio::time::interval(WATCH_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        match accounts::user_by_id(&pool, user.id).await {
-            Ok(Some(now)) if !now.disabled && now.session_gen == user.session_gen => {}
-            Ok(_) => break,
-            Err(e) => tracing::debug!(error = %e, "could not re-check a log stream's account"),
-        }
-    }
-    revoked.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Splits a byte stream into lines (without `\n` and `\r`), each at most

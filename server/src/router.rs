@@ -166,7 +166,7 @@ pub async fn build_secured(
         .merge(crate::datasets::routes().route_layer(from_fn(lift_body_deadline)))
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
-        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone()).route_layer(from_fn(lift_body_deadline)))
+        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone(), &security).route_layer(from_fn(lift_body_deadline)))
         .fallback(fallback)
         .layer(axum::Extension(workspace))
         .layer(from_fn(guard_pages))

@@ -15,14 +15,15 @@
 //! with a close frame whose code and reason say why (see
 //! `gantry_platform::workspace::close_code`): the shell exited, the machine
 //! stopped/restarts (reconnect when it runs), was deleted, an admin closed
-//! it, or it was idle too long.
+//! it, it was idle too long, or the browser session that opened it ended
+//! (signed out in any tab, or unused past the sign-in limit).
 //!
 //! Memory per session is flat: terminal output is read into one 16 KiB
 //! buffer and sent before the next read (a slow browser slows the shell,
 //! as a slow ssh client does); input is written through as it arrives;
 //! WebSocket buffers are small and messages capped.
 
-use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, WsState};
+use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, Watched, WsState};
 use app::{api::auth::ClientAddress, error::RequestId};
 use axum::{
     extract::{
@@ -133,6 +134,7 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         container,
         idle: Duration::from_secs(st.limits.idle_secs),
         request_id: parts.extensions.get::<RequestId>().map(|r| r.0.clone()),
+        session: st.session_watch.watch_request(&parts, &user),
     };
     let stopped = st.stopped();
     upgrade
@@ -189,6 +191,8 @@ struct Ctx {
     idle: Duration,
     /// The upgrade request's id, for the log.
     request_id: Option<String>,
+    /// The browser session that opened it: the terminal ends with it.
+    session: Watched,
 }
 
 enum End {
@@ -276,6 +280,7 @@ async fn run(
             e = pump_in => e,
             e = signal => e,
             e = idle => e,
+            ended = ctx.session.wait() => End::Signal(ended.close_reason()),
             _ = stopped.as_mut() => End::Signal(CloseReason::new(close_code::GOING_AWAY, "the server is shutting down")),
         }
     };

@@ -12,9 +12,15 @@
 //! Every machine route needs a session (the same cookie as the pages), the
 //! machine's owner or an admin (`gantry_platform::workspace`), and passes
 //! the same Origin rule as state-changing requests — for the WebSocket
-//! upgrade too, which is a GET.
+//! upgrade too, which is a GET. What a route keeps open (a terminal, a
+//! followed log, a transfer) ends with the session that opened it
+//! ([`SessionWatch`]).
 
-use crate::{files, http_guard::origin_allowed, logs, terminal, vendor};
+mod session_watch;
+
+pub use session_watch::{Ended, SessionWatch, Watched};
+
+use crate::{files, http_guard::origin_allowed, logs, security::Security, terminal, vendor};
 use app::state::{AppState, RequestUser};
 use axum::{
     extract::DefaultBodyLimit,
@@ -68,8 +74,10 @@ pub struct WsState {
     /// Terminal slots taken (opening or open), against the limits.
     pub terminal_slots: terminal::Slots,
     /// Followed logs open, counted apart against the same limits: each
-    /// holds a connection to the engine and a watcher of its account.
+    /// holds a connection to the engine and a place in the session watch.
     pub follow_slots: terminal::Slots,
+    /// Ends terminals, followed logs and transfers with their session.
+    pub session_watch: SessionWatch,
     /// True once the process is asked to stop: followed logs and terminals
     /// end then (with a reason), or the graceful shutdown would wait on
     /// them for ever.
@@ -88,14 +96,24 @@ impl WsState {
 
 /// The routes, merged into the main router before its layers (sessions,
 /// the signed-in user, tracing) so they get the same treatment.
-pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>) -> Router<AppState> {
+pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>, security: &Security) -> Router<AppState> {
     let terminals = Registry::start(app.pool.clone());
+    let session_watch = SessionWatch::start(app.pool.clone(), security);
     let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         stop_signal().await;
         let _ = stop.send(true);
     });
-    let state = WsState { app, limits, public_origin, terminals, terminal_slots: terminal::Slots::default(), follow_slots: terminal::Slots::default(), stopping };
+    let state = WsState {
+        app,
+        limits,
+        public_origin,
+        terminals,
+        terminal_slots: terminal::Slots::default(),
+        follow_slots: terminal::Slots::default(),
+        session_watch,
+        stopping,
+    };
     Router::new()
         .route("/machines/{id}/terminal", get(terminal::terminal))
         .route("/machines/{id}/logs", get(logs::logs))

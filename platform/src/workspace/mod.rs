@@ -149,6 +149,9 @@ pub mod close_code {
     /// The account was disabled, demoted or had its password reset: its
     /// sessions ended, its terminals with them.
     pub const ACCOUNT_CHANGED: u16 = 4005;
+    /// The browser session that opened it ended: signed out (in any tab),
+    /// or unused for longer than the sign-in limit.
+    pub const SESSION_ENDED: u16 = 4006;
 }
 
 impl CloseReason {

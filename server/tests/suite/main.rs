@@ -44,6 +44,7 @@ mod security_headers;
 mod security_redirects;
 mod security_sessions;
 mod security_signin;
+mod session_end;
 mod shutdown;
 mod slow_clients;
 mod snapshots_http;

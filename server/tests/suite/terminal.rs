@@ -30,19 +30,19 @@ use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, Message};
 
 const ADMIN_PASSWORD: &str = "admin-password-1";
-const PASSWORD: &str = "a-good-password";
+pub(crate) const PASSWORD: &str = "a-good-password";
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(crate) type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-struct Env {
+pub(crate) struct Env {
     _dir: tempfile::TempDir,
-    pool: db::Pool,
-    addr: SocketAddr,
+    pub(crate) pool: db::Pool,
+    pub(crate) addr: SocketAddr,
     admissions: Admissions,
     dispatcher: Dispatcher,
     instance: String,
     node_id: i64,
-    alice: User,
+    pub(crate) alice: User,
     admin: User,
 }
 
@@ -64,12 +64,12 @@ impl Drop for Env {
     }
 }
 
-async fn env(limits: Limits) -> Env {
+pub(crate) async fn env(limits: Limits) -> Env {
     env_secured(limits, Security::default()).await
 }
 
 /// [`env`] with explicit security settings (e.g. behind a trusted proxy).
-async fn env_secured(limits: Limits, security: Security) -> Env {
+pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
@@ -125,7 +125,7 @@ async fn env_secured(limits: Limits, security: Security) -> Env {
 }
 
 impl Env {
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
@@ -143,7 +143,7 @@ impl Env {
     }
 
     /// A running machine of `owner`: its id and container.
-    async fn machine(&self, owner: &User, name: &str) -> (i64, String) {
+    pub(crate) async fn machine(&self, owner: &User, name: &str) -> (i64, String) {
         let admitted = self.admissions.create(CreateMachine::new(owner.clone(), name, 1, 1)).await.unwrap();
         self.drive().await;
         let (state, container, message): (String, Option<String>, String) =
@@ -152,22 +152,22 @@ impl Env {
         (admitted.machine_id, container.unwrap())
     }
 
-    async fn operate(&self, machine_id: i64, kind: TaskKind) {
+    pub(crate) async fn operate(&self, machine_id: i64, kind: TaskKind) {
         machines::request_operation(&self.pool, &self.admin, OperationRequest { machine_id, kind, keep_volume: false }).await.unwrap();
         self.drive().await;
     }
 
-    async fn engine(&self) -> Executor {
+    pub(crate) async fn engine(&self) -> Executor {
         self.dispatcher.fleet.executor(&self.pool, self.node_id).await.unwrap()
     }
 
-    async fn scalar(&self, sql: &str) -> i64 {
+    pub(crate) async fn scalar(&self, sql: &str) -> i64 {
         sqlx::query_scalar(sql).fetch_one(&self.pool).await.unwrap()
     }
 }
 
 /// Signs in through the login server function; the session cookie.
-async fn sign_in(env: &Env, user: &str, password: &str) -> String {
+pub(crate) async fn sign_in(env: &Env, user: &str, password: &str) -> String {
     let res = reqwest::Client::new()
         .post(env.url("/api/login"))
         .header("Origin", format!("http://{}", env.addr))
@@ -179,12 +179,12 @@ async fn sign_in(env: &Env, user: &str, password: &str) -> String {
     gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie")
 }
 
-fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
 }
 
 /// Opens the terminal WebSocket; `Err(status)` when refused at the upgrade.
-async fn connect(env: &Env, cookie: Option<&str>, origin: Option<&str>, machine_id: i64) -> Result<Ws, StatusCode> {
+pub(crate) async fn connect(env: &Env, cookie: Option<&str>, origin: Option<&str>, machine_id: i64) -> Result<Ws, StatusCode> {
     let mut req = format!("ws://{}/machines/{machine_id}/terminal?cols=80&rows=24", env.addr).into_client_request().unwrap();
     if let Some(c) = cookie {
         req.headers_mut().insert("Cookie", c.parse().unwrap());
@@ -199,7 +199,7 @@ async fn connect(env: &Env, cookie: Option<&str>, origin: Option<&str>, machine_
 }
 
 /// Reads terminal output until `needle` appears; everything read.
-async fn read_until(ws: &mut Ws, needle: &str) -> String {
+pub(crate) async fn read_until(ws: &mut Ws, needle: &str) -> String {
     let mut seen = Vec::new();
     while let Some(msg) = ws.next().await {
         match msg.unwrap() {
@@ -219,7 +219,7 @@ async fn read_until(ws: &mut Ws, needle: &str) -> String {
 /// Reads until the server's close frame (its code and reason), then until
 /// the server drops the connection — which it does after recording the
 /// close, so the session row is final when this returns.
-async fn close_frame(ws: &mut Ws) -> (u16, String) {
+pub(crate) async fn close_frame(ws: &mut Ws) -> (u16, String) {
     let mut frame = None;
     while let Some(msg) = ws.next().await {
         match msg {
@@ -236,7 +236,7 @@ async fn close_frame(ws: &mut Ws) -> (u16, String) {
     frame.expect("the terminal ended without a close frame")
 }
 
-async fn type_line(ws: &mut Ws, line: &str) {
+pub(crate) async fn type_line(ws: &mut Ws, line: &str) {
     ws.send(Message::Binary(format!("{line}\r").into_bytes().into())).await.unwrap();
 }
 
@@ -668,7 +668,7 @@ async fn raw_post(addr: SocketAddr, path: &str, headers: &str, body: &[u8]) -> (
 }
 
 /// The `data:` lines of a Server-Sent Events body, as they arrive.
-async fn next_event(body: &mut reqwest::Response, buf: &mut String) -> Option<String> {
+pub(crate) async fn next_event(body: &mut reqwest::Response, buf: &mut String) -> Option<String> {
     loop {
         if let Some(end) = buf.find("\n\n") {
             let event: String = buf.drain(..end + 2).collect();
