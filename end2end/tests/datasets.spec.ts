@@ -9,7 +9,8 @@ import { ADMIN_PASSWORD, hydrated, signIn, signInOk, uniqueName } from './helper
 // connection cut mid-file resumes from the server's offset; another file of
 // the same name and size starts over rather than continuing the first's
 // bytes; a Cancel that comes after the server listed the file says so; an
-// upload after the session ended goes to the sign-in page.
+// upload after the session ended goes to the sign-in page; an abandoned
+// upload is listed on the version page and cancelled there.
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -189,6 +190,32 @@ test('a Cancel that reaches the server after it listed the file says so instead 
   await page.reload();
   await hydrated(page);
   await expect(page.locator('[data-testid="file-row"][data-name="late.bin"]')).toHaveCount(1);
+});
+
+test('an abandoned upload is listed on the version page and its Cancel lets the version be sealed', async ({ page }) => {
+  const code = uniqueName('dsa');
+  await signInOk(page, 'admin', ADMIN_PASSWORD);
+  await datasetWithVersion(page, code, true);
+  // Begun and 1,000 of 5,000 bytes sent, then the tab went away.
+  const origin = new URL(page.url()).origin;
+  const url = `/api/v1/datasets/${code}/versions/v1/uploads/gone.bin`;
+  let res = await page.request.post(url, { headers: { Origin: origin, 'Upload-Length': '5000' } });
+  expect(res.status()).toBe(201);
+  res = await page.request.patch(url, { headers: { Origin: origin, 'Upload-Offset': '0' }, data: bytes(1000, 10) });
+  expect(res.status()).toBe(204);
+
+  await page.reload();
+  await hydrated(page);
+  const row = page.getByTestId('uploads-in-progress').locator('[data-testid="upload-in-progress"][data-name="gone.bin"]');
+  await expect(row).toContainText('1000 B of 4.9 KiB');
+  await expect(row).toContainText('admin');
+  await row.getByRole('button', { name: 'Cancel the upload of gone.bin' }).click();
+  await expect(page.getByTestId('uploads-in-progress')).toHaveCount(0);
+
+  await page.goto(`/datasets/${code}`);
+  await hydrated(page);
+  await page.locator('[data-testid="version-row"][data-name="v1"]').getByRole('button', { name: 'Seal' }).click();
+  await expect(page.locator('[data-testid="version-row"][data-name="v1"]')).toHaveAttribute('data-sealed', 'yes');
 });
 
 test.describe('without JavaScript', () => {

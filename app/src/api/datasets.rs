@@ -81,13 +81,38 @@ pub async fn load_dataset_version(code: String, version: String) -> Result<Versi
     let user = crate::state::auth()?;
     let (d, v, files) = gantry_platform::datasets::files(&crate::state::pool()?, &user, &code, &version).await.map_err(app_error)?;
     let may_write = gantry_platform::datasets::may_write(&user, &d).is_ok();
-    let upload_max_bytes = ssr::stores().map(|s| s.limits().upload_max_bytes).unwrap_or(0);
+    let stores = ssr::stores().unwrap_or_else(|_| gantry_platform::datasets::Datasets::unconfigured());
+    let upload_max_bytes = if stores.is_configured() { stores.limits().upload_max_bytes } else { 0 };
+    // Readers of a public dataset see its files, never its uploads.
+    let uploads = if may_write {
+        gantry_platform::datasets::uploads_in_progress(&crate::state::pool()?, &stores, &user, &code, &version).await.map_err(app_error)?
+    } else {
+        Vec::new()
+    };
     Ok(VersionDetail {
         dataset: ssr::row(d),
         version: ssr::version(v),
         files: files.into_iter().map(ssr::file).collect(),
         may_write,
         upload_max_bytes,
+        uploads: uploads.into_iter().map(ssr::upload).collect(),
+    })
+}
+
+/// Cancels an upload in progress from the version page (the same rules as
+/// `DELETE …/uploads/{name}`: the owning group's members and admins); one
+/// a request is still writing is refused until that request ends.
+#[server(prefix = "/api", endpoint = "cancel_dataset_upload")]
+pub async fn cancel_dataset_upload(code: String, version: String, name: String) -> Result<(), AppError> {
+    use gantry_platform::datasets::{cancel_upload, DatasetError};
+    let user = crate::state::auth()?;
+    let stores = ssr::stores()?;
+    cancel_upload(&crate::state::pool()?, &stores, &user, &code, &version, &name).await.map_err(|e| match e {
+        DatasetError::Busy(_) => app_error(DatasetError::Busy(format!(
+            "{name} is still receiving; try again in a few seconds (a request that was cut off lets go within {} s)",
+            gantry_platform::datasets::writing::LEASE_SECS
+        ))),
+        other => app_error(other),
     })
 }
 
@@ -152,5 +177,18 @@ pub(crate) mod ssr {
 
     pub fn file(f: ds::FileView) -> FileRow {
         FileRow { name: f.name, size: f.size, sha256: f.sha256, uploaded_by: f.uploaded_by, uploaded_at: f.uploaded_at }
+    }
+
+    pub fn upload(u: ds::UploadInProgress) -> UploadInProgressRow {
+        UploadInProgressRow {
+            name: u.name,
+            held: u.held,
+            total: u.total,
+            started_by: u.started_by,
+            started_at: u.started_at,
+            touched_at: u.touched_at,
+            receiving: u.receiving,
+            resumable: u.resumable,
+        }
     }
 }

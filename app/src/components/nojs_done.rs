@@ -58,6 +58,7 @@ const MESSAGES: &[(&str, &str)] = &[
     ("revoke_token", "Token revoked."),
     ("seal_dataset_version", "Version sealed."),
     ("delete_dataset_version", "Version deleted."),
+    ("cancel_dataset_upload", "Upload cancelled."),
 ];
 
 /// The fixed message for a server function's success, if it has one.

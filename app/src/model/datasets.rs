@@ -61,6 +61,36 @@ pub struct VersionDetail {
     pub files: Vec<FileRow>,
     pub may_write: bool,
     pub upload_max_bytes: u64,
+    /// Its uploads in progress (for its writers only; empty otherwise).
+    pub uploads: Vec<UploadInProgressRow>,
+}
+
+/// An upload in progress: one whose client went away holds the name, its
+/// reservation against the quota and the version's Seal until cancelled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadInProgressRow {
+    pub name: String,
+    /// Bytes both stores hold; `None`: the stores could not be asked.
+    pub held: Option<u64>,
+    /// The declared length; `None`: unknown (a one-request upload).
+    pub total: Option<u64>,
+    pub started_by: String,
+    pub started_at: i64,
+    pub touched_at: i64,
+    /// A request is writing it now: Cancel waits for it to end.
+    pub receiving: bool,
+    pub resumable: bool,
+}
+
+/// "100 B of 600 B", or what is known of it.
+pub fn held_label(held: Option<u64>, total: Option<u64>) -> String {
+    use gantry_core::datasets::format_bytes;
+    match (held, total) {
+        (Some(h), Some(t)) => format!("{} of {}", format_bytes(h), format_bytes(t)),
+        (Some(h), None) => format!("{} (length not declared)", format_bytes(h)),
+        (None, Some(t)) => format!("unknown of {}", format_bytes(t)),
+        (None, None) => "unknown".to_string(),
+    }
 }
 
 /// Where the page's script sends one file (the session's streamed upload).
@@ -136,6 +166,14 @@ mod tests {
         assert_eq!(rate_label(2048.0, 4096.0, 2.0), "1.0 KiB/s · 2 s left");
         assert_eq!(rate_label(0.0, 10.0, 1.0), "");
         assert_eq!(rate_label(1024.0, 1024.0 * 1000.0, 1.0), "1.0 KiB/s · 17 min left");
+    }
+
+    #[test]
+    fn held_labels_say_what_is_known() {
+        assert_eq!(held_label(Some(100), Some(600)), "100 B of 600 B");
+        assert_eq!(held_label(Some(2048), None), "2.0 KiB (length not declared)");
+        assert_eq!(held_label(None, Some(600)), "unknown of 600 B");
+        assert_eq!(held_label(None, None), "unknown");
     }
 
     #[test]

@@ -209,7 +209,9 @@ pub async fn seal_version(pool: &Pool, user: &User, code: &str, name: &str) -> R
     let mut tx = crate::db::begin_immediate(pool).await?;
     let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_one(&mut *tx).await?;
     if open > 0 {
-        return Err(DatasetError::Conflict(format!("version {name} has {open} upload(s) in progress; finish or cancel them before sealing")));
+        return Err(DatasetError::Conflict(format!(
+            "version {name} has {open} upload(s) in progress; finish them, or cancel them under \"Uploads in progress\" on the version's page, before sealing"
+        )));
     }
     let sealed = sqlx::query("UPDATE dataset_versions SET sealed_at = ? WHERE id = ? AND sealed_at IS NULL").bind(now()).bind(v.id).execute(&mut *tx).await?;
     if sealed.rows_affected() == 0 {

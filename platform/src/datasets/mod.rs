@@ -13,6 +13,7 @@ mod catalog;
 mod cleanup;
 mod error;
 mod failure;
+mod in_progress;
 mod listing;
 pub mod mounts;
 mod pipeline;
@@ -26,6 +27,7 @@ pub mod writing;
 
 pub use catalog::*;
 pub use error::DatasetError;
+pub use in_progress::{uploads_in_progress, UploadInProgress};
 pub use cleanup::{clean_after_start, clean_at_start};
 pub use sweep::{sweep, Swept, SWEEP_EVERY};
 pub use begin::{begin_upload, begin_upload_of_file, resume_upload, BeginUpload};

@@ -23,6 +23,7 @@ mod datasets_access_ends;
 mod datasets_form_partial;
 mod datasets_http;
 mod datasets_if_range;
+mod datasets_in_progress;
 mod datasets_names_http;
 mod datasets_page_fingerprint;
 mod datasets_page_resume;

@@ -4,6 +4,7 @@
 //! it works without JavaScript too.
 
 mod dataset;
+mod in_progress;
 mod upload;
 #[cfg(feature = "hydrate")]
 mod upload_browser;

@@ -1,9 +1,11 @@
 //! One version: its files (size, SHA-256, who, when, download) and, while
-//! it is open and the viewer's group owns it, the upload area.
+//! it is open and the viewer's group owns it, the upload area and the
+//! uploads in progress (`in_progress`).
 
-use super::{error_view, upload::UploadArea};
+use super::{error_view, in_progress::UploadsInProgress, upload::UploadArea};
 use crate::{
-    api::datasets::load_dataset_version,
+    api::datasets::{load_dataset_version, CancelDatasetUpload},
+    components::form_error::{error_text, FormError},
     model::datasets::{download_url, encode, FileRow, VersionDetail},
 };
 use gantry_core::{datasets::format_bytes, time::format_utc};
@@ -16,10 +18,12 @@ pub fn DatasetVersionPage() -> impl IntoView {
     let params = use_params_map();
     let key = move || params.with(|p| (p.get("code").unwrap_or_default(), p.get("version").unwrap_or_default()));
     // Bumped by every finished upload: the file list reloads, the upload
-    // area (with its other bars) stays.
+    // area (with its other bars) stays. A cancelled upload in progress
+    // reloads the same lists.
     let uploaded = RwSignal::new(0u64);
+    let cancel = ServerAction::<CancelDatasetUpload>::new();
     let detail = Resource::new(key, |(code, version)| load_dataset_version(code, version));
-    let files = Resource::new(move || (key(), uploaded.get()), |((code, version), _)| load_dataset_version(code, version));
+    let files = Resource::new(move || (key(), uploaded.get(), cancel.version().get()), |((code, version), _, _)| load_dataset_version(code, version));
     let query = use_query_map();
     let done = move || query.with(|q| q.get("uploaded"));
     let failed = move || query.with(|q| q.get("upload_error"));
@@ -32,8 +36,12 @@ pub fn DatasetVersionPage() -> impl IntoView {
         </Transition>
         {move || done().map(|names| view! { <p class="notice" role="status" data-testid="upload-done">"Uploaded: " {names}</p> })}
         {move || failed().map(|m| view! { <p class="form-error" role="alert" data-testid="upload-error">{m}</p> })}
+        <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
         <Transition fallback=|| ()>
-            {move || files.get().and_then(Result::ok).map(|d| view! { <FileTable code=d.dataset.code version=d.version.name files=d.files/> })}
+            {move || files.get().and_then(Result::ok).map(|d| view! {
+                <UploadsInProgress code=d.dataset.code.clone() version=d.version.name.clone() uploads=d.uploads cancel=cancel/>
+                <FileTable code=d.dataset.code version=d.version.name files=d.files/>
+            })}
         </Transition>
     }
 }
