@@ -9,26 +9,13 @@ use super::views::{ComputeTaskView, SELECT};
 use crate::{
     accounts::User,
     db::Pool,
-    machines::{visibility, ListFilter, Window},
+    machines::{
+        listing::{visible_as_1, when},
+        ListFilter, Window,
+    },
     PlatformError,
 };
 use gantry_core::paging::PageRequest;
-
-/// `cond` when the filter is set; otherwise a condition that is always
-/// true but still names the parameter (every numbered parameter is bound).
-fn when(set: bool, cond: &str, param: &str) -> String {
-    if set {
-        cond.to_string()
-    } else {
-        format!("{param} IS NULL")
-    }
-}
-
-/// The isolation condition with its parameter numbered `?1`.
-fn visible_as_1(viewer: &User) -> (String, i64) {
-    let (cond, bind) = visibility(viewer, "c.group_id");
-    (cond.replace('?', "?1"), bind)
-}
 
 // `?2` requester, `?3` group. The conditions name the columns `c.` of the
 // rows and of the count table alike.
@@ -44,7 +31,7 @@ fn compute_filter(f: &ListFilter) -> String {
 /// the visibility bind, `?2` requester, `?3` group, `?4` state, `?5` limit,
 /// `?6` offset. Public so that a test can check its query plan.
 pub fn compute_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
-    let (cond, bind) = visible_as_1(viewer);
+    let (cond, bind) = visible_as_1(viewer, "c.group_id");
     let filters = compute_filter(filter);
     let state = when(filter.state.is_some(), "c.state = ?4", "?4");
     (format!("SELECT c.id FROM compute_tasks c WHERE ({cond}) AND {filters} AND {state} ORDER BY c.id DESC LIMIT ?5 OFFSET ?6"), bind)
@@ -63,7 +50,7 @@ pub async fn compute_window(pool: &Pool, viewer: &User, filter: &ListFilter, pag
         .bind(page.offset())
         .fetch_all(pool)
         .await?;
-    let (cond, filters) = (visible_as_1(viewer).0, compute_filter(filter));
+    let (cond, filters) = (visible_as_1(viewer, "c.group_id").0, compute_filter(filter));
     let by_state: Vec<(String, i64)> = sqlx::query_as(&format!(
         "SELECT c.state, SUM(c.n) FROM compute_task_counts c WHERE ({cond}) AND {filters} GROUP BY c.state HAVING SUM(c.n) > 0 ORDER BY c.state"
     ))

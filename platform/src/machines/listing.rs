@@ -37,7 +37,7 @@ pub struct Window<T> {
 
 /// `cond` when the filter is set; otherwise a condition that is always
 /// true but still names the parameter (every numbered parameter is bound).
-fn when(set: bool, cond: &str, param: &str) -> String {
+pub(crate) fn when(set: bool, cond: &str, param: &str) -> String {
     if set {
         cond.to_string()
     } else {
@@ -66,7 +66,7 @@ fn task_filter(f: &ListFilter) -> String {
 }
 
 /// The isolation condition with its parameter numbered `?1`.
-fn visible_as_1(viewer: &User, group_column: &str) -> (String, i64) {
+pub(crate) fn visible_as_1(viewer: &User, group_column: &str) -> (String, i64) {
     let (cond, bind) = visibility(viewer, group_column);
     (cond.replace('?', "?1"), bind)
 }

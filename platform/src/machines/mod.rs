@@ -2,7 +2,7 @@
 //! operations on existing machines, releasing GPUs, and what the portal lists.
 
 pub(crate) mod admission;
-mod listing;
+pub(crate) mod listing;
 mod ops;
 mod room;
 mod views;
