@@ -79,10 +79,7 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
         return Err(refuse(format!("{why} (a snapshot's image lives on the node it was taken on)")));
     }
     // Its files come from an image the group may no longer use.
-    let base: Option<(i64, String)> = sqlx::query_as("SELECT i.id, i.name FROM snapshots s JOIN images i ON i.id = s.base_image_id WHERE s.id = ?")
-        .bind(snapshot_id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let base = base_image(&mut tx, snapshot_id).await?;
     let base = base.as_ref().map(|(id, name)| (*id, name.as_str()));
     if let Some(why) = crate::machines::admission::image_refusal(&mut tx, req.requester.group_id, &policy.group_name, base).await? {
         return Err(refuse(format!("{why}; snapshot {snap_name} comes from that image")));
@@ -147,6 +144,24 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
     if busy(&mut tx, machine_id).await? {
         return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
     }
+    // As a create from it would: a machine cannot take files of an image its
+    // group may no longer use — unless it comes from that image itself (a
+    // plain reinstall would give it the same).
+    let base = base_image(&mut tx, snapshot_id).await?;
+    let own: Option<i64> = sqlx::query_scalar(
+        "SELECT CASE WHEN i.internal = 0 THEN m.image_id ELSE (SELECT p.base_image_id FROM snapshots p WHERE p.id = m.from_snapshot_id) END
+         FROM machines m JOIN images i ON i.id = m.image_id WHERE m.id = ?",
+    )
+    .bind(machine_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if base.as_ref().map(|b| b.0) != own || own.is_none() {
+        let group: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(cur.group_id).fetch_one(&mut *tx).await?;
+        let base = base.as_ref().map(|(id, name)| (*id, name.as_str()));
+        if let Some(why) = crate::machines::admission::image_refusal(&mut tx, cur.group_id, &group, base).await? {
+            return Err(PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {why}; snapshot {snap_name} comes from that image", cur.name)));
+        }
+    }
     let image = snapshot::image_row(&mut tx, &reference).await?;
     let task_id = task::insert_pending(
         &mut tx,
@@ -161,4 +176,13 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
     audit::record(&mut *tx, Some(who.id), "machine.reinstall", &format!("machine {} from snapshot {snap_name} ({reference})", cur.name)).await?;
     tx.commit().await?;
     Ok(task_id)
+}
+
+/// The image snapshot `snapshot_id`'s files come from (id, name), which the
+/// group's image rule applies to; None when it is no longer known.
+async fn base_image(conn: &mut sqlx::SqliteConnection, snapshot_id: i64) -> Result<Option<(i64, String)>, PlatformError> {
+    Ok(sqlx::query_as("SELECT i.id, i.name FROM snapshots s JOIN images i ON i.id = s.base_image_id WHERE s.id = ?")
+        .bind(snapshot_id)
+        .fetch_optional(&mut *conn)
+        .await?)
 }

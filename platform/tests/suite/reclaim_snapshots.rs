@@ -279,3 +279,34 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 2, "nothing more was taken");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_reinstall_from_a_snapshot_follows_the_groups_image_rule_unless_the_machine_comes_from_that_image() {
+        use gantry_platform::{images, policy_access::{self, AccessChange}};
+        let (env, _sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "src").await;
+        let (snap, taken) = snapshots::request(&env.pool, &alice, m, "base").await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, taken).await.0, "succeeded");
+        // The group may now use only `other`; a machine made from it …
+        let other = images::create_image(&env.pool, None, "other", "gantry/other:1", "", false).await.unwrap();
+        let group = env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await;
+        policy_access::set_group_access(&env.pool, None, group, &AccessChange { images: Some(vec![other.id]), regions: None }).await.unwrap();
+        let mut req = env.create(&alice, "fresh", 1);
+        req.image_id = Some(other.id);
+        let fresh = env.admissions.create(req).await.unwrap().machine_id;
+        env.drive().await;
+        let tasks = "SELECT COUNT(*) FROM tasks";
+        let before = env.scalar(tasks).await;
+        // … cannot take devbox's files through a reinstall from a snapshot,
+        let got = snapshots::reinstall_from(&env.pool, &alice, fresh, snap).await;
+        assert!(matches!(got, Err(PlatformError::Refused(ref why)) if why.contains("may not use image devbox") && why.contains("snapshot base comes from that image")), "{got:?}");
+        assert_eq!(env.scalar(tasks).await, before, "nothing was asked of the engine");
+        // … while the machine the snapshot came from (already on devbox) may
+        // go back to it, as a plain reinstall would give it devbox again.
+        let back = snapshots::reinstall_from(&env.pool, &alice, m, snap).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, back).await.0, "succeeded");
+        env.assert_quota_consistent().await;
+    }
+}
