@@ -156,6 +156,9 @@ pub async fn build_secured(
     // request id, tracing).
     // Behind a proxy (or a TLS terminator) a loopback peer may be that
     // proxy: /metrics then needs its token.
+    // One per process: ends what a browser session let in (terminals,
+    // followed logs, machine files, dataset transfers) once it ends.
+    let session_watch = crate::workspace::SessionWatch::start(state.pool.clone(), &security);
     let metrics = crate::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
     let app = Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
@@ -166,9 +169,11 @@ pub async fn build_secured(
         .merge(crate::datasets::routes().route_layer(from_fn(lift_body_deadline)))
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
-        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone(), &security).route_layer(from_fn(lift_body_deadline)))
+        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone(), session_watch.clone()).route_layer(from_fn(lift_body_deadline)))
         .fallback(fallback)
         .layer(axum::Extension(workspace))
+        // The dataset routes' transfers end with their session too.
+        .layer(axum::Extension(session_watch))
         .layer(from_fn(guard_pages))
         .layer(from_fn_with_state(Guard { state: state.clone(), security: security.clone() }, resolve_user))
         .layer(sessions)

@@ -20,7 +20,7 @@ mod session_watch;
 
 pub use session_watch::{Ended, SessionWatch, Watched};
 
-use crate::{files, http_guard::origin_allowed, logs, security::Security, terminal, vendor};
+use crate::{files, http_guard::origin_allowed, logs, terminal, vendor};
 use app::state::{AppState, RequestUser};
 use axum::{
     extract::DefaultBodyLimit,
@@ -96,9 +96,8 @@ impl WsState {
 
 /// The routes, merged into the main router before its layers (sessions,
 /// the signed-in user, tracing) so they get the same treatment.
-pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>, security: &Security) -> Router<AppState> {
+pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>, session_watch: SessionWatch) -> Router<AppState> {
     let terminals = Registry::start(app.pool.clone());
-    let session_watch = SessionWatch::start(app.pool.clone(), security);
     let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         stop_signal().await;

@@ -1,17 +1,39 @@
 //! Who a transfer runs for, and whether they still may. A transfer is
 //! allowed when it begins, but it must not outlive the right to it: the
 //! account disabled or deleted, its sessions ended (a password reset or
-//! change, a demotion: `session_gen` moves on), or the API token it came
-//! with revoked. An upload looks again at each renewal of its writer lease
+//! change, a demotion: `session_gen` moves on), the browser session it came
+//! with ended (signed out, or idle for too long: the server reads its row
+//! through a [`SessionProbe`]), or the API token it came with revoked. An upload looks again at each renewal of its writer lease
 //! ([`super::writing`]); a download as its bytes go out.
 
 use crate::{accounts::User, db::Pool, tokens, PlatformError};
+use std::{future::Future, pin::Pin, sync::Arc};
+
+/// Whether the browser session a request came with still lasts, as the
+/// server reads it (this crate does not know the session store): one read
+/// each time the right is looked at.
+#[derive(Clone)]
+pub struct SessionProbe(Arc<dyn Fn() -> Pin<Box<dyn Future<Output = bool> + Send>> + Send + Sync>);
+
+impl SessionProbe {
+    pub fn new<F>(lasts: impl Fn() -> F + Send + Sync + 'static) -> Self
+    where
+        F: Future<Output = bool> + Send + 'static,
+    {
+        SessionProbe(Arc::new(move || Box::pin(lasts())))
+    }
+
+    async fn lasts(&self) -> bool {
+        (self.0)().await
+    }
+}
 
 /// The right a request came in with.
 #[derive(Clone)]
 pub enum Access {
-    /// A signed-in session, made in this generation of the account's sessions.
-    Session { user_id: i64, session_gen: i64 },
+    /// A signed-in session, made in this generation of the account's
+    /// sessions; with a probe, also only while that very session lasts.
+    Session { user_id: i64, session_gen: i64, probe: Option<SessionProbe> },
     /// A personal API token, by its hash as stored (never the secret).
     Token { user_id: i64, secret_hash: String },
 }
@@ -19,7 +41,13 @@ pub enum Access {
 impl Access {
     /// A browser session's right: `user` as the session guard let it in.
     pub fn session(user: &User) -> Self {
-        Access::Session { user_id: user.id, session_gen: user.session_gen }
+        Access::Session { user_id: user.id, session_gen: user.session_gen, probe: None }
+    }
+
+    /// [`Access::session`] that also ends when `probe` says the request's
+    /// own session has (signed out in any tab, or idle too long).
+    pub fn browser_session(user: &User, probe: SessionProbe) -> Self {
+        Access::Session { user_id: user.id, session_gen: user.session_gen, probe: Some(probe) }
     }
 
     /// A bearer token's right: `user` is the account it authenticated as.
@@ -32,19 +60,23 @@ impl Access {
     pub async fn sessions_now(pool: &Pool, user_id: i64) -> Result<Self, PlatformError> {
         let session_gen: Option<i64> = sqlx::query_scalar("SELECT session_gen FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?;
         // An account that is gone holds no right, whatever the figure.
-        Ok(Access::Session { user_id, session_gen: session_gen.unwrap_or_default() })
+        Ok(Access::Session { user_id, session_gen: session_gen.unwrap_or_default(), probe: None })
     }
 
     /// Whether the right still holds. An error is no verdict: the caller
     /// looks again later.
     pub async fn holds(&self, pool: &Pool) -> Result<bool, PlatformError> {
         let live: i64 = match self {
-            Access::Session { user_id, session_gen } => {
-                sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE id = ? AND NOT disabled AND session_gen = ?")
+            Access::Session { user_id, session_gen, probe } => {
+                let live: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE id = ? AND NOT disabled AND session_gen = ?")
                     .bind(user_id)
                     .bind(session_gen)
                     .fetch_one(pool)
-                    .await?
+                    .await?;
+                match probe {
+                    Some(probe) if live > 0 && !probe.lasts().await => 0,
+                    _ => live,
+                }
             }
             // What `tokens::authenticate` lets in, without noting a use.
             Access::Token { user_id, secret_hash } => {

@@ -156,7 +156,7 @@ async fn halted(upload: &Upload, offset: u64, size: u64, why: Halt) -> Failed {
             let Failed { kept, .. } = failed(upload, offset, Fault::Cut(size, io::Error::other("the uploader's access ended"))).await;
             let outcome = if kept { format!("the upload keeps the {offset} bytes held before this request") } else { "nothing was kept".into() };
             let why = format!(
-                "the upload of {} stopped: the account's access ended while it was uploading (it was disabled, signed out by a password change or reset, or its API token was revoked); {outcome}",
+                "the upload of {} stopped: the account's access ended while it was uploading (it was disabled, its session ended — signed out, idle too long, or by a password change or reset — or its API token was revoked); {outcome}",
                 upload.name
             );
             Failed { error: DatasetError::Forbidden(why), kept }

@@ -4,7 +4,7 @@ use super::{api_user, error_json, no_store, stores, transfer};
 use app::state::AppState;
 use axum::{
     extract::{Path, Query, Request, State},
-    http::{HeaderMap, HeaderValue, StatusCode},
+    http::{request::Parts, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -49,19 +49,19 @@ pub struct ListQuery {
 }
 
 /// The caller and the stores, or the refusal.
-async fn enter(state: &AppState, req: Request) -> Result<(User, Datasets, HeaderMap, axum::body::Body), Response> {
+async fn enter(state: &AppState, req: Request) -> Result<(User, Datasets, Parts, axum::body::Body), Response> {
     let (parts, body) = req.into_parts();
     let user = api_user(state, &parts).await?;
     let stores = stores(&parts)?;
-    Ok((user, stores, parts.headers, body))
+    Ok((user, stores, parts, body))
 }
 
 /// The right the request came in with, as [`api_user`] took it: its
 /// bearer token if it sent one, else its session.
-fn access(user: &User, headers: &HeaderMap) -> Access {
-    match headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(tokens::bearer) {
+fn access(user: &User, parts: &Parts) -> Access {
+    match parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(tokens::bearer) {
         Some(secret) => Access::token(user, secret),
-        None => Access::session(user),
+        None => super::session_access(parts, user),
     }
 }
 
@@ -92,23 +92,23 @@ pub async fn list_files(State(state): State<AppState>, Path(p): Path<VersionPath
 }
 
 pub async fn put_file(State(state): State<AppState>, Path(p): Path<FilePath>, Query(q): Query<PutQuery>, req: Request) -> Response {
-    let (user, stores, headers, body) = match enter(&state, req).await {
+    let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
     let put = transfer::Put { code: &p.code, version: &p.version, name: &p.name, replace: q.replace() };
-    match transfer::put_as(&state.pool, &stores, &user, access(&user, &headers), put, &headers, body).await {
+    match transfer::put_as(&state.pool, &stores, &user, access(&user, &parts), put, &parts.headers, body).await {
         Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
         Err(e) => error_json(&e),
     }
 }
 
 pub async fn get_file(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
-    let (user, stores, headers, _) = match enter(&state, req).await {
+    let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
-    transfer::download_as(&state.pool, &stores, &user, access(&user, &headers), &p.code, &p.version, &p.name, &headers).await
+    transfer::download_as(&state.pool, &stores, &user, access(&user, &parts), &p.code, &p.version, &p.name, &parts.headers).await
 }
 
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetError> {
@@ -139,16 +139,16 @@ fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
 /// with `X-Gantry-Fingerprint`, only if it holds bytes of that same file
 /// (one of another file starts over at 0).
 pub async fn start_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, Query(q): Query<PutQuery>, req: Request) -> Response {
-    let (user, stores, headers, _) = match enter(&state, req).await {
+    let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let total = match header_u64(&headers, "upload-length") {
+    let total = match header_u64(&parts.headers, "upload-length") {
         Ok(Some(t)) => t,
         Ok(None) => return error_json(&DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into())),
         Err(e) => return error_json(&e),
     };
-    let file = match fingerprint(&headers) {
+    let file = match fingerprint(&parts.headers) {
         Ok(f) => f,
         Err(e) => return error_json(&e),
     };
@@ -173,16 +173,16 @@ pub async fn resumable_status(State(state): State<AppState>, Path(p): Path<FileP
 /// `PATCH …/uploads/{name}` with `Upload-Offset`: the body continues the
 /// file from that offset (it must be what the server holds).
 pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
-    let (user, stores, headers, body) = match enter(&state, req).await {
+    let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let offset = match header_u64(&headers, "upload-offset") {
+    let offset = match header_u64(&parts.headers, "upload-offset") {
         Ok(Some(o)) => o,
         Ok(None) => return error_json(&DatasetError::BadRequest("PATCH needs Upload-Offset: the byte the body starts at".into())),
         Err(e) => return error_json(&e),
     };
-    let file = match fingerprint(&headers) {
+    let file = match fingerprint(&parts.headers) {
         Ok(f) => f,
         Err(e) => return error_json(&e),
     };
@@ -201,7 +201,7 @@ pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePa
     }
     // A body that says it runs past the declared length is refused before
     // a byte of it is written: what the server holds stays as it is.
-    if let Some(len) = transfer::content_length(&headers).filter(|len| offset.saturating_add(*len) > total) {
+    if let Some(len) = transfer::content_length(&parts.headers).filter(|len| offset.saturating_add(*len) > total) {
         let why = format!(
             "the body ({len} bytes from byte {offset}) runs past the upload's declared length of {total} bytes; nothing was written: send at most {} bytes from byte {offset}",
             total - offset
@@ -210,7 +210,7 @@ pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePa
         res.headers_mut().insert("upload-offset", HeaderValue::from(held));
         return res;
     }
-    let (expected, access) = (transfer::client_sha256(&headers), access(&user, &headers));
+    let (expected, access) = (transfer::client_sha256(&parts.headers), access(&user, &parts));
     let pool = state.pool.clone();
     // Its own task: a dropped connection still ends in a consistent state.
     let task = tokio::spawn(async move {

@@ -49,7 +49,7 @@ pub async fn put_upload(State(state): State<AppState>, Path(p): Path<VersionPath
     let name = q.name.unwrap_or_default();
     let replace = matches!(q.replace.as_deref(), Some("1" | "true" | "on"));
     let put = transfer::Put { code: &p.code, version: &p.version, name: &name, replace };
-    match transfer::put(&state.pool, &stores, &user, put, &parts.headers, body).await {
+    match transfer::put_as(&state.pool, &stores, &user, super::session_access(&parts, &user), put, &parts.headers, body).await {
         Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
         Err(e) => error_json(&e),
     }
@@ -65,7 +65,7 @@ pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>,
         Ok(s) => s,
         Err(r) => return r,
     };
-    transfer::download(&state.pool, &stores, &user, &p.code, &p.version, q.name.as_deref().unwrap_or(""), &parts.headers).await
+    transfer::download_as(&state.pool, &stores, &user, super::session_access(&parts, &user), &p.code, &p.version, q.name.as_deref().unwrap_or(""), &parts.headers).await
 }
 
 /// `POST /datasets/{code}/{version}/upload` from the page's form
@@ -119,6 +119,7 @@ impl From<&str> for FormError {
 async fn form_files(state: &AppState, p: &VersionPath, req: Request, done: &mut Vec<String>) -> Result<(), FormError> {
     let (parts, body) = req.into_parts();
     let user = session_user(&parts).ok_or("please sign in")?;
+    let access = super::session_access(&parts, &user);
     let stores = parts.extensions.get::<Datasets>().cloned().ok_or_else(|| DatasetError::Unconfigured.to_string())?;
     // This route has no body limit (files are streamed): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
@@ -154,7 +155,7 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request, done: &mut 
                 // the guard removes the upload then.
                 let guard = Unfinished { pool: state.pool.clone(), upload: upload.clone(), armed: true };
                 let stream = field.map_err(std::io::Error::other);
-                let result = datasets::write_upload_as(&state.pool, &upload, 0, stream, None, datasets::access::Access::session(&user)).await;
+                let result = datasets::write_upload_as(&state.pool, &upload, 0, stream, None, access.clone()).await;
                 guard.disarm();
                 match result {
                     Ok(UploadState::Done(_)) => done.push(name),

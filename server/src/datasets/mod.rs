@@ -37,7 +37,10 @@ use axum::{
 };
 use gantry_platform::{
     accounts::User,
-    datasets::{DatasetError, Datasets},
+    datasets::{
+        access::{Access, SessionProbe},
+        DatasetError, Datasets,
+    },
     tokens,
 };
 
@@ -99,6 +102,24 @@ pub async fn api_user(state: &AppState, parts: &Parts) -> Result<User, Response>
 /// The signed-in user of a browser request.
 pub fn session_user(parts: &Parts) -> Option<User> {
     parts.extensions.get::<RequestUser>().and_then(|u| u.0.clone())
+}
+
+/// The right of a browser request: the account's sessions as they are,
+/// and this very session while its row says it lasts — signing out (in
+/// any tab) stops a transfer it let in, as it closes a terminal.
+pub fn session_access(parts: &Parts, user: &User) -> Access {
+    let watch = parts.extensions.get::<crate::workspace::SessionWatch>().cloned();
+    let id = parts.extensions.get::<tower_sessions::Session>().and_then(tower_sessions::Session::id);
+    match (watch, id) {
+        (Some(watch), Some(id)) => Access::browser_session(
+            user,
+            SessionProbe::new(move || {
+                let watch = watch.clone();
+                async move { watch.session_lasts(&id).await }
+            }),
+        ),
+        _ => Access::session(user),
+    }
 }
 
 /// The stores of `gantry serve`, with what earlier runs left half-written

@@ -36,11 +36,6 @@ pub fn client_sha256(headers: &HeaderMap) -> Option<String> {
     headers.get("x-gantry-sha256").and_then(|v| v.to_str().ok()).map(|v| v.trim().to_ascii_lowercase())
 }
 
-/// [`put_as`] with the right of the user's browser session.
-pub async fn put(pool: &Pool, stores: &Datasets, user: &User, p: Put<'_>, headers: &HeaderMap, body: Body) -> Result<datasets::FileView, DatasetError> {
-    put_as(pool, stores, user, Access::session(user), p, headers, body).await
-}
-
 /// Streams `body` into both stores in a task of its own: if the client
 /// goes away, the handler's future is dropped, but the task still sees the
 /// body end early and removes what it wrote.
@@ -59,11 +54,6 @@ pub async fn put_as(pool: &Pool, stores: &Datasets, user: &User, access: Access,
         Ok(Err(e)) => Err(e),
         Err(e) => Err(DatasetError::store("the upload failed on the server", format!("upload task: {e}"))),
     }
-}
-
-/// [`download_as`] with the right of the user's browser session.
-pub async fn download(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str, headers: &HeaderMap) -> Response {
-    download_as(pool, stores, user, Access::session(user), code, version, name, headers).await
 }
 
 /// The file's bytes from the central store (the region's copy if the

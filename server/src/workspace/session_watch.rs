@@ -4,7 +4,9 @@
 //! unused for longer than the idle limit (the page guard's rule and clock),
 //! or its account changed (disabled, demoted, its password reset, deleted:
 //! a new session generation). The request was let in by the session; what
-//! it started must not outlive it.
+//! it started must not outlive it. Dataset transfers read their session's
+//! row themselves, each time they look at their right
+//! ([`SessionWatch::session_lasts`]).
 //!
 //! One watcher per server process, as for terminals' machines: every
 //! [`WATCH_EVERY`] it reads each watched session once (tower-sessions'
@@ -192,6 +194,12 @@ impl SessionWatch {
                 });
             }
         }
+    }
+
+    /// Whether session `id` still lasts, read now: false once signed out or
+    /// idle too long; true too when its row could not be read (no verdict).
+    pub async fn session_lasts(&self, id: &Id) -> bool {
+        self.session_ended(id).await.is_none()
     }
 
     /// Whether a session has ended; `None` while it lasts (or when its row

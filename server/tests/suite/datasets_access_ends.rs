@@ -1,7 +1,8 @@
 //! A transfer must not outlive the right to it. An upload in one request
 //! (API `PUT`, the page's `PUT`, the no-JS form), a resumable `PATCH` and
 //! a download stop when, meanwhile, the account is disabled, its sessions
-//! end (a password reset) or the API token it came with is revoked: the
+//! end (a password reset), the browser session it came with signs out (in
+//! another tab) or the API token it came with is revoked: the
 //! upload answers why and keeps nothing of that request; the download is
 //! cut short.
 
@@ -31,6 +32,15 @@ async fn browser_headers(s: &Server) -> Vec<(&'static str, String)> {
         .unwrap();
     let cookie = gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie");
     vec![("Cookie", cookie), ("Origin", format!("http://{}", s.addr))]
+}
+
+/// Signs the session of `headers` out, as another tab of the browser would.
+async fn sign_out(s: &Server, headers: &[(&'static str, String)]) {
+    let mut req = reqwest::Client::new().post(s.url("/api/logout"));
+    for (name, value) in headers {
+        req = req.header(*name, value);
+    }
+    assert!(req.send().await.unwrap().status().is_success());
 }
 
 async fn assert_nothing_stored(s: &Server) {
@@ -141,5 +151,36 @@ gantry_testkit::timed_test! {
         let res = page.get(s.url("/datasets/coco/v1/download?name=big.bin")).send().await.unwrap();
         let got = downloaded_around(res, async { accounts::reset_password(&s.pool, s.carol.id, s.alice.id, "a-temporary-password").await.unwrap(); }).await;
         assert!(got < size, "the whole file came after the password was reset");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn the_page_upload_stops_when_its_session_signs_out_in_another_tab() {
+        let s = start(limits()).await;
+        let headers = browser_headers(&s).await;
+        let mut sock = body_wanted(s.addr, "PUT", "/datasets/coco/v1/upload?name=big.bin", &headers, 4 * MIB).await;
+        sign_out(&s, &headers).await;
+        sock.write_all(&vec![1u8; MIB as usize]).await.unwrap();
+        let answer = reply(sock).await;
+        assert_eq!(answer.status, 403, "{}", answer.body);
+        assert!(answer.body.contains(ENDED) && answer.body.contains("signed out"), "{}", answer.body);
+        assert_nothing_stored(&s).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_download_is_cut_when_its_session_signs_out() {
+        let s = start(limits()).await;
+        let size = 64 * MIB;
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
+        let stored = raw(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, size, None, pattern).await.unwrap();
+        assert_eq!(stored.status, 201, "{}", stored.body);
+        let headers = browser_headers(&s).await;
+        let mut req = reqwest::Client::new().get(s.url("/datasets/coco/v1/download?name=big.bin"));
+        for (name, value) in &headers {
+            req = req.header(*name, value);
+        }
+        let got = downloaded_around(req.send().await.unwrap(), sign_out(&s, &headers)).await;
+        assert!(got < size, "the whole file came after the session signed out");
     }
 }
