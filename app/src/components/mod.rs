@@ -4,6 +4,7 @@ pub mod chart_heatmap;
 pub mod confirm;
 pub mod dataset_field;
 pub mod form_error;
+pub mod kept_rows;
 pub mod layout;
 pub mod list_nav;
 pub mod next_steps;

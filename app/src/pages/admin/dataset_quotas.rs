@@ -1,10 +1,15 @@
 //! The admin console's dataset storage card: per group, the bytes its
 //! datasets hold (and reserve for uploads in progress) against its byte
-//! quota, with a form per group to set the quota.
+//! quota, with a form per group to set the quota. The rows are keyed by
+//! group, so a typed quota stays in its group's row when a group is added.
 
 use crate::{
     api::dataset_quotas::{dataset_storage, SetDatasetQuota},
-    components::form_error::{error_text, FormError},
+    components::{
+        form_error::{error_text, FormError},
+        kept_rows::kept_rows,
+        polled::Polled,
+    },
     model::datasets::GroupStorageRow,
 };
 use gantry_core::datasets::format_bytes;
@@ -26,18 +31,26 @@ pub fn DatasetQuotas() -> impl IntoView {
                 <p class="form-ok" role="status" data-testid="dataset-quota-saved">"Saved the dataset quota of " <strong>{g}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || rows.get().map(|r| match r {
-                    Ok(list) => view! {
-                        <table class="table">
-                            <thead><tr><th>"Group"</th><th>"Used"</th><th>"Quota"</th><th>"Set quota (GB)"</th></tr></thead>
-                            <tbody>{list.into_iter().map(|row| view! { <StorageRow row=row set=set/> }).collect_view()}</tbody>
-                        </table>
-                    }
-                    .into_any(),
-                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-                })}
+                <StorageTable rows=rows set=set/>
             </Transition>
         </section>
+    }
+}
+
+#[component]
+fn StorageTable(rows: Polled<Vec<GroupStorageRow>>, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
+    let rows = kept_rows(move || rows.get(), |r: &GroupStorageRow| r.group.clone());
+    view! {
+        {move || rows.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
+        // Hidden, not left out, until there are rows: see kept_rows.
+        <table class="table" hidden=move || rows.data.with(Option::is_none)>
+            <thead><tr><th>"Group"</th><th>"Used"</th><th>"Quota"</th><th>"Set quota (GB)"</th></tr></thead>
+            <tbody>
+                <For each=move || rows.data.get().unwrap_or_default() key=|r| r.key.clone() let:r>
+                    <StorageRow row=r.data set=set/>
+                </For>
+            </tbody>
+        </table>
     }
 }
 

@@ -1,14 +1,21 @@
 //! Groups and their GPU policy: list, create, and edit quota, most GPUs
 //! per machine, allowed GPU models, images and regions (checkboxes that post
 //! as a plain form, so they work before the page's script loads); below,
-//! their dataset storage.
+//! their dataset storage. Each group's policy form is a keyed row, rebuilt
+//! only when that group's stored policy changed: what was typed stays in
+//! its group's form through a refused save, a save of another group, or a
+//! group added above it.
 
 use crate::{
     api::{
         admin::{list_groups, CreateGroup},
         fleet::{group_access, GroupAccessChoices, GroupAccessRow, UpdateGroup},
     },
-    components::form_error::{error_text, FormError},
+    components::{
+        form_error::{error_text, FormError},
+        kept_rows::kept_rows,
+        polled::Polled,
+    },
     model::GroupRow,
 };
 use leptos::prelude::*;
@@ -84,25 +91,7 @@ pub fn GroupsPage() -> impl IntoView {
                 <p class="form-ok" role="status" data-testid="group-saved">"Saved group " <strong>{g.name}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || groups.get().and_then(Result::ok).map(|list| {
-                    // Without the groups' current images and regions the
-                    // forms would post empty lists, which mean "all": no
-                    // form then, rather than one that widens a group.
-                    let choices = match access.get() {
-                        Some(Ok(choices)) => choices,
-                        Some(Err(e)) => return view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-                        None => return view! { <p class="muted">"Loading…"</p> }.into_any(),
-                    };
-                    view! {
-                        <div class="policy-list">
-                            {list.into_iter().map(|g| {
-                                let allowed = choices.of(g.id);
-                                view! { <GroupPolicyForm group=g allowed=allowed choices=choices.clone() update=update/> }
-                            }).collect_view()}
-                        </div>
-                    }
-                    .into_any()
-                })}
+                <PolicyForms groups=groups access=access update=update/>
             </Transition>
         </section>
         <super::dataset_quotas::DatasetQuotas/>
@@ -126,15 +115,57 @@ fn models_label(models: &[String]) -> String {
     }
 }
 
+/// What one group's policy form shows: the group, and each image and
+/// region with whether the group may use it.
+#[derive(Clone, PartialEq)]
+struct Policy {
+    group: GroupRow,
+    images: Vec<(i64, String, bool)>,
+    regions: Vec<(i64, String, bool)>,
+}
+
+impl Policy {
+    fn of(group: GroupRow, choices: &GroupAccessChoices) -> Self {
+        let GroupAccessRow { images, regions, .. } = choices.of(group.id);
+        let image_ids: Vec<i64> = images.iter().map(|(id, _)| *id).collect();
+        let region_ids: Vec<i64> = regions.iter().map(|(id, _)| *id).collect();
+        Policy {
+            images: choices.images.iter().map(|(id, n)| (*id, n.clone(), image_ids.contains(id))).collect(),
+            regions: choices.regions.iter().map(|(id, code, n)| (*id, format!("{code} ({n})"), region_ids.contains(id))).collect(),
+            group,
+        }
+    }
+}
+
 #[component]
-fn GroupPolicyForm(group: GroupRow, allowed: GroupAccessRow, choices: GroupAccessChoices, update: ServerAction<UpdateGroup>) -> impl IntoView {
-    let g = group;
+fn PolicyForms(groups: Polled<Vec<GroupRow>>, access: Polled<GroupAccessChoices>, update: ServerAction<UpdateGroup>) -> impl IntoView {
+    // Without the groups' current images and regions the forms would post
+    // empty lists, which mean "all": no form then, rather than one that
+    // widens a group.
+    let policies = kept_rows(
+        move || {
+            let (groups, access) = (groups.get(), access.get());
+            Some(match (groups?, access?) {
+                (Ok(list), Ok(choices)) => Ok(list.into_iter().map(|g| Policy::of(g, &choices)).collect()),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            })
+        },
+        |p: &Policy| p.group.id,
+    );
+    view! {
+        {move || policies.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
+        <div class="policy-list">
+            <For each=move || policies.data.get().unwrap_or_default() key=|p| p.key let:p>
+                <GroupPolicyForm policy=p.data update=update/>
+            </For>
+        </div>
+    }
+}
+
+#[component]
+fn GroupPolicyForm(policy: Policy, update: ServerAction<UpdateGroup>) -> impl IntoView {
+    let Policy { group: g, images, regions } = policy;
     let name = g.name.clone();
-    let image_ids: Vec<i64> = allowed.images.iter().map(|(id, _)| *id).collect();
-    let region_ids: Vec<i64> = allowed.regions.iter().map(|(id, _)| *id).collect();
-    let images: Vec<(i64, String, bool)> = choices.images.iter().map(|(id, n)| (*id, n.clone(), image_ids.contains(id))).collect();
-    let regions: Vec<(i64, String, bool)> =
-        choices.regions.iter().map(|(id, code, n)| (*id, format!("{code} ({n})"), region_ids.contains(id))).collect();
     view! {
         <ActionForm action=update attr:class="policy" attr:data-testid="group-policy" attr:data-name=name>
             <fieldset>

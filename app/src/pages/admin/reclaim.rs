@@ -1,15 +1,19 @@
 //! Admin → Reclaim: idle-reclaim and hot-GPU settings (audited), group and
 //! machine exemptions, and which machines are warned, reclaimed or opted
-//! out of rebalancing.
+//! out of rebalancing. The group and machine rows are keyed, so a ticked
+//! exempt box stays with its group or machine when the list changes.
 
 use crate::{
     api::reclaim::{reclaim_admin, SaveReclaimSettings, SetReclaimExempt},
     components::{
         form_error::{error_text, FormError},
+        kept_rows::{kept, kept_rows},
         list_nav::{use_list_query, Pager},
+        polled::Polled,
     },
     model::{lists::ListQuery, reclaim::ReclaimAdminView},
 };
+use gantry_core::{rebalance::HotSettings, reclaim::ReclaimSettings};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -28,78 +32,102 @@ pub fn ReclaimPage() -> impl IntoView {
         <Title text="Reclaim"/>
         <h1>"Idle reclaim and hot GPUs"</h1>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || data.get().map(|r| match r {
-                Ok(d) => view! { <Settings d=d save=save exempt=exempt query=query.get_untracked()/> }.into_any(),
-                Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-            })}
+            <ReclaimAdmin data=data save=save exempt=exempt query=query/>
         </Transition>
     }
 }
 
 #[component]
-fn Settings(d: ReclaimAdminView, save: ServerAction<SaveReclaimSettings>, exempt: ServerAction<SetReclaimExempt>, query: ListQuery) -> impl IntoView {
-    let r = d.reclaim.clone();
-    let h = d.hot.clone();
+fn ReclaimAdmin(data: Polled<ReclaimAdminView>, save: ServerAction<SaveReclaimSettings>, exempt: ServerAction<SetReclaimExempt>, query: Memo<ListQuery>) -> impl IntoView {
+    // The settings as a keyed list of one: the form is rebuilt only when
+    // the stored settings changed, not at every exemption's answer.
+    let settings = kept_rows(move || data.get().map(|r| r.map(|d| vec![(d.reclaim, d.hot)])), |_| ());
+    let groups = kept_rows(move || data.get().map(|r| r.map(|d| d.groups)), |g| g.0);
+    let machines = kept_rows(move || data.get().map(|r| r.map(|d| d.machines)), |m| m.0);
+    let counts = kept(move || data.get().map(|r| r.map(|d| d.counts)));
+    // Out of sight until there is data (see kept_rows). Not `hidden`: the
+    // cards' `display: flex` would override it.
+    let display = move || settings.data.with(Option::is_none).then_some("none");
     view! {
-        <section class="card stack" data-testid="reclaim-settings">
+        {move || settings.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
+        <section class="card stack" data-testid="reclaim-settings" style:display=display>
             <h2>"Settings"</h2>
             <FormError message=Signal::derive(move || save.value().with(error_text))/>
             {move || save.value().get().and_then(Result::ok).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
-            <ActionForm action=save attr:class="stack">
-                <fieldset>
-                    <legend>"Idle reclaim"</legend>
-                    <label class="check"><input type="checkbox" name="enabled" checked=r.enabled/>" On"</label>
-                    <label>"Idle threshold (%) " <input type="number" step="any" name="threshold_pct" value=r.threshold_pct.to_string() data-testid="reclaim-threshold"/></label>
-                    <label>"Window (minutes) " <input type="number" step="any" name="window_min" value=minutes(r.window_secs) data-testid="reclaim-window"/></label>
-                    <label>"Grace period (minutes) " <input type="number" step="any" name="grace_min" value=minutes(r.grace_secs) data-testid="reclaim-grace"/></label>
-                    <label>"Extensions allowed " <input type="number" name="extensions_allowed" value=r.extensions_allowed.to_string() data-testid="reclaim-extensions"/></label>
-                    <label>"One extension (minutes) " <input type="number" step="any" name="extension_min" value=minutes(r.extension_secs) data-testid="reclaim-extension"/></label>
-                </fieldset>
-                <fieldset>
-                    <legend>"Hot-GPU rebalancing"</legend>
-                    <label class="check"><input type="checkbox" name="hot_enabled" checked=h.enabled/>" On"</label>
-                    <label>"Utilisation (%) " <input type="number" step="any" name="hot_util_pct" value=h.util_pct.to_string()/></label>
-                    <label>"Memory used (%) " <input type="number" step="any" name="hot_mem_pct" value=h.mem_pct.to_string()/></label>
-                    <label>"Temperature (°C) " <input type="number" step="any" name="hot_temp_c" value=h.temp_c.to_string()/></label>
-                    <label>"Window (minutes) " <input type="number" step="any" name="hot_window_min" value=minutes(h.window_secs)/></label>
-                </fieldset>
-                <button type="submit" class="primary" data-testid="reclaim-save">"Save settings"</button>
-            </ActionForm>
+            <For each=move || settings.data.get().unwrap_or_default() key=|s| s.key let:s>
+                <SettingsForm r=s.data.0 h=s.data.1 save=save/>
+            </For>
         </section>
-        <section class="card stack">
+        <section class="card stack" style:display=display>
             <h2>"Groups"</h2>
             <FormError message=Signal::derive(move || exempt.value().with(error_text))/>
             <table class="table" data-testid="reclaim-groups">
                 <thead><tr><th>"Group"</th><th>"Exempt from idle reclaim"</th></tr></thead>
                 <tbody>
-                    {d.groups.into_iter().map(|(id, name, ex)| view! {
-                        <tr data-name=name.clone()>
-                            <td>{name.clone()}</td>
-                            <td><ExemptForm kind="group" id=id on=ex exempt=exempt/></td>
-                        </tr>
-                    }).collect_view()}
+                    <For each=move || groups.data.get().unwrap_or_default() key=|g| g.key let:g>
+                        {
+                            let (id, name, ex) = g.data;
+                            view! {
+                                <tr data-name=name.clone()>
+                                    <td>{name.clone()}</td>
+                                    <td><ExemptForm kind="group" id=id on=ex exempt=exempt/></td>
+                                </tr>
+                            }
+                        }
+                    </For>
                 </tbody>
             </table>
         </section>
-        <section class="card stack">
+        <section class="card stack" style:display=display>
             <h2>"Machines"</h2>
             <table class="table" data-testid="reclaim-machines">
                 <thead><tr><th>"Machine"</th><th>"Owner"</th><th>"State"</th><th>"Reclaim deadline (UTC)"</th><th>"Rebalancing"</th><th>"Exempt"</th></tr></thead>
                 <tbody>
-                    {d.machines.into_iter().map(|(id, name, owner, state, ex, opted, deadline)| view! {
-                        <tr data-testid="reclaim-machine" data-name=name.clone()>
-                            <td><a href=format!("/machines/{id}")>{name.clone()}</a></td>
-                            <td>{owner}</td>
-                            <td>{state}</td>
-                            <td>{deadline.map(gantry_core::time::format_utc).unwrap_or_else(|| "—".into())}</td>
-                            <td>{if opted { "opted out by its owner" } else { "may be moved" }}</td>
-                            <td><ExemptForm kind="machine" id=id on=ex exempt=exempt/></td>
-                        </tr>
-                    }).collect_view()}
+                    <For each=move || machines.data.get().unwrap_or_default() key=|m| m.key let:m>
+                        {
+                            let (id, name, owner, state, ex, opted, deadline) = m.data;
+                            view! {
+                                <tr data-testid="reclaim-machine" data-name=name.clone()>
+                                    <td><a href=format!("/machines/{id}")>{name.clone()}</a></td>
+                                    <td>{owner}</td>
+                                    <td>{state}</td>
+                                    <td>{deadline.map(gantry_core::time::format_utc).unwrap_or_else(|| "—".into())}</td>
+                                    <td>{if opted { "opted out by its owner" } else { "may be moved" }}</td>
+                                    <td><ExemptForm kind="machine" id=id on=ex exempt=exempt/></td>
+                                </tr>
+                            }
+                        }
+                    </For>
                 </tbody>
             </table>
-            <Pager base="/admin/reclaim" query=query counts=d.counts/>
+            {move || counts.data.get().map(|c| view! { <Pager base="/admin/reclaim" query=query.get() counts=c/> })}
         </section>
+    }
+}
+
+#[component]
+fn SettingsForm(r: ReclaimSettings, h: HotSettings, save: ServerAction<SaveReclaimSettings>) -> impl IntoView {
+    view! {
+        <ActionForm action=save attr:class="stack">
+            <fieldset>
+                <legend>"Idle reclaim"</legend>
+                <label class="check"><input type="checkbox" name="enabled" checked=r.enabled/>" On"</label>
+                <label>"Idle threshold (%) " <input type="number" step="any" name="threshold_pct" value=r.threshold_pct.to_string() data-testid="reclaim-threshold"/></label>
+                <label>"Window (minutes) " <input type="number" step="any" name="window_min" value=minutes(r.window_secs) data-testid="reclaim-window"/></label>
+                <label>"Grace period (minutes) " <input type="number" step="any" name="grace_min" value=minutes(r.grace_secs) data-testid="reclaim-grace"/></label>
+                <label>"Extensions allowed " <input type="number" name="extensions_allowed" value=r.extensions_allowed.to_string() data-testid="reclaim-extensions"/></label>
+                <label>"One extension (minutes) " <input type="number" step="any" name="extension_min" value=minutes(r.extension_secs) data-testid="reclaim-extension"/></label>
+            </fieldset>
+            <fieldset>
+                <legend>"Hot-GPU rebalancing"</legend>
+                <label class="check"><input type="checkbox" name="hot_enabled" checked=h.enabled/>" On"</label>
+                <label>"Utilisation (%) " <input type="number" step="any" name="hot_util_pct" value=h.util_pct.to_string()/></label>
+                <label>"Memory used (%) " <input type="number" step="any" name="hot_mem_pct" value=h.mem_pct.to_string()/></label>
+                <label>"Temperature (°C) " <input type="number" step="any" name="hot_temp_c" value=h.temp_c.to_string()/></label>
+                <label>"Window (minutes) " <input type="number" step="any" name="hot_window_min" value=minutes(h.window_secs)/></label>
+            </fieldset>
+            <button type="submit" class="primary" data-testid="reclaim-save">"Save settings"</button>
+        </ActionForm>
     }
 }
 

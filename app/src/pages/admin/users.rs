@@ -1,7 +1,10 @@
 //! Users: list (a page at a time, filtered by name, group and status) and
 //! create, and each account's life: disable or enable it, set a temporary
 //! password (the user must change it at the next sign-in), change its role
-//! and its group. The server checks and audits each change.
+//! and its group. The server checks and audits each change. The rows are
+//! keyed, each rebuilt only when its account changed: a typed temporary
+//! password or a chosen role stays with its user through another user's
+//! change, a refused one, or a user added above.
 
 use crate::{
     api::{
@@ -10,10 +13,12 @@ use crate::{
     },
     components::{
         form_error::{error_text, FormError},
+        kept_rows::{kept, kept_rows},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
+        polled::Polled,
     },
     error::AppError,
-    model::{GroupRow, UserRow},
+    model::{lists::{ListQuery, UsersWindow}, GroupRow, UserRow},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -130,30 +135,50 @@ pub fn UsersPage() -> impl IntoView {
                 {move || outcome.get().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
                 {move || view! { <FilterForm base="/admin" query=query.get() user_label="Username"/> }}
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                    {move || users.get().map(|r| match r {
-                        Ok(w) => {
-                            let groups = groups.get().and_then(Result::ok).unwrap_or_default();
-                            view! {
-                                <StateLinks base="/admin" query=query.get_untracked() counts=w.counts.clone()/>
-                                <table class="table" data-testid="users">
-                                    <thead><tr><th>"Username"</th><th>"Role"</th><th>"Group"</th><th>"Manage"</th></tr></thead>
-                                    <tbody>
-                                        {w.rows.into_iter().map(|u| view! { <UserLine u=u groups=groups.clone() actions=actions/> }).collect_view()}
-                                    </tbody>
-                                </table>
-                                <Pager base="/admin" query=query.get_untracked() counts=w.counts/>
-                            }.into_any()
-                        }
-                        Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-                    })}
+                    <UserTable users=users groups=groups query=query actions=actions/>
                 </Transition>
             </section>
         </div>
     }
 }
 
+/// A user's row as shown: the account and the groups it may be moved to.
+#[derive(Clone, PartialEq)]
+struct UserItem {
+    user: UserRow,
+    groups: Vec<String>,
+}
+
 #[component]
-fn UserLine(u: UserRow, groups: Vec<GroupRow>, actions: UserActions) -> impl IntoView {
+fn UserTable(users: Polled<UsersWindow>, groups: Polled<Vec<GroupRow>>, query: Memo<ListQuery>, actions: UserActions) -> impl IntoView {
+    let rows = kept_rows(
+        move || {
+            let (users, groups) = (users.get(), groups.get());
+            // A group list that failed leaves the selects with no choices.
+            let names: Vec<String> = groups?.map(|gs| gs.into_iter().map(|g| g.name).collect()).unwrap_or_default();
+            Some(users?.map(|w| w.rows.into_iter().map(|user| UserItem { user, groups: names.clone() }).collect()))
+        },
+        |i: &UserItem| i.user.id,
+    );
+    let counts = kept(move || users.get().map(|r| r.map(|w| w.counts)));
+    view! {
+        {move || rows.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
+        {move || counts.data.get().map(|c| view! { <StateLinks base="/admin" query=query.get() counts=c/> })}
+        // Hidden, not left out, until there are rows: see kept_rows.
+        <table class="table" data-testid="users" hidden=move || rows.data.with(Option::is_none)>
+            <thead><tr><th>"Username"</th><th>"Role"</th><th>"Group"</th><th>"Manage"</th></tr></thead>
+            <tbody>
+                <For each=move || rows.data.get().unwrap_or_default() key=|r| r.key let:r>
+                    <UserLine u=r.data.user groups=r.data.groups actions=actions/>
+                </For>
+            </tbody>
+        </table>
+        {move || counts.data.get().map(|c| view! { <Pager base="/admin" query=query.get() counts=c/> })}
+    }
+}
+
+#[component]
+fn UserLine(u: UserRow, groups: Vec<String>, actions: UserActions) -> impl IntoView {
     let (id, name) = (u.id, u.username.clone());
     let toggle = if u.disabled { ("enable", "Enable") } else { ("disable", "Disable") };
     let status = u.disabled.then(|| view! { " " <span class="tag warn" data-testid="user-disabled">"disabled"</span> });
@@ -183,8 +208,8 @@ fn UserLine(u: UserRow, groups: Vec<GroupRow>, actions: UserActions) -> impl Int
                     <input type="hidden" name="user_id" value=id/>
                     <select name="group" aria-label=group_label>
                         {groups.into_iter().map(|g| {
-                            let selected = g.name == u.group;
-                            view! { <option value=g.name.clone() selected=selected>{g.name.clone()}</option> }
+                            let selected = g == u.group;
+                            view! { <option value=g.clone() selected=selected>{g.clone()}</option> }
                         }).collect_view()}
                     </select>
                     <button type="submit">"Move"</button>
