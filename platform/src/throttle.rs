@@ -136,10 +136,10 @@ async fn take_back(tx: &mut crate::transitions::Tx, key: &str, rec: &FailureReco
 }
 
 /// Forgets every count of one account (an admin reset its password).
-pub async fn clear_user(pool: &Pool, username: &str) -> Result<(), PlatformError> {
+pub async fn clear_user(conn: &mut sqlx::SqliteConnection, username: &str) -> Result<(), PlatformError> {
     sqlx::query("DELETE FROM login_failures WHERE key LIKE ? ESCAPE '\\'")
         .bind(format!("user:{}|%", username.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")))
-        .execute(pool)
+        .execute(&mut *conn)
         .await?;
     Ok(())
 }

@@ -92,9 +92,10 @@ pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &s
         n => format!("temporary password for user {name}; {n} API token(s) revoked"),
     };
     audit::record(&mut *tx, Some(actor), "user.reset_password", &detail).await?;
-    let user = finish(pool, tx, user_id).await?;
-    throttle::clear_user(pool, &name).await?;
-    Ok(user)
+    // In the same commit: a reset that took effect never leaves its user
+    // locked out by the guesses that may have prompted it.
+    throttle::clear_user(&mut tx, &name).await?;
+    finish(pool, tx, user_id).await
 }
 
 /// The user's own change: the current password (counted by the sign-in

@@ -173,3 +173,19 @@ gantry_testkit::timed_test! {
         assert_eq!(moved.group_name, "vision", "owning nothing, bob moves");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_password_reset_lifts_the_lock_its_guessers_left() {
+        let (_dir, pool) = fresh_db().await;
+        let admin = accounts::create_user(&pool, None, NewUser { username: "root", role: Role::Admin, ..alice() }).await.unwrap();
+        let alice = accounts::create_user(&pool, None, alice()).await.unwrap();
+        for _ in 0..5 {
+            assert!(matches!(accounts::authenticate(&pool, "alice", "guess", Some("127.0.0.9")).await, Err(PlatformError::BadCredentials)));
+        }
+        assert!(matches!(accounts::authenticate(&pool, "alice", "correct horse", Some("127.0.0.9")).await, Err(PlatformError::Throttled { .. })));
+        accounts::reset_password(&pool, admin.id, alice.id, "a-temporary-password").await.unwrap();
+        let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM login_failures WHERE key LIKE 'user:alice|%'").fetch_one(&pool).await.unwrap();
+        assert_eq!(left, 0, "the reset cleared the account's failures");
+        accounts::authenticate(&pool, "alice", "a-temporary-password", Some("127.0.0.9")).await.unwrap();
+    }
+}
