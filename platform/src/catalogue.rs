@@ -78,9 +78,9 @@ pub async fn list_regions(pool: &Pool) -> Result<Vec<Region>, PlatformError> {
 
 pub async fn create_region_image(pool: &Pool, actor: i64, region_code: &str, reference: &str, arch: &str, kind: &str) -> Result<RegionImageRow, PlatformError> {
     let reference = text("image address", reference, 200)?;
-    if reference.contains(char::is_whitespace) {
-        return Err(PlatformError::BadRequest("image address must not contain spaces".into()));
-    }
+    // What a task's container is made from, as for a machine's image: an
+    // engine never sees an option (`--…`) or a path in its place.
+    crate::images::validate_reference(&reference)?;
     let arch: Arch = arch.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?;
     let kind = kind.trim();
     if !IMAGE_KINDS.contains(&kind) {

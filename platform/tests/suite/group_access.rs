@@ -234,3 +234,19 @@ gantry_testkit::timed_test! {
         assert!(refused.to_string().contains("keeps 1 of its 1 snapshot"), "{refused}");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_region_image_address_is_checked_like_a_machine_image_reference() {
+        let env = env("simulated", 2, 2).await;
+        let root = env.user("root", "ml-team").await;
+        let rows = "SELECT COUNT(*) FROM region_images";
+        let before = env.scalar(rows).await;
+        for bad in ["--privileged", "img;rm -rf /", "a\u{7}b", "../../etc", "name:tag\u{202e}", "-", "img\"x"] {
+            let got = catalogue::create_region_image(&env.pool, root.id, "local", bad, "amd64", "training").await;
+            // Control characters are refused as unprintable; the rest as references.
+            assert!(matches!(got, Err(PlatformError::BadRequest(ref m)) if m.contains("is not an image reference") || m.contains("printable")), "{bad:?}: {got:?}");
+        }
+        assert_eq!(env.scalar(rows).await, before, "nothing was stored");
+        catalogue::create_region_image(&env.pool, root.id, "local", "registry.example:5000/team/torch:2.4-cuda12@sha256:abc", "amd64", "training").await.unwrap();
+    }
+}
