@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod compute;
+pub mod endpoint;
 pub mod datasets;
 pub mod machine;
 pub mod matching;

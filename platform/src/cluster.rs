@@ -55,7 +55,7 @@ pub async fn register_node_as(
             return Err(PlatformError::Conflict(format!("a node named {} exists already", reg.name)));
         }
         let twin: Option<String> =
-            sqlx::query_scalar("SELECT name FROM nodes WHERE docker_endpoint = ? AND state <> 'lost'").bind(reg.docker_endpoint).fetch_optional(&mut *tx).await?;
+            sqlx::query_scalar(crate::nodes::TWIN).bind(reg.docker_endpoint).fetch_optional(&mut *tx).await?;
         if let Some(twin) = twin {
             return Err(PlatformError::Conflict(format!("node {twin} already has the engine at {}", reg.docker_endpoint)));
         }

@@ -26,17 +26,18 @@ pub struct AddNode {
     pub arch: String,
 }
 
+/// The node already at an engine address (stored as `engine_endpoint`
+/// gives it; rows written before that, with a trailing `/` or an upper-case
+/// host, are found too).
+pub(crate) const TWIN: &str = "SELECT name FROM nodes WHERE (docker_endpoint = ?1 OR rtrim(lower(docker_endpoint), '/') = lower(?1)) AND state <> 'lost'";
+
 /// Checks the request, tests the connection, then registers the node.
 /// Nothing is saved when the engine does not answer.
 pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> Result<i64, PlatformError> {
     validate::name("node name", &req.name)?;
     validate::in_range("GPU count", req.gpu_count as i64, 0, 64)?;
-    let endpoint = req.endpoint.trim();
-    if !["unix:///", "tcp://", "tls://"].iter().any(|p| endpoint.starts_with(p)) || endpoint.len() > 200 {
-        return Err(PlatformError::BadRequest(
-            "endpoint must be unix:///path/to/docker.sock, tcp://host:port or tls://host:port".into(),
-        ));
-    }
+    let endpoint = gantry_core::endpoint::engine_endpoint(&req.endpoint).map_err(PlatformError::BadRequest)?;
+    let endpoint = endpoint.as_str();
     let arch: gantry_core::matching::Arch = match req.arch.trim() {
         "" => gantry_core::matching::Arch::Amd64,
         a => a.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?,
@@ -52,7 +53,7 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
     // One engine, one node: a second row would offer its GPUs twice. (A
     // lost node's engine may come back as a new node: the collector then
     // removes what the lost machines left there.)
-    let twin: Option<String> = sqlx::query_scalar("SELECT name FROM nodes WHERE docker_endpoint = ? AND state <> 'lost'").bind(endpoint).fetch_optional(pool).await?;
+    let twin: Option<String> = sqlx::query_scalar(TWIN).bind(endpoint).fetch_optional(pool).await?;
     if let Some(twin) = twin {
         return Err(PlatformError::Conflict(format!("node {twin} already has the engine at {endpoint}")));
     }

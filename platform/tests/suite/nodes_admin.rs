@@ -42,8 +42,10 @@ gantry_testkit::timed_test! {
         let dup = nodes::add_node(&env.pool, fleet, admin, &node("second", "unix:///var/run/docker.sock")).await.unwrap_err();
         assert!(matches!(dup, PlatformError::Conflict(_)), "{dup}");
         // One engine, one node: its GPUs would be offered twice.
-        let twin = nodes::add_node(&env.pool, fleet, admin, &node("third", " unix:///var/run/docker.sock")).await.unwrap_err();
-        assert!(matches!(&twin, PlatformError::Conflict(m) if m.contains("node second already has the engine")), "{twin}");
+        for same in [" unix:///var/run/docker.sock", "UNIX:////var/run//docker.sock/"] {
+            let twin = nodes::add_node(&env.pool, fleet, admin, &node("third", same)).await.unwrap_err();
+            assert!(matches!(&twin, PlatformError::Conflict(m) if m.contains("node second already has the engine")), "{same}: {twin}");
+        }
         let listed = cluster::list_nodes(&env.pool).await.unwrap().into_iter().find(|n| n.id == id).unwrap();
         assert_eq!((listed.gpu_total, listed.gpu_models.as_str(), listed.simulated), (2, "L40S", true), "declared GPUs are labelled");
         assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'node.add'").await, 1);
