@@ -16,8 +16,16 @@ pub struct LostReport {
     pub tasks_ended: i64,
 }
 
+/// The longest reason an admin may give for a node's state.
+pub const MAX_REASON: usize = 200;
+
 /// Sets a node ready, draining or down (machines stay where they are).
 pub async fn set_state(pool: &Pool, actor: Option<i64>, node_id: i64, state: NodeState, reason: &str) -> Result<(), PlatformError> {
+    // Shown on the Nodes page and in the audit log: a line of text.
+    let reason = reason.trim();
+    if reason.chars().count() > MAX_REASON || reason.chars().any(char::is_control) {
+        return Err(PlatformError::BadRequest(format!("a node's state reason is one line of at most {MAX_REASON} characters")));
+    }
     if state == NodeState::Lost {
         return mark_lost(pool, actor, node_id, reason).await.map(|_| ());
     }

@@ -56,6 +56,12 @@ gantry_testkit::timed_test! {
         assert!(silent.is_empty(), "{silent:?}");
         assert_eq!(env.scalar(&format!("SELECT last_heartbeat > 0 FROM nodes WHERE id = {id}")).await, 1);
 
+        // A reason is one line of text, or nothing changes.
+        for bad in ["x".repeat(201), "line one\nline two".to_string()] {
+            let got = transitions::node::set_state(&env.pool, Some(admin), id, NodeState::Draining, &bad).await;
+            assert!(matches!(&got, Err(PlatformError::BadRequest(m)) if m.contains("one line of at most 200 characters")), "{got:?}");
+        }
+        assert_eq!(env.text(&format!("SELECT state FROM nodes WHERE id = {id}")).await, "ready");
         // Drain, then lost: a lost node's state is final.
         transitions::node::set_state(&env.pool, Some(admin), id, NodeState::Draining, "maintenance").await.unwrap();
         assert_eq!(env.text(&format!("SELECT state || ':' || state_reason FROM nodes WHERE id = {id}")).await, "draining:maintenance");
