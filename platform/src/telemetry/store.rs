@@ -132,13 +132,17 @@ pub async fn gpu_window(pool: &Pool, gpu_ids: &[i64], from_ms: i64, to_ms: i64) 
     ids.sort_unstable();
     ids.dedup();
     let mut out: Vec<GpuSample> = Vec::new();
+    // Both reads in one read transaction: one snapshot of the database, so
+    // samples the settling moves between the two tables meanwhile are seen
+    // once — not in neither (a gap in the chart) nor in both.
+    let mut tx = pool.begin().await?;
     // One indexed range read per GPU of the settled samples (key: GPU, time)...
     for &id in &ids {
         let rows: Vec<SampleRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM gpu_samples WHERE gpu_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms"))
             .bind(id)
             .bind(from_ms)
             .bind(to_ms)
-            .fetch_all(pool)
+            .fetch_all(&mut *tx)
             .await?;
         out.extend(rows.into_iter().map(from_row));
     }
@@ -150,8 +154,9 @@ pub async fn gpu_window(pool: &Pool, gpu_ids: &[i64], from_ms: i64, to_ms: i64) 
     .bind(from_ms)
     .bind(to_ms)
     .bind(serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()))
-    .fetch_all(pool)
+    .fetch_all(&mut *tx)
     .await?;
+    tx.commit().await?;
     out.extend(recent.into_iter().map(from_row));
     // Stable: settled before recent within a GPU, both already in time order.
     out.sort_by_key(|s| s.gpu_id);
