@@ -120,6 +120,11 @@ pub struct ServeArgs {
     /// hold it.
     #[arg(long, env = "GANTRY_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections: u64,
+    /// Client connections open at once from one address (0: no such cap);
+    /// beyond it that address's new connection is closed at once. Off
+    /// with `--trusted-proxy` (every connection then comes from the proxy).
+    #[arg(long, env = "GANTRY_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub max_connections_per_client: u64,
     /// Username of the first administrator, created when no admin exists.
     #[arg(long, env = "GANTRY_ADMIN_USER", default_value = "admin")]
     pub admin_user: String,

@@ -18,6 +18,7 @@
 //! - [`raise_fd_limit`] and [`connection_cap`]: the cap stays below what the
 //!   process may open.
 
+use crate::http_clients::ClientPlace;
 use axum::{
     body::{Body, Bytes, HttpBody},
     extract::Request,
@@ -153,14 +154,15 @@ pub struct ConnIo {
     /// Runs while a write is pending; reset when one makes progress.
     stall: Pin<Box<Sleep>>,
     stalling: bool,
-    // Declared (so dropped) after the socket: the place frees once its
+    // Declared (so dropped) after the socket: the places free once its
     // descriptor is closed.
     _place: OwnedSemaphorePermit,
+    _client: ClientPlace,
 }
 
 impl ConnIo {
-    pub fn new(tcp: TcpStream, place: OwnedSemaphorePermit, write_stall: Duration) -> Self {
-        ConnIo { tcp, write_stall, stall: Box::pin(tokio::time::sleep(write_stall)), stalling: false, _place: place }
+    pub fn new(tcp: TcpStream, place: OwnedSemaphorePermit, client: ClientPlace, write_stall: Duration) -> Self {
+        ConnIo { tcp, write_stall, stall: Box::pin(tokio::time::sleep(write_stall)), stalling: false, _place: place, _client: client }
     }
 
     /// A write's outcome, or TimedOut once writes have stayed pending for

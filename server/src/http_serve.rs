@@ -15,13 +15,18 @@
 //!   reading a response); reads are not limited, so idle WebSockets and
 //!   event streams stay open;
 //! - a place under a global connection cap: beyond it a new connection is
-//!   closed at once, before it can use up the process's descriptors.
+//!   closed at once, before it can use up the process's descriptors;
+//! - a place under its client address's cap (see http_clients.rs), so one
+//!   host cannot take every place.
 //!
 //! Only HTTP/1.1 is served (and its upgrades); HTTP/2 without TLS (h2c),
 //! which `axum::serve` also answered, is not — put a proxy in front for
 //! HTTP/2.
 
-use crate::http_limits::{body_timed_out, BodyDeadline, ConnIo};
+use crate::{
+    http_clients::ClientPlaces,
+    http_limits::{body_timed_out, BodyDeadline, ConnIo},
+};
 use axum::{extract::ConnectInfo, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::{future::Future, io, net::SocketAddr, sync::Arc, time::Duration};
@@ -47,6 +52,9 @@ pub struct ConnLimits {
     pub write_stall: Duration,
     /// Connections open at once; one more is closed as soon as accepted.
     pub max_connections: usize,
+    /// Connections open at once from one client address, the same way
+    /// (0: no such cap — behind a trusted proxy every client is the proxy).
+    pub max_per_client: usize,
 }
 
 impl ConnLimits {
@@ -56,6 +64,9 @@ impl ConnLimits {
         // As long as an upload's body may stall (multipart_guard::IDLE).
         write_stall: Duration::from_secs(60),
         max_connections: 4096,
+        // A quarter of the places: one host (or one office's NAT) cannot
+        // take them all.
+        max_per_client: 1024,
     };
 }
 
@@ -73,6 +84,7 @@ pub async fn serve_connections(listener: TcpListener, app: Router, stop: impl Fu
     // last one has ended.
     let (stopping, stop_seen) = watch::channel(false);
     let places = Arc::new(Semaphore::new(limits.max_connections));
+    let clients = ClientPlaces::new(limits.max_per_client);
     // Logged when refusing starts and when it ends, not per connection:
     // a flood would flood the log.
     let mut refusing = false;
@@ -107,8 +119,13 @@ pub async fn serve_connections(listener: TcpListener, app: Router, stop: impl Fu
             tracing::info!("below the connection cap again: accepting connections");
             refusing = false;
         }
+        let Some(client) = clients.enter(peer.ip()) else {
+            // Per connection, so at debug: a flood must not flood the log.
+            tracing::debug!(%peer, max = limits.max_per_client, "client's connection cap reached: closed");
+            continue;
+        };
         let _ = tcp.set_nodelay(true);
-        let io = ConnIo::new(tcp, place, limits.write_stall);
+        let io = ConnIo::new(tcp, place, client, limits.write_stall);
         tokio::spawn(serve_one(io, peer, app.clone(), stop_seen.clone(), limits));
     }
     drop(listener);

@@ -11,6 +11,7 @@ pub mod datasets;
 pub mod files;
 pub mod form_done;
 pub mod form_errors;
+pub mod http_clients;
 pub mod http_guard;
 pub mod http_limits;
 pub mod http_serve;
@@ -100,6 +101,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 // The cap must fit the descriptors the process may open:
                 // raise the soft limit (often 1024) first.
                 max_connections: http_limits::connection_cap(usize::try_from(args.max_connections).unwrap_or(usize::MAX), http_limits::raise_fd_limit()),
+                max_per_client: if args.security.trusted_proxy { 0 } else { usize::try_from(args.max_connections_per_client).unwrap_or(usize::MAX) },
                 ..http_serve::ConnLimits::DEFAULT
             };
             tracing::info!("Gantry listening on http://{local_addr}");

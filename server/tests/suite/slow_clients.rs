@@ -296,6 +296,27 @@ gantry_testkit::timed_test! {
 }
 
 gantry_testkit::timed_test! {
+    async fn one_client_address_gets_at_most_its_share_of_connections_and_others_still_get_in() {
+        let addr = serve(app(&Hooks::default()), ConnLimits { max_per_client: 2, ..NO_HEADER_LIMIT }).await;
+        let mut first = TcpStream::connect(addr).await.unwrap();
+        get_peer(&mut first).await;
+        let mut second = TcpStream::connect(addr).await.unwrap();
+        get_peer(&mut second).await;
+        // A third from the same address is closed without an answer …
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(read_to_close(&mut third).await, "", "a connection beyond the client's cap got an answer");
+        // … while another client (another loopback source address) is served.
+        let other = tokio::net::TcpSocket::new_v4().unwrap();
+        other.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let mut other = other.connect(addr).await.unwrap();
+        get_peer(&mut other).await;
+        // The first two still work.
+        get_peer(&mut first).await;
+        get_peer(&mut second).await;
+    }
+}
+
+gantry_testkit::timed_test! {
     async fn a_client_that_stops_reading_a_response_is_disconnected() {
         let hooks = Hooks::default();
         let addr = serve(app(&hooks), ConnLimits { write_stall: SHORT, ..NO_HEADER_LIMIT }).await;
