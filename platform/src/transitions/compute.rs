@@ -150,9 +150,12 @@ pub async fn machine_started(conn: &mut SqliteConnection, machine_id: i64) -> Re
 }
 
 /// The job's container ended (or was stopped): its exit code and the end
-/// of its output, kept after the container is gone.
+/// of its output, kept after the container is gone. The first end recorded
+/// stands: another server's watcher that read the row before it and then
+/// found the container gone (its delete had begun) must not turn a job's
+/// own exit into "vanished" with no output.
 pub async fn exited(conn: &mut SqliteConnection, id: i64, exit_code: i64, logs_tail: &str, message: &str) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE compute_tasks SET exit_code = ?, logs_tail = ?, message = ?, updated_at = ? WHERE id = ? AND state = 'running'")
+    sqlx::query("UPDATE compute_tasks SET exit_code = ?, logs_tail = ?, message = ?, updated_at = ? WHERE id = ? AND state = 'running' AND exit_code IS NULL")
         .bind(exit_code)
         .bind(logs_tail)
         .bind(message)

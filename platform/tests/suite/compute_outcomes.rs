@@ -92,3 +92,26 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_second_watcher_that_finds_the_container_gone_does_not_overwrite_a_recorded_exit() {
+        use gantry_platform::transitions;
+        let (env, sim, _root, alice) = sim_compute_env().await;
+        let (task, container) = running_job(&env, &sim, &alice).await;
+        sim.simulate_exit(&container, 0).unwrap();
+        // Server A's watcher records exit 0 and queues the machine's delete …
+        compute::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        let recorded = format!("SELECT exit_code || ':' || message || ':' || logs_tail FROM compute_tasks WHERE id = {task}");
+        let before = env.text(&recorded).await;
+        assert!(before.starts_with("0:exited with code 0"), "{before}");
+        // … and server B, which read the row before that, saw the container
+        // gone (the delete had removed it) and records what it saw.
+        let mut tx = transitions::begin(&env.pool).await.unwrap();
+        transitions::compute::exited(&mut tx, task, -1, "", "its container vanished").await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(env.text(&recorded).await, before, "the first recorded end stands");
+        env.drive().await;
+        let state = env.text(&format!("SELECT state FROM compute_tasks WHERE id = {task}")).await;
+        assert_eq!(state, "succeeded");
+    }
+}
