@@ -12,5 +12,6 @@ pub mod nojs_done;
 pub mod poll;
 pub mod polled;
 pub mod quota_gauge;
+pub mod stable;
 pub mod status;
 pub mod task_table;

@@ -7,7 +7,7 @@
 //! timer reads a signal an effect keeps, and the charts read the resource
 //! inside their `<Transition>`, remembering the last good answer there.
 
-use crate::error::AppError;
+use crate::{components::stable::stable, error::AppError};
 use leptos::prelude::*;
 
 /// A polled resource whose answer is a server function's.
@@ -57,18 +57,20 @@ where
 /// and `refresh_failed` says it could not refresh; only "not found"
 /// (deleted, or no longer visible) replaces it. `data`: the latest good
 /// answer. Call it inside the `<Transition>` that shows the page, so the
-/// memos' reads of the resource count for it.
+/// values' reads of the resource count for it. They are [`stable`]: memos
+/// in the browser, read afresh on the server (where a memo can miss an
+/// answer that lands while it computes).
 pub struct KeptDetail<T: Send + Sync + 'static> {
-    pub outcome: Memo<Option<Result<i64, AppError>>>,
-    pub refresh_failed: Memo<Option<String>>,
-    pub data: Memo<Option<T>>,
+    pub outcome: Signal<Option<Result<i64, AppError>>>,
+    pub refresh_failed: Signal<Option<String>>,
+    pub data: Signal<Option<T>>,
 }
 
 pub fn kept_detail<T>(resource: Polled<T>, id_of: fn(&T) -> i64) -> KeptDetail<T>
 where
     T: Clone + PartialEq + Send + Sync + 'static,
 {
-    let outcome = Memo::new(move |prev: Option<&Option<Result<i64, AppError>>>| {
+    let outcome = stable(move |prev: Option<&Option<Result<i64, AppError>>>| {
         let now = resource.with(|r| r.as_ref().map(|r| r.as_ref().map(id_of).map_err(Clone::clone)));
         match (now, prev.cloned().flatten()) {
             (None, last) => last,
@@ -76,11 +78,11 @@ where
             (now, _) => now,
         }
     });
-    let refresh_failed = Memo::new(move |_| resource.with(|r| match r {
+    let refresh_failed = stable(move |_| resource.with(|r| match r {
         Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
         _ => None,
     }));
-    let data = Memo::new(move |prev: Option<&Option<T>>| {
+    let data = stable(move |prev: Option<&Option<T>>| {
         resource.with(|r| match r {
             Some(Ok(d)) => Some(d.clone()),
             _ => prev.cloned().flatten(),
@@ -91,7 +93,7 @@ where
 
 /// The notice a [`KeptDetail`] page shows while its latest refetch failed.
 #[component]
-pub fn RefreshFailed(message: Memo<Option<String>>) -> impl IntoView {
+pub fn RefreshFailed(message: Signal<Option<String>>) -> impl IntoView {
     move || message.get().map(|e| view! {
         <p class="notice small" role="status" data-testid="refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
     })

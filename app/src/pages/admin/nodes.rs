@@ -16,6 +16,7 @@ use crate::{
         confirm::{ask_first, hydrated, TickToConfirm},
         form_error::{error_text, FormError},
         poll::{poll_guarded, tracked},
+        stable::stable,
         status::tag,
     },
     error::AppError,
@@ -97,7 +98,7 @@ fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
     // refetch runs (the resource may read as not loaded) the rows stay, so
     // an admin's half-made choice in a row's state select is not rebuilt.
     // A failed refetch (the network, a busy server) keeps the rows too.
-    let ids = Memo::new(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
+    let ids = stable(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
         let now = nodes.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)));
         match (now, prev.cloned().flatten()) {
             (None, last) | (Some(Err(_)), last @ Some(Ok(_))) => last,
@@ -129,12 +130,12 @@ fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
 #[component]
 fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
     // The row's latest data; a node missing from one answer keeps its last.
-    let row = Memo::new(move |prev: Option<&NodeRow>| {
+    let row = stable(move |prev: Option<&NodeRow>| {
         let latest = nodes.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|n| n.id == id).cloned()));
         latest.or_else(|| prev.cloned()).unwrap_or_default()
     });
-    let state = Memo::new(move |_| row.with(|n| n.state.clone()));
-    let lost = Memo::new(move |_| state.get() == NodeState::Lost.as_str());
+    let state = stable(move |_| row.with(|n| n.state.clone()));
+    let lost = stable(move |_| state.get() == NodeState::Lost.as_str());
     let name = row.with_untracked(|n| n.name.clone());
     let badge = move || format!("badge node {}", state.get().parse::<NodeState>().map(NodeState::as_str).unwrap_or("unknown"));
     let heartbeat = move || row.with(|n| if n.last_heartbeat > 0 { gantry_core::time::format_utc(n.last_heartbeat) } else { "never".to_string() });
@@ -187,7 +188,7 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
 /// A live node's two forms: set its state, or mark it lost (a reason and a
 /// ticked checkbox, which works without JavaScript too).
 #[component]
-fn NodeForms(id: i64, name: String, state: Memo<String>, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
+fn NodeForms(id: i64, name: String, state: Signal<String>, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
     let (state_label, reason_label, lost_label) = (format!("State of {name}"), format!("State reason for {name}"), format!("Why {name} is lost"));
     view! {
         <div class="stack node-forms">

@@ -11,6 +11,7 @@ use crate::{
         form_error::{error_text, FormError},
         polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         poll::poll,
+        stable::stable,
         status::task_state_badge,
     },
     error::AppError,
@@ -86,20 +87,20 @@ fn TaskBody(detail: Detail, cancel: ServerAction<CancelCompute>) -> impl IntoVie
 }
 
 #[component]
-fn TaskView(data: Memo<Option<ComputeDetail>>, cancel: ServerAction<CancelCompute>) -> impl IntoView {
-    let task = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.task.clone()).unwrap_or_default()));
-    let why = Memo::new(move |_| data.with(|d| d.as_ref().and_then(|d| d.why.clone())));
-    let output = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.output.clone()).unwrap_or_default()));
-    let live = Memo::new(move |_| data.with(|d| d.as_ref().is_some_and(|d| d.output_live)));
-    let log_url = Memo::new(move |_| data.with(|d| d.as_ref().and_then(|d| d.log_url.clone())));
-    let state = Memo::new(move |_| task.with(|t| t.state.clone()));
-    let busy = Memo::new(move |_| task_busy(&state.get()));
+fn TaskView(data: Signal<Option<ComputeDetail>>, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+    let task = stable(move |_| data.with(|d| d.as_ref().map(|d| d.task.clone()).unwrap_or_default()));
+    let why = stable(move |_| data.with(|d| d.as_ref().and_then(|d| d.why.clone())));
+    let output = stable(move |_| data.with(|d| d.as_ref().map(|d| d.output.clone()).unwrap_or_default()));
+    let live = stable(move |_| data.with(|d| d.as_ref().is_some_and(|d| d.output_live)));
+    let log_url = stable(move |_| data.with(|d| d.as_ref().and_then(|d| d.log_url.clone())));
+    let state = stable(move |_| task.with(|t| t.state.clone()));
+    let busy = stable(move |_| task_busy(&state.get()));
     // The task's name, id, requester and command do not change.
     let (id, name, requester) = task.with_untracked(|t| (t.id, t.name.clone(), t.requester.clone()));
     let (shell, command) = data.with_untracked(|d| command_text(d.as_ref().map(|d| d.command.as_slice()).unwrap_or_default()));
     let me = use_session().0;
     let mine = me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == requester));
-    let may_cancel = Memo::new(move |_| mine && compute_cancellable(&state.get()));
+    let may_cancel = stable(move |_| mine && compute_cancellable(&state.get()));
     let cancelling = cancel.pending();
     let output_note = move || match (live.get(), output.with(String::is_empty), busy.get()) {
         (true, _, _) => "Live: the container's latest lines, refreshed every few seconds.",

@@ -19,6 +19,7 @@ use crate::{
         form_error::{error_text, FormError},
         polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         poll::{poll_guarded, tracked},
+        stable::{stable, StableShow},
         status::{machine_state_badge, tag},
         task_table::TaskTable,
     },
@@ -111,16 +112,16 @@ fn MachineBody(
 
 #[component]
 fn MachineView(
-    data: Memo<Option<MachineDetail>>,
+    data: Signal<Option<MachineDetail>>,
     op: ServerAction<MachineOperation>,
     cancel: ServerAction<CancelTask>,
     js: RwSignal<bool>,
     snapshots: SnapshotCardData,
 ) -> impl IntoView {
-    let machine = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.machine.clone())));
-    let tasks = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.tasks.clone()).unwrap_or_default()));
-    let mounts = Memo::new(move |_| data.with(|d| d.as_ref().map(|d| d.datasets.clone()).unwrap_or_default()));
-    let state = Memo::new(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
+    let machine = stable(move |_| data.with(|d| d.as_ref().map(|d| d.machine.clone())));
+    let tasks = stable(move |_| data.with(|d| d.as_ref().map(|d| d.tasks.clone()).unwrap_or_default()));
+    let mounts = stable(move |_| data.with(|d| d.as_ref().map(|d| d.datasets.clone()).unwrap_or_default()));
+    let state = stable(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
     let name = machine.with_untracked(|m| m.as_ref().map(|m| m.name.clone()).unwrap_or_default());
     let id = machine.with_untracked(|m| m.as_ref().map(|m| m.id));
     // Who may act does not change while the page polls (see the module doc).
@@ -228,8 +229,8 @@ fn owner_only_note(owner: &str) -> String {
 
 #[component]
 fn MachineActions(
-    machine: Memo<Option<MachineRow>>,
-    state: Memo<String>,
+    machine: Signal<Option<MachineRow>>,
+    state: Signal<String>,
     op: ServerAction<MachineOperation>,
     js: RwSignal<bool>,
     /// The viewer may act on the machine (owner or admin): else the
@@ -240,9 +241,9 @@ fn MachineActions(
 ) -> impl IntoView {
     let (id, name, volume, size, owner) = machine
         .with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone())).unwrap_or_default());
-    let deleted = Memo::new(move |_| state.get() == "deleted");
-    let lost = Memo::new(move |_| state.get() == MachineState::Lost.as_str());
-    let can = move |kind| Memo::new(move |_| accepts(&state.get(), kind));
+    let deleted = stable(move |_| state.get() == "deleted");
+    let lost = stable(move |_| state.get() == MachineState::Lost.as_str());
+    let can = move |kind| stable(move |_| accepts(&state.get(), kind));
     let (can_restart, can_reinstall, can_delete) = (can(TaskKind::Restart), can(TaskKind::Reinstall), can(TaskKind::Delete));
     let pending = op.pending();
     // The box's state lives here as well as in the element: it survives
@@ -327,10 +328,10 @@ fn MachineActions(
     view! {
         <section class="card stack" data-testid="machine-actions">
             <h2>"Actions"</h2>
-            <Show when=move || deleted.get()>
+            <StableShow when=move || deleted.get()>
                 <p class="muted">"This machine is deleted; its GPUs are back in the group's quota. Its history stays below."</p>
                 <p><a href="/machines">"Back to my machines"</a></p>
-            </Show>
+            </StableShow>
             <div class="stack" hidden=move || deleted.get()>
                 {lost_note}
                 {live}

@@ -11,6 +11,7 @@ use crate::{
         form_error::{error_text, FormError},
         poll::poll,
         polled::{busy_when, Polled},
+        stable::stable,
     },
     error::AppError,
     model::snapshots::{size_text, SnapshotRow},
@@ -148,7 +149,7 @@ pub fn SnapshotsPage() -> impl IntoView {
 /// refetch runs, or after one fails, the rows stay as they were.
 #[component]
 fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
-    let ids = Memo::new(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
+    let ids = stable(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
         let now = list.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|s| s.id).collect::<Vec<_>>()).map_err(Clone::clone)));
         match (now, prev.cloned().flatten()) {
             (None, last) | (Some(Err(_)), last @ Some(Ok(_))) => last,
@@ -156,7 +157,7 @@ fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnap
         }
     });
     // What is shown: nothing yet, "none", the table, or the error.
-    let shown = Memo::new(move |_| ids.with(|i| i.as_ref().map(|r| r.as_ref().map(Vec::is_empty).map_err(ToString::to_string))));
+    let shown = stable(move |_| ids.with(|i| i.as_ref().map(|r| r.as_ref().map(Vec::is_empty).map_err(ToString::to_string))));
     move || shown.get().map(|s| match s {
         Ok(true) => view! { <p class="muted" data-testid="no-snapshots">"No snapshots yet. Take one from a machine's page."</p> }.into_any(),
         Ok(false) => view! {
@@ -177,16 +178,16 @@ fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnap
 #[component]
 fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
     // The row's latest data; a snapshot missing from one answer keeps its last.
-    let row = Memo::new(move |prev: Option<&Option<SnapshotRow>>| {
+    let row = stable(move |prev: Option<&Option<SnapshotRow>>| {
         let latest = list.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|s| s.id == id).cloned()));
         latest.or_else(|| prev.cloned().flatten())
     });
     let Some(s) = row.get_untracked() else { return ().into_any() };
-    let state = Memo::new(move |_| row.with(|r| r.as_ref().map(|r| r.state.clone()).unwrap_or_default()));
+    let state = stable(move |_| row.with(|r| r.as_ref().map(|r| r.state.clone()).unwrap_or_default()));
     // A reclaim snapshot is its machine's restore point: no new machine is
     // made from it (the server refuses).
     let reclaim = s.origin == "reclaim";
-    let ready = Memo::new(move |_| state.get() == "ready" && !reclaim);
+    let ready = stable(move |_| state.get() == "ready" && !reclaim);
     let origin = if reclaim { "idle reclaim" } else { "taken by hand" };
     let delete_label = format!("Delete snapshot {}", s.name);
     let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);
