@@ -88,7 +88,12 @@ pub async fn workspace_info(machine_id: i64) -> Result<WorkspaceInfo, AppError> 
         info.note = format!("machine {} has no node yet", target.name);
         return Ok(info);
     };
-    let exec = crate::state::fleet()?.executor(&pool, node).await?;
+    let exec = crate::state::fleet()?.executor(&pool, node).await.map_err(|e| {
+        // A node whose engine cannot be set up says why in the log only:
+        // the reason names its endpoint.
+        tracing::warn!(node, error = %e, "no executor for a machine's node");
+        AppError::Conflict("the machine's node cannot be reached now (the error has been logged)".into())
+    })?;
     info.docker = exec.kind() == "docker";
     if !info.docker {
         info.note = "Terminals, logs and files need a Docker node; this machine runs on the simulated executor.".into();
@@ -110,7 +115,13 @@ async fn log_tail(exec: &gantry_platform::executor::Executor, container: &str) -
     };
     match tokio::time::timeout(std::time::Duration::from_secs(5), read).await {
         Ok(Ok(text)) => text,
-        Ok(Err(e)) => format!("(the logs cannot be read: {e})"),
+        // The engine's own text names its address and host paths: logged
+        // only (as the workspace routes' `exec_error` does).
+        Ok(Err(gantry_platform::executor::ExecError::NotFound(_))) => "(the machine's container is not there)".to_string(),
+        Ok(Err(e)) => {
+            tracing::warn!(container, error = %e, "could not read a machine's logs for its page");
+            "(the logs cannot be read now: the machine's node does not answer; the error has been logged)".to_string()
+        }
         Err(_) => "(the engine did not send the logs in time)".to_string(),
     }
 }

@@ -119,7 +119,7 @@ pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
-    let app = router::build_secured(opts, security, limits, pool.clone(), admissions.clone(), wake, Fleet::new()).await.unwrap();
+    let app = router::build_secured(opts, security, limits, pool.clone(), admissions.clone(), wake, dispatcher.fleet.clone()).await.unwrap();
     tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
     Env { _dir: dir, pool, addr, admissions, dispatcher, instance, node_id, alice, admin }
 }
@@ -736,6 +736,32 @@ gantry_testkit::timed_test! {
             .unwrap();
         let info: serde_json::Value = res.json().await.unwrap();
         assert_eq!(info["allowed"], false, "{info}");
+        env.operate(id, TaskKind::Delete).await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn the_machine_page_does_not_name_an_unreachable_engine() {
+        let env = env(Limits::default()).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "gone-engine").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        // The node's engine stops answering (nothing listens on port 1).
+        let real = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
+        let dead = gantry_platform::fleet::executor_for("docker", "tcp://127.0.0.1:1", "").unwrap();
+        env.dispatcher.fleet.insert(env.node_id, dead);
+        let res = http()
+            .post(env.url("/api/workspace_info"))
+            .header("Cookie", &alice)
+            .header("Origin", format!("http://{}", env.addr))
+            .form(&[("machine_id", id.to_string())])
+            .send()
+            .await
+            .unwrap();
+        let info: serde_json::Value = res.json().await.unwrap();
+        let tail = info["log_tail"].as_str().unwrap_or_default();
+        assert!(tail.contains("cannot be read now") && tail.contains("logged"), "{info}");
+        assert!(!tail.contains("127.0.0.1") && !tail.contains("tcp://"), "the engine's address reached the page: {tail}");
+        env.dispatcher.fleet.insert(env.node_id, real);
         env.operate(id, TaskKind::Delete).await;
     }
 }
