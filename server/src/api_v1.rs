@@ -4,7 +4,10 @@
 
 use app::state::AppState;
 use axum::{
-    extract::{Extension, Path, Query, State},
+    extract::{
+        rejection::{PathRejection, QueryRejection},
+        Extension, Path, Query, State,
+    },
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -111,15 +114,17 @@ impl ListParams {
 
 /// The tasks this token's user may see, newest first: a JSON array, as
 /// before paging came (no parameters: the newest 500).
-async fn list(State(state): State<AppState>, headers: HeaderMap, Query(params): Query<ListParams>) -> Result<Json<Vec<TaskJson>>, ApiError> {
+async fn list(State(state): State<AppState>, headers: HeaderMap, params: Result<Query<ListParams>, QueryRejection>) -> Result<Json<Vec<TaskJson>>, ApiError> {
     let user = bearer(&state, &headers).await?;
+    let Query(params) = params.map_err(|_| ApiError(StatusCode::BAD_REQUEST, "the query string must be at most one limit=N and one before=ID".into()))?;
     let (before, limit) = params.parse()?;
     let tasks = compute::list_compute_tasks(&state.pool, &user, before, limit).await?;
     Ok(Json(tasks.into_iter().map(TaskJson::from).collect()))
 }
 
-async fn one(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Json<TaskJson>, ApiError> {
+async fn one(State(state): State<AppState>, headers: HeaderMap, id: Result<Path<i64>, PathRejection>) -> Result<Json<TaskJson>, ApiError> {
     let user = bearer(&state, &headers).await?;
+    let id = task_id(id)?;
     Ok(Json(compute::compute_task(&state.pool, &user, id).await?.into()))
 }
 
@@ -199,16 +204,24 @@ async fn submit(
     Ok((StatusCode::CREATED, Json(TaskJson::from(task))).into_response())
 }
 
+/// A task id from the path; anything else is the API's JSON 400 — after
+/// the token is checked, so a caller without one learns only that (401).
+fn task_id(id: Result<Path<i64>, PathRejection>) -> Result<i64, ApiError> {
+    id.map(|Path(id)| id).map_err(|_| ApiError(StatusCode::BAD_REQUEST, "a task id is a whole number (as in /api/v1/compute-tasks/7)".into()))
+}
+
 /// The output: live from the container while the task runs, else what was
 /// kept when it ended.
-async fn logs(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Response, ApiError> {
+async fn logs(State(state): State<AppState>, headers: HeaderMap, id: Result<Path<i64>, PathRejection>) -> Result<Response, ApiError> {
     let user = bearer(&state, &headers).await?;
+    let id = task_id(id)?;
     let text = compute::output(&state.pool, &state.fleet, &user, id).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
-async fn cancel(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<i64>) -> Result<Json<TaskJson>, ApiError> {
+async fn cancel(State(state): State<AppState>, headers: HeaderMap, id: Result<Path<i64>, PathRejection>) -> Result<Json<TaskJson>, ApiError> {
     let user = bearer(&state, &headers).await?;
+    let id = task_id(id)?;
     compute::cancel(&state.pool, &user, id).await?;
     Ok(Json(compute::compute_task(&state.pool, &user, id).await?.into()))
 }

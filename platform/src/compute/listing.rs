@@ -5,7 +5,7 @@
 //! counts come from `compute_task_counts`, which the triggers of migration
 //! 0027 keep. So a page costs the same with 50 or 50,000 tasks behind it.
 
-use super::views::{ComputeTaskView, SELECT};
+use super::views::{list_select, ComputeTaskView};
 use crate::{
     accounts::User,
     db::Pool,
@@ -41,7 +41,7 @@ pub fn compute_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
 /// narrowed by `filter` (its `kind` does not apply).
 pub async fn compute_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<ComputeTaskView>, PlatformError> {
     let (ids, bind) = compute_ids_sql(viewer, filter);
-    let rows = sqlx::query_as(&format!("{SELECT} WHERE c.id IN ({ids}) ORDER BY c.id DESC"))
+    let rows = sqlx::query_as(&format!("{} WHERE c.id IN ({ids}) ORDER BY c.id DESC", list_select()))
         .bind(bind)
         .bind(&filter.user)
         .bind(&filter.group)

@@ -14,7 +14,7 @@ mod watch;
 pub(crate) use matcher::has_container_sql;
 pub use listing::{compute_ids_sql, compute_window};
 pub use matcher::{evaluate_queue, evaluate_queue_seeded, snapshot, Snapshot};
-pub use views::{compute_task, list_compute_tasks, ComputeTaskView};
+pub use views::{compute_task, list_compute_tasks, ComputeTaskView, LIST_TAIL_CHARS};
 pub use watch::{run_loops, watch_once};
 
 use crate::{

@@ -35,7 +35,15 @@ pub struct ComputeTaskView {
     pub finished_at: Option<i64>,
 }
 
-/// The tasks' columns and joins (`c` the task), read by the lists too.
+/// How much of each task's kept output a list carries (characters, from the end).
+pub const LIST_TAIL_CHARS: usize = 2048;
+
+/// [`SELECT`] for lists: each task with only the end of its kept output.
+pub(super) fn list_select() -> String {
+    SELECT.replacen("c.logs_tail,", &format!("substr(c.logs_tail, -{LIST_TAIL_CHARS}) AS logs_tail,"), 1)
+}
+
+/// The tasks' columns and joins (`c` the task).
 pub(super) const SELECT: &str = "SELECT c.id, c.name, u.username AS requester, c.framework, c.framework_version, c.interpreter, c.interpreter_version,
            c.command, c.gpu_count, c.gpu_model, c.cpu_millis, c.memory_mb, c.time_limit_secs, c.state, c.message, c.decision,
            r.code AS region, ri.reference AS image, c.machine_id, n.name AS node, c.exit_code, c.logs_tail, c.created_at, c.started_at, c.finished_at
@@ -47,9 +55,12 @@ pub(super) const SELECT: &str = "SELECT c.id, c.name, u.username AS requester, c
 /// task `before` when given (the API's pages: a script passes the last id
 /// it has). `c.id < ?` is a range on the index walked, so a page deep in
 /// the list costs what the first does.
+/// Each listed task carries only the end of its kept output
+/// ([`LIST_TAIL_CHARS`]): 500 whole 64 KiB tails are tens of MB in one
+/// answer, built in memory. The task's own answer has it whole.
 pub async fn list_compute_tasks(pool: &Pool, viewer: &User, before: Option<i64>, limit: i64) -> Result<Vec<ComputeTaskView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "c.group_id");
-    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) AND c.id < ? ORDER BY c.id DESC LIMIT ?"))
+    Ok(sqlx::query_as(&format!("{} WHERE ({cond}) AND c.id < ? ORDER BY c.id DESC LIMIT ?", list_select()))
         .bind(bind)
         .bind(before.unwrap_or(i64::MAX))
         .bind(limit)

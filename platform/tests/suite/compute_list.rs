@@ -112,3 +112,28 @@ gantry_testkit::timed_test! {
         assert_eq!(window(&pool, cat, ListFilter::default(), 1).await.total, 31);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn lists_carry_only_the_end_of_each_tasks_output_and_the_task_carries_it_whole() {
+        use gantry_platform::compute::{self, LIST_TAIL_CHARS};
+        let dir = tempfile::tempdir().unwrap();
+        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+        gantry_platform::db::migrate(&pool).await.unwrap();
+        accounts::create_group(&pool, None, "g1", 8).await.unwrap();
+        let ann = accounts::create_user(&pool, None, accounts::NewUser { username: "ann", password: "password-123", role: Role::User, group: Some("g1") }).await.unwrap();
+        seed(&pool, &ann, 3).await;
+        // A whole kept tail (64 KiB, what the watcher keeps) ending in a mark.
+        let tail = format!("{}THE-END", "é".repeat(65_536));
+        sqlx::query("UPDATE compute_tasks SET logs_tail = ?").bind(&tail).execute(&pool).await.unwrap();
+
+        let listed = compute::list_compute_tasks(&pool, &ann, None, 500).await.unwrap();
+        assert_eq!(listed.len(), 3);
+        let page = window(&pool, &ann, ListFilter::default(), 1).await;
+        for t in listed.iter().chain(page.rows.iter()) {
+            assert_eq!(t.logs_tail.chars().count(), LIST_TAIL_CHARS, "a list carries the end only");
+            assert!(t.logs_tail.ends_with("THE-END"));
+        }
+        let one = compute::compute_task(&pool, &ann, listed[0].id).await.unwrap();
+        assert_eq!(one.logs_tail, tail, "the task itself carries its kept output whole");
+    }
+}

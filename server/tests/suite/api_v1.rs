@@ -230,3 +230,33 @@ gantry_testkit::timed_test! {
         }
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_malformed_path_or_query_is_the_apis_json_400_after_the_token_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        accounts::create_group(&server.pool, None, "ml", 4).await.unwrap();
+        let alice = user(&server, "alice", "ml").await;
+        let (_, token) = tokens::create(&server.pool, &alice, "laptop").await.unwrap();
+        let http = reqwest::Client::new();
+        let paths = [
+            ("GET", "/api/v1/compute-tasks/abc"),
+            ("GET", "/api/v1/compute-tasks/9223372036854775808"),
+            ("GET", "/api/v1/compute-tasks/abc/logs"),
+            ("POST", "/api/v1/compute-tasks/-/cancel"),
+            ("GET", "/api/v1/compute-tasks?limit=1&limit=2"),
+        ];
+        for (method, path) in paths {
+            let req = |with_token: bool| {
+                let r = http.request(method.parse().unwrap(), server.url(path));
+                if with_token { r.bearer_auth(&token) } else { r }
+            };
+            // No token: that is all a caller without one learns.
+            assert_eq!(req(false).send().await.unwrap().status(), StatusCode::UNAUTHORIZED, "{method} {path}");
+            let res = req(true).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{method} {path}");
+            let body: Value = res.json().await.unwrap_or_else(|e| panic!("{method} {path}: not JSON: {e}"));
+            assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "{method} {path}: {body}");
+        }
+    }
+}
