@@ -54,16 +54,21 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
         },
     };
     let follow = matches!(q.follow.as_deref(), Some("1" | "true" | "on" | "yes"));
-    // A followed log lasts as long as the container runs: without a limit,
+    // A followed log lasts as long as the container runs, and a whole (or
+    // long) one as long as the client takes to read it: without a limit,
     // one user could hold any number of engine connections and watchers.
-    let slot = match follow.then(|| st.follow_slots.take(user.id, st.limits.max_terminals, st.limits.max_terminals_per_user)) {
+    let long = tail.is_none_or(|n| n > LOG_TAIL_LINES);
+    let slot = match (follow || long).then(|| st.follow_slots.take(user.id, st.limits.max_terminals, st.limits.max_terminals_per_user)) {
         None => None,
         Some(Ok(slot)) => Some(slot),
         Some(Err(Full::Server(max))) => {
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} followed logs open, its limit; try again later"))
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} followed or whole logs open, its limit; try again later"))
         }
         Some(Err(Full::User(max))) => {
-            return refuse(StatusCode::TOO_MANY_REQUESTS, format!("you follow {max} logs on this server, the limit per user; close one to follow another"))
+            return refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("you have {max} followed or whole logs open on this server, the limit per user; close one to open another"),
+            )
         }
     };
     let exec = match executor(&st, node, "logs").await {
@@ -107,7 +112,16 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
             }));
         return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
     }
-    let body = stream::iter(first).chain(stream).map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
+    // Cut when the session ends, as a followed one; the slot (if any) is
+    // given back when the body ends or the client leaves.
+    let session = st.session_watch.watch_request(&parts, &user);
+    let rest = session.cut(stream);
+    let give_back = stream::once(async move {
+        drop(slot);
+        None
+    })
+    .filter_map(std::future::ready);
+    let body = stream::iter(first).chain(rest).chain(give_back).map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
     (
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
         Body::from_stream(body),

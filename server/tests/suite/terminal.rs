@@ -781,10 +781,16 @@ gantry_testkit::timed_test! {
         // as long as the container runs: one user may not open any number.
         let second = follow(alice.clone()).await;
         assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
-        assert!(second.text().await.unwrap().contains("you follow 1 logs on this server, the limit per user"));
-        // Plain (not followed) logs and other users are not limited by it.
+        assert!(second.text().await.unwrap().contains("you have 1 followed or whole logs open on this server, the limit per user"));
+        // A short plain tail and other users are not limited by it …
         let res = http().get(env.url(&format!("/machines/{id}/logs?tail=3"))).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
+        // … a whole or long one is: it holds its engine connection for as
+        // long as the client takes to read it.
+        for long in ["all", "100000"] {
+            let res = http().get(env.url(&format!("/machines/{id}/logs?tail={long}"))).header("Cookie", &alice).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "tail={long}");
+        }
         let admin = sign_in(&env, "admin", ADMIN_PASSWORD).await;
         assert_eq!(follow(admin).await.status(), StatusCode::OK);
         drop(first);
