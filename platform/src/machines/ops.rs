@@ -101,7 +101,7 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
 /// A machine holding a GPU its node no longer reports cannot start on it:
 /// the container's start would fail with the GPU runtime's own error.
 /// Said plainly instead, with the way out.
-async fn refuse_if_gpus_gone(tx: &mut sqlx::SqliteConnection, machine_id: i64, name: &str) -> Result<(), PlatformError> {
+pub(crate) async fn refuse_if_gpus_gone(tx: &mut sqlx::SqliteConnection, machine_id: i64, name: &str) -> Result<(), PlatformError> {
     let gone: Vec<i64> = sqlx::query_scalar(
         "SELECT g.idx FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id
          WHERE mg.machine_id = ? AND g.id IN (SELECT gpu_id FROM gpus_gone) ORDER BY g.idx",

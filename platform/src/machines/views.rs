@@ -65,11 +65,16 @@ pub(super) fn machine_select() -> String {
     JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id")
 }
 
-/// Live dev machines (not deleted; compute tasks' machines are listed as
-/// compute tasks) the viewer may see, newest first.
+/// The most [`list_machines`] answers.
+pub const LIST_MACHINES_MAX: usize = 200;
+
+/// The newest [`LIST_MACHINES_MAX`] live dev machines (not deleted;
+/// compute tasks' machines are listed as compute tasks) the viewer may see.
+/// The portal's list is the window (`machines_window`); this answer stays
+/// bounded for whoever still calls it.
 pub async fn list_machines(pool: &Pool, viewer: &User) -> Result<Vec<MachineView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
-    Ok(sqlx::query_as(&format!("{} WHERE m.state <> 'deleted' AND m.workload = 'dev' AND ({cond}) ORDER BY m.id DESC", machine_select()))
+    Ok(sqlx::query_as(&format!("{} WHERE m.state <> 'deleted' AND m.workload = 'dev' AND ({cond}) ORDER BY m.id DESC LIMIT {LIST_MACHINES_MAX}", machine_select()))
         .bind(bind)
         .fetch_all(pool)
         .await?)

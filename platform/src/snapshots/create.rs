@@ -138,6 +138,9 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Reinstall).map_err(PlatformError::Conflict)?;
     gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Conflict)?;
+    // As a plain reinstall: its container would be removed first, and the
+    // new one fail to start on the GPU runtime's own error.
+    crate::machines::refuse_if_gpus_gone(&mut tx, machine_id, &cur.name).await?;
     if machine_node != Some(node_id) {
         return Err(PlatformError::Conflict(format!("snapshot {snap_name} lives on another node than machine {}; make a new machine from it instead", cur.name)));
     }

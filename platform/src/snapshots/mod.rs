@@ -42,13 +42,18 @@ pub struct SnapshotView {
     pub created_at: i64,
 }
 
+/// The most snapshots [`list`] answers.
+pub const LIST_MAX: usize = 500;
+
 const SELECT: &str = "SELECT s.id, s.name, s.image_ref, s.machine_id, s.machine_name, n.name AS node, u.username AS owner, s.parent_id,
                              s.origin, s.state, s.size_bytes, s.message, s.created_at
                       FROM snapshots s JOIN users u ON u.id = s.owner_id LEFT JOIN nodes n ON n.id = s.node_id";
 
+/// The newest [`LIST_MAX`] snapshots the viewer may see: the quota bounds
+/// only ready ones, and failed ones stay (with why) until deleted.
 pub async fn list(pool: &Pool, viewer: &User) -> Result<Vec<SnapshotView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "s.group_id");
-    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY s.id DESC")).bind(bind).fetch_all(pool).await?)
+    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY s.id DESC LIMIT {LIST_MAX}")).bind(bind).fetch_all(pool).await?)
 }
 
 /// One machine's snapshots that the viewer may see, newest first (its

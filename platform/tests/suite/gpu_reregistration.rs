@@ -241,3 +241,19 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM gpus WHERE node_id = {b} AND uuid = 'GPU-X'")).await, 1);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_machine_on_a_gone_gpu_is_refused_a_reinstall_from_a_snapshot_too() {
+        let (env, alice, machine, _) = running_on_b().await;
+        let (snap, taken) = gantry_platform::snapshots::request(&env.pool, &alice, machine, "before").await.unwrap();
+        env.drive().await;
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {taken}")).await, "succeeded");
+        register(&env, &gpus(&["A"])).await.unwrap();
+
+        // As a plain reinstall is: its container would be removed and the
+        // new one fail to start on the GPU runtime's own error.
+        let refused = gantry_platform::snapshots::reinstall_from(&env.pool, &alice, machine, snap).await.unwrap_err();
+        assert!(refused.to_string().contains("cannot start: its GPU(s) #1 are no longer reported by its node"), "{refused}");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM tasks WHERE machine_id = {machine} AND kind = 'reinstall'")).await, 0);
+    }
+}

@@ -310,3 +310,23 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn the_snapshot_list_is_the_newest_five_hundred() {
+        let (env, _sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "src").await;
+        // Failed snapshots are kept (with why) until deleted, outside the quota.
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 501)
+             INSERT INTO snapshots (name, image_ref, machine_id, machine_name, owner_id, group_id, origin, state, message, created_at)
+             SELECT 's' || i, 'gone-' || i, m.id, m.name, m.owner_id, m.group_id, 'user', 'failed', 'cancelled', i FROM n, machines m WHERE m.id = ?",
+        )
+        .bind(m)
+        .execute(&env.pool)
+        .await
+        .unwrap();
+        let listed = snapshots::list(&env.pool, &alice).await.unwrap();
+        assert_eq!(listed.len(), snapshots::LIST_MAX);
+        assert_eq!((listed[0].name.as_str(), listed[snapshots::LIST_MAX - 1].name.as_str()), ("s501", "s2"), "newest first");
+    }
+}
