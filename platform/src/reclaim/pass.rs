@@ -53,14 +53,13 @@ type Candidate = (i64, String, Option<i64>, i64, bool, i64);
 
 async fn idle(pool: &Pool, settings: &Settings, now: i64, report: &mut PassReport) -> Result<(), PlatformError> {
     let s = &settings.reclaim;
-    let machines: Vec<Candidate> = sqlx::query_as(
-        "SELECT m.id, m.name, m.reclaim_deadline, m.reclaim_extensions, (m.reclaim_exempt OR g.reclaim_exempt),
-                COALESCE((SELECT MAX(t.updated_at) FROM tasks t WHERE t.machine_id = m.id AND t.state = 'succeeded'
-                          AND t.kind IN ('create', 'restart', 'reinstall', 'restore', 'rebalance')), m.created_at)
+    let machines: Vec<Candidate> = sqlx::query_as(&format!(
+        "SELECT m.id, m.name, m.reclaim_deadline, m.reclaim_extensions, (m.reclaim_exempt OR g.reclaim_exempt), {}
          FROM machines m JOIN groups g ON g.id = m.group_id
          WHERE m.state IN ('running', 'stopped') AND m.workload = 'dev'
            AND EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id)",
-    )
+        crate::transitions::reclaim::LAST_STARTED
+    ))
     .fetch_all(pool)
     .await?;
     for (id, name, deadline, used, exempt, active_since) in machines {
@@ -101,7 +100,7 @@ async fn idle(pool: &Pool, settings: &Settings, now: i64, report: &mut PassRepor
             }
             Decision::Reclaim { peak_pct } => {
                 let why = format!("idle reclaim: at most {peak_pct:.1} % GPU utilisation for {} and the warning's deadline passed", format_left(s.window_secs));
-                if reclaim::queue(pool, id, now, &why).await?.is_some() {
+                if reclaim::queue(pool, id, now, Some(active_since), &why).await?.is_some() {
                     report.reclaims_queued.push(id);
                 }
             }

@@ -106,13 +106,23 @@ pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_
 /// does a reclaim that failed since the warning: the deadline is pushed
 /// back instead (see [`withdraw`]), so a failing reclaim is not retried
 /// at every pass.
-pub async fn queue(pool: &Pool, machine_id: i64, now: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+///
+/// `decided_on_start`: when the machine last started, as the pass read it
+/// (see [`last_started`]); a start committed since — a restart that
+/// finished while the pass went through other machines — wins too: its
+/// idleness no longer covers the window.
+pub async fn queue(pool: &Pool, machine_id: i64, now: i64, decided_on_start: Option<i64>, why: &str) -> Result<Option<i64>, PlatformError> {
     // Read before the transaction: it holds the only writer connection.
     let settings = crate::reclaim::load_settings(pool).await?.reclaim;
     let mut tx = begin(pool).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
     if accepts(&cur.name, cur.state, TaskKind::Reclaim).is_err() || busy(&mut tx, machine_id).await? || !still_due(&mut tx, machine_id, now).await? {
         return Ok(None);
+    }
+    if let Some(decided) = decided_on_start {
+        if last_started(&mut tx, machine_id).await? > decided {
+            return Ok(None);
+        }
     }
     if withdraw::back_off(&mut tx, machine_id, now, &settings).await?.is_some() {
         tx.commit().await?;
@@ -134,6 +144,18 @@ pub async fn queue(pool: &Pool, machine_id: i64, now: i64, why: &str) -> Result<
     tx.commit().await?;
     Ok(Some(task_id))
 }
+
+/// When the machine last (re)started: its latest succeeded create, restart,
+/// reinstall, restore or move, else its creation — what idleness must
+/// cover the window since.
+pub async fn last_started(conn: &mut SqliteConnection, machine_id: i64) -> Result<i64, PlatformError> {
+    Ok(sqlx::query_scalar(&format!("SELECT {LAST_STARTED} FROM machines m WHERE m.id = ?")).bind(machine_id).fetch_one(&mut *conn).await?)
+}
+
+/// [`last_started`] of machine `m`, as an SQL expression (the pass reads it
+/// for every machine in one query).
+pub const LAST_STARTED: &str = "COALESCE((SELECT MAX(t.updated_at) FROM tasks t WHERE t.machine_id = m.id AND t.state = 'succeeded'
+                          AND t.kind IN ('create', 'restart', 'reinstall', 'restore', 'rebalance')), m.created_at)";
 
 /// Warned, past the deadline at `now`, and neither it nor its group exempt.
 async fn still_due(conn: &mut SqliteConnection, machine_id: i64, now: i64) -> Result<bool, PlatformError> {

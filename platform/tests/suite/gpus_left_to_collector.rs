@@ -119,7 +119,7 @@ gantry_testkit::timed_test! {
         env.drive().await;
         let t = gantry_platform::now();
         assert!(transitions::reclaim::warn(&env.pool, first, t - 1, "idle").await.unwrap());
-        transitions::reclaim::queue(&env.pool, first, t, "idle reclaim").await.unwrap().expect("queued");
+        transitions::reclaim::queue(&env.pool, first, t, None, "idle reclaim").await.unwrap().expect("queued");
         env.drive().await;
         // The restore's container is made, then the engine stops answering.
         sim.fail_next("start_container", ExecError::Unavailable("the engine went away".into()));
@@ -144,7 +144,7 @@ gantry_testkit::timed_test! {
         env.drive().await;
         let t = gantry_platform::now();
         assert!(transitions::reclaim::warn(&env.pool, first, t - 1, "idle").await.unwrap());
-        transitions::reclaim::queue(&env.pool, first, t, "idle reclaim").await.unwrap().expect("queued");
+        transitions::reclaim::queue(&env.pool, first, t, None, "idle reclaim").await.unwrap().expect("queued");
         env.drive().await;
         sim.fail_next("start_container", ExecError::Unavailable("the engine went away".into()));
         let restore = transitions::reclaim::restore(&env.pool, &alice, first).await.unwrap();

@@ -26,7 +26,7 @@ gantry_testkit::timed_test! {
         env.drive().await;
         let t = now();
         assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        let task = transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+        let task = transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
 
         // A process that dies once the container is gone, before returning the GPUs.
         let mut dying = env.dispatcher.clone();
@@ -66,18 +66,18 @@ gantry_testkit::timed_test! {
         }
         // … and before it queues: a is extended, b exempted (then its group).
         reclaim::extend(&env.pool, &alice, a).await.unwrap();
-        assert_eq!(transitions::reclaim::queue(&env.pool, a, t, "idle").await.unwrap(), None, "extended");
+        assert_eq!(transitions::reclaim::queue(&env.pool, a, t, None, "idle").await.unwrap(), None, "extended");
         reclaim::set_machine_exempt(&env.pool, &root, b, true).await.unwrap();
-        assert_eq!(transitions::reclaim::queue(&env.pool, b, t, "idle").await.unwrap(), None, "machine exempt");
+        assert_eq!(transitions::reclaim::queue(&env.pool, b, t, None, "idle").await.unwrap(), None, "machine exempt");
         reclaim::set_machine_exempt(&env.pool, &root, b, false).await.unwrap();
         reclaim::set_group_exempt(&env.pool, &root, alice.group_id, true).await.unwrap();
-        assert_eq!(transitions::reclaim::queue(&env.pool, b, t, "idle").await.unwrap(), None, "group exempt");
+        assert_eq!(transitions::reclaim::queue(&env.pool, b, t, None, "idle").await.unwrap(), None, "group exempt");
         assert_eq!(env.scalar("SELECT COUNT(*) FROM snapshots").await, 0, "nothing written");
         assert_eq!(env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'reclaim'").await, 0);
 
         // Nothing in the way: it is queued.
         reclaim::set_group_exempt(&env.pool, &root, alice.group_id, false).await.unwrap();
-        assert!(transitions::reclaim::queue(&env.pool, b, t, "idle").await.unwrap().is_some());
+        assert!(transitions::reclaim::queue(&env.pool, b, t, None, "idle").await.unwrap().is_some());
     }
 }
 
@@ -108,7 +108,7 @@ async fn reclaimed(env: &common::Env, who: &gantry_platform::accounts::User, nam
     env.drive().await;
     let t = now();
     assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-    transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+    transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
     env.drive().await;
     assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
     m
@@ -285,5 +285,33 @@ gantry_testkit::timed_test! {
         assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
         env.assert_quota_consistent().await;
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_restart_that_finished_after_the_pass_read_the_machine_calls_its_reclaim_off() {
+        use gantry_platform::machines::{self, OperationRequest};
+        let env = common::env("simulated", 2, 2).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let m = env.admissions.create(env.create(&alice, "sleepy", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        // Made a while ago, warned, its deadline passed.
+        sqlx::query("UPDATE tasks SET updated_at = updated_at - 100000 WHERE machine_id = ?").bind(m).execute(&env.pool).await.unwrap();
+        let t = now();
+        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+        // The pass reads when it last started …
+        let read = transitions::reclaim::last_started(&mut *env.pool.acquire().await.unwrap(), m).await.unwrap();
+        // … the owner restarts it while the pass goes through other machines …
+        machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: m, kind: TaskKind::Restart, keep_volume: false }).await.unwrap();
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        // … so the reclaim decided on the old start is not queued.
+        assert_eq!(transitions::reclaim::queue(&env.pool, m, t, Some(read), "idle reclaim").await.unwrap(), None);
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM tasks WHERE machine_id = {m} AND kind = 'reclaim'")).await, 0);
+        // A pass that reads the new start decides on it (and may queue).
+        let now_read = transitions::reclaim::last_started(&mut *env.pool.acquire().await.unwrap(), m).await.unwrap();
+        assert!(now_read > read);
+        assert!(transitions::reclaim::queue(&env.pool, m, t, Some(now_read), "idle reclaim").await.unwrap().is_some());
     }
 }

@@ -20,7 +20,7 @@ use gantry_platform::{
 async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
     let t = now();
     assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-    transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+    transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
     env.drive().await;
     assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
     env.scalar(&format!("SELECT restore_snapshot_id FROM machines WHERE id = {m}")).await
@@ -201,7 +201,7 @@ gantry_testkit::timed_test! {
         let m = running(&env, &alice, "napper").await;
         let t = now();
         assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+        transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
         // Committed, then the container could not be removed: the machine
         // keeps running with its files, so the image is nobody's.
         sim.fail_next("remove_container", ExecError::Failed("device busy".into()));

@@ -29,7 +29,7 @@ async fn queued(env: &common::Env, who: &gantry_platform::accounts::User, names:
     let mut out = Vec::new();
     for m in made {
         assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        out.push((m, transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued")));
+        out.push((m, transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued")));
     }
     out
 }

@@ -21,7 +21,7 @@ gantry_testkit::timed_test! {
         env.drive().await;
         let t = now();
         assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        let reclaim = transitions::reclaim::queue(&env.pool, m, t, "idle reclaim").await.unwrap().expect("queued");
+        let reclaim = transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
 
         let refused = transitions::task::cancel(&env.pool, &alice, reclaim).await;
         match refused {
