@@ -653,6 +653,19 @@ gantry_testkit::timed_test! {
 
 /// `POST path` over a bare connection (the server may answer before the
 /// body is all sent, and close): the status and the whole answer.
+/// The machine page's data (`/api/workspace_info`) as `cookie`'s user sees it.
+async fn workspace_info(env: &Env, cookie: &str, id: i64) -> serde_json::Value {
+    let res = http()
+        .post(env.url("/api/workspace_info"))
+        .header("Cookie", cookie)
+        .header("Origin", format!("http://{}", env.addr))
+        .form(&[("machine_id", id.to_string())])
+        .send()
+        .await
+        .unwrap();
+    res.json().await.unwrap()
+}
+
 async fn raw_post(addr: SocketAddr, path: &str, headers: &str, body: &[u8]) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -708,15 +721,7 @@ gantry_testkit::timed_test! {
         // The last lines as plain text, and in the machine page's data.
         let res = http().get(env.url(&format!("/machines/{id}/logs?tail=3"))).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.text().await.unwrap(), "line-37\nline-38\nline-39\n");
-        let res = http()
-            .post(env.url("/api/workspace_info"))
-            .header("Cookie", &alice)
-            .header("Origin", format!("http://{}", env.addr))
-            .form(&[("machine_id", id.to_string())])
-            .send()
-            .await
-            .unwrap();
-        let info: serde_json::Value = res.json().await.unwrap();
+        let info = workspace_info(&env, &alice, id).await;
         assert_eq!(info["allowed"], true);
         assert!(info["log_tail"].as_str().unwrap().ends_with("line-39\n"), "{info}");
         let page = http().get(env.url(&format!("/machines/{id}"))).header("Cookie", &alice).send().await.unwrap().text().await.unwrap();
@@ -726,15 +731,7 @@ gantry_testkit::timed_test! {
         let bob = sign_in(&env, "bob", PASSWORD).await;
         let res = http().get(env.url(&format!("/machines/{id}/logs"))).header("Cookie", &bob).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::FORBIDDEN);
-        let res = http()
-            .post(env.url("/api/workspace_info"))
-            .header("Cookie", &bob)
-            .header("Origin", format!("http://{}", env.addr))
-            .form(&[("machine_id", id.to_string())])
-            .send()
-            .await
-            .unwrap();
-        let info: serde_json::Value = res.json().await.unwrap();
+        let info = workspace_info(&env, &bob, id).await;
         assert_eq!(info["allowed"], false, "{info}");
         env.operate(id, TaskKind::Delete).await;
     }
@@ -749,15 +746,7 @@ gantry_testkit::timed_test! {
         let real = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
         let dead = gantry_platform::fleet::executor_for("docker", "tcp://127.0.0.1:1", "").unwrap();
         env.dispatcher.fleet.insert(env.node_id, dead);
-        let res = http()
-            .post(env.url("/api/workspace_info"))
-            .header("Cookie", &alice)
-            .header("Origin", format!("http://{}", env.addr))
-            .form(&[("machine_id", id.to_string())])
-            .send()
-            .await
-            .unwrap();
-        let info: serde_json::Value = res.json().await.unwrap();
+        let info = workspace_info(&env, &alice, id).await;
         let tail = info["log_tail"].as_str().unwrap_or_default();
         assert!(tail.contains("cannot be read now") && tail.contains("logged"), "{info}");
         assert!(!tail.contains("127.0.0.1") && !tail.contains("tcp://"), "the engine's address reached the page: {tail}");
