@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod retention;
+pub use retention::windows_outlast_samples;
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

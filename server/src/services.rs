@@ -60,6 +60,10 @@ pub async fn prepare(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Pr
         }
     }
     images::ensure_default_image(pool, "devbox", &args.default_image, "Gantry demo dev machine (busybox)").await?;
+    let raw_keep_secs = i64::try_from(args.telemetry.telemetry_raw_hours * 3600).unwrap_or(i64::MAX);
+    for why in gantry_platform::reclaim::note_raw_retention(pool, raw_keep_secs).await? {
+        tracing::warn!("reclaim settings: {why} (Admin → Reclaim)");
+    }
     Ok(Prepared { local })
 }
 

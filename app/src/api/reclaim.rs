@@ -100,7 +100,9 @@ pub async fn reclaim_admin(page: Option<String>) -> Result<ReclaimAdminView, App
         .await
         .map_err(db)?;
     let counts = crate::api::lists::server::counts(total, page, Vec::new());
-    Ok(ReclaimAdminView { reclaim: s.reclaim, hot: s.hot, groups, machines, counts })
+    let raw_keep = gantry_platform::reclaim::raw_retention_secs(&pool).await?;
+    let unwatchable = gantry_core::reclaim::windows_outlast_samples(&s.reclaim, &s.hot, raw_keep);
+    Ok(ReclaimAdminView { reclaim: s.reclaim, hot: s.hot, groups, machines, counts, unwatchable })
 }
 
 /// Saves the settings form (times in minutes); a bad value changes nothing.

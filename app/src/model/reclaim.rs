@@ -59,6 +59,9 @@ pub struct ReclaimAdminView {
     pub machines: Vec<(i64, String, String, String, bool, bool, Option<i64>)>,
     /// Which page of the machines this is.
     pub counts: crate::model::lists::ListCounts,
+    /// Why a saved window can never be covered by the raw samples kept
+    /// (a restart shortened the retention); empty when all is well.
+    pub unwatchable: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -77,6 +77,15 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: 
         TaskKind::Rebalance => {
             let to: Vec<i64> = payload.get("to").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
             let why = payload.get("why").and_then(|v| v.as_str()).unwrap_or("hot GPU").to_string();
+            // The owner may have opted out since the move was queued: it
+            // stops while the container still runs where it was.
+            let running = match &ctx.container_id {
+                Some(id) => exec.inspect_container(id).await?.status == ContainerStatus::Running,
+                None => false,
+            };
+            if running && rebalance::call_off_if_opted_out(&d.pool, lease, task.machine_id, &to).await? {
+                return Ok(Done::Recorded);
+            }
             step(10, "checking the data volume").await?;
             exec.ensure_volume(&ctx.spec).await?;
             step(30, "removing the container from the hot GPUs").await?;

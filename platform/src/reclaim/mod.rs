@@ -8,7 +8,7 @@ mod pass;
 mod settings;
 
 pub use pass::{pass, run, PassReport};
-pub use settings::{load_settings, save_settings, set_group_exempt, set_machine_exempt, set_rebalance_opt_out, Settings};
+pub use settings::{load_settings, note_raw_retention, raw_retention_secs, save_settings, set_group_exempt, set_machine_exempt, set_rebalance_opt_out, Settings};
 
 use crate::{accounts::User, db::Pool, machines::visibility, PlatformError};
 use serde::Serialize;

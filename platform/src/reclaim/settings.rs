@@ -3,7 +3,10 @@
 //! audited with the values.
 
 use crate::{accounts::User, audit, db::Pool, machines::visibility, transitions, PlatformError};
-use gantry_core::{rebalance::HotSettings, reclaim::ReclaimSettings};
+use gantry_core::{
+    rebalance::HotSettings,
+    reclaim::{windows_outlast_samples, ReclaimSettings},
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +37,21 @@ pub async fn load_settings(pool: &Pool) -> Result<Settings, PlatformError> {
     })
 }
 
+/// How long raw GPU samples are kept, as the last start recorded it.
+pub async fn raw_retention_secs(pool: &Pool) -> Result<i64, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT telemetry_raw_secs FROM reclaim_settings WHERE id = 1").fetch_one(pool).await?)
+}
+
+/// Records, at start, how long this server keeps raw GPU samples, and says
+/// why the saved windows cannot be watched any more, if a shorter
+/// retention than before makes them outlast the samples (the settings are
+/// left as the admin saved them; the Reclaim page shows the same words).
+pub async fn note_raw_retention(pool: &Pool, raw_keep_secs: i64) -> Result<Vec<String>, PlatformError> {
+    sqlx::query("UPDATE reclaim_settings SET telemetry_raw_secs = ? WHERE id = 1").bind(raw_keep_secs).execute(pool).await?;
+    let s = load_settings(pool).await?;
+    Ok(windows_outlast_samples(&s.reclaim, &s.hot, raw_keep_secs))
+}
+
 fn require_admin(who: &User) -> Result<(), PlatformError> {
     if who.role.is_admin() {
         Ok(())
@@ -47,6 +65,13 @@ pub async fn save_settings(pool: &Pool, who: &User, s: &Settings) -> Result<(), 
     s.reclaim.check().map_err(PlatformError::BadRequest)?;
     s.hot.check().map_err(PlatformError::BadRequest)?;
     let mut tx = transitions::begin(pool).await?;
+    // Read in the same (immediate) transaction as the write: a start that
+    // shortens the retention meanwhile waits for it, then flags the result.
+    let raw_keep: i64 = sqlx::query_scalar("SELECT telemetry_raw_secs FROM reclaim_settings WHERE id = 1").fetch_one(&mut *tx).await?;
+    let unwatchable = windows_outlast_samples(&s.reclaim, &s.hot, raw_keep);
+    if !unwatchable.is_empty() {
+        return Err(PlatformError::BadRequest(unwatchable.join("; ")));
+    }
     sqlx::query(
         "UPDATE reclaim_settings SET enabled = ?, threshold_pct = ?, window_secs = ?, grace_secs = ?, extensions_allowed = ?, extension_secs = ?,
                 hot_enabled = ?, hot_util_pct = ?, hot_mem_pct = ?, hot_temp_c = ?, hot_window_secs = ?, updated_at = ? WHERE id = 1",
@@ -144,7 +169,8 @@ pub async fn set_machine_exempt(pool: &Pool, who: &User, machine_id: i64, exempt
 }
 
 /// The owner (or an admin) keeps a machine where it is, or lets it move.
-pub async fn set_rebalance_opt_out(pool: &Pool, who: &User, machine_id: i64, opt_out: bool) -> Result<(), PlatformError> {
+/// Opting out cancels a move queued for it and not started; its id.
+pub async fn set_rebalance_opt_out(pool: &Pool, who: &User, machine_id: i64, opt_out: bool) -> Result<Option<i64>, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
     let row: Option<(String, i64)> = sqlx::query_as(&format!("SELECT name, owner_id FROM machines WHERE id = ? AND ({cond})"))
@@ -158,7 +184,14 @@ pub async fn set_rebalance_opt_out(pool: &Pool, who: &User, machine_id: i64, opt
     }
     sqlx::query("UPDATE machines SET rebalance_opt_out = ? WHERE id = ?").bind(opt_out).bind(machine_id).execute(&mut *tx).await?;
     let what = if opt_out { "opted out of" } else { "opted in to" };
-    audit::record(&mut *tx, Some(who.id), "rebalance.opt_out", &format!("machine {name} {what} hot-GPU rebalancing")).await?;
+    let mut detail = format!("machine {name} {what} hot-GPU rebalancing");
+    // A move queued but not started is cancelled now; one a runner has
+    // claimed stops before it touches the container, if it still can.
+    let cancelled = if opt_out { transitions::rebalance::cancel_queued(&mut tx, machine_id).await? } else { None };
+    if let Some(task_id) = cancelled {
+        detail.push_str(&format!("; its queued move (task #{task_id}) was cancelled"));
+    }
+    audit::record(&mut *tx, Some(who.id), "rebalance.opt_out", &detail).await?;
     tx.commit().await?;
-    Ok(())
+    Ok(cancelled)
 }

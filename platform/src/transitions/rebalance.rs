@@ -5,7 +5,12 @@
 
 use super::{begin, lease::fenced, machine, reclaim::busy, snapshot, task, Lease};
 use crate::{audit, db::Pool, PlatformError};
-use gantry_core::task::{accepts, TaskKind, TaskState};
+use gantry_core::task::{accepts, MachineState, TaskKind, TaskState};
+use sqlx::SqliteConnection;
+
+/// What the machine's history and the task say when its owner's opt-out
+/// stops a move before anything was done on the node.
+const OPTED_OUT: &str = "not moved: its owner opted out of hot-GPU rebalancing after the move was queued; it stays on its GPUs";
 
 /// Queues a rebalance task moving the machine to GPUs `to` (ids); `None`
 /// when the machine is busy, opted out, or not running any more.
@@ -96,4 +101,50 @@ pub async fn done(pool: &Pool, lease: &Lease, machine_id: i64, why: &str) -> Res
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, why).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// The owner opted out: the machine's move that no runner has claimed yet
+/// (nothing was done on the node) is cancelled in the caller's transaction
+/// and the machine's history says so; its id.
+pub(crate) async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64) -> Result<Option<i64>, PlatformError> {
+    let queued: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, state FROM tasks WHERE machine_id = ? AND kind = 'rebalance' AND state IN ('pending', 'scheduled') AND attempts = 0")
+            .bind(machine_id)
+            .fetch_all(&mut *conn)
+            .await?;
+    let mut last = None;
+    for (id, state) in queued {
+        let from: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+        task::set_state(conn, id, from, TaskState::Cancelled, OPTED_OUT).await?;
+        audit::record(&mut *conn, None, "task.cancel", &format!("task #{id} (rebalance of machine #{machine_id}) {OPTED_OUT}")).await?;
+        last = Some(id);
+    }
+    if last.is_some() {
+        snapshot::event(conn, machine_id, "rebalance_refused", OPTED_OUT).await?;
+    }
+    Ok(last)
+}
+
+/// Asked by the move's runner, under its lease, while the machine's
+/// container still runs on the GPUs it had (`to` not taken yet): has its
+/// owner opted out since the move was queued? Then the task ends here,
+/// `succeeded` with "not moved", and the machine shows running again;
+/// `true`. Once the container is gone or the GPUs are swapped the move is
+/// half made and finishes.
+pub async fn call_off_if_opted_out(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Result<bool, PlatformError> {
+    let mut tx = fenced(pool, lease).await?;
+    let opted_out: bool = sqlx::query_scalar("SELECT rebalance_opt_out FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?").bind(machine_id).fetch_all(&mut *tx).await?;
+    let mut wanted = to.to_vec();
+    held.sort_unstable();
+    wanted.sort_unstable();
+    if !opted_out || held == wanted {
+        return Ok(false);
+    }
+    machine::move_to(&mut tx, machine_id, MachineState::Running, None, "").await?;
+    snapshot::event(&mut tx, machine_id, "rebalance_refused", OPTED_OUT).await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, OPTED_OUT).await?;
+    audit::record(&mut *tx, None, "machine.rebalance_called_off", &format!("machine #{machine_id}, task #{}: {OPTED_OUT}", lease.task_id)).await?;
+    tx.commit().await?;
+    Ok(true)
 }

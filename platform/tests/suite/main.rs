@@ -61,6 +61,7 @@ mod rebalance_rules;
 mod reclaim_docker;
 mod reclaim_edges;
 mod reclaim_migrate;
+mod reclaim_retention;
 mod reclaim_sim;
 mod reclaim_snapshots;
 mod reclaim_withdrawn;

@@ -1,13 +1,15 @@
 //! Hot-GPU rebalancing's rules on the simulated engine (fast, no Docker):
 //! an idle pair of machines whose GPUs are full of memory (as TensorFlow
 //! leaves them) is not moved, and a machine that was just moved is not
-//! moved again until the cooldown has passed, whatever its GPUs read.
+//! moved again until the cooldown has passed, whatever its GPUs read. An
+//! owner who opts out stops a move that has not touched the machine yet.
 
 use crate::common;
 use crate::reclaim_common;
 
 use gantry_core::rebalance::MOVE_COOLDOWN_SECS;
 use gantry_platform::{
+    dispatch,
     executor::{Executor, SimulatedExecutor},
     reclaim,
     telemetry::{self, GpuSample},
@@ -125,5 +127,75 @@ gantry_testkit::timed_test! {
         let t2 = t0 + MOVE_COOLDOWN_SECS + 120;
         hot_node(t2).await;
         assert_eq!(reclaim::pass(&env.pool, t2).await.unwrap().moves_queued, vec![a]);
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn opting_out_stops_a_queued_move_and_one_a_runner_claimed_before_it_starts() {
+        let env = common::env("simulated", 4, 4).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        let alice = env.user("alice", "ml-team").await;
+        let root = admin(&env.pool).await;
+        short_settings(&env.pool, &root, 1800, 1).await;
+        let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
+        let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        reclaim::set_rebalance_opt_out(&env.pool, &alice, b, true).await.unwrap();
+        let (ga, gb) = (gpu_of(&env, a).await, gpu_of(&env, b).await);
+        let free: Vec<i64> = gpus(&env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+        let hot_node = |at: i64| {
+            let (env, free) = (&env, free.clone());
+            async move {
+                series(env, ga, Some(a), at - 60, at, 99.0, 2000, 80.0).await;
+                series(env, gb, Some(b), at - 60, at, 97.0, 2000, 80.0).await;
+                for g in &free {
+                    series(env, *g, None, at - 60, at, 0.0, 0, 30.0).await;
+                }
+            }
+        };
+        let container = env.text(&format!("SELECT container_id FROM machines WHERE id = {a}")).await;
+        let stays_put = |why: &'static str| {
+            let (env, container) = (&env, container.clone());
+            async move {
+                assert_eq!(gpu_of(env, a).await, ga, "{why}: the GPUs");
+                assert_eq!(env.text(&format!("SELECT state || ' ' || container_id FROM machines WHERE id = {a}")).await, format!("running {container}"), "{why}");
+                let (kind, detail) = events(&env.pool, a).await.pop().unwrap();
+                assert_eq!(kind, "rebalance_refused", "{why}: {detail}");
+                assert!(detail.contains("its owner opted out"), "{why}: {detail}");
+            }
+        };
+
+        // Queued, not claimed: the opt-out cancels it in the same commit.
+        let t0 = gantry_platform::now() + 65;
+        hot_node(t0).await;
+        assert_eq!(reclaim::pass(&env.pool, t0).await.unwrap().moves_queued, vec![a]);
+        let cancelled = reclaim::set_rebalance_opt_out(&env.pool, &alice, a, true).await.unwrap();
+        assert!(cancelled.is_some());
+        assert_eq!(env.text(&format!("SELECT state FROM tasks WHERE id = {}", cancelled.unwrap())).await, "cancelled");
+        env.drive().await;
+        stays_put("a queued move").await;
+
+        // Opted in again, queued again and claimed by a runner; the owner
+        // opts out before it starts: the runner stops it, container untouched.
+        reclaim::set_rebalance_opt_out(&env.pool, &alice, a, false).await.unwrap();
+        let t1 = t0 + 120;
+        hot_node(t1).await;
+        assert_eq!(reclaim::pass(&env.pool, t1).await.unwrap().moves_queued, vec![a]);
+        let mut runner = env.dispatcher.clone();
+        runner.owner = dispatch::new_owner_id();
+        let claimed = dispatch::claim(&env.pool, &runner.owner, 16).await.unwrap();
+        assert_eq!(claimed.len(), 1);
+        let task = claimed[0].id;
+        assert_eq!(reclaim::set_rebalance_opt_out(&env.pool, &alice, a, true).await.unwrap(), None, "a claimed move is left to its runner");
+        for c in claimed {
+            runner.execute(c).await;
+        }
+        let (state, message) = (env.text(&format!("SELECT state FROM tasks WHERE id = {task}")).await, env.text(&format!("SELECT message FROM tasks WHERE id = {task}")).await);
+        assert_eq!(state, "succeeded", "{message}");
+        assert!(message.starts_with("not moved: its owner opted out"), "{message}");
+        stays_put("a claimed move").await;
+        assert_eq!(sim.containers().len(), 2, "no container was removed or made");
+        env.assert_quota_consistent().await;
     }
 }

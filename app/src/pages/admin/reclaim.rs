@@ -45,6 +45,7 @@ fn ReclaimAdmin(data: Polled<ReclaimAdminView>, save: ServerAction<SaveReclaimSe
     let groups = kept_rows(move || data.get().map(|r| r.map(|d| d.groups)), |g| g.0);
     let machines = kept_rows(move || data.get().map(|r| r.map(|d| d.machines)), |m| m.0);
     let counts = kept(move || data.get().map(|r| r.map(|d| d.counts)));
+    let unwatchable = kept(move || data.get().map(|r| r.map(|d| d.unwatchable)));
     // Out of sight until there is data (see kept_rows). Not `hidden`: the
     // cards' `display: flex` would override it.
     let display = move || settings.data.with(Option::is_none).then_some("none");
@@ -52,6 +53,7 @@ fn ReclaimAdmin(data: Polled<ReclaimAdminView>, save: ServerAction<SaveReclaimSe
         {move || settings.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
         <section class="card stack" data-testid="reclaim-settings" style:display=display>
             <h2>"Settings"</h2>
+            {move || unwatchable.data.get().unwrap_or_default().into_iter().map(|why| view! { <p class="form-error" data-testid="reclaim-unwatchable">{why}</p> }).collect_view()}
             <FormError message=Signal::derive(move || save.value().with(error_text))/>
             {move || save.value().get().and_then(Result::ok).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
             <For each=move || settings.data.get().unwrap_or_default() key=|s| s.key let:s>
