@@ -8,10 +8,11 @@
 //! before its bytes (a tar header carries it): `PUT` needs Content-Length
 //! and streams straight through; a form upload (multipart, size unknown)
 //! is spooled to a temporary file first. Both are refused beyond the
-//! configured limit. An upload cut short can leave a partial file. One
+//! configured limit; a user spools at most [`SPOOLS_PER_USER`] form
+//! uploads at once, the server [`SPOOLS_MAX`]. An upload cut short can leave a partial file. One
 //! whose session ends (`SessionWatch`) stops, answered 401; a download is cut.
 
-use crate::{multipart_guard, workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, Watched, WsState}};
+use crate::{multipart_guard, terminal::Full, workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, Watched, WsState}};
 use axum::{
     body::Body,
     extract::{Path, Query, Request, State},
@@ -73,6 +74,7 @@ struct Place {
     exec: Executor,
     container: String,
     session: Watched,
+    user_id: i64,
 }
 
 async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), Response> {
@@ -100,7 +102,7 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
             ));
         }
     }
-    Ok((target, Place { exec, container, session: st.session_watch.watch_request(parts, &user) }))
+    Ok((target, Place { exec, container, session: st.session_watch.watch_request(parts, &user), user_id: user.id }))
 }
 
 pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
@@ -225,8 +227,21 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
 /// The form's `dir` field: a path inside the volume (Linux's PATH_MAX).
 const MAX_DIR_FIELD: usize = 4096;
 
+/// Form uploads being spooled at once, per user and in all: each may put
+/// up to the upload limit in a temporary file before the engine takes it,
+/// so without a cap one user's parallel posts could fill the server's
+/// temporary directory. (A `PUT` streams through and needs no spool.)
+pub const SPOOLS_PER_USER: usize = 2;
+pub const SPOOLS_MAX: usize = 8;
+
 async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<(String, u64), Response> {
     let (_target, p) = place(st, &parts, id).await?;
+    // Taken before a byte of the body is read, held until the file is in
+    // the volume (or refused).
+    let _spool = st.spool_slots.take(p.user_id, SPOOLS_MAX, SPOOLS_PER_USER).map_err(|full| match full {
+        Full::User(n) => refuse(StatusCode::TOO_MANY_REQUESTS, format!("you have {n} form uploads on their way in, the limit per user; wait for one to finish")),
+        Full::Server(n) => refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server is receiving {n} form uploads, its limit; try again shortly")),
+    })?;
     // This route has no body limit (files may be large): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
     let (mut multipart, tripped) = multipart_guard::multipart(Request::from_parts(parts, body), st, multipart_guard::Limits::default())

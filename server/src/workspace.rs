@@ -76,6 +76,8 @@ pub struct WsState {
     /// Followed logs open, counted apart against the same limits: each
     /// holds a connection to the engine and a place in the session watch.
     pub follow_slots: terminal::Slots,
+    /// Form uploads being spooled to a temporary file (see `files`).
+    pub spool_slots: terminal::Slots,
     /// Ends terminals, followed logs and transfers with their session.
     pub session_watch: SessionWatch,
     /// True once the process is asked to stop: followed logs and terminals
@@ -110,6 +112,7 @@ pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>, sess
         terminals,
         terminal_slots: terminal::Slots::default(),
         follow_slots: terminal::Slots::default(),
+        spool_slots: terminal::Slots::default(),
         session_watch,
         stopping,
     };

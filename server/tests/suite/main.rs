@@ -30,6 +30,7 @@ mod datasets_page_resume;
 mod datasets_refusals_http;
 mod expect_continue;
 mod files_after_reboot;
+mod files_spool_limit;
 mod first_run;
 mod http_admin;
 mod http_auth;

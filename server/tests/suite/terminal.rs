@@ -651,8 +651,6 @@ gantry_testkit::timed_test! {
     }
 }
 
-/// `POST path` over a bare connection (the server may answer before the
-/// body is all sent, and close): the status and the whole answer.
 /// The machine page's data (`/api/workspace_info`) as `cookie`'s user sees it.
 async fn workspace_info(env: &Env, cookie: &str, id: i64) -> serde_json::Value {
     let res = http()
@@ -666,6 +664,8 @@ async fn workspace_info(env: &Env, cookie: &str, id: i64) -> serde_json::Value {
     res.json().await.unwrap()
 }
 
+/// `POST path` over a bare connection (the server may answer before the
+/// body is all sent, and close): the status and the whole answer.
 async fn raw_post(addr: SocketAddr, path: &str, headers: &str, body: &[u8]) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
