@@ -244,6 +244,7 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
         region_image_id: region.1,
         image_reference: reference,
         command: serde_json::from_str(&command).unwrap_or_default(),
+        decision: json.clone(),
     });
     let ask = super::rules::Ask { gpus, gpu_model: create.gpu_model.clone(), cpu_millis, memory_mb };
     let requester = create.requester.clone();

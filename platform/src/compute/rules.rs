@@ -47,10 +47,30 @@ pub(super) async fn never_admitted_task(conn: &mut SqliteConnection, requester: 
     if let Some(why) = never_admitted(conn, requester, ask).await? {
         return Ok(Some(why));
     }
-    if let Some(why) = region_rule(conn, requester, id).await? {
+    let images = image_places(conn, id).await?;
+    if let Some(why) = region_rule(conn, requester, id, &images).await? {
         return Ok(Some(why));
     }
-    super::size::no_node_can_hold(conn, requester, ask).await
+    super::size::no_node_can_hold(conn, requester, ask, &images).await
+}
+
+/// Where an image for a task is: region id, region code, architecture.
+pub(super) type ImagePlace = (i64, String, String);
+
+/// The places of the images that match task `id`'s framework and
+/// interpreter, compared as `gantry_core::matching` compares them (trimmed,
+/// ASCII case ignored).
+async fn image_places(conn: &mut SqliteConnection, id: i64) -> Result<Vec<ImagePlace>, PlatformError> {
+    Ok(sqlx::query_as(
+        "SELECT DISTINCT r.id, r.code, ri.arch FROM compute_tasks t, master_images m JOIN master_image_links l ON l.master_image_id = m.id
+         JOIN region_images ri ON ri.id = l.region_image_id JOIN regions r ON r.id = ri.region_id
+         WHERE t.id = ?1 AND lower(trim(m.framework)) = lower(trim(t.framework)) AND lower(trim(m.framework_version)) = lower(trim(t.framework_version))
+           AND lower(trim(m.interpreter)) = lower(trim(t.interpreter)) AND lower(trim(m.interpreter_version)) = lower(trim(t.interpreter_version))
+         ORDER BY r.code, ri.arch",
+    )
+    .bind(id)
+    .fetch_all(&mut *conn)
+    .await?)
 }
 
 /// Framework (+version), interpreter (+version), GPUs, model, CPU, memory.
@@ -62,7 +82,7 @@ type TaskAsk = (String, String, String, String, i64, Option<String>, i64, i64);
 /// is free now), are regions the group may not use. `None` when the group
 /// may use every region or one of those; a task no region at all could
 /// run is not the rule's doing, and is left to `size::no_node_can_hold`.
-async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64) -> Result<Option<String>, PlatformError> {
+async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64, images: &[ImagePlace]) -> Result<Option<String>, PlatformError> {
     let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
     if allowed.is_empty() {
         return Ok(None);
@@ -74,20 +94,8 @@ async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64) -> 
     .fetch_optional(&mut *conn)
     .await?;
     let Some((framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb)) = task else { return Ok(None) };
-    // As `gantry_core::matching` compares them: trimmed, ASCII case ignored.
-    let with_image: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT DISTINCT r.id, r.code FROM master_images m JOIN master_image_links l ON l.master_image_id = m.id
-         JOIN region_images ri ON ri.id = l.region_image_id JOIN regions r ON r.id = ri.region_id
-         WHERE lower(trim(m.framework)) = lower(trim(?1)) AND lower(trim(m.framework_version)) = lower(trim(?2))
-           AND lower(trim(m.interpreter)) = lower(trim(?3)) AND lower(trim(m.interpreter_version)) = lower(trim(?4))
-         ORDER BY r.code",
-    )
-    .bind(&framework)
-    .bind(&framework_version)
-    .bind(&interpreter)
-    .bind(&interpreter_version)
-    .fetch_all(&mut *conn)
-    .await?;
+    let mut with_image: Vec<(i64, String)> = images.iter().map(|(r, code, _)| (*r, code.clone())).collect();
+    with_image.dedup();
     // Nodes not lost (a down or draining one may come back), of a size that
     // could take it once empty (0 CPUs declared: size unknown, counted in),
     // with their GPUs gone for now too (they may be reported again), as

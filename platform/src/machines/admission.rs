@@ -61,6 +61,9 @@ pub struct Job {
     pub region_image_id: i64,
     pub image_reference: String,
     pub command: Vec<String>,
+    /// The matcher's decision (JSON) this placement follows: written with
+    /// the placement, as another pass may have recorded its own since.
+    pub decision: String,
 }
 
 impl CreateMachine {
@@ -546,7 +549,7 @@ pub(crate) async fn record_admission(
     let placed = format!("allocated {n} × {} on {} (GPU {gpu_list})", alloc.model, alloc.node_name);
     transitions::task::set_state(conn, task_id, TaskState::Pending, TaskState::Scheduled, &placed).await?;
     if let Some(job) = &req.job {
-        transitions::compute::scheduled(conn, job.compute_task_id, machine_id, &placed).await?;
+        transitions::compute::scheduled(conn, job, machine_id, &placed).await?;
     }
     Ok(Some(Admitted {
         machine_id,

@@ -130,10 +130,20 @@ pub async fn never_admitted(conn: &mut SqliteConnection, id: i64, why: &str) -> 
     Ok(true)
 }
 
-/// Admission wrote the task's machine (same transaction).
-pub async fn scheduled(conn: &mut SqliteConnection, id: i64, machine_id: i64, placed: &str) -> Result<(), PlatformError> {
-    move_to(conn, id, TaskState::Scheduled, placed).await?;
-    sqlx::query("UPDATE compute_tasks SET machine_id = ? WHERE id = ?").bind(machine_id).bind(id).execute(&mut *conn).await?;
+/// Admission wrote the task's machine (same transaction), with the region,
+/// image and decision of this placement: two matcher passes may decide the
+/// same head, and the row must tell what was placed, not the last
+/// decision recorded.
+pub async fn scheduled(conn: &mut SqliteConnection, job: &crate::machines::Job, machine_id: i64, placed: &str) -> Result<(), PlatformError> {
+    move_to(conn, job.compute_task_id, TaskState::Scheduled, placed).await?;
+    sqlx::query("UPDATE compute_tasks SET machine_id = ?, region_id = ?, region_image_id = ?, decision = ? WHERE id = ?")
+        .bind(machine_id)
+        .bind(job.region_id)
+        .bind(job.region_image_id)
+        .bind(&job.decision)
+        .bind(job.compute_task_id)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 

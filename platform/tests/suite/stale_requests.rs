@@ -1,7 +1,8 @@
 //! Requests that meet a world changed under them, and a compute task's
 //! machine that is the task's: a compute task cancelled after the matcher
 //! chose it is refused alone (not the whole admission batch with it); a
-//! stale decision does not rewrite a placed task's region; an account moved
+//! stale decision does not rewrite a placed task's region, nor a placement
+//! the decision it follows; an account moved
 //! meanwhile gets no machine from a snapshot and no compute task; a user
 //! who owns snapshots is not moved; a job machine is no user's to snapshot
 //! or reinstall from a snapshot.
@@ -71,7 +72,7 @@ gantry_testkit::timed_test! {
         let mut stale = env.create(&alice, "job-stale", 1);
         let region: (i64, i64) = sqlx::query_as("SELECT r.id, i.id FROM regions r JOIN region_images i ON i.region_id = r.id LIMIT 1").fetch_one(&env.pool).await.unwrap();
         let reference: String = sqlx::query_scalar("SELECT reference FROM region_images WHERE id = ?").bind(region.1).fetch_one(&env.pool).await.unwrap();
-        stale.job = Some(Job { compute_task_id: waiting, region_id: region.0, region_image_id: region.1, image_reference: reference, command: vec!["true".into()] });
+        stale.job = Some(Job { compute_task_id: waiting, region_id: region.0, region_image_id: region.1, image_reference: reference, command: vec!["true".into()], decision: "{}".into() });
         let (stale, ordinary) = tokio::join!(env.admissions.create(stale), env.admissions.create(env.create(&alice, "dev", 1)));
         let stale = stale.unwrap_err();
         assert!(matches!(&stale, PlatformError::Conflict(why) if why.contains("no longer waiting")), "{stale}");
@@ -101,6 +102,30 @@ gantry_testkit::timed_test! {
             assert_eq!(env.scalar(&region(task.id)).await, placed);
             assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", task.id)).await, state);
         }
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_placement_records_its_own_region_and_decision_whatever_another_pass_wrote() {
+        let (env, _sim, _root, alice) = sim_compute_env().await;
+        let id = compute::record(&env.pool, &alice, &sleeper("train")).await.unwrap();
+        let region: (i64, i64) = sqlx::query_as("SELECT r.id, i.id FROM regions r JOIN region_images i ON i.region_id = r.id LIMIT 1").fetch_one(&env.pool).await.unwrap();
+        let reference: String = sqlx::query_scalar("SELECT reference FROM region_images WHERE id = ?").bind(region.1).fetch_one(&env.pool).await.unwrap();
+        // Pass A chose the region and recorded it; pass B, which read the
+        // same head, then recorded "keep waiting" over it before A's
+        // admission committed.
+        let ours = r#"{"pass":"a"}"#;
+        for (json, chosen) in [(ours, Some(region)), (r#"{"pass":"b"}"#, None)] {
+            let mut tx = transitions::begin(&env.pool).await.unwrap();
+            transitions::compute::decided(&mut tx, id, json, chosen, Ok("waiting")).await.unwrap();
+            tx.commit().await.unwrap();
+        }
+        let mut placed = env.create(&alice, "job-a", 1);
+        placed.job = Some(Job { compute_task_id: id, region_id: region.0, region_image_id: region.1, image_reference: reference, command: vec!["true".into()], decision: ours.into() });
+        env.admissions.create(placed).await.unwrap();
+        let row: (String, Option<i64>, Option<i64>, String) =
+            sqlx::query_as("SELECT state, region_id, region_image_id, decision FROM compute_tasks WHERE id = ?").bind(id).fetch_one(&env.pool).await.unwrap();
+        assert_eq!(row, ("scheduled".to_string(), Some(region.0), Some(region.1), ours.to_string()), "the row tells the placement that was admitted");
     }
 }
 
