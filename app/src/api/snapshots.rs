@@ -5,8 +5,9 @@ use crate::{error::AppError, model::snapshots::SnapshotRow};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
-fn row(s: gantry_platform::snapshots::SnapshotView) -> SnapshotRow {
+fn row(s: gantry_platform::snapshots::SnapshotView, viewer: &gantry_platform::accounts::User) -> SnapshotRow {
     SnapshotRow {
+        mine: viewer.acts_for(s.owner_id),
         id: s.id,
         name: s.name,
         image_ref: s.image_ref,
@@ -26,14 +27,14 @@ fn row(s: gantry_platform::snapshots::SnapshotView) -> SnapshotRow {
 #[server(prefix = "/api", endpoint = "list_snapshots")]
 pub async fn list_snapshots() -> Result<Vec<SnapshotRow>, AppError> {
     let user = crate::state::auth()?;
-    Ok(gantry_platform::snapshots::list(&crate::state::pool()?, &user).await?.into_iter().map(row).collect())
+    Ok(gantry_platform::snapshots::list(&crate::state::pool()?, &user).await?.into_iter().map(|s| row(s, &user)).collect())
 }
 
 /// One machine's snapshots (its page's card), newest first.
 #[server(prefix = "/api", endpoint = "machine_snapshots")]
 pub async fn machine_snapshots(machine_id: i64) -> Result<Vec<SnapshotRow>, AppError> {
     let user = crate::state::auth()?;
-    Ok(gantry_platform::snapshots::list_for_machine(&crate::state::pool()?, &user, machine_id).await?.into_iter().map(row).collect())
+    Ok(gantry_platform::snapshots::list_for_machine(&crate::state::pool()?, &user, machine_id).await?.into_iter().map(|s| row(s, &user)).collect())
 }
 
 /// Takes a snapshot of the machine; returns the snapshot's id.

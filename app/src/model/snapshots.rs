@@ -11,6 +11,9 @@ pub struct SnapshotRow {
     pub machine_name: String,
     pub node: Option<String>,
     pub owner: String,
+    /// The viewer's own (or the viewer is an admin): only then can a
+    /// machine be made from it or it be deleted.
+    pub mine: bool,
     pub parent_id: Option<i64>,
     /// "user" or "reclaim".
     pub origin: String,

@@ -18,22 +18,32 @@ use gantry_core::{
     validate,
 };
 
-/// image ref, node, state, message, name, origin, machine name, GPU model, workload.
-type SnapshotRow = (String, Option<i64>, String, String, String, String, String, String, String);
+/// image ref, node, state, message, name, origin, machine name, GPU model, workload, owner.
+type SnapshotRow = (String, Option<i64>, String, String, String, String, String, String, String, i64);
 
-/// A ready user snapshot the user's group may use: (image ref, node,
-/// model of the machine it was taken of).
+/// A ready user snapshot of the user's own (an admin: any) that the
+/// user's group may use: (image ref, node, model of the machine it was
+/// taken of).
 async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Result<(String, i64, String, String), PlatformError> {
     let (cond, bind) = crate::machines::visibility(who, "s.group_id");
     let row: Option<SnapshotRow> = sqlx::query_as(&format!(
-        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, s.origin, s.machine_name, m.gpu_model, m.workload
+        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, s.origin, s.machine_name, m.gpu_model, m.workload, s.owner_id
          FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
     ))
     .bind(id)
     .bind(bind)
     .fetch_optional(&mut *conn)
     .await?;
-    let (reference, node_id, state, message, name, origin, machine_name, model, workload) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (reference, node_id, state, message, name, origin, machine_name, model, workload, owner) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    // A snapshot holds its machine's files outside /data — keys, tokens,
+    // shell history — which group members may not reach (they cannot
+    // enter the machine, nor take its kept volume): a machine made or
+    // reinstalled from it would hand them over.
+    if !who.acts_for(owner) {
+        return Err(PlatformError::Conflict(format!(
+            "snapshot {name} is another member's: it holds their files outside /data, so only they (or an admin) can make a machine from it or reinstall from it"
+        )));
+    }
     // One an admin took of a compute task's machine (or one taken before
     // that was refused) is still the task's region image: not a user's dev
     // machine.

@@ -34,6 +34,7 @@ pub struct SnapshotView {
     pub machine_name: String,
     pub node: Option<String>,
     pub owner: String,
+    pub owner_id: i64,
     pub parent_id: Option<i64>,
     pub origin: String,
     pub state: String,
@@ -45,7 +46,7 @@ pub struct SnapshotView {
 /// The most snapshots [`list`] answers.
 pub const LIST_MAX: usize = 500;
 
-const SELECT: &str = "SELECT s.id, s.name, s.image_ref, s.machine_id, s.machine_name, n.name AS node, u.username AS owner, s.parent_id,
+const SELECT: &str = "SELECT s.id, s.name, s.image_ref, s.machine_id, s.machine_name, n.name AS node, u.username AS owner, s.owner_id, s.parent_id,
                              s.origin, s.state, s.size_bytes, s.message, s.created_at
                       FROM snapshots s JOIN users u ON u.id = s.owner_id LEFT JOIN nodes n ON n.id = s.node_id";
 

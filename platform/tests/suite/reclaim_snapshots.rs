@@ -26,14 +26,14 @@ async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
     env.scalar(&format!("SELECT restore_snapshot_id FROM machines WHERE id = {m}")).await
 }
 
-async fn running(env: &common::Env, who: &User, name: &str) -> i64 {
+pub(crate) async fn running(env: &common::Env, who: &User, name: &str) -> i64 {
     let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
     assert_eq!(machine_state(&env.pool, m).await.0, "running");
     m
 }
 
-async fn sim_env() -> (common::Env, SimulatedExecutor, User) {
+pub(crate) async fn sim_env() -> (common::Env, SimulatedExecutor, User) {
     let env = common::env("simulated", 4, 4).await;
     let sim = SimulatedExecutor::new();
     env.use_executor(Executor::from(sim.clone()));
@@ -46,7 +46,7 @@ async fn image_of(env: &common::Env, snapshot: i64) -> String {
 }
 
 /// Rows that a refused request must leave as they were.
-async fn counts(env: &common::Env) -> (i64, i64, i64, String) {
+pub(crate) async fn counts(env: &common::Env) -> (i64, i64, i64, String) {
     (
         env.scalar("SELECT COUNT(*) FROM machines").await,
         env.scalar("SELECT COUNT(*) FROM tasks").await,

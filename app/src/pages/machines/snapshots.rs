@@ -187,7 +187,10 @@ fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<De
     // A reclaim snapshot is its machine's restore point: no new machine is
     // made from it (the server refuses).
     let reclaim = s.origin == "reclaim";
-    let ready = stable(move |_| state.get() == "ready" && !reclaim);
+    // Another member's snapshot holds their files: only they (or an admin)
+    // make machines from it or delete it; the row says whose it is.
+    let mine = s.mine;
+    let ready = stable(move |_| state.get() == "ready" && !reclaim && mine);
     let origin = if reclaim { "idle reclaim" } else { "taken by hand" };
     let delete_label = format!("Delete snapshot {}", s.name);
     let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);
@@ -209,13 +212,18 @@ fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<De
                     <button type="submit" disabled=move || creating.get()>"Create"</button>
                 </ActionForm>
             })}</td>
-            <td>
-                <ActionForm action=delete attr:class="inline">
-                    <input type="hidden" name="snapshot_id" value=id/>
-                    <TickToConfirm js=js text="delete it"/>
-                    <button type="submit" class="danger" aria-label=delete_label disabled=move || deleting.get() on:click=ask_first(question)>"Delete"</button>
-                </ActionForm>
-            </td>
+            <td>{if mine {
+                view! {
+                    <ActionForm action=delete attr:class="inline">
+                        <input type="hidden" name="snapshot_id" value=id/>
+                        <TickToConfirm js=js text="delete it"/>
+                        <button type="submit" class="danger" aria-label=delete_label disabled=move || deleting.get() on:click=ask_first(question)>"Delete"</button>
+                    </ActionForm>
+                }
+                .into_any()
+            } else {
+                view! { <span class="muted small" data-testid="snapshot-owner">{format!("{}'s", s.owner)}</span> }.into_any()
+            }}</td>
         </tr>
     }
     .into_any()
