@@ -28,6 +28,7 @@ pub struct Gate {
     started: AtomicU64,
     running: AtomicUsize,
     peak: AtomicUsize,
+    waiting: AtomicUsize,
 }
 
 impl Gate {
@@ -40,6 +41,7 @@ impl Gate {
             started: AtomicU64::new(0),
             running: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
         })
     }
 
@@ -63,6 +65,10 @@ impl Gate {
     pub fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
     }
+    /// Computations waiting for a slot now (tests act while one waits).
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::SeqCst)
+    }
 
     /// Takes one slot until the permit is dropped (maintenance, and tests
     /// that need a full gate without racing for it).
@@ -72,7 +78,10 @@ impl Gate {
 
     async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PlatformError> {
         let busy = PlatformError::Throttled { retry_after_secs: 1, busy: true };
-        let _slot = match tokio::time::timeout(self.queue_timeout, self.slots.acquire()).await {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let slot = tokio::time::timeout(self.queue_timeout, self.slots.acquire()).await;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        let _slot = match slot {
             Ok(Ok(slot)) => slot,
             _ => return Err(busy),
         };

@@ -22,7 +22,8 @@ pub(crate) fn hash(secret: &str) -> String {
     Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Makes a token for `owner`; the returned secret is never stored or shown again.
+/// Makes a token for `owner` (the account as the request's session found
+/// it); the returned secret is never stored or shown again.
 pub async fn create(pool: &Pool, owner: &User, name: &str) -> Result<(TokenView, String), PlatformError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
@@ -32,17 +33,25 @@ pub async fn create(pool: &Pool, owner: &User, name: &str) -> Result<(TokenView,
     let secret = format!("{PREFIX}{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
     let prefix = secret[..PREFIX.len() + 6].to_string();
     let mut tx = crate::transitions::begin(pool).await?;
-    let view: TokenView = sqlx::query_as(
-        "INSERT INTO api_tokens (user_id, name, secret_hash, prefix, created_at) VALUES (?, ?, ?, ?, ?)
+    // Only for the account as the request's session found it: a reset,
+    // disable or role change committed meanwhile (they move `session_gen`)
+    // revoked the tokens there were, and one made now must not outlive it.
+    let view: Option<TokenView> = sqlx::query_as(
+        "INSERT INTO api_tokens (user_id, name, secret_hash, prefix, created_at)
+         SELECT id, ?, ?, ?, ? FROM users WHERE id = ? AND session_gen = ? AND NOT disabled AND NOT must_change_password
          RETURNING id, name, prefix, created_at, last_used_at, revoked_at",
     )
-    .bind(owner.id)
     .bind(name)
     .bind(hash(&secret))
     .bind(&prefix)
     .bind(now())
-    .fetch_one(&mut *tx)
+    .bind(owner.id)
+    .bind(owner.session_gen)
+    .fetch_optional(&mut *tx)
     .await?;
+    let view = view.ok_or_else(|| {
+        PlatformError::Conflict("your account was changed while the token was being made (a reset, or an administrator's change); no token was made".into())
+    })?;
     audit::record(&mut *tx, Some(owner.id), "token.create", &format!("API token {name} ({prefix}…)")).await?;
     tx.commit().await?;
     Ok((view, secret))

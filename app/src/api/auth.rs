@@ -103,7 +103,7 @@ pub async fn change_password(current: String, new: String, repeat: String) -> Re
         return Err(AppError::Invalid("the two new passwords differ".into()).respond());
     }
     let pool = crate::state::pool()?;
-    let user = gantry_platform::accounts::change_password(&pool, &gate(), me.id, &current, &new, client_address().as_deref()).await?;
+    let user = gantry_platform::accounts::change_password(&pool, &gate(), &me, &current, &new, client_address().as_deref()).await?;
     let session = session().await?;
     session.cycle_id().await.map_err(AppError::internal)?;
     session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;

@@ -101,11 +101,15 @@ pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &s
 /// The user's own change: the current password (counted by the sign-in
 /// throttle like a sign-in), then the new one. Other sessions of the
 /// account end; the caller stamps its own session with the returned
-/// account's `session_gen`.
+/// account's `session_gen`. `who` is the account as the request's session
+/// found it: if anything changed it since (an admin's reset, disable, role
+/// or group change all move `session_gen`) or the password checked is no
+/// longer the stored one, nothing is written — the two argon2 runs take a
+/// while, and writing over a reset would undo it and keep this session.
 pub async fn change_password(
     pool: &Pool,
     gate: &password::Gate,
-    user_id: i64,
+    who: &User,
     current: &str,
     new: &str,
     address: Option<&str>,
@@ -115,22 +119,32 @@ pub async fn change_password(
     if current == new {
         return Err(PlatformError::BadRequest("the new password must differ from the current one".into()));
     }
-    let user = user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))?;
-    let counted = throttle::count_attempt(pool, &throttle::keys(&user.username, address)).await?;
-    let (stored,): (String,) = sqlx::query_as("SELECT password_hash FROM users WHERE id = ?").bind(user_id).fetch_one(pool).await?;
+    let counted = throttle::count_attempt(pool, &throttle::keys(&who.username, address)).await?;
+    let (stored,): (String,) = sqlx::query_as("SELECT password_hash FROM users WHERE id = ?").bind(who.id).fetch_one(pool).await?;
     if !super::verify_counted(pool, gate, &counted, &stored, current).await? {
         return Err(PlatformError::BadRequest("the current password is wrong".into()));
     }
     throttle::forgive(pool, &counted).await?;
     let hash = password::hash_with(gate, new).await?;
     let mut tx = crate::transitions::begin(pool).await?;
-    sqlx::query("UPDATE users SET password_hash = ?, must_change_password = 0, session_gen = session_gen + 1 WHERE id = ?")
-        .bind(&hash)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(&mut *tx, Some(user_id), "user.change_password", &format!("user {} changed their password", user.username)).await?;
-    finish(pool, tx, user_id).await
+    let changed = sqlx::query(
+        "UPDATE users SET password_hash = ?, must_change_password = 0, session_gen = session_gen + 1
+         WHERE id = ? AND session_gen = ? AND password_hash = ? AND NOT disabled",
+    )
+    .bind(&hash)
+    .bind(who.id)
+    .bind(who.session_gen)
+    .bind(&stored)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if changed == 0 {
+        return Err(PlatformError::Conflict(
+            "your account was changed while the password was being checked (a reset, or an administrator's change); nothing was changed".into(),
+        ));
+    }
+    audit::record(&mut *tx, Some(who.id), "user.change_password", &format!("user {} changed their password", who.username)).await?;
+    finish(pool, tx, who.id).await
 }
 
 /// Makes an account a user or an admin. A demoted admin's sessions end.

@@ -19,13 +19,19 @@ pub struct LostReport {
 /// The longest reason an admin may give for a node's state.
 pub const MAX_REASON: usize = 200;
 
-/// Sets a node ready, draining or down (machines stay where they are).
-pub async fn set_state(pool: &Pool, actor: Option<i64>, node_id: i64, state: NodeState, reason: &str) -> Result<(), PlatformError> {
-    // Shown on the Nodes page and in the audit log: a line of text.
+/// Shown on the Nodes page, in the audit log and — for a lost node — in
+/// the message of every machine and task it took down: a line of text.
+fn checked_reason(reason: &str) -> Result<&str, PlatformError> {
     let reason = reason.trim();
     if reason.chars().count() > MAX_REASON || reason.chars().any(char::is_control) {
         return Err(PlatformError::BadRequest(format!("a node's state reason is one line of at most {MAX_REASON} characters")));
     }
+    Ok(reason)
+}
+
+/// Sets a node ready, draining or down (machines stay where they are).
+pub async fn set_state(pool: &Pool, actor: Option<i64>, node_id: i64, state: NodeState, reason: &str) -> Result<(), PlatformError> {
+    let reason = checked_reason(reason)?;
     if state == NodeState::Lost {
         return mark_lost(pool, actor, node_id, reason).await.map(|_| ());
     }
@@ -51,7 +57,8 @@ pub async fn set_state(pool: &Pool, actor: Option<i64>, node_id: i64, state: Nod
 /// started, `failed` if a dispatcher was running them: that runner's lease
 /// is void from this commit on).
 pub async fn mark_lost(pool: &Pool, actor: Option<i64>, node_id: i64, reason: &str) -> Result<LostReport, PlatformError> {
-    let reason = if reason.trim().is_empty() { "marked lost by an administrator" } else { reason.trim() };
+    let reason = checked_reason(reason)?;
+    let reason = if reason.is_empty() { "marked lost by an administrator" } else { reason };
     let mut tx = begin(pool).await?;
     let name: String = sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?")
         .bind(node_id)

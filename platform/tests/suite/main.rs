@@ -14,6 +14,7 @@ mod reclaim_common;
 mod telemetry_common;
 
 mod accounts;
+mod accounts_races;
 mod admission;
 mod collector_edges;
 mod compute_cancel;

@@ -60,6 +60,10 @@ gantry_testkit::timed_test! {
         for bad in ["x".repeat(201), "line one\nline two".to_string()] {
             let got = transitions::node::set_state(&env.pool, Some(admin), id, NodeState::Draining, &bad).await;
             assert!(matches!(&got, Err(PlatformError::BadRequest(m)) if m.contains("one line of at most 200 characters")), "{got:?}");
+            // The console's "mark lost" calls mark_lost itself: the same rule
+            // (its reason is copied into every machine and task it ends).
+            let got = transitions::node::mark_lost(&env.pool, Some(admin), id, &bad).await;
+            assert!(matches!(&got, Err(PlatformError::BadRequest(m)) if m.contains("one line of at most 200 characters")), "{got:?}");
         }
         assert_eq!(env.text(&format!("SELECT state FROM nodes WHERE id = {id}")).await, "ready");
         // Drain, then lost: a lost node's state is final.
