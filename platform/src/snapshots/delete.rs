@@ -99,12 +99,21 @@ pub(super) async fn mark(conn: &mut sqlx::SqliteConnection, id: i64) -> Result<(
 }
 
 /// The engine's part, then the row: the image is removed from its node
-/// (none to remove when the node was removed); a refusal puts the state it
+/// (none to remove when the node was removed, none asked of a lost one);
+/// a refusal puts the state it
 /// had back and is returned with the engine's own text (for the log and
 /// the collector's report, not for a user). `by` and `kind` are for the
 /// audit entry.
 pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Option<i64>, kind: &str, why: &str) -> Result<(), PlatformError> {
-    if let Some(node_id) = s.node_id {
+    // A lost node is gone for good (one repaired is added anew): its engine
+    // will never answer, and asking it would leave the snapshot counted
+    // against the quota, undeletable, and tried again at every sweep.
+    let lost = match s.node_id {
+        Some(node_id) => sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = ?").bind(node_id).fetch_optional(pool).await?.as_deref() == Some("lost"),
+        None => false,
+    };
+    let image = if lost { format!("image {} left on its lost node", s.reference) } else { format!("image {} removed", s.reference) };
+    if let Some(node_id) = s.node_id.filter(|_| !lost) {
         let removed = match fleet.executor(pool, node_id).await {
             Ok(exec) => exec.remove_image(&s.reference).await.map_err(|e| PlatformError::Conflict(format!("snapshot {} was not deleted: {e}", s.name))),
             Err(e) => Err(e),
@@ -126,7 +135,7 @@ pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Op
     // Two deletes of one snapshot may race (a user's and the sweep's): the
     // second finds no row and records nothing.
     if sqlx::query("DELETE FROM snapshots WHERE id = ?").bind(s.id).execute(&mut *tx).await?.rows_affected() == 1 {
-        audit::record(&mut *tx, by, kind, &format!("snapshot {} {why} (image {} removed)", s.name, s.reference)).await?;
+        audit::record(&mut *tx, by, kind, &format!("snapshot {} {why} ({image})", s.name)).await?;
     }
     tx.commit().await?;
     Ok(())

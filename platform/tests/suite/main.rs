@@ -68,6 +68,7 @@ mod reclaim_sim;
 mod reclaim_snapshots;
 mod reclaim_withdrawn;
 mod snapshots_docker;
+mod snapshots_lost_node;
 mod snapshots_owner;
 mod stale_requests;
 mod system_tasks;
