@@ -30,6 +30,12 @@ const TIMEOUT_SECS: u64 = 30;
 /// slowly sent file takes far longer than [`TIMEOUT_SECS`]. What bounds an
 /// upload is [`UPLOAD_IDLE`] between the body's chunks.
 const TRANSFER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+/// A commit's ceiling instead: the engine answers `POST /commit` only once
+/// the container's whole writable layer is written to an image — minutes
+/// for gigabytes installed outside /data — so the per-request timeout
+/// failed every snapshot (and idle reclaim) of such a machine, each retry
+/// starting another commit of the paused container.
+const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
 /// An upload whose body sends nothing for this long fails.
 const UPLOAD_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 /// Grace period for stop/restart before SIGKILL.
@@ -172,7 +178,12 @@ impl DockerExecutor {
     /// The client for an archive upload: the same connection pool, with
     /// [`TRANSFER_TIMEOUT`] instead of the per-request timeout.
     async fn transfer_client(&self) -> Result<Docker, ExecError> {
-        Ok(self.client().await?.clone().with_timeout(TRANSFER_TIMEOUT))
+        self.client_with(TRANSFER_TIMEOUT).await
+    }
+
+    /// The same connection pool with another timeout than the per-request one.
+    async fn client_with(&self, timeout: std::time::Duration) -> Result<Docker, ExecError> {
+        Ok(self.client().await?.clone().with_timeout(timeout))
     }
 
     /// Includes the source chain: hyper's top-level "client error (Connect)"

@@ -42,6 +42,7 @@ mod datasets_version_races;
 mod datasets_version_deleted_mid_upload;
 mod db_cancellation;
 mod docker_executor;
+mod docker_slow_commit;
 mod engine_docker;
 mod engine_edges;
 mod engine_invariant;

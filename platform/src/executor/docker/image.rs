@@ -10,7 +10,7 @@ use bollard::query_parameters::{CommitContainerOptions, RemoveImageOptions};
 impl DockerExecutor {
     pub async fn commit_container(&self, id: &str, reference: &str) -> Result<ImageInfo, ExecError> {
         let (repo, tag) = split_reference(reference)?;
-        let docker = self.client().await?;
+        let docker = self.client_with(super::COMMIT_TIMEOUT).await?;
         // Paused while committing, as `docker commit` does, so the files are
         // consistent; the data volume is not part of the image.
         let options = CommitContainerOptions {
