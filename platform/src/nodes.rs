@@ -84,24 +84,35 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
     Ok(id)
 }
 
+/// How long one engine may take to answer the monitor's ping.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Pings every node that is not lost and records a heartbeat for each that
 /// answers; a silent node's heartbeat goes stale and it takes nothing new.
 pub async fn monitor_once(pool: &Pool, fleet: &Fleet) -> Result<Vec<String>, PlatformError> {
-    let mut silent = Vec::new();
-    for node in fleet.all(pool).await? {
-        if node.state == "lost" {
-            continue;
-        }
+    monitor_with(pool, fleet, PING_TIMEOUT).await
+}
+
+/// [`monitor_once`] with another ping timeout. The nodes are pinged all at
+/// once and each heartbeat is written as its engine answers: one after
+/// another, a few black-holed engines (powered-off hosts set down) made a
+/// pass outlast the heartbeat's 60 s, and healthy nodes looked stale.
+pub async fn monitor_with(pool: &Pool, fleet: &Fleet, ping_timeout: Duration) -> Result<Vec<String>, PlatformError> {
+    let nodes = fleet.all(pool).await?.into_iter().filter(|n| n.state != "lost");
+    let pings = nodes.map(|node| async move {
         let answered = match &node.executor {
-            // A black-holed address must not hold up the other nodes.
-            Ok(exec) => matches!(tokio::time::timeout(Duration::from_secs(5), exec.ping()).await, Ok(Ok(_))),
+            Ok(exec) => matches!(tokio::time::timeout(ping_timeout, exec.ping()).await, Ok(Ok(_))),
             Err(_) => false,
         };
         if answered {
-            cluster::heartbeat(pool, node.id).await?;
+            cluster::heartbeat(pool, node.id).await.map(|_| None)
         } else {
-            silent.push(node.name);
+            Ok(Some(node.name))
         }
+    });
+    let mut silent = Vec::new();
+    for outcome in futures_util::future::join_all(pings).await {
+        silent.extend(outcome?);
     }
     Ok(silent)
 }

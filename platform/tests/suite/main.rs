@@ -59,6 +59,7 @@ mod machine_ownership;
 mod machines_docker;
 mod migrate_engine;
 mod nodes_admin;
+mod nodes_monitor;
 mod rebalance_docker;
 mod rebalance_rules;
 mod reclaim_docker;
