@@ -88,6 +88,23 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
             // `transitions::compute::machine_released`): nobody else may.
             run::fail(&d.pool, lease, task.machine_id, message, Some(container)).await?;
         }
+        // A reclaim past its commit (it reached "removing the container",
+        // so the image is there) ends reclaimed: its image is the restore
+        // point, and the container, if the engine still has it, goes to the
+        // collector with its GPUs.
+        TaskKind::Reclaim if image_made(d, task).await? => {
+            let snapshot_id = {
+                let mut conn = d.pool.acquire().await?;
+                crate::transitions::snapshot::payload(&mut conn, task.id).await?.get("snapshot_id").and_then(|v| v.as_i64())
+            };
+            match snapshot_id {
+                Some(snapshot_id) => {
+                    let container = remove_containers(d, task).await;
+                    crate::transitions::reclaim::reclaimed_as(&d.pool, lease, task.machine_id, snapshot_id, 0, container).await?;
+                }
+                None => crate::transitions::snapshot::failed(&d.pool, lease, message).await?,
+            }
+        }
         // The machine stays as it was; only the snapshot failed.
         TaskKind::Snapshot | TaskKind::Reclaim => {
             crate::transitions::snapshot::failed(&d.pool, lease, message).await?;
@@ -111,6 +128,16 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
     tracing::warn!(task = task.id, kind = %task.kind, "failed: {message}");
     Ok(())
 }
+
+/// Whether a reclaim got past its commit: its progress reached the step
+/// that removes the container, which follows only an image made (or found).
+async fn image_made(d: &Dispatcher, task: &ClaimedTask) -> Result<bool, PlatformError> {
+    let progress: i64 = sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?").bind(task.id).fetch_one(&d.pool).await?;
+    Ok(progress >= REMOVING_PROGRESS)
+}
+
+/// The progress a reclaim shows once it removes the container (see `reclaim_steps`).
+pub(super) const REMOVING_PROGRESS: i64 = 60;
 
 /// The invariant: no GPUs without removing the container. When the engine
 /// cannot be asked, the container is left to the collector, and so are the

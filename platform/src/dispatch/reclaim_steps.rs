@@ -68,7 +68,9 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: 
                 Some(image) => image,
                 None => exec.image_info(&reference).await?.ok_or_else(|| StepError::Fail("the machine has no container to snapshot".into()))?,
             };
-            step(60, "removing the container").await?;
+            // From here a runner that gives up ends the reclaim all the same
+            // (`finish::image_made`): the image is made.
+            step(super::finish::REMOVING_PROGRESS, "removing the container").await?;
             remove_machine_containers(exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await?;
             step(90, "returning the GPUs").await?;
             reclaim::reclaimed(&d.pool, lease, task.machine_id, snapshot_id, image.size_bytes).await?;

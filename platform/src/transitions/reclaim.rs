@@ -180,11 +180,21 @@ pub(crate) async fn busy(conn: &mut SqliteConnection, machine_id: i64) -> Result
 /// The end of a reclaim: snapshot ready, GPUs refunded, container
 /// forgotten (the caller removed it), state `reclaimed`, task succeeded.
 pub async fn reclaimed(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64, size_bytes: i64) -> Result<i64, PlatformError> {
+    reclaimed_as(pool, lease, machine_id, snapshot_id, size_bytes, machine::Container::Removed).await
+}
+
+/// [`reclaimed`] for a reclaim whose runner gives up once its image was
+/// made (the engine stopped answering after the commit): the image is the
+/// machine's restore point all the same, and a container that may still
+/// be there is left to the collector with its GPUs (see
+/// [`machine::release_as`]). Before, such a reclaim failed its snapshot and
+/// left the machine without a container and no way back but a reinstall.
+pub async fn reclaimed_as(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64, size_bytes: i64, container: machine::Container) -> Result<i64, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     snapshot::mark_ready(&mut tx, snapshot_id, size_bytes).await?;
     let held = machine::current(&mut tx, machine_id).await?.held;
     let message = format!("reclaimed after being idle; snapshot kept and {held} GPU(s) returned to the group's quota; restore brings it back");
-    let refunded = machine::release(&mut tx, machine_id, MachineState::Reclaimed, &message).await?;
+    let refunded = machine::release_as(&mut tx, machine_id, MachineState::Reclaimed, &message, container).await?;
     sqlx::query("UPDATE machines SET restore_snapshot_id = ?, reclaim_deadline = NULL, reclaim_extensions = 0 WHERE id = ?")
         .bind(snapshot_id)
         .bind(machine_id)

@@ -64,6 +64,7 @@ mod rebalance_docker;
 mod rebalance_rules;
 mod reclaim_docker;
 mod reclaim_edges;
+mod reclaim_give_up;
 mod reclaim_migrate;
 mod reclaim_retention;
 mod reclaim_sim;
