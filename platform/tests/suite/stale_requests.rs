@@ -121,6 +121,8 @@ gantry_testkit::timed_test! {
             tx.commit().await.unwrap();
         }
         let mut placed = env.create(&alice, "job-a", 1);
+        // As the matcher sizes a job machine: what the task asks.
+        (placed.cpu_millis, placed.memory_mb) = (Some(500), Some(256));
         placed.job = Some(Job { compute_task_id: id, region_id: region.0, region_image_id: region.1, image_reference: reference, command: vec!["true".into()], decision: ours.into() });
         env.admissions.create(placed).await.unwrap();
         let row: (String, Option<i64>, Option<i64>, String) =
