@@ -233,6 +233,13 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     // Refused before anything changes when a store is not configured.
     stores_of(stores, &d)?;
     let mut tx = crate::db::begin_immediate(pool).await?;
+    // The version read above, still there under the write lock: a delete
+    // that waited for the lock behind another delete of it (a double click),
+    // while the name was made again, must not purge the new version's files.
+    let still: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;
+    if still.is_none() {
+        return Err(DatasetError::NotFound(format!("version {name} of dataset {code}")));
+    }
     // An admin sees every group's machines; anyone else only their own.
     let asker = (!user.role.is_admin()).then_some(user.group_id);
     let mounted_by = super::mounts::live_users(&mut tx, v.id, asker).await?;
