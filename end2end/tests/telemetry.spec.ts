@@ -63,7 +63,7 @@ test('the machine page charts its GPUs without JavaScript and updates live with 
     throw new Error(`no samples charted within 60 s; the chart section last said: ${seen}\n${e}`);
   }
   const chart = plain.getByTestId('machine-util-chart');
-  await expect(chart.locator('polyline.series')).toHaveCount(1);
+  await expect(chart.locator('path.series')).toHaveCount(1);
   await expect(chart.locator('line[data-threshold="reclaim"]')).toHaveCount(1);
   await expect(chart.locator('line[data-threshold="hot"]')).toHaveCount(1);
   await expect(plain.getByTestId('machine-mem-chart')).toBeVisible();

@@ -27,22 +27,36 @@ pub enum Metric {
     Memory,
 }
 
-/// `points` attribute of a series' polyline in the plot area.
-pub fn polyline(series: &GpuSeries, metric: Metric, from_ms: i64, to_ms: i64) -> String {
+/// `d` attribute of a series' path in the plot area: one line through
+/// its points, broken (a new `M`) wherever neighbours are more than two
+/// steps apart — the GPU was not read for this machine then, and a line
+/// across would show readings that never were. A point alone between
+/// breaks is a short dash, so it still shows.
+pub fn path(series: &GpuSeries, metric: Metric, from_ms: i64, to_ms: i64, step_ms: i64) -> String {
     let span = (to_ms - from_ms).max(1) as f64;
     let total = series.mem_total_mb.max(1) as f64;
-    series
-        .points
-        .iter()
-        .map(|p| {
-            let pct = match metric {
-                Metric::Util => p.util,
-                Metric::Memory => 100.0 * p.mem_mb / total,
-            };
-            format!("{:.1},{:.1}", x_of(p.at_ms - from_ms, span), y_of(pct))
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut d = String::new();
+    let mut previous: Option<i64> = None;
+    let points = &series.points;
+    for (i, p) in points.iter().enumerate() {
+        let pct = match metric {
+            Metric::Util => p.util,
+            Metric::Memory => 100.0 * p.mem_mb / total,
+        };
+        let (x, y) = (x_of(p.at_ms - from_ms, span), y_of(pct));
+        let joined = previous.is_some_and(|at| p.at_ms - at <= 2 * step_ms.max(1));
+        let alone = !joined && points.get(i + 1).is_none_or(|next| next.at_ms - p.at_ms > 2 * step_ms.max(1));
+        if !d.is_empty() {
+            d.push(' ');
+        }
+        match (joined, alone) {
+            (true, _) => d.push_str(&format!("L{x:.1},{y:.1}")),
+            (false, false) => d.push_str(&format!("M{x:.1},{y:.1}")),
+            (false, true) => d.push_str(&format!("M{x:.1},{y:.1} h1")),
+        }
+        previous = Some(p.at_ms);
+    }
+    d
 }
 
 fn x_of(offset_ms: i64, span: f64) -> f64 {
@@ -110,9 +124,9 @@ pub fn SeriesChart(data: ChartData, metric: Metric, #[prop(into)] title: String,
     });
     let lines = data.series.iter().enumerate().map(|(i, s)| {
         view! {
-            <polyline class="series" data-gpu=s.gpu_id points=polyline(s, metric, from, to) fill="none" stroke=colour(i) stroke-width="1.5">
+            <path class="series" data-gpu=s.gpu_id d=path(s, metric, from, to, data.step_ms) fill="none" stroke=colour(i) stroke-width="1.5" stroke-linejoin="round">
                 <title>{s.label.clone()}</title>
-            </polyline>
+            </path>
         }
     });
     let label = format!("{title}, {} to {} UTC", gantry_core::time::format_utc(from / 1000), gantry_core::time::format_utc(to / 1000));
@@ -155,9 +169,21 @@ mod tests {
     fn points_map_time_to_x_and_percent_to_y_inside_the_plot() {
         let p = |at_ms, util, mem_mb| ChartPoint { at_ms, util, util_max: util, mem_mb };
         let s = GpuSeries { gpu_id: 1, label: "g".into(), mem_total_mb: 1000, points: vec![p(0, 0.0, 500.0), p(1000, 100.0, 1000.0), p(2000, 150.0, 0.0)] };
-        assert_eq!(polyline(&s, Metric::Util, 0, 2000), format!("{LEFT:.1},162.0 337.0,0.0 {WIDTH:.1},0.0"));
-        assert_eq!(polyline(&s, Metric::Memory, 0, 2000), format!("{LEFT:.1},81.0 337.0,0.0 {WIDTH:.1},162.0"));
+        assert_eq!(path(&s, Metric::Util, 0, 2000, 1000), format!("M{LEFT:.1},162.0 L337.0,0.0 L{WIDTH:.1},0.0"));
+        assert_eq!(path(&s, Metric::Memory, 0, 2000, 1000), format!("M{LEFT:.1},81.0 L337.0,0.0 L{WIDTH:.1},162.0"));
         assert_eq!(time_label(3_600_000 * 25 + 60_000, 3_600_000), "01:01");
+    }
+
+    #[test]
+    fn a_gap_of_more_than_two_steps_breaks_the_line_and_a_lone_point_still_shows() {
+        let p = |at_ms| ChartPoint { at_ms, util: 50.0, util_max: 50.0, mem_mb: 0.0 };
+        // Steps of 10; one missing point (a gap of 20) is joined; a gap of 40 is not.
+        let s = GpuSeries { gpu_id: 1, label: "g".into(), mem_total_mb: 1, points: vec![p(0), p(10), p(30), p(70), p(110), p(120)] };
+        let d = path(&s, Metric::Util, 0, 120, 10);
+        let moves: Vec<&str> = d.split(' ').filter(|c| c.starts_with('M')).collect();
+        assert_eq!(moves.len(), 3, "{d}");
+        assert_eq!(d.matches('L').count(), 3, "{d}");
+        assert!(d.contains(" h1 "), "the point at 70 stands alone: {d}");
         assert_eq!(time_label(0, 7 * 24 * 3_600_000), "01-01");
     }
 }

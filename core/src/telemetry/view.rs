@@ -37,6 +37,10 @@ pub struct ChartData {
     pub resolution: String,
     pub from_ms: i64,
     pub to_ms: i64,
+    /// How far apart neighbouring points are when nothing is missing: a
+    /// longer gap (no samples: a lost node, a reclaimed machine, GPUs held
+    /// by another machine meanwhile) is drawn as a break, not a slope.
+    pub step_ms: i64,
     pub reclaim_pct: f64,
     pub hot_pct: f64,
     pub series: Vec<GpuSeries>,

@@ -60,6 +60,7 @@ pub async fn chart(pool: &Pool, scope: Scope, range: ChartRange, now_ms: i64) ->
         .into(),
         from_ms: from,
         to_ms: to,
+        step_ms: step,
         reclaim_pct,
         hot_pct,
         series,
