@@ -22,14 +22,17 @@ pub fn stale_after_ms(config: &super::TelemetryConfig) -> i64 {
 /// those, so their `gpu_latest` row is the last reading before the loss),
 /// or whose latest reading is older than [`stale_after_ms`] — is listed
 /// with no reading (util, temperature and time all None, drawn as "no
-/// data"): showing it would pass a dead card off as busy or idle.
+/// data"): showing it would pass a dead card off as busy or idle. So is
+/// one whose latest reading was taken for another holder than today's (the
+/// card changed hands since): it would put one group's load under
+/// another's name, here and in `/metrics`.
 /// `/metrics` builds on these cells and so omits those GPUs' gauges.
 pub async fn heatmap(pool: &Pool, now_ms: i64) -> Result<Vec<HeatCell>, PlatformError> {
     let rows: Vec<CellRow> = sqlx::query_as(
         "SELECT g.id, g.node_id, n.name, g.idx, g.model, g.simulated, l.util_pct, l.temp_c, l.at_ms, m.id, m.name, u.username, gr.name \
          FROM gpus g JOIN nodes n ON n.id = g.node_id \
-         LEFT JOIN gpu_latest l ON l.gpu_id = g.id AND n.state <> 'lost' AND l.at_ms > ? \
          LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN machines m ON m.id = mg.machine_id \
+         LEFT JOIN gpu_latest l ON l.gpu_id = g.id AND n.state <> 'lost' AND l.at_ms > ? AND l.machine_id IS mg.machine_id \
          LEFT JOIN users u ON u.id = m.owner_id LEFT JOIN groups gr ON gr.id = m.group_id \
          ORDER BY n.name, g.idx",
     )

@@ -5,6 +5,9 @@
 //! tables key a GPU's history by its id with no foreign key, so a reused id
 //! made a newly registered card inherit the charts of a removed one.
 //!
+//! A reading belongs to the machine it was taken for: once the card has
+//! another holder, the overview shows no reading until one is taken for it.
+//!
 //! A lost node's GPUs are no longer sampled, so their last reading in
 //! `gpu_latest` goes stale at once: the cluster overview shows them as "no
 //! reading" rather than with a utilisation that looks live.
@@ -209,5 +212,26 @@ gantry_testkit::timed_test! {
         let cells = overview::heatmap(&f.pool, T0 + stale + 1).await.unwrap();
         assert_eq!(cells.len(), 2, "still listed");
         assert_eq!(readings(&cells), 0, "a reading {stale} ms old shows as current: {cells:?}");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_reading_taken_for_the_cards_last_holder_is_not_shown_under_the_next() {
+        let f = telemetry_common::fixture(2).await;
+        let first = f.machine("first", "running", &f.gpu_ids[0..1], Some("hot")).await;
+        assert_eq!(telemetry::sample_once(&f.pool, T0).await.unwrap(), 2);
+        // The card changes hands before the next sample.
+        sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?").bind(first).execute(&f.pool).await.unwrap();
+        f.machine("second", "running", &f.gpu_ids[0..1], None).await;
+        let cells = overview::heatmap(&f.pool, T0 + 1).await.unwrap();
+        let moved = cells.iter().find(|c| c.gpu_id == f.gpu_ids[0]).unwrap();
+        assert_eq!(moved.machine.as_deref(), Some("second"));
+        assert_eq!((moved.util, moved.at_ms), (None, None), "first's reading shown as second's: {moved:?}");
+        let free = cells.iter().find(|c| c.gpu_id == f.gpu_ids[1]).unwrap();
+        assert_eq!(free.at_ms, Some(T0), "a free card's reading is its own");
+        // The next sample is taken for the new holder, and shows.
+        telemetry::sample_once(&f.pool, T0 + 10_000).await.unwrap();
+        let cells = overview::heatmap(&f.pool, T0 + 10_000).await.unwrap();
+        assert_eq!(cells.iter().find(|c| c.gpu_id == f.gpu_ids[0]).unwrap().at_ms, Some(T0 + 10_000));
     }
 }
