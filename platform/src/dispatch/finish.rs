@@ -89,10 +89,12 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
             run::fail(&d.pool, lease, task.machine_id, message, Some(container)).await?;
         }
         // A reclaim past its commit (it reached "removing the container",
-        // so the image is there) ends reclaimed: its image is the restore
-        // point, and the container, if the engine still has it, goes to the
-        // collector with its GPUs.
-        TaskKind::Reclaim if image_made(d, task).await? => {
+        // so the image is there) whose engine then went silent ends
+        // reclaimed: its image is the restore point, and the container, if
+        // the engine still has it, goes to the collector with its GPUs. (An
+        // engine that answered no — the container could not be removed —
+        // leaves the machine running as it was, below.)
+        TaskKind::Reclaim if unreachable && image_made(d, task).await? => {
             let snapshot_id = {
                 let mut conn = d.pool.acquire().await?;
                 crate::transitions::snapshot::payload(&mut conn, task.id).await?.get("snapshot_id").and_then(|v| v.as_i64())
