@@ -11,6 +11,10 @@ use crate::executor::DATA_MOUNT;
 /// Longest path accepted (Linux's PATH_MAX) and longest name (NAME_MAX).
 const PATH_MAX: usize = 4096;
 const NAME_MAX: usize = 255;
+/// Most folders deep: the files routes ask the engine about every prefix
+/// of a path (one archive call each, which on a stopped machine mounts its
+/// volume), so `a/a/…` to PATH_MAX made one request cost ~2,000 calls.
+pub const MAX_DEPTH: usize = 64;
 
 /// A checked path inside the volume.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +52,9 @@ impl VolumePath {
                 ".." => return Err(format!("paths must stay inside the volume {DATA_MOUNT}: '..' is not allowed")),
                 p if p.len() > NAME_MAX => return Err(format!("a path component is longer than {NAME_MAX} bytes")),
                 p => parts.push(p.to_string()),
+            }
+            if parts.len() > MAX_DEPTH {
+                return Err(format!("the path is more than {MAX_DEPTH} folders deep"));
             }
         }
         Ok(VolumePath { parts })
@@ -105,6 +112,16 @@ fn concat_data_slash() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_more_than_64_folders_deep_is_refused() {
+        let deep = |n: usize| vec!["a"; n].join("/");
+        assert_eq!(VolumePath::parse(&deep(MAX_DEPTH)).unwrap().parts().len(), MAX_DEPTH);
+        assert_eq!(VolumePath::parse(&deep(MAX_DEPTH + 1)).unwrap_err(), "the path is more than 64 folders deep");
+        // Empty and "." parts do not count.
+        assert!(VolumePath::parse(&format!("{}/./", deep(MAX_DEPTH))).is_ok());
+        assert!(VolumePath::parse(&deep(MAX_DEPTH)).unwrap().join_name("one-more").is_err());
+    }
 
     #[test]
     fn relative_and_data_paths_are_accepted() {
