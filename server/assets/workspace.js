@@ -135,7 +135,11 @@
       const res = await fetch('/machines/' + this.id + '/terminal', {
         credentials: 'same-origin',
         headers: { Accept: 'application/json' },
+        // A session that ended is sent to the sign-in page: followed, that
+        // page's 200 would read as "ready".
+        redirect: 'manual',
       });
+      if (res.type === 'opaqueredirect') return 'your session has ended; please sign in again';
       if (res.ok) return null;
       return (await res.text()) || 'HTTP ' + res.status;
     }

@@ -89,11 +89,9 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         Ok(e) => e,
         Err(r) => return r,
     };
-    let Ok(upgrade) = WebSocketUpgrade::from_request_parts(&mut parts, &st).await else {
-        // A preflight: everything a terminal needs is in place.
-        return Json(serde_json::json!({ "ready": true, "machine": target.name, "idle_secs": st.limits.idle_secs })).into_response();
-    };
-    // Taken before the shell starts (any early return below gives it back).
+    // Taken before the shell starts (any early return below gives it back);
+    // a preflight takes one too and gives it back at once, so it answers
+    // the limits' refusal as the upgrade would, not "ready".
     let slot = match st.terminal_slots.take(user.id, st.limits.max_terminals, st.limits.max_terminals_per_user) {
         Ok(s) => s,
         Err(Full::Server(max)) => {
@@ -105,6 +103,11 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
                 format!("you have {max} terminals open on this server, the limit per user; close one to open another"),
             )
         }
+    };
+    let Ok(upgrade) = WebSocketUpgrade::from_request_parts(&mut parts, &st).await else {
+        // A preflight: everything a terminal needs is in place.
+        drop(slot);
+        return Json(serde_json::json!({ "ready": true, "machine": target.name, "idle_secs": st.limits.idle_secs })).into_response();
     };
     let size = TtySize::new(q.cols.unwrap_or(80), q.rows.unwrap_or(24));
     let shell = match open_shell(st.app.pool.clone(), exec.clone(), container.clone(), size).await {

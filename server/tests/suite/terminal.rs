@@ -383,6 +383,11 @@ gantry_testkit::timed_test! {
         let (status, text) = try_connect(&env, &alice, id).await.err().expect("alice's second terminal is refused");
         assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{text}");
         assert!(text.contains("1 terminals open on this server, the limit per user"), "{text}");
+        // The page's preflight says so too, rather than "ready" (before, it
+        // skipped the limits and the page could only say the connection was lost).
+        let res = http().get(env.url(&format!("/machines/{id}/terminal"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(res.text().await.unwrap().contains("the limit per user"));
         // Another user still gets one (the admin, on alice's machine).
         let admin = sign_in(&env, "admin", ADMIN_PASSWORD).await;
         let mut other = try_connect(&env, &admin, id).await.expect("another user's terminal opens");
