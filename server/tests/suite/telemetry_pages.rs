@@ -37,8 +37,8 @@ gantry_testkit::timed_test! {
         let points: usize = attr_after(&html, "data-testid=\"machine-util-chart\"", "data-points").parse().unwrap();
         assert!(points >= 45, "90 passes in 20 s points: {points}");
         assert!(html.contains("data-testid=\"machine-mem-chart\""));
-        let svg = html.find("data-testid=\"machine-util-chart\"").map(|at| &html[at..(at + 1500).min(html.len())]).unwrap_or("");
-        assert!(svg.contains("<path") && svg.contains("class=\"series\""), "the series is drawn: {svg}");
+        let svg = html.find("data-testid=\"machine-util-chart\"").and_then(|at| html[at..].find("</svg>").map(|end| &html[at..at + end])).unwrap_or("");
+        assert!(svg.contains("<path data-gpu=") && svg.contains("class=\"series\""), "the series is drawn: {svg}");
         assert!(html.contains("data-threshold=\"reclaim\"") && html.contains("data-threshold=\"hot\""));
         assert!(html.contains("reclaim 5%") && html.contains("hot 90%"));
         assert!(html.contains("simulated"));
