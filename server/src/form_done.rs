@@ -27,8 +27,11 @@ fn value_of(pair: &str) -> &str {
     pair.split_once('=').map_or("", |(_, v)| v)
 }
 
+/// Decoded as the page reads it (see `form_errors::decoded_key`): an
+/// encoded `%64one` is a marker too, and never a genuine one (the server
+/// writes the key plain).
 fn is_marker(pair: &str) -> bool {
-    matches!(key_of(pair), k if k == DONE_KEY || k == SIG_KEY)
+    matches!(crate::form_errors::decoded_key(key_of(pair)).as_str(), k if k == DONE_KEY || k == SIG_KEY)
 }
 
 /// The query's marker pairs (raw, in order) and the others.

@@ -45,16 +45,45 @@ impl FormErrorKey {
 
 const KEYS: [&str; 3] = ["__path", "__err", "__sig"];
 
+/// A query key as pages read it: percent-decoded, `+` a space (Leptos'
+/// query map decodes keys, on the server and in the browser). Compared
+/// raw, `%5F%5Ferr` or `%75pload_error` walked past every check here and
+/// was read as `__err` or `upload_error` all the same.
+pub(crate) fn decoded_key(raw: &str) -> String {
+    let bytes = raw.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The query's pairs other than the error's, and the last of each error key.
 fn split(query: &str) -> (Vec<&str>, [Option<&str>; 3], usize) {
     let mut rest = Vec::new();
     let mut found = [None; 3];
     let mut repeats = 0;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let key = pair.split_once('=').map_or(pair, |(k, _)| k);
+        let raw = pair.split_once('=').map_or(pair, |(k, _)| k);
+        let key = decoded_key(raw);
         match KEYS.iter().position(|k| *k == key) {
             Some(i) => {
-                repeats += usize::from(found[i].is_some());
+                // The server writes these keys plain: an encoded one is a
+                // crafted link's, and never part of a valid signature.
+                repeats += usize::from(found[i].is_some() || raw != key);
                 found[i] = Some(pair.split_once('=').map_or("", |(_, v)| v));
             }
             None => rest.push(pair),
@@ -80,8 +109,8 @@ const MESSAGE_SIG: &str = "__msig";
 fn split_messages(query: &str) -> (Vec<&str>, Vec<&str>, Option<&str>) {
     let (mut messages, mut rest, mut sig) = (Vec::new(), Vec::new(), None);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let key = pair.split_once('=').map_or(pair, |(k, _)| k);
-        if MESSAGE_KEYS.contains(&key) {
+        let key = decoded_key(pair.split_once('=').map_or(pair, |(k, _)| k));
+        if MESSAGE_KEYS.contains(&key.as_str()) {
             messages.push(pair);
         } else if key == MESSAGE_SIG {
             sig = Some(pair.split_once('=').map_or("", |(_, v)| v));
@@ -195,5 +224,20 @@ mod tests {
         let (rest, [p, e, s], repeats) = split("next=%2F&__path=a&__err=old&__sig=x&__err=new");
         assert_eq!(rest, vec!["next=%2F"]);
         assert_eq!((p, e, s, repeats), (Some("a"), Some("new"), Some("x"), 1));
+    }
+
+    #[test]
+    fn keys_are_read_as_the_pages_read_them() {
+        assert_eq!(decoded_key("%5F%5Ferr"), "__err");
+        assert_eq!(decoded_key("%75pload_error"), "upload_error");
+        assert_eq!(decoded_key("a+b%2"), "a b%2");
+        assert_eq!(decoded_key("%zz%"), "%zz%");
+        // An encoded key is an error key, and spoils the signature.
+        let (rest, [p, e, _], repeats) = split("%5F%5Fpath=a&%5F%5Ferr=x");
+        assert!(rest.is_empty());
+        assert_eq!((p, e), (Some("a"), Some("x")));
+        assert_eq!(repeats, 2);
+        let (messages, rest, _) = split_messages("%75ploaded=x&tab=files");
+        assert_eq!((messages, rest), (vec!["%75ploaded=x"], vec!["tab=files"]));
     }
 }

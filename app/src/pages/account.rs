@@ -9,7 +9,6 @@ use crate::{
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_query_map;
 
 #[component]
 pub fn ChangePasswordPage() -> impl IntoView {
@@ -21,8 +20,8 @@ pub fn ChangePasswordPage() -> impl IntoView {
         }
     });
     let forced = move || me.with(|m| m.as_ref().is_some_and(|m| m.must_change_password));
-    // After a no-JS post the server redirects here with `changed=1`.
-    let changed = move || change.value().with(|v| matches!(v, Some(Ok(_)))) || use_query_map().with(|q| q.get("changed").is_some());
+    // After a no-JS post the page frame's signed `done` line says it.
+    let changed = move || change.value().with(|v| matches!(v, Some(Ok(_))));
     let pending = change.pending();
     view! {
         <Title text="Change password"/>

@@ -152,6 +152,7 @@ gantry_testkit::timed_test! {
 
         let forged = [
             "/admin/groups?done=admin/update_group",
+            "/admin/groups?%64one=admin/update_group",
             "/admin/groups?done=admin%2Fupdate_group&__dsig=00000000000000000000000000000000",
             "/admin/groups?done=Your%20account%20is%20locked%2C%20call%20555-0100",
             "/admin/groups?done=%3Cb%3EYour%20account%20is%20locked%3C%2Fb%3E&__dsig=x&done=admin/create_group",
@@ -170,5 +171,23 @@ gantry_testkit::timed_test! {
         assert_ne!(moved, back);
         let html = page(&server, &admin, &moved).await;
         assert_eq!(done_line(&html), None, "{moved}");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_password_changed_without_javascript_is_said_by_the_signed_marker_not_a_bare_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        accounts::create_user(&server.pool, None, accounts::NewUser { username: "erin", password: "erin-first-1", role: Role::User, group: None }).await.unwrap();
+        let erin = server.client();
+        assert_eq!(login(&server, &erin, "erin", "erin-first-1").await.status(), StatusCode::OK);
+        // A bare link claimed it before (`?changed=1`).
+        let html = page(&server, &erin, &server.url("/account/password?changed=1")).await;
+        assert!(!html.contains("password is changed"), "a link alone says the password changed");
+
+        let form = [("current", "erin-first-1"), ("new", "erin-second-2"), ("repeat", "erin-second-2")];
+        let (back, html) = post_without_js(&server, &erin, "change_password", "/account/password", &form).await;
+        assert!(back.contains("done=change_password"), "{back}");
+        assert_eq!(done_line(&html).as_deref(), Some("Your password is changed. Your other sessions were signed out."));
     }
 }

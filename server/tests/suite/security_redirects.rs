@@ -49,6 +49,11 @@ gantry_testkit::timed_test! {
         assert_eq!(res.headers()["location"], "/login?next=%2F");
         let page = c.get(server.url("/login?next=%2F")).send().await.unwrap().text().await.unwrap();
         assert!(!page.contains("ATTACKER"));
+        // The same with the keys percent-encoded (the page decodes them).
+        let encoded = format!("/login?next=%2F&%5F%5Fpath=%2Fapi%2Flogin&%5F%5Ferr={forged}");
+        let res = c.get(server.url(&encoded)).send().await.unwrap();
+        assert_eq!(res.status(), 303, "an encoded __err is stripped too");
+        assert_eq!(res.headers()["location"], "/login?next=%2F");
 
         // The server's own answer to a wrong password comes back signed and shows.
         let wrong = form_login(&server, "wrong-password", "/", "/login?next=%2F").await;
@@ -74,6 +79,7 @@ gantry_testkit::timed_test! {
         // Crafted links: the message is stripped before any page sees it.
         for (link, clean) in [
             ("/datasets/x/y?upload_error=ATTACKER%3A+call+%2B1+555+0100", "/datasets/x/y"),
+            ("/datasets/x/y?%75pload_error=ATTACKER%3A+call+%2B1+555+0100", "/datasets/x/y"),
             ("/machines/1?uploaded=%2Fdata%2Fx&__msig=00112233445566778899aabbccddeeff#files", "/machines/1"),
             ("/machines/1?tab=files&__msig=00", "/machines/1?tab=files"),
         ] {
