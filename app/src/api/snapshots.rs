@@ -58,8 +58,11 @@ pub async fn delete_snapshot(snapshot_id: i64) -> Result<String, AppError> {
 pub async fn machine_from_snapshot(snapshot_id: i64, name: String, gpu_count: String, volume_size_gb: String) -> Result<i64, AppError> {
     let user = crate::state::auth()?;
     let invalid = |m: String| AppError::Invalid(m).respond();
-    let gpus: u32 = gpu_count.trim().parse().map_err(|_| invalid(format!("GPU count: \"{gpu_count}\" is not a number")))?;
-    let size: i64 = volume_size_gb.trim().parse().map_err(|_| invalid(format!("volume size: \"{volume_size_gb}\" is not a number")))?;
+    // The refusal quotes what was sent, cut short: it may travel in a URL
+    // and show on a page (see `form_errors`).
+    let quoted = |s: &str| s.trim().chars().take(16).collect::<String>();
+    let gpus: u32 = gpu_count.trim().parse().map_err(|_| invalid(format!("GPU count: \"{}\" is not a number", quoted(&gpu_count))))?;
+    let size: i64 = volume_size_gb.trim().parse().map_err(|_| invalid(format!("volume size: \"{}\" is not a number", quoted(&volume_size_gb))))?;
     let req = gantry_platform::machines::CreateMachine::new(user, name.trim(), gpus, size);
     let admitted = gantry_platform::snapshots::create_machine(&crate::state::pool()?, req, snapshot_id).await?;
     crate::state::wake_dispatcher();

@@ -18,23 +18,29 @@ use gantry_core::{
     validate,
 };
 
-/// image ref, node, state, message, name, origin, machine name, GPU model, workload, owner.
-type SnapshotRow = (String, Option<i64>, String, String, String, String, String, String, String, i64);
+/// image ref, node, state, message, name, origin, machine name, GPU model, workload, owner,
+/// and the CPU and memory of the machine it was taken of.
+type SnapshotRow = (String, Option<i64>, String, String, String, String, String, String, String, i64, i64, i64);
+
+/// What a usable snapshot gives a machine made from it: image ref, node,
+/// name, GPU model, and the CPU (millis) and memory (MB) of its machine.
+type Usable = (String, i64, String, String, i64, i64);
 
 /// A ready user snapshot of the user's own (an admin: any) that the
 /// user's group may use: (image ref, node, model of the machine it was
 /// taken of).
-async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Result<(String, i64, String, String), PlatformError> {
+async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Result<Usable, PlatformError> {
     let (cond, bind) = crate::machines::visibility(who, "s.group_id");
     let row: Option<SnapshotRow> = sqlx::query_as(&format!(
-        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, s.origin, s.machine_name, m.gpu_model, m.workload, s.owner_id
+        "SELECT s.image_ref, s.node_id, s.state, s.message, s.name, s.origin, s.machine_name, m.gpu_model, m.workload, s.owner_id, m.cpu_millis, m.memory_mb
          FROM snapshots s JOIN machines m ON m.id = s.machine_id WHERE s.id = ? AND ({cond})"
     ))
     .bind(id)
     .bind(bind)
     .fetch_optional(&mut *conn)
     .await?;
-    let (reference, node_id, state, message, name, origin, machine_name, model, workload, owner) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (reference, node_id, state, message, name, origin, machine_name, model, workload, owner, cpu_millis, memory_mb) =
+        row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
     // A snapshot holds its machine's files outside /data — keys, tokens,
     // shell history — which group members may not reach (they cannot
     // enter the machine, nor take its kept volume): a machine made or
@@ -65,12 +71,14 @@ async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Resul
         return Err(PlatformError::Conflict(format!("snapshot {name} is {state}, not ready")));
     }
     let node_id = node_id.ok_or_else(|| PlatformError::Conflict(format!("snapshot {name}'s node was removed; it cannot be used")))?;
-    Ok((reference, node_id, name, model))
+    Ok((reference, node_id, name, model, cpu_millis, memory_mb))
 }
 
 /// A new machine from snapshot `snapshot_id`: its files as they were when
 /// the snapshot was taken, a new data volume, on the snapshot's node.
-pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -> Result<Admitted, PlatformError> {
+/// CPU and memory not given are those of the machine the snapshot was
+/// taken of (they were within its group's limits), not the defaults.
+pub async fn create_machine(pool: &Pool, mut req: CreateMachine, snapshot_id: i64) -> Result<Admitted, PlatformError> {
     validate::name("machine name", &req.name)?;
     validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
     validate::in_range("volume size (GB)", req.volume_size_gb, crate::machines::VOLUME_GB_MIN, crate::machines::VOLUME_GB_MAX)?;
@@ -79,7 +87,9 @@ pub async fn create_machine(pool: &Pool, req: CreateMachine, snapshot_id: i64) -
     if let Some(why) = crate::machines::admission::requester_changed(&mut tx, &req.requester).await? {
         return Err(PlatformError::Refused(why));
     }
-    let (reference, node_id, snap_name, model) = usable(&mut tx, &req.requester, snapshot_id).await?;
+    let (reference, node_id, snap_name, model, cpu_millis, memory_mb) = usable(&mut tx, &req.requester, snapshot_id).await?;
+    req.cpu_millis = req.cpu_millis.or(Some(cpu_millis));
+    req.memory_mb = req.memory_mb.or(Some(memory_mb));
     let refuse = |reason: String| PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {reason}", req.name));
     let policy = load_policy(&mut tx, req.requester.group_id).await?;
     check_limits(&mut tx, &req, &policy).await?.map_err(refuse)?;
@@ -144,7 +154,7 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
             "that machine runs a compute task, whose command runs at most once: it is not reinstalled; cancel the task (or delete the machine) instead".into(),
         ));
     }
-    let (reference, node_id, snap_name, _) = usable(&mut tx, who, snapshot_id).await?;
+    let (reference, node_id, snap_name, ..) = usable(&mut tx, who, snapshot_id).await?;
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Reinstall).map_err(PlatformError::Conflict)?;
     gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Conflict)?;

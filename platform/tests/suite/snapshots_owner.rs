@@ -40,3 +40,22 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_machine_from_a_snapshot_keeps_its_machines_cpu_and_memory() {
+        let (env, _sim, alice) = sim_env().await;
+        // A group held to 1 CPU and 1 GB per machine: the defaults (2 CPUs,
+        // 4 GB) a machine from a snapshot used to get were always refused.
+        sqlx::query("UPDATE groups SET max_cpus_per_machine = 1, max_memory_gb_per_machine = 1 WHERE name = 'ml-team'").execute(&env.pool).await.unwrap();
+        let mut small = env.create(&alice, "small", 1);
+        (small.cpu_millis, small.memory_mb) = (Some(1000), Some(1024));
+        let m = env.admissions.create(small).await.unwrap().machine_id;
+        env.drive().await;
+        let (snap, _) = snapshots::request(&env.pool, &alice, m, "small-snap").await.unwrap();
+        env.drive().await;
+
+        let copy = snapshots::create_machine(&env.pool, gantry_platform::machines::CreateMachine::new(alice.clone(), "small-copy", 1, 1), snap).await.unwrap();
+        let sized = env.text(&format!("SELECT cpu_millis || ' ' || memory_mb FROM machines WHERE id = {}", copy.machine_id)).await;
+        assert_eq!(sized, "1000 1024");
+    }
+}
