@@ -474,6 +474,22 @@ async fn take_kept_volume(conn: &mut SqliteConnection, req: &CreateMachine, id: 
         .await?;
     match row {
         Some((name, node_id, size_gb, owner)) if owner == req.requester.id || req.requester.role.is_admin() => {
+            // A delete that gave up on an engine that did not answer lists
+            // the volume at once, but the old container (fenced off with
+            // its GPUs until the collector has seen it gone) may still run
+            // on it: a new machine would share the volume with it.
+            let old_container: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM gpus_left_to_collector x JOIN machines m ON m.id = x.machine_id WHERE m.volume_name = ?)",
+            )
+            .bind(&name)
+            .fetch_one(&mut *conn)
+            .await?;
+            if old_container {
+                return Ok(Err(format!(
+                    "kept volume {name} may still be in use by the container of the machine it came from (its node's engine did not answer when that machine was deleted); \
+                     it can be used once the node's engine has removed that container — try again in a minute"
+                )));
+            }
             Ok(Ok(KeptVolume { name, node_id, size_gb }))
         }
         _ => Ok(Err("the chosen kept volume does not exist".to_string())),

@@ -53,6 +53,7 @@ mod gpus_left_to_collector;
 mod group_access;
 mod group_policy_rev;
 mod job_machine_ops;
+mod kept_volume_left_container;
 mod list_counts;
 mod list_plans;
 mod machine_ownership;
