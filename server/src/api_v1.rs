@@ -69,20 +69,24 @@ async fn bearer(state: &AppState, headers: &HeaderMap) -> Result<User, ApiError>
     tokens::authenticate(&state.pool, token).await?.ok_or_else(unauthorized)
 }
 
-/// A task as the API shows it: the row, with the decision as JSON.
+/// A task as the API shows it: the row, with the command and the decision
+/// as JSON rather than strings holding JSON — each key once. (A flattened
+/// struct wrote the row's string fields and these both, and strict JSON
+/// readers refuse an object with a key twice.)
 #[derive(Serialize)]
-struct TaskJson {
-    #[serde(flatten)]
-    task: ComputeTaskView,
-    decision: Option<serde_json::Value>,
-    command: serde_json::Value,
-}
+#[serde(transparent)]
+struct TaskJson(serde_json::Value);
 
 impl From<ComputeTaskView> for TaskJson {
-    fn from(mut task: ComputeTaskView) -> Self {
-        let decision = task.decision.take().and_then(|d| serde_json::from_str(&d).ok());
-        let command = serde_json::from_str(&task.command).unwrap_or_default();
-        TaskJson { task, decision, command }
+    fn from(task: ComputeTaskView) -> Self {
+        let decision = task.decision.as_deref().and_then(|d| serde_json::from_str(d).ok()).unwrap_or(serde_json::Value::Null);
+        let command: serde_json::Value = serde_json::from_str(&task.command).unwrap_or_default();
+        let mut row = serde_json::to_value(&task).unwrap_or_default();
+        if let Some(fields) = row.as_object_mut() {
+            fields.insert("decision".into(), decision);
+            fields.insert("command".into(), command);
+        }
+        TaskJson(row)
     }
 }
 
@@ -178,8 +182,10 @@ async fn submit(
         (None, Some(script)) => Command::Shell(script),
         _ => return Err(ApiError(StatusCode::BAD_REQUEST, "give exactly one of \"command\" (an argv) or \"shell\" (a script)".into())),
     };
-    if !s.cpus.is_finite() || s.cpus <= 0.0 {
-        return Err(ApiError(StatusCode::BAD_REQUEST, "cpus must be a positive number".into()));
+    // In CPUs, as the caller wrote them (the platform's check counts
+    // thousandths: "between 100 and 256000" read as CPUs is 1,000 times off).
+    if !s.cpus.is_finite() || !(0.1..=256.0).contains(&s.cpus) {
+        return Err(ApiError(StatusCode::BAD_REQUEST, "cpus must be a number between 0.1 and 256".into()));
     }
     if s.datasets.iter().any(|d| d.contains(',') || d.trim().is_empty()) {
         return Err(ApiError(StatusCode::BAD_REQUEST, "each entry of \"datasets\" is one dataset-code/version".into()));

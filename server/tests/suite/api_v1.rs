@@ -58,7 +58,12 @@ gantry_testkit::timed_test! {
         // ready in this test server, so the task waits, with the reason).
         let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).json(&task("PyTorch")).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::CREATED);
-        let body: Value = res.json().await.unwrap();
+        let raw = res.text().await.unwrap();
+        // Each key once: strict JSON readers refuse an object with a key twice.
+        for key in ["\"command\":", "\"decision\":"] {
+            assert_eq!(raw.matches(key).count(), 1, "{key} in {raw}");
+        }
+        let body: Value = serde_json::from_str(&raw).unwrap();
         let id = body["id"].as_i64().unwrap();
         assert_eq!(body["state"], "pending");
         assert_eq!(body["decision"]["image_set"], json!(["local"]));
@@ -97,6 +102,14 @@ gantry_testkit::timed_test! {
         }
         let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).body("not json").header("content-type", "application/json").send().await.unwrap();
         assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        // CPUs are refused in CPUs (the platform's own check counts thousandths).
+        for cpus in [0.05, 300.0] {
+            let mut odd = task("PyTorch");
+            odd["cpus"] = json!(cpus);
+            let res = http.post(url("/api/v1/compute-tasks")).bearer_auth(&alice_token).json(&odd).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+            assert!(res.text().await.unwrap().contains("cpus must be a number between 0.1 and 256"), "{cpus}");
+        }
         assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await, before);
 
         // No matching image: rejected at once with the versions.
