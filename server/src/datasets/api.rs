@@ -3,7 +3,7 @@
 use super::{api_user, error_json, no_store, stores, transfer};
 use app::state::AppState;
 use axum::{
-    extract::{Path, Query, Request, State},
+    extract::{FromRequestParts, Path, Query, Request, State},
     http::{request::Parts, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -15,6 +15,39 @@ use gantry_platform::{
     tokens,
 };
 use serde::Deserialize;
+
+/// `Path` and `Query` whose refusal is the API's: a caller without a right
+/// gets the 401 the handler would give, anyone else a JSON 400 — not
+/// axum's plain-text answer, given before the token was looked at.
+pub struct ApiPath<T>(pub T);
+pub struct ApiQuery<T>(pub T);
+
+async fn malformed(state: &AppState, parts: &Parts, what: &str, why: String) -> Response {
+    if let Err(refused) = api_user(state, parts).await {
+        return refused;
+    }
+    error_json(&DatasetError::BadRequest(format!("the {what} is malformed: {why}")))
+}
+
+impl<T: serde::de::DeserializeOwned + Send> FromRequestParts<AppState> for ApiPath<T> {
+    type Rejection = Response;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(t)) => Ok(ApiPath(t)),
+            Err(e) => Err(malformed(state, parts, "path", e.body_text()).await),
+        }
+    }
+}
+
+impl<T: serde::de::DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
+    type Rejection = Response;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(t)) => Ok(ApiQuery(t)),
+            Err(e) => Err(malformed(state, parts, "query", e.body_text()).await),
+        }
+    }
+}
 
 #[derive(Deserialize)]
 pub struct FilePath {
@@ -65,7 +98,7 @@ fn access(user: &User, parts: &Parts) -> Access {
     }
 }
 
-pub async fn list_datasets(State(state): State<AppState>, Query(q): Query<ListQuery>, req: Request) -> Response {
+pub async fn list_datasets(State(state): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>, req: Request) -> Response {
     let (user, _, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -77,7 +110,7 @@ pub async fn list_datasets(State(state): State<AppState>, Query(q): Query<ListQu
     }
 }
 
-pub async fn list_files(State(state): State<AppState>, Path(p): Path<VersionPath>, req: Request) -> Response {
+pub async fn list_files(State(state): State<AppState>, ApiPath(p): ApiPath<VersionPath>, req: Request) -> Response {
     let (user, _, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -91,7 +124,7 @@ pub async fn list_files(State(state): State<AppState>, Path(p): Path<VersionPath
     }
 }
 
-pub async fn put_file(State(state): State<AppState>, Path(p): Path<FilePath>, Query(q): Query<PutQuery>, req: Request) -> Response {
+pub async fn put_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, ApiQuery(q): ApiQuery<PutQuery>, req: Request) -> Response {
     let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -103,7 +136,7 @@ pub async fn put_file(State(state): State<AppState>, Path(p): Path<FilePath>, Qu
     }
 }
 
-pub async fn get_file(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+pub async fn get_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -138,7 +171,7 @@ fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
 /// upload, or finds the caller's unfinished one of that name and length —
 /// with `X-Gantry-Fingerprint`, only if it holds bytes of that same file
 /// (one of another file starts over at 0).
-pub async fn start_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, Query(q): Query<PutQuery>, req: Request) -> Response {
+pub async fn start_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, ApiQuery(q): ApiQuery<PutQuery>, req: Request) -> Response {
     let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -159,7 +192,7 @@ pub async fn start_resumable(State(state): State<AppState>, Path(p): Path<FilePa
     }
 }
 
-pub async fn resumable_status(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+pub async fn resumable_status(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -172,7 +205,7 @@ pub async fn resumable_status(State(state): State<AppState>, Path(p): Path<FileP
 
 /// `PATCH …/uploads/{name}` with `Upload-Offset`: the body continues the
 /// file from that offset (it must be what the server holds).
-pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+pub async fn patch_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -229,7 +262,7 @@ pub async fn patch_resumable(State(state): State<AppState>, Path(p): Path<FilePa
     }
 }
 
-pub async fn cancel_resumable(State(state): State<AppState>, Path(p): Path<FilePath>, req: Request) -> Response {
+pub async fn cancel_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,

@@ -265,6 +265,10 @@ gantry_testkit::timed_test! {
             ("GET", "/api/v1/compute-tasks/abc/logs"),
             ("POST", "/api/v1/compute-tasks/-/cancel"),
             ("GET", "/api/v1/compute-tasks?limit=1&limit=2"),
+            // The datasets API answers the same way (it gave axum's plain text, before the token).
+            ("GET", "/api/v1/datasets?q=a&q=b"),
+            ("PUT", "/api/v1/datasets/coco/versions/v1/files/a.bin?replace=1&replace=2"),
+            ("GET", "/api/v1/datasets/%FF/versions/v1/files"),
         ];
         for (method, path) in paths {
             let req = |with_token: bool| {
