@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod compute;
 pub mod endpoint;
+pub mod image_ref;
 pub mod datasets;
 pub mod machine;
 pub mod matching;

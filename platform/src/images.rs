@@ -13,21 +13,16 @@ pub struct Image {
     pub is_default: bool,
 }
 
-/// A Docker image reference: registry/name:tag or @digest, no spaces or
-/// shell characters.
+/// A Docker image reference as the engine's grammar has it
+/// (`gantry_core::image_ref`): registry/name:tag or @digest — which also
+/// keeps out spaces and shell characters.
 pub fn validate_reference(reference: &str) -> Result<(), PlatformError> {
-    let ok = !reference.is_empty()
-        && reference.len() <= 255
-        && reference.chars().all(|c| c.is_ascii_alphanumeric() || "./:_-@".contains(c))
-        && reference.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
-    if ok {
-        Ok(())
-    } else {
-        Err(PlatformError::BadRequest(format!(
-            "\"{}\" is not an image reference (expected e.g. registry/name:tag)",
+    gantry_core::image_ref::check(reference).map_err(|why| {
+        PlatformError::BadRequest(format!(
+            "\"{}\" is not an image reference: {why} (expected e.g. registry.example:5000/team/torch:2.4)",
             reference.chars().take(60).collect::<String>()
-        )))
-    }
+        ))
+    })
 }
 
 pub async fn create_image(

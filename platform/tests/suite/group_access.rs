@@ -247,6 +247,12 @@ gantry_testkit::timed_test! {
             assert!(matches!(got, Err(PlatformError::BadRequest(ref m)) if m.contains("is not an image reference") || m.contains("printable")), "{bad:?}: {got:?}");
         }
         assert_eq!(env.scalar(rows).await, before, "nothing was stored");
-        catalogue::create_region_image(&env.pool, root.id, "local", "registry.example:5000/team/torch:2.4-cuda12@sha256:abc", "amd64", "training").await.unwrap();
+        // The engine's grammar: a repository path in lower case, one tag, a real digest.
+        for bad in ["registry.example/ML/torch:2.4", "torch:2.4:cuda", "torch@latest"] {
+            let got = catalogue::create_region_image(&env.pool, root.id, "local", bad, "amd64", "training").await;
+            assert!(matches!(got, Err(PlatformError::BadRequest(ref m)) if m.contains("is not an image reference")), "{bad:?}: {got:?}");
+        }
+        let digest = "ab".repeat(32);
+        catalogue::create_region_image(&env.pool, root.id, "local", &format!("registry.example:5000/team/torch:2.4-cuda12@sha256:{digest}"), "amd64", "training").await.unwrap();
     }
 }
