@@ -38,8 +38,8 @@ pub async fn load_settings(pool: &Pool) -> Result<Settings, PlatformError> {
 }
 
 /// How long raw GPU samples are kept, as the last start recorded it.
-pub async fn raw_retention_secs(pool: &Pool) -> Result<i64, PlatformError> {
-    Ok(sqlx::query_scalar("SELECT telemetry_raw_secs FROM reclaim_settings WHERE id = 1").fetch_one(pool).await?)
+pub async fn raw_retention_secs(db: impl sqlx::SqliteExecutor<'_>) -> Result<i64, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT telemetry_raw_secs FROM reclaim_settings WHERE id = 1").fetch_one(db).await?)
 }
 
 /// Records, at start, how long this server keeps raw GPU samples, and says
@@ -67,7 +67,7 @@ pub async fn save_settings(pool: &Pool, who: &User, s: &Settings) -> Result<(), 
     let mut tx = transitions::begin(pool).await?;
     // Read in the same (immediate) transaction as the write: a start that
     // shortens the retention meanwhile waits for it, then flags the result.
-    let raw_keep: i64 = sqlx::query_scalar("SELECT telemetry_raw_secs FROM reclaim_settings WHERE id = 1").fetch_one(&mut *tx).await?;
+    let raw_keep = raw_retention_secs(&mut *tx).await?;
     let unwatchable = windows_outlast_samples(&s.reclaim, &s.hot, raw_keep);
     if !unwatchable.is_empty() {
         return Err(PlatformError::BadRequest(unwatchable.join("; ")));

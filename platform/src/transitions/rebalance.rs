@@ -107,18 +107,7 @@ pub async fn done(pool: &Pool, lease: &Lease, machine_id: i64, why: &str) -> Res
 /// (nothing was done on the node) is cancelled in the caller's transaction
 /// and the machine's history says so; its id.
 pub(crate) async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64) -> Result<Option<i64>, PlatformError> {
-    let queued: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, state FROM tasks WHERE machine_id = ? AND kind = 'rebalance' AND state IN ('pending', 'scheduled') AND attempts = 0")
-            .bind(machine_id)
-            .fetch_all(&mut *conn)
-            .await?;
-    let mut last = None;
-    for (id, state) in queued {
-        let from: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
-        task::set_state(conn, id, from, TaskState::Cancelled, OPTED_OUT).await?;
-        audit::record(&mut *conn, None, "task.cancel", &format!("task #{id} (rebalance of machine #{machine_id}) {OPTED_OUT}")).await?;
-        last = Some(id);
-    }
+    let last = task::cancel_unclaimed(conn, machine_id, TaskKind::Rebalance, OPTED_OUT).await?.pop();
     if last.is_some() {
         snapshot::event(conn, machine_id, "rebalance_refused", OPTED_OUT).await?;
     }

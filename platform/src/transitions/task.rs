@@ -240,3 +240,25 @@ async fn delete_instead(tx: &mut SqliteConnection, who: &User, machine_id: i64, 
     set_state(tx, delete_id, TaskState::Pending, TaskState::Scheduled, &message).await?;
     Ok(delete_id)
 }
+
+/// Cancels the machine's tasks of `kind` that no runner has claimed yet
+/// (pending or scheduled, never attempted: nothing was done on the node),
+/// each recorded with `why` and audited, in the caller's transaction;
+/// their ids. What a queued reclaim or move becomes when it is no longer
+/// wanted.
+pub(crate) async fn cancel_unclaimed(conn: &mut SqliteConnection, machine_id: i64, kind: TaskKind, why: &str) -> Result<Vec<i64>, PlatformError> {
+    let queued: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, state FROM tasks WHERE machine_id = ? AND kind = ? AND state IN ('pending', 'scheduled') AND attempts = 0")
+            .bind(machine_id)
+            .bind(kind.as_str())
+            .fetch_all(&mut *conn)
+            .await?;
+    let mut ids = Vec::with_capacity(queued.len());
+    for (id, state) in queued {
+        let from: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+        set_state(conn, id, from, TaskState::Cancelled, why).await?;
+        audit::record(&mut *conn, None, "task.cancel", &format!("task #{id} ({kind} of machine #{machine_id}) {why}")).await?;
+        ids.push(id);
+    }
+    Ok(ids)
+}

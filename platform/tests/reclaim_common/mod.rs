@@ -68,3 +68,29 @@ pub async fn admin(pool: &Pool) -> User {
     .await
     .unwrap()
 }
+
+/// A running machine of alice's on the simulated engine, warned and its
+/// reclaim queued, then run by a process that dies once the container is
+/// gone, before the GPUs go back: (env, engine, alice, machine, task),
+/// the task left `running` under the dead runner's lease.
+pub async fn reclaim_died_after_removing_the_container() -> (crate::common::Env, gantry_platform::executor::SimulatedExecutor, User, i64, i64) {
+    use gantry_platform::{dispatch, executor::{Executor, SimulatedExecutor}, now, transitions};
+    let env = crate::common::env("simulated", 2, 2).await;
+    let sim = SimulatedExecutor::new();
+    env.use_executor(Executor::from(sim.clone()));
+    let alice = env.user("alice", "ml-team").await;
+    let m = env.admissions.create(env.create(&alice, "sleepy", 1)).await.unwrap().machine_id;
+    env.drive().await;
+    let t = now();
+    assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+    let task = transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
+    let mut dying = env.dispatcher.clone();
+    dying.owner = dispatch::new_owner_id();
+    dying.hook = Some(std::sync::Arc::new(|_, step| step == "returning the GPUs"));
+    for claimed in dispatch::claim(&env.pool, &dying.owner, 16).await.unwrap() {
+        dying.execute(claimed).await;
+    }
+    assert!(sim.containers().is_empty(), "the container was removed before the crash");
+    assert_eq!(task_outcome(&env.pool, task).await.0, "running");
+    (env, sim, alice, m, task)
+}

@@ -14,29 +14,11 @@ use gantry_platform::{
     transitions::run,
 };
 use reclaim_common::*;
-use std::sync::Arc;
 
 gantry_testkit::timed_test! {
     async fn a_reclaim_resumed_after_removing_the_container_finishes() {
-        let env = common::env("simulated", 2, 2).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let alice = env.user("alice", "ml-team").await;
-        let m = env.admissions.create(env.create(&alice, "sleepy", 1)).await.unwrap().machine_id;
-        env.drive().await;
-        let t = now();
-        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        let task = transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
-
-        // A process that dies once the container is gone, before returning the GPUs.
-        let mut dying = env.dispatcher.clone();
-        dying.owner = dispatch::new_owner_id();
-        dying.hook = Some(Arc::new(|_, step| step == "returning the GPUs"));
-        for claimed in dispatch::claim(&env.pool, &dying.owner, 16).await.unwrap() {
-            dying.execute(claimed).await;
-        }
-        assert!(sim.containers().is_empty(), "the container was removed before the crash");
-        assert_eq!(task_outcome(&env.pool, task).await.0, "running");
+        // A process that died once the container was gone, before returning the GPUs.
+        let (env, _sim, _alice, m, task) = reclaim_died_after_removing_the_container().await;
 
         env.expire_all_leases().await;
         env.drive().await;

@@ -5,36 +5,15 @@
 //! its snapshot and left a machine without a container that could not be
 //! restored — only reinstalled, losing everything outside /data.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
 
-use gantry_platform::{
-    dispatch,
-    executor::{Executor, SimulatedExecutor},
-    now, reclaim, reconcile, transitions,
-};
+use gantry_platform::{reclaim, reconcile};
 use reclaim_common::*;
-use std::sync::Arc;
 
 gantry_testkit::timed_test! {
     async fn a_reclaim_that_gives_up_after_its_image_was_made_ends_reclaimed_and_restorable() {
-        let env = common::env("simulated", 2, 2).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let alice = env.user("alice", "ml-team").await;
-        let m = env.admissions.create(env.create(&alice, "sleepy", 1)).await.unwrap().machine_id;
-        env.drive().await;
-        let t = now();
-        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        let task = transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
-
-        // The runner dies once the container is gone, before the GPUs go back.
-        let mut dying = env.dispatcher.clone();
-        dying.owner = dispatch::new_owner_id();
-        dying.hook = Some(Arc::new(|_, step| step == "returning the GPUs"));
-        for claimed in dispatch::claim(&env.pool, &dying.owner, 16).await.unwrap() {
-            dying.execute(claimed).await;
-        }
-        assert!(sim.containers().is_empty());
+        // The runner died once the container was gone, before the GPUs went back.
+        let (env, sim, alice, m, task) = reclaim_died_after_removing_the_container().await;
         // Then the engine is silent through the last try.
         sim.set_available(false);
         env.expire_all_leases().await;

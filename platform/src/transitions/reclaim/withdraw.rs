@@ -13,7 +13,7 @@ use super::super::{lease::fenced, snapshot, task, Lease};
 use crate::{audit, db::Pool, PlatformError};
 use gantry_core::{
     reclaim::{format_left, retry_delay, ReclaimSettings},
-    task::TaskState,
+    task::{TaskKind, TaskState},
 };
 use sqlx::SqliteConnection;
 
@@ -32,20 +32,11 @@ pub(crate) async fn begun(conn: &mut SqliteConnection, machine_id: i64) -> Resul
 /// Cancels the machine's reclaim that no runner has claimed yet (so
 /// nothing was done on the node), failing its snapshot with it.
 async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
-    let queued: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, state FROM tasks WHERE machine_id = ? AND kind = 'reclaim' AND state IN ('pending', 'scheduled') AND attempts = 0")
-            .bind(machine_id)
-            .fetch_all(&mut *conn)
-            .await?;
-    let mut last = None;
-    for (id, state) in queued {
-        let from: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
-        task::set_state(conn, id, from, TaskState::Cancelled, why).await?;
-        snapshot::task_ended(conn, id, why).await?;
-        audit::record(&mut *conn, None, "task.cancel", &format!("task #{id} (reclaim of machine #{machine_id}) {why}")).await?;
-        last = Some(id);
+    let cancelled = task::cancel_unclaimed(conn, machine_id, TaskKind::Reclaim, why).await?;
+    for id in &cancelled {
+        snapshot::task_ended(conn, *id, why).await?;
     }
-    Ok(last)
+    Ok(cancelled.last().copied())
 }
 
 /// Withdraws the machine's warning inside the caller's transaction: the
