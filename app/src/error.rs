@@ -2,8 +2,8 @@
 //! so the browser shows the same message the server wrote, and on the
 //! server it also sets the HTTP status.
 
-use serde::{Deserialize, Serialize};
 use leptos::server_fn::{self, codec::JsonEncoding, error::FromServerFnError, ServerFnError};
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Error)]
@@ -83,7 +83,10 @@ impl AppError {
     pub fn respond(self) -> Self {
         #[cfg(feature = "ssr")]
         let form_post = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|p| {
-            p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
+            p.headers
+                .get(http::header::ACCEPT)
+                .and_then(|a| a.to_str().ok())
+                .is_some_and(|a| a.contains("text/html"))
         });
         #[cfg(feature = "ssr")]
         if form_post {
@@ -136,7 +139,9 @@ impl FromServerFnError for AppError {
     /// signed out elsewhere): go to the sign-in page, coming back here after.
     fn de(data: leptos::server_fn::Bytes) -> Self {
         use leptos::server_fn::{error::IntoAppError, Decodes};
-        let e = JsonEncoding::decode(data).unwrap_or_else(|e| server_fn::error::ServerFnErrorErr::Deserialization(e.to_string()).into_app_error());
+        let e = JsonEncoding::decode(data).unwrap_or_else(|e| {
+            server_fn::error::ServerFnErrorErr::Deserialization(e.to_string()).into_app_error()
+        });
         #[cfg(feature = "hydrate")]
         if e == AppError::Unauthorized {
             crate::api::auth::go_to_login();

@@ -80,7 +80,11 @@ impl TryFrom<UserRow> for User {
             role: r.role.parse()?,
             group_id: r.group_id,
             group_name: r.group_name,
-            group_quota: GroupQuota { gpu_quota: r.gpu_quota, gpus_in_use: r.gpus_in_use, max_gpus_per_machine: r.max_gpus_per_machine },
+            group_quota: GroupQuota {
+                gpu_quota: r.gpu_quota,
+                gpus_in_use: r.gpus_in_use,
+                max_gpus_per_machine: r.max_gpus_per_machine,
+            },
             disabled: r.disabled,
             must_change_password: r.must_change_password,
             session_gen: r.session_gen,
@@ -128,7 +132,12 @@ pub struct NewUser<'a> {
     pub group: Option<&'a str>,
 }
 
-pub async fn create_group(pool: &Pool, actor: Option<i64>, name: &str, gpu_quota: i64) -> Result<Group, PlatformError> {
+pub async fn create_group(
+    pool: &Pool,
+    actor: Option<i64>,
+    name: &str,
+    gpu_quota: i64,
+) -> Result<Group, PlatformError> {
     validate::name("group name", name)?;
     validate::in_range("GPU quota", gpu_quota, 0, 100_000)?;
     let mut tx = crate::transitions::begin(pool).await?;
@@ -146,7 +155,13 @@ pub async fn create_group(pool: &Pool, actor: Option<i64>, name: &str, gpu_quota
             }
         })?
         .last_insert_rowid();
-    audit::record(&mut *tx, actor, "group.create", &format!("group {name} with GPU quota {gpu_quota}")).await?;
+    audit::record(
+        &mut *tx,
+        actor,
+        "group.create",
+        &format!("group {name} with GPU quota {gpu_quota}"),
+    )
+    .await?;
     tx.commit().await?;
     group_by_id(pool, id).await
 }
@@ -158,7 +173,10 @@ pub async fn ensure_default_group(pool: &Pool) -> Result<i64, PlatformError> {
         .bind(now())
         .execute(pool)
         .await?;
-    let (id,): (i64,) = sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(DEFAULT_GROUP).fetch_one(pool).await?;
+    let (id,): (i64,) = sqlx::query_as("SELECT id FROM groups WHERE name = ?")
+        .bind(DEFAULT_GROUP)
+        .fetch_one(pool)
+        .await?;
     Ok(id)
 }
 
@@ -171,17 +189,32 @@ pub async fn group_by_id(pool: &Pool, id: i64) -> Result<Group, PlatformError> {
 }
 
 pub async fn list_groups(pool: &Pool) -> Result<Vec<Group>, PlatformError> {
-    Ok(sqlx::query_as(&format!("{GROUP_SELECT} ORDER BY g.name")).fetch_all(pool).await?)
+    Ok(sqlx::query_as(&format!("{GROUP_SELECT} ORDER BY g.name"))
+        .fetch_all(pool)
+        .await?)
 }
 
-pub async fn create_user(pool: &Pool, actor: Option<i64>, new: NewUser<'_>) -> Result<User, PlatformError> {
+pub async fn create_user(
+    pool: &Pool,
+    actor: Option<i64>,
+    new: NewUser<'_>,
+) -> Result<User, PlatformError> {
     validate::username(new.username)?;
     validate::new_password(new.password)?;
     let group_id = match new.group {
         None => ensure_default_group(pool).await?,
         Some(name) => {
-            let row: Option<(i64,)> = sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(name).fetch_optional(pool).await?;
-            row.ok_or_else(|| PlatformError::NotFound(format!("group \"{}\"", name.chars().take(40).collect::<String>())))?.0
+            let row: Option<(i64,)> = sqlx::query_as("SELECT id FROM groups WHERE name = ?")
+                .bind(name)
+                .fetch_optional(pool)
+                .await?;
+            row.ok_or_else(|| {
+                PlatformError::NotFound(format!(
+                    "group \"{}\"",
+                    name.chars().take(40).collect::<String>()
+                ))
+            })?
+            .0
         }
     };
     let hash = password::hash(new.password).await?;
@@ -202,24 +235,42 @@ pub async fn create_user(pool: &Pool, actor: Option<i64>, new: NewUser<'_>) -> R
             }
         })?
         .last_insert_rowid();
-    let group_name: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(group_id).fetch_one(&mut *tx).await?;
-    audit::record(&mut *tx, actor, "user.create", &format!("user {} ({}) in group {group_name}", new.username, new.role)).await?;
+    let group_name: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?")
+        .bind(group_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    audit::record(
+        &mut *tx,
+        actor,
+        "user.create",
+        &format!("user {} ({}) in group {group_name}", new.username, new.role),
+    )
+    .await?;
     tx.commit().await?;
-    user_by_id(pool, id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
+    user_by_id(pool, id)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("user".into()))
 }
 
 pub async fn user_by_id(pool: &Pool, id: i64) -> Result<Option<User>, PlatformError> {
-    let row: Option<UserRow> = sqlx::query_as(&format!("{USER_SELECT} WHERE u.id = ?")).bind(id).fetch_optional(pool).await?;
+    let row: Option<UserRow> = sqlx::query_as(&format!("{USER_SELECT} WHERE u.id = ?"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
     row.map(User::try_from).transpose()
 }
 
 pub async fn list_users(pool: &Pool) -> Result<Vec<User>, PlatformError> {
-    let rows: Vec<UserRow> = sqlx::query_as(&format!("{USER_SELECT} ORDER BY u.username")).fetch_all(pool).await?;
+    let rows: Vec<UserRow> = sqlx::query_as(&format!("{USER_SELECT} ORDER BY u.username"))
+        .fetch_all(pool)
+        .await?;
     rows.into_iter().map(User::try_from).collect()
 }
 
 pub async fn count_admins(pool: &Pool) -> Result<i64, PlatformError> {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(pool).await?;
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin'")
+        .fetch_one(pool)
+        .await?;
     Ok(n)
 }
 
@@ -228,7 +279,12 @@ pub async fn count_admins(pool: &Pool) -> Result<i64, PlatformError> {
 /// counted before the password is verified (see `throttle`), and the
 /// verification waits for a slot of the argon2 gate. Unknown users and wrong
 /// passwords get the same answer and take the same time.
-pub async fn authenticate(pool: &Pool, username: &str, password: &str, address: Option<&str>) -> Result<User, PlatformError> {
+pub async fn authenticate(
+    pool: &Pool,
+    username: &str,
+    password: &str,
+    address: Option<&str>,
+) -> Result<User, PlatformError> {
     authenticate_with(pool, &password::Gate::shared(), username, password, address).await
 }
 
@@ -263,10 +319,11 @@ pub async fn authenticate_with(
     validate::present_password(password)?;
     let counted = throttle::count_attempt(pool, &throttle::keys(username, address)).await?;
 
-    let row: Option<(i64, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE username = ?")
-        .bind(username)
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<(i64, String)> =
+        sqlx::query_as("SELECT id, password_hash FROM users WHERE username = ?")
+            .bind(username)
+            .fetch_optional(pool)
+            .await?;
     let (id, stored) = match row {
         Some((id, h)) => (Some(id), h),
         None => (None, password::DUMMY_HASH.clone()),
@@ -275,9 +332,13 @@ pub async fn authenticate_with(
     match (id, ok) {
         (Some(id), true) => {
             throttle::forgive(pool, &counted).await?;
-            let user = user_by_id(pool, id).await?.ok_or(PlatformError::BadCredentials)?;
+            let user = user_by_id(pool, id)
+                .await?
+                .ok_or(PlatformError::BadCredentials)?;
             if user.disabled {
-                return Err(PlatformError::Refused("this account is disabled; ask an administrator".into()));
+                return Err(PlatformError::Refused(
+                    "this account is disabled; ask an administrator".into(),
+                ));
             }
             Ok(user)
         }

@@ -41,7 +41,9 @@ pub struct MasterImageRow {
 fn text(field: &str, value: &str, max: usize) -> Result<String, PlatformError> {
     let v = value.trim();
     if v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control) {
-        return Err(PlatformError::BadRequest(format!("{field} must be 1 to {max} printable characters")));
+        return Err(PlatformError::BadRequest(format!(
+            "{field} must be 1 to {max} printable characters"
+        )));
     }
     Ok(v.to_string())
 }
@@ -54,10 +56,20 @@ fn conflict(e: sqlx::Error, what: String) -> PlatformError {
     }
 }
 
-pub async fn create_region(pool: &Pool, actor: i64, code: &str, name: &str, description: &str) -> Result<Region, PlatformError> {
+pub async fn create_region(
+    pool: &Pool,
+    actor: i64,
+    code: &str,
+    name: &str,
+    description: &str,
+) -> Result<Region, PlatformError> {
     validate::name("region code", code.trim())?;
     let name = text("region name", name, 64)?;
-    let description = if description.trim().is_empty() { String::new() } else { text("description", description, 500)? };
+    let description = if description.trim().is_empty() {
+        String::new()
+    } else {
+        text("description", description, 500)?
+    };
     let mut tx = crate::transitions::begin(pool).await?;
     let region: Region = sqlx::query_as("INSERT INTO regions (code, name, description, created_at) VALUES (?, ?, ?, ?) RETURNING id, code, name, description")
         .bind(code.trim())
@@ -67,31 +79,56 @@ pub async fn create_region(pool: &Pool, actor: i64, code: &str, name: &str, desc
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, format!("a region with code {} exists already", code.trim())))?;
-    audit::record(&mut *tx, Some(actor), "region.create", &format!("region {} ({name})", region.code)).await?;
+    audit::record(
+        &mut *tx,
+        Some(actor),
+        "region.create",
+        &format!("region {} ({name})", region.code),
+    )
+    .await?;
     tx.commit().await?;
     Ok(region)
 }
 
 pub async fn list_regions(pool: &Pool) -> Result<Vec<Region>, PlatformError> {
-    Ok(sqlx::query_as("SELECT id, code, name, description FROM regions ORDER BY code").fetch_all(pool).await?)
+    Ok(
+        sqlx::query_as("SELECT id, code, name, description FROM regions ORDER BY code")
+            .fetch_all(pool)
+            .await?,
+    )
 }
 
-pub async fn create_region_image(pool: &Pool, actor: i64, region_code: &str, reference: &str, arch: &str, kind: &str) -> Result<RegionImageRow, PlatformError> {
+pub async fn create_region_image(
+    pool: &Pool,
+    actor: i64,
+    region_code: &str,
+    reference: &str,
+    arch: &str,
+    kind: &str,
+) -> Result<RegionImageRow, PlatformError> {
     let reference = text("image address", reference, 200)?;
     // What a task's container is made from, as for a machine's image: an
     // engine never sees an option (`--…`) or a path in its place.
     crate::images::validate_reference(&reference)?;
-    let arch: Arch = arch.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?;
+    let arch: Arch = arch
+        .trim()
+        .parse()
+        .map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?;
     let kind = kind.trim();
     if !IMAGE_KINDS.contains(&kind) {
-        return Err(PlatformError::BadRequest(format!("image type must be one of: {}", IMAGE_KINDS.join(", "))));
+        return Err(PlatformError::BadRequest(format!(
+            "image type must be one of: {}",
+            IMAGE_KINDS.join(", ")
+        )));
     }
     let mut tx = crate::transitions::begin(pool).await?;
     let region: i64 = sqlx::query_scalar("SELECT id FROM regions WHERE code = ?")
         .bind(region_code.trim())
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| PlatformError::BadRequest(format!("unknown region {:?}", region_code.trim())))?;
+        .ok_or_else(|| {
+            PlatformError::BadRequest(format!("unknown region {:?}", region_code.trim()))
+        })?;
     let id: i64 = sqlx::query_scalar("INSERT INTO region_images (region_id, reference, arch, kind, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id")
         .bind(region)
         .bind(&reference)
@@ -101,9 +138,24 @@ pub async fn create_region_image(pool: &Pool, actor: i64, region_code: &str, ref
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, format!("region {} already has {reference} for {arch}", region_code.trim())))?;
-    audit::record(&mut *tx, Some(actor), "region_image.create", &format!("region {}: {reference} ({arch}, {kind})", region_code.trim())).await?;
+    audit::record(
+        &mut *tx,
+        Some(actor),
+        "region_image.create",
+        &format!(
+            "region {}: {reference} ({arch}, {kind})",
+            region_code.trim()
+        ),
+    )
+    .await?;
     tx.commit().await?;
-    Ok(RegionImageRow { id, region: region_code.trim().to_string(), reference, arch: arch.to_string(), kind: kind.to_string() })
+    Ok(RegionImageRow {
+        id,
+        region: region_code.trim().to_string(),
+        reference,
+        arch: arch.to_string(),
+        kind: kind.to_string(),
+    })
 }
 
 pub async fn list_region_images(pool: &Pool) -> Result<Vec<RegionImageRow>, PlatformError> {
@@ -122,7 +174,11 @@ pub struct NewMasterImage<'a> {
     pub framework_version: &'a str,
 }
 
-pub async fn create_master_image(pool: &Pool, actor: i64, m: &NewMasterImage<'_>) -> Result<i64, PlatformError> {
+pub async fn create_master_image(
+    pool: &Pool,
+    actor: i64,
+    m: &NewMasterImage<'_>,
+) -> Result<i64, PlatformError> {
     let name = text("name", m.name, 64)?;
     let fields = [
         text("interpreter", m.interpreter, 32)?,
@@ -143,7 +199,10 @@ pub async fn create_master_image(pool: &Pool, actor: i64, m: &NewMasterImage<'_>
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| conflict(e, format!("a master image named {name} exists already")))?;
-    let detail = format!("master image {name}: {} {} / {} {}", fields[2], fields[3], fields[0], fields[1]);
+    let detail = format!(
+        "master image {name}: {} {} / {} {}",
+        fields[2], fields[3], fields[0], fields[1]
+    );
     audit::record(&mut *tx, Some(actor), "master_image.create", &detail).await?;
     tx.commit().await?;
     Ok(id)
@@ -160,7 +219,13 @@ pub async fn list_master_images(pool: &Pool) -> Result<Vec<MasterImageRow>, Plat
 }
 
 /// Links (or, with `linked = false`, unlinks) a master image and a region image.
-pub async fn set_link(pool: &Pool, actor: i64, master_image_id: i64, region_image_id: i64, linked: bool) -> Result<(), PlatformError> {
+pub async fn set_link(
+    pool: &Pool,
+    actor: i64,
+    master_image_id: i64,
+    region_image_id: i64,
+    linked: bool,
+) -> Result<(), PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     let names: Option<(String, String)> = sqlx::query_as(
         "SELECT m.name, ri.reference FROM master_images m, region_images ri WHERE m.id = ? AND ri.id = ?",
@@ -169,7 +234,8 @@ pub async fn set_link(pool: &Pool, actor: i64, master_image_id: i64, region_imag
     .bind(region_image_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (master, region_image) = names.ok_or_else(|| PlatformError::BadRequest("unknown master image or region image".into()))?;
+    let (master, region_image) = names
+        .ok_or_else(|| PlatformError::BadRequest("unknown master image or region image".into()))?;
     let sql = if linked {
         "INSERT INTO master_image_links (master_image_id, region_image_id) VALUES (?, ?)"
     } else {
@@ -185,7 +251,13 @@ pub async fn set_link(pool: &Pool, actor: i64, master_image_id: i64, region_imag
         return Err(PlatformError::NotFound("link".into()));
     }
     let verb = if linked { "linked to" } else { "unlinked from" };
-    audit::record(&mut *tx, Some(actor), "master_image.link", &format!("{master} {verb} {region_image}")).await?;
+    audit::record(
+        &mut *tx,
+        Some(actor),
+        "master_image.link",
+        &format!("{master} {verb} {region_image}"),
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -223,9 +295,17 @@ pub async fn region_resources(pool: &Pool) -> Result<Vec<RegionResources>, Platf
     Ok(regions
         .into_iter()
         .map(|r| {
-            let n = nodes.iter().find(|n| n.0 == r.code).cloned().unwrap_or_default();
+            let n = nodes
+                .iter()
+                .find(|n| n.0 == r.code)
+                .cloned()
+                .unwrap_or_default();
             RegionResources {
-                gpus: gpus.iter().filter(|g| g.0 == r.code).map(|g| (g.1.clone(), g.2, g.3)).collect(),
+                gpus: gpus
+                    .iter()
+                    .filter(|g| g.0 == r.code)
+                    .map(|g| (g.1.clone(), g.2, g.3))
+                    .collect(),
                 nodes: n.1,
                 ready_nodes: n.2,
                 cpus: n.3,

@@ -21,7 +21,13 @@
 //!   deleted, or a newer reclaim replaced them) are deleted, image first
 //!   ([`crate::snapshots::sweep_reclaim`]).
 
-use crate::{audit, db::Pool, executor::{loopdev, ContainerStatus, Executor, ManagedContainer}, fleet::Fleet, transitions, PlatformError};
+use crate::{
+    audit,
+    db::Pool,
+    executor::{loopdev, ContainerStatus, Executor, ManagedContainer},
+    fleet::Fleet,
+    transitions, PlatformError,
+};
 use gantry_core::task::MachineState;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -54,7 +60,9 @@ pub async fn reconcile_once(pool: &Pool, fleet: &Fleet) -> Result<Report, Platfo
     let instance = crate::machines::instance_id(pool).await?;
     for node in fleet.all(pool).await? {
         let outcome = match &node.executor {
-            Ok(exec) => reconcile_node(pool, exec, &instance, node.id, &node.name, &mut report).await,
+            Ok(exec) => {
+                reconcile_node(pool, exec, &instance, node.id, &node.name, &mut report).await
+            }
             Err(e) => Err(e.to_string()),
         };
         if let Err(why) = outcome {
@@ -80,7 +88,14 @@ struct Known {
     volume: String,
 }
 
-async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i64, node_name: &str, report: &mut Report) -> Result<(), String> {
+async fn reconcile_node(
+    pool: &Pool,
+    exec: &Executor,
+    instance: &str,
+    node_id: i64,
+    node_name: &str,
+    report: &mut Report,
+) -> Result<(), String> {
     let db = |e: PlatformError| e.to_string();
     let rows: Vec<(i64, String, String, i64, Option<String>, bool, String)> = sqlx::query_as(
         "SELECT m.id, m.name, m.state, m.rev, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id), m.volume_name
@@ -93,31 +108,85 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
     let known: Vec<Known> = rows
         .into_iter()
         .filter_map(|(id, name, state, rev, container_id, holds_gpus, volume)| {
-            Some(Known { id, name, state: state.parse().ok()?, rev, container_id, holds_gpus, volume })
+            Some(Known {
+                id,
+                name,
+                state: state.parse().ok()?,
+                rev,
+                container_id,
+                holds_gpus,
+                volume,
+            })
         })
         .collect();
     // A black-holed engine must not hold up the other nodes' pass.
-    let bounded = |what: &'static str| move |_| format!("engine did not answer {what} within {} s", LIST_TIMEOUT.as_secs());
-    let containers = tokio::time::timeout(LIST_TIMEOUT, exec.list_managed(instance)).await.map_err(bounded("the container list"))?.map_err(|e| e.to_string())?;
-    let volumes = tokio::time::timeout(LIST_TIMEOUT, exec.list_managed_volumes(instance)).await.map_err(bounded("the volume list"))?.map_err(|e| e.to_string())?;
+    let bounded = |what: &'static str| {
+        move |_| {
+            format!(
+                "engine did not answer {what} within {} s",
+                LIST_TIMEOUT.as_secs()
+            )
+        }
+    };
+    let containers = tokio::time::timeout(LIST_TIMEOUT, exec.list_managed(instance))
+        .await
+        .map_err(bounded("the container list"))?
+        .map_err(|e| e.to_string())?;
+    let volumes = tokio::time::timeout(LIST_TIMEOUT, exec.list_managed_volumes(instance))
+        .await
+        .map_err(bounded("the volume list"))?
+        .map_err(|e| e.to_string())?;
 
     // 1. Machines follow their containers.
-    let by_id: HashMap<&str, ContainerStatus> = containers.iter().map(|c| (c.id.as_str(), c.status)).collect();
+    let by_id: HashMap<&str, ContainerStatus> = containers
+        .iter()
+        .map(|c| (c.id.as_str(), c.status))
+        .collect();
     for m in known.iter().filter(|m| m.holds_gpus) {
-        let Some(container_id) = &m.container_id else { continue };
+        let Some(container_id) = &m.container_id else {
+            continue;
+        };
         let (next, exit_code, message) = match by_id.get(container_id.as_str()) {
             Some(ContainerStatus::Running) => (MachineState::Running, None, String::new()),
-            Some(ContainerStatus::Exited { code }) => (MachineState::Stopped, Some(*code), format!("container exited with code {code}")),
-            Some(other) => (MachineState::Failed, None, format!("container is {other:?}")),
-            None => (MachineState::Failed, None, format!("container vanished from node {node_name}")),
+            Some(ContainerStatus::Exited { code }) => (
+                MachineState::Stopped,
+                Some(*code),
+                format!("container exited with code {code}"),
+            ),
+            Some(other) => (
+                MachineState::Failed,
+                None,
+                format!("container is {other:?}"),
+            ),
+            None => (
+                MachineState::Failed,
+                None,
+                format!("container vanished from node {node_name}"),
+            ),
         };
         if next == m.state {
             continue;
         }
         let mut tx = transitions::begin(pool).await.map_err(db)?;
-        if transitions::machine::observe_if_unchanged(&mut tx, m.id, m.rev, next, exit_code, &message).await.map_err(db)? {
-            let change = format!("machine {}: {} → {next}{}", m.name, m.state, if message.is_empty() { String::new() } else { format!(" ({message})") });
-            audit::record(&mut *tx, None, "reconcile.drift", &change).await.map_err(db)?;
+        if transitions::machine::observe_if_unchanged(
+            &mut tx, m.id, m.rev, next, exit_code, &message,
+        )
+        .await
+        .map_err(db)?
+        {
+            let change = format!(
+                "machine {}: {} → {next}{}",
+                m.name,
+                m.state,
+                if message.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({message})")
+                }
+            );
+            audit::record(&mut *tx, None, "reconcile.drift", &change)
+                .await
+                .map_err(db)?;
             tx.commit().await.map_err(|e| db(e.into()))?;
             report.changes.push(change);
         }
@@ -125,7 +194,11 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
 
     // 2. Containers of machines that hold no GPUs are garbage, wherever
     //    they came from. Re-checked at removal time against the database.
-    let holders: HashSet<i64> = known.iter().filter(|m| m.holds_gpus).map(|m| m.id).collect();
+    let holders: HashSet<i64> = known
+        .iter()
+        .filter(|m| m.holds_gpus)
+        .map(|m| m.id)
+        .collect();
     let mut collected: HashSet<&str> = HashSet::new();
     for c in &containers {
         if c.machine_id.is_some_and(|id| holders.contains(&id)) {
@@ -139,22 +212,37 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
         match exec.remove_container(&c.id).await {
             Ok(()) => {
                 collected.insert(c.id.as_str());
-                let what = format!("container {} ({}) on node {node_name}: its machine holds no GPUs", c.name, &c.id[..c.id.len().min(12)]);
-                audit::record(pool, None, "collect.container", &what).await.map_err(db)?;
+                let what = format!(
+                    "container {} ({}) on node {node_name}: its machine holds no GPUs",
+                    c.name,
+                    &c.id[..c.id.len().min(12)]
+                );
+                audit::record(pool, None, "collect.container", &what)
+                    .await
+                    .map_err(db)?;
                 tracing::warn!("collected {what}");
                 report.containers_collected.push(what);
             }
             Err(e) => {
                 tracing::warn!(container = %c.id, error = %e, "collector: could not remove container");
-                report.not_collected.push(format!("container {} on node {node_name}: {e}", c.name));
+                report
+                    .not_collected
+                    .push(format!("container {} on node {node_name}: {e}", c.name));
             }
         }
     }
 
     // 2b. GPUs a given-up task left with its container are free once the
     //     engine has no such container any more.
-    let remaining: Vec<&ManagedContainer> = containers.iter().filter(|c| !collected.contains(c.id.as_str())).collect();
-    report.gpus_freed.extend(free_left_gpus(pool, node_id, node_name, &remaining).await.map_err(db)?);
+    let remaining: Vec<&ManagedContainer> = containers
+        .iter()
+        .filter(|c| !collected.contains(c.id.as_str()))
+        .collect();
+    report.gpus_freed.extend(
+        free_left_gpus(pool, node_id, node_name, &remaining)
+            .await
+            .map_err(db)?,
+    );
 
     // 3. Volumes no live machine mounts and nobody kept.
     let mounted: HashSet<&str> = known.iter().map(|m| m.volume.as_str()).collect();
@@ -165,14 +253,18 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
         match exec.remove_volume(name).await {
             Ok(()) => {
                 let what = format!("volume {name} on node {node_name}: no live machine mounts it and it was not kept");
-                audit::record(pool, None, "collect.volume", &what).await.map_err(db)?;
+                audit::record(pool, None, "collect.volume", &what)
+                    .await
+                    .map_err(db)?;
                 tracing::warn!("collected {what}");
                 report.volumes_collected.push(what);
             }
             // In use by a container that is itself about to be collected.
             Err(e) => {
                 tracing::warn!(volume = %name, error = %e, "collector: could not remove volume");
-                report.not_collected.push(format!("volume {name} on node {node_name}: {e}"));
+                report
+                    .not_collected
+                    .push(format!("volume {name} on node {node_name}: {e}"));
             }
         }
     }
@@ -181,23 +273,36 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
     //    lost ones), no kept volume, no Docker volume (checked by the
     //    executor right before it removes the image).
     for name in exec.list_volume_images(instance, loopdev::SWEEP_MIN_AGE) {
-        if mounted.contains(name.as_str()) || volumes.contains(&name) || volume_in_use_now(pool, &name).await.map_err(db)? {
+        if mounted.contains(name.as_str())
+            || volumes.contains(&name)
+            || volume_in_use_now(pool, &name).await.map_err(db)?
+        {
             continue;
         }
         match tokio::time::timeout(LIST_TIMEOUT, exec.remove_orphan_image(&name)).await {
             Ok(Ok(None)) => {} // a Docker volume uses it
             Ok(Ok(Some(devices))) => {
-                let devices = if devices.is_empty() { "no loop device attached".to_string() } else { format!("loop device {} detached", devices.join(", ")) };
+                let devices = if devices.is_empty() {
+                    "no loop device attached".to_string()
+                } else {
+                    format!("loop device {} detached", devices.join(", "))
+                };
                 let what = format!("volume image {name}.img on node {node_name} ({devices}): no machine, kept volume or Docker volume names it");
-                audit::record(pool, None, "collect.image", &what).await.map_err(db)?;
+                audit::record(pool, None, "collect.image", &what)
+                    .await
+                    .map_err(db)?;
                 tracing::warn!("collected {what}");
                 report.images_collected.push(what);
             }
             Ok(Err(e)) => {
                 tracing::warn!(volume = %name, error = %e, "collector: could not remove volume image");
-                report.not_collected.push(format!("volume image {name}.img on node {node_name}: {e}"));
+                report
+                    .not_collected
+                    .push(format!("volume image {name}.img on node {node_name}: {e}"));
             }
-            Err(_) => report.not_collected.push(format!("volume image {name}.img on node {node_name}: engine did not answer")),
+            Err(_) => report.not_collected.push(format!(
+                "volume image {name}.img on node {node_name}: engine did not answer"
+            )),
         }
     }
     Ok(())
@@ -208,7 +313,12 @@ async fn reconcile_node(pool: &Pool, exec: &Executor, instance: &str, node_id: i
 /// less what it removed) but the one it runs now, if it holds GPUs again:
 /// a restore removes the old container before it makes its own. A
 /// container without a machine label may be any machine's.
-async fn free_left_gpus(pool: &Pool, node_id: i64, node_name: &str, remaining: &[&ManagedContainer]) -> Result<Vec<String>, PlatformError> {
+async fn free_left_gpus(
+    pool: &Pool,
+    node_id: i64,
+    node_name: &str,
+    remaining: &[&ManagedContainer],
+) -> Result<Vec<String>, PlatformError> {
     let rows: Vec<(i64, i64, Option<String>, bool)> = sqlx::query_as(
         "SELECT x.machine_id, x.gpu_id, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = x.machine_id)
          FROM gpus_left_to_collector x JOIN gpus g ON g.id = x.gpu_id LEFT JOIN machines m ON m.id = x.machine_id
@@ -219,7 +329,11 @@ async fn free_left_gpus(pool: &Pool, node_id: i64, node_name: &str, remaining: &
     .await?;
     let mut by_machine: BTreeMap<i64, (Option<String>, bool, Vec<i64>)> = BTreeMap::new();
     for (machine_id, gpu_id, current, holds) in rows {
-        by_machine.entry(machine_id).or_insert((current, holds, Vec::new())).2.push(gpu_id);
+        by_machine
+            .entry(machine_id)
+            .or_insert((current, holds, Vec::new()))
+            .2
+            .push(gpu_id);
     }
     let mut freed = Vec::new();
     for (machine_id, (current, holds, gpus)) in by_machine {
@@ -234,7 +348,9 @@ async fn free_left_gpus(pool: &Pool, node_id: i64, node_name: &str, remaining: &
         let n = transitions::machine::left_gpus_collected(&mut tx, machine_id, &gpus).await?;
         tx.commit().await?;
         if n > 0 {
-            freed.push(format!("{n} GPU(s) on node {node_name}: machine #{machine_id}'s container is gone"));
+            freed.push(format!(
+                "{n} GPU(s) on node {node_name}: machine #{machine_id}'s container is gone"
+            ));
         }
     }
     Ok(freed)
@@ -244,7 +360,12 @@ async fn free_left_gpus(pool: &Pool, node_id: i64, node_name: &str, remaining: &
 /// name one engine (a node renamed at start, an engine added twice), and a
 /// container this node's engine lists may be another node's live machine.
 async fn holds_gpus_now(pool: &Pool, machine_id: i64) -> Result<bool, PlatformError> {
-    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM machine_gpus WHERE machine_id = ?)").bind(machine_id).fetch_one(pool).await?)
+    Ok(
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM machine_gpus WHERE machine_id = ?)")
+            .bind(machine_id)
+            .fetch_one(pool)
+            .await?,
+    )
 }
 
 async fn volume_in_use_now(pool: &Pool, name: &str) -> Result<bool, PlatformError> {
@@ -263,14 +384,16 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
     loop {
         tick.tick().await;
         let (p, f) = (pool.clone(), fleet.clone());
-        match crate::contained::pass("reconcile", async move { reconcile_once(&p, &f).await }).await {
-            Some(Ok(r)) if !r.changes.is_empty()
-                || !r.containers_collected.is_empty()
-                || !r.volumes_collected.is_empty()
-                || !r.images_collected.is_empty()
-                || !r.snapshots_collected.is_empty()
-                || !r.gpus_freed.is_empty()
-                || !r.not_collected.is_empty() =>
+        match crate::contained::pass("reconcile", async move { reconcile_once(&p, &f).await }).await
+        {
+            Some(Ok(r))
+                if !r.changes.is_empty()
+                    || !r.containers_collected.is_empty()
+                    || !r.volumes_collected.is_empty()
+                    || !r.images_collected.is_empty()
+                    || !r.snapshots_collected.is_empty()
+                    || !r.gpus_freed.is_empty()
+                    || !r.not_collected.is_empty() =>
             {
                 tracing::info!(changes = ?r.changes, containers = ?r.containers_collected, volumes = ?r.volumes_collected,
                     images = ?r.images_collected, snapshots = ?r.snapshots_collected, gpus_freed = ?r.gpus_freed, not_collected = ?r.not_collected, "reconciled");

@@ -26,7 +26,10 @@ pub struct ClientPlace {
 
 impl ClientPlaces {
     pub fn new(max: usize) -> Self {
-        ClientPlaces { max, open: Arc::default() }
+        ClientPlaces {
+            max,
+            open: Arc::default(),
+        }
     }
 
     /// A place for one more connection from `ip`, or `None` when it has
@@ -43,7 +46,9 @@ impl ClientPlaces {
             return None;
         }
         *count += 1;
-        Some(ClientPlace { held: Some((ip, Arc::clone(&self.open))) })
+        Some(ClientPlace {
+            held: Some((ip, Arc::clone(&self.open))),
+        })
     }
 
     /// Client addresses with a connection open (a figure for tests).
@@ -54,7 +59,9 @@ impl ClientPlaces {
 
 impl Drop for ClientPlace {
     fn drop(&mut self) {
-        let Some((ip, open)) = self.held.take() else { return };
+        let Some((ip, open)) = self.held.take() else {
+            return;
+        };
         let mut open = open.lock().unwrap_or_else(|e| e.into_inner());
         // The entry goes with its last connection: the map holds only
         // clients connected now, however many have come and gone.
@@ -77,7 +84,10 @@ mod tests {
         let (a, b): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
         let first = places.enter(a).unwrap();
         let _second = places.enter(a).unwrap();
-        assert!(places.enter(a).is_none(), "a third connection from one client");
+        assert!(
+            places.enter(a).is_none(),
+            "a third connection from one client"
+        );
         // As an IPv4-mapped IPv6 address it is the same client.
         assert!(places.enter("::ffff:192.0.2.1".parse().unwrap()).is_none());
         let _other = places.enter(b).expect("another client is not affected");

@@ -7,7 +7,7 @@
 
 use crate::{
     terminal::Full,
-    workspace::{enter, executor, exec_error, refuse, refusal, WsState},
+    workspace::{enter, exec_error, executor, refusal, refuse, WsState},
 };
 use axum::{
     body::Body,
@@ -35,7 +35,12 @@ pub struct LogQuery {
     follow: Option<String>,
 }
 
-pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<LogQuery>, req: Request) -> Response {
+pub async fn logs(
+    State(st): State<WsState>,
+    Path(id): Path<i64>,
+    Query(q): Query<LogQuery>,
+    req: Request,
+) -> Response {
     let (parts, _body) = req.into_parts();
     let (user, target) = match enter(&st, &parts, id, false).await {
         Ok(t) => t,
@@ -50,7 +55,12 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
         Some("all") => None,
         Some(n) => match n.parse::<u64>() {
             Ok(n) => Some(n.min(MAX_TAIL)),
-            Err(_) => return refuse(StatusCode::BAD_REQUEST, "tail must be a number of lines or \"all\""),
+            Err(_) => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    "tail must be a number of lines or \"all\"",
+                )
+            }
         },
     };
     let follow = matches!(q.follow.as_deref(), Some("1" | "true" | "on" | "yes"));
@@ -96,7 +106,10 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
         let session = st.session_watch.watch_request(&parts, &user);
         let ended = session.wait();
         let events = lines(stream)
-            .take_until(futures_util::future::select(Box::pin(stopped), Box::pin(ended)))
+            .take_until(futures_util::future::select(
+                Box::pin(stopped),
+                Box::pin(ended),
+            ))
             .map(|line| Ok::<_, Infallible>(Event::default().data(line)))
             .chain(stream::once(async move {
                 // Given back when the stream ends or the client leaves.
@@ -110,7 +123,9 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
                 };
                 Ok(Event::default().event("end").data(why))
             }));
-        return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+        return Sse::new(events)
+            .keep_alive(KeepAlive::default())
+            .into_response();
     }
     // Cut when the session ends, as a followed one; the slot (if any) is
     // given back when the body ends or the client leaves.
@@ -121,9 +136,15 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
         None
     })
     .filter_map(std::future::ready);
-    let body = stream::iter(first).chain(rest).chain(give_back).map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
+    let body = stream::iter(first)
+        .chain(rest)
+        .chain(give_back)
+        .map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
     (
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
         Body::from_stream(body),
     )
         .into_response()
@@ -138,7 +159,12 @@ pub fn lines(input: ByteStream) -> impl Stream<Item = String> + Send {
         ready: std::collections::VecDeque<String>,
         done: bool,
     }
-    let st = St { input, buf: BytesMut::new(), ready: Default::default(), done: false };
+    let st = St {
+        input,
+        buf: BytesMut::new(),
+        ready: Default::default(),
+        done: false,
+    };
     stream::unfold(st, |mut st| async move {
         loop {
             if let Some(line) = st.ready.pop_front() {

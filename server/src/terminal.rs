@@ -23,7 +23,7 @@
 //! as a slow ssh client does); input is written through as it arrives;
 //! WebSocket buffers are small and messages capped.
 
-use crate::workspace::{enter, executor, exec_error, internal, refuse, refusal, Watched, WsState};
+use crate::workspace::{enter, exec_error, executor, internal, refusal, refuse, Watched, WsState};
 use app::{api::auth::ClientAddress, error::RequestId};
 use axum::{
     extract::{
@@ -75,7 +75,12 @@ struct Resize {
     rows: u16,
 }
 
-pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<TermQuery>, req: Request) -> Response {
+pub async fn terminal(
+    State(st): State<WsState>,
+    Path(id): Path<i64>,
+    Query(q): Query<TermQuery>,
+    req: Request,
+) -> Response {
     let (mut parts, _body) = req.into_parts();
     let (user, target) = match enter(&st, &parts, id, true).await {
         Ok(t) => t,
@@ -110,19 +115,40 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         return Json(serde_json::json!({ "ready": true, "machine": target.name, "idle_secs": st.limits.idle_secs })).into_response();
     };
     let size = TtySize::new(q.cols.unwrap_or(80), q.rows.unwrap_or(24));
-    let shell = match open_shell(st.app.pool.clone(), exec.clone(), container.clone(), size).await {
-        Some(Ok(s)) => s,
-        Some(Err(e)) => return exec_error(e),
-        // Its task was cut off (the server stopping) or panicked (logged).
-        None => return refuse(StatusCode::SERVICE_UNAVAILABLE, "the terminal could not be started; try again (the error, if any, has been logged)"),
-    };
+    let shell =
+        match open_shell(st.app.pool.clone(), exec.clone(), container.clone(), size).await {
+            Some(Ok(s)) => s,
+            Some(Err(e)) => return exec_error(e),
+            // Its task was cut off (the server stopping) or panicked (logged).
+            None => return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the terminal could not be started; try again (the error, if any, has been logged)",
+            ),
+        };
     // No await from here until the guard holds the shell: a request cut off
     // now drops the guard, which hangs the shell up.
     let client = client_label(&parts);
     let pool = st.app.pool.clone();
-    let mut guard = Cleanup { pool: pool.clone(), session: None, exec: exec.clone(), container: container.clone(), exec_id: shell.exec_id.clone(), pid: shell.pid, done: false };
+    let mut guard = Cleanup {
+        pool: pool.clone(),
+        session: None,
+        exec: exec.clone(),
+        container: container.clone(),
+        exec_id: shell.exec_id.clone(),
+        pid: shell.pid,
+        done: false,
+    };
     // From here on, any early return hangs the shell up (the guard's drop).
-    let session = match sessions::open(&pool, &user, id, &target.name, st.terminals.server_id(), &client).await {
+    let session = match sessions::open(
+        &pool,
+        &user,
+        id,
+        &target.name,
+        st.terminals.server_id(),
+        &client,
+    )
+    .await
+    {
         Ok(s) => s,
         Err(e) => return internal(e),
     };
@@ -156,8 +182,14 @@ pub async fn terminal(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
 /// the address the proxy forwarded, as sign-ins count it) — with the TCP
 /// peer's port when that address is the peer itself.
 fn client_label(parts: &axum::http::request::Parts) -> String {
-    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-    let resolved = parts.extensions.get::<ClientAddress>().and_then(|a| a.0.clone());
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
+    let resolved = parts
+        .extensions
+        .get::<ClientAddress>()
+        .and_then(|a| a.0.clone());
     match (resolved, peer) {
         (Some(addr), Some(peer)) if addr == peer.ip().to_string() => peer.to_string(),
         (Some(addr), _) => addr,
@@ -173,13 +205,27 @@ fn client_label(parts: &axum::http::request::Parts) -> String {
 /// unseen, until it stopped: the task hangs it up itself when nobody is
 /// left to take it. `None` if the task was cut off (the runtime stopping)
 /// or panicked.
-async fn open_shell(pool: Pool, exec: Executor, container: String, size: TtySize) -> Option<Result<Shell, ExecError>> {
+async fn open_shell(
+    pool: Pool,
+    exec: Executor,
+    container: String,
+    size: TtySize,
+) -> Option<Result<Shell, ExecError>> {
     let (hand_over, taken) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         let opened = exec.open_shell(&container, size).await;
         if let Err(Ok(shell)) = hand_over.send(opened) {
             tracing::info!(%container, "a terminal's client left while its shell started; hanging the shell up");
-            cleanup(pool, None, exec, container, shell.exec_id, shell.pid, String::new()).await;
+            cleanup(
+                pool,
+                None,
+                exec,
+                container,
+                shell.exec_id,
+                shell.pid,
+                String::new(),
+            )
+            .await;
         }
     });
     taken.await.ok()
@@ -216,7 +262,12 @@ async fn run(
     stopped: impl std::future::Future<Output = ()>,
 ) {
     let (mut tx, mut rx) = socket.split();
-    let Shell { exec_id, mut output, mut input, .. } = shell;
+    let Shell {
+        exec_id,
+        mut output,
+        mut input,
+        ..
+    } = shell;
     let started = Instant::now();
     // Milliseconds since `started` of the last byte in either direction.
     let last = AtomicU64::new(0);
@@ -249,8 +300,13 @@ async fn run(
                         }
                     }
                     Ok(Message::Text(text)) => {
-                        if let Ok(Control { resize: Some(r) }) = serde_json::from_str::<Control>(text.as_str()) {
-                            let _ = ctx.exec.resize_shell(&exec_id, TtySize::new(r.cols, r.rows)).await;
+                        if let Ok(Control { resize: Some(r) }) =
+                            serde_json::from_str::<Control>(text.as_str())
+                        {
+                            let _ = ctx
+                                .exec
+                                .resize_shell(&exec_id, TtySize::new(r.cols, r.rows))
+                                .await;
                         }
                     }
                     Ok(Message::Close(_)) | Err(_) => return End::ClientClosed,
@@ -271,7 +327,9 @@ async fn run(
         };
         let idle = async {
             loop {
-                let quiet = Duration::from_millis(started.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed));
+                let quiet = Duration::from_millis(
+                    started.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed),
+                );
                 if quiet >= ctx.idle {
                     return End::Idle;
                 }
@@ -290,11 +348,23 @@ async fn run(
 
     let (reason, shell_gone) = match end {
         End::ShellEnded => (why_ended(&ctx, &exec_id).await, true),
-        End::EngineError(e) => (engine_failure(&e, ctx.request_id.as_deref(), guard.session), false),
-        End::ClientClosed => (CloseReason::new(close_code::NORMAL, "closed by the browser"), false),
+        End::EngineError(e) => (
+            engine_failure(&e, ctx.request_id.as_deref(), guard.session),
+            false,
+        ),
+        End::ClientClosed => (
+            CloseReason::new(close_code::NORMAL, "closed by the browser"),
+            false,
+        ),
         End::Signal(reason) => (reason, false),
         End::Idle => (
-            CloseReason::new(close_code::IDLE, format!("closed after {} with nothing typed or printed", sessions::duration_text(ctx.idle.as_secs() as i64))),
+            CloseReason::new(
+                close_code::IDLE,
+                format!(
+                    "closed after {} with nothing typed or printed",
+                    sessions::duration_text(ctx.idle.as_secs() as i64)
+                ),
+            ),
             false,
         ),
     };
@@ -306,7 +376,10 @@ async fn run(
     guard.finish(&reason.text, !shell_gone).await;
     drop(registration);
     drop(slot);
-    let frame = CloseFrame { code: reason.code, reason: close_text(&reason.text).into() };
+    let frame = CloseFrame {
+        code: reason.code,
+        reason: close_text(&reason.text).into(),
+    };
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         let _ = tx.send(Message::Close(Some(frame))).await;
         let _ = tx.close().await;
@@ -338,7 +411,10 @@ async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
         }
     }
     match ctx.exec.shell_state(exec_id).await {
-        Ok(ProcessState::Exited(code)) => CloseReason::new(close_code::NORMAL, format!("the shell exited (code {code})")),
+        Ok(ProcessState::Exited(code)) => CloseReason::new(
+            close_code::NORMAL,
+            format!("the shell exited (code {code})"),
+        ),
         _ => CloseReason::new(close_code::NORMAL, "the shell exited"),
     }
 }
@@ -410,7 +486,10 @@ impl Slots {
         }
         *mine += 1;
         t.total += 1;
-        Ok(Slot { slots: self.clone(), user })
+        Ok(Slot {
+            slots: self.clone(),
+            user,
+        })
     }
 
     /// Slots taken in all and by `user`.
@@ -454,8 +533,16 @@ struct Cleanup {
 impl Cleanup {
     async fn finish(&mut self, reason: &str, hang_up: bool) {
         self.done = true;
-        cleanup(self.pool.clone(), self.session, self.exec.clone(), self.container.clone(), self.exec_id.clone(), self.pid.filter(|_| hang_up), reason.to_string())
-            .await;
+        cleanup(
+            self.pool.clone(),
+            self.session,
+            self.exec.clone(),
+            self.container.clone(),
+            self.exec_id.clone(),
+            self.pid.filter(|_| hang_up),
+            reason.to_string(),
+        )
+        .await;
     }
 }
 
@@ -479,7 +566,15 @@ impl Drop for Cleanup {
     }
 }
 
-async fn cleanup(pool: Pool, session: Option<i64>, exec: Executor, container: String, exec_id: String, pid: Option<u32>, reason: String) {
+async fn cleanup(
+    pool: Pool,
+    session: Option<i64>,
+    exec: Executor,
+    container: String,
+    exec_id: String,
+    pid: Option<u32>,
+    reason: String,
+) {
     if let Some(pid) = pid {
         if let Ok(ProcessState::Running) = exec.shell_state(&exec_id).await {
             if let Err(e) = exec.hangup_shell(&container, pid).await {
@@ -525,15 +620,31 @@ mod tests {
 
     #[test]
     fn an_unreachable_engine_is_not_named_in_the_close_frame() {
-        let e = ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2376 is unreachable: reset".into());
+        let e = ExecError::Unavailable(
+            "Docker Engine at tcp://10.1.2.3:2376 is unreachable: reset".into(),
+        );
         let reason = super::engine_failure(&e, Some("3f00aa11bb22cc33"), Some(7));
         assert_eq!(reason.code, close_code::ERROR);
         let text = super::close_text(&reason.text);
-        assert!(!text.contains("tcp://") && !text.contains("10.1.2.3") && !text.contains("reset"), "{text}");
-        assert!(text.contains("logged") && text.contains("3f00aa11bb22cc33"), "says where the detail went: {text}");
+        assert!(
+            !text.contains("tcp://") && !text.contains("10.1.2.3") && !text.contains("reset"),
+            "{text}"
+        );
+        assert!(
+            text.contains("logged") && text.contains("3f00aa11bb22cc33"),
+            "says where the detail went: {text}"
+        );
         // Any other engine error's text stays out too (it may name paths).
-        let reason = super::engine_failure(&ExecError::Failed("read /var/lib/docker/x: i/o error".into()), None, None);
-        assert!(!reason.text.contains("/var/lib") && reason.text.contains("logged"), "{}", reason.text);
+        let reason = super::engine_failure(
+            &ExecError::Failed("read /var/lib/docker/x: i/o error".into()),
+            None,
+            None,
+        );
+        assert!(
+            !reason.text.contains("/var/lib") && reason.text.contains("logged"),
+            "{}",
+            reason.text
+        );
     }
 
     #[test]

@@ -22,7 +22,14 @@ pub const CHANGE_PASSWORD_PAGE: &str = "/account/password";
 pub fn safe_next(next: Option<&str>) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-._~/?=&%+,:;@!*".contains(c);
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && n.len() <= 512 && n.chars().all(plain) => n.to_string(),
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && n.len() <= 512
+                && n.chars().all(plain) =>
+        {
+            n.to_string()
+        }
         _ => "/".to_string(),
     }
 }
@@ -32,7 +39,9 @@ pub fn login_url(next: &str) -> String {
     let mut out = String::from("/login?next=");
     for b in next.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -43,7 +52,11 @@ pub fn login_url(next: &str) -> String {
 #[cfg(feature = "hydrate")]
 pub fn go_to_login() {
     let location = window().location();
-    let here = format!("{}{}", location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
+    let here = format!(
+        "{}{}",
+        location.pathname().unwrap_or_default(),
+        location.search().unwrap_or_default()
+    );
     if !here.starts_with("/login") {
         let _ = location.assign(&login_url(&here));
     }
@@ -51,7 +64,10 @@ pub fn go_to_login() {
 
 #[cfg(feature = "ssr")]
 fn request_extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
-    use_context::<http::request::Parts>()?.extensions.get::<T>().cloned()
+    use_context::<http::request::Parts>()?
+        .extensions
+        .get::<T>()
+        .cloned()
 }
 
 #[cfg(feature = "ssr")]
@@ -66,21 +82,44 @@ fn gate() -> std::sync::Arc<gantry_platform::password::Gate> {
 
 #[cfg(feature = "ssr")]
 async fn session() -> Result<tower_sessions::Session, AppError> {
-    leptos_axum::extract::<tower_sessions::Session>().await.map_err(|e| AppError::internal(format!("session unavailable: {e}")))
+    leptos_axum::extract::<tower_sessions::Session>()
+        .await
+        .map_err(|e| AppError::internal(format!("session unavailable: {e}")))
 }
 
 #[server(prefix = "/api", endpoint = "login")]
-pub async fn login(username: String, password: String, next: Option<String>) -> Result<Me, AppError> {
+pub async fn login(
+    username: String,
+    password: String,
+    next: Option<String>,
+) -> Result<Me, AppError> {
     use crate::state::{pool, SESSION_USER_KEY};
     let pool = pool()?;
-    let user = gantry_platform::accounts::authenticate_with(&pool, &gate(), &username, &password, client_address().as_deref()).await?;
+    let user = gantry_platform::accounts::authenticate_with(
+        &pool,
+        &gate(),
+        &username,
+        &password,
+        client_address().as_deref(),
+    )
+    .await?;
     let session = session().await?;
     // A new id on sign-in, so a planted session id is worth nothing.
     session.cycle_id().await.map_err(AppError::internal)?;
-    session.insert(SESSION_USER_KEY, user.id).await.map_err(AppError::internal)?;
-    session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;
+    session
+        .insert(SESSION_USER_KEY, user.id)
+        .await
+        .map_err(AppError::internal)?;
+    session
+        .insert(SESSION_GEN_KEY, user.session_gen)
+        .await
+        .map_err(AppError::internal)?;
     tracing::info!(user = %user.username, "signed in");
-    let to = if user.must_change_password { CHANGE_PASSWORD_PAGE.to_string() } else { safe_next(next.as_deref()) };
+    let to = if user.must_change_password {
+        CHANGE_PASSWORD_PAGE.to_string()
+    } else {
+        safe_next(next.as_deref())
+    };
     redirect_form_post(&to);
     Ok(user.into())
 }
@@ -103,10 +142,21 @@ pub async fn change_password(current: String, new: String, repeat: String) -> Re
         return Err(AppError::Invalid("the two new passwords differ".into()).respond());
     }
     let pool = crate::state::pool()?;
-    let user = gantry_platform::accounts::change_password(&pool, &gate(), &me, &current, &new, client_address().as_deref()).await?;
+    let user = gantry_platform::accounts::change_password(
+        &pool,
+        &gate(),
+        &me,
+        &current,
+        &new,
+        client_address().as_deref(),
+    )
+    .await?;
     let session = session().await?;
     session.cycle_id().await.map_err(AppError::internal)?;
-    session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;
+    session
+        .insert(SESSION_GEN_KEY, user.session_gen)
+        .await
+        .map_err(AppError::internal)?;
     // Without JavaScript the page says so through the signed `done` marker
     // (an unsigned `?changed=1` let a bare link claim the password changed).
     redirect_form_post("/account/password");
@@ -118,7 +168,10 @@ pub async fn change_password(current: String, new: String, repeat: String) -> Re
 #[cfg(feature = "ssr")]
 fn redirect_form_post(path: &str) {
     let form_post = use_context::<http::request::Parts>().is_some_and(|p| {
-        p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
+        p.headers
+            .get(http::header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .is_some_and(|a| a.contains("text/html"))
     });
     if form_post {
         leptos_axum::redirect(path);
@@ -132,8 +185,22 @@ mod tests {
     #[test]
     fn next_stays_on_this_site() {
         assert_eq!(safe_next(Some("/admin")), "/admin");
-        assert_eq!(safe_next(Some("/machines/3?tab=logs&x=1")), "/machines/3?tab=logs&x=1");
-        for bad in ["//evil.example", "/\\evil.example", "https://evil.example", "https:/x", "", "/\t/evil.example", "/\n", "/\r", "/ x", "/é"] {
+        assert_eq!(
+            safe_next(Some("/machines/3?tab=logs&x=1")),
+            "/machines/3?tab=logs&x=1"
+        );
+        for bad in [
+            "//evil.example",
+            "/\\evil.example",
+            "https://evil.example",
+            "https:/x",
+            "",
+            "/\t/evil.example",
+            "/\n",
+            "/\r",
+            "/ x",
+            "/é",
+        ] {
             assert_eq!(safe_next(Some(bad)), "/", "{bad:?}");
         }
         assert_eq!(safe_next(Some(&format!("/{}", "a".repeat(600)))), "/");

@@ -33,7 +33,11 @@ impl SessionProbe {
 pub enum Access {
     /// A signed-in session, made in this generation of the account's
     /// sessions; with a probe, also only while that very session lasts.
-    Session { user_id: i64, session_gen: i64, probe: Option<SessionProbe> },
+    Session {
+        user_id: i64,
+        session_gen: i64,
+        probe: Option<SessionProbe>,
+    },
     /// A personal API token, by its hash as stored (never the secret).
     Token { user_id: i64, secret_hash: String },
 }
@@ -41,26 +45,45 @@ pub enum Access {
 impl Access {
     /// A browser session's right: `user` as the session guard let it in.
     pub fn session(user: &User) -> Self {
-        Access::Session { user_id: user.id, session_gen: user.session_gen, probe: None }
+        Access::Session {
+            user_id: user.id,
+            session_gen: user.session_gen,
+            probe: None,
+        }
     }
 
     /// [`Access::session`] that also ends when `probe` says the request's
     /// own session has (signed out in any tab, or idle too long).
     pub fn browser_session(user: &User, probe: SessionProbe) -> Self {
-        Access::Session { user_id: user.id, session_gen: user.session_gen, probe: Some(probe) }
+        Access::Session {
+            user_id: user.id,
+            session_gen: user.session_gen,
+            probe: Some(probe),
+        }
     }
 
     /// A bearer token's right: `user` is the account it authenticated as.
     pub fn token(user: &User, secret: &str) -> Self {
-        Access::Token { user_id: user.id, secret_hash: tokens::hash(secret) }
+        Access::Token {
+            user_id: user.id,
+            secret_hash: tokens::hash(secret),
+        }
     }
 
     /// The right of the account's sessions as they are now, for a caller
     /// that did not say what let its request in.
     pub async fn sessions_now(pool: &Pool, user_id: i64) -> Result<Self, PlatformError> {
-        let session_gen: Option<i64> = sqlx::query_scalar("SELECT session_gen FROM users WHERE id = ?").bind(user_id).fetch_optional(pool).await?;
+        let session_gen: Option<i64> =
+            sqlx::query_scalar("SELECT session_gen FROM users WHERE id = ?")
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await?;
         // An account that is gone holds no right, whatever the figure.
-        Ok(Access::Session { user_id, session_gen: session_gen.unwrap_or_default(), probe: None })
+        Ok(Access::Session {
+            user_id,
+            session_gen: session_gen.unwrap_or_default(),
+            probe: None,
+        })
     }
 
     /// Whether the right still holds. An error is no verdict: the caller

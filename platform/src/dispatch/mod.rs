@@ -47,12 +47,26 @@ pub struct Dispatcher {
 /// A lease owner id unique to this process start.
 pub fn new_owner_id() -> Arc<str> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    format!("{}-{}-{:08x}", host.trim(), std::process::id(), rand::random::<u32>()).into()
+    format!(
+        "{}-{}-{:08x}",
+        host.trim(),
+        std::process::id(),
+        rand::random::<u32>()
+    )
+    .into()
 }
 
 impl Dispatcher {
     pub fn new(pool: Pool, fleet: Fleet, wake: Arc<Notify>, parallel: usize) -> Dispatcher {
-        Dispatcher { pool, fleet, wake, parallel: parallel.max(1), owner: new_owner_id(), lease_secs: LEASE_SECS, hook: None }
+        Dispatcher {
+            pool,
+            fleet,
+            wake,
+            parallel: parallel.max(1),
+            owner: new_owner_id(),
+            lease_secs: LEASE_SECS,
+            hook: None,
+        }
     }
 
     /// Runs until the process ends.
@@ -77,30 +91,49 @@ impl Dispatcher {
             }
             while running.try_join_next().is_some() {}
         }
-        let finished = tokio::time::timeout(grace, async { while running.join_next().await.is_some() {} }).await.is_ok();
+        let finished = tokio::time::timeout(grace, async {
+            while running.join_next().await.is_some() {}
+        })
+        .await
+        .is_ok();
         if !finished {
-            tracing::warn!(stopped = running.len(), "shutting down: stopping the tasks still running; they resume at the next start");
+            tracing::warn!(
+                stopped = running.len(),
+                "shutting down: stopping the tasks still running; they resume at the next start"
+            );
         }
         running.shutdown().await;
         // A pass cut short may have claimed tasks it never started: those
         // are ours too, and go back with the rest.
         match transitions::lease::release_all(&self.pool, &self.owner).await {
             Ok(0) => {}
-            Ok(n) => tracing::info!(requeued = n, "shutting down: unfinished tasks handed back to the queue"),
-            Err(e) => tracing::error!(error = %e, "shutting down: could not hand tasks back; they resume when their leases expire"),
+            Ok(n) => tracing::info!(
+                requeued = n,
+                "shutting down: unfinished tasks handed back to the queue"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "shutting down: could not hand tasks back; they resume when their leases expire")
+            }
         }
     }
 
     /// One turn of the loop: requeue expired leases now and then, claim
     /// what there is room for and start it, or wait to be woken.
-    async fn pass(&self, permits: &Arc<Semaphore>, running: &mut JoinSet<()>, last_expiry: &mut i64) {
+    async fn pass(
+        &self,
+        permits: &Arc<Semaphore>,
+        running: &mut JoinSet<()>,
+        last_expiry: &mut i64,
+    ) {
         let now = now();
         // Tasks whose runner stopped renewing (a crashed process) come
         // back to the queue; cheap, so every few seconds is fine.
         if now - *last_expiry >= (self.lease_secs / 3).clamp(1, 5) {
             *last_expiry = now;
             match expire_leases(&self.pool, now).await {
-                Ok(n) if n > 0 => tracing::warn!(requeued = n, "resuming tasks whose runner stopped"),
+                Ok(n) if n > 0 => {
+                    tracing::warn!(requeued = n, "resuming tasks whose runner stopped")
+                }
                 Ok(_) => {}
                 Err(e) => tracing::error!(error = %e, "expiring leases failed"),
             }
@@ -109,10 +142,12 @@ impl Dispatcher {
         let claimed = if free > 0 {
             // Not `now`: the claim may wait for the write lock, and its
             // lease counts from when it got it.
-            transitions::lease::claim(&self.pool, &self.owner, free as i64, self.lease_secs).await.unwrap_or_else(|e| {
-                tracing::error!(error = %e, "claiming tasks failed");
-                Vec::new()
-            })
+            transitions::lease::claim(&self.pool, &self.owner, free as i64, self.lease_secs)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "claiming tasks failed");
+                    Vec::new()
+                })
         } else {
             Vec::new()
         };
@@ -123,7 +158,11 @@ impl Dispatcher {
             return;
         }
         for task in claimed {
-            let permit = permits.clone().acquire_owned().await.expect("semaphore never closes");
+            let permit = permits
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("semaphore never closes");
             let me = self.clone();
             running.spawn(async move {
                 me.execute(task).await;
@@ -139,7 +178,9 @@ impl Dispatcher {
     pub async fn execute(&self, task: ClaimedTask) {
         let lease = Duration::from_secs(task.lease.secs.max(1) as u64);
         let every = lease / 3;
-        let Some(claimed_at) = self.renewed_if_late(&task, every).await else { return };
+        let Some(claimed_at) = self.renewed_if_late(&task, every).await else {
+            return;
+        };
         let renewal = async {
             // The lease holds until `held_until` at least: counted from
             // before the clock the claim's or renewal's expiry was computed
@@ -155,7 +196,12 @@ impl Dispatcher {
                 tokio::time::sleep_until(at + every).await;
                 at = tokio::time::Instant::now();
                 let renewed = loop {
-                    match tokio::time::timeout_at(held_until - every / 2, transitions::lease::renew(&self.pool, &task.lease, now())).await {
+                    match tokio::time::timeout_at(
+                        held_until - every / 2,
+                        transitions::lease::renew(&self.pool, &task.lease, now()),
+                    )
+                    .await
+                    {
                         Err(_) => break None,
                         Ok(Err(e)) => {
                             tracing::warn!(task = task.id, error = %e, "lease renewal failed; retrying");
@@ -198,7 +244,11 @@ impl Dispatcher {
     /// touched, since the claim's lease may be close to running out.
     /// `None`: the task is no longer ours, or the renewal did not get
     /// through; it resumes when its lease expires.
-    async fn renewed_if_late(&self, task: &ClaimedTask, every: Duration) -> Option<tokio::time::Instant> {
+    async fn renewed_if_late(
+        &self,
+        task: &ClaimedTask,
+        every: Duration,
+    ) -> Option<tokio::time::Instant> {
         if task.claimed_at.elapsed() < every {
             return Some(task.claimed_at);
         }
@@ -206,7 +256,10 @@ impl Dispatcher {
         match transitions::lease::renew(&self.pool, &task.lease, now()).await {
             Ok(true) => Some(at),
             Ok(false) => {
-                tracing::warn!(task = task.id, "lease lost before the task started; another process or an admin took it over");
+                tracing::warn!(
+                    task = task.id,
+                    "lease lost before the task started; another process or an admin took it over"
+                );
                 None
             }
             Err(e) => {
@@ -227,6 +280,10 @@ impl Dispatcher {
 
 /// Claims due tasks for `owner` with the default lease (tests drive the
 /// dispatcher with it).
-pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
+pub async fn claim(
+    pool: &Pool,
+    owner: &Arc<str>,
+    limit: i64,
+) -> Result<Vec<ClaimedTask>, PlatformError> {
     transitions::lease::claim(pool, owner, limit, LEASE_SECS).await
 }

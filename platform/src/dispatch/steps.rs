@@ -5,7 +5,10 @@
 
 use super::{context, ClaimedTask, Dispatcher};
 use crate::{
-    executor::{docker::{is_volume_failure, missing_program}, ContainerStatus, ExecError, Executor},
+    executor::{
+        docker::{is_volume_failure, missing_program},
+        ContainerStatus, ExecError, Executor,
+    },
     transitions::{run, task::progress},
     PlatformError,
 };
@@ -88,7 +91,9 @@ impl From<PlatformError> for StepError {
             // a reclaim — container removed, snapshot marked failed. Any
             // other database error (a constraint, a missing row) is no
             // better on the next try.
-            PlatformError::Database(e) if transient(&e) => StepError::Busy(format!("the database was busy: {e}")),
+            PlatformError::Database(e) if transient(&e) => {
+                StepError::Busy(format!("the database was busy: {e}"))
+            }
             other => StepError::Fail(other.to_string()),
         }
     }
@@ -99,7 +104,10 @@ impl From<PlatformError> for StepError {
 fn transient(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6 | 10)),
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 5 | 6 | 10)),
         _ => false,
     }
 }
@@ -107,7 +115,11 @@ fn transient(e: &sqlx::Error) -> bool {
 /// Runs the task's steps; what is logged meanwhile (an engine's own error
 /// text among it) names the task.
 pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
-    steps(d, task).instrument(tracing::info_span!("task", id = task.id, kind = %task.kind, machine = task.machine_id)).await
+    steps(d, task)
+        .instrument(
+            tracing::info_span!("task", id = task.id, kind = %task.kind, machine = task.machine_id),
+        )
+        .await
 }
 
 async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
@@ -117,10 +129,20 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
     // Decided before loading the context, which needs a node: a removed
     // node leaves its lost machines with none. A resumed delete finds the
     // machine `deleting`, so the node is asked, not only the state.
-    if task.kind == TaskKind::Delete && (before.state == MachineState::Lost || context::node_gone(&d.pool, task.machine_id).await?) {
+    if task.kind == TaskKind::Delete
+        && (before.state == MachineState::Lost
+            || context::node_gone(&d.pool, task.machine_id).await?)
+    {
         // Its node is gone; the collector removes whatever the engine still
         // has if it ever answers again. Deleting closes the record.
-        run::deleted(&d.pool, lease, task.machine_id, false, "deleted (its node was lost)").await?;
+        run::deleted(
+            &d.pool,
+            lease,
+            task.machine_id,
+            false,
+            "deleted (its node was lost)",
+        )
+        .await?;
         return Ok(Done::Recorded);
     }
     let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
@@ -137,16 +159,27 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
                 // A job's container that already started (a create retried
                 // or resumed after the start) is the job: running its
                 // command again would repeat whatever it did.
-                if let Some(started) = started_job_container(&exec, ctx.container_id.as_deref()).await? {
+                if let Some(started) =
+                    started_job_container(&exec, ctx.container_id.as_deref()).await?
+                {
                     let state = observe(d, task, &exec, &started).await?;
-                    return Ok(Done::Succeeded(format!("created; its command had already started on {} ({state})", ctx.node_name)));
+                    return Ok(Done::Succeeded(format!(
+                        "created; its command had already started on {} ({state})",
+                        ctx.node_name
+                    )));
                 }
             }
             step(10, "preparing the data volume").await?;
             let volume = exec.ensure_volume(&ctx.spec).await?;
             run::volume_ready(&d.pool, lease, task.machine_id, volume.size_enforced).await?;
             step(30, "removing any previous container").await?;
-            remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await?;
+            remove_machine_containers(
+                &exec,
+                &ctx.spec.instance,
+                task.machine_id,
+                ctx.container_id.as_deref(),
+            )
+            .await?;
             step(50, "creating the container").await?;
             let container = exec.create_container(&ctx.spec).await?;
             run::container_created(&d.pool, lease, task.machine_id, &container.id).await?;
@@ -157,19 +190,27 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
             exec.start_container(&container.id).await?;
             let state = observe(d, task, &exec, &container.id).await?;
             // A job may well have finished already; the watcher takes it from here.
-            let started = state == MachineState::Running || (ctx.is_job && state == MachineState::Stopped);
+            let started =
+                state == MachineState::Running || (ctx.is_job && state == MachineState::Stopped);
             if !started {
-                return Err(StepError::Fail(format!("the container did not stay running (now {state})")));
+                return Err(StepError::Fail(format!(
+                    "the container did not stay running (now {state})"
+                )));
             }
             let verb = match task.kind {
                 TaskKind::Create => "created",
                 TaskKind::Restore => "restored from its snapshot (data volume kept)",
                 _ => "reinstalled (data volume kept)",
             };
-            Ok(Done::Succeeded(format!("{verb}; running on {}", ctx.node_name)))
+            Ok(Done::Succeeded(format!(
+                "{verb}; running on {}",
+                ctx.node_name
+            )))
         }
         TaskKind::Restart => {
-            let id = ctx.container_id.clone().ok_or_else(|| StepError::Fail("the machine has no container to restart; reinstall it".into()))?;
+            let id = ctx.container_id.clone().ok_or_else(|| {
+                StepError::Fail("the machine has no container to restart; reinstall it".into())
+            })?;
             // The volume's block device is checked (and re-attached after a
             // host reboot) before every start.
             step(20, "checking the data volume").await?;
@@ -178,44 +219,95 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
             exec.restart_container(&id).await?;
             let state = observe(d, task, &exec, &id).await?;
             if state != MachineState::Running {
-                return Err(StepError::Fail(format!("the container did not come back (now {state})")));
+                return Err(StepError::Fail(format!(
+                    "the container did not come back (now {state})"
+                )));
             }
             Ok(Done::Succeeded(format!("restarted on {}", ctx.node_name)))
         }
         TaskKind::Delete => {
             step(30, "stopping and removing the container").await?;
-            remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await?;
+            remove_machine_containers(
+                &exec,
+                &ctx.spec.instance,
+                task.machine_id,
+                ctx.container_id.as_deref(),
+            )
+            .await?;
             if !task.keep_volume {
                 step(60, "removing the data volume").await?;
                 exec.remove_volume(&ctx.spec.volume_name).await?;
             }
             step(90, "returning the GPUs").await?;
-            let kept = if task.keep_volume { format!("; volume {} kept", ctx.spec.volume_name) } else { String::new() };
+            let kept = if task.keep_volume {
+                format!("; volume {} kept", ctx.spec.volume_name)
+            } else {
+                String::new()
+            };
             let held = before.held;
-            run::deleted(&d.pool, lease, task.machine_id, task.keep_volume, &format!("deleted; {held} GPU(s) returned to the group's quota{kept}")).await?;
+            run::deleted(
+                &d.pool,
+                lease,
+                task.machine_id,
+                task.keep_volume,
+                &format!("deleted; {held} GPU(s) returned to the group's quota{kept}"),
+            )
+            .await?;
             Ok(Done::Recorded)
         }
-        TaskKind::Snapshot | TaskKind::Reclaim | TaskKind::Rebalance => super::reclaim_steps::run(d, task, ctx, &exec).await,
+        TaskKind::Snapshot | TaskKind::Reclaim | TaskKind::Rebalance => {
+            super::reclaim_steps::run(d, task, ctx, &exec).await
+        }
     }
 }
 
 /// Reads the container's real state into the machine row.
-pub(super) async fn observe(d: &Dispatcher, task: &ClaimedTask, exec: &Executor, container_id: &str) -> Result<MachineState, StepError> {
+pub(super) async fn observe(
+    d: &Dispatcher,
+    task: &ClaimedTask,
+    exec: &Executor,
+    container_id: &str,
+) -> Result<MachineState, StepError> {
     let state = exec.inspect_container(container_id).await?;
     let (machine_state, exit_code, message) = match state.status {
         ContainerStatus::Running => (MachineState::Running, None, String::new()),
-        ContainerStatus::Exited { code } => (MachineState::Stopped, Some(code), format!("container exited with code {code}")),
-        ContainerStatus::Missing => (MachineState::Failed, None, "container not found".to_string()),
-        other => (MachineState::Failed, None, format!("container is {other:?}")),
+        ContainerStatus::Exited { code } => (
+            MachineState::Stopped,
+            Some(code),
+            format!("container exited with code {code}"),
+        ),
+        ContainerStatus::Missing => (
+            MachineState::Failed,
+            None,
+            "container not found".to_string(),
+        ),
+        other => (
+            MachineState::Failed,
+            None,
+            format!("container is {other:?}"),
+        ),
     };
-    run::observed(&d.pool, &task.lease, task.machine_id, machine_state, exit_code, &message).await?;
+    run::observed(
+        &d.pool,
+        &task.lease,
+        task.machine_id,
+        machine_state,
+        exit_code,
+        &message,
+    )
+    .await?;
     Ok(machine_state)
 }
 
 /// Stops (with a grace period) and removes the machine's container, and
 /// any other container labelled for it, e.g. one left by a crash between
 /// creating it and recording its id.
-pub async fn remove_machine_containers(exec: &Executor, instance: &str, machine_id: i64, known: Option<&str>) -> Result<(), ExecError> {
+pub async fn remove_machine_containers(
+    exec: &Executor,
+    instance: &str,
+    machine_id: i64,
+    known: Option<&str>,
+) -> Result<(), ExecError> {
     if let Some(id) = known {
         exec.remove_container(id).await?;
     }
@@ -232,13 +324,18 @@ pub async fn remove_machine_containers(exec: &Executor, instance: &str, machine_
 /// which removes what it made and ends the task `cancelled`.
 async fn refuse_if_job_cancelled(d: &Dispatcher, machine_id: i64) -> Result<(), StepError> {
     if crate::transitions::compute::cancel_requested(&d.pool, machine_id).await? {
-        return Err(StepError::Fail("cancelled before its command started".into()));
+        return Err(StepError::Fail(
+            "cancelled before its command started".into(),
+        ));
     }
     Ok(())
 }
 
 /// The job's recorded container, if it has started (running or exited).
-async fn started_job_container(exec: &Executor, known: Option<&str>) -> Result<Option<String>, StepError> {
+async fn started_job_container(
+    exec: &Executor,
+    known: Option<&str>,
+) -> Result<Option<String>, StepError> {
     let Some(id) = known else { return Ok(None) };
     Ok(match exec.inspect_container(id).await?.status {
         ContainerStatus::Running | ContainerStatus::Exited { .. } => Some(id.to_string()),
@@ -253,10 +350,20 @@ mod tests {
     #[test]
     fn a_busy_database_retries_the_task_and_other_errors_fail_it() {
         let busy = PlatformError::Database(sqlx::Error::PoolTimedOut);
-        assert!(matches!(StepError::from(busy), StepError::Busy(m) if m.contains("pool timed out")));
+        assert!(
+            matches!(StepError::from(busy), StepError::Busy(m) if m.contains("pool timed out"))
+        );
         let missing = PlatformError::Database(sqlx::Error::RowNotFound);
-        assert!(matches!(StepError::from(missing), StepError::Fail(_)), "a missing row is no better on the next try");
-        assert!(matches!(StepError::from(PlatformError::Conflict("no".into())), StepError::Fail(m) if m == "no"));
-        assert!(matches!(StepError::from(PlatformError::LeaseLost("gone".into())), StepError::LeaseLost(_)));
+        assert!(
+            matches!(StepError::from(missing), StepError::Fail(_)),
+            "a missing row is no better on the next try"
+        );
+        assert!(
+            matches!(StepError::from(PlatformError::Conflict("no".into())), StepError::Fail(m) if m == "no")
+        );
+        assert!(matches!(
+            StepError::from(PlatformError::LeaseLost("gone".into())),
+            StepError::LeaseLost(_)
+        ));
     }
 }

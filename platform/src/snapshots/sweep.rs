@@ -51,21 +51,41 @@ const UNNEEDED: &str = "s.origin = 'reclaim' AND s.state <> 'creating'
 /// Deletes every reclaim snapshot no machine needs any more.
 pub async fn sweep_reclaim(pool: &Pool, fleet: &Fleet) -> Result<Swept, PlatformError> {
     let mut swept = Swept::default();
-    let candidates: Vec<i64> = sqlx::query_scalar(&format!("SELECT s.id FROM snapshots s WHERE {UNNEEDED} ORDER BY s.id")).fetch_all(pool).await?;
+    let candidates: Vec<i64> = sqlx::query_scalar(&format!(
+        "SELECT s.id FROM snapshots s WHERE {UNNEEDED} ORDER BY s.id"
+    ))
+    .fetch_all(pool)
+    .await?;
     for id in candidates {
-        let Some((marked, machine)) = claim(pool, id).await? else { continue };
+        let Some((marked, machine)) = claim(pool, id).await? else {
+            continue;
+        };
         let why = "deleted: its machine no longer needs this restore point";
-        match tokio::time::timeout(REMOVE_TIMEOUT, remove_marked(pool, fleet, &marked, None, "snapshot.collect", why)).await {
+        match tokio::time::timeout(
+            REMOVE_TIMEOUT,
+            remove_marked(pool, fleet, &marked, None, "snapshot.collect", why),
+        )
+        .await
+        {
             Ok(Ok(())) => {
-                let what = format!("reclaim snapshot {} of machine {machine} (image {})", marked.name, marked.reference);
+                let what = format!(
+                    "reclaim snapshot {} of machine {machine} (image {})",
+                    marked.name, marked.reference
+                );
                 tracing::info!("collected {what}");
                 swept.deleted.push(what);
             }
             // The database is the pass's to report; the engine's refusals
             // are this snapshot's, and the next pass tries it again.
             Ok(Err(PlatformError::Database(e))) => return Err(PlatformError::Database(e)),
-            Ok(Err(e)) => swept.not_deleted.push(format!("reclaim snapshot {}: {e}", marked.name)),
-            Err(_) => swept.not_deleted.push(format!("reclaim snapshot {}: the engine did not remove its image within {} s", marked.name, REMOVE_TIMEOUT.as_secs())),
+            Ok(Err(e)) => swept
+                .not_deleted
+                .push(format!("reclaim snapshot {}: {e}", marked.name)),
+            Err(_) => swept.not_deleted.push(format!(
+                "reclaim snapshot {}: the engine did not remove its image within {} s",
+                marked.name,
+                REMOVE_TIMEOUT.as_secs()
+            )),
         }
     }
     Ok(swept)
@@ -85,11 +105,23 @@ async fn claim(pool: &Pool, id: i64) -> Result<Option<(Marked, String)>, Platfor
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((name, reference, node_id, state, message, machine)) = row else { return Ok(None) };
+    let Some((name, reference, node_id, state, message, machine)) = row else {
+        return Ok(None);
+    };
     if !image_users(&mut tx, id, &reference).await?.is_empty() {
         return Ok(None);
     }
     mark(&mut tx, id).await?;
     tx.commit().await?;
-    Ok(Some((Marked { id, name, reference, node_id, state, message }, machine)))
+    Ok(Some((
+        Marked {
+            id,
+            name,
+            reference,
+            node_id,
+            state,
+            message,
+        },
+        machine,
+    )))
 }

@@ -1,7 +1,10 @@
 //! Readings of real GPUs through NVML, on the node this process runs on.
 
 use gantry_core::telemetry::SimReading;
-use nvml_wrapper::{bitmasks::device::ThrottleReasons, enum_wrappers::device::TemperatureSensor, enums::device::UsedGpuMemory, Nvml};
+use nvml_wrapper::{
+    bitmasks::device::ThrottleReasons, enum_wrappers::device::TemperatureSensor,
+    enums::device::UsedGpuMemory, Nvml,
+};
 use std::sync::OnceLock;
 
 /// NVML, loaded once; None where the driver is absent (the reason is logged
@@ -37,8 +40,13 @@ pub fn read(uuid: &str) -> Option<NvmlReading> {
         tracing::debug!(gpu = uuid, error = %e, "NVML could not read utilisation or temperature: no sample");
     }
     let power_mw = dev.power_usage().unwrap_or(0);
-    let hot = ThrottleReasons::HW_SLOWDOWN | ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN;
-    let throttled = dev.current_throttle_reasons().map(|r| r.intersects(hot)).unwrap_or(false);
+    let hot = ThrottleReasons::HW_SLOWDOWN
+        | ThrottleReasons::SW_THERMAL_SLOWDOWN
+        | ThrottleReasons::HW_THERMAL_SLOWDOWN;
+    let throttled = dev
+        .current_throttle_reasons()
+        .map(|r| r.intersects(hot))
+        .unwrap_or(false);
     let reading = reading_from(util.ok(), temp.ok(), power_mw, throttled, mem.used)?;
     let processes: Vec<String> = dev
         .running_compute_processes()
@@ -52,7 +60,11 @@ pub fn read(uuid: &str) -> Option<NvmlReading> {
             format!("{{\"pid\":{},\"used_mb\":{used}}}", p.pid)
         })
         .collect();
-    Some(NvmlReading { reading, mem_total_mb: (mem.total / (1024 * 1024)) as i64, processes: format!("[{}]", processes.join(",")) })
+    Some(NvmlReading {
+        reading,
+        mem_total_mb: (mem.total / (1024 * 1024)) as i64,
+        processes: format!("[{}]", processes.join(",")),
+    })
 }
 
 /// A sample from what NVML answered. Utilisation or temperature it could
@@ -60,7 +72,13 @@ pub fn read(uuid: &str) -> Option<NvmlReading> {
 /// gives no sample at all: a stored 0 % would read as idle and get a busy
 /// machine reclaimed, and 0 °C would make its GPU the coolest for
 /// rebalancing. A missing sample counts as a gap, which decides nothing.
-fn reading_from(util: Option<u32>, temp_c: Option<u32>, power_mw: u32, throttled: bool, mem_used_bytes: u64) -> Option<SimReading> {
+fn reading_from(
+    util: Option<u32>,
+    temp_c: Option<u32>,
+    power_mw: u32,
+    throttled: bool,
+    mem_used_bytes: u64,
+) -> Option<SimReading> {
     Some(SimReading {
         util_pct: f64::from(util?.min(100)),
         mem_used_mb: (mem_used_bytes / (1024 * 1024)) as i64,
@@ -77,9 +95,18 @@ mod tests {
 
     #[test]
     fn an_unreadable_utilisation_or_temperature_is_no_sample_not_zero() {
-        assert!(reading_from(None, Some(60), 250_000, false, 1 << 30).is_none(), "never 0 % (idle)");
-        assert!(reading_from(Some(90), None, 250_000, false, 1 << 30).is_none(), "never 0 °C (coolest)");
+        assert!(
+            reading_from(None, Some(60), 250_000, false, 1 << 30).is_none(),
+            "never 0 % (idle)"
+        );
+        assert!(
+            reading_from(Some(90), None, 250_000, false, 1 << 30).is_none(),
+            "never 0 °C (coolest)"
+        );
         let r = reading_from(Some(140), Some(71), 249_600, true, 3 << 30).unwrap();
-        assert_eq!((r.util_pct, r.temp_c, r.power_w, r.mem_used_mb, r.throttled), (100.0, 71.0, 250.0, 3072, true));
+        assert_eq!(
+            (r.util_pct, r.temp_c, r.power_w, r.mem_used_mb, r.throttled),
+            (100.0, 71.0, 250.0, 3072, true)
+        );
     }
 }

@@ -47,7 +47,14 @@ pub struct SessionView {
 }
 
 /// Records a new session and its audit row; returns its id.
-pub async fn open(pool: &Pool, user: &User, machine_id: i64, machine: &str, server: &str, client_addr: &str) -> Result<i64, PlatformError> {
+pub async fn open(
+    pool: &Pool,
+    user: &User,
+    machine_id: i64,
+    machine: &str,
+    server: &str,
+    client_addr: &str,
+) -> Result<i64, PlatformError> {
     let at = now();
     let mut tx = pool.begin().await?;
     let id: i64 = sqlx::query_scalar(
@@ -62,7 +69,13 @@ pub async fn open(pool: &Pool, user: &User, machine_id: i64, machine: &str, serv
     .bind(at)
     .fetch_one(&mut *tx)
     .await?;
-    audit::record(&mut *tx, Some(user.id), "terminal.open", &format!("terminal #{id} on machine {machine} opened from {client_addr}")).await?;
+    audit::record(
+        &mut *tx,
+        Some(user.id),
+        "terminal.open",
+        &format!("terminal #{id} on machine {machine} opened from {client_addr}"),
+    )
+    .await?;
     tx.commit().await?;
     Ok(id)
 }
@@ -83,7 +96,10 @@ pub async fn close(pool: &Pool, id: i64, reason: &str) -> Result<(), PlatformErr
     .fetch_optional(&mut *tx)
     .await?;
     if let Some((user_id, opened_at, machine)) = row {
-        let detail = format!("terminal #{id} on machine {machine} closed after {}: {reason}", duration_text(at - opened_at));
+        let detail = format!(
+            "terminal #{id} on machine {machine} closed after {}: {reason}",
+            duration_text(at - opened_at)
+        );
         audit::record(&mut *tx, Some(user_id), "terminal.close", &detail).await?;
     }
     tx.commit().await?;
@@ -95,7 +111,9 @@ pub async fn close(pool: &Pool, id: i64, reason: &str) -> Result<(), PlatformErr
 /// no-op; an unknown one is "not found".
 pub async fn request_close(pool: &Pool, admin: &User, id: i64) -> Result<(), PlatformError> {
     if !admin.role.is_admin() {
-        return Err(PlatformError::Refused("only administrators may close other people's terminals".into()));
+        return Err(PlatformError::Refused(
+            "only administrators may close other people's terminals".into(),
+        ));
     }
     let mut tx = pool.begin().await?;
     let row: Option<(Option<i64>, String, String)> = sqlx::query_as(
@@ -105,16 +123,25 @@ pub async fn request_close(pool: &Pool, admin: &User, id: i64) -> Result<(), Pla
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (closed_at, user, machine) = row.ok_or_else(|| PlatformError::NotFound(format!("terminal session #{id}")))?;
+    let (closed_at, user, machine) =
+        row.ok_or_else(|| PlatformError::NotFound(format!("terminal session #{id}")))?;
     if closed_at.is_some() {
         return Ok(());
     }
-    sqlx::query("UPDATE terminal_sessions SET close_requested_by = ? WHERE id = ? AND closed_at IS NULL")
-        .bind(admin.id)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(&mut *tx, Some(admin.id), "terminal.close_request", &format!("asked to close terminal #{id} of {user} on machine {machine}")).await?;
+    sqlx::query(
+        "UPDATE terminal_sessions SET close_requested_by = ? WHERE id = ? AND closed_at IS NULL",
+    )
+    .bind(admin.id)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut *tx,
+        Some(admin.id),
+        "terminal.close_request",
+        &format!("asked to close terminal #{id} of {user} on machine {machine}"),
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -125,7 +152,11 @@ const VIEW_SELECT: &str = "SELECT ts.id, ts.machine_id, m.name AS machine, u.use
 
 /// Open sessions, oldest first.
 pub async fn list_open(pool: &Pool) -> Result<Vec<SessionView>, PlatformError> {
-    Ok(sqlx::query_as(&format!("{VIEW_SELECT} WHERE ts.closed_at IS NULL ORDER BY ts.id")).fetch_all(pool).await?)
+    Ok(sqlx::query_as(&format!(
+        "{VIEW_SELECT} WHERE ts.closed_at IS NULL ORDER BY ts.id"
+    ))
+    .fetch_all(pool)
+    .await?)
 }
 
 /// The most recently closed sessions, newest first.
@@ -169,7 +200,12 @@ pub struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.registry.inner.sessions.lock().expect("terminal registry").remove(&self.id);
+        self.registry
+            .inner
+            .sessions
+            .lock()
+            .expect("terminal registry")
+            .remove(&self.id);
     }
 }
 
@@ -177,7 +213,13 @@ impl Registry {
     /// A registry with its watcher running on the current Tokio runtime.
     pub fn start(pool: Pool) -> Registry {
         let server = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
-        let registry = Registry { inner: Arc::new(RegistryInner { pool, server, sessions: Mutex::new(HashMap::new()) }) };
+        let registry = Registry {
+            inner: Arc::new(RegistryInner {
+                pool,
+                server,
+                sessions: Mutex::new(HashMap::new()),
+            }),
+        };
         tokio::spawn(watch_loop(Arc::downgrade(&registry.inner)));
         registry
     }
@@ -192,13 +234,27 @@ impl Registry {
 
     pub fn register(&self, id: i64) -> Registration {
         let (tx, rx) = watch::channel(None);
-        self.inner.sessions.lock().expect("terminal registry").insert(id, tx);
-        Registration { registry: self.clone(), id, closed: rx }
+        self.inner
+            .sessions
+            .lock()
+            .expect("terminal registry")
+            .insert(id, tx);
+        Registration {
+            registry: self.clone(),
+            id,
+            closed: rx,
+        }
     }
 
     /// Signals one session of this process (no-op if it is not here).
     pub fn signal(&self, id: i64, reason: CloseReason) {
-        if let Some(tx) = self.inner.sessions.lock().expect("terminal registry").get(&id) {
+        if let Some(tx) = self
+            .inner
+            .sessions
+            .lock()
+            .expect("terminal registry")
+            .get(&id)
+        {
             tx.send_if_modified(|cur| {
                 if cur.is_none() {
                     *cur = Some(reason);
@@ -212,7 +268,14 @@ impl Registry {
 
     /// One watcher pass (see the module docs).
     pub async fn watch_once(&self, renew: bool) -> Result<(), PlatformError> {
-        let ids: Vec<i64> = self.inner.sessions.lock().expect("terminal registry").keys().copied().collect();
+        let ids: Vec<i64> = self
+            .inner
+            .sessions
+            .lock()
+            .expect("terminal registry")
+            .keys()
+            .copied()
+            .collect();
         let pool = &self.inner.pool;
         if !ids.is_empty() {
             // The account's generation too: a terminal opened before it was
@@ -229,10 +292,19 @@ impl Registry {
             .await?;
             for (id, machine, state, admin, account_changed) in rows {
                 if let Some(admin) = admin {
-                    self.signal(id, CloseReason::new(super::close_code::CLOSED_BY_ADMIN, format!("closed by administrator {admin}")));
+                    self.signal(
+                        id,
+                        CloseReason::new(
+                            super::close_code::CLOSED_BY_ADMIN,
+                            format!("closed by administrator {admin}"),
+                        ),
+                    );
                 } else if account_changed {
                     let why = "your account was changed (disabled, its role or its password): sign in again";
-                    self.signal(id, CloseReason::new(super::close_code::ACCOUNT_CHANGED, why));
+                    self.signal(
+                        id,
+                        CloseReason::new(super::close_code::ACCOUNT_CHANGED, why),
+                    );
                 } else if state != "running" {
                     self.signal(id, CloseReason::for_state(&machine, &state));
                 }
@@ -259,7 +331,13 @@ impl Registry {
                 .fetch_all(pool)
                 .await?;
             for id in ours {
-                if !self.inner.sessions.lock().expect("terminal registry").contains_key(&id) {
+                if !self
+                    .inner
+                    .sessions
+                    .lock()
+                    .expect("terminal registry")
+                    .contains_key(&id)
+                {
                     close(pool, id, "its request ended before the terminal started").await?;
                 }
             }
@@ -284,7 +362,10 @@ async fn watch_loop(inner: std::sync::Weak<RegistryInner>) {
         tick.tick().await;
         let Some(inner) = inner.upgrade() else { return };
         let registry = Registry { inner };
-        if let Err(e) = registry.watch_once(n.is_multiple_of(RENEW_EVERY_TICKS)).await {
+        if let Err(e) = registry
+            .watch_once(n.is_multiple_of(RENEW_EVERY_TICKS))
+            .await
+        {
             tracing::warn!(error = %e, "terminal session watcher");
         }
         n = n.wrapping_add(1);

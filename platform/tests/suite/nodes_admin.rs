@@ -13,7 +13,14 @@ use gantry_platform::{
 };
 
 fn node(name: &str, endpoint: &str) -> AddNode {
-    AddNode { name: name.into(), region_code: "local".into(), endpoint: endpoint.into(), gpu_count: 2, gpu_model: "L40S".into(), arch: String::new() }
+    AddNode {
+        name: name.into(),
+        region_code: "local".into(),
+        endpoint: endpoint.into(),
+        gpu_count: 2,
+        gpu_model: "L40S".into(),
+        arch: String::new(),
+    }
 }
 
 gantry_testkit::timed_test! {

@@ -17,15 +17,31 @@ use gantry_platform::{
 use reclaim_common::*;
 
 async fn gpus(env: &common::Env) -> Vec<i64> {
-    sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx").bind(env.node_id).fetch_all(&env.pool).await.unwrap()
+    sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx")
+        .bind(env.node_id)
+        .fetch_all(&env.pool)
+        .await
+        .unwrap()
 }
 
 async fn gpu_of(env: &common::Env, machine: i64) -> i64 {
-    env.scalar(&format!("SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}")).await
+    env.scalar(&format!(
+        "SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}"
+    ))
+    .await
 }
 
 /// Every 10 s from `from` to `to`: `util` % busy, `mem_used_mb` of 81920 MB.
-async fn series(env: &common::Env, gpu_id: i64, machine: Option<i64>, from: i64, to: i64, util: f64, mem_used_mb: i64, temp: f64) {
+async fn series(
+    env: &common::Env,
+    gpu_id: i64,
+    machine: Option<i64>,
+    from: i64,
+    to: i64,
+    util: f64,
+    mem_used_mb: i64,
+    temp: f64,
+) {
     let samples: Vec<GpuSample> = (from..=to)
         .step_by(10)
         .map(|at| GpuSample {
@@ -41,11 +57,14 @@ async fn series(env: &common::Env, gpu_id: i64, machine: Option<i64>, from: i64,
             throttled: false,
         })
         .collect();
-    telemetry::insert_samples(&env.pool, &samples).await.unwrap();
+    telemetry::insert_samples(&env.pool, &samples)
+        .await
+        .unwrap();
 }
 
 async fn rebalance_tasks(env: &common::Env) -> i64 {
-    env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'rebalance'").await
+    env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'rebalance'")
+        .await
 }
 
 gantry_testkit::timed_test! {

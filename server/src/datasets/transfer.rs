@@ -14,7 +14,9 @@ use futures_util::{StreamExt, TryStreamExt};
 use gantry_core::datasets::{byte_range, range_applies, ByteRange};
 use gantry_platform::{
     accounts::User,
-    datasets::{self, access::Access, store::ByteStream, BeginUpload, DatasetError, Datasets, UploadState},
+    datasets::{
+        self, access::Access, store::ByteStream, BeginUpload, DatasetError, Datasets, UploadState,
+    },
     db::Pool,
 };
 use std::time::{Duration, Instant};
@@ -28,19 +30,40 @@ pub struct Put<'a> {
 }
 
 pub fn content_length(headers: &HeaderMap) -> Option<u64> {
-    headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok())
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
 }
 
 /// The client's own SHA-256 of the file, if it sent one: checked before listing.
 pub fn client_sha256(headers: &HeaderMap) -> Option<String> {
-    headers.get("x-gantry-sha256").and_then(|v| v.to_str().ok()).map(|v| v.trim().to_ascii_lowercase())
+    headers
+        .get("x-gantry-sha256")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_ascii_lowercase())
 }
 
 /// Streams `body` into both stores in a task of its own: if the client
 /// goes away, the handler's future is dropped, but the task still sees the
 /// body end early and removes what it wrote.
-pub async fn put_as(pool: &Pool, stores: &Datasets, user: &User, access: Access, p: Put<'_>, headers: &HeaderMap, body: Body) -> Result<datasets::FileView, DatasetError> {
-    let begin = BeginUpload { code: p.code, version: p.version, name: p.name, replace: p.replace, total: content_length(headers), resumable: false };
+pub async fn put_as(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    access: Access,
+    p: Put<'_>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<datasets::FileView, DatasetError> {
+    let begin = BeginUpload {
+        code: p.code,
+        version: p.version,
+        name: p.name,
+        replace: p.replace,
+        total: content_length(headers),
+        resumable: false,
+    };
     let upload = datasets::begin_upload(pool, stores, user, &begin).await?;
     let expected = client_sha256(headers);
     let pool = pool.clone();
@@ -50,9 +73,14 @@ pub async fn put_as(pool: &Pool, stores: &Datasets, user: &User, access: Access,
     });
     match task.await {
         Ok(Ok(UploadState::Done(file))) => Ok(file),
-        Ok(Ok(UploadState::Partial { .. })) => Err(DatasetError::Incomplete("the upload ended early".into())),
+        Ok(Ok(UploadState::Partial { .. })) => {
+            Err(DatasetError::Incomplete("the upload ended early".into()))
+        }
         Ok(Err(e)) => Err(e),
-        Err(e) => Err(DatasetError::store("the upload failed on the server", format!("upload task: {e}"))),
+        Err(e) => Err(DatasetError::store(
+            "the upload failed on the server",
+            format!("upload task: {e}"),
+        )),
     }
 }
 
@@ -61,7 +89,16 @@ pub async fn put_as(pool: &Pool, stores: &Datasets, user: &User, access: Access,
 /// only while `If-Range`, if sent, names this very file — cut short if
 /// `access` ends while they go out.
 #[allow(clippy::too_many_arguments)]
-pub async fn download_as(pool: &Pool, stores: &Datasets, user: &User, access: Access, code: &str, version: &str, name: &str, headers: &HeaderMap) -> Response {
+pub async fn download_as(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    access: Access,
+    code: &str,
+    version: &str,
+    name: &str,
+    headers: &HeaderMap,
+) -> Response {
     let (d, file) = match datasets::file(pool, user, code, version, name).await {
         Ok(x) => x,
         Err(e) => return error_json(&e),
@@ -70,14 +107,23 @@ pub async fn download_as(pool: &Pool, stores: &Datasets, user: &User, access: Ac
     let size = file.size.max(0) as u64;
     let etag = format!("\"{}\"", file.sha256);
     // A validator that is not text cannot be this file's tag either.
-    let if_range = headers.get(header::IF_RANGE).map(|v| v.to_str().unwrap_or_default());
-    let asked = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).filter(|_| range_applies(if_range, &etag));
+    let if_range = headers
+        .get(header::IF_RANGE)
+        .map(|v| v.to_str().unwrap_or_default());
+    let asked = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| range_applies(if_range, &etag));
     let range = byte_range(asked, size);
     let (status, span) = match range {
         ByteRange::Whole => (StatusCode::OK, None),
         ByteRange::Part { start, end } => (StatusCode::PARTIAL_CONTENT, Some((start, end))),
         ByteRange::Unsatisfiable => {
-            let mut res = (StatusCode::RANGE_NOT_SATISFIABLE, "the range starts beyond the end of the file").into_response();
+            let mut res = (
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "the range starts beyond the end of the file",
+            )
+                .into_response();
             if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {
                 res.headers_mut().insert(header::CONTENT_RANGE, v);
             }
@@ -103,16 +149,31 @@ pub async fn download_as(pool: &Pool, stores: &Datasets, user: &User, access: Ac
     };
     let stream = match stream {
         Ok(s) => s,
-        Err(e) => return error_json(&DatasetError::store("reading the file failed in the central store and in the region's store", format!("{key}: {e}"))),
+        Err(e) => {
+            return error_json(&DatasetError::store(
+                "reading the file failed in the central store and in the region's store",
+                format!("{key}: {e}"),
+            ))
+        }
     };
     let length = span.map(|(s, e)| e - s + 1).unwrap_or(size);
-    let mut res = Body::from_stream(while_access_holds(pool.clone(), access, stream)).into_response();
+    let mut res =
+        Body::from_stream(while_access_holds(pool.clone(), access, stream)).into_response();
     *res.status_mut() = status;
     let h = res.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
     // Streamed as stored: the compression layer leaves it alone.
-    h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    h.insert(
+        header::CONTENT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     if let Ok(v) = HeaderValue::from_str(&etag) {
@@ -146,36 +207,64 @@ fn while_access_holds(pool: Pool, access: Access, bytes: ByteStream) -> ByteStre
         since: u64,
         looked: Instant,
     }
-    let sending = Sending { bytes, pool, access, since: 0, looked: Instant::now() };
-    Box::pin(futures_util::stream::unfold(Some(sending), |sending| async move {
-        let mut s = sending?;
-        if s.since >= RECHECK_BYTES || s.looked.elapsed() >= RECHECK_EVERY {
-            match s.access.holds(&s.pool).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    tracing::info!("a dataset download was cut short: its reader's access ended");
-                    return Some((Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "the reader's access ended")), None));
+    let sending = Sending {
+        bytes,
+        pool,
+        access,
+        since: 0,
+        looked: Instant::now(),
+    };
+    Box::pin(futures_util::stream::unfold(
+        Some(sending),
+        |sending| async move {
+            let mut s = sending?;
+            if s.since >= RECHECK_BYTES || s.looked.elapsed() >= RECHECK_EVERY {
+                match s.access.holds(&s.pool).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::info!(
+                            "a dataset download was cut short: its reader's access ended"
+                        );
+                        return Some((
+                            Err(std::io::Error::new(
+                                std::io::ErrorKind::PermissionDenied,
+                                "the reader's access ended",
+                            )),
+                            None,
+                        ));
+                    }
+                    // No verdict: looked at again after as many bytes.
+                    Err(e) => tracing::warn!(error = %e, "could not look at a downloader's access"),
                 }
-                // No verdict: looked at again after as many bytes.
-                Err(e) => tracing::warn!(error = %e, "could not look at a downloader's access"),
+                (s.since, s.looked) = (0, Instant::now());
             }
-            (s.since, s.looked) = (0, Instant::now());
-        }
-        let next = s.bytes.next().await?;
-        if let Ok(chunk) = &next {
-            s.since += chunk.len() as u64;
-        }
-        Some((next, Some(s)))
-    }))
+            let next = s.bytes.next().await?;
+            if let Ok(chunk) = &next {
+                s.since += chunk.len() as u64;
+            }
+            Some((next, Some(s)))
+        },
+    ))
 }
 
 /// `attachment; filename="ascii"; filename*=UTF-8''percent-encoded`.
 fn content_disposition(name: &str) -> String {
-    let ascii: String = name.chars().map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '_' }).collect();
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let encoded: String = name
         .bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect();

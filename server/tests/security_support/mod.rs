@@ -23,23 +23,45 @@ pub fn gate(size: usize) -> Arc<Gate> {
 }
 
 pub async fn start(dir: &tempfile::TempDir, security: Security, secure_cookies: bool) -> Secured {
-    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db"))
+        .await
+        .unwrap();
     db::migrate(&pool).await.unwrap();
-    bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
+    bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD))
+        .await
+        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let site = dir.path().join("site");
     std::fs::create_dir_all(site.join("pkg")).unwrap();
-    let opts = router::Options { site_root: site, site_addr: addr, secure_cookies, public_origin: None };
+    let opts = router::Options {
+        site_root: site,
+        site_addr: addr,
+        secure_cookies,
+        public_origin: None,
+    };
     let dispatch = Arc::new(tokio::sync::Notify::new());
     let admissions = Admissions::start(pool.clone(), dispatch.clone());
-    let app = router::build_secured(opts, security.clone(), Limits::default(), pool.clone(), admissions, dispatch, Fleet::new())
-        .await
-        .unwrap();
+    let app = router::build_secured(
+        opts,
+        security.clone(),
+        Limits::default(),
+        pool.clone(),
+        admissions,
+        dispatch,
+        Fleet::new(),
+    )
+    .await
+    .unwrap();
     let task = tokio::spawn(async move {
         router::serve(listener, app).await.unwrap();
     });
-    Secured { addr, pool, security, task }
+    Secured {
+        addr,
+        pool,
+        security,
+        task,
+    }
 }
 
 impl Secured {
@@ -58,13 +80,35 @@ impl Secured {
     }
 
     /// Signs in through the server function, as the hydrated page does.
-    pub async fn login(&self, client: &reqwest::Client, user: &str, password: &str) -> reqwest::Response {
-        client.post(self.url("/api/login")).form(&[("username", user), ("password", password)]).send().await.unwrap()
+    pub async fn login(
+        &self,
+        client: &reqwest::Client,
+        user: &str,
+        password: &str,
+    ) -> reqwest::Response {
+        client
+            .post(self.url("/api/login"))
+            .form(&[("username", user), ("password", password)])
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn add_user(&self, name: &str, password: &str, role: gantry_core::Role) -> i64 {
         use gantry_platform::accounts::{create_user, NewUser};
-        create_user(&self.pool, None, NewUser { username: name, password, role, group: None }).await.unwrap().id
+        create_user(
+            &self.pool,
+            None,
+            NewUser {
+                username: name,
+                password,
+                role,
+                group: None,
+            },
+        )
+        .await
+        .unwrap()
+        .id
     }
 }
 
@@ -76,7 +120,10 @@ impl Drop for Secured {
 
 fn client_with(addr: SocketAddr, forwarded: Option<&str>) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(reqwest::header::ORIGIN, format!("http://{addr}").parse().unwrap());
+    headers.insert(
+        reqwest::header::ORIGIN,
+        format!("http://{addr}").parse().unwrap(),
+    );
     if let Some(f) = forwarded {
         headers.insert("x-forwarded-for", f.parse().unwrap());
     }
@@ -93,7 +140,10 @@ pub fn base64_url(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
         for i in 0..4 {
             if i <= chunk.len() {
                 out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);

@@ -9,13 +9,22 @@ use gantry_server::security::Security;
 use security_support::{base64_url, start, ADMIN_PASSWORD};
 
 /// The no-JavaScript form post: the answer is a redirect.
-async fn form_login(server: &security_support::Secured, password: &str, next: &str, referer: &str) -> reqwest::Response {
+async fn form_login(
+    server: &security_support::Secured,
+    password: &str,
+    next: &str,
+    referer: &str,
+) -> reqwest::Response {
     server
         .client()
         .post(server.url("/api/login"))
         .header("accept", "text/html")
         .header("referer", server.url(referer))
-        .form(&[("username", "admin"), ("password", password), ("next", next)])
+        .form(&[
+            ("username", "admin"),
+            ("password", password),
+            ("next", next),
+        ])
         .send()
         .await
         .unwrap()

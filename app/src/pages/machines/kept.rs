@@ -14,7 +14,10 @@ use crate::{
 use leptos::prelude::*;
 
 #[component]
-pub fn KeptVolumes(kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>, delete: ServerAction<DeleteKeptVolume>) -> impl IntoView {
+pub fn KeptVolumes(
+    kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>,
+    delete: ServerAction<DeleteKeptVolume>,
+) -> impl IntoView {
     // Once interactive, deleting asks with a dialog instead of the
     // checkbox a plain HTML form needs.
     let js = RwSignal::new(false);
@@ -40,7 +43,11 @@ pub fn KeptVolumes(kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>, delete:
 }
 
 #[component]
-fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, js: RwSignal<bool>) -> impl IntoView {
+fn KeptTable(
+    list: Vec<KeptVolumeRow>,
+    delete: ServerAction<DeleteKeptVolume>,
+    js: RwSignal<bool>,
+) -> impl IntoView {
     let pending = delete.pending();
     view! {
         <table class="table" data-testid="kept-volume-list">
