@@ -6,6 +6,7 @@
 mod context;
 mod finish;
 mod reclaim_steps;
+mod resumed;
 mod steps;
 
 use crate::{

@@ -116,15 +116,7 @@ pub async fn run(
             Ok(Done::Recorded)
         }
         TaskKind::Rebalance => {
-            let to: Vec<i64> = payload
-                .get("to")
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default();
-            let why = payload
-                .get("why")
-                .and_then(|v| v.as_str())
-                .unwrap_or("hot GPU")
-                .to_string();
+            let (to, why) = planned_move(&payload);
             // The owner may have opted out since the move was queued: it
             // stops while the container still runs where it was.
             let running = match &ctx.container_id {
@@ -172,18 +164,7 @@ pub async fn run(
             step(80, "starting the container").await?;
             exec.start_container(&container.id).await?;
             let state = observe(d, task, exec, &container.id).await?;
-            if state != MachineState::Running {
-                return Err(StepError::Fail(format!(
-                    "the container did not stay running on the new GPUs (now {state})"
-                )));
-            }
-            let why = if moved {
-                why
-            } else {
-                format!("not moved (the cooler GPUs were taken meanwhile); back on its GPUs. Reason for the attempt: {why}")
-            };
-            rebalance::done(&d.pool, lease, task.machine_id, &why).await?;
-            Ok(Done::Recorded)
+            rebalanced(d, task, state, moved, &why).await
         }
         other => Err(StepError::Fail(format!(
             "{other} is not a snapshot, reclaim or rebalance task"
@@ -211,4 +192,41 @@ async fn called_off(
         }
     }
     Ok(true)
+}
+
+/// The end of a rebalance whose container was observed in `state`: also
+/// what one resumed after that observation records ([`super::resumed`]).
+pub(super) async fn rebalanced(
+    d: &Dispatcher,
+    task: &ClaimedTask,
+    state: MachineState,
+    moved: bool,
+    why: &str,
+) -> Result<Done, StepError> {
+    if state != MachineState::Running {
+        return Err(StepError::Fail(format!(
+            "the container did not stay running on the new GPUs (now {state})"
+        )));
+    }
+    let why = if moved {
+        why.to_string()
+    } else {
+        format!("not moved (the cooler GPUs were taken meanwhile); back on its GPUs. Reason for the attempt: {why}")
+    };
+    rebalance::done(&d.pool, &task.lease, task.machine_id, &why).await?;
+    Ok(Done::Recorded)
+}
+
+/// The GPUs a rebalance moves its machine to, and why (its task's payload).
+pub(super) fn planned_move(payload: &serde_json::Value) -> (Vec<i64>, String) {
+    let to = payload
+        .get("to")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let why = payload
+        .get("why")
+        .and_then(|v| v.as_str())
+        .unwrap_or("hot GPU")
+        .to_string();
+    (to, why)
 }

@@ -124,6 +124,9 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> 
 
 async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
     let lease = &task.lease;
+    if run::outcome_observed(&d.pool, lease).await? {
+        return super::resumed::record_observed(d, task).await;
+    }
     let before = run::begin(&d.pool, lease, task.kind, task.machine_id).await?;
     d.checkpoint(task, "begun")?;
     // Decided before loading the context, which needs a node: a removed
@@ -189,23 +192,7 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
             }
             exec.start_container(&container.id).await?;
             let state = observe(d, task, &exec, &container.id).await?;
-            // A job may well have finished already; the watcher takes it from here.
-            let started =
-                state == MachineState::Running || (ctx.is_job && state == MachineState::Stopped);
-            if !started {
-                return Err(StepError::Fail(format!(
-                    "the container did not stay running (now {state})"
-                )));
-            }
-            let verb = match task.kind {
-                TaskKind::Create => "created",
-                TaskKind::Restore => "restored from its snapshot (data volume kept)",
-                _ => "reinstalled (data volume kept)",
-            };
-            Ok(Done::Succeeded(format!(
-                "{verb}; running on {}",
-                ctx.node_name
-            )))
+            started(task.kind, &ctx, state)
         }
         TaskKind::Restart => {
             let id = ctx.container_id.clone().ok_or_else(|| {
@@ -218,12 +205,7 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
             step(40, "restarting the container").await?;
             exec.restart_container(&id).await?;
             let state = observe(d, task, &exec, &id).await?;
-            if state != MachineState::Running {
-                return Err(StepError::Fail(format!(
-                    "the container did not come back (now {state})"
-                )));
-            }
-            Ok(Done::Succeeded(format!("restarted on {}", ctx.node_name)))
+            started(task.kind, &ctx, state)
         }
         TaskKind::Delete => {
             step(30, "stopping and removing the container").await?;
@@ -261,7 +243,39 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
     }
 }
 
-/// Reads the container's real state into the machine row.
+/// The outcome of a create, restore, reinstall or restart whose container
+/// was observed in `state`: also what a task resumed after that
+/// observation records ([`super::resumed`]).
+pub(super) fn started(
+    kind: TaskKind,
+    ctx: &context::MachineContext,
+    state: MachineState,
+) -> Result<Done, StepError> {
+    let node = &ctx.node_name;
+    if kind == TaskKind::Restart {
+        return match state {
+            MachineState::Running => Ok(Done::Succeeded(format!("restarted on {node}"))),
+            _ => Err(StepError::Fail(format!(
+                "the container did not come back (now {state})"
+            ))),
+        };
+    }
+    // A job may well have finished already; the watcher takes it from here.
+    if state != MachineState::Running && !(ctx.is_job && state == MachineState::Stopped) {
+        return Err(StepError::Fail(format!(
+            "the container did not stay running (now {state})"
+        )));
+    }
+    let verb = match kind {
+        TaskKind::Create => "created",
+        TaskKind::Restore => "restored from its snapshot (data volume kept)",
+        _ => "reinstalled (data volume kept)",
+    };
+    Ok(Done::Succeeded(format!("{verb}; running on {node}")))
+}
+
+/// Reads the container's real state into the machine row (and, in the same
+/// commit, into the task's progress: see [`run::observed`]).
 pub(super) async fn observe(
     d: &Dispatcher,
     task: &ClaimedTask,
@@ -296,6 +310,7 @@ pub(super) async fn observe(
         &message,
     )
     .await?;
+    d.checkpoint(task, "observed")?;
     Ok(machine_state)
 }
 

@@ -81,6 +81,15 @@ pub async fn volume_ready(
 }
 
 /// The container's real state, as the engine reported it.
+/// The progress a create, restore, reinstall, restart or rebalance shows
+/// once its container's state is recorded (every step before is lower).
+pub const OBSERVED_PROGRESS: i64 = 95;
+
+/// The container's state read into the machine; the task's progress says
+/// so in the same commit, so a runner that stops before recording the
+/// outcome leaves a task that [`outcome_observed`] tells apart: resumed, it
+/// must not act again (the machine is no longer in the task's state, and
+/// its container is the one this task made or restarted).
 pub async fn observed(
     pool: &Pool,
     lease: &Lease,
@@ -91,8 +100,24 @@ pub async fn observed(
 ) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     machine::move_to(&mut tx, machine_id, state, exit_code, message).await?;
+    sqlx::query("UPDATE tasks SET progress = ? WHERE id = ?")
+        .bind(OBSERVED_PROGRESS)
+        .bind(lease.task_id)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Whether the task recorded its container's state before its runner
+/// stopped: the machine's state is then the task's outcome, to be recorded
+/// and not made again.
+pub async fn outcome_observed(pool: &Pool, lease: &Lease) -> Result<bool, PlatformError> {
+    let progress: i64 = sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?")
+        .bind(lease.task_id)
+        .fetch_one(pool)
+        .await?;
+    Ok(progress >= OBSERVED_PROGRESS)
 }
 
 pub async fn succeed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), PlatformError> {

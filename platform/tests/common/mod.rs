@@ -229,6 +229,24 @@ impl Env {
         died.load(Ordering::SeqCst)
     }
 
+    /// Drives as a process that dies at the checkpoint named `step` (and
+    /// leaves every task it claimed there or later as a crash would).
+    pub async fn drive_dying_at_step(&self, step: &'static str) -> bool {
+        let died = Arc::new(AtomicBool::new(false));
+        let mut dying = self.dispatcher.clone();
+        dying.owner = dispatch::new_owner_id();
+        let died2 = died.clone();
+        dying.hook = Some(Arc::new(move |_, at| {
+            let hit = died2.load(Ordering::SeqCst) || at == step;
+            died2.store(hit, Ordering::SeqCst);
+            hit
+        }));
+        for task in dispatch::claim(&self.pool, &dying.owner, 16).await.unwrap() {
+            dying.execute(task).await;
+        }
+        died.load(Ordering::SeqCst)
+    }
+
     /// What a restarted process does first: every running task's lease is
     /// treated as expired, so it is resumed.
     pub async fn expire_all_leases(&self) -> u64 {

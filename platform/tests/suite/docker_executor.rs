@@ -15,7 +15,7 @@ use gantry_platform::executor::{
     VolumeInfo, DATA_MOUNT, LABEL_GROUP, LABEL_INSTANCE, LABEL_MACHINE, LABEL_MANAGED, LABEL_OWNER,
     LABEL_TASK,
 };
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const IMAGE: &str = "gantry/devbox:latest";
 
@@ -324,20 +324,18 @@ gantry_testkit::timed_test! {
             })
             .boxed();
         let up = Upload { root: DATA_MOUNT.into(), missing_dirs: vec!["up".into()], path: "up/slow.bin".into(), size: 8000, body };
-        let started = Instant::now();
         ex.upload(&id, up).await.expect("a slow upload is not cut by the request timeout");
-        assert!(started.elapsed() >= Duration::from_secs(4));
         assert_eq!(sh(&env, &id, "wc -c < /data/up/slow.bin; head -c 1 /data/up/slow.bin; tail -c 1 /data/up/slow.bin").await, "8000\nah");
 
         // A body that stops sending fails after the idle timeout (1 s),
         // saying so, rather than holding the engine's connection.
         let body = stream::once(async { Ok(Bytes::from(vec![b'x'; 100])) }).chain(stream::pending()).boxed();
         let up = Upload { root: DATA_MOUNT.into(), missing_dirs: Vec::new(), path: "stalled.bin".into(), size: 1000, body };
-        let started = Instant::now();
+        // Only the idle timer says "stalled" (the request timeout would
+        // say it did not finish), so no clock is read here.
         let err = ex.upload(&id, up).await.expect_err("a stalled upload fails");
         assert!(matches!(err, ExecError::Failed(_)), "{err:?}");
         assert!(err.to_string().contains("the upload stalled: nothing was sent for 1 s"), "{err}");
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
         // The executor still works for other calls.
         let (code, out) = ex.exec(&id, &["sh", "-c", "wc -c < /data/up/slow.bin"]).await.expect("exec");
         assert_eq!((code, out.trim()), (0, "8000"));

@@ -164,7 +164,7 @@ gantry_testkit::timed_test! {
         }
         let resumed = env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'task.lease_expired'").await;
         assert_eq!(resumed as usize, deaths, "each interrupted task was resumed through lease expiry");
-        assert_eq!(deaths, 9, "create has 5 step boundaries, delete 4");
+        assert_eq!(deaths, 10, "create has 6 step boundaries (the last after its container's state is recorded), delete 4");
     }
 }
 

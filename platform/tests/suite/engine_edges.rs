@@ -293,3 +293,45 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_task_resumed_after_its_container_state_was_recorded_takes_that_as_its_outcome() {
+        // The runner records the container's state, then stops before
+        // recording the task's outcome (a crash, a shutdown past its grace,
+        // a stalled last write). Resumed, the task must not act again: a
+        // create used to fail ("a running machine cannot become creating")
+        // and remove the working container; a restart restarted twice.
+        let (env, sim) = sim_env(2).await;
+        let starts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = starts.clone();
+        sim.on_start(std::sync::Arc::new(move |_, _| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async {})
+        }));
+        let alice = env.user("alice", "ml-team").await;
+        let made = env.admissions.create(env.create(&alice, "observed", 1)).await.unwrap();
+        assert!(env.drive_dying_at_step("observed").await);
+        let first: Vec<String> = sim.containers().into_iter().map(|c| c.id).collect();
+        assert_eq!(first.len(), 1);
+        env.expire_all_leases().await;
+        env.drive().await;
+        let (state, message) = task_outcome(&env.pool, made.task_id).await;
+        assert_eq!(state, "succeeded", "{message}");
+        assert!(message.starts_with("created; running on"), "{message}");
+        assert_eq!(machine_state(&env.pool, made.machine_id).await.0, "running");
+        assert_eq!(sim.containers().into_iter().map(|c| c.id).collect::<Vec<_>>(), first, "the container it made is kept");
+        assert_eq!(starts.load(std::sync::atomic::Ordering::SeqCst), 1, "started once");
+
+        let restart = OperationRequest { machine_id: made.machine_id, kind: TaskKind::Restart, keep_volume: false };
+        let task = machines::request_operation(&env.pool, &alice, restart).await.unwrap();
+        assert!(env.drive_dying_at_step("observed").await);
+        env.expire_all_leases().await;
+        env.drive().await;
+        let (state, message) = task_outcome(&env.pool, task).await;
+        assert_eq!(state, "succeeded", "{message}");
+        assert!(message.starts_with("restarted on"), "{message}");
+        assert_eq!(starts.load(std::sync::atomic::Ordering::SeqCst), 2, "restarted once");
+        assert_eq!(machine_state(&env.pool, made.machine_id).await.0, "running");
+        env.assert_quota_consistent().await;
+    }
+}

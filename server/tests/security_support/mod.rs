@@ -154,3 +154,23 @@ pub fn base64_url(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// Every `<script` of `html` either carries the nonce of `csp` (the page's
+/// Content-Security-Policy) or loads a file of this site: an inline script
+/// without it is one the browser refuses to run. Returns how many there are.
+pub fn assert_scripts_carry_the_nonce(csp: &str, html: &str) -> usize {
+    let start = csp.find("'nonce-").expect("a nonce in the CSP") + 7;
+    let nonce = csp[start..].split('\'').next().unwrap();
+    let scripts: Vec<&str> = html
+        .split("<script")
+        .skip(1)
+        .map(|s| s.split('>').next().unwrap())
+        .collect();
+    for attrs in &scripts {
+        assert!(
+            attrs.contains(&format!("nonce=\"{nonce}\"")) || attrs.contains("src=\"/"),
+            "script without the nonce: <script{attrs}>"
+        );
+    }
+    scripts.len()
+}

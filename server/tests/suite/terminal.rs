@@ -851,17 +851,26 @@ gantry_testkit::timed_test! {
         let (id, container) = env.machine(&env.alice.clone(), "logs-1").await;
         let alice = sign_in(&env, "alice", PASSWORD).await;
 
-        // Follow first (only new lines), then make the container print a
-        // line every 100 ms.
+        // Follow first (only new lines). The answer's head comes before the
+        // engine has the follower (its stream starts when first read), so
+        // the container says "ready" until a "ready" has come through, and
+        // only then prints a line every 100 ms.
         let res = http().get(env.url(&format!("/machines/{id}/logs?follow=1&tail=0"))).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         assert!(res.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
         let mut body = res;
-        let script = "(i=0; while [ $i -lt 40 ]; do echo line-$i; i=$((i+1)); sleep 0.1; done) >/proc/1/fd/1 2>&1 &";
+        let script = "(while [ ! -e /tmp/go ]; do echo ready; sleep 0.1; done; i=0; while [ $i -lt 40 ]; do echo line-$i; i=$((i+1)); sleep 0.1; done) >/proc/1/fd/1 2>&1 &";
         let (code, out) = env.engine().await.exec(&container, &["/bin/sh", "-c", script]).await.unwrap();
         assert_eq!(code, 0, "{out}");
         let mut buf = String::new();
-        for i in 0..40 {
+        assert_eq!(next_event(&mut body, &mut buf).await.as_deref(), Some("ready"), "the follower is in place");
+        env.engine().await.exec(&container, &["touch", "/tmp/go"]).await.unwrap();
+        let mut first = next_event(&mut body, &mut buf).await;
+        while first.as_deref() == Some("ready") {
+            first = next_event(&mut body, &mut buf).await;
+        }
+        assert_eq!(first.as_deref(), Some("line-0"), "no line is lost once the stream follows");
+        for i in 1..40 {
             let line = next_event(&mut body, &mut buf).await.expect("the log stream goes on");
             assert_eq!(line, format!("line-{i}"), "lines arrive in order");
         }
