@@ -50,6 +50,9 @@ test('a user creates a machine, watches it run, deletes it and gets the quota ba
   await expect(page.getByTestId('operation-ok')).toContainText('queued');
   await expect(page.locator('[data-testid="task-row"]').first()).toContainText('succeeded', { timeout: 60_000 });
   await navLink(page, 'Machines').click();
+  // The list has loaded (a table, or the line saying there is none) before
+  // the row is looked for: a count of 0 holds on any page without the list.
+  await expect(page.locator('[data-testid="machines"], [data-testid="no-machines"]').first()).toBeVisible();
   await expect(page.locator(`[data-testid="machine-row"][data-name="${name}"]`)).toHaveCount(0);
   await expect.poll(() => quotaText(page)).toBe('0 / 2');
 });

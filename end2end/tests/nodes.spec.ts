@@ -35,9 +35,16 @@ test('admin adds a node, drains it and marks it lost; its machine is released', 
   await add.getByLabel('GPU model').fill(model);
   await add.getByRole('button', { name: 'Add node' }).click();
   await expect(add.getByTestId('form-error')).toContainText('connection test failed, nothing saved');
+  // Nothing saved: a fresh page's list, once loaded, has no such node.
+  await page.reload();
+  await expect(page.getByTestId('nodes')).toBeVisible();
   await expect(page.locator(`[data-testid="node-row"][data-name="${node}"]`)).toHaveCount(0);
 
   // The second engine answers: the node is listed, ready, with its declared GPU.
+  await hydrated(page);
+  await add.getByLabel('Name').fill(node);
+  await add.getByLabel('GPU count').fill('1');
+  await add.getByLabel('GPU model').fill(model);
   await add.getByLabel('Endpoint').fill(endpoint!);
   await add.getByRole('button', { name: 'Add node' }).click();
   await expect(add.getByTestId('node-added')).toBeVisible();

@@ -74,6 +74,7 @@ test('a create waiting for an unreachable engine can be cancelled by its request
   // The machine is gone and its GPU is back.
   await navLink(page, 'Machines').click();
   await expect(page).toHaveURL(/\/machines$/);
+  await expect(page.locator('[data-testid="machines"], [data-testid="no-machines"]').first()).toBeVisible();
   await expect(page.locator(`[data-testid="machine-row"][data-name="${name}"]`)).toHaveCount(0);
   await expect.poll(() => quotaText(page)).toBe('0 / 2');
 
