@@ -376,9 +376,18 @@ pub async fn machine_released(
             .bind(machine_id)
             .fetch_one(&mut *conn)
             .await?;
+    // A node marked lost ends its unstarted creates `cancelled` too; the
+    // job did not start because of the node, so it failed (its node's
+    // state is written first in that commit).
+    let node_lost: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM machines m JOIN nodes n ON n.id = m.node_id WHERE m.id = ? AND n.state = 'lost')",
+    )
+    .bind(machine_id)
+    .fetch_one(&mut *conn)
+    .await?;
     let (to, text) = if state == TaskState::Running && (exit_code.is_some() || cancel_requested) {
         (compute::outcome(cancel_requested, exit_code), message)
-    } else if cancel_requested || create_cancelled {
+    } else if cancel_requested || (create_cancelled && !node_lost) {
         (TaskState::Cancelled, why.to_string())
     } else {
         (TaskState::Failed, why.to_string())

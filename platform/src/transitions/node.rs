@@ -108,14 +108,14 @@ pub async fn mark_lost(
         .execute(&mut *tx)
         .await?;
     let mut report = LostReport::default();
-    let open: Vec<(i64, String, String)> = sqlx::query_as(
-        "SELECT t.id, t.state, t.kind FROM tasks t JOIN machines m ON m.id = t.machine_id
+    let open: Vec<(i64, String, String, i64, bool)> = sqlx::query_as(
+        "SELECT t.id, t.state, t.kind, t.machine_id, t.keep_volume FROM tasks t JOIN machines m ON m.id = t.machine_id
          WHERE m.node_id = ? AND t.state IN ('pending', 'scheduled', 'running')",
     )
     .bind(node_id)
     .fetch_all(&mut *tx)
     .await?;
-    for (task_id, state, kind) in open {
+    for (task_id, state, kind, machine_id, keep_volume) in open {
         let from: TaskState = state
             .parse()
             .map_err(|e: gantry_core::task::UnknownVariant| {
@@ -132,6 +132,20 @@ pub async fn mark_lost(
         // deleted and would count against the group's quota for ever.
         if matches!(kind.parse(), Ok(TaskKind::Snapshot | TaskKind::Reclaim)) {
             snapshot::task_ended(&mut tx, task_id, &why).await?;
+        }
+        // A volume its owner asked to keep stays kept, as when such a task
+        // ends any other way: a delete keeping its volume, or a create
+        // made on a kept volume (given back). Not listed, it would be
+        // deleted by the collector once the repaired engine is added again,
+        // and the node could be removed without a word about it.
+        match kind.parse() {
+            Ok(TaskKind::Delete) if keep_volume => {
+                super::run::keep_machines_volume(&mut tx, machine_id, false).await?;
+            }
+            Ok(TaskKind::Create) => {
+                super::run::keep_machines_volume(&mut tx, machine_id, true).await?;
+            }
+            _ => {}
         }
         report.tasks_ended += 1;
     }

@@ -139,3 +139,16 @@ gantry_testkit::timed_test! {
         assert_eq!(state, "succeeded");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_job_whose_node_is_lost_before_it_started_failed_and_was_not_cancelled() {
+        let (env, _sim, _root, alice) = sim_compute_env().await;
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+        assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "scheduled");
+        gantry_platform::transitions::node::mark_lost(&env.pool, None, env.node_id, "rack lost power").await.unwrap();
+        let (state, message): (String, String) = sqlx::query_as("SELECT state, message FROM compute_tasks WHERE id = ?").bind(t.id).fetch_one(&env.pool).await.unwrap();
+        assert_eq!(state, "failed", "nobody cancelled it: {message}");
+        assert!(message.contains("rack lost power"), "{message}");
+        env.assert_quota_consistent().await;
+    }
+}

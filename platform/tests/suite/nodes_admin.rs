@@ -200,3 +200,35 @@ gantry_testkit::timed_test! {
         assert_eq!((other.gpu_total, other.gpu_free), (2, 2));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_node_marked_lost_keeps_the_volumes_its_unfinished_tasks_were_keeping() {
+        let env = env("simulated", 2, 2).await;
+        let alice = env.user("alice", "ml-team").await;
+        // A delete that keeps its volume, not run yet (its engine is silent).
+        let keeper = env.admissions.create(env.create(&alice, "keeper", 1)).await.unwrap().machine_id;
+        // A kept volume a new machine is being made on, not run yet.
+        let source = env.admissions.create(env.create(&alice, "source", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let keep = |machine_id| gantry_platform::machines::OperationRequest { machine_id, kind: gantry_core::task::TaskKind::Delete, keep_volume: true };
+        gantry_platform::machines::request_operation(&env.pool, &alice, keep(source)).await.unwrap();
+        env.drive().await;
+        let (kept_id, reused): (i64, String) = sqlx::query_as("SELECT id, name FROM kept_volumes").fetch_one(&env.pool).await.unwrap();
+        let mut on_kept = env.create(&alice, "on-kept", 1);
+        on_kept.kept_volume_id = Some(kept_id);
+        env.admissions.create(on_kept).await.unwrap();
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM kept_volumes").await, 0, "taken by the create");
+        gantry_platform::machines::request_operation(&env.pool, &alice, keep(keeper)).await.unwrap();
+        let keepers_volume = env.text(&format!("SELECT volume_name FROM machines WHERE id = {keeper}")).await;
+
+        transitions::node::mark_lost(&env.pool, None, env.node_id, "power supply failed").await.unwrap();
+        let mut kept: Vec<String> = sqlx::query_scalar("SELECT name FROM kept_volumes ORDER BY name").fetch_all(&env.pool).await.unwrap();
+        kept.sort();
+        let mut wanted = vec![keepers_volume, reused];
+        wanted.sort();
+        assert_eq!(kept, wanted, "both volumes are still kept");
+        let refused = transitions::node::remove(&env.pool, None, env.node_id).await.unwrap_err();
+        assert!(matches!(&refused, PlatformError::Conflict(m) if m.contains("2 kept data volume(s)")), "{refused}");
+        env.assert_quota_consistent().await;
+    }
+}
