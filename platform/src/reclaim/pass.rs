@@ -147,9 +147,14 @@ async fn hot(
             .await?;
     for (node_id, node_name) in nodes {
         let rows: Vec<(i64, i64, String, Option<i64>)> = sqlx::query_as(
-            // A free GPU its node no longer reports is no target.
+            // A free GPU its node no longer reports is no target, nor one a
+            // closed machine's container may still hold until the collector
+            // has removed it (the move would be refused only after the
+            // machine's container was removed, and recreated where it was).
             "SELECT g.id, g.idx, g.model, mg.machine_id FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id
-             WHERE g.node_id = ? AND NOT (mg.machine_id IS NULL AND g.id IN (SELECT gpu_id FROM gpus_gone)) ORDER BY g.idx",
+             WHERE g.node_id = ? AND NOT (mg.machine_id IS NULL AND (g.id IN (SELECT gpu_id FROM gpus_gone)
+                                                                     OR g.id IN (SELECT gpu_id FROM gpus_left_to_collector)))
+             ORDER BY g.idx",
         )
         .bind(node_id)
         .fetch_all(pool)

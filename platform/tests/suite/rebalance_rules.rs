@@ -218,3 +218,36 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_gpu_left_to_the_collector_is_no_target_for_a_move() {
+        let env = common::env("simulated", 4, 4).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let root = admin(&env.pool).await;
+        short_settings(&env.pool, &root, 1800, 1).await;
+        let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
+        let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        let (ga, gb) = (gpu_of(&env, a).await, gpu_of(&env, b).await);
+        let free: Vec<i64> = gpus(&env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+        // The free GPUs look cool and idle, but a deleted machine's container
+        // (its engine did not answer the delete) may still hold them.
+        for g in &free {
+            sqlx::query("INSERT INTO gpus_left_to_collector (gpu_id, machine_id, since) VALUES (?, 999, 0)").bind(g).execute(&env.pool).await.unwrap();
+        }
+        let t0 = gantry_platform::now() + 65;
+        series(&env, ga, Some(a), t0 - 60, t0, 99.0, 2000, 80.0).await;
+        series(&env, gb, Some(b), t0 - 60, t0, 97.0, 2000, 80.0).await;
+        for g in &free {
+            series(&env, *g, None, t0 - 60, t0, 0.0, 0, 30.0).await;
+        }
+        let r = reclaim::pass(&env.pool, t0).await.unwrap();
+        assert!(r.moves_queued.is_empty(), "{r:?}");
+        assert_eq!(rebalance_tasks(&env).await, 0);
+
+        // Once the collector has let them go, they are targets again.
+        sqlx::query("DELETE FROM gpus_left_to_collector").execute(&env.pool).await.unwrap();
+        assert!(!reclaim::pass(&env.pool, t0).await.unwrap().moves_queued.is_empty());
+    }
+}
