@@ -128,8 +128,9 @@ pub async fn reset_password(
 /// throttle like a sign-in), then the new one. Other sessions of the
 /// account end; the caller stamps its own session with the returned
 /// account's `session_gen`. `who` is the account as the request's session
-/// found it: if anything changed it since (an admin's reset, disable, role
-/// or group change all move `session_gen`) or the password checked is no
+/// found it: if anything changed it since (an admin's reset, disable or
+/// role change all move `session_gen`; a group change does not, and needs
+/// not: the password is the same account's) or the password checked is no
 /// longer the stored one, nothing is written — the two argon2 runs take a
 /// while, and writing over a reset would undo it and keep this session.
 pub async fn change_password(

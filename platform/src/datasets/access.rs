@@ -1,7 +1,9 @@
 //! Who a transfer runs for, and whether they still may. A transfer is
 //! allowed when it begins, but it must not outlive the right to it: the
 //! account disabled or deleted, its sessions ended (a password reset or
-//! change, a demotion: `session_gen` moves on), the browser session it came
+//! change, a demotion: `session_gen` moves on), the account moved to
+//! another group or demoted (the right was the group's, or an admin's:
+//! checked for tokens too, whose owner's sessions say nothing), the browser session it came
 //! with ended (signed out, or idle for too long: the server reads its row
 //! through a [`SessionProbe`]), or the API token it came with revoked. An upload looks again at each renewal of its writer lease
 //! ([`super::writing`]); a download as its bytes go out.
@@ -37,9 +39,31 @@ pub enum Access {
         user_id: i64,
         session_gen: i64,
         probe: Option<SessionProbe>,
+        granted: Granted,
     },
     /// A personal API token, by its hash as stored (never the secret).
-    Token { user_id: i64, secret_hash: String },
+    Token {
+        user_id: i64,
+        secret_hash: String,
+        granted: Granted,
+    },
+}
+
+/// What the account was when the transfer began: its group, and whether
+/// it was an admin. Another group, or no longer an admin, ends the right.
+#[derive(Clone, Copy, Debug)]
+pub struct Granted {
+    group_id: i64,
+    admin: bool,
+}
+
+impl Granted {
+    fn of(user: &User) -> Self {
+        Granted {
+            group_id: user.group_id,
+            admin: user.role.is_admin(),
+        }
+    }
 }
 
 impl Access {
@@ -49,6 +73,7 @@ impl Access {
             user_id: user.id,
             session_gen: user.session_gen,
             probe: None,
+            granted: Granted::of(user),
         }
     }
 
@@ -59,6 +84,7 @@ impl Access {
             user_id: user.id,
             session_gen: user.session_gen,
             probe: Some(probe),
+            granted: Granted::of(user),
         }
     }
 
@@ -67,22 +93,28 @@ impl Access {
         Access::Token {
             user_id: user.id,
             secret_hash: tokens::hash(secret),
+            granted: Granted::of(user),
         }
     }
 
     /// The right of the account's sessions as they are now, for a caller
     /// that did not say what let its request in.
     pub async fn sessions_now(pool: &Pool, user_id: i64) -> Result<Self, PlatformError> {
-        let session_gen: Option<i64> =
-            sqlx::query_scalar("SELECT session_gen FROM users WHERE id = ?")
+        let now: Option<(i64, i64, String)> =
+            sqlx::query_as("SELECT session_gen, group_id, role FROM users WHERE id = ?")
                 .bind(user_id)
                 .fetch_optional(pool)
                 .await?;
-        // An account that is gone holds no right, whatever the figure.
+        // An account that is gone holds no right, whatever the figures.
+        let (session_gen, group_id, role) = now.unwrap_or_default();
         Ok(Access::Session {
             user_id,
-            session_gen: session_gen.unwrap_or_default(),
+            session_gen,
             probe: None,
+            granted: Granted {
+                group_id,
+                admin: role == "admin",
+            },
         })
     }
 
@@ -90,25 +122,33 @@ impl Access {
     /// looks again later.
     pub async fn holds(&self, pool: &Pool) -> Result<bool, PlatformError> {
         let live: i64 = match self {
-            Access::Session { user_id, session_gen, probe } => {
-                let live: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE id = ? AND NOT disabled AND session_gen = ?")
-                    .bind(user_id)
-                    .bind(session_gen)
-                    .fetch_one(pool)
-                    .await?;
+            Access::Session { user_id, session_gen, probe, granted } => {
+                let live: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM users WHERE id = ? AND NOT disabled AND session_gen = ?
+                        AND group_id = ? AND (role = 'admin' OR NOT ?)",
+                )
+                .bind(user_id)
+                .bind(session_gen)
+                .bind(granted.group_id)
+                .bind(granted.admin)
+                .fetch_one(pool)
+                .await?;
                 match probe {
                     Some(probe) if live > 0 && !probe.lasts().await => 0,
                     _ => live,
                 }
             }
             // What `tokens::authenticate` lets in, without noting a use.
-            Access::Token { user_id, secret_hash } => {
+            Access::Token { user_id, secret_hash, granted } => {
                 sqlx::query_scalar(
                     "SELECT COUNT(*) FROM api_tokens t JOIN users u ON u.id = t.user_id
-                      WHERE t.secret_hash = ? AND t.user_id = ? AND t.revoked_at IS NULL AND NOT u.disabled AND NOT u.must_change_password",
+                      WHERE t.secret_hash = ? AND t.user_id = ? AND t.revoked_at IS NULL AND NOT u.disabled AND NOT u.must_change_password
+                        AND u.group_id = ? AND (u.role = 'admin' OR NOT ?)",
                 )
                 .bind(secret_hash)
                 .bind(user_id)
+                .bind(granted.group_id)
+                .bind(granted.admin)
                 .fetch_one(pool)
                 .await?
             }

@@ -2,7 +2,8 @@
 //! (API `PUT`, the page's `PUT`, the no-JS form), a resumable `PATCH` and
 //! a download stop when, meanwhile, the account is disabled, its sessions
 //! end (a password reset), the browser session it came with signs out (in
-//! another tab) or the API token it came with is revoked: the
+//! another tab), the API token it came with is revoked, or the account is
+//! moved to another group or demoted (with a token as with a session): the
 //! upload answers why and keeps nothing of that request; the download is
 //! cut short.
 
@@ -201,5 +202,45 @@ gantry_testkit::timed_test! {
         }
         let got = downloaded_around(req.send().await.unwrap(), sign_out(&s, &headers)).await;
         assert!(got < size, "the whole file came after the session signed out");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_token_transfer_stops_when_its_account_moves_to_another_group_midway() {
+        // coco is group ml's private dataset; alice, its member, is moved
+        // to group other while her script is still sending or receiving.
+        let s = start(limits()).await;
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
+        let mut sock = body_wanted(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, 4 * MIB).await;
+        accounts::set_group(&s.pool, s.carol.id, s.alice.id, "other").await.unwrap();
+        sock.write_all(&vec![1u8; MIB as usize]).await.unwrap();
+        let answer = reply(sock).await;
+        assert_eq!(answer.status, 403, "{}", answer.body);
+        assert!(answer.body.contains(ENDED), "{}", answer.body);
+        assert_nothing_stored(&s).await;
+
+        accounts::set_group(&s.pool, s.carol.id, s.alice.id, "ml").await.unwrap();
+        let size = 64 * MIB;
+        let stored = raw(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, size, None, pattern).await.unwrap();
+        assert_eq!(stored.status, 201, "{}", stored.body);
+        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&s.alice_token).send().await.unwrap();
+        let got = downloaded_around(res, async { accounts::set_group(&s.pool, s.carol.id, s.alice.id, "other").await.unwrap(); }).await;
+        assert!(got < size, "the whole file came after alice left the dataset's group");
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn an_admins_token_download_of_another_groups_dataset_stops_when_demoted_midway() {
+        // carol, of another group, is made an admin: she reads coco as one.
+        let s = start(limits()).await;
+        let size = 64 * MIB;
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
+        let stored = raw(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, size, None, pattern).await.unwrap();
+        assert_eq!(stored.status, 201, "{}", stored.body);
+        let dora = accounts::create_user(&s.pool, None, accounts::NewUser { username: "dora", password: PASSWORD, role: gantry_core::Role::Admin, group: Some("ml") }).await.unwrap();
+        accounts::set_role(&s.pool, dora.id, s.carol.id, gantry_core::Role::Admin).await.unwrap();
+        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&s.carol_token).send().await.unwrap();
+        let got = downloaded_around(res, async { accounts::set_role(&s.pool, dora.id, s.carol.id, gantry_core::Role::User).await.unwrap(); }).await;
+        assert!(got < size, "the whole file came after carol was demoted");
     }
 }
