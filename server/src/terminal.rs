@@ -392,9 +392,7 @@ async fn run(
 /// acts); a row still "running" means the container stopped on its own or
 /// the shell exited.
 async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
-    let state: Option<String> = sqlx::query_scalar("SELECT state FROM machines WHERE id = ?")
-        .bind(ctx.machine_id)
-        .fetch_optional(&ctx.pool)
+    let state = gantry_platform::workspace::terminal_state(&ctx.pool, ctx.machine_id)
         .await
         .ok()
         .flatten();

@@ -45,6 +45,28 @@ impl Default for Limits {
 /// lines of a followed log).
 pub const LOG_TAIL_LINES: u64 = 200;
 
+/// The state a terminal sees while an idle reclaim of its machine is queued
+/// or running: the machine row stays `running` (nothing changes for the
+/// dashboard until the GPUs are returned), but its container is about to be
+/// committed and removed, so whatever is typed meanwhile outside `/data` is
+/// lost. A terminal does not open then, and an open one closes saying why.
+pub const RECLAIMING: &str = "reclaiming";
+
+/// Whether machine `m` (the alias) has a reclaim queued or running, in SQL.
+pub(crate) const RECLAIMING_SQL: &str =
+    "EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind = 'reclaim' AND t.state IN ('scheduled', 'running'))";
+
+/// The machine's state as a terminal sees it ([`RECLAIMING`] while a
+/// reclaim is queued or running); `None` when there is no such machine.
+pub async fn terminal_state(pool: &Pool, machine_id: i64) -> Result<Option<String>, PlatformError> {
+    Ok(sqlx::query_scalar(&format!(
+        "SELECT CASE WHEN {RECLAIMING_SQL} THEN '{RECLAIMING}' ELSE m.state END FROM machines m WHERE m.id = ?"
+    ))
+    .bind(machine_id)
+    .fetch_optional(pool)
+    .await?)
+}
+
 /// The machine a workspace request is about, as far as the rules need it.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -85,17 +107,22 @@ pub async fn target(
         Err(PlatformError::NotFound(_)) => return Ok(Err(Refusal::NotFound)),
         Err(e) => return Err(e),
     };
-    let (owner_id, node_id): (i64, Option<i64>) =
-        sqlx::query_as("SELECT owner_id, node_id FROM machines WHERE id = ?")
-            .bind(machine_id)
-            .fetch_one(pool)
-            .await?;
+    let (owner_id, node_id, reclaiming): (i64, Option<i64>, bool) = sqlx::query_as(&format!(
+        "SELECT owner_id, node_id, {RECLAIMING_SQL} FROM machines m WHERE id = ?"
+    ))
+    .bind(machine_id)
+    .fetch_one(pool)
+    .await?;
     let target = Target {
         machine_id,
         name: view.name,
         owner_id,
         owner: view.owner,
-        state: view.state,
+        state: if reclaiming {
+            RECLAIMING.to_string()
+        } else {
+            view.state
+        },
         container_id: view.container_id,
         node_id,
     };
@@ -121,6 +148,11 @@ impl Target {
             ("running", Some(c), Some(n)) => Ok((c, n)),
             ("running", _, _) => Err(Refusal::State(format!(
                 "machine {} has no container yet",
+                self.name
+            ))),
+            (RECLAIMING, _, _) => Err(Refusal::State(format!(
+                "machine {} is being reclaimed (idle): its container is saved and removed, so a terminal would lose what it does; \
+                 restore the machine from its page once that is done",
                 self.name
             ))),
             (state, _, _) => Err(Refusal::State(format!(
@@ -201,6 +233,10 @@ impl CloseReason {
             "reinstalling" => CloseReason::new(
                 close_code::MACHINE_STOPPED,
                 format!("machine {name} is being reinstalled"),
+            ),
+            RECLAIMING => CloseReason::new(
+                close_code::MACHINE_STOPPED,
+                format!("machine {name} is being reclaimed (idle); restore it from its page"),
             ),
             "lost" => CloseReason::new(
                 close_code::MACHINE_DELETED,

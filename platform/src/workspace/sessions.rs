@@ -281,12 +281,15 @@ impl Registry {
             // The account's generation too: a terminal opened before it was
             // disabled, demoted or had its password reset (or was deleted)
             // closes like its browser sessions end.
-            let rows: Vec<(i64, String, String, Option<String>, bool)> = sqlx::query_as(
-                "SELECT ts.id, m.name, m.state, a.username, (u.id IS NULL OR u.disabled OR u.session_gen <> ts.user_gen)
+            let rows: Vec<(i64, String, String, Option<String>, bool)> = sqlx::query_as(&format!(
+                "SELECT ts.id, m.name, CASE WHEN {} THEN '{}' ELSE m.state END, a.username,
+                        (u.id IS NULL OR u.disabled OR u.session_gen <> ts.user_gen)
                  FROM terminal_sessions ts JOIN machines m ON m.id = ts.machine_id
                  LEFT JOIN users a ON a.id = ts.close_requested_by LEFT JOIN users u ON u.id = ts.user_id
                  WHERE ts.server = ? AND ts.closed_at IS NULL",
-            )
+                super::RECLAIMING_SQL,
+                super::RECLAIMING
+            ))
             .bind(&self.inner.server)
             .fetch_all(pool)
             .await?;

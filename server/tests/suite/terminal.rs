@@ -944,3 +944,29 @@ gantry_testkit::timed_test! {
         env.operate(id, TaskKind::Delete).await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_terminal_closes_when_its_machine_is_queued_for_an_idle_reclaim_and_none_opens_meanwhile() {
+        // The machine row stays `running` through a reclaim; its container
+        // is about to be saved and removed, so typing on would be lost.
+        let env = env(Limits::default()).await;
+        let (id, _container) = env.machine(&env.alice.clone(), "term-reclaim").await;
+        let alice = sign_in(&env, "alice", PASSWORD).await;
+        let mut ws = connect(&env, Some(&alice), None, id).await.unwrap();
+        read_until(&mut ws, "# ").await;
+        let now = gantry_platform::now();
+        assert!(gantry_platform::transitions::reclaim::warn(&env.pool, id, now - 1, "idle").await.unwrap());
+        let task = gantry_platform::transitions::reclaim::queue(&env.pool, id, now, None, "idle reclaim").await.unwrap().expect("queued");
+        let (code, reason) = close_frame(&mut ws).await;
+        assert_eq!(code, close_code::MACHINE_STOPPED, "{reason}");
+        assert!(reason.contains("being reclaimed"), "{reason}");
+        let recorded: String = sqlx::query_scalar("SELECT close_reason FROM terminal_sessions WHERE machine_id = ?").bind(id).fetch_one(&env.pool).await.unwrap();
+        assert!(recorded.contains("being reclaimed"), "{recorded}");
+        assert_eq!(connect(&env, Some(&alice), None, id).await.err(), Some(StatusCode::CONFLICT), "no terminal opens while the reclaim waits");
+
+        // Called off (the owner extends it): the terminal opens again.
+        sqlx::query("UPDATE tasks SET state = 'cancelled' WHERE id = ?").bind(task).execute(&env.pool).await.unwrap();
+        let mut ws = connect(&env, Some(&alice), None, id).await.unwrap();
+        read_until(&mut ws, "# ").await;
+    }
+}
