@@ -28,6 +28,9 @@ use std::convert::Infallible;
 pub const MAX_LINE: usize = 16 * 1024;
 /// Most lines a `tail=N` request may ask for.
 const MAX_TAIL: u64 = 100_000;
+/// Most bytes of a short tail (at most [`LOG_TAIL_LINES`] lines) read into
+/// memory before answering; a longer one streams under the limits.
+const SHORT_TAIL_BYTES: usize = 256 * 1024;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct LogQuery {
@@ -68,18 +71,10 @@ pub async fn logs(
     // long) one as long as the client takes to read it: without a limit,
     // one user could hold any number of engine connections and watchers.
     let long = tail.is_none_or(|n| n > LOG_TAIL_LINES);
-    let slot = match (follow || long).then(|| st.follow_slots.take(user.id, st.limits.max_terminals, st.limits.max_terminals_per_user)) {
+    let mut slot = match (follow || long).then(|| take_slot(&st, user.id)) {
         None => None,
         Some(Ok(slot)) => Some(slot),
-        Some(Err(Full::Server(max))) => {
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} followed or whole logs open, its limit; try again later"))
-        }
-        Some(Err(Full::User(max))) => {
-            return refuse(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("you have {max} followed or whole logs open on this server, the limit per user; close one to open another"),
-            )
-        }
+        Some(Err(refused)) => return refused,
     };
     let exec = match executor(&st, node, "logs").await {
         Ok(e) => e,
@@ -127,16 +122,43 @@ pub async fn logs(
             .keep_alive(KeepAlive::default())
             .into_response();
     }
+    // A short tail is read here and the engine let go before the client
+    // reads a byte: 200 lines can still be megabytes, and a client reading
+    // them slowly would hold an engine connection outside every limit.
+    // Longer than that, it takes a place as a long one does.
+    let mut head: Vec<Result<Bytes, _>> = first.into_iter().collect();
+    let mut ended = false;
+    if slot.is_none() {
+        let mut held: usize = head.iter().map(|r| r.as_ref().map_or(0, Bytes::len)).sum();
+        while !ended && held <= SHORT_TAIL_BYTES {
+            match stream.next().await {
+                Some(item) => {
+                    held += item.as_ref().map_or(0, Bytes::len);
+                    head.push(item);
+                }
+                None => ended = true,
+            }
+        }
+        if !ended {
+            slot = match take_slot(&st, user.id) {
+                Ok(slot) => Some(slot),
+                Err(refused) => return refused,
+            };
+        }
+    }
     // Cut when the session ends, as a followed one; the slot (if any) is
     // given back when the body ends or the client leaves.
-    let session = st.session_watch.watch_request(&parts, &user);
-    let rest = session.cut(stream);
+    let rest = if ended {
+        stream::empty().boxed()
+    } else {
+        st.session_watch.watch_request(&parts, &user).cut(stream)
+    };
     let give_back = stream::once(async move {
         drop(slot);
         None
     })
     .filter_map(std::future::ready);
-    let body = stream::iter(first)
+    let body = stream::iter(head)
         .chain(rest)
         .chain(give_back)
         .map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
@@ -148,6 +170,18 @@ pub async fn logs(
         Body::from_stream(body),
     )
         .into_response()
+}
+
+/// A place under the followed-logs limits (the terminals' numbers), or the
+/// refusal to answer.
+fn take_slot(st: &WsState, user_id: i64) -> Result<crate::terminal::Slot, Response> {
+    st.follow_slots.take(user_id, st.limits.max_terminals, st.limits.max_terminals_per_user).map_err(|full| match full {
+        Full::Server(max) => refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} followed or whole logs open, its limit; try again later")),
+        Full::User(max) => refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("you have {max} followed or whole logs open on this server, the limit per user; close one to open another"),
+        ),
+    })
 }
 
 /// Splits a byte stream into lines (without `\n` and `\r`), each at most

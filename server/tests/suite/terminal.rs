@@ -916,7 +916,7 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn followed_logs_have_the_terminals_limits() {
         let env = env(Limits { max_terminals_per_user: 1, ..Limits::default() }).await;
-        let (id, _container) = env.machine(&env.alice.clone(), "logs-cap").await;
+        let (id, container) = env.machine(&env.alice.clone(), "logs-cap").await;
         let alice = sign_in(&env, "alice", PASSWORD).await;
         let follow = |cookie: String| {
             let url = env.url(&format!("/machines/{id}/logs?follow=1&tail=0"));
@@ -932,6 +932,26 @@ gantry_testkit::timed_test! {
         // A short plain tail and other users are not limited by it …
         let res = http().get(env.url(&format!("/machines/{id}/logs?tail=3"))).header("Cookie", &alice).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
+        // … unless its 200 lines are megabytes, which a slow reader would
+        // keep an engine connection for: beyond 256 KiB it takes a place.
+        let script = "i=0; while [ $i -lt 200 ]; do head -c 16000 /dev/zero | tr '\\0' x; echo; i=$((i+1)); done >/proc/1/fd/1; echo logs-cap-done >/proc/1/fd/1";
+        let (code, out) = env.engine().await.exec(&container, &["/bin/sh", "-c", script]).await.unwrap();
+        assert_eq!(code, 0, "{out}");
+        // The engine copies the output on its own time: the marker says it has.
+        let mut last = String::new();
+        for _ in 0..100 {
+            last = http().get(env.url(&format!("/machines/{id}/logs?tail=1"))).header("Cookie", &alice).send().await.unwrap().text().await.unwrap();
+            if last.contains("logs-cap-done") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(last, "logs-cap-done\n");
+        let res = http().get(env.url(&format!("/machines/{id}/logs?tail=200"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "200 lines of 16 kB hold the engine while read");
+        let res = http().get(env.url(&format!("/machines/{id}/logs?tail=3"))).header("Cookie", &alice).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.text().await.unwrap().len(), 2 * 16001 + "logs-cap-done\n".len(), "read whole into memory");
         // … a whole or long one is: it holds its engine connection for as
         // long as the client takes to read it.
         for long in ["all", "100000"] {
