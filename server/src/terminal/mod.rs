@@ -23,6 +23,11 @@
 //! as a slow ssh client does); input is written through as it arrives;
 //! WebSocket buffers are small and messages capped.
 
+mod resize;
+mod slots;
+
+pub use slots::{Full, Slot, Slots};
+
 use crate::workspace::{enter, exec_error, executor, internal, refusal, refuse, Watched, WsState};
 use app::{api::auth::ClientAddress, error::RequestId};
 use axum::{
@@ -45,12 +50,8 @@ use gantry_platform::{
 };
 use serde::Deserialize;
 use std::{
-    collections::HashMap,
     net::SocketAddr,
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Mutex,
-    },
+    sync::atomic::{AtomicU64, Ordering},
     time::{Duration, Instant},
 };
 use tokio::io::AsyncWriteExt;
@@ -274,7 +275,13 @@ async fn run(
     let touch = || last.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
     let mut stopped = std::pin::pin!(stopped);
 
+    let (wanted_size, resizer) = resize::channel();
     let end = {
+        // A resize the engine fails is only a wrongly sized screen.
+        let (exec, exec_id) = (&ctx.exec, &exec_id);
+        let resizing = resizer.run(|size| async move {
+            let _ = exec.resize_shell(exec_id, size).await;
+        });
         let pump_out = async {
             while let Some(chunk) = output.next().await {
                 match chunk {
@@ -303,10 +310,7 @@ async fn run(
                         if let Ok(Control { resize: Some(r) }) =
                             serde_json::from_str::<Control>(text.as_str())
                         {
-                            let _ = ctx
-                                .exec
-                                .resize_shell(&exec_id, TtySize::new(r.cols, r.rows))
-                                .await;
+                            wanted_size.set(TtySize::new(r.cols, r.rows));
                         }
                     }
                     Ok(Message::Close(_)) | Err(_) => return End::ClientClosed,
@@ -339,6 +343,7 @@ async fn run(
         tokio::select! {
             e = pump_out => e,
             e = pump_in => e,
+            _ = resizing => unreachable!("the resizer waits for ever once the input pump ends"),
             e = signal => e,
             e = idle => e,
             ended = ctx.session.wait() => End::Signal(ended.close_reason()),
@@ -440,82 +445,6 @@ fn close_text(text: &str) -> String {
     text[..end].to_string()
 }
 
-/// This process's terminal slots: how many are taken, in all and by each
-/// user. Counted apart from the registry, which learns of a terminal only
-/// once its shell runs and its session is recorded.
-#[derive(Clone, Default)]
-pub struct Slots {
-    taken: Arc<Mutex<Taken>>,
-}
-
-#[derive(Default)]
-struct Taken {
-    total: usize,
-    by_user: HashMap<i64, usize>,
-}
-
-/// Why no slot was free: the server's limit or the user's.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Full {
-    Server(usize),
-    User(usize),
-}
-
-/// One taken slot, given back when dropped.
-pub struct Slot {
-    slots: Slots,
-    user: i64,
-}
-
-impl Slots {
-    /// Takes a slot for `user` if fewer than `max` are taken in all and
-    /// fewer than `per_user` by this user; checked and taken under one lock.
-    pub fn take(&self, user: i64, max: usize, per_user: usize) -> Result<Slot, Full> {
-        let mut t = self.lock();
-        if t.total >= max {
-            return Err(Full::Server(max));
-        }
-        let mine = t.by_user.entry(user).or_insert(0);
-        if *mine >= per_user {
-            if *mine == 0 {
-                t.by_user.remove(&user);
-            }
-            return Err(Full::User(per_user));
-        }
-        *mine += 1;
-        t.total += 1;
-        Ok(Slot {
-            slots: self.clone(),
-            user,
-        })
-    }
-
-    /// Slots taken in all and by `user`.
-    pub fn taken(&self, user: i64) -> (usize, usize) {
-        let t = self.lock();
-        (t.total, t.by_user.get(&user).copied().unwrap_or(0))
-    }
-
-    /// Never poisoned for good: the counts are updated in one step each, so
-    /// a panic elsewhere under the lock leaves them consistent.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Taken> {
-        self.taken.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut t = self.slots.lock();
-        t.total = t.total.saturating_sub(1);
-        if let Some(n) = t.by_user.get_mut(&self.user) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                t.by_user.remove(&self.user);
-            }
-        }
-    }
-}
-
 /// Hangs the shell up and closes the session row, on every path: at the
 /// end of `run`, or when dropped because the upgrade never completed.
 struct Cleanup {
@@ -589,32 +518,7 @@ async fn cleanup(
 
 #[cfg(test)]
 mod tests {
-    use super::{Full, Slots};
     use gantry_platform::{executor::ExecError, workspace::close_code};
-
-    #[test]
-    fn slots_hold_both_limits_and_come_back_on_drop() {
-        let slots = Slots::default();
-        let a1 = slots.take(1, 3, 2).unwrap();
-        let a2 = slots.take(1, 3, 2).unwrap();
-        assert_eq!(slots.take(1, 3, 2).err(), Some(Full::User(2)));
-        let b1 = slots.take(2, 3, 2).unwrap();
-        assert_eq!(slots.take(3, 3, 2).err(), Some(Full::Server(3)));
-        assert_eq!(slots.taken(1), (3, 2));
-        drop(a1);
-        assert_eq!(slots.taken(1), (2, 1));
-        let a3 = slots.take(1, 3, 2).unwrap();
-        drop((a2, a3, b1));
-        assert_eq!(slots.taken(1), (0, 0));
-        assert!(slots.lock().by_user.is_empty(), "no counts left behind");
-        // Given back on a panic's unwinding too.
-        let s = slots.clone();
-        let _ = std::panic::catch_unwind(move || {
-            let _slot = s.take(5, 1, 1).unwrap();
-            panic!("opening failed");
-        });
-        assert!(slots.take(5, 1, 1).is_ok());
-    }
 
     #[test]
     fn an_unreachable_engine_is_not_named_in_the_close_frame() {
