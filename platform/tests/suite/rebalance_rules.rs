@@ -251,3 +251,41 @@ gantry_testkit::timed_test! {
         assert!(!reclaim::pass(&env.pool, t0).await.unwrap().moves_queued.is_empty());
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_move_resumed_after_its_new_container_was_recorded_is_not_made_again() {
+        let env = common::env("simulated", 4, 4).await;
+        let sim = SimulatedExecutor::new();
+        env.use_executor(Executor::from(sim.clone()));
+        let alice = env.user("alice", "ml-team").await;
+        let root = admin(&env.pool).await;
+        short_settings(&env.pool, &root, 1800, 1).await;
+        let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
+        let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        reclaim::set_rebalance_opt_out(&env.pool, &alice, b, true).await.unwrap();
+        let (ga, gb) = (gpu_of(&env, a).await, gpu_of(&env, b).await);
+        let free: Vec<i64> = gpus(&env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+        let t0 = gantry_platform::now() + 65;
+        series(&env, ga, Some(a), t0 - 60, t0, 99.0, 2000, 80.0).await;
+        series(&env, gb, Some(b), t0 - 60, t0, 97.0, 2000, 80.0).await;
+        for g in &free {
+            series(&env, *g, None, t0 - 60, t0, 0.0, 0, 30.0).await;
+        }
+        assert_eq!(reclaim::pass(&env.pool, t0).await.unwrap().moves_queued, vec![a]);
+        // The runner records the new container's state, then stops.
+        assert!(env.drive_dying_at_step("observed").await);
+        let moved_to = gpu_of(&env, a).await;
+        assert_ne!(moved_to, ga);
+        let containers: Vec<String> = sim.containers().into_iter().filter(|c| c.machine_id == a).map(|c| c.id).collect();
+        env.expire_all_leases().await;
+        env.drive().await;
+        let (state, why): (String, String) = sqlx::query_as(&format!("SELECT state, message FROM tasks WHERE machine_id = {a} AND kind = 'rebalance'")).fetch_one(&env.pool).await.unwrap();
+        assert_eq!(state, "succeeded", "{why}");
+        assert!(!why.contains("not moved"), "it was moved: {why}");
+        assert_eq!(gpu_of(&env, a).await, moved_to);
+        let after: Vec<String> = sim.containers().into_iter().filter(|c| c.machine_id == a).map(|c| c.id).collect();
+        assert_eq!(after, containers, "the container made on the new GPU is kept, not made again");
+        env.assert_quota_consistent().await;
+    }
+}
