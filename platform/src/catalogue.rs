@@ -284,9 +284,12 @@ pub async fn region_resources(pool: &Pool) -> Result<Vec<RegionResources>, Platf
     )
     .fetch_all(pool)
     .await?;
-    // A held GPU its node no longer reports is neither there nor free.
+    // A held GPU its node no longer reports is neither there nor free; one
+    // held back for the collector (a closed machine's container may still
+    // run on it) is there but not free, as on the Nodes page.
     let gpus: Vec<(String, String, i64, i64)> = sqlx::query_as(
-        "SELECT r.code, g.model, COUNT(*), COUNT(*) - COUNT(mg.gpu_id)
+        "SELECT r.code, g.model, COUNT(*),
+                SUM(mg.gpu_id IS NULL AND g.id NOT IN (SELECT gpu_id FROM gpus_left_to_collector))
          FROM gpus g JOIN nodes n ON n.id = g.node_id JOIN regions r ON r.id = n.region_id LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id
          WHERE n.state <> 'lost' AND g.id NOT IN (SELECT gpu_id FROM gpus_gone) GROUP BY r.code, g.model ORDER BY g.model",
     )

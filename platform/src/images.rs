@@ -42,6 +42,13 @@ pub async fn create_image(
         }
         .into());
     }
+    // Shown to every user in the create form's image list: one line of
+    // printable text, as every other admin text field.
+    if description.chars().any(char::is_control) {
+        return Err(PlatformError::BadRequest(
+            "image description must be printable characters on one line".into(),
+        ));
+    }
     let mut tx = crate::transitions::begin(pool).await?;
     if make_default {
         sqlx::query("UPDATE images SET is_default = 0")

@@ -192,3 +192,15 @@ gantry_testkit::timed_test! {
         assert_no_gpu_pinned_twice(&sim);
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn the_regions_page_does_not_count_a_gpu_left_to_the_collector_as_free() {
+        let (env, sim, alice) = one_gpu_env().await;
+        delete_given_up(&env, &sim, &alice).await;
+        let nodes = gantry_platform::cluster::list_nodes(&env.pool).await.unwrap();
+        assert_eq!(nodes[0].gpu_free, 0, "the Nodes page says so");
+        let regions = gantry_platform::catalogue::region_resources(&env.pool).await.unwrap();
+        let gpus: Vec<(String, i64, i64)> = regions.into_iter().flat_map(|r| r.gpus).collect();
+        assert_eq!(gpus.iter().map(|g| (g.1, g.2)).collect::<Vec<_>>(), vec![(1, 0)], "there, but not free: {gpus:?}");
+    }
+}

@@ -292,3 +292,17 @@ gantry_testkit::timed_test! {
         catalogue::create_region_image(&env.pool, root.id, "local", &format!("registry.example:5000/team/torch:2.4-cuda12@sha256:{digest}"), "amd64", "training").await.unwrap();
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn an_image_description_with_control_characters_is_refused_and_nothing_stored() {
+        let env = common::env("simulated", 1, 1).await;
+        let before = env.scalar("SELECT COUNT(*) FROM images").await;
+        let audited = env.scalar("SELECT COUNT(*) FROM audit_log").await;
+        for bad in ["a\u{1b}[2Jb", "two\nlines", "nul\0"] {
+            let err = images::create_image(&env.pool, None, "torch", "gantry/torch:1", bad, false).await.unwrap_err();
+            assert!(matches!(&err, PlatformError::BadRequest(m) if m.contains("printable")), "{bad:?}: {err}");
+        }
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM images").await, before);
+        assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log").await, audited);
+    }
+}
