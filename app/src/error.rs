@@ -102,6 +102,39 @@ impl AppError {
     }
 }
 
+/// The parser's message about arguments that do not parse, without what the
+/// caller wrote: it quotes keys and values (`Multiple values for one key:
+/// "…"`, ``unknown variant `…` ``), and the answer may come back signed in a
+/// page's error box (no-JS forms), so anyone could make the server sign a
+/// text of theirs. A quoted part stays only when it is a plain field name.
+pub fn argument_error_text(msg: &str) -> String {
+    let mut out = String::new();
+    let mut rest = msg;
+    while let Some(open) = rest.find(['"', '`']) {
+        out.push_str(&rest[..open]);
+        let quote = rest[open..].chars().next().unwrap_or('"');
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(quote) else {
+            out.push_str("…");
+            rest = "";
+            break;
+        };
+        let quoted = &after[..close];
+        let plain = !quoted.is_empty()
+            && quoted.len() <= 32
+            && quoted
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        out.push(quote);
+        out.push_str(if plain { quoted } else { "…" });
+        out.push(quote);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    // Whatever is left is the parser's own words; one line, bounded.
+    out.chars().filter(|c| !c.is_control()).take(160).collect()
+}
+
 impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
@@ -114,8 +147,7 @@ impl FromServerFnError for AppError {
         match value {
             #[cfg(feature = "ssr")]
             E::Args(msg) | E::MissingArg(msg) | E::Deserialization(msg) => {
-                let msg: String = msg.chars().take(200).collect();
-                AppError::Invalid(format!("bad request: {msg}")).respond()
+                AppError::Invalid(format!("bad request: {}", argument_error_text(&msg))).respond()
             }
             #[cfg(feature = "ssr")]
             other => AppError::internal(other),
@@ -177,5 +209,37 @@ impl From<gantry_platform::PlatformError> for AppError {
             e @ (P::Database(_) | P::Internal(_) | P::LeaseLost(_)) => AppError::internal(e),
         };
         err.respond()
+    }
+}
+
+#[cfg(test)]
+mod argument_error_tests {
+    use super::argument_error_text;
+
+    #[test]
+    fn the_callers_words_are_not_repeated_but_field_names_are() {
+        assert_eq!(
+            argument_error_text(
+                r#"Multiple values for one key: "Security notice: reset at evil.example""#
+            ),
+            r#"Multiple values for one key: "…""#
+        );
+        assert_eq!(
+            argument_error_text("unknown variant `call +1 555 now`, expected `user` or `admin`"),
+            "unknown variant `…`, expected `user` or `admin`"
+        );
+        assert_eq!(
+            argument_error_text("missing field `machine_id`"),
+            "missing field `machine_id`"
+        );
+        assert_eq!(
+            argument_error_text("invalid digit found in string"),
+            "invalid digit found in string"
+        );
+        assert_eq!(
+            argument_error_text("unclosed \"quote at evil.example"),
+            "unclosed …"
+        );
+        assert!(argument_error_text(&"x".repeat(500)).chars().count() <= 160);
     }
 }

@@ -24,6 +24,20 @@ pub struct ClientPlace {
     held: Option<(IpAddr, Arc<Mutex<HashMap<IpAddr, usize>>>)>,
 }
 
+/// Who a connection's address counts as: IPv4 clients reaching an IPv6
+/// socket are one client either way, and an IPv6 address counts by its /64
+/// (one subscriber usually holds a whole /64 and may bind any address in
+/// it), as the sign-in throttle counts it.
+fn client_of(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
+        v4 => v4,
+    }
+}
+
 impl ClientPlaces {
     pub fn new(max: usize) -> Self {
         ClientPlaces {
@@ -38,8 +52,7 @@ impl ClientPlaces {
         if self.max == 0 {
             return Some(ClientPlace { held: None });
         }
-        // IPv4 clients reaching an IPv6 socket are one client either way.
-        let ip = ip.to_canonical();
+        let ip = client_of(ip);
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let count = open.entry(ip).or_insert(0);
         if *count >= self.max {
@@ -93,6 +106,23 @@ mod tests {
         let _other = places.enter(b).expect("another client is not affected");
         drop(first);
         let _again = places.enter(a).expect("a place freed is free again");
+        assert_eq!(places.clients(), 2);
+    }
+
+    #[test]
+    fn an_ipv6_client_counts_by_its_64() {
+        let places = ClientPlaces::new(2);
+        let _a = places.enter("2001:db8:1:2::1".parse().unwrap()).unwrap();
+        let _b = places.enter("2001:db8:1:2::2".parse().unwrap()).unwrap();
+        assert!(
+            places
+                .enter("2001:db8:1:2:ffff::3".parse().unwrap())
+                .is_none(),
+            "another address of the same /64"
+        );
+        let _c = places
+            .enter("2001:db8:1:3::1".parse().unwrap())
+            .expect("another /64 is another client");
         assert_eq!(places.clients(), 2);
     }
 

@@ -73,6 +73,26 @@ gantry_testkit::timed_test! {
         assert_eq!(shown.status(), 200);
         assert!(shown.text().await.unwrap().contains("wrong username or password"));
 
+        // Arguments that do not parse: the parser's message quotes what the
+        // caller wrote (a key sent twice), and it comes back signed, so the
+        // quoted words are left out — anyone could make the server sign them.
+        let res = server
+            .client()
+            .post(server.url("/api/login"))
+            .header("accept", "text/html")
+            .header("referer", server.url("/login?next=%2F"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("username=a&password=b&ATTACKER+call+555+now=1&ATTACKER+call+555+now=2")
+            .send()
+            .await
+            .unwrap();
+        let location = res.headers()["location"].to_str().unwrap().to_string();
+        assert!(location.contains("__sig="), "{location}");
+        let path = location.split_once(&server.addr.to_string()).map_or(location.as_str(), |(_, p)| p).to_string();
+        let shown = c.get(server.url(&path)).send().await.unwrap().text().await.unwrap();
+        assert!(shown.contains("bad request"), "the refusal shows");
+        assert!(!shown.contains("ATTACKER"), "the caller's words do not");
+
         // The same signature on another text is refused.
         let swapped = path.replace(path.split("__err=").nth(1).unwrap().split('&').next().unwrap(), &forged);
         let res = c.get(server.url(&swapped)).send().await.unwrap();
