@@ -53,6 +53,10 @@ pub struct Report {
     pub gpus_freed: Vec<String>,
     /// Nodes whose engine did not answer (or could not be set up), with why.
     pub unreachable: Vec<String>,
+    /// Machines whose recorded container this pass saw on its node, listed
+    /// after all their tasks up to this one (the id) had ended (see
+    /// `snapshots::sweep_reclaim`).
+    pub seen: HashMap<i64, i64>,
 }
 
 pub async fn reconcile_once(pool: &Pool, fleet: &Fleet) -> Result<Report, PlatformError> {
@@ -70,7 +74,7 @@ pub async fn reconcile_once(pool: &Pool, fleet: &Fleet) -> Result<Report, Platfo
             report.unreachable.push(format!("{}: {why}", node.name));
         }
     }
-    let swept = crate::snapshots::sweep_reclaim(pool, fleet).await?;
+    let swept = crate::snapshots::sweep_reclaim(pool, fleet, &report.seen).await?;
     report.snapshots_collected = swept.deleted;
     report.not_collected.extend(swept.not_deleted);
     Ok(report)
@@ -86,6 +90,9 @@ struct Known {
     container_id: Option<String>,
     holds_gpus: bool,
     volume: String,
+    /// The machine's newest task when it was read, if none was under way
+    /// then: a container seen after that has outlived every task so far.
+    settled_after_task: Option<i64>,
 }
 
 async fn reconcile_node(
@@ -97,8 +104,20 @@ async fn reconcile_node(
     report: &mut Report,
 ) -> Result<(), String> {
     let db = |e: PlatformError| e.to_string();
-    let rows: Vec<(i64, String, String, i64, Option<String>, bool, String)> = sqlx::query_as(
-        "SELECT m.id, m.name, m.state, m.rev, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id), m.volume_name
+    type Row = (
+        i64,
+        String,
+        String,
+        i64,
+        Option<String>,
+        bool,
+        String,
+        Option<i64>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT m.id, m.name, m.state, m.rev, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id), m.volume_name,
+                CASE WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running')) THEN NULL
+                     ELSE COALESCE((SELECT MAX(t.id) FROM tasks t WHERE t.machine_id = m.id), 0) END
          FROM machines m WHERE m.node_id = ? AND m.state NOT IN ('deleted', 'lost')",
     )
     .bind(node_id)
@@ -107,17 +126,20 @@ async fn reconcile_node(
     .map_err(|e| db(e.into()))?;
     let known: Vec<Known> = rows
         .into_iter()
-        .filter_map(|(id, name, state, rev, container_id, holds_gpus, volume)| {
-            Some(Known {
-                id,
-                name,
-                state: state.parse().ok()?,
-                rev,
-                container_id,
-                holds_gpus,
-                volume,
-            })
-        })
+        .filter_map(
+            |(id, name, state, rev, container_id, holds_gpus, volume, settled_after_task)| {
+                Some(Known {
+                    id,
+                    name,
+                    state: state.parse().ok()?,
+                    rev,
+                    container_id,
+                    holds_gpus,
+                    volume,
+                    settled_after_task,
+                })
+            },
+        )
         .collect();
     // A black-holed engine must not hold up the other nodes' pass.
     let bounded = |what: &'static str| {
@@ -128,6 +150,17 @@ async fn reconcile_node(
             )
         }
     };
+    // GPUs left to the collector after this read may belong to a container
+    // the list below does not show yet: they are not freed this pass.
+    let left_before: HashSet<(i64, i64)> = sqlx::query_as(
+        "SELECT x.machine_id, x.gpu_id FROM gpus_left_to_collector x JOIN gpus g ON g.id = x.gpu_id WHERE g.node_id = ?",
+    )
+    .bind(node_id)
+    .fetch_all(pool)
+    .await
+    .map_err(|e| db(e.into()))?
+    .into_iter()
+    .collect();
     let containers = tokio::time::timeout(LIST_TIMEOUT, exec.list_managed(instance))
         .await
         .map_err(bounded("the container list"))?
@@ -146,6 +179,11 @@ async fn reconcile_node(
         let Some(container_id) = &m.container_id else {
             continue;
         };
+        if let (Some(last_task), Some(ContainerStatus::Running | ContainerStatus::Exited { .. })) =
+            (m.settled_after_task, by_id.get(container_id.as_str()))
+        {
+            report.seen.insert(m.id, last_task);
+        }
         let (next, exit_code, message) = match by_id.get(container_id.as_str()) {
             Some(ContainerStatus::Running) => (MachineState::Running, None, String::new()),
             Some(ContainerStatus::Exited { code }) => (
@@ -239,7 +277,7 @@ async fn reconcile_node(
         .filter(|c| !collected.contains(c.id.as_str()))
         .collect();
     report.gpus_freed.extend(
-        free_left_gpus(pool, node_id, node_name, &remaining)
+        free_left_gpus(pool, node_id, node_name, &remaining, &left_before)
             .await
             .map_err(db)?,
     );
@@ -318,7 +356,11 @@ async fn free_left_gpus(
     node_id: i64,
     node_name: &str,
     remaining: &[&ManagedContainer],
+    left_before: &HashSet<(i64, i64)>,
 ) -> Result<Vec<String>, PlatformError> {
+    // Only GPUs left before the containers were listed: the list says
+    // nothing of a container a task made and gave up on while the pass
+    // went on.
     let rows: Vec<(i64, i64, Option<String>, bool)> = sqlx::query_as(
         "SELECT x.machine_id, x.gpu_id, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = x.machine_id)
          FROM gpus_left_to_collector x JOIN gpus g ON g.id = x.gpu_id LEFT JOIN machines m ON m.id = x.machine_id
@@ -329,6 +371,9 @@ async fn free_left_gpus(
     .await?;
     let mut by_machine: BTreeMap<i64, (Option<String>, bool, Vec<i64>)> = BTreeMap::new();
     for (machine_id, gpu_id, current, holds) in rows {
+        if !left_before.contains(&(machine_id, gpu_id)) {
+            continue;
+        }
         by_machine
             .entry(machine_id)
             .or_insert((current, holds, Vec::new()))

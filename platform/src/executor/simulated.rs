@@ -285,7 +285,7 @@ impl SimulatedExecutor {
     }
 
     pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
-        let s = self.state()?;
+        let s = self.op("list_managed")?;
         Ok(s.containers
             .iter()
             .filter(|(_, c)| c.instance == instance)

@@ -15,6 +15,7 @@
 
 use super::delete::{image_users, mark, remove_marked, Marked};
 use crate::{db::Pool, fleet::Fleet, transitions, PlatformError};
+use std::collections::HashMap;
 
 /// How long one engine may take to remove one image: a black-holed engine
 /// must not hold up the reconciler's pass (the snapshot stays marked and
@@ -38,25 +39,50 @@ pub struct Swept {
 /// its container: a reclaim that failed after removing it (its last commit
 /// never made) leaves in it the only copy of that machine's files. The
 /// sweep runs after the reconciler has looked at the nodes in the same
-/// pass, so such a machine already reads `failed`; a running or stopped one
-/// still has its container. So: ready (replaced by a newer restore point),
-/// marked by a delete a stopped process left, or failed while its machine
-/// is deleted, running or stopped.
+/// pass, so such a machine usually reads `failed` — but not when its node
+/// could not be listed, or its reclaim gave up after the list was taken:
+/// [`sweep_reclaim`] therefore also wants the container seen. So: ready
+/// (replaced by a newer restore point), marked by a delete a stopped
+/// process left, or failed while its machine is deleted, running or
+/// stopped.
 const UNNEEDED: &str = "s.origin = 'reclaim' AND s.state <> 'creating'
     AND NOT EXISTS (SELECT 1 FROM machines m WHERE m.restore_snapshot_id = s.id AND m.state <> 'deleted')
     AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = s.machine_id AND t.state IN ('pending', 'scheduled', 'running'))
     AND (s.state = 'ready' OR (s.state = 'failed' AND s.message = 'being deleted')
          OR EXISTS (SELECT 1 FROM machines m WHERE m.id = s.machine_id AND m.state IN ('deleted', 'running', 'stopped')))";
 
-/// Deletes every reclaim snapshot no machine needs any more.
-pub async fn sweep_reclaim(pool: &Pool, fleet: &Fleet) -> Result<Swept, PlatformError> {
+/// Deletes every reclaim snapshot no machine needs any more. `seen`: the
+/// machines whose recorded container this pass saw on its node, listed
+/// after every task of theirs up to the one given had ended. A failed one
+/// of a running or stopped machine goes only if its container was seen
+/// after its reclaim had failed: a node the pass could not list, or a
+/// reclaim that gave up after the list was taken, says nothing about
+/// whether the container is still there — and if it is not, the snapshot
+/// holds the only copy of the machine's files.
+pub async fn sweep_reclaim(
+    pool: &Pool,
+    fleet: &Fleet,
+    seen: &HashMap<i64, i64>,
+) -> Result<Swept, PlatformError> {
     let mut swept = Swept::default();
-    let candidates: Vec<i64> = sqlx::query_scalar(&format!(
-        "SELECT s.id FROM snapshots s WHERE {UNNEEDED} ORDER BY s.id"
+    let candidates: Vec<(i64, i64, bool, i64)> = sqlx::query_as(&format!(
+        "SELECT s.id, s.machine_id,
+                s.state = 'failed' AND s.message <> 'being deleted'
+                    AND EXISTS (SELECT 1 FROM machines m WHERE m.id = s.machine_id AND m.state IN ('running', 'stopped')),
+                COALESCE((SELECT MAX(t.id) FROM tasks t WHERE t.machine_id = s.machine_id AND t.kind = 'reclaim'
+                            AND json_extract(t.payload, '$.snapshot_id') = s.id), 0)
+         FROM snapshots s WHERE {UNNEEDED} ORDER BY s.id"
     ))
     .fetch_all(pool)
     .await?;
-    for id in candidates {
+    for (id, machine_id, needs_sight, reclaim_task) in candidates {
+        if needs_sight
+            && !seen
+                .get(&machine_id)
+                .is_some_and(|settled| reclaim_task <= *settled)
+        {
+            continue;
+        }
         let Some((marked, machine)) = claim(pool, id).await? else {
             continue;
         };

@@ -346,3 +346,33 @@ gantry_testkit::timed_test! {
         assert_eq!((listed[0].name.as_str(), listed[snapshots::LIST_MAX - 1].name.as_str()), ("s501", "s2"), "newest first");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_failed_reclaims_snapshot_is_kept_while_its_node_could_not_be_listed() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "napper").await;
+        let snap = reclaim_now(&env, m).await;
+        let image = image_of(&env, snap).await;
+        // A reclaim that removed the container and then gave up before its
+        // last commit, as in the test above; this pass cannot list the node,
+        // so nothing says the machine lost its container.
+        for sql in [
+            format!("UPDATE machines SET state = 'running', restore_snapshot_id = NULL, container_id = 'removed-by-the-reclaim' WHERE id = {m}"),
+            format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, {m} FROM gpus WHERE id NOT IN (SELECT gpu_id FROM machine_gpus) LIMIT 1"),
+            "UPDATE groups SET gpus_in_use = gpus_in_use + 1 WHERE name = 'ml-team'".to_string(),
+            format!("UPDATE snapshots SET state = 'failed', message = 'the engine stopped answering' WHERE id = {snap}"),
+        ] {
+            sqlx::query(&sql).execute(&env.pool).await.unwrap();
+        }
+        sim.fail_next("list_managed", ExecError::Unavailable("the engine did not answer".into()));
+        let report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(report.unreachable.len(), 1, "{report:?}");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running", "not looked at");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await, 1, "the row was swept");
+        assert!(sim.committed_images().contains(&image), "the machine's only copy was removed from the engine");
+        // The next pass sees the container gone; the snapshot stays.
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(machine_state(&env.pool, m).await.0, "failed");
+        assert!(sim.committed_images().contains(&image));
+    }
+}
