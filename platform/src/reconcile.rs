@@ -185,6 +185,10 @@ async fn reconcile_node(
             report.seen.insert(m.id, last_task);
         }
         let (next, exit_code, message) = match by_id.get(container_id.as_str()) {
+            // Gantry pauses a container only while committing it (a
+            // snapshot, a reclaim), and the commit that ended since the list
+            // does not move the machine's `rev`: no observation.
+            Some(ContainerStatus::Paused) => continue,
             Some(ContainerStatus::Running) => (MachineState::Running, None, String::new()),
             Some(ContainerStatus::Exited { code }) => (
                 MachineState::Stopped,

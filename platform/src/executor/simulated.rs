@@ -107,6 +107,14 @@ impl SimulatedExecutor {
         Ok(())
     }
 
+    /// The container as a commit leaves it for a moment (paused).
+    pub fn simulate_pause(&self, id: &str) -> Result<(), ExecError> {
+        let mut s = self.state()?;
+        let c = s.containers.get_mut(id).ok_or_else(|| not_found(id))?;
+        c.status = ContainerStatus::Paused;
+        Ok(())
+    }
+
     pub fn volume_names(&self) -> Vec<String> {
         self.lock().volumes.keys().cloned().collect()
     }

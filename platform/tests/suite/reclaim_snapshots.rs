@@ -376,3 +376,19 @@ gantry_testkit::timed_test! {
         assert!(sim.committed_images().contains(&image));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_container_paused_for_a_commit_is_not_read_as_a_failure() {
+        // The list may catch a container that a snapshot's commit has paused
+        // for a moment; the commit ends, and the machine is still running.
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "napper").await;
+        let container = env.text(&format!("SELECT container_id FROM machines WHERE id = {m}")).await;
+        let t = now();
+        assert!(transitions::reclaim::warn(&env.pool, m, t + 600, "idle").await.unwrap());
+        sim.simulate_pause(&container).unwrap();
+        reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machines WHERE id = {m} AND reclaim_deadline IS NOT NULL")).await, 1, "its warning stands");
+    }
+}
