@@ -4,9 +4,11 @@
 mod audit_search;
 mod lifecycle;
 mod listing;
+mod signed_out;
 pub use audit_search::{search_audit, AuditFilter, AuditPage, AUDIT_PAGE_MAX};
 pub use lifecycle::{change_password, reset_password, set_disabled, set_group, set_role};
 pub use listing::{users_window, UserFilter, UsersWindow, USER_STATES};
+pub use signed_out::{note_signed_out, signed_out, user_for_session};
 
 use crate::{audit, db::Pool, error::is_unique_violation, now, password, throttle, PlatformError};
 use gantry_core::{validate, Role};

@@ -58,7 +58,8 @@ pub async fn resolve_user(
 
 /// The session's account, if the session is still good: used within the
 /// idle limit, made in the account's current session generation (disable,
-/// demotion and password changes start a new one), account enabled. A bad
+/// demotion and password changes start a new one), account enabled, not
+/// signed out (see `accounts::note_signed_out`). A bad
 /// session is emptied, which also removes its cookie. Its last-seen time is
 /// renewed at most every `renew_after_secs`.
 async fn session_user(g: &Guard, session: &Session) -> Option<User> {
@@ -75,8 +76,13 @@ async fn session_user(g: &Guard, session: &Session) -> Option<User> {
     let user = if idle {
         None
     } else {
-        // A database failure is not a verdict on the session: keep it.
-        accounts::user_by_id(&g.state.pool, id).await.ok()?
+        // A database failure is not a verdict on the session: keep it. A
+        // session signed out (and saved again by a request that was still
+        // running) has no account.
+        let sid = session.id().map(|s| s.to_string()).unwrap_or_default();
+        accounts::user_for_session(&g.state.pool, id, &sid)
+            .await
+            .ok()?
     };
     match user {
         Some(u) if !u.disabled && u.session_gen == gen => {

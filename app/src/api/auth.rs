@@ -127,6 +127,18 @@ pub async fn login(
 #[server(prefix = "/api", endpoint = "logout")]
 pub async fn logout() -> Result<(), AppError> {
     if let Ok(session) = leptos_axum::extract::<tower_sessions::Session>().await {
+        // Noted first: a request of this session still running would save
+        // it again when it ends (see `accounts::note_signed_out`). Until it
+        // would have expired anyway, with a day to spare.
+        if let Some(id) = session.id() {
+            let until = session.expiry_date().unix_timestamp() + 24 * 3600;
+            gantry_platform::accounts::note_signed_out(
+                &crate::state::pool()?,
+                &id.to_string(),
+                until,
+            )
+            .await?;
+        }
         session.flush().await.map_err(AppError::internal)?;
     }
     redirect_form_post("/login");

@@ -243,6 +243,14 @@ impl SessionWatch {
             // Deleted (signed out, or emptied by the page guard), or past
             // the store's own expiry.
             Ok(None) => Some(Ended::SignedOut),
+            // Signed out, then saved again by a request still running.
+            Ok(Some(_))
+                if accounts::signed_out(&self.inner.pool, &id.to_string())
+                    .await
+                    .unwrap_or(false) =>
+            {
+                Some(Ended::SignedOut)
+            }
             Ok(Some(record)) => {
                 // The page guard's rule (`http_guard::session_user`): idle
                 // when last used longer ago than the limit, by its clock.

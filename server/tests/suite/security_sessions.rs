@@ -118,3 +118,28 @@ gantry_testkit::timed_test! {
         cleanup.abort();
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_request_still_running_when_its_session_signs_out_does_not_bring_it_back() {
+        // The first request after sign-in renews "last seen", so its session
+        // is written back when it ends — after a sign-out in another tab.
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(&dir, Security::default(), false).await;
+        server.add_user("dana", "dana-password-1", Role::User).await;
+        let res = server.login(&server.client(), "dana", "dana-password-1").await;
+        assert_eq!(res.status(), 200);
+        let cookie = gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie");
+        let origin = format!("http://{}", server.addr);
+        let headers = [("Cookie", cookie.clone()), ("Origin", origin.clone()), ("Content-Type", "application/x-www-form-urlencoded".to_string())];
+        let mut running = crate::expect_continue::body_wanted(server.addr, "POST", "/api/my_quota", &headers, 3).await;
+
+        let signed_out = reqwest::Client::new().post(server.url("/api/logout")).header("Cookie", &cookie).header("Origin", &origin).send().await.unwrap();
+        assert!(signed_out.status().is_success(), "{}", signed_out.status());
+        tokio::io::AsyncWriteExt::write_all(&mut running, b"a=1").await.unwrap();
+        let answered = crate::expect_continue::reply(running).await;
+        assert!(answered.status < 500, "{answered:?}");
+
+        let again = reqwest::Client::new().post(server.url("/api/my_quota")).header("Cookie", &cookie).header("Origin", &origin).send().await.unwrap();
+        assert_eq!(again.status(), 401, "the signed-out session came back");
+    }
+}
