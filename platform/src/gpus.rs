@@ -27,9 +27,21 @@ pub struct SimulatedGpus {
 }
 
 /// Real GPUs if NVML answers with at least one device; else simulated ones.
+/// A device NVML lists but cannot read (fallen off the bus, no permission
+/// on its `/dev/nvidiaN`) is left out, with a warning: the node's other
+/// GPUs are still real ones (one such card used to turn the whole node
+/// into simulated GPUs, dropping every real GPU's row).
 pub fn discover(node_name: &str, sim: &SimulatedGpus) -> (GpuSource, Vec<DiscoveredGpu>) {
     match nvml_gpus() {
-        Ok((driver, gpus)) if !gpus.is_empty() => (GpuSource::Nvml { driver }, gpus),
+        Ok((driver, count, gpus)) if count > 0 => {
+            if gpus.is_empty() {
+                tracing::warn!(
+                    listed = count,
+                    "NVML lists GPUs but none could be read: this node has no usable GPU"
+                );
+            }
+            (GpuSource::Nvml { driver }, gpus)
+        }
         Ok(_) => (
             GpuSource::Simulated {
                 reason: "NVML found no GPUs".into(),
@@ -53,7 +65,22 @@ pub fn simulated(node_name: &str, sim: &SimulatedGpus) -> Vec<DiscoveredGpu> {
         .collect()
 }
 
-fn nvml_gpus() -> Result<(String, Vec<DiscoveredGpu>), String> {
+/// The devices `0..count` as `read` finds them, leaving out (and naming in
+/// the log) one it cannot read.
+fn readable(count: u32, read: impl Fn(u32) -> Result<DiscoveredGpu, String>) -> Vec<DiscoveredGpu> {
+    (0..count)
+        .filter_map(|i| match read(i) {
+            Ok(gpu) => Some(gpu),
+            Err(why) => {
+                tracing::warn!(device = i, %why, "an NVIDIA GPU could not be read; it is left out until it can");
+                None
+            }
+        })
+        .collect()
+}
+
+/// The driver's version, how many devices NVML lists, and those it can read.
+fn nvml_gpus() -> Result<(String, u32, Vec<DiscoveredGpu>), String> {
     use nvml_wrapper::Nvml;
     // Loads libnvidia-ml.so at run time; absent on machines without the driver.
     let nvml = Nvml::init().map_err(|e| format!("NVML unavailable ({e})"))?;
@@ -63,12 +90,11 @@ fn nvml_gpus() -> Result<(String, Vec<DiscoveredGpu>), String> {
     let count = nvml
         .device_count()
         .map_err(|e| format!("NVML device count failed ({e})"))?;
-    let mut gpus = Vec::with_capacity(count as usize);
-    for i in 0..count {
+    let gpus = readable(count, |i| {
         let dev = nvml
             .device_by_index(i)
             .map_err(|e| format!("NVML device {i} failed ({e})"))?;
-        gpus.push(DiscoveredGpu {
+        Ok(DiscoveredGpu {
             index: dev.index().unwrap_or(i),
             uuid: dev
                 .uuid()
@@ -79,14 +105,33 @@ fn nvml_gpus() -> Result<(String, Vec<DiscoveredGpu>), String> {
                 .map(|m| (m.total / (1024 * 1024)) as i64)
                 .unwrap_or(0),
             simulated: false,
-        });
-    }
-    Ok((driver, gpus))
+        })
+    });
+    Ok((driver, count, gpus))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gpu_that_cannot_be_read_is_left_out_and_the_others_stay_real() {
+        let gpu = |index: u32| DiscoveredGpu {
+            index,
+            uuid: format!("GPU-real-{index}"),
+            model: "H200".into(),
+            memory_mb: 143_771,
+            simulated: false,
+        };
+        let found = readable(3, |i| {
+            if i == 1 {
+                Err("GPU is lost".into())
+            } else {
+                Ok(gpu(i))
+            }
+        });
+        assert_eq!(found, vec![gpu(0), gpu(2)]);
+    }
 
     #[test]
     fn simulated_gpus_are_labelled_and_stable() {

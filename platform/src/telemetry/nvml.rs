@@ -33,7 +33,19 @@ pub struct NvmlReading {
 /// decide on (see [`reading_from`]).
 pub fn read(uuid: &str) -> Option<NvmlReading> {
     let dev = nvml()?.device_by_uuid(uuid).ok()?;
-    let mem = dev.memory_info().ok()?;
+    // nvml-wrapper asks for the v2 memory call, which drivers before R510
+    // lack: then no GPU is ever sampled, so say so (once) rather than
+    // leave every chart empty without a word.
+    let mem = match dev.memory_info() {
+        Ok(mem) => mem,
+        Err(e) => {
+            static TOLD: std::sync::Once = std::sync::Once::new();
+            TOLD.call_once(|| {
+                tracing::warn!(gpu = uuid, error = %e, "NVML could not read GPU memory (the driver may predate R510): real GPUs are not sampled");
+            });
+            return None;
+        }
+    };
     let util = dev.utilization_rates().map(|u| u.gpu);
     let temp = dev.temperature(TemperatureSensor::Gpu);
     if let (Err(e), _) | (_, Err(e)) = (&util, &temp) {
