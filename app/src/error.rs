@@ -104,35 +104,33 @@ impl AppError {
 
 /// The parser's message about arguments that do not parse, without what the
 /// caller wrote: it quotes keys and values (`Multiple values for one key:
-/// "…"`, ``unknown variant `…` ``), and the answer may come back signed in a
-/// page's error box (no-JS forms), so anyone could make the server sign a
-/// text of theirs. A quoted part stays only when it is a plain field name.
+/// "…"`, ``unknown variant `…` ``) without escaping them, so where a quote
+/// ends cannot be told, and the answer may come back signed in a page's
+/// error box (no-JS forms) — anyone could make the server sign a text of
+/// theirs. So the message stops at its first quote; only a missing field
+/// keeps its name (the function's own, never the caller's).
 pub fn argument_error_text(msg: &str) -> String {
-    let mut out = String::new();
-    let mut rest = msg;
-    while let Some(open) = rest.find(['"', '`']) {
-        out.push_str(&rest[..open]);
-        let quote = rest[open..].chars().next().unwrap_or('"');
-        let after = &rest[open + 1..];
-        let Some(close) = after.find(quote) else {
-            out.push_str("…");
-            rest = "";
-            break;
-        };
-        let quoted = &after[..close];
-        let plain = !quoted.is_empty()
-            && quoted.len() <= 32
-            && quoted
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_');
-        out.push(quote);
-        out.push_str(if plain { quoted } else { "…" });
-        out.push(quote);
-        rest = &after[close + 1..];
+    let plain = |f: &str| {
+        !f.is_empty() && f.len() <= 32 && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if let Some(field) = msg
+        .strip_prefix("missing field `")
+        .and_then(|r| r.strip_suffix('`'))
+        .filter(|f| plain(f))
+    {
+        return format!("missing field `{field}`");
     }
-    out.push_str(rest);
-    // Whatever is left is the parser's own words; one line, bounded.
-    out.chars().filter(|c| !c.is_control()).take(160).collect()
+    let cut = msg.find(['"', '`', '\'']).unwrap_or(msg.len());
+    let mut out: String = msg[..cut]
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(160)
+        .collect();
+    if cut < msg.len() {
+        out = out.trim_end().to_string();
+        out.push_str(" …");
+    }
+    out
 }
 
 impl FromServerFnError for AppError {
@@ -222,23 +220,28 @@ mod argument_error_tests {
             argument_error_text(
                 r#"Multiple values for one key: "Security notice: reset at evil.example""#
             ),
-            r#"Multiple values for one key: "…""#
+            "Multiple values for one key: …"
+        );
+        // A quote of its own in the key cannot end the quote early.
+        let sneaky =
+            r#"Multiple values for one key: "x"Sign in again at https://evil.example/login"""#;
+        assert!(
+            !argument_error_text(sneaky).contains("evil"),
+            "{}",
+            argument_error_text(sneaky)
         );
         assert_eq!(
             argument_error_text("unknown variant `call +1 555 now`, expected `user` or `admin`"),
-            "unknown variant `…`, expected `user` or `admin`"
+            "unknown variant …"
         );
         assert_eq!(
             argument_error_text("missing field `machine_id`"),
             "missing field `machine_id`"
         );
+        assert!(!argument_error_text("missing field `x` and then evil`").contains("evil"));
         assert_eq!(
             argument_error_text("invalid digit found in string"),
             "invalid digit found in string"
-        );
-        assert_eq!(
-            argument_error_text("unclosed \"quote at evil.example"),
-            "unclosed …"
         );
         assert!(argument_error_text(&"x".repeat(500)).chars().count() <= 160);
     }

@@ -49,18 +49,21 @@ pub enum Access {
     },
 }
 
-/// What the account was when the transfer began: its group, and whether
-/// it was an admin. Another group, or no longer an admin, ends the right.
+/// What the right rests on: membership of a group (`group_id`), being an
+/// admin, or both; neither for a public dataset's download. Leaving the
+/// group, or no longer being an admin, ends a right that rests on it.
 #[derive(Clone, Copy, Debug)]
 pub struct Granted {
-    group_id: i64,
+    group_id: Option<i64>,
     admin: bool,
 }
 
 impl Granted {
+    /// As the account was when the transfer began: its group, and admin if
+    /// it was one (see [`Access::reading`] for a download's own rule).
     fn of(user: &User) -> Self {
         Granted {
-            group_id: user.group_id,
+            group_id: Some(user.group_id),
             admin: user.role.is_admin(),
         }
     }
@@ -97,6 +100,32 @@ impl Access {
         }
     }
 
+    /// The right to read a dataset of group `dataset_group` (public or not)
+    /// for `user`: a public one rests on nothing but the account, a member's
+    /// on the membership, anyone else's on being an admin.
+    pub fn reading(mut self, user: &User, dataset_group: i64, public: bool) -> Self {
+        let rule = if public {
+            Granted {
+                group_id: None,
+                admin: false,
+            }
+        } else if user.group_id == dataset_group {
+            Granted {
+                group_id: Some(dataset_group),
+                admin: false,
+            }
+        } else {
+            Granted {
+                group_id: None,
+                admin: true,
+            }
+        };
+        match &mut self {
+            Access::Session { granted, .. } | Access::Token { granted, .. } => *granted = rule,
+        }
+        self
+    }
+
     /// The right of the account's sessions as they are now, for a caller
     /// that did not say what let its request in.
     pub async fn sessions_now(pool: &Pool, user_id: i64) -> Result<Self, PlatformError> {
@@ -112,7 +141,7 @@ impl Access {
             session_gen,
             probe: None,
             granted: Granted {
-                group_id,
+                group_id: Some(group_id),
                 admin: role == "admin",
             },
         })
@@ -125,7 +154,7 @@ impl Access {
             Access::Session { user_id, session_gen, probe, granted } => {
                 let live: i64 = sqlx::query_scalar(
                     "SELECT COUNT(*) FROM users WHERE id = ? AND NOT disabled AND session_gen = ?
-                        AND group_id = ? AND (role = 'admin' OR NOT ?)",
+                        AND (?3 IS NULL OR group_id = ?3) AND (role = 'admin' OR NOT ?4)",
                 )
                 .bind(user_id)
                 .bind(session_gen)
@@ -143,7 +172,7 @@ impl Access {
                 sqlx::query_scalar(
                     "SELECT COUNT(*) FROM api_tokens t JOIN users u ON u.id = t.user_id
                       WHERE t.secret_hash = ? AND t.user_id = ? AND t.revoked_at IS NULL AND NOT u.disabled AND NOT u.must_change_password
-                        AND u.group_id = ? AND (u.role = 'admin' OR NOT ?)",
+                        AND (?3 IS NULL OR u.group_id = ?3) AND (u.role = 'admin' OR NOT ?4)",
                 )
                 .bind(secret_hash)
                 .bind(user_id)

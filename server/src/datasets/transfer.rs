@@ -103,6 +103,9 @@ pub async fn download_as(
         Ok(x) => x,
         Err(e) => return error_json(&e),
     };
+    // A public dataset's download rests on the account alone; a private
+    // one's on the membership of its group, or on being an admin.
+    let access = access.reading(user, d.group_id, d.visibility == "public");
     let key = gantry_core::datasets::storage_key(&d.code, version, &d.category, &file.name);
     let size = file.size.max(0) as u64;
     let etag = format!("\"{}\"", file.sha256);

@@ -244,3 +244,18 @@ gantry_testkit::timed_test! {
         assert!(got < size, "the whole file came after carol was demoted");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_public_datasets_download_goes_on_when_its_reader_changes_group() {
+        // Reading a public dataset rests on the account alone.
+        let s = start(limits()).await;
+        sqlx::query("UPDATE datasets SET visibility = 'public' WHERE code = 'coco'").execute(&s.pool).await.unwrap();
+        let size = 64 * MIB;
+        let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
+        let stored = raw(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, size, None, pattern).await.unwrap();
+        assert_eq!(stored.status, 201, "{}", stored.body);
+        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&s.carol_token).send().await.unwrap();
+        let got = downloaded_around(res, async { accounts::set_group(&s.pool, s.alice.id, s.carol.id, "ml").await.unwrap(); }).await;
+        assert_eq!(got, size, "the whole public file came");
+    }
+}

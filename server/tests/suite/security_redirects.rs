@@ -82,7 +82,7 @@ gantry_testkit::timed_test! {
             .header("accept", "text/html")
             .header("referer", server.url("/login?next=%2F"))
             .header("content-type", "application/x-www-form-urlencoded")
-            .body("username=a&password=b&ATTACKER+call+555+now=1&ATTACKER+call+555+now=2")
+            .body("username=a&password=b&x%22Sign+in+again+at+evil.example%22=1&x%22Sign+in+again+at+evil.example%22=2&ATTACKER+call+555+now=1&ATTACKER+call+555+now=2")
             .send()
             .await
             .unwrap();
@@ -91,7 +91,7 @@ gantry_testkit::timed_test! {
         let path = location.split_once(&server.addr.to_string()).map_or(location.as_str(), |(_, p)| p).to_string();
         let shown = c.get(server.url(&path)).send().await.unwrap().text().await.unwrap();
         assert!(shown.contains("bad request"), "the refusal shows");
-        assert!(!shown.contains("ATTACKER"), "the caller's words do not");
+        assert!(!shown.contains("ATTACKER") && !shown.contains("evil.example"), "the caller's words do not");
 
         // The same signature on another text is refused.
         let swapped = path.replace(path.split("__err=").nth(1).unwrap().split('&').next().unwrap(), &forged);
