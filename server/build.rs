@@ -9,18 +9,12 @@ use std::{env, fs, path::PathBuf};
 const FILES: &[(&str, &str)] = &[
     ("xterm.js", "node_modules/@xterm/xterm/lib/xterm.js"),
     ("xterm.css", "node_modules/@xterm/xterm/css/xterm.css"),
-    (
-        "addon-fit.js",
-        "node_modules/@xterm/addon-fit/lib/addon-fit.js",
-    ),
+    ("addon-fit.js", "node_modules/@xterm/addon-fit/lib/addon-fit.js"),
 ];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let root = manifest
-        .parent()
-        .expect("the server crate is inside the workspace")
-        .to_path_buf();
+    let root = manifest.parent().expect("the server crate is inside the workspace").to_path_buf();
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
     for (name, rel) in FILES {
         let src = root.join(rel);

@@ -51,11 +51,7 @@ pub fn wake_dispatcher() {
 }
 
 pub fn request_user() -> Option<User> {
-    use_context::<http::request::Parts>()?
-        .extensions
-        .get::<RequestUser>()?
-        .0
-        .clone()
+    use_context::<http::request::Parts>()?.extensions.get::<RequestUser>()?.0.clone()
 }
 
 /// The signed-in user, or 401.

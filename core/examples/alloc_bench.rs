@@ -5,9 +5,7 @@
 //!
 //! cargo run --release -p gantry-core --example alloc_bench
 
-use gantry_core::alloc::{
-    self, AllocationRequest, ClusterIndex, ClusterView, GpuView, GroupPolicy, NodeState, NodeView,
-};
+use gantry_core::alloc::{self, AllocationRequest, ClusterIndex, ClusterView, GpuView, GroupPolicy, NodeState, NodeView};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -34,20 +32,12 @@ fn cluster() -> ClusterView {
                 .collect(),
         })
         .collect();
-    ClusterView {
-        nodes,
-        heartbeat_timeout_secs: 30,
-    }
+    ClusterView { nodes, heartbeat_timeout_secs: 30 }
 }
 
 fn requests() -> Vec<AllocationRequest> {
     let models = [Some("A100"), Some("H100"), None];
-    (0..CALLS)
-        .map(|i| AllocationRequest {
-            gpu_count: 1,
-            model: models[i % 3].map(str::to_string),
-        })
-        .collect()
+    (0..CALLS).map(|i| AllocationRequest { gpu_count: 1, model: models[i % 3].map(str::to_string) }).collect()
 }
 
 fn per_call(total: Duration) -> f64 {
@@ -69,8 +59,7 @@ fn main() {
     let mut from_view = Vec::with_capacity(CALLS);
     for r in &requests {
         let t = Instant::now();
-        let a =
-            black_box(alloc::allocate(&view, &policy, r, NOW)).expect("capacity for every call");
+        let a = black_box(alloc::allocate(&view, &policy, r, NOW)).expect("capacity for every call");
         view_alloc += t.elapsed();
         let t = Instant::now();
         alloc::apply(&mut view, &a);
@@ -93,26 +82,10 @@ fn main() {
         assert_eq!(&a, expected, "the index must decide as allocate does");
     }
 
-    println!(
-        "cluster: {NODES} nodes x {GPUS} GPUs (2 models), {CALLS} one-GPU allocations with apply"
-    );
-    println!(
-        "allocate on view:       {:>9.3} µs/call (+ apply {:.3} µs)",
-        per_call(view_alloc),
-        per_call(view_apply)
-    );
-    println!(
-        "ClusterIndex::allocate: {:>9.3} µs/call (+ apply {:.3} µs)",
-        per_call(index_alloc),
-        per_call(index_apply)
-    );
-    println!(
-        "ClusterIndex::new:      {:>9.3} ms",
-        build.as_secs_f64() * 1e3
-    );
+    println!("cluster: {NODES} nodes x {GPUS} GPUs (2 models), {CALLS} one-GPU allocations with apply");
+    println!("allocate on view:       {:>9.3} µs/call (+ apply {:.3} µs)", per_call(view_alloc), per_call(view_apply));
+    println!("ClusterIndex::allocate: {:>9.3} µs/call (+ apply {:.3} µs)", per_call(index_alloc), per_call(index_apply));
+    println!("ClusterIndex::new:      {:>9.3} ms", build.as_secs_f64() * 1e3);
     let index_total = per_call(index_alloc + index_apply);
-    println!(
-        "index admits ~{:.0} allocate+apply per second in one thread",
-        1e6 / index_total
-    );
+    println!("index admits ~{:.0} allocate+apply per second in one thread", 1e6 / index_total);
 }

@@ -46,20 +46,14 @@ impl NodeView {
     /// Only a ready node that spoke recently may take a machine: a silent
     /// node may be gone, and a container sent there would never start.
     pub fn is_schedulable(&self, now: i64, heartbeat_timeout_secs: i64) -> bool {
-        self.state == NodeState::Ready
-            && now.saturating_sub(self.last_heartbeat) <= heartbeat_timeout_secs
+        self.state == NodeState::Ready && now.saturating_sub(self.last_heartbeat) <= heartbeat_timeout_secs
     }
 
     /// Free GPUs per model, each list sorted by index. An index listed twice
     /// counts as free only if no listing says taken: a malformed view must
     /// never lead to handing out a GPU someone holds.
     fn free_by_model(&self) -> BTreeMap<&str, Vec<&GpuView>> {
-        let taken: BTreeSet<u32> = self
-            .gpus
-            .iter()
-            .filter(|g| g.taken)
-            .map(|g| g.index)
-            .collect();
+        let taken: BTreeSet<u32> = self.gpus.iter().filter(|g| g.taken).map(|g| g.index).collect();
         let mut seen = BTreeSet::new();
         let mut free: BTreeMap<&str, Vec<&GpuView>> = BTreeMap::new();
         for gpu in &self.gpus {
@@ -127,41 +121,20 @@ pub enum Refusal {
     #[error("group {group} may use at most {} per machine; this machine asks for {asked}", gpus(.max))]
     OverMachineLimit { group: String, asked: u32, max: i64 },
     #[error("group {group} may not use {model} GPUs (allowed: {})", .allowed.join(", "))]
-    ModelNotAllowed {
-        group: String,
-        model: String,
-        allowed: Vec<String>,
-    },
+    ModelNotAllowed { group: String, model: String, allowed: Vec<String> },
     #[error("group {group} holds {in_use} of {}; this machine asks for {asked}", gpus(.quota))]
-    OverQuota {
-        group: String,
-        in_use: i64,
-        quota: i64,
-        asked: u32,
-    },
+    OverQuota { group: String, in_use: i64, quota: i64, asked: u32 },
     #[error("group {group}'s GPU quota is {}; this machine asks for {asked}, more than the whole quota", gpus(.quota))]
-    OverQuotaCeiling {
-        group: String,
-        quota: i64,
-        asked: u32,
-    },
+    OverQuotaCeiling { group: String, quota: i64, asked: u32 },
     #[error(
         "no ready node has {asked} free {} (most free on one node: {best_free})",
         model_gpus(.model, .asked)
     )]
-    NoCapacity {
-        asked: u32,
-        model: Option<String>,
-        best_free: u32,
-    },
+    NoCapacity { asked: u32, model: Option<String>, best_free: u32 },
 }
 
 fn gpus(n: &i64) -> String {
-    if *n == 1 {
-        "1 GPU".to_string()
-    } else {
-        format!("{n} GPUs")
-    }
+    if *n == 1 { "1 GPU".to_string() } else { format!("{n} GPUs") }
 }
 
 fn model_gpus(model: &Option<String>, n: &u32) -> String {
@@ -174,10 +147,7 @@ fn model_gpus(model: &Option<String>, n: &u32) -> String {
 
 /// The group's own rules, in the order a person would fix them: a request
 /// that breaks several gets the most fundamental reason.
-pub(crate) fn check_policy(
-    policy: &GroupPolicy,
-    request: &AllocationRequest,
-) -> Result<(), Refusal> {
+pub(crate) fn check_policy(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
     check_fixed_rules(policy, request)?;
     let asked = request.gpu_count;
     if policy.available() < i64::from(asked) {
@@ -198,11 +168,7 @@ pub(crate) fn check_policy(
 pub fn check_ceilings(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
     check_fixed_rules(policy, request)?;
     if i64::from(request.gpu_count) > policy.gpu_quota {
-        return Err(Refusal::OverQuotaCeiling {
-            group: policy.group_name.clone(),
-            quota: policy.gpu_quota,
-            asked: request.gpu_count,
-        });
+        return Err(Refusal::OverQuotaCeiling { group: policy.group_name.clone(), quota: policy.gpu_quota, asked: request.gpu_count });
     }
     Ok(())
 }
@@ -254,10 +220,7 @@ pub fn allocate(
 
     let mut best_free = 0usize;
     let mut best: Option<((usize, &str, i64, &str), &NodeView, Vec<&GpuView>)> = None;
-    let schedulable = cluster
-        .nodes
-        .iter()
-        .filter(|n| n.is_schedulable(now, cluster.heartbeat_timeout_secs));
+    let schedulable = cluster.nodes.iter().filter(|n| n.is_schedulable(now, cluster.heartbeat_timeout_secs));
     for node in schedulable {
         for (model, free) in node.free_by_model() {
             if !wanted(model) {
@@ -302,11 +265,7 @@ pub fn release(cluster: &mut ClusterView, node_id: i64, gpu_indexes: &[u32]) {
 
 fn set_taken(cluster: &mut ClusterView, node_id: i64, gpu_indexes: &[u32], taken: bool) {
     for node in cluster.nodes.iter_mut().filter(|n| n.id == node_id) {
-        for gpu in node
-            .gpus
-            .iter_mut()
-            .filter(|g| gpu_indexes.contains(&g.index))
-        {
+        for gpu in node.gpus.iter_mut().filter(|g| gpu_indexes.contains(&g.index)) {
             gpu.taken = taken;
         }
     }

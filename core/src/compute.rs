@@ -8,9 +8,7 @@ pub fn can_transition(from: TaskState, to: TaskState) -> bool {
     use TaskState::*;
     matches!(
         (from, to),
-        (Pending, Scheduled | Failed | Cancelled)
-            | (Scheduled, Running | Failed | Cancelled)
-            | (Running, Succeeded | Failed | Cancelled)
+        (Pending, Scheduled | Failed | Cancelled) | (Scheduled, Running | Failed | Cancelled) | (Running, Succeeded | Failed | Cancelled)
     )
 }
 
@@ -30,20 +28,10 @@ mod tests {
     #[test]
     fn a_running_job_can_be_cancelled_but_finished_ones_stay() {
         assert!(can_transition(TaskState::Running, TaskState::Cancelled));
-        for done in [
-            TaskState::Succeeded,
-            TaskState::Failed,
-            TaskState::Cancelled,
-        ] {
-            assert!(
-                TaskState::ALL.iter().all(|to| !can_transition(done, *to)),
-                "{done}"
-            );
+        for done in [TaskState::Succeeded, TaskState::Failed, TaskState::Cancelled] {
+            assert!(TaskState::ALL.iter().all(|to| !can_transition(done, *to)), "{done}");
         }
-        assert!(
-            !can_transition(TaskState::Pending, TaskState::Running),
-            "a job is scheduled before it runs"
-        );
+        assert!(!can_transition(TaskState::Pending, TaskState::Running), "a job is scheduled before it runs");
     }
 
     #[test]

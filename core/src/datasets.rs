@@ -43,9 +43,7 @@ pub enum DatasetRuleError {
     BadCode,
     #[error("the version name may contain only letters, digits, '.', '-' and '_', and must not start with '.'")]
     BadVersion,
-    #[error(
-        "unknown category \"{0}\" (expected one of images, text, audio, video, tabular, other)"
-    )]
+    #[error("unknown category \"{0}\" (expected one of images, text, audio, video, tabular, other)")]
     UnknownCategory(String),
     #[error("unknown visibility \"{0}\" (expected group or public)")]
     UnknownVisibility(String),
@@ -62,18 +60,10 @@ pub fn code(value: &str) -> Result<(), DatasetRuleError> {
         return Err(DatasetRuleError::Required("dataset code"));
     }
     if value.len() > CODE_MAX {
-        return Err(DatasetRuleError::TooLong {
-            field: "dataset code",
-            max: CODE_MAX,
-        });
+        return Err(DatasetRuleError::TooLong { field: "dataset code", max: CODE_MAX });
     }
-    let first_ok = value
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let all_ok = value
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    let first_ok = value.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let all_ok = value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if first_ok && all_ok {
         Ok(())
     } else {
@@ -87,15 +77,9 @@ pub fn version(value: &str) -> Result<(), DatasetRuleError> {
         return Err(DatasetRuleError::Required("version name"));
     }
     if value.len() > VERSION_MAX {
-        return Err(DatasetRuleError::TooLong {
-            field: "version name",
-            max: VERSION_MAX,
-        });
+        return Err(DatasetRuleError::TooLong { field: "version name", max: VERSION_MAX });
     }
-    let ok = !value.starts_with('.')
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    let ok = !value.starts_with('.') && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
     if ok {
         Ok(())
     } else {
@@ -143,19 +127,7 @@ impl Visibility {
 /// characters that display as blanks or nothing (the Hangul fillers, the
 /// combining grapheme joiner, the Khmer inherent vowels).
 fn invisible(c: char) -> bool {
-    format_character(c)
-        || matches!(
-            c,
-            '\u{2028}'
-                | '\u{2029}'
-                | '\u{034F}'
-                | '\u{115F}'
-                | '\u{1160}'
-                | '\u{17B4}'
-                | '\u{17B5}'
-                | '\u{3164}'
-                | '\u{FFA0}'
-        )
+    format_character(c) || matches!(c, '\u{2028}' | '\u{2029}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}' | '\u{3164}' | '\u{FFA0}')
 }
 
 /// General category Cf (std has no table of it), with the unassigned code
@@ -174,16 +146,7 @@ fn format_character(c: char) -> bool {
 /// bytes and `#` 3. The limits hold for every store: a name that fits one
 /// fits all.
 pub fn stored_len(segment: &str) -> usize {
-    segment
-        .bytes()
-        .map(|b| {
-            if b >= 0x80 || b.is_ascii_control() || b"\"#%*<>?[\\]^`{|}~".contains(&b) {
-                3
-            } else {
-                1
-            }
-        })
-        .sum()
+    segment.bytes().map(|b| if b >= 0x80 || b.is_ascii_control() || b"\"#%*<>?[\\]^`{|}~".contains(&b) { 3 } else { 1 }).sum()
 }
 
 /// How a name's length is counted, for its refusal.
@@ -197,17 +160,11 @@ macro_rules! as_stored {
 /// allowed, no `.`/`..` or empty segments, no control characters or
 /// backslashes (a Windows separator would be a second way to climb out).
 pub fn file_name(value: &str) -> Result<(), DatasetRuleError> {
-    let bad = |why| {
-        Err(DatasetRuleError::BadFileName {
-            name: value.chars().take(80).collect(),
-            why,
-        })
-    };
+    let bad = |why| Err(DatasetRuleError::BadFileName { name: value.chars().take(80).collect(), why });
     if value.is_empty() {
         return Err(DatasetRuleError::Required("file name"));
     }
-    if value.split('/').map(stored_len).sum::<usize>() + value.matches('/').count() > FILE_NAME_MAX
-    {
+    if value.split('/').map(stored_len).sum::<usize>() + value.matches('/').count() > FILE_NAME_MAX {
         return bad(concat!("longer than 886 bytes as stored", as_stored!()));
     }
     if value.starts_with('/') {
@@ -226,12 +183,7 @@ pub fn file_name(value: &str) -> Result<(), DatasetRuleError> {
         match segment {
             "" => return bad("empty path segments are not allowed"),
             "." | ".." => return bad("'.' and '..' are not allowed"),
-            s if stored_len(s) > SEGMENT_MAX => {
-                return bad(concat!(
-                    "a path segment is longer than 255 bytes as stored",
-                    as_stored!()
-                ))
-            }
+            s if stored_len(s) > SEGMENT_MAX => return bad(concat!("a path segment is longer than 255 bytes as stored", as_stored!())),
             _ => {}
         }
     }

@@ -7,21 +7,16 @@
 /// a socket path with repeated `/` collapsed. `Err`: why it is no engine
 /// address Gantry can use.
 pub fn engine_endpoint(raw: &str) -> Result<String, String> {
-    const EXPECTED: &str =
-        "endpoint must be unix:///path/to/docker.sock, tcp://host:port or tls://host:port";
+    const EXPECTED: &str = "endpoint must be unix:///path/to/docker.sock, tcp://host:port or tls://host:port";
     let raw = raw.trim();
-    if raw.is_empty() || raw.len() > 200 || raw.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
+    if raw.is_empty() || raw.len() > 200 || raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(EXPECTED.into());
     }
     let (scheme, rest) = raw.split_once("://").ok_or(EXPECTED)?;
     match scheme.to_ascii_lowercase().as_str() {
         "unix" => {
             let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
-            if !rest.starts_with('/')
-                || parts.is_empty()
-                || parts.iter().any(|p| *p == "." || *p == "..")
-            {
+            if !rest.starts_with('/') || parts.is_empty() || parts.iter().any(|p| *p == "." || *p == "..") {
                 return Err(EXPECTED.into());
             }
             Ok(format!("unix:///{}", parts.join("/")))
@@ -29,10 +24,7 @@ pub fn engine_endpoint(raw: &str) -> Result<String, String> {
         s @ ("tcp" | "tls") => {
             // An engine is reached at its root: a path after the host is a mistake.
             let host = rest.trim_end_matches('/');
-            let ok = !host.is_empty()
-                && host
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c));
+            let ok = !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c));
             if !ok {
                 return Err(EXPECTED.into());
             }
@@ -53,10 +45,7 @@ mod tests {
             (" TCP://Host:2375/ ", "tcp://host:2375"),
             ("tls://[::1]:2376//", "tls://[::1]:2376"),
             ("unix:///var/run/docker.sock", "unix:///var/run/docker.sock"),
-            (
-                "UNIX:////var/run//docker.sock/",
-                "unix:///var/run/docker.sock",
-            ),
+            ("UNIX:////var/run//docker.sock/", "unix:///var/run/docker.sock"),
         ] {
             assert_eq!(engine_endpoint(raw).as_deref(), Ok(stored), "{raw}");
         }
@@ -64,23 +53,8 @@ mod tests {
 
     #[test]
     fn what_is_no_engine_address_is_refused() {
-        for raw in [
-            "",
-            "ftp://host",
-            "tcp://",
-            "tcp://host:2375/v1.41",
-            "tcp://ho st",
-            "unix://relative.sock",
-            "unix:///",
-            "unix:///a/../b",
-            "tcp://h\u{7}",
-        ] {
-            assert!(
-                engine_endpoint(raw)
-                    .unwrap_err()
-                    .starts_with("endpoint must be"),
-                "{raw:?}"
-            );
+        for raw in ["", "ftp://host", "tcp://", "tcp://host:2375/v1.41", "tcp://ho st", "unix://relative.sock", "unix:///", "unix:///a/../b", "tcp://h\u{7}"] {
+            assert!(engine_endpoint(raw).unwrap_err().starts_with("endpoint must be"), "{raw:?}");
         }
         assert!(engine_endpoint(&format!("tcp://{}", "h".repeat(200))).is_err());
     }

@@ -30,22 +30,13 @@ pub fn can_become(from: MachineState, to: MachineState) -> bool {
         // A cancelled or refused create closes the record at once — or,
         // when its container already exists, is deleted through the engine.
         // A failed restore goes back to reclaimed (and may be tried again).
-        Creating => matches!(
-            to,
-            Running | Stopped | Failed | Lost | Deleting | Deleted | Reclaimed
-        ),
+        Creating => matches!(to, Running | Stopped | Failed | Lost | Deleting | Deleted | Reclaimed),
         // Only a machine that ran can be idle long enough to be reclaimed.
-        Running | Stopped => matches!(
-            to,
-            Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed
-        ),
+        Running | Stopped => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed),
         // A restore whose container did not stay up is seen `failed`
         // before it gives up; giving up must still put it back to
         // reclaimed (GPUs returned, snapshot kept), or it holds them for ever.
-        Failed => matches!(
-            to,
-            Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed
-        ),
+        Failed => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed),
         // Restore starts it again (as a create would); delete closes it.
         Reclaimed => matches!(to, Creating | Deleting | Deleted | Lost),
         Restarting | Reinstalling => matches!(to, Running | Stopped | Failed | Lost),
@@ -55,10 +46,7 @@ pub fn can_become(from: MachineState, to: MachineState) -> bool {
     }
 }
 
-pub fn transition(
-    from: MachineState,
-    to: MachineState,
-) -> Result<MachineState, MachineTransitionError> {
+pub fn transition(from: MachineState, to: MachineState) -> Result<MachineState, MachineTransitionError> {
     if can_become(from, to) {
         Ok(to)
     } else {
@@ -81,10 +69,7 @@ pub fn may_start(name: &str, held: u32, needed: u32) -> Result<(), String> {
 
 /// States in which the machine's row must hold no GPUs.
 pub fn holds_nothing(state: MachineState) -> bool {
-    matches!(
-        state,
-        MachineState::Deleted | MachineState::Lost | MachineState::Reclaimed
-    )
+    matches!(state, MachineState::Deleted | MachineState::Lost | MachineState::Reclaimed)
 }
 
 /// Whether a machine may have a container on its node, so that its CPU and
@@ -104,11 +89,7 @@ mod tests {
     fn deleted_is_final_and_lost_only_closes() {
         for to in MachineState::ALL {
             assert!(!can_become(Deleted, *to), "deleted -> {to}");
-            assert_eq!(
-                can_become(Lost, *to),
-                matches!(to, Deleting | Deleted | Lost),
-                "lost -> {to}"
-            );
+            assert_eq!(can_become(Lost, *to), matches!(to, Deleting | Deleted | Lost), "lost -> {to}");
         }
     }
 
@@ -129,9 +110,7 @@ mod tests {
             if *from == Deleted {
                 continue;
             }
-            let reaches = can_become(*from, Deleted)
-                || can_become(*from, Deleting)
-                || can_become(*from, Lost);
+            let reaches = can_become(*from, Deleted) || can_become(*from, Deleting) || can_become(*from, Lost);
             assert!(reaches, "{from} has no way out");
         }
     }
@@ -144,19 +123,13 @@ mod tests {
             assert_eq!(can_become(*from, Reclaimed), ok, "{from} -> reclaimed");
         }
         assert!(can_become(Reclaimed, Creating));
-        assert!(
-            !can_become(Reclaimed, Running),
-            "a restore goes through creating"
-        );
+        assert!(!can_become(Reclaimed, Running), "a restore goes through creating");
         assert!(holds_nothing(Reclaimed));
     }
 
     #[test]
     fn refused_transition_names_both_states() {
-        assert_eq!(
-            transition(Deleted, Running).unwrap_err().to_string(),
-            "a deleted machine cannot become running"
-        );
+        assert_eq!(transition(Deleted, Running).unwrap_err().to_string(), "a deleted machine cannot become running");
         assert_eq!(transition(Running, Restarting), Ok(Restarting));
     }
 
@@ -164,30 +137,17 @@ mod tests {
     fn only_a_machine_holding_gpus_may_have_a_container() {
         for state in MachineState::ALL {
             assert!(!may_have_container(*state, false), "{state} without GPUs");
-            assert_eq!(
-                may_have_container(*state, true),
-                !holds_nothing(*state),
-                "{state} with GPUs"
-            );
+            assert_eq!(may_have_container(*state, true), !holds_nothing(*state), "{state} with GPUs");
         }
-        assert!(
-            may_have_container(Failed, true),
-            "a failed restart keeps its container"
-        );
+        assert!(may_have_container(Failed, true), "a failed restart keeps its container");
     }
 
     #[test]
     fn start_needs_every_gpu() {
         assert!(may_start("m", 2, 2).is_ok());
         let refusal = may_start("m", 0, 2).unwrap_err();
-        assert!(
-            refusal.contains("holds 0 of the 2 GPU(s)") && refusal.contains("delete it"),
-            "{refusal}"
-        );
+        assert!(refusal.contains("holds 0 of the 2 GPU(s)") && refusal.contains("delete it"), "{refusal}");
         assert!(may_start("m", 1, 2).is_err());
-        assert!(
-            may_start("m", 0, 0).is_err(),
-            "a machine always needs a GPU"
-        );
+        assert!(may_start("m", 0, 0).is_err(), "a machine always needs a GPU");
     }
 }

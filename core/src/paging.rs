@@ -27,9 +27,7 @@ impl PageRequest {
         let num = |s: Option<&str>| s.and_then(|v| v.trim().parse::<i64>().ok());
         PageRequest {
             page: num(page).unwrap_or(1).clamp(1, MAX_PAGE),
-            per_page: num(per_page)
-                .unwrap_or(DEFAULT_PER_PAGE)
-                .clamp(1, MAX_PER_PAGE),
+            per_page: num(per_page).unwrap_or(DEFAULT_PER_PAGE).clamp(1, MAX_PER_PAGE),
         }
     }
 
@@ -40,10 +38,7 @@ impl PageRequest {
 
 impl Default for PageRequest {
     fn default() -> Self {
-        PageRequest {
-            page: 1,
-            per_page: DEFAULT_PER_PAGE,
-        }
+        PageRequest { page: 1, per_page: DEFAULT_PER_PAGE }
     }
 }
 
@@ -74,42 +69,25 @@ pub fn page_span(total: i64, page: i64, per_page: i64) -> PageSpan {
     if page > last_page {
         return PageSpan::PastEnd { last_page };
     }
-    let first = if total == 0 {
-        0
-    } else {
-        (page - 1) * per_page + 1
-    };
-    PageSpan::Rows {
-        first,
-        last: (page * per_page).min(total),
-    }
+    let first = if total == 0 { 0 } else { (page - 1) * per_page + 1 };
+    PageSpan::Rows { first, last: (page * per_page).min(total) }
 }
 
 /// A filter value from a query string: empty means "any"; otherwise it must
 /// be one of `allowed` (states, kinds) so that a typo is reported instead of
 /// silently matching nothing.
-pub fn choice<'a>(
-    what: &str,
-    value: Option<&'a str>,
-    allowed: &[&str],
-) -> Result<Option<&'a str>, String> {
+pub fn choice<'a>(what: &str, value: Option<&'a str>, allowed: &[&str]) -> Result<Option<&'a str>, String> {
     match value.map(str::trim) {
         None | Some("") => Ok(None),
         Some(v) if allowed.contains(&v) => Ok(Some(v)),
-        Some(v) => Err(format!(
-            "unknown {what} {v:?}: expected one of {}",
-            allowed.join(", ")
-        )),
+        Some(v) => Err(format!("unknown {what} {v:?}: expected one of {}", allowed.join(", "))),
     }
 }
 
 /// A free-text filter (a user or group name): trimmed, empty means "any",
 /// bounded so a hostile query cannot make every page do a long compare.
 pub fn name_filter(value: Option<&str>) -> Option<String> {
-    value
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(|v| v.chars().take(64).collect())
+    value.map(str::trim).filter(|v| !v.is_empty()).map(|v| v.chars().take(64).collect())
 }
 
 #[cfg(test)]
@@ -120,20 +98,8 @@ mod tests {
     #[test]
     fn missing_or_garbage_numbers_give_the_first_page() {
         assert_eq!(PageRequest::parse(None, None), PageRequest::default());
-        assert_eq!(
-            PageRequest::parse(Some("abc"), Some("-5")),
-            PageRequest {
-                page: 1,
-                per_page: 1
-            }
-        );
-        assert_eq!(
-            PageRequest::parse(Some("0"), Some("100000")),
-            PageRequest {
-                page: 1,
-                per_page: MAX_PER_PAGE
-            }
-        );
+        assert_eq!(PageRequest::parse(Some("abc"), Some("-5")), PageRequest { page: 1, per_page: 1 });
+        assert_eq!(PageRequest::parse(Some("0"), Some("100000")), PageRequest { page: 1, per_page: MAX_PER_PAGE });
         assert_eq!(PageRequest::parse(Some(" 3 "), Some("20")).offset(), 40);
     }
 
@@ -152,33 +118,17 @@ mod tests {
         assert_eq!(page_span(120, 4, 50), PageSpan::PastEnd { last_page: 3 });
         assert_eq!(page_span(0, 2, 50), PageSpan::PastEnd { last_page: 1 });
         assert_eq!(page_span(5, 1, 50), PageSpan::Rows { first: 1, last: 5 });
-        assert_eq!(
-            page_span(120, 3, 50),
-            PageSpan::Rows {
-                first: 101,
-                last: 120
-            }
-        );
-        assert_eq!(
-            page_span(0, 1, 50),
-            PageSpan::Rows { first: 0, last: 0 },
-            "an empty list is not past its end"
-        );
+        assert_eq!(page_span(120, 3, 50), PageSpan::Rows { first: 101, last: 120 });
+        assert_eq!(page_span(0, 1, 50), PageSpan::Rows { first: 0, last: 0 }, "an empty list is not past its end");
     }
 
     #[test]
     fn choices_name_the_allowed_values() {
         let states = ["running", "stopped"];
         assert_eq!(choice("state", Some(""), &states), Ok(None));
-        assert_eq!(
-            choice("state", Some("running"), &states),
-            Ok(Some("running"))
-        );
+        assert_eq!(choice("state", Some("running"), &states), Ok(Some("running")));
         let err = choice("state", Some("runing"), &states).unwrap_err();
-        assert!(
-            err.contains("unknown state \"runing\"") && err.contains("running, stopped"),
-            "{err}"
-        );
+        assert!(err.contains("unknown state \"runing\"") && err.contains("running, stopped"), "{err}");
     }
 
     #[test]

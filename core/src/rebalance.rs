@@ -43,22 +43,13 @@ pub struct HotSettings {
 
 impl Default for HotSettings {
     fn default() -> Self {
-        HotSettings {
-            enabled: true,
-            util_pct: 90.0,
-            mem_pct: 95.0,
-            temp_c: 85.0,
-            window_secs: 10 * 60,
-        }
+        HotSettings { enabled: true, util_pct: 90.0, mem_pct: 95.0, temp_c: 85.0, window_secs: 10 * 60 }
     }
 }
 
 impl HotSettings {
     pub fn check(&self) -> Result<(), String> {
-        for (what, v) in [
-            ("hot utilisation", self.util_pct),
-            ("hot memory", self.mem_pct),
-        ] {
+        for (what, v) in [("hot utilisation", self.util_pct), ("hot memory", self.mem_pct)] {
             if !(0.0..=100.0).contains(&v) {
                 return Err(format!("the {what} threshold must be between 0 and 100 %"));
             }
@@ -108,12 +99,7 @@ pub struct MachineOnNode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Verdict {
     /// Re-place the machine: GPUs `from` (all it holds) become `to`.
-    Move {
-        machine_id: i64,
-        from: Vec<i64>,
-        to: Vec<i64>,
-        why: String,
-    },
+    Move { machine_id: i64, from: Vec<i64>, to: Vec<i64>, why: String },
     /// Hot and contended, but no move is possible.
     Refuse { machine_id: i64, reason: String },
 }
@@ -121,12 +107,7 @@ pub enum Verdict {
 /// Mean temperature over the window: how warm a GPU runs. `None` without
 /// samples (an unknown GPU is never a target: it might be hotter).
 fn heat(g: &GpuWindow, from: i64, now: i64) -> Option<f64> {
-    let temps: Vec<f64> = g
-        .samples
-        .iter()
-        .filter(|s| s.at >= from && s.at <= now)
-        .map(|s| s.temp_c)
-        .collect();
+    let temps: Vec<f64> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).map(|s| s.temp_c).collect();
     (!temps.is_empty()).then(|| temps.iter().sum::<f64>() / temps.len() as f64)
 }
 
@@ -140,11 +121,7 @@ fn sample_hot(s: &HotSample, t: &HotSettings) -> bool {
 /// the window, as for idle reclaim) and every one of them is hot.
 pub fn is_hot(g: &GpuWindow, t: &HotSettings, now: i64) -> bool {
     let from = now - t.window_secs;
-    let mut inside: Vec<&HotSample> = g
-        .samples
-        .iter()
-        .filter(|s| s.at >= from && s.at <= now)
-        .collect();
+    let mut inside: Vec<&HotSample> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).collect();
     if inside.is_empty() || !inside.iter().all(|s| sample_hot(s, t)) {
         return false;
     }
@@ -161,75 +138,32 @@ pub fn is_hot(g: &GpuWindow, t: &HotSettings, now: i64) -> bool {
 }
 
 fn mean(g: &GpuWindow, from: i64, now: i64, f: impl Fn(&HotSample) -> f64) -> f64 {
-    let v: Vec<f64> = g
-        .samples
-        .iter()
-        .filter(|s| s.at >= from && s.at <= now)
-        .map(f)
-        .collect();
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
+    let v: Vec<f64> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).map(f).collect();
+    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
 }
 
 /// Verdicts for the hot, contended machines of one node, hottest first;
 /// GPUs given to one move are not offered to the next.
-pub fn decide_node(
-    node: &str,
-    gpus: &[GpuWindow],
-    machines: &[MachineOnNode],
-    t: &HotSettings,
-    now: i64,
-) -> Vec<Verdict> {
+pub fn decide_node(node: &str, gpus: &[GpuWindow], machines: &[MachineOnNode], t: &HotSettings, now: i64) -> Vec<Verdict> {
     if !t.enabled {
         return Vec::new();
     }
     let from = now - t.window_secs;
-    let hot: Vec<&GpuWindow> = gpus
-        .iter()
-        .filter(|g| g.holder.is_some() && is_hot(g, t, now))
-        .collect();
-    let mut free: Vec<&GpuWindow> = gpus
-        .iter()
-        .filter(|g| g.holder.is_none() && !is_hot(g, t, now) && heat(g, from, now).is_some())
-        .collect();
-    free.sort_by(|a, b| {
-        heat(a, from, now)
-            .partial_cmp(&heat(b, from, now))
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.index.cmp(&b.index))
-    });
+    let hot: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder.is_some() && is_hot(g, t, now)).collect();
+    let mut free: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder.is_none() && !is_hot(g, t, now) && heat(g, from, now).is_some()).collect();
+    free.sort_by(|a, b| heat(a, from, now).partial_cmp(&heat(b, from, now)).unwrap_or(std::cmp::Ordering::Equal).then(a.index.cmp(&b.index)));
     let mut candidates: Vec<(&MachineOnNode, f64)> = machines
         .iter()
         .filter(|m| !m.opted_out && hot.iter().any(|g| g.holder == Some(m.id)))
-        .map(|m| {
-            (
-                m,
-                hot.iter()
-                    .filter(|g| g.holder == Some(m.id))
-                    .filter_map(|g| heat(g, from, now))
-                    .fold(f64::MIN, f64::max),
-            )
-        })
+        .map(|m| (m, hot.iter().filter(|g| g.holder == Some(m.id)).filter_map(|g| heat(g, from, now)).fold(f64::MIN, f64::max)))
         .collect();
-    candidates.sort_by(|a, b| {
-        b.1.partial_cmp(&a.1)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.0.id.cmp(&b.0.id))
-    });
+    candidates.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal).then(a.0.id.cmp(&b.0.id)));
 
     let mut verdicts = Vec::new();
     for (m, _) in candidates {
         let own: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder == Some(m.id)).collect();
-        let own_hot: Vec<&&GpuWindow> = own
-            .iter()
-            .filter(|g| hot.iter().any(|h| h.gpu_id == g.gpu_id))
-            .collect();
-        let throttled = own_hot
-            .iter()
-            .find(|g| g.samples.iter().any(|s| s.at >= from && s.throttled));
+        let own_hot: Vec<&&GpuWindow> = own.iter().filter(|g| hot.iter().any(|h| h.gpu_id == g.gpu_id)).collect();
+        let throttled = own_hot.iter().find(|g| g.samples.iter().any(|s| s.at >= from && s.throttled));
         let neighbour = hot.iter().find(|g| g.holder != Some(m.id));
         let contention = match (throttled, neighbour) {
             (Some(g), _) => format!("GPU {} throttled", g.index),
@@ -248,11 +182,7 @@ pub fn decide_node(
         );
         // Checked before anything is offered to it, so the GPUs it would
         // have taken stay free for the next machine.
-        if let Some(ago) = m
-            .last_moved_at
-            .map(|at| now - at)
-            .filter(|ago| *ago < MOVE_COOLDOWN_SECS)
-        {
+        if let Some(ago) = m.last_moved_at.map(|at| now - at).filter(|ago| *ago < MOVE_COOLDOWN_SECS) {
             verdicts.push(Verdict::Refuse {
                 machine_id: m.id,
                 reason: format!(
@@ -265,10 +195,7 @@ pub fn decide_node(
         }
         // Cooler than every GPU it leaves: a machine whose own GPUs have no
         // readings cannot be compared, so it is not moved.
-        let coolest_own = own
-            .iter()
-            .map(|g| heat(g, from, now).unwrap_or(f64::MIN))
-            .fold(f64::MAX, f64::min);
+        let coolest_own = own.iter().map(|g| heat(g, from, now).unwrap_or(f64::MIN)).fold(f64::MAX, f64::min);
         let model = &own[0].model;
         // Allocation gives a machine GPUs of one model; anything else is a
         // record this rule cannot pair GPU for GPU, so it stays put.
@@ -276,12 +203,8 @@ pub fn decide_node(
             verdicts.push(Verdict::Refuse { machine_id: m.id, reason: format!("{why_hot}; it holds GPUs of more than one model, so no like-for-like move exists") });
             continue;
         }
-        let fits: Vec<&GpuWindow> = free
-            .iter()
-            .copied()
-            .filter(|f| &f.model == model && heat(f, from, now).is_some_and(|h| h < coolest_own))
-            .take(own.len())
-            .collect();
+        let fits: Vec<&GpuWindow> =
+            free.iter().copied().filter(|f| &f.model == model && heat(f, from, now).is_some_and(|h| h < coolest_own)).take(own.len()).collect();
         if fits.len() < own.len() {
             verdicts.push(Verdict::Refuse {
                 machine_id: m.id,
@@ -294,25 +217,10 @@ pub fn decide_node(
             });
             continue;
         }
-        let to_desc = fits
-            .iter()
-            .map(|f| {
-                format!(
-                    "GPU {} ({:.0} °C)",
-                    f.index,
-                    heat(f, from, now).unwrap_or_default()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let to_desc = fits.iter().map(|f| format!("GPU {} ({:.0} °C)", f.index, heat(f, from, now).unwrap_or_default())).collect::<Vec<_>>().join(", ");
         let to: Vec<i64> = fits.iter().map(|f| f.gpu_id).collect();
         free.retain(|f| !to.contains(&f.gpu_id));
-        verdicts.push(Verdict::Move {
-            machine_id: m.id,
-            from: own.iter().map(|g| g.gpu_id).collect(),
-            to,
-            why: format!("{why_hot}; moved to {to_desc} on node {node}"),
-        });
+        verdicts.push(Verdict::Move { machine_id: m.id, from: own.iter().map(|g| g.gpu_id).collect(), to, why: format!("{why_hot}; moved to {to_desc} on node {node}") });
     }
     verdicts
 }

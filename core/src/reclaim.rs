@@ -112,21 +112,12 @@ pub enum Decision {
 /// after the machine started, if they cover that span without a gap longer
 /// than [`ReclaimSettings::max_gap_secs`]; `None` when they do not (not
 /// enough evidence to call it idle).
-pub fn covered_peak(
-    samples: &[UtilSample],
-    settings: &ReclaimSettings,
-    active_since: i64,
-    now: i64,
-) -> Option<f64> {
+pub fn covered_peak(samples: &[UtilSample], settings: &ReclaimSettings, active_since: i64, now: i64) -> Option<f64> {
     let from = now - settings.window_secs;
     if active_since > from {
         return None;
     }
-    let mut times: Vec<i64> = samples
-        .iter()
-        .filter(|s| s.at >= from && s.at <= now)
-        .map(|s| s.at)
-        .collect();
+    let mut times: Vec<i64> = samples.iter().filter(|s| s.at >= from && s.at <= now).map(|s| s.at).collect();
     if times.is_empty() {
         return None;
     }
@@ -139,22 +130,11 @@ pub fn covered_peak(
         }
         previous = t;
     }
-    Some(
-        samples
-            .iter()
-            .filter(|s| s.at >= from && s.at <= now)
-            .map(|s| s.util_pct)
-            .fold(f64::MIN, f64::max),
-    )
+    Some(samples.iter().filter(|s| s.at >= from && s.at <= now).map(|s| s.util_pct).fold(f64::MIN, f64::max))
 }
 
 /// The decision for a machine with one GPU (see [`decide_gpus`]).
-pub fn decide(
-    samples: &[UtilSample],
-    settings: &ReclaimSettings,
-    standing: &Standing,
-    now: i64,
-) -> Decision {
+pub fn decide(samples: &[UtilSample], settings: &ReclaimSettings, standing: &Standing, now: i64) -> Decision {
     decide_gpus(&[samples], settings, standing, now)
 }
 
@@ -163,37 +143,18 @@ pub fn decide(
 /// never reclaimed; it is idle only if *every* GPU's own samples cover the
 /// window — a GPU that could not be read says nothing about idleness,
 /// whatever its siblings read.
-pub fn decide_gpus(
-    per_gpu: &[&[UtilSample]],
-    settings: &ReclaimSettings,
-    standing: &Standing,
-    now: i64,
-) -> Decision {
+pub fn decide_gpus(per_gpu: &[&[UtilSample]], settings: &ReclaimSettings, standing: &Standing, now: i64) -> Decision {
     let samples: Vec<UtilSample> = per_gpu.iter().flat_map(|s| s.iter().copied()).collect();
     let samples = samples.as_slice();
     let warned = standing.deadline.is_some();
     if !settings.enabled || standing.exempt {
-        return if warned {
-            Decision::Clear {
-                reason: "exempt from idle reclaim".into(),
-            }
-        } else {
-            Decision::Ok
-        };
+        return if warned { Decision::Clear { reason: "exempt from idle reclaim".into() } } else { Decision::Ok };
     }
     let from = now - settings.window_secs;
-    let busy = samples
-        .iter()
-        .filter(|s| s.at >= from && s.at <= now)
-        .find(|s| s.util_pct > settings.threshold_pct || s.util_pct.is_nan());
+    let busy = samples.iter().filter(|s| s.at >= from && s.at <= now).find(|s| s.util_pct > settings.threshold_pct || s.util_pct.is_nan());
     if let Some(busy) = busy {
         return if warned {
-            Decision::Clear {
-                reason: format!(
-                    "GPU utilisation {:.0} % is above the idle threshold of {:.0} % again",
-                    busy.util_pct, settings.threshold_pct
-                ),
-            }
+            Decision::Clear { reason: format!("GPU utilisation {:.0} % is above the idle threshold of {:.0} % again", busy.util_pct, settings.threshold_pct) }
         } else {
             Decision::Ok
         };
@@ -201,18 +162,12 @@ pub fn decide_gpus(
     if per_gpu.is_empty() {
         return Decision::Ok;
     }
-    let peaks: Option<Vec<f64>> = per_gpu
-        .iter()
-        .map(|s| covered_peak(s, settings, standing.active_since, now))
-        .collect();
+    let peaks: Option<Vec<f64>> = per_gpu.iter().map(|s| covered_peak(s, settings, standing.active_since, now)).collect();
     let Some(peak_pct) = peaks.map(|p| p.into_iter().fold(f64::MIN, f64::max)) else {
         return Decision::Ok;
     };
     match standing.deadline {
-        None => Decision::Warn {
-            until: now + settings.grace_secs,
-            peak_pct,
-        },
+        None => Decision::Warn { until: now + settings.grace_secs, peak_pct },
         Some(deadline) if now >= deadline => Decision::Reclaim { peak_pct },
         Some(_) => Decision::Ok,
     }

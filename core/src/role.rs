@@ -36,9 +36,7 @@ impl FromStr for Role {
         match s {
             "user" => Ok(Role::User),
             "admin" => Ok(Role::Admin),
-            other => Err(crate::ValidationError::UnknownRole(
-                other.chars().take(32).collect(),
-            )),
+            other => Err(crate::ValidationError::UnknownRole(other.chars().take(32).collect())),
         }
     }
 }
@@ -57,10 +55,7 @@ mod tests {
     #[test]
     fn unknown_role_is_refused_with_its_name() {
         let err = "root".parse::<Role>().unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown role \"root\" (expected user or admin)"
-        );
+        assert_eq!(err.to_string(), "unknown role \"root\" (expected user or admin)");
     }
 
     #[test]

@@ -105,14 +105,8 @@ mod tests {
         }
         assert_eq!(counts.len(), 24);
         let expected = trials as f64 / 24.0;
-        let chi2: f64 = counts
-            .values()
-            .map(|&c| (c as f64 - expected).powi(2) / expected)
-            .sum();
-        assert!(
-            chi2 < 49.7,
-            "chi-square {chi2:.1} over 23 degrees of freedom"
-        );
+        let chi2: f64 = counts.values().map(|&c| (c as f64 - expected).powi(2) / expected).sum();
+        assert!(chi2 < 49.7, "chi-square {chi2:.1} over 23 degrees of freedom");
     }
 
     proptest! {

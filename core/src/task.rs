@@ -16,19 +16,11 @@ pub struct UnknownVariant {
 }
 
 impl UnknownVariant {
-    pub fn new<'a>(
-        kind: &'static str,
-        value: &str,
-        expected: impl IntoIterator<Item = &'a str>,
-    ) -> Self {
+    pub fn new<'a>(kind: &'static str, value: &str, expected: impl IntoIterator<Item = &'a str>) -> Self {
         // The value is echoed back to a person; keep an abusive input short.
         let value = value.chars().take(32).collect();
         let expected = expected.into_iter().collect::<Vec<_>>().join(", ");
-        UnknownVariant {
-            kind,
-            value,
-            expected,
-        }
+        UnknownVariant { kind, value, expected }
     }
 }
 
@@ -113,10 +105,7 @@ impl TaskState {
     /// Finished tasks are history: nothing may reopen them, so the audit trail
     /// and the quota refunds made on finishing happen exactly once.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled
-        )
+        matches!(self, TaskState::Succeeded | TaskState::Failed | TaskState::Cancelled)
     }
 
     pub fn can_transition_to(self, next: TaskState) -> bool {
@@ -210,13 +199,8 @@ pub fn accepts(name: &str, state: MachineState, kind: TaskKind) -> Result<(), St
     let ok = match kind {
         TaskKind::Create => false,
         // A lost machine has no node to act on; deleting closes its record.
-        TaskKind::Delete => matches!(
-            state,
-            M::Running | M::Stopped | M::Failed | M::Lost | M::Reclaimed
-        ),
-        TaskKind::Restart | TaskKind::Reinstall => {
-            matches!(state, M::Running | M::Stopped | M::Failed)
-        }
+        TaskKind::Delete => matches!(state, M::Running | M::Stopped | M::Failed | M::Lost | M::Reclaimed),
+        TaskKind::Restart | TaskKind::Reinstall => matches!(state, M::Running | M::Stopped | M::Failed),
         // A failed machine's container may be gone; there is nothing to commit.
         TaskKind::Snapshot | TaskKind::Reclaim => matches!(state, M::Running | M::Stopped),
         TaskKind::Restore => state == M::Reclaimed,

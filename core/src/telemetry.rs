@@ -47,13 +47,7 @@ pub const MIN_POINTS: i64 = 100;
 /// at least [`MIN_POINTS`] points and is still kept back to `from_ms`
 /// (retention counted from `now_ms`). When none gives enough points, the
 /// finest one kept that far back; when none is kept that far, hours.
-pub fn choose_resolution(
-    from_ms: i64,
-    to_ms: i64,
-    now_ms: i64,
-    interval_ms: i64,
-    keep: Retention,
-) -> Resolution {
+pub fn choose_resolution(from_ms: i64, to_ms: i64, now_ms: i64, interval_ms: i64, keep: Retention) -> Resolution {
     let span = (to_ms - from_ms).max(0);
     let kept = |r: Resolution| {
         let keep_ms = match r {
@@ -64,19 +58,10 @@ pub fn choose_resolution(
         from_ms >= now_ms - keep_ms
     };
     let coarse_to_fine = [Resolution::Hour, Resolution::Minute, Resolution::Raw];
-    if let Some(r) = coarse_to_fine
-        .iter()
-        .copied()
-        .find(|r| kept(*r) && span / r.step_ms(interval_ms) >= MIN_POINTS)
-    {
+    if let Some(r) = coarse_to_fine.iter().copied().find(|r| kept(*r) && span / r.step_ms(interval_ms) >= MIN_POINTS) {
         return r;
     }
-    coarse_to_fine
-        .iter()
-        .rev()
-        .copied()
-        .find(|r| kept(*r))
-        .unwrap_or(Resolution::Hour)
+    coarse_to_fine.iter().rev().copied().find(|r| kept(*r)).unwrap_or(Resolution::Hour)
 }
 
 /// Most points a chart draws per GPU.
@@ -91,17 +76,10 @@ pub fn point_step_ms(span_ms: i64, resolution_step_ms: i64) -> i64 {
 }
 
 /// Periods the held-vs-used table offers, as (text, milliseconds).
-pub const USAGE_PERIODS: [(&str, i64); 3] = [
-    ("24h", 24 * HOUR_MS),
-    ("7d", 7 * 24 * HOUR_MS),
-    ("30d", 30 * 24 * HOUR_MS),
-];
+pub const USAGE_PERIODS: [(&str, i64); 3] = [("24h", 24 * HOUR_MS), ("7d", 7 * 24 * HOUR_MS), ("30d", 30 * 24 * HOUR_MS)];
 
 pub fn usage_period_ms(s: &str) -> Option<i64> {
-    USAGE_PERIODS
-        .iter()
-        .find(|(name, _)| *name == s)
-        .map(|(_, ms)| *ms)
+    USAGE_PERIODS.iter().find(|(name, _)| *name == s).map(|(_, ms)| *ms)
 }
 
 /// The ranges the charts offer.
@@ -146,11 +124,7 @@ impl ChartRange {
 mod tests {
     use super::*;
 
-    const KEEP: Retention = Retention {
-        raw_ms: 24 * HOUR_MS,
-        minute_ms: 8 * 24 * HOUR_MS,
-        hour_ms: 400 * 24 * HOUR_MS,
-    };
+    const KEEP: Retention = Retention { raw_ms: 24 * HOUR_MS, minute_ms: 8 * 24 * HOUR_MS, hour_ms: 400 * 24 * HOUR_MS };
     const NOW: i64 = 1_000 * 24 * HOUR_MS;
 
     fn pick(range: ChartRange) -> Resolution {
@@ -168,44 +142,23 @@ mod tests {
     fn a_range_older_than_a_retention_skips_that_resolution() {
         // An hour ending two days ago: raw samples are gone, minutes serve.
         let from = NOW - 49 * HOUR_MS;
-        assert_eq!(
-            choose_resolution(from, from + HOUR_MS, NOW, 10_000, KEEP),
-            Resolution::Minute
-        );
+        assert_eq!(choose_resolution(from, from + HOUR_MS, NOW, 10_000, KEEP), Resolution::Minute);
         // A day ending a month ago: only hours are kept.
         let from = NOW - 30 * 24 * HOUR_MS;
-        assert_eq!(
-            choose_resolution(from, from + 24 * HOUR_MS, NOW, 10_000, KEEP),
-            Resolution::Hour
-        );
+        assert_eq!(choose_resolution(from, from + 24 * HOUR_MS, NOW, 10_000, KEEP), Resolution::Hour);
         // Older than everything: hours (which will be empty).
-        assert_eq!(
-            choose_resolution(0, HOUR_MS, NOW, 10_000, KEEP),
-            Resolution::Hour
-        );
+        assert_eq!(choose_resolution(0, HOUR_MS, NOW, 10_000, KEEP), Resolution::Hour);
     }
 
     #[test]
     fn a_short_range_falls_back_to_the_finest_kept() {
         // Five minutes: no resolution gives 100 points, raw is finest.
-        assert_eq!(
-            choose_resolution(NOW - 300_000, NOW, NOW, 10_000, KEEP),
-            Resolution::Raw
-        );
+        assert_eq!(choose_resolution(NOW - 300_000, NOW, NOW, 10_000, KEEP), Resolution::Raw);
         // A faster sampler makes raw serve ranges it could not before.
-        assert_eq!(
-            choose_resolution(NOW - 300_000, NOW, NOW, 1_000, KEEP),
-            Resolution::Raw
-        );
+        assert_eq!(choose_resolution(NOW - 300_000, NOW, NOW, 1_000, KEEP), Resolution::Raw);
         // With raw retention shorter than the range, minutes serve an hour.
-        let keep = Retention {
-            raw_ms: 10 * MINUTE_MS,
-            ..KEEP
-        };
-        assert_eq!(
-            choose_resolution(NOW - HOUR_MS, NOW, NOW, 10_000, keep),
-            Resolution::Minute
-        );
+        let keep = Retention { raw_ms: 10 * MINUTE_MS, ..KEEP };
+        assert_eq!(choose_resolution(NOW - HOUR_MS, NOW, NOW, 10_000, keep), Resolution::Minute);
     }
 
     #[test]
@@ -215,11 +168,7 @@ mod tests {
         assert_eq!(point_step_ms(24 * HOUR_MS, MINUTE_MS), 5 * MINUTE_MS);
         assert_eq!(point_step_ms(7 * 24 * HOUR_MS, HOUR_MS), HOUR_MS);
         assert_eq!(point_step_ms(0, 0), 1);
-        for (span, step) in [
-            (HOUR_MS, 10_000),
-            (24 * HOUR_MS, MINUTE_MS),
-            (7 * 24 * HOUR_MS, MINUTE_MS),
-        ] {
+        for (span, step) in [(HOUR_MS, 10_000), (24 * HOUR_MS, MINUTE_MS), (7 * 24 * HOUR_MS, MINUTE_MS)] {
             let s = point_step_ms(span, step);
             assert!(s % step == 0 && span / s <= MAX_POINTS);
         }

@@ -21,17 +21,11 @@ pub struct ThrottlePolicy {
 
 impl ThrottlePolicy {
     /// Per account and client: a handful of typos, not a dictionary.
-    pub const PER_ACCOUNT_CLIENT: ThrottlePolicy = ThrottlePolicy {
-        max_failures: 5,
-        window_secs: 15 * 60,
-    };
+    pub const PER_ACCOUNT_CLIENT: ThrottlePolicy = ThrottlePolicy { max_failures: 5, window_secs: 15 * 60 };
     /// Older name of [`Self::PER_ACCOUNT_CLIENT`].
     pub const PER_USER: ThrottlePolicy = Self::PER_ACCOUNT_CLIENT;
     /// Per client address: many people may share one NAT address.
-    pub const PER_ADDRESS: ThrottlePolicy = ThrottlePolicy {
-        max_failures: 30,
-        window_secs: 15 * 60,
-    };
+    pub const PER_ADDRESS: ThrottlePolicy = ThrottlePolicy { max_failures: 30, window_secs: 15 * 60 };
 }
 
 /// Failures recorded so far for one key.
@@ -51,12 +45,8 @@ impl ThrottlePolicy {
     /// May a login attempt proceed now?
     pub fn verdict(&self, record: Option<FailureRecord>, now: i64) -> Verdict {
         match record {
-            Some(r)
-                if now < r.window_start + self.window_secs && r.failures >= self.max_failures =>
-            {
-                Verdict::Locked {
-                    retry_after_secs: r.window_start + self.window_secs - now,
-                }
+            Some(r) if now < r.window_start + self.window_secs && r.failures >= self.max_failures => {
+                Verdict::Locked { retry_after_secs: r.window_start + self.window_secs - now }
             }
             _ => Verdict::Allowed,
         }
@@ -68,23 +58,17 @@ impl ThrottlePolicy {
         if counted.failures <= self.max_failures {
             Verdict::Allowed
         } else {
-            Verdict::Locked {
-                retry_after_secs: (counted.window_start + self.window_secs - now).max(1),
-            }
+            Verdict::Locked { retry_after_secs: (counted.window_start + self.window_secs - now).max(1) }
         }
     }
 
     /// The record after one more failure at `now`; an expired window starts over.
     pub fn after_failure(&self, record: Option<FailureRecord>, now: i64) -> FailureRecord {
         match record {
-            Some(r) if now < r.window_start + self.window_secs => FailureRecord {
-                failures: r.failures.saturating_add(1),
-                window_start: r.window_start,
-            },
-            _ => FailureRecord {
-                failures: 1,
-                window_start: now,
-            },
+            Some(r) if now < r.window_start + self.window_secs => {
+                FailureRecord { failures: r.failures.saturating_add(1), window_start: r.window_start }
+            }
+            _ => FailureRecord { failures: 1, window_start: now },
         }
     }
 }
@@ -101,17 +85,9 @@ impl ThrottlePolicy {
 /// the client's line first — so the last entry of the last line counts,
 /// never the first line alone. Pass an unreadable line as `""` (it then
 /// names no address and the peer counts), never leave it out.
-pub fn client_address<'a>(
-    peer: &str,
-    forwarded_for: impl IntoIterator<Item = &'a str>,
-    trust_proxy: bool,
-) -> String {
+pub fn client_address<'a>(peer: &str, forwarded_for: impl IntoIterator<Item = &'a str>, trust_proxy: bool) -> String {
     if trust_proxy {
-        let last = forwarded_for
-            .into_iter()
-            .last()
-            .and_then(|h| h.rsplit(',').next())
-            .map(str::trim);
+        let last = forwarded_for.into_iter().last().and_then(|h| h.rsplit(',').next()).map(str::trim);
         if let Some(addr) = last.and_then(|a| a.parse::<std::net::IpAddr>().ok()) {
             return addr.to_string();
         }
@@ -146,24 +122,14 @@ mod tests {
     #[test]
     fn ipv6_clients_count_by_their_64_and_ipv4_by_address() {
         assert_eq!(counted_address("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
-        assert_eq!(
-            counted_address("2001:db8:1:2:ffff:ffff:ffff:ffff"),
-            "2001:db8:1:2::/64",
-            "one subscriber, one count"
-        );
-        assert_ne!(
-            counted_address("2001:db8:1:3::1"),
-            counted_address("2001:db8:1:2::1")
-        );
+        assert_eq!(counted_address("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64", "one subscriber, one count");
+        assert_ne!(counted_address("2001:db8:1:3::1"), counted_address("2001:db8:1:2::1"));
         assert_eq!(counted_address("::ffff:192.0.2.7"), "192.0.2.7");
         assert_eq!(counted_address("192.0.2.7"), "192.0.2.7");
         assert_eq!(counted_address("unknown"), "unknown");
     }
 
-    const P: ThrottlePolicy = ThrottlePolicy {
-        max_failures: 3,
-        window_secs: 100,
-    };
+    const P: ThrottlePolicy = ThrottlePolicy { max_failures: 3, window_secs: 100 };
 
     #[test]
     fn locks_after_max_failures_until_window_ends() {
@@ -172,49 +138,21 @@ mod tests {
             assert_eq!(P.verdict(rec, 10), Verdict::Allowed);
             rec = Some(P.after_failure(rec, 10));
         }
-        assert_eq!(
-            P.verdict(rec, 10),
-            Verdict::Locked {
-                retry_after_secs: 100
-            }
-        );
-        assert_eq!(
-            P.verdict(rec, 109),
-            Verdict::Locked {
-                retry_after_secs: 1
-            }
-        );
+        assert_eq!(P.verdict(rec, 10), Verdict::Locked { retry_after_secs: 100 });
+        assert_eq!(P.verdict(rec, 109), Verdict::Locked { retry_after_secs: 1 });
         assert_eq!(P.verdict(rec, 110), Verdict::Allowed);
     }
 
     #[test]
     fn expired_window_starts_over() {
-        let rec = Some(FailureRecord {
-            failures: 3,
-            window_start: 0,
-        });
-        assert_eq!(
-            P.after_failure(rec, 500),
-            FailureRecord {
-                failures: 1,
-                window_start: 500
-            }
-        );
+        let rec = Some(FailureRecord { failures: 3, window_start: 0 });
+        assert_eq!(P.after_failure(rec, 500), FailureRecord { failures: 1, window_start: 500 });
     }
 
     #[test]
     fn failures_inside_window_accumulate() {
-        let rec = Some(FailureRecord {
-            failures: 1,
-            window_start: 0,
-        });
-        assert_eq!(
-            P.after_failure(rec, 99),
-            FailureRecord {
-                failures: 2,
-                window_start: 0
-            }
-        );
+        let rec = Some(FailureRecord { failures: 1, window_start: 0 });
+        assert_eq!(P.after_failure(rec, 99), FailureRecord { failures: 2, window_start: 0 });
     }
 
     #[test]
@@ -229,28 +167,14 @@ mod tests {
             }
         }
         assert_eq!(allowed, 3);
-        assert_eq!(
-            P.admits(rec.unwrap(), 60),
-            Verdict::Locked {
-                retry_after_secs: 50
-            }
-        );
+        assert_eq!(P.admits(rec.unwrap(), 60), Verdict::Locked { retry_after_secs: 50 });
     }
 
     #[test]
     fn forwarded_for_counts_only_behind_a_trusted_proxy() {
-        assert_eq!(
-            client_address("10.0.0.1", Some("1.2.3.4"), false),
-            "10.0.0.1"
-        );
-        assert_eq!(
-            client_address("10.0.0.1", Some("6.6.6.6, 1.2.3.4"), true),
-            "1.2.3.4"
-        );
-        assert_eq!(
-            client_address("10.0.0.1", Some("nonsense"), true),
-            "10.0.0.1"
-        );
+        assert_eq!(client_address("10.0.0.1", Some("1.2.3.4"), false), "10.0.0.1");
+        assert_eq!(client_address("10.0.0.1", Some("6.6.6.6, 1.2.3.4"), true), "1.2.3.4");
+        assert_eq!(client_address("10.0.0.1", Some("nonsense"), true), "10.0.0.1");
         assert_eq!(client_address("10.0.0.1", None, true), "10.0.0.1");
         assert_eq!(client_address("10.0.0.1", Some("::1"), true), "::1");
     }
@@ -258,35 +182,13 @@ mod tests {
     #[test]
     fn repeated_forwarded_for_lines_are_one_list_and_its_last_entry_counts() {
         // The client wrote the first line; the proxy appended the second.
-        assert_eq!(
-            client_address("10.0.0.1", ["10.9.0.1", "203.0.113.7"], true),
-            "203.0.113.7"
-        );
-        assert_eq!(
-            client_address(
-                "10.0.0.1",
-                ["10.9.0.1, 10.9.0.2", "6.6.6.6, 203.0.113.7"],
-                true
-            ),
-            "203.0.113.7"
-        );
-        assert_eq!(
-            client_address("10.0.0.1", ["10.9.0.1", "203.0.113.7"], false),
-            "10.0.0.1"
-        );
+        assert_eq!(client_address("10.0.0.1", ["10.9.0.1", "203.0.113.7"], true), "203.0.113.7");
+        assert_eq!(client_address("10.0.0.1", ["10.9.0.1, 10.9.0.2", "6.6.6.6, 203.0.113.7"], true), "203.0.113.7");
+        assert_eq!(client_address("10.0.0.1", ["10.9.0.1", "203.0.113.7"], false), "10.0.0.1");
         // A last line that names no address (unreadable lines arrive empty)
         // falls back to the peer, never to an earlier, client-written entry.
-        assert_eq!(
-            client_address("10.0.0.1", ["10.9.0.1", ""], true),
-            "10.0.0.1"
-        );
-        assert_eq!(
-            client_address("10.0.0.1", ["10.9.0.1", "nonsense"], true),
-            "10.0.0.1"
-        );
-        assert_eq!(
-            client_address("10.0.0.1", [] as [&str; 0], true),
-            "10.0.0.1"
-        );
+        assert_eq!(client_address("10.0.0.1", ["10.9.0.1", ""], true), "10.0.0.1");
+        assert_eq!(client_address("10.0.0.1", ["10.9.0.1", "nonsense"], true), "10.0.0.1");
+        assert_eq!(client_address("10.0.0.1", [] as [&str; 0], true), "10.0.0.1");
     }
 }

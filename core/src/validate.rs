@@ -27,14 +27,8 @@ pub enum ValidationError {
     #[error("unknown role \"{0}\" (expected user or admin)")]
     UnknownRole(String),
     #[error("{field} must be a whole number between {min} and {max}")]
-    OutOfRange {
-        field: &'static str,
-        min: i64,
-        max: i64,
-    },
-    #[error(
-        "the username \"{0}\" is reserved: the audit log shows changes nobody made by hand as {0}"
-    )]
+    OutOfRange { field: &'static str, min: i64, max: i64 },
+    #[error("the username \"{0}\" is reserved: the audit log shows changes nobody made by hand as {0}")]
     ReservedUsername(&'static str),
 }
 
@@ -59,21 +53,14 @@ pub fn name(field: &'static str, value: &str) -> Result<(), ValidationError> {
     }
     let len = value.chars().count();
     if len > Limits::NAME_MAX {
-        return Err(ValidationError::TooLong {
-            field,
-            max: Limits::NAME_MAX,
-        });
+        return Err(ValidationError::TooLong { field, max: Limits::NAME_MAX });
     }
     if len < Limits::NAME_MIN {
-        return Err(ValidationError::TooShort {
-            field,
-            min: Limits::NAME_MIN,
-        });
+        return Err(ValidationError::TooShort { field, min: Limits::NAME_MIN });
     }
     let mut chars = value.chars();
     let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-    let rest_ok =
-        chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
     if !(starts_with_letter && rest_ok) {
         return Err(ValidationError::BadName { field });
     }
@@ -87,10 +74,7 @@ pub fn name(field: &'static str, value: &str) -> Result<(), ValidationError> {
 /// could never be admitted, and its group's queue would wait behind it for
 /// ever. A leading digit is still a valid hostname (RFC 1123).
 pub fn job_machine_name(task_id: i64, task_name: &str) -> String {
-    format!("{task_id}-job-{task_name}")
-        .chars()
-        .take(Limits::NAME_MAX)
-        .collect()
+    format!("{task_id}-job-{task_name}").chars().take(Limits::NAME_MAX).collect()
 }
 
 /// A new password. Login checks only `present` and the upper bound, so that
@@ -98,10 +82,7 @@ pub fn job_machine_name(task_id: i64, task_name: &str) -> String {
 pub fn new_password(value: &str) -> Result<(), ValidationError> {
     present_password(value)?;
     if value.chars().count() < Limits::PASSWORD_MIN {
-        return Err(ValidationError::TooShort {
-            field: "password",
-            min: Limits::PASSWORD_MIN,
-        });
+        return Err(ValidationError::TooShort { field: "password", min: Limits::PASSWORD_MIN });
     }
     Ok(())
 }
@@ -111,10 +92,7 @@ pub fn present_password(value: &str) -> Result<(), ValidationError> {
         return Err(ValidationError::Required { field: "password" });
     }
     if value.chars().count() > Limits::PASSWORD_MAX {
-        return Err(ValidationError::TooLong {
-            field: "password",
-            max: Limits::PASSWORD_MAX,
-        });
+        return Err(ValidationError::TooLong { field: "password", max: Limits::PASSWORD_MAX });
     }
     Ok(())
 }
@@ -127,20 +105,12 @@ pub fn login_name(value: &str) -> Result<(), ValidationError> {
         return Err(ValidationError::Required { field: "username" });
     }
     if value.chars().count() > Limits::NAME_MAX {
-        return Err(ValidationError::TooLong {
-            field: "username",
-            max: Limits::NAME_MAX,
-        });
+        return Err(ValidationError::TooLong { field: "username", max: Limits::NAME_MAX });
     }
     Ok(())
 }
 
-pub fn in_range(
-    field: &'static str,
-    value: i64,
-    min: i64,
-    max: i64,
-) -> Result<(), ValidationError> {
+pub fn in_range(field: &'static str, value: i64, min: i64, max: i64) -> Result<(), ValidationError> {
     if (min..=max).contains(&value) {
         Ok(())
     } else {
@@ -155,107 +125,51 @@ mod tests {
 
     #[test]
     fn accepts_typical_names() {
-        for ok in [
-            "ab",
-            "alice",
-            "ml-team",
-            "bob.smith_2",
-            "a234567890123456789012345678901b",
-        ] {
+        for ok in ["ab", "alice", "ml-team", "bob.smith_2", "a234567890123456789012345678901b"] {
             assert_eq!(name("username", ok), Ok(()), "{ok}");
         }
     }
 
     #[test]
     fn the_audit_logs_word_for_the_system_is_no_username() {
-        assert_eq!(
-            username("system"),
-            Err(ValidationError::ReservedUsername("system"))
-        );
+        assert_eq!(username("system"), Err(ValidationError::ReservedUsername("system")));
         assert_eq!(username("systems"), Ok(()));
-        assert_eq!(
-            username("Sys"),
-            Err(ValidationError::BadName { field: "username" })
-        );
-        assert!(
-            name("machine name", "system").is_ok(),
-            "only accounts are refused it"
-        );
+        assert_eq!(username("Sys"), Err(ValidationError::BadName { field: "username" }));
+        assert!(name("machine name", "system").is_ok(), "only accounts are refused it");
     }
 
     #[test]
     fn no_name_a_person_chooses_is_a_job_machines() {
         assert_eq!(job_machine_name(1, "fits"), "1-job-fits");
-        for (id, task) in [
-            (1, "fits"),
-            (42, "a234567890123456789012345678901b"),
-            (i64::MAX, "train"),
-        ] {
+        for (id, task) in [(1, "fits"), (42, "a234567890123456789012345678901b"), (i64::MAX, "train")] {
             let job = job_machine_name(id, task);
             assert!(job.chars().count() <= Limits::NAME_MAX, "{job}");
-            assert_eq!(
-                name("machine name", &job),
-                Err(ValidationError::BadName {
-                    field: "machine name"
-                }),
-                "{job}"
-            );
+            assert_eq!(name("machine name", &job), Err(ValidationError::BadName { field: "machine name" }), "{job}");
         }
         // Cut to length, the task's number still tells two jobs apart.
-        assert_ne!(
-            job_machine_name(1, &"x".repeat(32)),
-            job_machine_name(12, &"x".repeat(32))
-        );
+        assert_ne!(job_machine_name(1, &"x".repeat(32)), job_machine_name(12, &"x".repeat(32)));
     }
 
     #[test]
     fn refuses_bad_names_with_the_rule() {
-        assert_eq!(
-            name("username", ""),
-            Err(ValidationError::Required { field: "username" })
-        );
-        assert_eq!(
-            name("username", "a"),
-            Err(ValidationError::TooShort {
-                field: "username",
-                min: 2
-            })
-        );
+        assert_eq!(name("username", ""), Err(ValidationError::Required { field: "username" }));
+        assert_eq!(name("username", "a"), Err(ValidationError::TooShort { field: "username", min: 2 }));
         assert_eq!(
             name("username", &"a".repeat(33)),
-            Err(ValidationError::TooLong {
-                field: "username",
-                max: 32
-            })
+            Err(ValidationError::TooLong { field: "username", max: 32 })
         );
         for bad in ["Alice", "1abc", "-x", "a b", "ünï", "a/b", "a;drop"] {
-            assert_eq!(
-                name("username", bad),
-                Err(ValidationError::BadName { field: "username" }),
-                "{bad}"
-            );
+            assert_eq!(name("username", bad), Err(ValidationError::BadName { field: "username" }), "{bad}");
         }
     }
 
     #[test]
     fn password_rules() {
-        assert_eq!(
-            new_password(""),
-            Err(ValidationError::Required { field: "password" })
-        );
-        assert_eq!(
-            new_password("short"),
-            Err(ValidationError::TooShort {
-                field: "password",
-                min: 8
-            })
-        );
+        assert_eq!(new_password(""), Err(ValidationError::Required { field: "password" }));
+        assert_eq!(new_password("short"), Err(ValidationError::TooShort { field: "password", min: 8 }));
         assert_eq!(
             new_password(&"x".repeat(129)),
-            Err(ValidationError::TooLong {
-                field: "password",
-                max: 128
-            })
+            Err(ValidationError::TooLong { field: "password", max: 128 })
         );
         assert_eq!(new_password("correct horse"), Ok(()));
         // Login must not apply the minimum length.
@@ -264,10 +178,7 @@ mod tests {
 
     #[test]
     fn login_name_is_bounded_and_required() {
-        assert_eq!(
-            login_name("   "),
-            Err(ValidationError::Required { field: "username" })
-        );
+        assert_eq!(login_name("   "), Err(ValidationError::Required { field: "username" }));
         assert!(login_name(&"x".repeat(500)).is_err());
         assert_eq!(login_name("Whoever"), Ok(()));
     }
@@ -275,11 +186,7 @@ mod tests {
     #[test]
     fn messages_are_readable() {
         assert_eq!(
-            ValidationError::TooShort {
-                field: "password",
-                min: 8
-            }
-            .to_string(),
+            ValidationError::TooShort { field: "password", min: 8 }.to_string(),
             "password must be at least 8 characters"
         );
         assert_eq!(

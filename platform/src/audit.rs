@@ -49,10 +49,7 @@ pub struct AuditEntry {
     pub detail: String,
 }
 
-pub async fn recent<'e>(
-    db: impl SqliteExecutor<'e>,
-    limit: i64,
-) -> Result<Vec<AuditEntry>, PlatformError> {
+pub async fn recent<'e>(db: impl SqliteExecutor<'e>, limit: i64) -> Result<Vec<AuditEntry>, PlatformError> {
     Ok(sqlx::query_as(
         "SELECT a.id, a.at, u.username AS actor, a.action, a.detail
          FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id

@@ -43,44 +43,25 @@ pub async fn register_node_as(
     added_by: Option<(i64, &str)>,
 ) -> Result<i64, PlatformError> {
     if reg.docker_endpoint.trim().is_empty() {
-        return Err(PlatformError::BadRequest(format!(
-            "node {} needs an explicit engine endpoint",
-            reg.name
-        )));
+        return Err(PlatformError::BadRequest(format!("node {} needs an explicit engine endpoint", reg.name)));
     }
     let mut tx = crate::transitions::begin(pool).await?;
     if added_by.is_some() {
         // An admin's add is a new node: checked under the write lock, so
         // two adds at once (a double submit, two servers) cannot both pass
         // and the second overwrite the first through the upsert below.
-        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?")
-            .bind(reg.name)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(reg.name).fetch_optional(&mut *tx).await?;
         if exists.is_some() {
-            return Err(PlatformError::Conflict(format!(
-                "a node named {} exists already",
-                reg.name
-            )));
+            return Err(PlatformError::Conflict(format!("a node named {} exists already", reg.name)));
         }
-        let twin: Option<String> = sqlx::query_scalar(crate::nodes::TWIN)
-            .bind(reg.docker_endpoint)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let twin: Option<String> =
+            sqlx::query_scalar(crate::nodes::TWIN).bind(reg.docker_endpoint).fetch_optional(&mut *tx).await?;
         if let Some(twin) = twin {
-            return Err(PlatformError::Conflict(format!(
-                "node {twin} already has the engine at {}",
-                reg.docker_endpoint
-            )));
+            return Err(PlatformError::Conflict(format!("node {twin} already has the engine at {}", reg.docker_endpoint)));
         }
     }
-    let region: Option<(i64,)> = sqlx::query_as("SELECT id FROM regions WHERE code = ?")
-        .bind(reg.region_code)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let region_id = region
-        .ok_or_else(|| PlatformError::NotFound(format!("region {}", reg.region_code)))?
-        .0;
+    let region: Option<(i64,)> = sqlx::query_as("SELECT id FROM regions WHERE code = ?").bind(reg.region_code).fetch_optional(&mut *tx).await?;
+    let region_id = region.ok_or_else(|| PlatformError::NotFound(format!("region {}", reg.region_code)))?.0;
     let now = now();
     let (node_id,): (i64,) = sqlx::query_as(
         "INSERT INTO nodes (name, region_id, docker_endpoint, volume_dir, executor, state, last_heartbeat, cpu_count, memory_mb, created_at)
@@ -102,24 +83,9 @@ pub async fn register_node_as(
     .await?;
     sync_gpus(&mut *tx, node_id, reg.gpus).await?;
     if let Some(arch) = arch {
-        sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?")
-            .bind(arch.as_str())
-            .bind(node_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?").bind(arch.as_str()).bind(node_id).execute(&mut *tx).await?;
     }
-    audit::record(
-        &mut *tx,
-        None,
-        "node.register",
-        &format!(
-            "node {} with {} GPU(s), executor {}",
-            reg.name,
-            reg.gpus.len(),
-            reg.executor
-        ),
-    )
-    .await?;
+    audit::record(&mut *tx, None, "node.register", &format!("node {} with {} GPU(s), executor {}", reg.name, reg.gpus.len(), reg.executor)).await?;
     if let Some((actor, detail)) = added_by {
         audit::record(&mut *tx, Some(actor), "node.add", detail).await?;
     }
@@ -164,30 +130,16 @@ fn plan_gpus(rows: &[GpuRow], reported: &[DiscoveredGpu]) -> GpuPlan {
             None => plan.insert.push(pos),
         }
     }
-    let mut used: std::collections::HashSet<i64> =
-        reported.iter().map(|g| g.index as i64).collect();
-    let mut next = rows
-        .iter()
-        .map(|r| r.idx)
-        .chain(used.iter().copied())
-        .max()
-        .unwrap_or(-1)
-        + 1;
-    let mut gone: Vec<&GpuRow> = rows
-        .iter()
-        .filter(|r| !reported.iter().any(|g| g.uuid == r.uuid))
-        .collect();
+    let mut used: std::collections::HashSet<i64> = reported.iter().map(|g| g.index as i64).collect();
+    let mut next = rows.iter().map(|r| r.idx).chain(used.iter().copied()).max().unwrap_or(-1) + 1;
+    let mut gone: Vec<&GpuRow> = rows.iter().filter(|r| !reported.iter().any(|g| g.uuid == r.uuid)).collect();
     gone.sort_by_key(|r| r.idx);
     for row in gone {
         if !row.held {
             plan.delete.push(row.id);
             continue;
         }
-        let idx = if used.contains(&row.idx) {
-            next
-        } else {
-            row.idx
-        };
+        let idx = if used.contains(&row.idx) { next } else { row.idx };
         next = next.max(idx + 1);
         used.insert(idx);
         plan.keep_held.push((row.id, idx));
@@ -200,11 +152,7 @@ fn plan_gpus(rows: &[GpuRow], reported: &[DiscoveredGpu]) -> GpuPlan {
 /// nothing offers it, and its machine's release deletes it
 /// (`transitions::machine::release`). Reported again (a card reseated)
 /// before that, it is an ordinary GPU again.
-async fn sync_gpus(
-    conn: &mut SqliteConnection,
-    node_id: i64,
-    reported: &[DiscoveredGpu],
-) -> Result<(), PlatformError> {
+async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[DiscoveredGpu]) -> Result<(), PlatformError> {
     let rows: Vec<GpuRow> = sqlx::query_as(
         "SELECT g.id, g.idx, g.uuid, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.gpu_id = g.id) AS held FROM gpus g WHERE g.node_id = ?",
     )
@@ -213,53 +161,29 @@ async fn sync_gpus(
     .await?;
     let plan = plan_gpus(&rows, reported);
     for id in &plan.delete {
-        sqlx::query("DELETE FROM gpus WHERE id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query("DELETE FROM gpus WHERE id = ?").bind(id).execute(&mut *conn).await?;
     }
     // Indexes may swap between rows; park every row on an index of its
     // own (negative: NVML never reports one) so no step trips over
     // UNIQUE (node_id, idx) halfway.
-    sqlx::query("UPDATE gpus SET idx = -1 - id WHERE node_id = ?")
-        .bind(node_id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query("UPDATE gpus SET idx = -1 - id WHERE node_id = ?").bind(node_id).execute(&mut *conn).await?;
     for (id, pos) in &plan.update {
         let g = &reported[*pos];
-        sqlx::query(
-            "UPDATE gpus SET idx = ?, model = ?, memory_mb = ?, simulated = ? WHERE id = ?",
-        )
-        .bind(g.index as i64)
-        .bind(&g.model)
-        .bind(g.memory_mb)
-        .bind(g.simulated)
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-        sqlx::query("DELETE FROM gpus_gone WHERE gpu_id = ?")
+        sqlx::query("UPDATE gpus SET idx = ?, model = ?, memory_mb = ?, simulated = ? WHERE id = ?")
+            .bind(g.index as i64)
+            .bind(&g.model)
+            .bind(g.memory_mb)
+            .bind(g.simulated)
             .bind(id)
             .execute(&mut *conn)
             .await?;
+        sqlx::query("DELETE FROM gpus_gone WHERE gpu_id = ?").bind(id).execute(&mut *conn).await?;
     }
     for (id, idx) in &plan.keep_held {
-        tracing::warn!(
-            node_id,
-            gpu_id = id,
-            idx,
-            "a GPU a machine holds is no longer reported; kept until the machine lets it go"
-        );
-        sqlx::query("UPDATE gpus SET idx = ? WHERE id = ?")
-            .bind(idx)
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        tracing::warn!(node_id, gpu_id = id, idx, "a GPU a machine holds is no longer reported; kept until the machine lets it go");
+        sqlx::query("UPDATE gpus SET idx = ? WHERE id = ?").bind(idx).bind(id).execute(&mut *conn).await?;
         // The first time it was missed stays: how long it has been gone.
-        sqlx::query("INSERT OR IGNORE INTO gpus_gone (gpu_id, since) VALUES (?, ?)")
-            .bind(id)
-            .bind(now())
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query("INSERT OR IGNORE INTO gpus_gone (gpu_id, since) VALUES (?, ?)").bind(id).bind(now()).execute(&mut *conn).await?;
     }
     for pos in &plan.insert {
         let g = &reported[*pos];
@@ -282,12 +206,8 @@ async fn sync_gpus(
 /// under a new name — is refused by name, with the way out: that node's
 /// machines and GPU history stay as they are until an admin removes it.
 async fn refuse_if_elsewhere(conn: &mut SqliteConnection, uuid: &str) -> Result<(), PlatformError> {
-    let holder: Option<(String, String)> = sqlx::query_as(
-        "SELECT n.name, n.state FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?",
-    )
-    .bind(uuid)
-    .fetch_optional(&mut *conn)
-    .await?;
+    let holder: Option<(String, String)> =
+        sqlx::query_as("SELECT n.name, n.state FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?").bind(uuid).fetch_optional(&mut *conn).await?;
     match holder {
         None => Ok(()),
         Some((node, state)) => Err(PlatformError::Conflict(format!(
@@ -298,16 +218,8 @@ async fn refuse_if_elsewhere(conn: &mut SqliteConnection, uuid: &str) -> Result<
 }
 
 /// amd64 or arm64: which region images the node can run.
-pub async fn set_node_arch(
-    pool: &Pool,
-    node_id: i64,
-    arch: gantry_core::matching::Arch,
-) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?")
-        .bind(arch.as_str())
-        .bind(node_id)
-        .execute(pool)
-        .await?;
+pub async fn set_node_arch(pool: &Pool, node_id: i64, arch: gantry_core::matching::Arch) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?").bind(arch.as_str()).bind(node_id).execute(pool).await?;
     Ok(())
 }
 
@@ -326,11 +238,7 @@ pub async fn heartbeat(pool: &Pool, node_id: i64) -> Result<(), PlatformError> {
 /// Puts back the heartbeat a node had before [`register_node`] refreshed
 /// it, when its engine did not answer at registration.
 pub async fn set_heartbeat(pool: &Pool, node_id: i64, at: i64) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE nodes SET last_heartbeat = ? WHERE id = ?")
-        .bind(at)
-        .bind(node_id)
-        .execute(pool)
-        .await?;
+    sqlx::query("UPDATE nodes SET last_heartbeat = ? WHERE id = ?").bind(at).bind(node_id).execute(pool).await?;
     Ok(())
 }
 
@@ -341,9 +249,7 @@ pub async fn set_heartbeat(pool: &Pool, node_id: i64, at: i64) -> Result<(), Pla
 /// collector, see `transitions::machine::release_as`) is taken.
 pub async fn load_view(conn: &mut SqliteConnection) -> Result<ClusterView, PlatformError> {
     let nodes: Vec<(i64, String, String, i64)> =
-        sqlx::query_as("SELECT id, name, state, last_heartbeat FROM nodes ORDER BY id")
-            .fetch_all(&mut *conn)
-            .await?;
+        sqlx::query_as("SELECT id, name, state, last_heartbeat FROM nodes ORDER BY id").fetch_all(&mut *conn).await?;
     let gpus: Vec<(i64, i64, String, String, bool)> = sqlx::query_as(
         "SELECT g.node_id, g.idx, g.uuid, g.model, mg.gpu_id IS NOT NULL OR g.id IN (SELECT gpu_id FROM gpus_left_to_collector)
          FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id WHERE g.id NOT IN (SELECT gpu_id FROM gpus_gone) ORDER BY g.node_id, g.idx",
@@ -352,12 +258,7 @@ pub async fn load_view(conn: &mut SqliteConnection) -> Result<ClusterView, Platf
     .await?;
     let mut by_node: HashMap<i64, Vec<GpuView>> = HashMap::new();
     for (node_id, idx, uuid, model, taken) in gpus {
-        by_node.entry(node_id).or_default().push(GpuView {
-            index: idx as u32,
-            uuid,
-            model,
-            taken,
-        });
+        by_node.entry(node_id).or_default().push(GpuView { index: idx as u32, uuid, model, taken });
     }
     let nodes = nodes
         .into_iter()
@@ -370,10 +271,7 @@ pub async fn load_view(conn: &mut SqliteConnection) -> Result<ClusterView, Platf
             last_heartbeat,
         })
         .collect();
-    Ok(ClusterView {
-        nodes,
-        heartbeat_timeout_secs: HEARTBEAT_TIMEOUT_SECS,
-    })
+    Ok(ClusterView { nodes, heartbeat_timeout_secs: HEARTBEAT_TIMEOUT_SECS })
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -426,52 +324,25 @@ mod tests {
     use super::*;
 
     fn row(id: i64, idx: i64, uuid: &str, held: bool) -> GpuRow {
-        GpuRow {
-            id,
-            idx,
-            uuid: uuid.into(),
-            held,
-        }
+        GpuRow { id, idx, uuid: uuid.into(), held }
     }
 
     fn reported(uuids: &[&str]) -> Vec<DiscoveredGpu> {
-        let gpu = |(i, u): (usize, &&str)| DiscoveredGpu {
-            index: i as u32,
-            uuid: u.to_string(),
-            model: "M".into(),
-            memory_mb: 1,
-            simulated: false,
-        };
+        let gpu = |(i, u): (usize, &&str)| DiscoveredGpu { index: i as u32, uuid: u.to_string(), model: "M".into(), memory_mb: 1, simulated: false };
         uuids.iter().enumerate().map(gpu).collect()
     }
 
     #[test]
     fn rows_follow_their_uuid_not_their_position() {
-        let rows = [
-            row(10, 0, "A", false),
-            row(11, 1, "B", false),
-            row(12, 2, "C", true),
-        ];
+        let rows = [row(10, 0, "A", false), row(11, 1, "B", false), row(12, 2, "C", true)];
         let plan = plan_gpus(&rows, &reported(&["C", "A", "N"]));
-        assert_eq!(
-            plan,
-            GpuPlan {
-                update: vec![(12, 0), (10, 1)],
-                insert: vec![2],
-                delete: vec![11],
-                keep_held: vec![]
-            }
-        );
+        assert_eq!(plan, GpuPlan { update: vec![(12, 0), (10, 1)], insert: vec![2], delete: vec![11], keep_held: vec![] });
     }
 
     #[test]
     fn a_held_gpu_that_is_gone_moves_off_an_index_a_present_gpu_takes() {
         // B (held) is gone and a replacement card N now sits at its index 1.
-        let rows = [
-            row(10, 0, "A", false),
-            row(11, 1, "B", true),
-            row(12, 2, "C", false),
-        ];
+        let rows = [row(10, 0, "A", false), row(11, 1, "B", true), row(12, 2, "C", false)];
         let plan = plan_gpus(&rows, &reported(&["A", "N", "C"]));
         assert_eq!(plan.keep_held, vec![(11, 3)]);
         assert!(plan.delete.is_empty());

@@ -13,10 +13,7 @@ use tokio::task::JoinHandle;
 /// Runs `pass` on its own task and waits for it. `None` (logged as an
 /// error naming `what`) if it panicked. Dropping the returned future
 /// aborts the pass, as dropping the loop did before.
-pub async fn pass<T: Send + 'static>(
-    what: &'static str,
-    pass: impl Future<Output = T> + Send + 'static,
-) -> Option<T> {
+pub async fn pass<T: Send + 'static>(what: &'static str, pass: impl Future<Output = T> + Send + 'static) -> Option<T> {
     let mut task = AbortOnDrop(tokio::spawn(pass));
     match (&mut task.0).await {
         Ok(done) => Some(done),
@@ -41,9 +38,7 @@ impl<T> Drop for AbortOnDrop<T> {
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     match payload.downcast::<String>() {
         Ok(s) => *s,
-        Err(payload) => payload
-            .downcast_ref::<&str>()
-            .map_or_else(|| "(not a message)".to_string(), |s| s.to_string()),
+        Err(payload) => payload.downcast_ref::<&str>().map_or_else(|| "(not a message)".to_string(), |s| s.to_string()),
     }
 }
 
@@ -99,10 +94,7 @@ mod tests {
     #[test]
     fn panic_messages_are_read_from_both_kinds_of_payload() {
         assert_eq!(panic_message(Box::new("static")), "static");
-        assert_eq!(
-            panic_message(Box::new(String::from("formatted 1"))),
-            "formatted 1"
-        );
+        assert_eq!(panic_message(Box::new(String::from("formatted 1"))), "formatted 1");
         assert_eq!(panic_message(Box::new(7)), "(not a message)");
     }
 }

@@ -3,9 +3,7 @@
 
 use crate::PlatformError;
 use sqlx::{
-    sqlite::{
-        SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-    },
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous},
     Connection, Sqlite, Transaction,
 };
 use std::{path::Path, str::FromStr, time::Duration};
@@ -73,18 +71,15 @@ pub async fn begin_immediate(pool: &Pool) -> Result<Tx, PlatformError> {
     let pool = pool.clone();
     match tokio::spawn(async move { pool.begin_with("BEGIN IMMEDIATE").await }).await {
         Ok(begun) => Ok(begun?),
-        Err(e) => Err(PlatformError::Internal(format!(
-            "starting a transaction: {e}"
-        ))),
+        Err(e) => Err(PlatformError::Internal(format!("starting a transaction: {e}"))),
     }
 }
 
 pub async fn connect_file(path: &Path) -> Result<Pool, PlatformError> {
     if let Some(dir) = path.parent() {
         if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                PlatformError::Internal(format!("cannot create {}: {e}", dir.display()))
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", dir.display())))?;
         }
     }
     private_file(path)?;
@@ -97,15 +92,9 @@ pub async fn connect_file(path: &Path) -> Result<Pool, PlatformError> {
 /// password hashes.
 pub fn private_file(path: &Path) -> Result<(), PlatformError> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let made = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path);
+    let made = std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path);
     made.and_then(|_| std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)))
-        .map_err(|e| {
-            PlatformError::Internal(format!("cannot make {} private: {e}", path.display()))
-        })
+        .map_err(|e| PlatformError::Internal(format!("cannot make {} private: {e}", path.display())))
 }
 
 /// Applies pending migrations on one connection with foreign keys off (a
@@ -113,18 +102,11 @@ pub fn private_file(path: &Path) -> Result<(), PlatformError> {
 /// the migration's own transaction), then checks every foreign key.
 pub async fn migrate(pool: &Pool) -> Result<(), PlatformError> {
     let mut conn = pool.acquire().await?;
-    sqlx::query("PRAGMA foreign_keys = OFF")
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
     let applied = MIGRATOR.run(&mut *conn).await;
     let broken: Vec<(String, i64, String)> =
-        sqlx::query_as("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check")
-            .fetch_all(&mut *conn)
-            .await
-            .unwrap_or_default();
-    sqlx::query("PRAGMA foreign_keys = ON")
-        .execute(&mut *conn)
-        .await?;
+        sqlx::query_as("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check").fetch_all(&mut *conn).await.unwrap_or_default();
+    sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
     applied?;
     if let Some((table, rowid, parent)) = broken.first() {
         return Err(PlatformError::Internal(format!(

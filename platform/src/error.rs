@@ -49,10 +49,7 @@ fn throttled_message(retry_after_secs: i64, busy: bool) -> String {
     if busy {
         format!("the server is busy checking sign-ins; try again in {retry_after_secs} second(s)")
     } else {
-        format!(
-            "too many failed sign-in attempts; try again in {} minute(s)",
-            (retry_after_secs + 59) / 60
-        )
+        format!("too many failed sign-in attempts; try again in {} minute(s)", (retry_after_secs + 59) / 60)
     }
 }
 

@@ -23,11 +23,7 @@ pub async fn is_new_cluster(pool: &Pool) -> Result<bool, PlatformError> {
 
 /// Gives the default group a quota of `gpus` when it has none yet. Returns
 /// the quota granted, or `None` when nothing changed.
-pub async fn grant_first_node_gpus(
-    pool: &Pool,
-    node_name: &str,
-    gpus: i64,
-) -> Result<Option<i64>, PlatformError> {
+pub async fn grant_first_node_gpus(pool: &Pool, node_name: &str, gpus: i64) -> Result<Option<i64>, PlatformError> {
     if gpus <= 0 {
         return Ok(None);
     }
@@ -54,11 +50,9 @@ pub async fn grant_first_node_gpus(
 /// Nodes that may take a machine now: ready, with a recent heartbeat.
 pub async fn ready_nodes(pool: &Pool) -> Result<i64, PlatformError> {
     let fresh_since = crate::now() - crate::cluster::HEARTBEAT_TIMEOUT_SECS;
-    let n: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM nodes WHERE state = 'ready' AND last_heartbeat >= ?",
-    )
-    .bind(fresh_since)
-    .fetch_one(pool)
-    .await?;
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM nodes WHERE state = 'ready' AND last_heartbeat >= ?")
+        .bind(fresh_since)
+        .fetch_one(pool)
+        .await?;
     Ok(n)
 }

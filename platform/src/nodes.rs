@@ -33,67 +33,37 @@ pub(crate) const TWIN: &str = "SELECT name FROM nodes WHERE (docker_endpoint = ?
 
 /// Checks the request, tests the connection, then registers the node.
 /// Nothing is saved when the engine does not answer.
-pub async fn add_node(
-    pool: &Pool,
-    fleet: &Fleet,
-    actor: i64,
-    req: &AddNode,
-) -> Result<i64, PlatformError> {
+pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> Result<i64, PlatformError> {
     validate::name("node name", &req.name)?;
     validate::in_range("GPU count", req.gpu_count as i64, 0, 64)?;
-    let endpoint =
-        gantry_core::endpoint::engine_endpoint(&req.endpoint).map_err(PlatformError::BadRequest)?;
+    let endpoint = gantry_core::endpoint::engine_endpoint(&req.endpoint).map_err(PlatformError::BadRequest)?;
     let endpoint = endpoint.as_str();
     let arch: gantry_core::matching::Arch = match req.arch.trim() {
         "" => gantry_core::matching::Arch::Amd64,
-        a => a.parse().map_err(|e: gantry_core::task::UnknownVariant| {
-            PlatformError::BadRequest(e.to_string())
-        })?,
+        a => a.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?,
     };
     let model = req.gpu_model.trim();
     if req.gpu_count > 0 && (model.is_empty() || model.len() > 64) {
-        return Err(PlatformError::BadRequest(
-            "GPU model must be 1 to 64 characters".into(),
-        ));
+        return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
     }
-    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?")
-        .bind(&req.name)
-        .fetch_optional(pool)
-        .await?;
+    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(&req.name).fetch_optional(pool).await?;
     if exists.is_some() {
-        return Err(PlatformError::Conflict(format!(
-            "a node named {} exists already",
-            req.name
-        )));
+        return Err(PlatformError::Conflict(format!("a node named {} exists already", req.name)));
     }
     // One engine, one node: a second row would offer its GPUs twice. (A
     // lost node's engine may come back as a new node: the collector then
     // removes what the lost machines left there.)
-    let twin: Option<String> = sqlx::query_scalar(TWIN)
-        .bind(endpoint)
-        .fetch_optional(pool)
-        .await?;
+    let twin: Option<String> = sqlx::query_scalar(TWIN).bind(endpoint).fetch_optional(pool).await?;
     if let Some(twin) = twin {
-        return Err(PlatformError::Conflict(format!(
-            "node {twin} already has the engine at {endpoint}"
-        )));
+        return Err(PlatformError::Conflict(format!("node {twin} already has the engine at {endpoint}")));
     }
     let executor = executor_for("docker", endpoint, "")?;
-    let info = executor.ping().await.map_err(|e| {
-        PlatformError::BadRequest(format!("connection test failed, nothing saved: {e}"))
-    })?;
-    let found = gpus::simulated(
-        &req.name,
-        &SimulatedGpus {
-            count: req.gpu_count,
-            model: model.to_string(),
-            memory_mb: 0,
-        },
-    );
-    let added = format!(
-        "node {} at {endpoint} (Docker {}), {} declared GPU(s)",
-        req.name, info.version, req.gpu_count
-    );
+    let info = executor
+        .ping()
+        .await
+        .map_err(|e| PlatformError::BadRequest(format!("connection test failed, nothing saved: {e}")))?;
+    let found = gpus::simulated(&req.name, &SimulatedGpus { count: req.gpu_count, model: model.to_string(), memory_mb: 0 });
+    let added = format!("node {} at {endpoint} (Docker {}), {} declared GPU(s)", req.name, info.version, req.gpu_count);
     let id = cluster::register_node_as(
         pool,
         NodeRegistration {
@@ -127,22 +97,11 @@ pub async fn monitor_once(pool: &Pool, fleet: &Fleet) -> Result<Vec<String>, Pla
 /// once and each heartbeat is written as its engine answers: one after
 /// another, a few black-holed engines (powered-off hosts set down) made a
 /// pass outlast the heartbeat's 60 s, and healthy nodes looked stale.
-pub async fn monitor_with(
-    pool: &Pool,
-    fleet: &Fleet,
-    ping_timeout: Duration,
-) -> Result<Vec<String>, PlatformError> {
-    let nodes = fleet
-        .all(pool)
-        .await?
-        .into_iter()
-        .filter(|n| n.state != "lost");
+pub async fn monitor_with(pool: &Pool, fleet: &Fleet, ping_timeout: Duration) -> Result<Vec<String>, PlatformError> {
+    let nodes = fleet.all(pool).await?.into_iter().filter(|n| n.state != "lost");
     let pings = nodes.map(|node| async move {
         let answered = match &node.executor {
-            Ok(exec) => matches!(
-                tokio::time::timeout(ping_timeout, exec.ping()).await,
-                Ok(Ok(_))
-            ),
+            Ok(exec) => matches!(tokio::time::timeout(ping_timeout, exec.ping()).await, Ok(Ok(_))),
             Err(_) => false,
         };
         if answered {
@@ -164,12 +123,8 @@ pub async fn monitor(pool: Pool, fleet: Fleet, period: Duration) {
     loop {
         tick.tick().await;
         let (p, f) = (pool.clone(), fleet.clone());
-        match crate::contained::pass("node monitor", async move { monitor_once(&p, &f).await })
-            .await
-        {
-            Some(Ok(silent)) if !silent.is_empty() => {
-                tracing::warn!(?silent, "engines not answering; heartbeats withheld")
-            }
+        match crate::contained::pass("node monitor", async move { monitor_once(&p, &f).await }).await {
+            Some(Ok(silent)) if !silent.is_empty() => tracing::warn!(?silent, "engines not answering; heartbeats withheld"),
             Some(Ok(_)) | None => {}
             Some(Err(e)) => tracing::error!(error = %e, "node monitor failed"),
         }

@@ -48,9 +48,7 @@ impl Gate {
     /// The process-wide gate: two slots per core, five seconds of queue.
     pub fn shared() -> Arc<Gate> {
         static SHARED: LazyLock<Arc<Gate>> = LazyLock::new(|| {
-            let cores = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2);
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
             Gate::new(2 * cores, Duration::from_secs(5))
         });
         SHARED.clone()
@@ -75,20 +73,11 @@ impl Gate {
     /// Takes one slot until the permit is dropped (maintenance, and tests
     /// that need a full gate without racing for it).
     pub async fn hold(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.slots
-            .acquire()
-            .await
-            .expect("the gate's semaphore is never closed")
+        self.slots.acquire().await.expect("the gate's semaphore is never closed")
     }
 
-    async fn run<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, PlatformError> {
-        let busy = PlatformError::Throttled {
-            retry_after_secs: 1,
-            busy: true,
-        };
+    async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PlatformError> {
+        let busy = PlatformError::Throttled { retry_after_secs: 1, busy: true };
         self.waiting.fetch_add(1, Ordering::SeqCst);
         let slot = tokio::time::timeout(self.queue_timeout, self.slots.acquire()).await;
         self.waiting.fetch_sub(1, Ordering::SeqCst);
@@ -124,9 +113,7 @@ pub async fn hash_with(gate: &Gate, password: &str) -> Result<String, PlatformEr
 /// Checks `password` against a stored PHC string. A malformed hash counts as
 /// a mismatch, never as a success.
 pub async fn verify(stored: &str, password: &str) -> bool {
-    verify_with(&Gate::shared(), stored, password)
-        .await
-        .unwrap_or(false)
+    verify_with(&Gate::shared(), stored, password).await.unwrap_or(false)
 }
 
 /// [`verify`] through `gate`; `Err` when the gate's queue timed out.
@@ -134,11 +121,7 @@ pub async fn verify_with(gate: &Gate, stored: &str, password: &str) -> Result<bo
     let (stored, password) = (stored.to_owned(), password.to_owned());
     gate.run(move || {
         PasswordHash::new(&stored)
-            .map(|parsed| {
-                Argon2::default()
-                    .verify_password(password.as_bytes(), &parsed)
-                    .is_ok()
-            })
+            .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
             .unwrap_or(false)
     })
     .await

@@ -16,10 +16,7 @@ pub fn keys(username: &str, address: Option<&str>) -> Vec<(String, ThrottlePolic
     let user = username.to_lowercase();
     let address = address.map(gantry_core::throttle::counted_address);
     let addr = address.as_deref().unwrap_or("unknown");
-    let mut keys = vec![(
-        format!("user:{user}|addr:{addr}"),
-        ThrottlePolicy::PER_ACCOUNT_CLIENT,
-    )];
+    let mut keys = vec![(format!("user:{user}|addr:{addr}"), ThrottlePolicy::PER_ACCOUNT_CLIENT)];
     if let Some(addr) = &address {
         keys.push((format!("addr:{addr}"), ThrottlePolicy::PER_ADDRESS));
     }
@@ -34,22 +31,15 @@ pub struct Counted {
 
 /// Counts one attempt against every key and refuses with `Throttled` when
 /// it is beyond any key's allowance.
-pub async fn count_attempt(
-    pool: &Pool,
-    keys: &[(String, ThrottlePolicy)],
-) -> Result<Counted, PlatformError> {
+pub async fn count_attempt(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<Counted, PlatformError> {
     let now = now();
     // A key already locked refuses the attempt whatever is counted: said
     // without a write, so a locked client sending random names neither
     // grows the table nor holds SQLite's write lock (a stale read can only
     // miss a lock, which the counting below then finds).
     for (key, policy) in keys {
-        if let Verdict::Locked { retry_after_secs } = policy.verdict(record(pool, key).await?, now)
-        {
-            return Err(PlatformError::Throttled {
-                retry_after_secs,
-                busy: false,
-            });
+        if let Verdict::Locked { retry_after_secs } = policy.verdict(record(pool, key).await?, now) {
+            return Err(PlatformError::Throttled { retry_after_secs, busy: false });
         }
     }
     let mut tx = crate::transitions::begin(pool).await?;
@@ -74,43 +64,22 @@ pub async fn count_attempt(
     }
     tx.commit().await?;
     match refusal {
-        Some(retry_after_secs) => Err(PlatformError::Throttled {
-            retry_after_secs,
-            busy: false,
-        }),
+        Some(retry_after_secs) => Err(PlatformError::Throttled { retry_after_secs, busy: false }),
         None => Ok(Counted { records }),
     }
 }
 
-async fn record<'c, E: sqlx::SqliteExecutor<'c>>(
-    conn: E,
-    key: &str,
-) -> Result<Option<FailureRecord>, PlatformError> {
-    let row: Option<(i64, i64)> =
-        sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?")
-            .bind(key)
-            .fetch_optional(conn)
-            .await?;
-    Ok(row.map(|(f, w)| FailureRecord {
-        failures: f.clamp(0, u32::MAX as i64) as u32,
-        window_start: w,
-    }))
+async fn record<'c, E: sqlx::SqliteExecutor<'c>>(conn: E, key: &str) -> Result<Option<FailureRecord>, PlatformError> {
+    let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?").bind(key).fetch_optional(conn).await?;
+    Ok(row.map(|(f, w)| FailureRecord { failures: f.clamp(0, u32::MAX as i64) as u32, window_start: w }))
 }
 
 /// Forgets the counts whose window ended before `now` (the longest policy's
 /// window): a row past its window means what no row means, and rows of
 /// guessed names would otherwise pile up for ever.
 pub async fn prune(pool: &Pool, now: i64) -> Result<u64, PlatformError> {
-    let longest = ThrottlePolicy::PER_ACCOUNT_CLIENT
-        .window_secs
-        .max(ThrottlePolicy::PER_ADDRESS.window_secs);
-    Ok(
-        sqlx::query("DELETE FROM login_failures WHERE window_start <= ?")
-            .bind(now - longest)
-            .execute(pool)
-            .await?
-            .rows_affected(),
-    )
+    let longest = ThrottlePolicy::PER_ACCOUNT_CLIENT.window_secs.max(ThrottlePolicy::PER_ADDRESS.window_secs);
+    Ok(sqlx::query("DELETE FROM login_failures WHERE window_start <= ?").bind(now - longest).execute(pool).await?.rows_affected())
 }
 
 /// [`prune`] every `every`, for as long as the process runs.
@@ -120,13 +89,7 @@ pub async fn prune_loop(pool: Pool, every: std::time::Duration) {
     loop {
         tick.tick().await;
         let p = pool.clone();
-        if let Some(Err(e)) =
-            crate::contained::pass(
-                "sign-in throttle prune",
-                async move { prune(&p, now()).await },
-            )
-            .await
-        {
+        if let Some(Err(e)) = crate::contained::pass("sign-in throttle prune", async move { prune(&p, now()).await }).await {
             tracing::warn!(error = %e, "could not prune the sign-in throttle's old counts");
         }
     }
@@ -140,10 +103,7 @@ pub async fn forgive(pool: &Pool, counted: &Counted) -> Result<(), PlatformError
     let mut tx = crate::transitions::begin(pool).await?;
     for (key, rec) in &counted.records {
         if key.starts_with("user:") {
-            sqlx::query("DELETE FROM login_failures WHERE key = ?")
-                .bind(key)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query("DELETE FROM login_failures WHERE key = ?").bind(key).execute(&mut *tx).await?;
         } else {
             take_back(&mut tx, key, rec).await?;
         }
@@ -166,11 +126,7 @@ pub async fn give_back(pool: &Pool, counted: &Counted) -> Result<(), PlatformErr
 }
 
 /// One attempt off a key's count, if its window is still the one counted in.
-async fn take_back(
-    tx: &mut crate::transitions::Tx,
-    key: &str,
-    rec: &FailureRecord,
-) -> Result<(), PlatformError> {
+async fn take_back(tx: &mut crate::transitions::Tx, key: &str, rec: &FailureRecord) -> Result<(), PlatformError> {
     sqlx::query("UPDATE login_failures SET failures = MAX(failures - 1, 0) WHERE key = ? AND window_start = ?")
         .bind(key)
         .bind(rec.window_start)
@@ -180,19 +136,9 @@ async fn take_back(
 }
 
 /// Forgets every count of one account (an admin reset its password).
-pub async fn clear_user(
-    conn: &mut sqlx::SqliteConnection,
-    username: &str,
-) -> Result<(), PlatformError> {
+pub async fn clear_user(conn: &mut sqlx::SqliteConnection, username: &str) -> Result<(), PlatformError> {
     sqlx::query("DELETE FROM login_failures WHERE key LIKE ? ESCAPE '\\'")
-        .bind(format!(
-            "user:{}|%",
-            username
-                .to_lowercase()
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_")
-        ))
+        .bind(format!("user:{}|%", username.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")))
         .execute(&mut *conn)
         .await?;
     Ok(())

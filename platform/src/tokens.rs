@@ -2,12 +2,7 @@
 //! kept only as a SHA-256 hash, scoped to their owner, revocable. A token
 //! is 32 random bytes, so a fast hash is enough: there is nothing to guess.
 
-use crate::{
-    accounts::{self, User},
-    audit,
-    db::Pool,
-    now, PlatformError,
-};
+use crate::{accounts::{self, User}, audit, db::Pool, now, PlatformError};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -24,30 +19,18 @@ pub struct TokenView {
 }
 
 pub(crate) fn hash(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Makes a token for `owner` (the account as the request's session found
 /// it); the returned secret is never stored or shown again.
-pub async fn create(
-    pool: &Pool,
-    owner: &User,
-    name: &str,
-) -> Result<(TokenView, String), PlatformError> {
+pub async fn create(pool: &Pool, owner: &User, name: &str) -> Result<(TokenView, String), PlatformError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(PlatformError::BadRequest(
-            "token name must be 1 to 64 printable characters".into(),
-        ));
+        return Err(PlatformError::BadRequest("token name must be 1 to 64 printable characters".into()));
     }
     let bytes: [u8; 32] = rand::random();
-    let secret = format!(
-        "{PREFIX}{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    );
+    let secret = format!("{PREFIX}{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
     let prefix = secret[..PREFIX.len() + 6].to_string();
     let mut tx = crate::transitions::begin(pool).await?;
     // Only for the account as the request's session found it: a reset,
@@ -69,13 +52,7 @@ pub async fn create(
     let view = view.ok_or_else(|| {
         PlatformError::Conflict("your account was changed while the token was being made (a reset, or an administrator's change); no token was made".into())
     })?;
-    audit::record(
-        &mut *tx,
-        Some(owner.id),
-        "token.create",
-        &format!("API token {name} ({prefix}…)"),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(owner.id), "token.create", &format!("API token {name} ({prefix}…)")).await?;
     tx.commit().await?;
     Ok((view, secret))
 }
@@ -90,24 +67,16 @@ pub async fn list(pool: &Pool, owner: &User) -> Result<Vec<TokenView>, PlatformE
 /// Revokes one of the owner's own tokens (another's is "not found").
 pub async fn revoke(pool: &Pool, owner: &User, id: i64) -> Result<(), PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
-    let done = sqlx::query(
-        "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL",
-    )
-    .bind(now())
-    .bind(id)
-    .bind(owner.id)
-    .execute(&mut *tx)
-    .await?;
+    let done = sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL")
+        .bind(now())
+        .bind(id)
+        .bind(owner.id)
+        .execute(&mut *tx)
+        .await?;
     if done.rows_affected() != 1 {
         return Err(PlatformError::NotFound("token".into()));
     }
-    audit::record(
-        &mut *tx,
-        Some(owner.id),
-        "token.revoke",
-        &format!("API token #{id} revoked"),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(owner.id), "token.revoke", &format!("API token #{id} revoked")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -120,15 +89,11 @@ pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, Pla
     if !secret.starts_with(PREFIX) || secret.len() != PREFIX.len() + 64 {
         return Ok(None);
     }
-    let user_id: Option<i64> = sqlx::query_scalar(
-        "SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL",
-    )
-    .bind(hash(secret))
-    .fetch_optional(pool)
-    .await?;
-    let Some(user_id) = user_id else {
-        return Ok(None);
-    };
+    let user_id: Option<i64> = sqlx::query_scalar("SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL")
+        .bind(hash(secret))
+        .fetch_optional(pool)
+        .await?;
+    let Some(user_id) = user_id else { return Ok(None) };
     // Coarse "last used": one write a minute per token at most, and only a
     // note: a request is not refused because the database was too busy to
     // take it (a read-only call would have answered 500 under write load).
@@ -140,9 +105,7 @@ pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, Pla
     if let Err(e) = noted {
         tracing::warn!(user_id, error = %e, "could not note an API token's last use");
     }
-    Ok(accounts::user_by_id(pool, user_id)
-        .await?
-        .filter(|u| !u.disabled && !u.must_change_password))
+    Ok(accounts::user_by_id(pool, user_id).await?.filter(|u| !u.disabled && !u.must_change_password))
 }
 
 /// The credentials of an `Authorization: Bearer …` header value. The scheme
@@ -150,10 +113,7 @@ pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, Pla
 /// same; surrounding spaces are dropped.
 pub fn bearer(header: &str) -> Option<&str> {
     let (scheme, credentials) = header.trim_start().split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| credentials.trim())
-        .filter(|c| !c.is_empty())
+    scheme.eq_ignore_ascii_case("bearer").then(|| credentials.trim()).filter(|c| !c.is_empty())
 }
 
 #[cfg(test)]

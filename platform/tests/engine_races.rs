@@ -22,24 +22,14 @@ async fn sim_env(gpus: u32, quota: i64) -> (Env, SimulatedExecutor) {
 }
 
 async fn rev(env: &Env, machine_id: i64) -> i64 {
-    env.scalar(&format!("SELECT rev FROM machines WHERE id = {machine_id}"))
-        .await
+    env.scalar(&format!("SELECT rev FROM machines WHERE id = {machine_id}")).await
 }
 
 /// What the reconciler would write from a stale read, applied after the
 /// operation finished: it must be refused.
 async fn stale_observation(env: &Env, machine_id: i64, read_rev: i64, seen: MachineState) -> bool {
     let mut tx = transitions::begin(&env.pool).await.unwrap();
-    let applied = transitions::machine::observe_if_unchanged(
-        &mut tx,
-        machine_id,
-        read_rev,
-        seen,
-        Some(0),
-        "stale",
-    )
-    .await
-    .unwrap();
+    let applied = transitions::machine::observe_if_unchanged(&mut tx, machine_id, read_rev, seen, Some(0), "stale").await.unwrap();
     tx.commit().await.unwrap();
     applied
 }

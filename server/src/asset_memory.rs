@@ -47,9 +47,7 @@ pub async fn get(root: &Path, path: &str) -> Option<Arc<Cached>> {
         return Some(hit.clone());
     }
     let key = full.clone();
-    let loaded = tokio::task::spawn_blocking(move || load(&full))
-        .await
-        .ok()??;
+    let loaded = tokio::task::spawn_blocking(move || load(&full)).await.ok()??;
     let loaded = Arc::new(loaded);
     let mut files = FILES.write().ok()?;
     if files.len() < MAX_FILES {
@@ -60,19 +58,14 @@ pub async fn get(root: &Path, path: &str) -> Option<Arc<Cached>> {
 
 fn plain(path: &str) -> bool {
     path.starts_with('/')
-        && path[1..]
-            .split('/')
-            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
-        && path
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'/'))
+        && path[1..].split('/').all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+        && path.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'/'))
 }
 
 fn load(full: &Path) -> Option<Cached> {
     let read = |p: &Path| -> Option<Bytes> {
         let meta = std::fs::metadata(p).ok()?;
-        (meta.is_file() && meta.len() <= MAX_FILE)
-            .then(|| std::fs::read(p).ok().map(Bytes::from))?
+        (meta.is_file() && meta.len() <= MAX_FILE).then(|| std::fs::read(p).ok().map(Bytes::from))?
     };
     let identity = read(full)?;
     let sibling = |ext: &str| {
@@ -103,10 +96,7 @@ impl Cached {
         let mut res = Response::new(Body::from(body));
         let h = res.headers_mut();
         h.insert(header::CONTENT_TYPE, self.content_type.clone());
-        h.insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static(crate::assets::IMMUTABLE),
-        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static(crate::assets::IMMUTABLE));
         if self.brotli.is_some() || self.gzip.is_some() {
             h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
         }
@@ -125,12 +115,7 @@ fn accepts_encoding(headers: &HeaderMap, name: &str) -> bool {
         for item in value.split(',') {
             let mut parts = item.split(';');
             let coding = parts.next().unwrap_or("").trim();
-            let zero = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .and_then(|q| q.trim().parse::<f32>().ok())
-                    .is_some_and(|q| q <= 0.0)
-            });
+            let zero = parts.any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0));
             if coding.eq_ignore_ascii_case(name) {
                 return !zero;
             }
@@ -146,10 +131,7 @@ mod tests {
 
     fn accept(value: &str) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(
-            header::ACCEPT_ENCODING,
-            HeaderValue::from_str(value).unwrap(),
-        );
+        h.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(value).unwrap());
         h
     }
 
@@ -167,13 +149,7 @@ mod tests {
     #[test]
     fn only_plain_paths_are_taken() {
         assert!(plain("/pkg/gantry.0123456789abcdef.css"));
-        for bad in [
-            "/pkg/../secret.0123456789.txt",
-            "//etc/x.0123456789.y",
-            "/pkg/a%2e%2e.0123456789.js",
-            "/pkg/./a.0123456789.js",
-            "pkg/a.0123456789.js",
-        ] {
+        for bad in ["/pkg/../secret.0123456789.txt", "//etc/x.0123456789.y", "/pkg/a%2e%2e.0123456789.js", "/pkg/./a.0123456789.js", "pkg/a.0123456789.js"] {
             assert!(!plain(bad), "{bad}");
         }
     }

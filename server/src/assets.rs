@@ -30,9 +30,7 @@ pub(crate) fn is_hashed(path: &str) -> bool {
     let parts: Vec<&str> = file.split('.').collect();
     parts.len() >= 3
         && parts[parts.len() - 2].len() >= 8
-        && parts[parts.len() - 2]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && parts[parts.len() - 2].chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// Serves `req` from `root` if a file exists there, else returns `None`.
@@ -43,17 +41,11 @@ pub async fn try_serve(root: &Path, req: Request<Body>) -> Option<Response<Body>
             return Some(file.respond(req.headers()));
         }
     }
-    let dir = ServeDir::new(root)
-        .precompressed_br()
-        .precompressed_gzip()
-        .append_index_html_on_directories(false);
+    let dir = ServeDir::new(root).precompressed_br().precompressed_gzip().append_index_html_on_directories(false);
     let res = dir.oneshot(req).await.ok()?;
     if res.status().is_success() || res.status() == axum::http::StatusCode::NOT_MODIFIED {
         let mut res = res.map(Body::new);
-        res.headers_mut().insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static(cache_control(&path)),
-        );
+        res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control(&path)));
         Some(res)
     } else {
         None
@@ -66,10 +58,7 @@ mod tests {
 
     #[test]
     fn hashed_names_are_immutable() {
-        assert_eq!(
-            cache_control("/pkg/gantry.3f9a1c2b7d.js"),
-            "public, max-age=31536000, immutable"
-        );
+        assert_eq!(cache_control("/pkg/gantry.3f9a1c2b7d.js"), "public, max-age=31536000, immutable");
         assert_eq!(cache_control("/pkg/gantry.js"), "public, no-cache");
         assert_eq!(cache_control("/favicon.svg"), "public, no-cache");
     }

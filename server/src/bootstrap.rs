@@ -7,48 +7,26 @@ use rand::{distributions::Alphanumeric, Rng};
 /// Creates the first administrator when the database has none. Without a
 /// configured password a random one is generated and printed once; only its
 /// hash is stored. Returns whether an account was created.
-pub async fn ensure_admin(
-    pool: &Pool,
-    username: &str,
-    password: Option<&str>,
-) -> Result<bool, PlatformError> {
+pub async fn ensure_admin(pool: &Pool, username: &str, password: Option<&str>) -> Result<bool, PlatformError> {
     if accounts::count_admins(pool).await? > 0 {
         return Ok(false);
     }
     let (password, generated) = match password {
         Some(p) => (p.to_string(), false),
-        None => (
-            rand::thread_rng()
-                .sample_iter(&Alphanumeric)
-                .take(20)
-                .map(char::from)
-                .collect(),
-            true,
-        ),
+        None => (rand::thread_rng().sample_iter(&Alphanumeric).take(20).map(char::from).collect(), true),
     };
-    let new = accounts::NewUser {
-        username,
-        password: &password,
-        role: Role::Admin,
-        group: None,
-    };
+    let new = accounts::NewUser { username, password: &password, role: Role::Admin, group: None };
     let admin = accounts::create_user(pool, None, new).await?;
     if generated {
         // Printed where the logs go too (a journal, a container's log): a
         // temporary password, to be replaced at the first sign-in.
-        sqlx::query("UPDATE users SET must_change_password = 1 WHERE id = ?")
-            .bind(admin.id)
-            .execute(pool)
-            .await?;
+        sqlx::query("UPDATE users SET must_change_password = 1 WHERE id = ?").bind(admin.id).execute(pool).await?;
         println!(
             "\n  First administrator created.\n    username: {}\n    password: {password}\n  A temporary password, shown only now: the first sign-in asks for a new one.\n",
             admin.username
         );
     } else {
-        println!(
-            "First administrator {} created with the configured password.",
-            admin.username
-        );
+        println!("First administrator {} created with the configured password.", admin.username);
     }
     Ok(true)
 }

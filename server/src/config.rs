@@ -5,11 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use std::{net::SocketAddr, path::PathBuf};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "gantry",
-    version,
-    about = "Gantry: a self-hosted GPU cloud portal"
-)]
+#[command(name = "gantry", version, about = "Gantry: a self-hosted GPU cloud portal")]
 pub struct Cli {
     #[command(flatten)]
     pub db: DbArgs,
@@ -29,9 +25,7 @@ pub struct DbArgs {
 
 impl DbArgs {
     pub fn url(&self) -> String {
-        self.database_url
-            .clone()
-            .unwrap_or_else(|| format!("sqlite:{}", self.data_dir.join("gantry.db").display()))
+        self.database_url.clone().unwrap_or_else(|| format!("sqlite:{}", self.data_dir.join("gantry.db").display()))
     }
 }
 
@@ -157,11 +151,7 @@ pub struct NodeArgs {
     #[arg(long, env = "GANTRY_EXECUTOR", default_value = "auto", value_parser = ["auto", "docker", "simulated"])]
     pub executor: String,
     /// Docker Engine endpoint of the local node: unix:///path, tcp://host:port or tls://host:port.
-    #[arg(
-        long,
-        env = "GANTRY_DOCKER_ENDPOINT",
-        default_value = "unix:///var/run/docker.sock"
-    )]
+    #[arg(long, env = "GANTRY_DOCKER_ENDPOINT", default_value = "unix:///var/run/docker.sock")]
     pub docker_endpoint: String,
     /// Simulated GPUs on this node when no NVIDIA driver is present (0 to 64, as for a node an admin adds).
     #[arg(long, env = "GANTRY_SIM_GPUS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=64))]
@@ -170,11 +160,7 @@ pub struct NodeArgs {
     #[arg(long, env = "GANTRY_SIM_GPU_MODEL", default_value = "SIM-A100-80GB")]
     pub sim_gpu_model: String,
     /// Image registered as the default dev-machine image on first start.
-    #[arg(
-        long,
-        env = "GANTRY_DEFAULT_IMAGE",
-        default_value = "gantry/devbox:latest"
-    )]
+    #[arg(long, env = "GANTRY_DEFAULT_IMAGE", default_value = "gantry/devbox:latest")]
     pub default_image: String,
     /// Operations the dispatcher runs at once (1 to 1024).
     #[arg(long, env = "GANTRY_DISPATCH_PARALLEL", default_value_t = 32, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
@@ -210,12 +196,7 @@ mod tests {
     fn numeric_settings_outside_their_range_are_refused_when_read() {
         let defaults = serve(&[]).unwrap();
         assert_eq!(
-            (
-                defaults.node.dispatch_parallel,
-                defaults.node.sim_gpus,
-                defaults.node.lease_secs,
-                defaults.security.session_idle_hours
-            ),
+            (defaults.node.dispatch_parallel, defaults.node.sim_gpus, defaults.node.lease_secs, defaults.security.session_idle_hours),
             (32, 4, 30, 168)
         );
         // Each bound is accepted...
@@ -249,9 +230,7 @@ mod tests {
             ("--session-idle-hours", "8761"),
             ("--session-idle-hours", "9223372036854775807"),
         ] {
-            let err = serve(&[flag, value])
-                .err()
-                .unwrap_or_else(|| panic!("{flag} {value} is accepted"));
+            let err = serve(&[flag, value]).err().unwrap_or_else(|| panic!("{flag} {value} is accepted"));
             assert!(err.to_string().contains(flag), "{flag} {value}: {err}");
         }
     }

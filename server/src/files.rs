@@ -12,13 +12,7 @@
 //! uploads at once, the server [`SPOOLS_MAX`]. An upload cut short can leave a partial file. One
 //! whose session ends (`SessionWatch`) stops, answered 401; a download is cut.
 
-use crate::{
-    multipart_guard,
-    terminal::Full,
-    workspace::{
-        enter, exec_error, executor, internal, refusal, refuse, wants_html, Watched, WsState,
-    },
-};
+use crate::{multipart_guard, terminal::Full, workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, Watched, WsState}};
 use axum::{
     body::Body,
     extract::{Path, Query, Request, State},
@@ -61,36 +55,19 @@ async fn walk(exec: &Executor, container: &str, path: &VolumePath) -> Result<Wal
         match exec.stat_path(container, abs).await.map_err(exec_error)? {
             None => {
                 let missing = (i..prefixes.len()).map(|n| parts[..=n].join("/")).collect();
-                return Ok(Walk {
-                    missing,
-                    is_dir: false,
-                });
+                return Ok(Walk { missing, is_dir: false });
             }
             Some(s) if s.link_target.is_some() => {
-                return Err(refuse(
-                    StatusCode::BAD_REQUEST,
-                    format!("{abs} is a symbolic link; Gantry does not follow links in the volume"),
-                ));
+                return Err(refuse(StatusCode::BAD_REQUEST, format!("{abs} is a symbolic link; Gantry does not follow links in the volume")));
             }
             Some(s) if !last && !s.is_dir => {
-                return Err(refuse(
-                    StatusCode::CONFLICT,
-                    format!("{abs} is a file, not a directory"),
-                ));
+                return Err(refuse(StatusCode::CONFLICT, format!("{abs} is a file, not a directory")));
             }
-            Some(s) if last => {
-                return Ok(Walk {
-                    missing: Vec::new(),
-                    is_dir: s.is_dir,
-                })
-            }
+            Some(s) if last => return Ok(Walk { missing: Vec::new(), is_dir: s.is_dir }),
             Some(_) => {}
         }
     }
-    Ok(Walk {
-        missing: Vec::new(),
-        is_dir: true,
-    })
+    Ok(Walk { missing: Vec::new(), is_dir: true })
 }
 
 struct Place {
@@ -125,23 +102,10 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
             ));
         }
     }
-    Ok((
-        target,
-        Place {
-            exec,
-            container,
-            session: st.session_watch.watch_request(parts, &user),
-            user_id: user.id,
-        },
-    ))
+    Ok((target, Place { exec, container, session: st.session_watch.watch_request(parts, &user), user_id: user.id }))
 }
 
-pub async fn download(
-    State(st): State<WsState>,
-    Path(id): Path<i64>,
-    Query(q): Query<FileQuery>,
-    req: Request,
-) -> Response {
+pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
     let (parts, _body) = req.into_parts();
     let (_target, p) = match place(&st, &parts, id).await {
         Ok(x) => x,
@@ -152,58 +116,28 @@ pub async fn download(
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
     };
     match walk(&p.exec, &p.container, &path).await {
-        Ok(w) if !w.missing.is_empty() => {
-            return refuse(
-                StatusCode::NOT_FOUND,
-                format!("no such file: {}", path.absolute()),
-            )
-        }
+        Ok(w) if !w.missing.is_empty() => return refuse(StatusCode::NOT_FOUND, format!("no such file: {}", path.absolute())),
         Ok(_) => {}
         Err(r) => return r,
     }
     match p.exec.download(&p.container, &path.absolute()).await {
-        Ok(Download::File { name, size, body }) => attachment(
-            &name,
-            "application/octet-stream",
-            Some(size),
-            p.session.cut(body),
-        ),
+        Ok(Download::File { name, size, body }) => attachment(&name, "application/octet-stream", Some(size), p.session.cut(body)),
         Ok(Download::Directory { name, tar }) => {
-            let name = if name.is_empty() || path.is_root() {
-                "data".to_string()
-            } else {
-                name
-            };
-            attachment(
-                &format!("{name}.tar"),
-                "application/x-tar",
-                None,
-                p.session.cut(tar),
-            )
+            let name = if name.is_empty() || path.is_root() { "data".to_string() } else { name };
+            attachment(&format!("{name}.tar"), "application/x-tar", None, p.session.cut(tar))
         }
-        Err(ExecError::NotFound(_)) => refuse(
-            StatusCode::NOT_FOUND,
-            format!("no such file: {}", path.absolute()),
-        ),
+        Err(ExecError::NotFound(_)) => refuse(StatusCode::NOT_FOUND, format!("no such file: {}", path.absolute())),
         Err(e) => exec_error(e),
     }
 }
 
-fn attachment(
-    name: &str,
-    content_type: &'static str,
-    size: Option<u64>,
-    body: ByteStream,
-) -> Response {
+fn attachment(name: &str, content_type: &'static str, size: Option<u64>, body: ByteStream) -> Response {
     let body = Body::from_stream(body.map_err(|e| std::io::Error::other(e.to_string())));
     let mut res = body.into_response();
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     // Already streamed as is: the compression layer leaves it alone.
-    h.insert(
-        header::CONTENT_ENCODING,
-        HeaderValue::from_static("identity"),
-    );
+    h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("identity"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if let Some(size) = size {
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(size));
@@ -216,22 +150,11 @@ fn attachment(
 
 /// `attachment; filename="ascii"; filename*=UTF-8''percent-encoded`.
 fn content_disposition(name: &str) -> String {
-    let ascii: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let ascii: String = name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
     let mut encoded = String::new();
     for b in name.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                encoded.push(b as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => encoded.push(b as char),
             _ => encoded.push_str(&format!("%{b:02X}")),
         }
     }
@@ -239,12 +162,7 @@ fn content_disposition(name: &str) -> String {
 }
 
 /// `PUT /machines/{id}/files?path=dir/name`: the body is the file.
-pub async fn upload_body(
-    State(st): State<WsState>,
-    Path(id): Path<i64>,
-    Query(q): Query<FileQuery>,
-    req: Request,
-) -> Response {
+pub async fn upload_body(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let (_target, p) = match place(&st, &parts, id).await {
         Ok(x) => x,
@@ -252,73 +170,36 @@ pub async fn upload_body(
     };
     let path = match VolumePath::parse(q.path.as_deref().unwrap_or("")) {
         Ok(p) if !p.is_root() => p,
-        Ok(_) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                "say where the file goes: ?path=dir/name",
-            )
-        }
+        Ok(_) => return refuse(StatusCode::BAD_REQUEST, "say where the file goes: ?path=dir/name"),
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
     };
-    let Some(size) = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-    else {
-        return refuse(
-            StatusCode::LENGTH_REQUIRED,
-            "an upload needs a Content-Length (or use the form upload)",
-        );
+    let Some(size) = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()) else {
+        return refuse(StatusCode::LENGTH_REQUIRED, "an upload needs a Content-Length (or use the form upload)");
     };
     if size > st.limits.upload_max_bytes {
         return too_large(&st);
     }
-    let stream = body
-        .into_data_stream()
-        .map_err(|e| ExecError::Failed(format!("reading the upload: {e}")))
-        .boxed();
+    let stream = body.into_data_stream().map_err(|e| ExecError::Failed(format!("reading the upload: {e}"))).boxed();
     match put(&p, &path, size, stream).await {
-        Ok(()) => {
-            Json(serde_json::json!({ "path": path.absolute(), "size": size })).into_response()
-        }
+        Ok(()) => Json(serde_json::json!({ "path": path.absolute(), "size": size })).into_response(),
         Err(r) => r,
     }
 }
 
 fn too_large(st: &WsState) -> Response {
-    refuse(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!(
-            "the file is larger than the upload limit of {} MiB",
-            st.limits.upload_max_bytes / (1024 * 1024)
-        ),
-    )
+    refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the file is larger than the upload limit of {} MiB", st.limits.upload_max_bytes / (1024 * 1024)))
 }
 
 async fn put(p: &Place, path: &VolumePath, size: u64, body: ByteStream) -> Result<(), Response> {
     let w = walk(&p.exec, &p.container, path).await?;
     if w.is_dir {
-        return Err(refuse(
-            StatusCode::CONFLICT,
-            format!("{} is a directory", path.absolute()),
-        ));
+        return Err(refuse(StatusCode::CONFLICT, format!("{} is a directory", path.absolute())));
     }
     // The directories to create: every missing component but the file.
     let mut missing = w.missing;
     missing.retain(|m| *m != path.relative());
-    let upload = Upload {
-        root: DATA_MOUNT.to_string(),
-        missing_dirs: missing,
-        path: path.relative(),
-        size,
-        body: p.session.clone().cut(body),
-    };
-    p.exec.upload(&p.container, upload).await.map_err(|e| {
-        p.session
-            .ended()
-            .map_or_else(|| exec_error(e), |ended| ended.refusal())
-    })
+    let upload = Upload { root: DATA_MOUNT.to_string(), missing_dirs: missing, path: path.relative(), size, body: p.session.clone().cut(body) };
+    p.exec.upload(&p.container, upload).await.map_err(|e| p.session.ended().map_or_else(|| exec_error(e), |ended| ended.refusal()))
 }
 
 /// `POST /machines/{id}/files` from the machine page's form (multipart:
@@ -328,33 +209,17 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
     let (parts, body) = req.into_parts();
     let html = wants_html(&parts);
     let back = |key: &str, value: &str| {
-        Redirect::to(&format!(
-            "/machines/{id}?{key}={}#files",
-            crate::http_guard::encode_query_value(value)
-        ))
-        .into_response()
+        Redirect::to(&format!("/machines/{id}?{key}={}#files", crate::http_guard::encode_query_value(value))).into_response()
     };
     let result = form_upload(&st, id, parts, body).await;
     match (result, html) {
-        (Ok((path, size)), false) => {
-            Json(serde_json::json!({ "path": path, "size": size })).into_response()
-        }
+        (Ok((path, size)), false) => Json(serde_json::json!({ "path": path, "size": size })).into_response(),
         (Ok((path, _)), true) => back("uploaded", &path),
         (Err(r), false) => r,
         (Err(r), true) => {
             let status = r.status();
-            let text = axum::body::to_bytes(r.into_body(), 4096)
-                .await
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            back(
-                "upload_error",
-                if text.is_empty() {
-                    status.as_str()
-                } else {
-                    &text
-                },
-            )
+            let text = axum::body::to_bytes(r.into_body(), 4096).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+            back("upload_error", if text.is_empty() { status.as_str() } else { &text })
         }
     }
 }
@@ -369,12 +234,7 @@ const MAX_DIR_FIELD: usize = 4096;
 pub const SPOOLS_PER_USER: usize = 2;
 pub const SPOOLS_MAX: usize = 8;
 
-async fn form_upload(
-    st: &WsState,
-    id: i64,
-    parts: Parts,
-    body: Body,
-) -> Result<(String, u64), Response> {
+async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<(String, u64), Response> {
     let (_target, p) = place(st, &parts, id).await?;
     // Taken before a byte of the body is read, held until the file is in
     // the volume (or refused).
@@ -384,22 +244,11 @@ async fn form_upload(
     })?;
     // This route has no body limit (files may be large): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
-    let (mut multipart, tripped) = multipart_guard::multipart(
-        Request::from_parts(parts, body),
-        st,
-        multipart_guard::Limits::default(),
-    )
-    .await
-    .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
+    let (mut multipart, tripped) = multipart_guard::multipart(Request::from_parts(parts, body), st, multipart_guard::Limits::default())
+        .await
+        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
     // A multer error after the guard cut the body: the guard's reason.
-    let failed = |e: axum::extract::multipart::MultipartError| {
-        refuse(
-            StatusCode::BAD_REQUEST,
-            tripped
-                .reason()
-                .map_or_else(|| e.to_string(), |why| why.to_string()),
-        )
-    };
+    let failed = |e: axum::extract::multipart::MultipartError| refuse(StatusCode::BAD_REQUEST, tripped.reason().map_or_else(|| e.to_string(), |why| why.to_string()));
     let mut dir = VolumePath::parse("").expect("the volume root parses");
     while let Some(mut field) = multipart.next_field().await.map_err(failed)? {
         match field.name() {
@@ -410,22 +259,16 @@ async fn form_upload(
                 let mut text = Vec::new();
                 while let Some(chunk) = field.chunk().await.map_err(failed)? {
                     if text.len() + chunk.len() > MAX_DIR_FIELD {
-                        return Err(refuse(
-                            StatusCode::BAD_REQUEST,
-                            format!("the folder is longer than {MAX_DIR_FIELD} bytes"),
-                        ));
+                        return Err(refuse(StatusCode::BAD_REQUEST, format!("the folder is longer than {MAX_DIR_FIELD} bytes")));
                     }
                     text.extend_from_slice(&chunk);
                 }
-                let text = String::from_utf8(text)
-                    .map_err(|_| refuse(StatusCode::BAD_REQUEST, "the folder is not UTF-8"))?;
+                let text = String::from_utf8(text).map_err(|_| refuse(StatusCode::BAD_REQUEST, "the folder is not UTF-8"))?;
                 dir = VolumePath::parse(&text).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?;
             }
             Some("file") => {
                 let name = field.file_name().unwrap_or("").to_string();
-                let path = dir
-                    .join_name(&name)
-                    .map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?;
+                let path = dir.join_name(&name).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?;
                 // Spool: the tar header needs the size before the bytes.
                 let spool = tempfile::tempfile().map_err(internal)?;
                 let mut spool = tokio::fs::File::from_std(spool);
@@ -441,10 +284,7 @@ async fn form_upload(
                     spool.write_all(&chunk).await.map_err(internal)?;
                 }
                 spool.flush().await.map_err(internal)?;
-                spool
-                    .seek(std::io::SeekFrom::Start(0))
-                    .await
-                    .map_err(internal)?;
+                spool.seek(std::io::SeekFrom::Start(0)).await.map_err(internal)?;
                 put(&p, &path, size, file_stream(spool)).await?;
                 return Ok((path.absolute(), size));
             }
@@ -455,21 +295,13 @@ async fn form_upload(
 }
 
 fn file_stream(file: tokio::fs::File) -> ByteStream {
-    stream::unfold(
-        (file, vec![0u8; 64 * 1024]),
-        |(mut file, mut buf)| async move {
-            match file.read(&mut buf).await {
-                Ok(0) => None,
-                Ok(n) => Some((Ok(Bytes::copy_from_slice(&buf[..n])), (file, buf))),
-                Err(e) => Some((
-                    Err(ExecError::Failed(format!(
-                        "reading the spooled upload: {e}"
-                    ))),
-                    (file, buf),
-                )),
-            }
-        },
-    )
+    stream::unfold((file, vec![0u8; 64 * 1024]), |(mut file, mut buf)| async move {
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => Some((Ok(Bytes::copy_from_slice(&buf[..n])), (file, buf))),
+            Err(e) => Some((Err(ExecError::Failed(format!("reading the spooled upload: {e}"))), (file, buf))),
+        }
+    })
     .boxed()
 }
 
@@ -477,13 +309,7 @@ fn file_stream(file: tokio::fs::File) -> ByteStream {
 mod tests {
     #[test]
     fn dispositions_are_safe() {
-        assert_eq!(
-            super::content_disposition("a b.txt"),
-            "attachment; filename=\"a b.txt\"; filename*=UTF-8''a%20b.txt"
-        );
-        assert_eq!(
-            super::content_disposition("é\"x"),
-            "attachment; filename=\"__x\"; filename*=UTF-8''%C3%A9%22x"
-        );
+        assert_eq!(super::content_disposition("a b.txt"), "attachment; filename=\"a b.txt\"; filename*=UTF-8''a%20b.txt");
+        assert_eq!(super::content_disposition("é\"x"), "attachment; filename=\"__x\"; filename*=UTF-8''%C3%A9%22x");
     }
 }

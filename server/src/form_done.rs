@@ -36,10 +36,7 @@ fn is_marker(pair: &str) -> bool {
 
 /// The query's marker pairs (raw, in order) and the others.
 fn split(query: &str) -> (Vec<&str>, Vec<&str>) {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .partition(|p| is_marker(p))
+    query.split('&').filter(|p| !p.is_empty()).partition(|p| is_marker(p))
 }
 
 fn with_query(base: &str, pairs: &[&str]) -> String {
@@ -62,20 +59,10 @@ pub fn drop_forged_marker(key: &FormErrorKey, path: &str, query: &str) -> Option
     let (markers, rest) = split(query);
     let genuine = match markers.as_slice() {
         [] => return None,
-        [done, sig] => {
-            key_of(done) == DONE_KEY
-                && key_of(sig) == SIG_KEY
-                && value_of(sig) == key.sign_done(path, value_of(done))
-        }
+        [done, sig] => key_of(done) == DONE_KEY && key_of(sig) == SIG_KEY && value_of(sig) == key.sign_done(path, value_of(done)),
         _ => false,
     };
-    (!genuine).then(|| {
-        (
-            StatusCode::SEE_OTHER,
-            [(header::LOCATION, with_query(path, &rest))],
-        )
-            .into_response()
-    })
+    (!genuine).then(|| (StatusCode::SEE_OTHER, [(header::LOCATION, with_query(path, &rest))]).into_response())
 }
 
 /// Rewrites the redirect a server function answered with: the marker of the
@@ -84,37 +71,23 @@ pub fn drop_forged_marker(key: &FormErrorKey, path: &str, query: &str) -> Option
 /// its own marker. A failure's redirect carries `__err`; a hydrated form's
 /// answer is the data itself, with no redirect to mark.
 pub fn mark_location(key: &FormErrorKey, endpoint: &str, html_form: bool, res: &mut Response) {
-    let Some(location) = res
-        .headers()
-        .get(header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return;
-    };
-    let (location, fragment) = location
-        .split_once('#')
-        .map_or((location, None), |(l, f)| (l, Some(f)));
+    let Some(location) = res.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else { return };
+    let (location, fragment) = location.split_once('#').map_or((location, None), |(l, f)| (l, Some(f)));
     let (base, query) = location.split_once('?').unwrap_or((location, ""));
     let (markers, mut pairs) = split(query);
     let failed = pairs.iter().any(|p| key_of(p) == "__err");
-    let done = (html_form && !failed && res.status().is_redirection())
-        .then(|| done_message(endpoint))
-        .flatten();
+    let done = (html_form && !failed && res.status().is_redirection()).then(|| done_message(endpoint)).flatten();
     if markers.is_empty() && done.is_none() {
         return;
     }
     let marker = done.and_then(|_| {
         let path = base.parse::<Uri>().ok()?.path().to_owned();
-        Some((
-            format!("{DONE_KEY}={endpoint}"),
-            format!("{SIG_KEY}={}", key.sign_done(&path, endpoint)),
-        ))
+        Some((format!("{DONE_KEY}={endpoint}"), format!("{SIG_KEY}={}", key.sign_done(&path, endpoint))))
     });
     if let Some((done, sig)) = &marker {
         pairs.extend([done.as_str(), sig.as_str()]);
     }
-    let rewritten =
-        with_query(base, &pairs) + &fragment.map(|f| format!("#{f}")).unwrap_or_default();
+    let rewritten = with_query(base, &pairs) + &fragment.map(|f| format!("#{f}")).unwrap_or_default();
     if let Ok(v) = HeaderValue::from_str(&rewritten) {
         res.headers_mut().insert(header::LOCATION, v);
     }
@@ -125,11 +98,7 @@ mod tests {
     use super::*;
 
     fn redirect_to(location: &str) -> Response {
-        (
-            StatusCode::FOUND,
-            [(header::LOCATION, location.to_string())],
-        )
-            .into_response()
+        (StatusCode::FOUND, [(header::LOCATION, location.to_string())]).into_response()
     }
 
     fn location(res: &Response) -> &str {
@@ -139,26 +108,12 @@ mod tests {
     #[test]
     fn a_success_is_marked_for_its_page_and_that_page_only() {
         let key = FormErrorKey::random();
-        let mut res =
-            redirect_to("http://h/admin/groups?page=2&done=admin/create_group&__dsig=old#g3");
+        let mut res = redirect_to("http://h/admin/groups?page=2&done=admin/create_group&__dsig=old#g3");
         mark_location(&key, "admin/update_group", true, &mut res);
         let sig = key.sign_done("/admin/groups", "admin/update_group");
-        assert_eq!(
-            location(&res),
-            format!("http://h/admin/groups?page=2&done=admin/update_group&__dsig={sig}#g3")
-        );
-        assert!(drop_forged_marker(
-            &key,
-            "/admin/groups",
-            &format!("page=2&done=admin/update_group&__dsig={sig}")
-        )
-        .is_none());
-        let moved = drop_forged_marker(
-            &key,
-            "/admin/nodes",
-            &format!("page=2&done=admin/update_group&__dsig={sig}"),
-        )
-        .unwrap();
+        assert_eq!(location(&res), format!("http://h/admin/groups?page=2&done=admin/update_group&__dsig={sig}#g3"));
+        assert!(drop_forged_marker(&key, "/admin/groups", &format!("page=2&done=admin/update_group&__dsig={sig}")).is_none());
+        let moved = drop_forged_marker(&key, "/admin/nodes", &format!("page=2&done=admin/update_group&__dsig={sig}")).unwrap();
         assert_eq!(location(&moved), "/admin/nodes?page=2");
     }
 
@@ -166,24 +121,9 @@ mod tests {
     fn failures_hydrated_posts_and_functions_without_a_message_carry_no_marker() {
         let key = FormErrorKey::random();
         let cases = [
-            (
-                "admin/update_group",
-                true,
-                "/admin/groups?done=x&__path=p&__err=e&__sig=s",
-                "/admin/groups?__path=p&__err=e&__sig=s",
-            ),
-            (
-                "admin/update_group",
-                false,
-                "/admin/groups",
-                "/admin/groups",
-            ),
-            (
-                "login",
-                true,
-                "/machines?done=admin/update_group",
-                "/machines",
-            ),
+            ("admin/update_group", true, "/admin/groups?done=x&__path=p&__err=e&__sig=s", "/admin/groups?__path=p&__err=e&__sig=s"),
+            ("admin/update_group", false, "/admin/groups", "/admin/groups"),
+            ("login", true, "/machines?done=admin/update_group", "/machines"),
         ];
         for (endpoint, html_form, from, to) in cases {
             let mut res = redirect_to(from);
@@ -196,11 +136,7 @@ mod tests {
     fn unsigned_repeated_or_unknown_markers_are_dropped() {
         let key = FormErrorKey::random();
         let sig = key.sign_done("/p", "admin/update_group");
-        for query in [
-            "done=admin/update_group",
-            "done=hello%20world&__dsig=00",
-            &format!("done=admin/update_group&__dsig={sig}&done=x"),
-        ] {
+        for query in ["done=admin/update_group", "done=hello%20world&__dsig=00", &format!("done=admin/update_group&__dsig={sig}&done=x")] {
             let back = drop_forged_marker(&key, "/p", &format!("a=1&{query}")).unwrap();
             assert_eq!(location(&back), "/p?a=1", "{query}");
         }

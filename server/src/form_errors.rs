@@ -37,16 +37,8 @@ impl FormErrorKey {
     /// A keyed hash of the raw (still percent-encoded) query values,
     /// nested so that it cannot be extended.
     pub(crate) fn sign(&self, path: &str, err: &str) -> String {
-        let inner = Sha256::new()
-            .chain_update(&self.0[..])
-            .chain_update(path)
-            .chain_update([0])
-            .chain_update(err)
-            .finalize();
-        let outer = Sha256::new()
-            .chain_update(&self.0[..])
-            .chain_update(inner)
-            .finalize();
+        let inner = Sha256::new().chain_update(&self.0[..]).chain_update(path).chain_update([0]).chain_update(err).finalize();
+        let outer = Sha256::new().chain_update(&self.0[..]).chain_update(inner).finalize();
         outer[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
 }
@@ -140,38 +132,21 @@ impl FormErrorKey {
 fn is_upload_form(method: &Method, path: &str) -> bool {
     let segments: Vec<&str> = path.split('/').collect();
     method == Method::POST
-        && matches!(
-            segments.as_slice(),
-            ["", "datasets", _, _, "upload"] | ["", "machines", _, "files"]
-        )
+        && matches!(segments.as_slice(), ["", "datasets", _, _, "upload"] | ["", "machines", _, "files"])
 }
 
-pub async fn signed_form_errors(
-    State(key): State<FormErrorKey>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     let api = path.starts_with("/api/");
     if !api && req.method() == Method::GET {
-        if let Some(back) = req
-            .uri()
-            .query()
-            .and_then(|q| crate::form_done::drop_forged_marker(&key, &path, q))
-        {
+        if let Some(back) = req.uri().query().and_then(|q| crate::form_done::drop_forged_marker(&key, &path, q)) {
             return back;
         }
         if let Some(query) = req.uri().query() {
             let (messages, rest, sig) = split_messages(query);
-            if (!messages.is_empty() || sig.is_some())
-                && sig != Some(key.sign_messages(&path, &messages).as_str())
-            {
+            if (!messages.is_empty() || sig.is_some()) && sig != Some(key.sign_messages(&path, &messages).as_str()) {
                 let rest: Vec<String> = rest.into_iter().map(str::to_string).collect();
-                return (
-                    StatusCode::SEE_OTHER,
-                    [(header::LOCATION, with_query(&path, &rest))],
-                )
-                    .into_response();
+                return (StatusCode::SEE_OTHER, [(header::LOCATION, with_query(&path, &rest))]).into_response();
             }
         }
         if let Some(query) = req.uri().query() {
@@ -180,21 +155,13 @@ pub async fn signed_form_errors(
             let valid = matches!((p, e, s), (Some(p), Some(e), Some(s)) if repeats == 0 && key.sign(p, e) == s);
             if carries && !valid {
                 let rest: Vec<String> = rest.into_iter().map(str::to_string).collect();
-                return (
-                    StatusCode::SEE_OTHER,
-                    [(header::LOCATION, with_query(&path, &rest))],
-                )
-                    .into_response();
+                return (StatusCode::SEE_OTHER, [(header::LOCATION, with_query(&path, &rest))]).into_response();
             }
         }
     }
     let upload_form = is_upload_form(req.method(), &path);
     // A form posted without JavaScript accepts HTML (server_fn's own test).
-    let html_form = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(|a| a.contains("text/html"));
+    let html_form = req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     let mut res = next.run(req).await;
     if api {
         sign_location(&key, &mut res);
@@ -208,30 +175,16 @@ pub async fn signed_form_errors(
 
 /// Signs the upload messages of a redirect the server itself wrote.
 fn sign_messages_in_location(key: &FormErrorKey, res: &mut Response) {
-    let Some(location) = res
-        .headers()
-        .get(header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return;
-    };
-    let Some((base, query)) = location.split_once('?') else {
-        return;
-    };
+    let Some(location) = res.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else { return };
+    let Some((base, query)) = location.split_once('?') else { return };
     // A fragment (`#files`) stays at the end.
-    let (query, fragment) = query
-        .split_once('#')
-        .map_or((query, None), |(q, f)| (q, Some(f)));
+    let (query, fragment) = query.split_once('#').map_or((query, None), |(q, f)| (q, Some(f)));
     let (messages, rest, _) = split_messages(query);
     if messages.is_empty() {
         return;
     }
     let sig = key.sign_messages(base, &messages);
-    let mut pairs: Vec<String> = rest
-        .into_iter()
-        .chain(messages)
-        .map(str::to_string)
-        .collect();
+    let mut pairs: Vec<String> = rest.into_iter().chain(messages).map(str::to_string).collect();
     pairs.push(format!("{MESSAGE_SIG}={sig}"));
     let signed = with_query(base, &pairs) + &fragment.map(|f| format!("#{f}")).unwrap_or_default();
     if let Ok(v) = HeaderValue::from_str(&signed) {
@@ -242,24 +195,12 @@ fn sign_messages_in_location(key: &FormErrorKey, res: &mut Response) {
 /// Rewrites a server function's redirect: the newest error, signed; an
 /// old signature without an error is dropped.
 fn sign_location(key: &FormErrorKey, res: &mut Response) {
-    let Some(location) = res
-        .headers()
-        .get(header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return;
-    };
-    let Some((base, query)) = location.split_once('?') else {
-        return;
-    };
+    let Some(location) = res.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()) else { return };
+    let Some((base, query)) = location.split_once('?') else { return };
     let (rest, [p, e, _], _) = split(query);
     let mut pairs: Vec<String> = rest.into_iter().map(str::to_string).collect();
     if let (Some(p), Some(e)) = (p, e) {
-        pairs.extend([
-            format!("__path={p}"),
-            format!("__err={e}"),
-            format!("__sig={}", key.sign(p, e)),
-        ]);
+        pairs.extend([format!("__path={p}"), format!("__err={e}"), format!("__sig={}", key.sign(p, e))]);
     }
     if let Ok(v) = HeaderValue::from_str(&with_query(base, &pairs)) {
         res.headers_mut().insert(header::LOCATION, v);

@@ -71,12 +71,7 @@ impl BodyDeadline {
 
     /// `body`, failing once `limit` has passed since its first read.
     pub fn wrap<B>(&self, body: B, limit: Duration) -> DeadlineBody<B> {
-        DeadlineBody {
-            inner: body,
-            deadline: self.clone(),
-            limit,
-            timer: None,
-        }
+        DeadlineBody { inner: body, deadline: self.clone(), limit, timer: None }
     }
 }
 
@@ -111,17 +106,12 @@ where
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
         // An empty body never waits; it needs no timer.
         if !this.inner.is_end_stream() && !this.deadline.0.lifted.load(Ordering::Relaxed) {
             let limit = this.limit;
-            let timer = this
-                .timer
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+            let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
             // Checked before the data: the deadline is total, whatever
             // trickle keeps arriving.
             if timer.as_mut().poll(cx).is_ready() {
@@ -148,30 +138,12 @@ where
 pub fn body_timed_out(res: Response, limit: Duration) -> Response {
     let (mut parts, _) = res.into_parts();
     parts.status = StatusCode::REQUEST_TIMEOUT;
-    for name in [
-        header::CONTENT_LENGTH,
-        header::CONTENT_ENCODING,
-        header::TRANSFER_ENCODING,
-        header::CONTENT_DISPOSITION,
-        header::ETAG,
-        header::LOCATION,
-    ] {
+    for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::TRANSFER_ENCODING, header::CONTENT_DISPOSITION, header::ETAG, header::LOCATION] {
         parts.headers.remove(name);
     }
-    parts.headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    parts
-        .headers
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    Response::from_parts(
-        parts,
-        Body::from(format!(
-            "the request body did not arrive within {} s",
-            limit.as_secs_f64()
-        )),
-    )
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    parts.headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Response::from_parts(parts, Body::from(format!("the request body did not arrive within {} s", limit.as_secs_f64())))
 }
 
 /// An accepted socket: writes that stall fail (see the module doc); it
@@ -189,29 +161,13 @@ pub struct ConnIo {
 }
 
 impl ConnIo {
-    pub fn new(
-        tcp: TcpStream,
-        place: OwnedSemaphorePermit,
-        client: ClientPlace,
-        write_stall: Duration,
-    ) -> Self {
-        ConnIo {
-            tcp,
-            write_stall,
-            stall: Box::pin(tokio::time::sleep(write_stall)),
-            stalling: false,
-            _place: place,
-            _client: client,
-        }
+    pub fn new(tcp: TcpStream, place: OwnedSemaphorePermit, client: ClientPlace, write_stall: Duration) -> Self {
+        ConnIo { tcp, write_stall, stall: Box::pin(tokio::time::sleep(write_stall)), stalling: false, _place: place, _client: client }
     }
 
     /// A write's outcome, or TimedOut once writes have stayed pending for
     /// the limit.
-    fn watch<T>(
-        &mut self,
-        cx: &mut Context<'_>,
-        polled: Poll<io::Result<T>>,
-    ) -> Poll<io::Result<T>> {
+    fn watch<T>(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         if polled.is_ready() {
             self.stalling = false;
             return polled;
@@ -222,41 +178,26 @@ impl ConnIo {
             self.stall.as_mut().reset(until);
         }
         match self.stall.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("the client read nothing for {:?}", self.write_stall),
-            ))),
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, format!("the client read nothing for {:?}", self.write_stall)))),
             Poll::Pending => Poll::Pending,
         }
     }
 }
 
 impl AsyncRead for ConnIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().tcp).poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for ConnIo {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.tcp).poll_write(cx, buf);
         this.watch(cx, polled)
     }
 
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
         this.watch(cx, polled)
@@ -288,10 +229,7 @@ const RESERVED_FDS: u64 = 256;
 pub fn raise_fd_limit() -> Option<u64> {
     #[cfg(unix)]
     {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: getrlimit/setrlimit only read or write the struct passed.
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
             tracing::warn!(error = %io::Error::last_os_error(), "cannot read the open-file limit");
@@ -299,10 +237,7 @@ pub fn raise_fd_limit() -> Option<u64> {
         }
         let before = lim.rlim_cur;
         if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
+            let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
             if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
                 lim.rlim_cur = lim.rlim_max;
             } else {
@@ -324,16 +259,9 @@ pub fn raise_fd_limit() -> Option<u64> {
 /// upload's to Docker), and the rest of the server needs some.
 pub fn connection_cap(wanted: usize, fd_limit: Option<u64>) -> usize {
     let Some(limit) = fd_limit else { return wanted };
-    let fits = usize::try_from(limit.saturating_sub(RESERVED_FDS) / 2)
-        .unwrap_or(usize::MAX)
-        .max(1);
+    let fits = usize::try_from(limit.saturating_sub(RESERVED_FDS) / 2).unwrap_or(usize::MAX).max(1);
     if fits < wanted {
-        tracing::warn!(
-            wanted,
-            fd_limit = limit,
-            cap = fits,
-            "--max-connections lowered to what the open-file limit holds"
-        );
+        tracing::warn!(wanted, fd_limit = limit, cap = fits, "--max-connections lowered to what the open-file limit holds");
     }
     wanted.min(fits)
 }

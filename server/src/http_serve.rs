@@ -79,12 +79,7 @@ impl Default for ConnLimits {
 /// Serves `app` until `stop` resolves, then until every open connection has
 /// ended: each is told to finish the request it is answering and close
 /// (the caller decides how long to wait for that).
-pub async fn serve_connections(
-    listener: TcpListener,
-    app: Router,
-    stop: impl Future<Output = ()> + Send + 'static,
-    limits: ConnLimits,
-) -> io::Result<()> {
+pub async fn serve_connections(listener: TcpListener, app: Router, stop: impl Future<Output = ()> + Send + 'static, limits: ConnLimits) -> io::Result<()> {
     // Every connection holds a receiver: `closed()` below resolves once the
     // last one has ended.
     let (stopping, stop_seen) = watch::channel(false);
@@ -115,10 +110,7 @@ pub async fn serve_connections(
             // Dropping the socket closes it: the client learns at once
             // rather than waiting, and it holds nothing here.
             if !refusing {
-                tracing::warn!(
-                    max = limits.max_connections,
-                    "connection cap reached: closing new connections until some end"
-                );
+                tracing::warn!(max = limits.max_connections, "connection cap reached: closing new connections until some end");
                 refusing = true;
             }
             continue;
@@ -143,38 +135,27 @@ pub async fn serve_connections(
     Ok(())
 }
 
-async fn serve_one(
-    io: ConnIo,
-    peer: SocketAddr,
-    app: Router,
-    mut stopping: watch::Receiver<bool>,
-    limits: ConnLimits,
-) {
-    let service =
-        hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-            // Handlers read the client's address as `axum::serve` would give it.
-            req.extensions_mut().insert(ConnectInfo(peer));
-            let deadline = BodyDeadline::default();
-            req.extensions_mut().insert(deadline.clone());
-            let req =
-                req.map(|body| axum::body::Body::new(deadline.wrap(body, limits.request_body)));
-            let answer = app.clone().oneshot(req);
-            async move {
-                let res = answer.await?;
-                if deadline.tripped() {
-                    // Per request, so at debug: a flood of them must not flood the log.
-                    tracing::debug!(%peer, "request body too slow: answered 408");
-                    return Ok(body_timed_out(res, limits.request_body));
-                }
-                Ok::<_, std::convert::Infallible>(res)
+async fn serve_one(io: ConnIo, peer: SocketAddr, app: Router, mut stopping: watch::Receiver<bool>, limits: ConnLimits) {
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        // Handlers read the client's address as `axum::serve` would give it.
+        req.extensions_mut().insert(ConnectInfo(peer));
+        let deadline = BodyDeadline::default();
+        req.extensions_mut().insert(deadline.clone());
+        let req = req.map(|body| axum::body::Body::new(deadline.wrap(body, limits.request_body)));
+        let answer = app.clone().oneshot(req);
+        async move {
+            let res = answer.await?;
+            if deadline.tripped() {
+                // Per request, so at debug: a flood of them must not flood the log.
+                tracing::debug!(%peer, "request body too slow: answered 408");
+                return Ok(body_timed_out(res, limits.request_body));
             }
-        });
+            Ok::<_, std::convert::Infallible>(res)
+        }
+    });
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read);
-    let conn = http
-        .serve_connection(TokioIo::new(io), service)
-        .with_upgrades();
+    http.timer(TokioTimer::new()).header_read_timeout(limits.header_read);
+    let conn = http.serve_connection(TokioIo::new(io), service).with_upgrades();
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => return,

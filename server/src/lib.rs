@@ -15,18 +15,18 @@ pub mod http_clients;
 pub mod http_guard;
 pub mod http_limits;
 pub mod http_serve;
-pub mod logs;
 pub mod matching_bench;
 pub mod metrics;
 pub mod multipart_guard;
 pub mod reclaim_loop;
 pub mod request_id;
+pub mod logs;
 pub mod router;
 pub mod security;
 pub mod security_headers;
 pub mod services;
-pub mod telemetry_bench;
 pub mod terminal;
+pub mod telemetry_bench;
 pub mod terminal_bench;
 pub mod vendor;
 pub mod workspace;
@@ -39,31 +39,14 @@ use std::io::BufRead;
 pub async fn run(cli: Cli) -> Result<(), PlatformError> {
     // Benchmarks bring their own temporary database.
     let command = match cli.command {
-        Command::Bench {
-            command:
-                BenchCommand::Admissions {
-                    nodes,
-                    gpus_per_node,
-                    requests,
-                },
-        } => {
+        Command::Bench { command: BenchCommand::Admissions { nodes, gpus_per_node, requests } } => {
             return bench::admissions(nodes, gpus_per_node, requests).await;
         }
-        Command::Bench {
-            command: BenchCommand::Docker { machines },
-        } => return bench::docker(machines).await,
-        Command::Bench {
-            command: BenchCommand::Matching,
-        } => return matching_bench::run().await,
-        Command::Bench {
-            command: BenchCommand::Terminal(args),
-        } => return terminal_bench::run(args).await,
-        Command::Bench {
-            command: BenchCommand::Telemetry(args),
-        } => return telemetry_bench::run(args).await,
-        Command::Bench {
-            command: BenchCommand::Upload(args),
-        } => return datasets::bench::run(args, &cli.db.data_dir).await,
+        Command::Bench { command: BenchCommand::Docker { machines } } => return bench::docker(machines).await,
+        Command::Bench { command: BenchCommand::Matching } => return matching_bench::run().await,
+        Command::Bench { command: BenchCommand::Terminal(args) } => return terminal_bench::run(args).await,
+        Command::Bench { command: BenchCommand::Telemetry(args) } => return telemetry_bench::run(args).await,
+        Command::Bench { command: BenchCommand::Upload(args) } => return datasets::bench::run(args, &cli.db.data_dir).await,
         other => other,
     };
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
@@ -73,39 +56,20 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             println!("migrations applied");
             Ok(())
         }
-        Command::User {
-            command:
-                UserCommand::Add {
-                    username,
-                    admin,
-                    group,
-                    password,
-                },
-        } => {
+        Command::User { command: UserCommand::Add { username, admin, group, password } } => {
             let password = match password {
                 Some(p) => p,
                 None => {
                     eprintln!("password for {username}:");
                     let mut line = String::new();
-                    std::io::stdin()
-                        .lock()
-                        .read_line(&mut line)
-                        .map_err(|e| PlatformError::Internal(e.to_string()))?;
+                    std::io::stdin().lock().read_line(&mut line).map_err(|e| PlatformError::Internal(e.to_string()))?;
                     line.trim_end_matches(['\r', '\n']).to_string()
                 }
             };
             let role = if admin { Role::Admin } else { Role::User };
-            let new = accounts::NewUser {
-                username: &username,
-                password: &password,
-                role,
-                group: group.as_deref(),
-            };
+            let new = accounts::NewUser { username: &username, password: &password, role, group: group.as_deref() };
             let user = accounts::create_user(&pool, None, new).await?;
-            println!(
-                "created {} {} in group {}",
-                user.role, user.username, user.group_name
-            );
+            println!("created {} {} in group {}", user.role, user.username, user.group_name);
             Ok(())
         }
         Command::Bench { .. } => Ok(()),
@@ -118,31 +82,17 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             // claimed tasks and left them leased.
             let listener = tokio::net::TcpListener::bind(args.listen)
                 .await
-                .map_err(|e| {
-                    PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen))
-                })?;
-            let local_addr = listener
-                .local_addr()
-                .map_err(|e| PlatformError::Internal(e.to_string()))?;
+                .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
+            let local_addr = listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?;
             let stores = datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
             let node = services::prepare(&pool, &cli.db.data_dir, &args.node).await?;
-            bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref())
-                .await?;
+            bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
             // The background services start here; what follows only builds
             // the router in memory.
             let services = node.start(&pool, &args.node);
             let opts = router::Options::from_args(&args);
             let security = security::Security::from_args(&args.security);
-            let app = router::build_secured(
-                opts,
-                security,
-                args.workspace.limits(),
-                pool,
-                services.admissions,
-                services.dispatch,
-                services.fleet,
-            )
-            .await?;
+            let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
             let limits = http_serve::ConnLimits {
@@ -150,15 +100,8 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 request_body: std::time::Duration::from_secs(args.request_body_timeout_secs),
                 // The cap must fit the descriptors the process may open:
                 // raise the soft limit (often 1024) first.
-                max_connections: http_limits::connection_cap(
-                    usize::try_from(args.max_connections).unwrap_or(usize::MAX),
-                    http_limits::raise_fd_limit(),
-                ),
-                max_per_client: if args.security.trusted_proxy {
-                    0
-                } else {
-                    usize::try_from(args.max_connections_per_client).unwrap_or(usize::MAX)
-                },
+                max_connections: http_limits::connection_cap(usize::try_from(args.max_connections).unwrap_or(usize::MAX), http_limits::raise_fd_limit()),
+                max_per_client: if args.security.trusted_proxy { 0 } else { usize::try_from(args.max_connections_per_client).unwrap_or(usize::MAX) },
                 ..http_serve::ConnLimits::DEFAULT
             };
             tracing::info!("Gantry listening on http://{local_addr}");
@@ -176,12 +119,7 @@ const DRAIN_SECS: u64 = 5;
 /// dispatcher's grace period and hand-back run while connections drain:
 /// a connection that never ends must not keep the work from being handed
 /// back) and waits a little longer for the connections.
-async fn serve_then_stop(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    limits: http_serve::ConnLimits,
-    shutdown: services::Shutdown,
-) -> Result<(), PlatformError> {
+async fn serve_then_stop(listener: tokio::net::TcpListener, app: axum::Router, limits: http_serve::ConnLimits, shutdown: services::Shutdown) -> Result<(), PlatformError> {
     let (signalled, stopping) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -190,12 +128,7 @@ async fn serve_then_stop(
         router::shutdown_signal().await;
         let _ = signalled.send(true);
     });
-    let mut server = tokio::spawn(http_serve::serve_connections(
-        listener,
-        app,
-        stopped(stopping.clone()),
-        limits,
-    ));
+    let mut server = tokio::spawn(http_serve::serve_connections(listener, app, stopped(stopping.clone()), limits));
     let ended_early = tokio::select! {
         served = &mut server => Some(served),
         () = stopped(stopping) => None,
@@ -203,9 +136,7 @@ async fn serve_then_stop(
     shutdown.run().await;
     let served = match ended_early {
         Some(served) => served,
-        None => match tokio::time::timeout(std::time::Duration::from_secs(DRAIN_SECS), &mut server)
-            .await
-        {
+        None => match tokio::time::timeout(std::time::Duration::from_secs(DRAIN_SECS), &mut server).await {
             Ok(served) => served,
             Err(_) => {
                 tracing::warn!("connections still open {DRAIN_SECS} s after the services stopped; closing them");
@@ -216,9 +147,7 @@ async fn serve_then_stop(
     };
     match served {
         Ok(result) => result.map_err(|e| PlatformError::Internal(e.to_string())),
-        Err(e) => Err(PlatformError::Internal(format!(
-            "the server task failed: {e}"
-        ))),
+        Err(e) => Err(PlatformError::Internal(format!("the server task failed: {e}"))),
     }
 }
 
@@ -229,12 +158,9 @@ fn ensure_data_dir(args: &config::DbArgs) -> Result<String, PlatformError> {
     if args.database_url.is_none() {
         use std::os::unix::fs::PermissionsExt;
         let dir = &args.data_dir;
-        std::fs::create_dir_all(dir).map_err(|e| {
-            PlatformError::Internal(format!("cannot create {}: {e}", dir.display()))
-        })?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
-            PlatformError::Internal(format!("cannot make {} private: {e}", dir.display()))
-        })?;
+        std::fs::create_dir_all(dir).map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| PlatformError::Internal(format!("cannot make {} private: {e}", dir.display())))?;
         gantry_platform::db::private_file(&dir.join("gantry.db"))?;
     }
     Ok(args.url())

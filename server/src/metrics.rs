@@ -61,11 +61,7 @@ static TOKEN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
 pub fn start(pool: &Pool, args: &TelemetryArgs) {
     let _ = TOKEN.set(args.metrics_token.clone().filter(|t| !t.is_empty()));
     let config = args.config();
-    tracing::info!(
-        interval_s = args.telemetry_interval_secs,
-        raw_hours = args.telemetry_raw_hours,
-        "GPU telemetry sampler started"
-    );
+    tracing::info!(interval_s = args.telemetry_interval_secs, raw_hours = args.telemetry_raw_hours, "GPU telemetry sampler started");
     tokio::spawn(telemetry::service::run(pool.clone(), config));
 }
 
@@ -83,13 +79,7 @@ pub fn routes_with_token(pool: Pool, token: Option<String>) -> Router {
 }
 
 pub fn routes_with(pool: Pool, token: Option<String>, behind_proxy: bool) -> Router {
-    Router::new().route("/metrics", get(metrics)).with_state((
-        pool,
-        Access {
-            token,
-            behind_proxy,
-        },
-    ))
+    Router::new().route("/metrics", get(metrics)).with_state((pool, Access { token, behind_proxy }))
 }
 
 /// What decides who reads `/metrics`.
@@ -101,40 +91,21 @@ struct Access {
 
 /// Headers a proxy adds (or a client that wants to look like one): any of
 /// them means the request did not start on this host, whatever the peer.
-const PROXY_HEADERS: [&str; 8] = [
-    "forwarded",
-    "via",
-    "x-real-ip",
-    "x-client-ip",
-    "true-client-ip",
-    "cf-connecting-ip",
-    "x-cluster-client-ip",
-    "fastly-client-ip",
-];
+const PROXY_HEADERS: [&str; 8] = ["forwarded", "via", "x-real-ip", "x-client-ip", "true-client-ip", "cf-connecting-ip", "x-cluster-client-ip", "fastly-client-ip"];
 
 fn proxied(headers: &axum::http::HeaderMap) -> bool {
-    PROXY_HEADERS.iter().any(|h| headers.contains_key(*h))
-        || headers
-            .keys()
-            .any(|k| k.as_str().starts_with("x-forwarded-"))
+    PROXY_HEADERS.iter().any(|h| headers.contains_key(*h)) || headers.keys().any(|k| k.as_str().starts_with("x-forwarded-"))
 }
 
 fn allowed(req: &Request, access: &Access) -> bool {
     if let Some(token) = &access.token {
-        let sent = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(gantry_platform::tokens::bearer);
+        let sent = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(gantry_platform::tokens::bearer);
         return sent.is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes()));
     }
     if access.behind_proxy {
         return false;
     }
-    let loopback = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .is_some_and(|c| c.0.ip().is_loopback());
+    let loopback = req.extensions().get::<ConnectInfo<SocketAddr>>().is_some_and(|c| c.0.ip().is_loopback());
     loopback && !proxied(req.headers())
 }
 
@@ -152,30 +123,17 @@ async fn metrics(State((pool, access)): State<(Pool, Access)>, req: Request) -> 
         return (StatusCode::FORBIDDEN, why).into_response();
     }
     match render(&pool).await {
-        Ok(text) => (
-            [(
-                header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            )],
-            text,
-        )
-            .into_response(),
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "/metrics failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "metrics unavailable; see the server log",
-            )
-                .into_response()
+            (StatusCode::SERVICE_UNAVAILABLE, "metrics unavailable; see the server log").into_response()
         }
     }
 }
 
 /// Label values escaped as the exposition format requires.
 fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 fn family(out: &mut String, name: &str, help: &str) {
@@ -195,33 +153,15 @@ pub async fn render(pool: &Pool) -> Result<String, PlatformError> {
     let cells = overview::heatmap(pool, gantry_platform::telemetry::now_ms()).await?;
     // Looked up only for the cells above that have a reading, so a lost
     // node's rows here are never written out.
-    let latest: Vec<(i64, i64, i64, f64)> =
-        sqlx::query_as("SELECT gpu_id, mem_used_mb, mem_total_mb, power_w FROM gpu_latest")
-            .fetch_all(pool)
-            .await?;
-    let by_gpu: std::collections::HashMap<i64, (i64, i64, f64)> = latest
-        .into_iter()
-        .map(|(g, u, t, p)| (g, (u, t, p)))
-        .collect();
+    let latest: Vec<(i64, i64, i64, f64)> = sqlx::query_as("SELECT gpu_id, mem_used_mb, mem_total_mb, power_w FROM gpu_latest").fetch_all(pool).await?;
+    let by_gpu: std::collections::HashMap<i64, (i64, i64, f64)> = latest.into_iter().map(|(g, u, t, p)| (g, (u, t, p))).collect();
     let mut out = String::new();
     let gpu_families: [(&str, &str); 5] = [
-        (
-            "gantry_gpu_utilization_percent",
-            "GPU utilisation at the latest sample.",
-        ),
-        (
-            "gantry_gpu_memory_used_bytes",
-            "GPU memory in use at the latest sample.",
-        ),
+        ("gantry_gpu_utilization_percent", "GPU utilisation at the latest sample."),
+        ("gantry_gpu_memory_used_bytes", "GPU memory in use at the latest sample."),
         ("gantry_gpu_memory_total_bytes", "GPU memory in total."),
-        (
-            "gantry_gpu_temperature_celsius",
-            "GPU temperature at the latest sample.",
-        ),
-        (
-            "gantry_gpu_power_watts",
-            "GPU power draw at the latest sample.",
-        ),
+        ("gantry_gpu_temperature_celsius", "GPU temperature at the latest sample."),
+        ("gantry_gpu_power_watts", "GPU power draw at the latest sample."),
     ];
     for (i, (name, help)) in gpu_families.iter().enumerate() {
         family(&mut out, name, help);
@@ -259,29 +199,13 @@ pub async fn render(pool: &Pool) -> Result<String, PlatformError> {
     for (state, n) in &counts.tasks {
         let _ = writeln!(out, "gantry_tasks{{state=\"{}\"}} {n}", esc(state));
     }
-    family(
-        &mut out,
-        "gantry_group_gpu_quota",
-        "GPUs a group may hold at once.",
-    );
+    family(&mut out, "gantry_group_gpu_quota", "GPUs a group may hold at once.");
     for (group, quota, _) in &counts.groups {
-        let _ = writeln!(
-            out,
-            "gantry_group_gpu_quota{{group=\"{}\"}} {quota}",
-            esc(group)
-        );
+        let _ = writeln!(out, "gantry_group_gpu_quota{{group=\"{}\"}} {quota}", esc(group));
     }
-    family(
-        &mut out,
-        "gantry_group_gpus_in_use",
-        "GPUs a group holds now.",
-    );
+    family(&mut out, "gantry_group_gpus_in_use", "GPUs a group holds now.");
     for (group, _, used) in &counts.groups {
-        let _ = writeln!(
-            out,
-            "gantry_group_gpus_in_use{{group=\"{}\"}} {used}",
-            esc(group)
-        );
+        let _ = writeln!(out, "gantry_group_gpus_in_use{{group=\"{}\"}} {used}", esc(group));
     }
     Ok(out)
 }

@@ -49,10 +49,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            framing: FRAMING_LIMIT,
-            idle: IDLE,
-        }
+        Limits { framing: FRAMING_LIMIT, idle: IDLE }
     }
 }
 
@@ -88,11 +85,7 @@ impl Tripped {
 /// The request's form, its body guarded. A request that is not a
 /// multipart form (no boundary) goes as it is: `Multipart` refuses it
 /// without reading the body.
-pub async fn multipart<S: Send + Sync>(
-    req: Request,
-    state: &S,
-    limits: Limits,
-) -> Result<(Multipart, Tripped), MultipartRejection> {
+pub async fn multipart<S: Send + Sync>(req: Request, state: &S, limits: Limits) -> Result<(Multipart, Tripped), MultipartRejection> {
     let (req, tripped) = guard(req, limits);
     let form = Multipart::from_request(req, state).await?;
     Ok((form, tripped))
@@ -102,20 +95,13 @@ pub async fn multipart<S: Send + Sync>(
 pub fn guard(req: Request, limits: Limits) -> (Request, Tripped) {
     let tripped = Tripped::default();
     // The boundary exactly as axum finds it for multer.
-    let boundary = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|ct| multer::parse_boundary(ct).ok());
+    let boundary = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| multer::parse_boundary(ct).ok());
     let Some(boundary) = boundary else {
         return (req, tripped);
     };
     let (parts, body) = req.into_parts();
     let guarded = Guarded::new(body.into_data_stream(), &boundary, limits, tripped.clone());
-    (
-        Request::from_parts(parts, Body::from_stream(guarded)),
-        tripped,
-    )
+    (Request::from_parts(parts, Body::from_stream(guarded)), tripped)
 }
 
 /// The body stream, fed through a [`Scanner`], with an idle timeout.
@@ -323,12 +309,7 @@ impl Scanner {
 /// the pattern's) followed by `rest`: the index in `rest` just past the
 /// first match, the carry cleared; or None, the carry now the longest
 /// tail of what was seen that begins the pattern.
-fn find(
-    finder: &Finder<'_>,
-    carry: &mut Vec<u8>,
-    window: &mut Vec<u8>,
-    rest: &[u8],
-) -> Option<usize> {
+fn find(finder: &Finder<'_>, carry: &mut Vec<u8>, window: &mut Vec<u8>, rest: &[u8]) -> Option<usize> {
     let n = finder.needle().len();
     if !carry.is_empty() {
         // A match that begins in the carry ends in rest's first n-1 bytes.
@@ -355,10 +336,7 @@ fn find(
     }
     // Only a tail that begins the pattern may begin a match.
     let needle = finder.needle();
-    let keep = (0..=carry.len())
-        .rev()
-        .find(|&k| carry[carry.len() - k..] == needle[..k])
-        .unwrap_or(0);
+    let keep = (0..=carry.len()).rev().find(|&k| carry[carry.len() - k..] == needle[..k]).unwrap_or(0);
     carry.drain(..carry.len() - keep);
     None
 }
@@ -372,10 +350,7 @@ mod tests {
 
     fn form() -> Vec<u8> {
         let mut f = Vec::new();
-        f.extend_from_slice(
-            format!("--{B}\r\nContent-Disposition: form-data; name=\"replace\"\r\n\r\non\r\n")
-                .as_bytes(),
-        );
+        f.extend_from_slice(format!("--{B}\r\nContent-Disposition: form-data; name=\"replace\"\r\n\r\non\r\n").as_bytes());
         f.extend_from_slice(format!("--{B}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
         // Contents that look like framing but are not a delimiter.
         f.extend_from_slice(b"\r\n\r\n--XyQ\r\n--");
@@ -411,24 +386,12 @@ mod tests {
             assert_eq!(scan(&ok, size, 100), Ok(Stage::Headers), "chunks of {size}");
             let mut over = vec![b'-'; 101];
             over.extend_from_slice(format!("--{B}\r\n").as_bytes());
-            assert_eq!(
-                scan(&over, size, 100),
-                Err(Refused::Preamble(100)),
-                "chunks of {size}"
-            );
-            assert_eq!(
-                scan(&[0u8; 102], size, 100),
-                Err(Refused::Preamble(100)),
-                "chunks of {size}"
-            );
+            assert_eq!(scan(&over, size, 100), Err(Refused::Preamble(100)), "chunks of {size}");
+            assert_eq!(scan(&[0u8; 102], size, 100), Err(Refused::Preamble(100)), "chunks of {size}");
             // 100 bytes and the boundary's start: not refused yet.
             let mut open = vec![0u8; 100];
             open.extend_from_slice(b"--Xy");
-            assert_eq!(
-                scan(&open, size, 100),
-                Ok(Stage::Preamble),
-                "chunks of {size}"
-            );
+            assert_eq!(scan(&open, size, 100), Ok(Stage::Preamble), "chunks of {size}");
         }
     }
 
@@ -442,31 +405,15 @@ mod tests {
             p
         };
         for size in [1, 2, 3, 5, 4096] {
-            assert_eq!(
-                scan(&part(100), size, 100),
-                Ok(Stage::Data),
-                "chunks of {size}"
-            );
-            assert_eq!(
-                scan(&part(101), size, 100),
-                Err(Refused::Headers(100)),
-                "chunks of {size}"
-            );
+            assert_eq!(scan(&part(100), size, 100), Ok(Stage::Data), "chunks of {size}");
+            assert_eq!(scan(&part(101), size, 100), Err(Refused::Headers(100)), "chunks of {size}");
             let mut endless = format!("--{B}\r\n").into_bytes();
             endless.extend(std::iter::repeat_n(b'h', 1000));
-            assert_eq!(
-                scan(&endless, size, 100),
-                Err(Refused::Headers(100)),
-                "chunks of {size}"
-            );
+            assert_eq!(scan(&endless, size, 100), Err(Refused::Headers(100)), "chunks of {size}");
             // Endless padding after a boundary counts too.
             let mut padded = format!("--{B}").into_bytes();
             padded.extend(std::iter::repeat_n(b' ', 1000));
-            assert_eq!(
-                scan(&padded, size, 100),
-                Err(Refused::Headers(100)),
-                "chunks of {size}"
-            );
+            assert_eq!(scan(&padded, size, 100), Err(Refused::Headers(100)), "chunks of {size}");
         }
     }
 
@@ -474,17 +421,7 @@ mod tests {
     fn any_split_of_a_body_scans_as_the_whole_does() {
         // Bodies from an alphabet that makes framing (and near misses,
         // overlapping ones) likely: every chunking agrees with one chunk.
-        let tokens: [&[u8]; 9] = [
-            b"--XyZ",
-            b"\r\n",
-            b"\r\n\r\n",
-            b" ",
-            b"\t",
-            b"-",
-            b"--",
-            b"X",
-            b"a",
-        ];
+        let tokens: [&[u8]; 9] = [b"--XyZ", b"\r\n", b"\r\n\r\n", b" ", b"\t", b"-", b"--", b"X", b"a"];
         let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut outcomes = std::collections::HashSet::new();
         for _ in 0..2000 {
@@ -497,12 +434,7 @@ mod tests {
             }
             let whole = scan(&body, body.len(), 12);
             for size in 1..8 {
-                assert_eq!(
-                    scan(&body, size, 12),
-                    whole,
-                    "{:?} in chunks of {size}",
-                    String::from_utf8_lossy(&body)
-                );
+                assert_eq!(scan(&body, size, 12), whole, "{:?} in chunks of {size}", String::from_utf8_lossy(&body));
             }
             outcomes.insert(format!("{whole:?}"));
         }
@@ -524,18 +456,9 @@ mod tests {
         let mut f = format!("--{B}\r\nA: b\r\n\r\n").into_bytes();
         f.extend(std::iter::repeat_n(0u8, 1 << 20));
         assert_eq!(scan(&f, 8192, 100), Ok(Stage::Data));
-        assert_eq!(
-            scan(format!("--{B}-x").as_bytes(), 1, 100),
-            Err(Refused::Malformed)
-        );
-        assert_eq!(
-            scan(format!("--{B}x\r\n").as_bytes(), 1, 100),
-            Err(Refused::Malformed)
-        );
-        assert_eq!(
-            scan(format!("--{B} \rx").as_bytes(), 1, 100),
-            Err(Refused::Malformed)
-        );
+        assert_eq!(scan(format!("--{B}-x").as_bytes(), 1, 100), Err(Refused::Malformed));
+        assert_eq!(scan(format!("--{B}x\r\n").as_bytes(), 1, 100), Err(Refused::Malformed));
+        assert_eq!(scan(format!("--{B} \rx").as_bytes(), 1, 100), Err(Refused::Malformed));
         // After the closing boundary, nothing is looked at.
         let mut end = format!("--{B}--").into_bytes();
         end.extend(std::iter::repeat_n(b'z', 1000));

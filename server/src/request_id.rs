@@ -19,8 +19,7 @@ pub fn new_id() -> String {
 pub async fn request_id(mut req: Request, next: Next) -> Response {
     let id = new_id();
     req.extensions_mut().insert(RequestId(id.clone()));
-    let span =
-        tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path());
+    let span = tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path());
     let mut res = next.run(req).instrument(span).await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(HEADER, v);

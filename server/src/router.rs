@@ -11,7 +11,11 @@ use crate::{
     security::Security,
     security_headers::{security_headers, CspNonce, HeaderPolicy},
 };
-use app::{shell, state::AppState, App};
+use app::{
+    shell,
+    state::AppState,
+    App,
+};
 use axum::{
     body::Body,
     extract::{Request, State},
@@ -26,9 +30,7 @@ use leptos::{
     config::LeptosOptions,
     prelude::{provide_context, use_context},
 };
-use leptos_axum::{
-    generate_route_list, handle_server_fns_with_context, AxumRouteListing, LeptosRoutes,
-};
+use leptos_axum::{generate_route_list, handle_server_fns_with_context, AxumRouteListing, LeptosRoutes};
 use std::{
     net::SocketAddr,
     path::PathBuf,
@@ -78,14 +80,7 @@ fn leptos_options(opts: &Options) -> LeptosOptions {
 pub async fn build(opts: Options, pool: Pool) -> Result<Router, PlatformError> {
     let dispatch = Arc::new(tokio::sync::Notify::new());
     let admissions = gantry_platform::machines::Admissions::start(pool.clone(), dispatch.clone());
-    build_with(
-        opts,
-        pool,
-        admissions,
-        dispatch,
-        gantry_platform::fleet::Fleet::new(),
-    )
-    .await
+    build_with(opts, pool, admissions, dispatch, gantry_platform::fleet::Fleet::new()).await
 }
 
 /// The router over already-running background services.
@@ -96,15 +91,7 @@ pub async fn build_with(
     dispatch: Arc<tokio::sync::Notify>,
     fleet: gantry_platform::fleet::Fleet,
 ) -> Result<Router, PlatformError> {
-    build_full(
-        opts,
-        gantry_platform::workspace::Limits::default(),
-        pool,
-        admissions,
-        dispatch,
-        fleet,
-    )
-    .await
+    build_full(opts, gantry_platform::workspace::Limits::default(), pool, admissions, dispatch, fleet).await
 }
 
 /// [`build_with`], with the limits of the terminal, logs and files routes.
@@ -116,16 +103,7 @@ pub async fn build_full(
     dispatch: Arc<tokio::sync::Notify>,
     fleet: gantry_platform::fleet::Fleet,
 ) -> Result<Router, PlatformError> {
-    build_secured(
-        opts,
-        Security::default(),
-        workspace,
-        pool,
-        admissions,
-        dispatch,
-        fleet,
-    )
-    .await
+    build_secured(opts, Security::default(), workspace, pool, admissions, dispatch, fleet).await
 }
 
 /// [`build_full`] with explicit security settings (trusted proxy, session
@@ -141,17 +119,11 @@ pub async fn build_secured(
 ) -> Result<Router, PlatformError> {
     let store = SqliteStore::new(pool.clone());
     let expired = store.clone();
-    tokio::spawn(delete_expired_sessions(
-        Duration::from_secs(3600),
-        move || {
-            let store = expired.clone();
-            async move { store.delete_expired().await }
-        },
-    ));
-    tokio::spawn(gantry_platform::throttle::prune_loop(
-        pool.clone(),
-        Duration::from_secs(3600),
-    ));
+    tokio::spawn(delete_expired_sessions(Duration::from_secs(3600), move || {
+        let store = expired.clone();
+        async move { store.delete_expired().await }
+    }));
+    tokio::spawn(gantry_platform::throttle::prune_loop(pool.clone(), Duration::from_secs(3600)));
     // The guard ends idle sessions by its own clock; the store's expiry is
     // the backstop that removes them, a renewal period later.
     let store_idle = security.session_idle_secs + security.renew_after_secs();
@@ -187,10 +159,7 @@ pub async fn build_secured(
     // One per process: ends what a browser session let in (terminals,
     // followed logs, machine files, dataset transfers) once it ends.
     let session_watch = crate::workspace::SessionWatch::start(state.pool.clone(), &security);
-    let metrics = crate::metrics::routes(
-        state.pool.clone(),
-        security.trusted_proxy || opts.secure_cookies,
-    );
+    let metrics = crate::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
     let app = Router::new()
         .leptos_routes_with_context(&state, routes, context, page_shell)
         .merge(crate::api_v1::routes())
@@ -200,43 +169,21 @@ pub async fn build_secured(
         .merge(crate::datasets::routes().route_layer(from_fn(lift_body_deadline)))
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
-        .merge(
-            crate::workspace::routes(
-                state.clone(),
-                workspace,
-                opts.public_origin.clone(),
-                session_watch.clone(),
-            )
-            .route_layer(from_fn(lift_body_deadline)),
-        )
+        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone(), session_watch.clone()).route_layer(from_fn(lift_body_deadline)))
         .fallback(fallback)
         .layer(axum::Extension(workspace))
         // The dataset routes' transfers end with their session too.
         .layer(axum::Extension(session_watch))
         .layer(from_fn(guard_pages))
-        .layer(from_fn_with_state(
-            Guard {
-                state: state.clone(),
-                security: security.clone(),
-            },
-            resolve_user,
-        ))
+        .layer(from_fn_with_state(Guard { state: state.clone(), security: security.clone() }, resolve_user))
         .layer(sessions)
         .layer(from_fn_with_state(opts.public_origin.clone(), same_origin))
-        .layer(from_fn_with_state(
-            FormErrorKey::random(),
-            signed_form_errors,
-        ))
+        .layer(from_fn_with_state(FormErrorKey::random(), signed_form_errors))
         .with_state(state);
     Ok(app
         .merge(metrics)
         .layer(CompressionLayer::new())
-        .layer(from_fn_with_state(
-            HeaderPolicy {
-                hsts: opts.secure_cookies,
-            },
-            security_headers,
-        ))
+        .layer(from_fn_with_state(HeaderPolicy { hsts: opts.secure_cookies }, security_headers))
         .layer(from_fn(request_id))
         .layer(TraceLayer::new_for_http()))
 }
@@ -279,8 +226,7 @@ fn route_list() -> Vec<AxumRouteListing> {
 /// scripts (the security header layer made it and names it in the CSP).
 fn provide_page_context(state: &AppState) {
     provide_context(state.clone());
-    let nonce =
-        use_context::<http::request::Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned());
+    let nonce = use_context::<http::request::Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned());
     if let Some(CspNonce(n)) = nonce {
         provide_context(leptos::nonce::Nonce::from_value(n));
     }
@@ -296,11 +242,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
         Ok(_) => (StatusCode::OK, "ok").into_response(),
         Err(e) => {
             tracing::error!(error = %e, "health check: database unavailable");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "database unavailable; see the server log",
-            )
-                .into_response()
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable; see the server log").into_response()
         }
     }
 }
@@ -316,10 +258,7 @@ async fn fallback(State(state): State<AppState>, req: Request<Body>) -> Response
         };
     }
     let options = state.leptos_options.clone();
-    let render = leptos_axum::render_app_to_stream_with_context(
-        move || provide_page_context(&state),
-        move || shell(options.clone()),
-    );
+    let render = leptos_axum::render_app_to_stream_with_context(move || provide_page_context(&state), move || shell(options.clone()));
     render(req).await.into_response()
 }
 
@@ -333,11 +272,7 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::R
 /// Serves until `stop` resolves, then until every open connection has
 /// ended (the caller decides how long to wait for that), with the default
 /// connection limits.
-pub async fn serve_until(
-    listener: tokio::net::TcpListener,
-    app: Router,
-    stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+pub async fn serve_until(listener: tokio::net::TcpListener, app: Router, stop: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
     crate::http_serve::serve_connections(listener, app, stop, Default::default()).await
 }
 
@@ -348,8 +283,7 @@ pub async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             s.recv().await;
         }
     };

@@ -58,12 +58,7 @@ pub struct Security {
 
 impl Default for Security {
     fn default() -> Self {
-        Security {
-            trusted_proxy: false,
-            session_idle_secs: 7 * 24 * 3600,
-            clock: Clock::System,
-            gate: Gate::shared(),
-        }
+        Security { trusted_proxy: false, session_idle_secs: 7 * 24 * 3600, clock: Clock::System, gate: Gate::shared() }
     }
 }
 

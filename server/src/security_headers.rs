@@ -42,11 +42,7 @@ fn new_nonce() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub async fn security_headers(
-    State(policy): State<HeaderPolicy>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+pub async fn security_headers(State(policy): State<HeaderPolicy>, mut req: Request, next: Next) -> Response {
     let nonce = new_nonce();
     let api = req.uri().path().starts_with("/api/");
     req.extensions_mut().insert(CspNonce(nonce.clone()));
@@ -68,10 +64,7 @@ fn apply(h: &mut HeaderMap, nonce: &str, api: bool, policy: HeaderPolicy) {
     if policy.hsts {
         set_default(header::STRICT_TRANSPORT_SECURITY, "max-age=31536000");
     }
-    let html = h
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.starts_with("text/html"));
+    let html = h.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/html"));
     if html || api {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     }
@@ -84,29 +77,17 @@ mod tests {
     #[test]
     fn html_and_api_are_not_stored_other_answers_keep_theirs() {
         let mut page = HeaderMap::new();
-        page.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        );
+        page.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
         apply(&mut page, "n1", false, HeaderPolicy { hsts: true });
         assert_eq!(page[header::CACHE_CONTROL], "no-store");
-        assert!(page[header::CONTENT_SECURITY_POLICY]
-            .to_str()
-            .unwrap()
-            .contains("'nonce-n1'"));
+        assert!(page[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("'nonce-n1'"));
         assert_eq!(page[header::STRICT_TRANSPORT_SECURITY], "max-age=31536000");
 
         let mut asset = HeaderMap::new();
         asset.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/css"));
-        asset.insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("public, max-age=31536000, immutable"),
-        );
+        asset.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
         apply(&mut asset, "n2", false, HeaderPolicy::default());
-        assert_eq!(
-            asset[header::CACHE_CONTROL],
-            "public, max-age=31536000, immutable"
-        );
+        assert_eq!(asset[header::CACHE_CONTROL], "public, max-age=31536000, immutable");
         assert_eq!(asset[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
         assert!(!asset.contains_key(header::STRICT_TRANSPORT_SECURITY));
     }

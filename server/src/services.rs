@@ -43,11 +43,7 @@ impl Shutdown {
 }
 
 /// Registers the local node and starts the background services.
-pub async fn start(
-    pool: &Pool,
-    data_dir: &Path,
-    args: &NodeArgs,
-) -> Result<Services, PlatformError> {
+pub async fn start(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Services, PlatformError> {
     Ok(prepare(pool, data_dir, args).await?.start(pool, args))
 }
 
@@ -55,29 +51,16 @@ pub async fn start(
 /// the local node's registration (GPUs, executor), the first node's quota
 /// and the default image. [`Prepared::start`] then cannot fail, so a start
 /// that is refused never leaves a dispatcher behind that claimed tasks.
-pub async fn prepare(
-    pool: &Pool,
-    data_dir: &Path,
-    args: &NodeArgs,
-) -> Result<Prepared, PlatformError> {
+pub async fn prepare(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<Prepared, PlatformError> {
     let new_cluster = first_run::is_new_cluster(pool).await?;
     let local = register_local_node(pool, data_dir, args).await?;
     if new_cluster {
-        if let Some(quota) =
-            first_run::grant_first_node_gpus(pool, &args.node_name, local.gpu_count as i64).await?
-        {
+        if let Some(quota) = first_run::grant_first_node_gpus(pool, &args.node_name, local.gpu_count as i64).await? {
             tracing::info!(quota, node = %args.node_name, "first start: the default group's GPU quota is set to the GPUs found on this node (change it on the admin Groups page)");
         }
     }
-    images::ensure_default_image(
-        pool,
-        "devbox",
-        &args.default_image,
-        "Gantry demo dev machine (busybox)",
-    )
-    .await?;
-    let raw_keep_secs =
-        i64::try_from(args.telemetry.telemetry_raw_hours * 3600).unwrap_or(i64::MAX);
+    images::ensure_default_image(pool, "devbox", &args.default_image, "Gantry demo dev machine (busybox)").await?;
+    let raw_keep_secs = i64::try_from(args.telemetry.telemetry_raw_hours * 3600).unwrap_or(i64::MAX);
     for why in gantry_platform::reclaim::note_raw_retention(pool, raw_keep_secs).await? {
         tracing::warn!("reclaim settings: {why} (Admin → Reclaim)");
     }
@@ -102,12 +85,7 @@ impl Prepared {
         // while their runner still renews it.
         let wake = Arc::new(Notify::new());
         let admissions = Admissions::start(pool.clone(), wake.clone());
-        let mut dispatcher = Dispatcher::new(
-            pool.clone(),
-            fleet.clone(),
-            wake.clone(),
-            args.dispatch_parallel,
-        );
+        let mut dispatcher = Dispatcher::new(pool.clone(), fleet.clone(), wake.clone(), args.dispatch_parallel);
         dispatcher.lease_secs = args.lease_secs.max(3);
         tracing::info!(owner = %dispatcher.owner, "dispatcher started");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -118,36 +96,13 @@ impl Prepared {
             },
             grace,
         ));
-        tokio::spawn(reconcile::run(
-            pool.clone(),
-            fleet.clone(),
-            Duration::from_secs(15),
-        ));
-        tokio::spawn(nodes::monitor(
-            pool.clone(),
-            fleet.clone(),
-            Duration::from_secs(10),
-        ));
-        tokio::spawn(compute::run_loops(
-            pool.clone(),
-            fleet.clone(),
-            admissions.clone(),
-            Duration::from_secs(2),
-        ));
+        tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
+        tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
+        tokio::spawn(compute::run_loops(pool.clone(), fleet.clone(), admissions.clone(), Duration::from_secs(2)));
         crate::metrics::start(pool, &args.telemetry);
         let every = Duration::from_secs(args.reclaim.reclaim_interval_secs);
-        tokio::spawn(gantry_platform::reclaim::run(
-            pool.clone(),
-            wake.clone(),
-            every,
-        ));
-        Services {
-            admissions,
-            dispatch: wake,
-            fleet,
-            node_id,
-            shutdown: Shutdown { stop, dispatcher },
-        }
+        tokio::spawn(gantry_platform::reclaim::run(pool.clone(), wake.clone(), every));
+        Services { admissions, dispatch: wake, fleet, node_id, shutdown: Shutdown { stop, dispatcher } }
     }
 }
 
@@ -163,21 +118,11 @@ pub struct LocalNode {
 
 /// Start-up registration of the local node: finds its GPUs, picks its
 /// executor and writes the node row.
-pub async fn register_local_node(
-    pool: &Pool,
-    data_dir: &Path,
-    args: &NodeArgs,
-) -> Result<LocalNode, PlatformError> {
-    let sim = SimulatedGpus {
-        count: args.sim_gpus,
-        model: args.sim_gpu_model.clone(),
-        memory_mb: 81_920,
-    };
+pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) -> Result<LocalNode, PlatformError> {
+    let sim = SimulatedGpus { count: args.sim_gpus, model: args.sim_gpu_model.clone(), memory_mb: 81_920 };
     let (source, found) = gpus::discover(&args.node_name, &sim);
     match &source {
-        GpuSource::Nvml { driver } => {
-            tracing::info!(count = found.len(), driver, "GPUs found through NVML")
-        }
+        GpuSource::Nvml { driver } => tracing::info!(count = found.len(), driver, "GPUs found through NVML"),
         GpuSource::Simulated { reason } => {
             tracing::warn!(count = found.len(), model = %sim.model, "{reason}: this node reports SIMULATED GPUs")
         }
@@ -185,31 +130,16 @@ pub async fn register_local_node(
     let volume_dir = data_dir.join("volumes");
     let partials = loopdev::remove_partials(&volume_dir, Duration::from_secs(600));
     if partials > 0 {
-        tracing::warn!(
-            partials,
-            "removed volume images left half-formatted by a crash"
-        );
+        tracing::warn!(partials, "removed volume images left half-formatted by a crash");
     }
     let before = registered(pool, &args.node_name).await?;
     let engine = probe_engine(args, &volume_dir).await;
-    let choice = decide_executor(
-        before.as_ref().map(|b| b.executor.as_str()),
-        &args.executor,
-        engine.answered,
-    );
+    let choice = decide_executor(before.as_ref().map(|b| b.executor.as_str()), &args.executor, engine.answered);
     log_choice(choice, &args.node_name, &engine);
     let (executor, endpoint, volume_dir) = if choice.is_docker() {
-        (
-            engine.docker.map(Executor::from),
-            args.docker_endpoint.clone(),
-            volume_dir.to_string_lossy().into_owned(),
-        )
+        (engine.docker.map(Executor::from), args.docker_endpoint.clone(), volume_dir.to_string_lossy().into_owned())
     } else {
-        (
-            Some(SimulatedExecutor::new().into()),
-            format!("simulated://{}", args.node_name),
-            String::new(),
-        )
+        (Some(SimulatedExecutor::new().into()), format!("simulated://{}", args.node_name), String::new())
     };
     let node_id = cluster::register_node_as(
         pool,
@@ -218,14 +148,8 @@ pub async fn register_local_node(
             region_code: "local",
             docker_endpoint: &endpoint,
             volume_dir: &volume_dir,
-            executor: if choice.is_docker() {
-                "docker"
-            } else {
-                "simulated"
-            },
-            cpu_count: std::thread::available_parallelism()
-                .map(|n| n.get() as i64)
-                .unwrap_or(1),
+            executor: if choice.is_docker() { "docker" } else { "simulated" },
+            cpu_count: std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1),
             memory_mb: total_memory_mb(),
             gpus: &found,
         },
@@ -238,11 +162,7 @@ pub async fn register_local_node(
         // that, so nothing is scheduled here until the monitor hears it.
         cluster::set_heartbeat(pool, node_id, before.map_or(0, |b| b.last_heartbeat)).await?;
     }
-    Ok(LocalNode {
-        id: node_id,
-        executor,
-        gpu_count: found.len(),
-    })
+    Ok(LocalNode { id: node_id, executor, gpu_count: found.len() })
 }
 
 /// The local node's row as the previous run left it.
@@ -253,14 +173,8 @@ struct Registered {
 
 async fn registered(pool: &Pool, name: &str) -> Result<Option<Registered>, PlatformError> {
     let row: Option<(String, i64)> =
-        sqlx::query_as("SELECT executor, last_heartbeat FROM nodes WHERE name = ?")
-            .bind(name)
-            .fetch_optional(pool)
-            .await?;
-    Ok(row.map(|(executor, last_heartbeat)| Registered {
-        executor,
-        last_heartbeat,
-    }))
+        sqlx::query_as("SELECT executor, last_heartbeat FROM nodes WHERE name = ?").bind(name).fetch_optional(pool).await?;
+    Ok(row.map(|(executor, last_heartbeat)| Registered { executor, last_heartbeat }))
 }
 
 /// Which executor the local node starts with, and why.
@@ -284,21 +198,14 @@ pub enum ExecutorChoice {
 
 impl ExecutorChoice {
     pub fn is_docker(self) -> bool {
-        matches!(
-            self,
-            Self::DockerAnswers | Self::DockerRegistered | Self::DockerRequested
-        )
+        matches!(self, Self::DockerAnswers | Self::DockerRegistered | Self::DockerRequested)
     }
 }
 
 /// `registered`: the node row's executor, if the node exists; `requested`:
 /// `--executor` (auto, docker or simulated); `answered`: whether the
 /// engine answered a ping (an endpoint no client can be made for does not).
-pub fn decide_executor(
-    registered: Option<&str>,
-    requested: &str,
-    answered: bool,
-) -> ExecutorChoice {
+pub fn decide_executor(registered: Option<&str>, requested: &str, answered: bool) -> ExecutorChoice {
     match (requested, answered, registered) {
         ("simulated", _, _) => ExecutorChoice::SimulatedRequested,
         (_, true, _) => ExecutorChoice::DockerAnswers,
@@ -321,12 +228,7 @@ struct Engine {
 
 /// Pings the configured engine, unless the simulated executor was asked for.
 async fn probe_engine(args: &NodeArgs, volume_dir: &Path) -> Engine {
-    let silent = |docker, error: String| Engine {
-        docker,
-        answered: false,
-        error,
-        version: String::new(),
-    };
+    let silent = |docker, error: String| Engine { docker, answered: false, error, version: String::new() };
     if args.executor == "simulated" {
         return silent(None, String::new());
     }
@@ -336,16 +238,8 @@ async fn probe_engine(args: &NodeArgs, volume_dir: &Path) -> Engine {
     };
     match docker.ping().await {
         Ok(info) => {
-            let version = format!(
-                "Docker {} (API {}), nvidia runtime: {}",
-                info.version, info.api_version, info.has_nvidia_runtime
-            );
-            Engine {
-                docker: Some(docker),
-                answered: true,
-                error: String::new(),
-                version,
-            }
+            let version = format!("Docker {} (API {}), nvidia runtime: {}", info.version, info.api_version, info.has_nvidia_runtime);
+            Engine { docker: Some(docker), answered: true, error: String::new(), version }
         }
         Err(e) => silent(Some(docker), e.to_string()),
     }
@@ -354,12 +248,8 @@ async fn probe_engine(args: &NodeArgs, volume_dir: &Path) -> Engine {
 fn log_choice(choice: ExecutorChoice, node: &str, engine: &Engine) {
     let error = engine.error.as_str();
     match choice {
-        ExecutorChoice::SimulatedRequested => {
-            tracing::warn!("executor: SIMULATED (no containers are started)")
-        }
-        ExecutorChoice::DockerAnswers => {
-            tracing::info!(engine = %engine.version, "executor: Docker Engine")
-        }
+        ExecutorChoice::SimulatedRequested => tracing::warn!("executor: SIMULATED (no containers are started)"),
+        ExecutorChoice::DockerAnswers => tracing::info!(engine = %engine.version, "executor: Docker Engine"),
         ExecutorChoice::DockerRegistered => tracing::warn!(
             %node, error,
             "executor: Docker, but the engine is not answering (still starting?). The node stays a Docker node: its machines are left as they are, engine calls are retried, and it takes no new machines until the engine answers"
@@ -391,34 +281,22 @@ mod tests {
 
     #[test]
     fn a_node_registered_as_docker_stays_docker_while_its_engine_is_silent() {
-        assert_eq!(
-            decide_executor(Some("docker"), "auto", false),
-            DockerRegistered
-        );
-        assert_eq!(
-            decide_executor(Some("docker"), "docker", false),
-            DockerRegistered
-        );
+        assert_eq!(decide_executor(Some("docker"), "auto", false), DockerRegistered);
+        assert_eq!(decide_executor(Some("docker"), "docker", false), DockerRegistered);
         assert!(DockerRegistered.is_docker());
     }
 
     #[test]
     fn only_a_node_that_never_ran_docker_falls_back_to_simulated() {
         assert_eq!(decide_executor(None, "auto", false), SimulatedNoEngine);
-        assert_eq!(
-            decide_executor(Some("simulated"), "auto", false),
-            SimulatedNoEngine
-        );
+        assert_eq!(decide_executor(Some("simulated"), "auto", false), SimulatedNoEngine);
         assert!(!SimulatedNoEngine.is_docker());
     }
 
     #[test]
     fn an_explicit_docker_request_is_kept_even_on_a_new_node() {
         assert_eq!(decide_executor(None, "docker", false), DockerRequested);
-        assert_eq!(
-            decide_executor(Some("simulated"), "docker", false),
-            DockerRequested
-        );
+        assert_eq!(decide_executor(Some("simulated"), "docker", false), DockerRequested);
     }
 
     #[test]
@@ -426,10 +304,7 @@ mod tests {
         for registered in [None, Some("docker"), Some("simulated")] {
             assert_eq!(decide_executor(registered, "auto", true), DockerAnswers);
             assert_eq!(decide_executor(registered, "docker", true), DockerAnswers);
-            assert_eq!(
-                decide_executor(registered, "simulated", false),
-                SimulatedRequested
-            );
+            assert_eq!(decide_executor(registered, "simulated", false), SimulatedRequested);
         }
     }
 }

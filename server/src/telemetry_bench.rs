@@ -58,31 +58,18 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
     );
     let started = Instant::now();
     let rows = rollup::roll_up_range(&pool, raw_from, now).await?;
-    println!(
-        "roll-up of those {raw_hours} h: {rows} minute rows (and their hours) in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    println!("roll-up of those {raw_hours} h: {rows} minute rows (and their hours) in {:.1} s", started.elapsed().as_secs_f64());
     let started = Instant::now();
     let (minutes, hours) = older_rollups(&pool, raw_from, now).await?;
     println!("older history written as rollups: {minutes} minute rows (24 h - {raw_hours} h), {hours} hour rows (7 d - {raw_hours} h) in {:.1} s", started.elapsed().as_secs_f64());
 
     // Charts of one 8-GPU node: median of 21 runs each.
-    let node_id: i64 = sqlx::query_scalar("SELECT MIN(id) FROM nodes")
-        .fetch_one(&pool)
-        .await?;
+    let node_id: i64 = sqlx::query_scalar("SELECT MIN(id) FROM nodes").fetch_one(&pool).await?;
     for range in [ChartRange::Week, ChartRange::Day, ChartRange::Hour] {
-        let ms = median_ms(21, || async {
-            query::chart(&pool, query::Scope::Node(node_id), range, now)
-                .await
-                .map(|_| ())
-        })
-        .await?;
+        let ms = median_ms(21, || async { query::chart(&pool, query::Scope::Node(node_id), range, now).await.map(|_| ()) }).await?;
         let chart = query::chart(&pool, query::Scope::Node(node_id), range, now).await?;
         let points: usize = chart.series.iter().map(|s| s.points.len()).sum();
-        println!(
-            "chart of one 8-GPU node over {}: {ms:.2} ms median ({points} points)",
-            range.as_str()
-        );
+        println!("chart of one 8-GPU node over {}: {ms:.2} ms median ({points} points)", range.as_str());
     }
     for period in ["24h", "7d"] {
         let period_ms = gantry_core::telemetry::usage_period_ms(period).unwrap_or(HOUR_MS);
@@ -92,10 +79,7 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
             Ok(())
         })
         .await?;
-        println!(
-            "cluster overview (heatmap of {} GPUs + held vs used over {period}): {ms:.2} ms median",
-            gpus.len()
-        );
+        println!("cluster overview (heatmap of {} GPUs + held vs used over {period}): {ms:.2} ms median", gpus.len());
     }
     storage(&pool, gpus.len() as f64, raw_hours).await
 }
@@ -106,45 +90,21 @@ type Gpu = (i64, i64, Option<i64>, Option<SimPattern>);
 async fn setup_cluster(pool: &Pool) -> Result<Vec<Gpu>, PlatformError> {
     for n in 0..NODES {
         let name = format!("n{n:03}");
-        let found = gpus::simulated(
-            &name,
-            &SimulatedGpus {
-                count: GPUS_PER_NODE,
-                model: "A100".into(),
-                memory_mb: 81_920,
-            },
-        );
+        let found = gpus::simulated(&name, &SimulatedGpus { count: GPUS_PER_NODE, model: "A100".into(), memory_mb: 81_920 });
         let endpoint = format!("simulated://{name}");
-        let reg = NodeRegistration {
-            name: &name,
-            region_code: "local",
-            docker_endpoint: &endpoint,
-            volume_dir: "",
-            executor: "simulated",
-            cpu_count: 64,
-            memory_mb: 512_000,
-            gpus: &found,
-        };
+        let reg = NodeRegistration { name: &name, region_code: "local", docker_endpoint: &endpoint, volume_dir: "", executor: "simulated", cpu_count: 64, memory_mb: 512_000, gpus: &found };
         cluster::register_node(pool, reg).await?;
     }
     images::ensure_default_image(pool, "devbox", "gantry/devbox:latest", "bench").await?;
     for g in 0..10 {
         let group = format!("team{g}");
         accounts::create_group(pool, None, &group, 1000).await?;
-        let new = accounts::NewUser {
-            username: &format!("u{g}"),
-            password: "bench-password",
-            role: gantry_core::Role::User,
-            group: Some(&group),
-        };
+        let new = accounts::NewUser { username: &format!("u{g}"), password: "bench-password", role: gantry_core::Role::User, group: Some(&group) };
         accounts::create_user(pool, None, new).await?;
     }
     // Machines of 2 GPUs on the first 6 GPUs of every node (3/4 held),
     // owned in turn by the ten users, in turn idle/training/notebook/hot.
-    let node_gpus: Vec<(i64, i64, i64)> =
-        sqlx::query_as("SELECT id, node_id, idx FROM gpus ORDER BY node_id, idx")
-            .fetch_all(pool)
-            .await?;
+    let node_gpus: Vec<(i64, i64, i64)> = sqlx::query_as("SELECT id, node_id, idx FROM gpus ORDER BY node_id, idx").fetch_all(pool).await?;
     let mut out = Vec::with_capacity(node_gpus.len());
     let mut tx = pool.begin().await?;
     let mut machine = None;
@@ -166,11 +126,7 @@ async fn setup_cluster(pool: &Pool) -> Result<Vec<Gpu>, PlatformError> {
         }
         let held = if idx < 6 { machine } else { None };
         if let Some((m, _)) = held {
-            sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)")
-                .bind(gpu)
-                .bind(m)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)").bind(gpu).bind(m).execute(&mut *tx).await?;
         }
         out.push((gpu, node, held.map(|h| h.0), held.map(|h| h.1)));
     }
@@ -180,12 +136,7 @@ async fn setup_cluster(pool: &Pool) -> Result<Vec<Gpu>, PlatformError> {
 
 /// Inserts `[from, to)` at 10 s for every GPU, ten passes per batch;
 /// returns (samples, seconds spent inside insert_samples and move_settled).
-async fn ingest(
-    pool: &Pool,
-    gpus: &[Gpu],
-    from: i64,
-    to: i64,
-) -> Result<(usize, f64), PlatformError> {
+async fn ingest(pool: &Pool, gpus: &[Gpu], from: i64, to: i64) -> Result<(usize, f64), PlatformError> {
     let (mut total, mut secs) = (0, 0.0);
     let mut at = from;
     while at < to {
@@ -239,15 +190,7 @@ async fn older_rollups(pool: &Pool, raw_from: i64, now: i64) -> Result<(u64, u64
                     (g.id * 131 + b.ms / ?2) % 81920 * 1.0, (g.id * 131 + b.ms / ?2) % 81920, 81920, 40.5, 52, 150.5, 210 \
              FROM gpus g CROSS JOIN b LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id"
         );
-        let rows = sqlx::query(&sql)
-            .bind(from)
-            .bind(step)
-            .bind(raw_from)
-            .bind(samples)
-            .bind(minutes)
-            .execute(pool)
-            .await?
-            .rows_affected();
+        let rows = sqlx::query(&sql).bind(from).bind(step).bind(raw_from).bind(samples).bind(minutes).execute(pool).await?.rows_affected();
         Ok::<u64, PlatformError>(rows)
     };
     let minutes = insert("gpu_rollup_1m", MINUTE_MS, 6, 1, now - 24 * HOUR_MS).await?;
@@ -275,22 +218,15 @@ where
 async fn storage(pool: &Pool, gpus: f64, raw_hours: i64) -> Result<(), PlatformError> {
     let bytes = |names: &'static str| async move {
         let sql = format!("SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN ({names})");
-        sqlx::query_scalar::<_, i64>(&sql)
-            .fetch_one(pool)
-            .await
-            .map(|b| b as f64)
+        sqlx::query_scalar::<_, i64>(&sql).fetch_one(pool).await.map(|b| b as f64)
     };
-    let raw =
-        bytes("'gpu_samples', 'gpu_samples_recent'").await? / (gpus * raw_hours as f64 / 24.0);
+    let raw = bytes("'gpu_samples', 'gpu_samples_recent'").await? / (gpus * raw_hours as f64 / 24.0);
     let minute = bytes("'gpu_rollup_1m', 'gpu_rollup_1m_machine'").await? / gpus;
     let hour = bytes("'gpu_rollup_1h', 'gpu_rollup_1h_machine'").await? / (gpus * 7.0);
     let keep = telemetry::TelemetryConfig::default().keep;
     let days = |ms: i64| ms as f64 / (24 * HOUR_MS) as f64;
-    let per_gpu =
-        raw * days(keep.raw_ms) + minute * days(keep.minute_ms) + hour * days(keep.hour_ms);
-    let file = std::fs::metadata(pool.connect_options().get_filename())
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let per_gpu = raw * days(keep.raw_ms) + minute * days(keep.minute_ms) + hour * days(keep.hour_ms);
+    let file = std::fs::metadata(pool.connect_options().get_filename()).map(|m| m.len()).unwrap_or(0);
     println!("bytes per GPU-day: raw samples {raw:.0} ({:.1} B/sample), 1-minute rollups {minute:.0}, 1-hour rollups {hour:.0}", raw / 8640.0);
     println!(
         "kept with the default retentions (raw {:.0} d, 1-minute {:.0} d, 1-hour {:.0} d): {:.1} MB per GPU, {:.2} GB for 1,000 GPUs (bench file: {:.0} MB)",

@@ -13,7 +13,6 @@
 //! 2. the child server's resident memory with 0 and with M terminals open
 //!    (each one live: it answers an `echo`), per terminal.
 
-use futures_util::{SinkExt, StreamExt};
 use gantry_core::Role;
 use gantry_platform::{
     accounts::{self, NewUser},
@@ -24,6 +23,7 @@ use gantry_platform::{
     },
     policy, PlatformError,
 };
+use futures_util::{SinkExt, StreamExt};
 use std::{
     net::SocketAddr,
     process::Stdio,
@@ -41,16 +41,11 @@ pub struct TerminalBenchArgs {
     #[arg(long, default_value_t = 50)]
     pub terminals: usize,
     /// The Docker Engine of the machine (the child server's local node).
-    #[arg(
-        long,
-        env = "GANTRY_DOCKER_ENDPOINT",
-        default_value = "unix:///var/run/docker.sock"
-    )]
+    #[arg(long, env = "GANTRY_DOCKER_ENDPOINT", default_value = "unix:///var/run/docker.sock")]
     pub docker_endpoint: String,
 }
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 fn fail(e: impl std::fmt::Display) -> PlatformError {
     PlatformError::Internal(e.to_string())
@@ -60,11 +55,7 @@ const PASSWORD: &str = "bench-password-1";
 
 pub async fn run(args: TerminalBenchArgs) -> Result<(), PlatformError> {
     let docker = DockerExecutor::connect(&args.docker_endpoint).map_err(fail)?;
-    docker.ping().await.map_err(|e| {
-        fail(format!(
-            "{e}; run scripts/dockerd.sh and scripts/demo-image.sh"
-        ))
-    })?;
+    docker.ping().await.map_err(|e| fail(format!("{e}; run scripts/dockerd.sh and scripts/demo-image.sh")))?;
     let dir = tempfile::tempdir().map_err(fail)?;
     let mut child = Child::start(dir.path(), &args.docker_endpoint).await?;
     let engine = Executor::from(docker);
@@ -76,11 +67,7 @@ pub async fn run(args: TerminalBenchArgs) -> Result<(), PlatformError> {
         for c in engine.list_managed(&instance).await.unwrap_or_default() {
             let _ = engine.remove_container(&c.id).await;
         }
-        for v in engine
-            .list_managed_volumes(&instance)
-            .await
-            .unwrap_or_default()
-        {
+        for v in engine.list_managed_volumes(&instance).await.unwrap_or_default() {
             let _ = engine.remove_volume(&v).await;
         }
     }
@@ -108,10 +95,7 @@ impl Child {
             .env("GANTRY_ADMIN_PASSWORD", PASSWORD)
             .env("GANTRY_EXECUTOR", "docker")
             .env("GANTRY_DOCKER_ENDPOINT", endpoint)
-            .env(
-                "GANTRY_NODE_NAME",
-                format!("bench-{:08x}", rand::random::<u32>()),
-            )
+            .env("GANTRY_NODE_NAME", format!("bench-{:08x}", rand::random::<u32>()))
             .env("GANTRY_LOOP_VOLUMES", "0")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
@@ -120,136 +104,68 @@ impl Child {
             .map_err(fail)?;
         let http = reqwest::Client::new();
         let started = Instant::now();
-        while !http
-            .get(format!("http://{addr}/healthz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
+        while !http.get(format!("http://{addr}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
             if started.elapsed() > Duration::from_secs(60) {
                 return Err(fail("the child server did not answer /healthz within 60 s"));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let pool = db::connect_file(&dir.join("gantry.db")).await?;
-        Ok(Child {
-            process,
-            addr,
-            pool,
-        })
+        Ok(Child { process, addr, pool })
     }
 
     fn rss_kib(&self) -> u64 {
         let pid = self.process.id().unwrap_or(0);
         std::fs::read_to_string(format!("/proc/{pid}/status"))
             .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|n| n.parse().ok())
-            })
+            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse().ok()))
             .unwrap_or(0)
     }
 
     async fn stop(&mut self) {
         if let Some(pid) = self.process.id() {
-            let _ = tokio::process::Command::new("kill")
-                .arg("-TERM")
-                .arg(pid.to_string())
-                .status()
-                .await;
+            let _ = tokio::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().await;
         }
         let _ = tokio::time::timeout(Duration::from_secs(20), self.process.wait()).await;
         let _ = self.process.kill().await;
     }
 }
 
-async fn bench(
-    args: &TerminalBenchArgs,
-    child: &Child,
-    docker: Executor,
-) -> Result<(), PlatformError> {
+async fn bench(args: &TerminalBenchArgs, child: &Child, docker: Executor) -> Result<(), PlatformError> {
     let addr = child.addr;
     // A user with room for one machine.
     let group = accounts::ensure_default_group(&child.pool).await?;
     policy::update_group_policy(&child.pool, None, group, 8, 8, &[]).await?;
-    accounts::create_user(
-        &child.pool,
-        None,
-        NewUser {
-            username: "bench",
-            password: PASSWORD,
-            role: Role::User,
-            group: None,
-        },
-    )
-    .await?;
+    accounts::create_user(&child.pool, None, NewUser { username: "bench", password: PASSWORD, role: Role::User, group: None }).await?;
     let cookie = sign_in(addr, "bench").await?;
     let http = reqwest::Client::new();
     let post = |path: &str, form: Vec<(&'static str, String)>| {
-        http.post(format!("http://{addr}{path}"))
-            .header("Cookie", &cookie)
-            .header("Origin", format!("http://{addr}"))
-            .form(&form)
-            .send()
+        http.post(format!("http://{addr}{path}")).header("Cookie", &cookie).header("Origin", format!("http://{addr}")).form(&form).send()
     };
     let created = post(
         "/api/create_machine",
-        vec![
-            ("name", "termbench".into()),
-            ("image_id", String::new()),
-            ("gpu_count", "1".into()),
-            ("gpu_model", String::new()),
-            ("volume_size_gb", "1".into()),
-        ],
+        vec![("name", "termbench".into()), ("image_id", String::new()), ("gpu_count", "1".into()), ("gpu_model", String::new()), ("volume_size_gb", "1".into())],
     )
     .await
     .map_err(fail)?;
     let body: serde_json::Value = created.json().await.map_err(fail)?;
-    let machine_id = body["machine_id"]
-        .as_i64()
-        .ok_or_else(|| fail(format!("create refused: {body}")))?;
+    let machine_id = body["machine_id"].as_i64().ok_or_else(|| fail(format!("create refused: {body}")))?;
     let container = wait_running(&child.pool, machine_id).await?;
-    println!(
-        "machine #{machine_id} running in container {}",
-        &container[..12.min(container.len())]
-    );
+    println!("machine #{machine_id} running in container {}", &container[..12.min(container.len())]);
 
     // 1. Echo latency, each path in turn.
     let n = args.keystrokes;
     let mut ws = open_ws(addr, &cookie, machine_id).await?;
     let gantry = echo_ws(&mut ws, n).await?;
     let _ = ws.close(None).await;
-    let mut shell = docker
-        .open_shell(&container, TtySize::default())
-        .await
-        .map_err(fail)?;
+    let mut shell = docker.open_shell(&container, TtySize::default()).await.map_err(fail)?;
     let direct = echo_shell(&mut shell, n).await?;
     drop(shell);
     let cli = echo_docker_cli(&container, n).await?;
     println!("keystroke echo into `cat` on the machine's TTY, {n} keystrokes one at a time (ms):");
-    println!(
-        "  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}",
-        "gantry (browser WebSocket -> server -> exec)",
-        pct(&gantry, 50.0),
-        pct(&gantry, 99.0),
-        pct(&gantry, 100.0)
-    );
-    println!(
-        "  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}",
-        "executor exec attach (no WebSocket/server)",
-        pct(&direct, 50.0),
-        pct(&direct, 99.0),
-        pct(&direct, 100.0)
-    );
-    println!(
-        "  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}",
-        "docker exec -it (under script)",
-        pct(&cli, 50.0),
-        pct(&cli, 99.0),
-        pct(&cli, 100.0)
-    );
+    println!("  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}", "gantry (browser WebSocket -> server -> exec)", pct(&gantry, 50.0), pct(&gantry, 99.0), pct(&gantry, 100.0));
+    println!("  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}", "executor exec attach (no WebSocket/server)", pct(&direct, 50.0), pct(&direct, 99.0), pct(&direct, 100.0));
+    println!("  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}", "docker exec -it (under script)", pct(&cli, 50.0), pct(&cli, 99.0), pct(&cli, 100.0));
 
     // 2. Memory per open terminal. Let the closes above settle first.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -261,19 +177,12 @@ async fn bench(
     }
     for (i, ws) in open.iter_mut().enumerate() {
         let marker = format!("live{i}x");
-        ws.send(Message::Binary(
-            format!("echo {marker}\r").into_bytes().into(),
-        ))
-        .await
-        .map_err(fail)?;
+        ws.send(Message::Binary(format!("echo {marker}\r").into_bytes().into())).await.map_err(fail)?;
         read_ws_until(ws, format!("\n{marker}").as_bytes()).await?;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let during = child.rss_kib();
-    let sessions: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM terminal_sessions WHERE closed_at IS NULL")
-            .fetch_one(&child.pool)
-            .await?;
+    let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM terminal_sessions WHERE closed_at IS NULL").fetch_one(&child.pool).await?;
     for ws in open.iter_mut() {
         let _ = ws.close(None).await;
     }
@@ -282,34 +191,17 @@ async fn bench(
     let after = child.rss_kib();
     println!("server memory (VmRSS of the gantry serve process):");
     println!("  no terminal open: {:.1} MiB; {m} open ({sessions} sessions recorded, each answered an echo): {:.1} MiB; after closing them: {:.1} MiB", mib(before), mib(during), mib(after));
-    println!(
-        "  per open terminal: {:.1} KiB",
-        (during.saturating_sub(before)) as f64 / m.max(1) as f64
-    );
+    println!("  per open terminal: {:.1} KiB", (during.saturating_sub(before)) as f64 / m.max(1) as f64);
 
     // Clean up the way a user would.
-    let res = post(
-        "/api/machine_operation",
-        vec![
-            ("machine_id", machine_id.to_string()),
-            ("operation", "delete".into()),
-        ],
-    )
-    .await
-    .map_err(fail)?;
+    let res = post("/api/machine_operation", vec![("machine_id", machine_id.to_string()), ("operation", "delete".into())]).await.map_err(fail)?;
     if !res.status().is_success() {
-        println!(
-            "(deleting the machine was refused: {})",
-            res.text().await.unwrap_or_default()
-        );
+        println!("(deleting the machine was refused: {})", res.text().await.unwrap_or_default());
         return Ok(());
     }
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
-        let state: String = sqlx::query_scalar("SELECT state FROM machines WHERE id = ?")
-            .bind(machine_id)
-            .fetch_one(&child.pool)
-            .await?;
+        let state: String = sqlx::query_scalar("SELECT state FROM machines WHERE id = ?").bind(machine_id).fetch_one(&child.pool).await?;
         if state == "deleted" {
             break;
         }
@@ -354,34 +246,21 @@ async fn wait_running(pool: &db::Pool, machine_id: i64) -> Result<String, Platfo
     let started = Instant::now();
     loop {
         let (state, container, message): (String, Option<String>, String) =
-            sqlx::query_as("SELECT state, container_id, message FROM machines WHERE id = ?")
-                .bind(machine_id)
-                .fetch_one(pool)
-                .await?;
+            sqlx::query_as("SELECT state, container_id, message FROM machines WHERE id = ?").bind(machine_id).fetch_one(pool).await?;
         match (state.as_str(), container) {
             ("running", Some(c)) => return Ok(c),
-            ("failed" | "deleted" | "lost", _) => {
-                return Err(fail(format!("the machine is {state}: {message}")))
-            }
-            _ if started.elapsed() > Duration::from_secs(120) => {
-                return Err(fail("the machine did not run within 120 s"))
-            }
+            ("failed" | "deleted" | "lost", _) => return Err(fail(format!("the machine is {state}: {message}"))),
+            _ if started.elapsed() > Duration::from_secs(120) => return Err(fail("the machine did not run within 120 s")),
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
 }
 
 async fn open_ws(addr: SocketAddr, cookie: &str, machine_id: i64) -> Result<Ws, PlatformError> {
-    let mut req = format!("ws://{addr}/machines/{machine_id}/terminal?cols=120&rows=40")
-        .into_client_request()
-        .map_err(fail)?;
-    req.headers_mut()
-        .insert("Cookie", cookie.parse().map_err(fail)?);
-    req.headers_mut()
-        .insert("Origin", format!("http://{addr}").parse().map_err(fail)?);
-    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(req, None, true)
-        .await
-        .map_err(fail)?;
+    let mut req = format!("ws://{addr}/machines/{machine_id}/terminal?cols=120&rows=40").into_client_request().map_err(fail)?;
+    req.headers_mut().insert("Cookie", cookie.parse().map_err(fail)?);
+    req.headers_mut().insert("Origin", format!("http://{addr}").parse().map_err(fail)?);
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(req, None, true).await.map_err(fail)?;
     // The prompt: the shell is ready.
     read_ws_until(&mut ws, b"# ").await?;
     Ok(ws)
@@ -420,21 +299,14 @@ const PROBE: &[u8] = b".";
 /// Types into `cat`, one letter at a time, timing each echo; a newline
 /// every 64 letters keeps the line short.
 async fn echo_ws(ws: &mut Ws, n: usize) -> Result<Vec<f64>, PlatformError> {
-    ws.send(Message::Binary(b"exec cat >/dev/null\r".to_vec().into()))
-        .await
-        .map_err(fail)?;
+    ws.send(Message::Binary(b"exec cat >/dev/null\r".to_vec().into())).await.map_err(fail)?;
     read_ws_until(ws, b"/dev/null\r\n").await?;
     // The shell hands the TTY (echo on) to cat a moment after the newline:
     // probe until a probe's echo comes back.
     let mut synced = false;
     for _ in 0..100 {
-        ws.send(Message::Binary(PROBE.to_vec().into()))
-            .await
-            .map_err(fail)?;
-        if tokio::time::timeout(Duration::from_millis(200), read_ws_until(ws, PROBE))
-            .await
-            .is_ok()
-        {
+        ws.send(Message::Binary(PROBE.to_vec().into())).await.map_err(fail)?;
+        if tokio::time::timeout(Duration::from_millis(200), read_ws_until(ws, PROBE)).await.is_ok() {
             synced = true;
             break;
         }
@@ -446,15 +318,11 @@ async fn echo_ws(ws: &mut Ws, n: usize) -> Result<Vec<f64>, PlatformError> {
     for i in 0..n {
         let c = LETTERS[i % LETTERS.len()];
         let t = Instant::now();
-        ws.send(Message::Binary(vec![c].into()))
-            .await
-            .map_err(fail)?;
+        ws.send(Message::Binary(vec![c].into())).await.map_err(fail)?;
         read_ws_until(ws, &[c]).await?;
         out.push(t.elapsed().as_secs_f64() * 1000.0);
         if i % 64 == 63 {
-            ws.send(Message::Binary(b"\r".to_vec().into()))
-                .await
-                .map_err(fail)?;
+            ws.send(Message::Binary(b"\r".to_vec().into())).await.map_err(fail)?;
             read_ws_until(ws, b"\n").await?;
         }
     }
@@ -473,25 +341,16 @@ async fn echo_shell(shell: &mut Shell, n: usize) -> Result<Vec<f64>, PlatformErr
             }
             Err(fail("the shell closed"))
         };
-        tokio::time::timeout(Duration::from_secs(30), read)
-            .await
-            .map_err(|_| fail("no echo within 30 s"))?
+        tokio::time::timeout(Duration::from_secs(30), read).await.map_err(|_| fail("no echo within 30 s"))?
     }
     until(shell, b"# ").await?;
-    shell
-        .input
-        .write_all(b"exec cat >/dev/null\r")
-        .await
-        .map_err(fail)?;
+    shell.input.write_all(b"exec cat >/dev/null\r").await.map_err(fail)?;
     until(shell, b"/dev/null\r\n").await?;
     let mut synced = false;
     for _ in 0..100 {
         shell.input.write_all(PROBE).await.map_err(fail)?;
         shell.input.flush().await.map_err(fail)?;
-        if tokio::time::timeout(Duration::from_millis(200), until(shell, PROBE))
-            .await
-            .is_ok()
-        {
+        if tokio::time::timeout(Duration::from_millis(200), until(shell, PROBE)).await.is_ok() {
             synced = true;
             break;
         }
@@ -529,10 +388,7 @@ async fn echo_docker_cli(container: &str, n: usize) -> Result<Vec<f64>, Platform
         .map_err(|e| fail(format!("cannot run script(1) for docker exec -it: {e}")))?;
     let mut stdin = child.stdin.take().ok_or_else(|| fail("no stdin"))?;
     let mut stdout = child.stdout.take().ok_or_else(|| fail("no stdout"))?;
-    async fn until(
-        stdout: &mut tokio::process::ChildStdout,
-        needle: &[u8],
-    ) -> Result<(), PlatformError> {
+    async fn until(stdout: &mut tokio::process::ChildStdout, needle: &[u8]) -> Result<(), PlatformError> {
         let mut seen = Vec::new();
         let mut buf = [0u8; 4096];
         let read = async {
@@ -547,9 +403,7 @@ async fn echo_docker_cli(container: &str, n: usize) -> Result<Vec<f64>, Platform
                 }
             }
         };
-        tokio::time::timeout(Duration::from_secs(30), read)
-            .await
-            .map_err(|_| fail("no echo from docker exec within 30 s"))?
+        tokio::time::timeout(Duration::from_secs(30), read).await.map_err(|_| fail("no echo from docker exec within 30 s"))?
     }
     until(&mut stdout, b"READY").await?;
     let mut out = Vec::with_capacity(n);

@@ -26,12 +26,7 @@ fn file(name: &str) -> Option<(&'static [u8], &'static str, usize)> {
 
 /// FNV-1a of the contents, computed once per file.
 fn etag(slot: usize, bytes: &[u8]) -> &'static str {
-    static TAGS: [OnceLock<String>; 4] = [
-        OnceLock::new(),
-        OnceLock::new(),
-        OnceLock::new(),
-        OnceLock::new(),
-    ];
+    static TAGS: [OnceLock<String>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
     TAGS[slot].get_or_init(|| {
         let mut h: u64 = 0xcbf29ce484222325;
         for b in bytes {
@@ -54,16 +49,8 @@ pub async fn serve(Path(name): Path<String>, headers: HeaderMap) -> Response {
             .into_response();
     }
     let tag = etag(slot, bytes);
-    if headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        == Some(tag)
-    {
-        return (
-            StatusCode::NOT_MODIFIED,
-            [(header::ETAG, HeaderValue::from_static(tag))],
-        )
-            .into_response();
+    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(tag) {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, HeaderValue::from_static(tag))]).into_response();
     }
     (
         [

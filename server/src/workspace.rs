@@ -98,12 +98,7 @@ impl WsState {
 
 /// The routes, merged into the main router before its layers (sessions,
 /// the signed-in user, tracing) so they get the same treatment.
-pub fn routes(
-    app: AppState,
-    limits: Limits,
-    public_origin: Option<String>,
-    session_watch: SessionWatch,
-) -> Router<AppState> {
+pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>, session_watch: SessionWatch) -> Router<AppState> {
     let terminals = Registry::start(app.pool.clone());
     let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -126,10 +121,7 @@ pub fn routes(
         .route("/machines/{id}/logs", get(logs::logs))
         .route(
             "/machines/{id}/files",
-            get(files::download)
-                .put(files::upload_body)
-                .post(files::upload_form)
-                .layer(DefaultBodyLimit::disable()),
+            get(files::download).put(files::upload_body).post(files::upload_form).layer(DefaultBodyLimit::disable()),
         )
         .route("/vendor/{file}", get(vendor::serve))
         .with_state(state)
@@ -155,12 +147,7 @@ async fn stop_signal() {
 }
 
 pub fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
-    (
-        status,
-        [(axum::http::header::CACHE_CONTROL, "no-store")],
-        message.into(),
-    )
-        .into_response()
+    (status, [(axum::http::header::CACHE_CONTROL, "no-store")], message.into()).into_response()
 }
 
 pub fn refusal(r: Refusal) -> Response {
@@ -202,12 +189,7 @@ pub fn exec_error(e: ExecError) -> Response {
 /// Docker's texts for a volume it could not mount ("failed to mount local
 /// volume: mount /dev/loop9:/var/lib/docker/volumes/...").
 fn is_mount_failure(detail: &str) -> bool {
-    [
-        "failed to mount local volume",
-        "error while mounting volume",
-    ]
-    .iter()
-    .any(|p| detail.contains(p))
+    ["failed to mount local volume", "error while mounting volume"].iter().any(|p| detail.contains(p))
 }
 
 #[cfg(test)]
@@ -238,26 +220,15 @@ mod tests {
 
 pub fn internal(e: impl std::fmt::Display) -> Response {
     tracing::error!(error = %e, "workspace request failed");
-    refuse(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "something went wrong on the server; the error has been logged",
-    )
+    refuse(StatusCode::INTERNAL_SERVER_ERROR, "something went wrong on the server; the error has been logged")
 }
 
 /// The signed-in user and the machine they may enter, or the response
 /// that refuses them. `check_origin`: for requests the same-origin layer
 /// does not cover (GETs that do something: the WebSocket upgrade).
-pub async fn enter(
-    st: &WsState,
-    parts: &Parts,
-    machine_id: i64,
-    check_origin: bool,
-) -> Result<(User, Target), Response> {
+pub async fn enter(st: &WsState, parts: &Parts, machine_id: i64, check_origin: bool) -> Result<(User, Target), Response> {
     if check_origin && !origin_allowed(&parts.headers, st.public_origin.as_deref()) {
-        return Err(refuse(
-            StatusCode::FORBIDDEN,
-            "cross-origin request refused",
-        ));
+        return Err(refuse(StatusCode::FORBIDDEN, "cross-origin request refused"));
     }
     let user = parts
         .extensions
@@ -273,12 +244,7 @@ pub async fn enter(
 
 /// The executor of the machine's node; the simulated one cannot do this.
 pub async fn executor(st: &WsState, node_id: i64, what: &str) -> Result<Executor, Response> {
-    let exec = st
-        .app
-        .fleet
-        .executor(&st.app.pool, node_id)
-        .await
-        .map_err(internal)?;
+    let exec = st.app.fleet.executor(&st.app.pool, node_id).await.map_err(internal)?;
     if exec.kind() == "simulated" {
         return Err(refuse(
             StatusCode::NOT_IMPLEMENTED,

@@ -15,12 +15,7 @@ pub async fn list_users() -> Result<Vec<UserRow>, AppError> {
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_user")]
-pub async fn create_user(
-    username: String,
-    password: String,
-    role: String,
-    group: String,
-) -> Result<UserRow, AppError> {
+pub async fn create_user(username: String, password: String, role: String, group: String) -> Result<UserRow, AppError> {
     use gantry_platform::accounts::{self, NewUser};
     let admin = crate::state::require_admin()?;
     let role: gantry_core::Role = role.parse()?;
@@ -56,54 +51,27 @@ pub async fn set_user_enabled(user_id: i64, action: String) -> Result<UserRow, A
         "enable" => false,
         _ => return Err(AppError::Invalid("action must be disable or enable".into()).respond()),
     };
-    Ok(user_row(
-        gantry_platform::accounts::set_disabled(
-            &crate::state::pool()?,
-            admin.id,
-            user_id,
-            disabled,
-        )
-        .await?,
-    ))
+    Ok(user_row(gantry_platform::accounts::set_disabled(&crate::state::pool()?, admin.id, user_id, disabled).await?))
 }
 
 /// Sets a temporary password the user must change at their next sign-in.
 #[server(prefix = "/api", endpoint = "admin/reset_password")]
 pub async fn reset_password(user_id: i64, password: String) -> Result<UserRow, AppError> {
     let admin = crate::state::require_admin()?;
-    Ok(user_row(
-        gantry_platform::accounts::reset_password(
-            &crate::state::pool()?,
-            admin.id,
-            user_id,
-            &password,
-        )
-        .await?,
-    ))
+    Ok(user_row(gantry_platform::accounts::reset_password(&crate::state::pool()?, admin.id, user_id, &password).await?))
 }
 
 #[server(prefix = "/api", endpoint = "admin/set_user_role")]
 pub async fn set_user_role(user_id: i64, role: String) -> Result<UserRow, AppError> {
     let admin = crate::state::require_admin()?;
     let role: gantry_core::Role = role.parse()?;
-    Ok(user_row(
-        gantry_platform::accounts::set_role(&crate::state::pool()?, admin.id, user_id, role)
-            .await?,
-    ))
+    Ok(user_row(gantry_platform::accounts::set_role(&crate::state::pool()?, admin.id, user_id, role).await?))
 }
 
 #[server(prefix = "/api", endpoint = "admin/set_user_group")]
 pub async fn set_user_group(user_id: i64, group: String) -> Result<UserRow, AppError> {
     let admin = crate::state::require_admin()?;
-    Ok(user_row(
-        gantry_platform::accounts::set_group(
-            &crate::state::pool()?,
-            admin.id,
-            user_id,
-            group.trim(),
-        )
-        .await?,
-    ))
+    Ok(user_row(gantry_platform::accounts::set_group(&crate::state::pool()?, admin.id, user_id, group.trim()).await?))
 }
 
 #[server(prefix = "/api", endpoint = "admin/groups")]
@@ -128,13 +96,7 @@ pub async fn create_group(name: String, gpu_quota: String) -> Result<GroupRow, A
         .trim()
         .parse()
         .map_err(|_| AppError::Invalid("GPU quota must be a whole number".into()).respond())?;
-    let g = gantry_platform::accounts::create_group(
-        &crate::state::pool()?,
-        Some(admin.id),
-        name.trim(),
-        quota,
-    )
-    .await?;
+    let g = gantry_platform::accounts::create_group(&crate::state::pool()?, Some(admin.id), name.trim(), quota).await?;
     Ok(group_row(g, Vec::new()))
 }
 
@@ -144,13 +106,7 @@ pub async fn recent_audit() -> Result<Vec<AuditRow>, AppError> {
     let rows = gantry_platform::audit::recent(&crate::state::pool()?, 200).await?;
     Ok(rows
         .into_iter()
-        .map(|a| AuditRow {
-            id: a.id,
-            at: a.at,
-            actor: a.actor,
-            action: a.action,
-            detail: a.detail,
-        })
+        .map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail })
         .collect())
 }
 
@@ -180,9 +136,7 @@ pub async fn audit_page(
     let day = |v: Option<String>, what: &str| -> Result<Option<i64>, AppError> {
         match text(v) {
             None => Ok(None),
-            Some(d) => parse_date(&d).map(Some).ok_or_else(|| {
-                AppError::Invalid(format!("{what} must be a date like 2026-11-30")).respond()
-            }),
+            Some(d) => parse_date(&d).map(Some).ok_or_else(|| AppError::Invalid(format!("{what} must be a date like 2026-11-30")).respond()),
         }
     };
     let filter = gantry_platform::accounts::AuditFilter {
@@ -192,21 +146,9 @@ pub async fn audit_page(
         until: day(until, "to")?.map(|d| d + 86_400),
         before,
     };
-    let page =
-        gantry_platform::accounts::search_audit(&crate::state::pool()?, &filter, AUDIT_PAGE_SIZE)
-            .await?;
+    let page = gantry_platform::accounts::search_audit(&crate::state::pool()?, &filter, AUDIT_PAGE_SIZE).await?;
     Ok(AuditPageView {
-        rows: page
-            .rows
-            .into_iter()
-            .map(|a| AuditRow {
-                id: a.id,
-                at: a.at,
-                actor: a.actor,
-                action: a.action,
-                detail: a.detail,
-            })
-            .collect(),
+        rows: page.rows.into_iter().map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail }).collect(),
         next_before: page.next_before,
     })
 }
@@ -214,10 +156,7 @@ pub async fn audit_page(
 pub const AUDIT_PAGE_SIZE: i64 = 50;
 
 #[cfg(feature = "ssr")]
-pub(crate) fn group_row(
-    g: gantry_platform::accounts::Group,
-    allowed_models: Vec<String>,
-) -> GroupRow {
+pub(crate) fn group_row(g: gantry_platform::accounts::Group, allowed_models: Vec<String>) -> GroupRow {
     GroupRow {
         id: g.id,
         name: g.name,

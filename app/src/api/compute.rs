@@ -22,40 +22,19 @@ pub async fn compute_options() -> Result<ComputeOptions, AppError> {
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
     let mut frameworks: Vec<FrameworkChoice> = Vec::new();
-    for m in catalogue::list_master_images(&pool)
-        .await?
-        .into_iter()
-        .map(crate::api::catalogue::master_row)
-    {
+    for m in catalogue::list_master_images(&pool).await?.into_iter().map(crate::api::catalogue::master_row) {
         // The matcher compares the four fields without regard to case.
         let label = combo_label(&m);
         let linked = !m.links.is_empty();
-        match frameworks
-            .iter_mut()
-            .find(|f| f.label.eq_ignore_ascii_case(&label))
-        {
-            Some(f) if linked && !f.linked => {
-                *f = FrameworkChoice {
-                    master_image_id: m.id,
-                    label,
-                    linked,
-                }
-            }
+        match frameworks.iter_mut().find(|f| f.label.eq_ignore_ascii_case(&label)) {
+            Some(f) if linked && !f.linked => *f = FrameworkChoice { master_image_id: m.id, label, linked },
             Some(_) => {}
-            None => frameworks.push(FrameworkChoice {
-                master_image_id: m.id,
-                label,
-                linked,
-            }),
+            None => frameworks.push(FrameworkChoice { master_image_id: m.id, label, linked }),
         }
     }
     frameworks.sort_by_key(|f| f.label.to_lowercase());
     let allowed = policy::allowed_models(&pool, user.group_id).await?;
-    let gpu_models = cluster::gpu_models(&pool)
-        .await?
-        .into_iter()
-        .filter(|m| allowed.is_empty() || allowed.contains(m))
-        .collect();
+    let gpu_models = cluster::gpu_models(&pool).await?.into_iter().filter(|m| allowed.is_empty() || allowed.contains(m)).collect();
     Ok(ComputeOptions {
         frameworks,
         gpu_models,
@@ -93,19 +72,14 @@ pub async fn submit_compute(
     let invalid = |msg: String| AppError::Invalid(msg).respond();
     let opt = |f: &Option<String>| f.as_deref().unwrap_or("").to_string();
     let name = m::parse_task_name(&name).map_err(invalid)?;
-    let master_id =
-        parse_choice("a framework and interpreter", &master_image_id).map_err(invalid)?;
+    let master_id = parse_choice("a framework and interpreter", &master_image_id).map_err(invalid)?;
     let command = match m::parse_command(&command, checkbox(shell.as_deref())).map_err(invalid)? {
         CommandInput::Argv(argv) => Command::Argv(argv),
         CommandInput::Shell(script) => Command::Shell(script),
     };
     let gpu_count = m::parse_gpu_count(&gpu_count).map_err(invalid)?;
-    let cpu_millis = parse_cpus(&opt(&cpus))
-        .map_err(invalid)?
-        .unwrap_or(m::DEFAULT_COMPUTE_CPU_MILLIS);
-    let memory_mb = parse_memory_mb(&opt(&memory_mb))
-        .map_err(invalid)?
-        .unwrap_or(m::DEFAULT_COMPUTE_MEMORY_MB);
+    let cpu_millis = parse_cpus(&opt(&cpus)).map_err(invalid)?.unwrap_or(m::DEFAULT_COMPUTE_CPU_MILLIS);
+    let memory_mb = parse_memory_mb(&opt(&memory_mb)).map_err(invalid)?.unwrap_or(m::DEFAULT_COMPUTE_MEMORY_MB);
     let time_limit_secs = m::parse_time_limit(&time_limit, &opt(&time_unit)).map_err(invalid)?;
     let pool = crate::state::pool()?;
     let master = gantry_platform::catalogue::list_master_images(&pool)
@@ -147,31 +121,18 @@ pub async fn compute_detail(id: i64) -> Result<ComputeDetail, AppError> {
     let pool = crate::state::pool()?;
     let t = gantry_platform::compute::compute_task(&pool, &user, id).await?;
     let command: Vec<String> = serde_json::from_str(&t.command).unwrap_or_default();
-    let why = t
-        .decision
-        .as_deref()
-        .and_then(|d| serde_json::from_str::<Decision>(d).ok())
-        .map(|d| explain(&d, &t.state, &t.message));
+    let why = t.decision.as_deref().and_then(|d| serde_json::from_str::<Decision>(d).ok()).map(|d| explain(&d, &t.state, &t.message));
     let running = t.state == "running" && t.exit_code.is_none();
     let live = match (running, t.machine_id) {
         (true, Some(machine)) => live_output(&pool, &user, machine).await,
         _ => None,
     };
-    let log_url = (running && live.is_some())
-        .then(|| t.machine_id.map(|m| format!("/machines/{m}/logs?tail=all")))
-        .flatten();
+    let log_url = (running && live.is_some()).then(|| t.machine_id.map(|m| format!("/machines/{m}/logs?tail=all"))).flatten();
     let (output, output_live) = match live {
         Some(text) => (text, true),
         None => (t.logs_tail.clone(), false),
     };
-    Ok(ComputeDetail {
-        task: compute_row(t),
-        command,
-        why,
-        output,
-        output_live,
-        log_url,
-    })
+    Ok(ComputeDetail { task: compute_row(t), command, why, output, output_live, log_url })
 }
 
 /// Cancels a task of the requester (or any, for an admin): a pending one at
@@ -187,21 +148,10 @@ pub async fn cancel_compute(task_id: i64) -> Result<i64, AppError> {
 /// The running job container's last lines, when this user may read the
 /// machine's log and the engine answers; `None` means "show the kept tail".
 #[cfg(feature = "ssr")]
-async fn live_output(
-    pool: &gantry_platform::db::Pool,
-    user: &gantry_platform::accounts::User,
-    machine_id: i64,
-) -> Option<String> {
-    let target = gantry_platform::workspace::target(pool, user, machine_id)
-        .await
-        .ok()?
-        .ok()?;
+async fn live_output(pool: &gantry_platform::db::Pool, user: &gantry_platform::accounts::User, machine_id: i64) -> Option<String> {
+    let target = gantry_platform::workspace::target(pool, user, machine_id).await.ok()?.ok()?;
     let (container, node) = target.require_container().ok()?;
-    let exec = crate::state::fleet()
-        .ok()?
-        .executor(pool, node)
-        .await
-        .ok()?;
+    let exec = crate::state::fleet().ok()?.executor(pool, node).await.ok()?;
     exec.output_tail(container, LIVE_OUTPUT_LINES).await.ok()
 }
 
@@ -209,10 +159,7 @@ async fn live_output(
 #[cfg(feature = "ssr")]
 pub(crate) fn form_post() -> bool {
     use_context::<http::request::Parts>().is_some_and(|p| {
-        p.headers
-            .get(http::header::ACCEPT)
-            .and_then(|a| a.to_str().ok())
-            .is_some_and(|a| a.contains("text/html"))
+        p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
     })
 }
 

@@ -9,11 +9,7 @@ use crate::{
 use leptos::prelude::*;
 
 #[server(prefix = "/api", endpoint = "load_datasets")]
-pub async fn load_datasets(
-    q: String,
-    region: String,
-    category: String,
-) -> Result<DatasetList, AppError> {
+pub async fn load_datasets(q: String, region: String, category: String) -> Result<DatasetList, AppError> {
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
     let filter = gantry_platform::datasets::Filter {
@@ -21,29 +17,13 @@ pub async fn load_datasets(
         region: Some(region).filter(|r| !r.is_empty()),
         category: Some(category).filter(|c| !c.is_empty()),
     };
-    let list = gantry_platform::datasets::list_datasets(&pool, &user, &filter)
-        .await
-        .map_err(app_error)?;
-    let regions = gantry_platform::catalogue::list_regions(&pool)
-        .await?
-        .into_iter()
-        .map(|r| (r.code, r.name))
-        .collect();
-    Ok(DatasetList {
-        datasets: list.into_iter().map(ssr::row).collect(),
-        regions,
-    })
+    let list = gantry_platform::datasets::list_datasets(&pool, &user, &filter).await.map_err(app_error)?;
+    let regions = gantry_platform::catalogue::list_regions(&pool).await?.into_iter().map(|r| (r.code, r.name)).collect();
+    Ok(DatasetList { datasets: list.into_iter().map(ssr::row).collect(), regions })
 }
 
 #[server(prefix = "/api", endpoint = "create_dataset")]
-pub async fn create_dataset(
-    code: String,
-    name: String,
-    region: String,
-    category: String,
-    description: String,
-    visibility: String,
-) -> Result<String, AppError> {
+pub async fn create_dataset(code: String, name: String, region: String, category: String, description: String, visibility: String) -> Result<String, AppError> {
     let user = crate::state::auth()?;
     let new = gantry_platform::datasets::NewDataset {
         code: &code,
@@ -53,9 +33,7 @@ pub async fn create_dataset(
         description: &description,
         visibility: &visibility,
     };
-    let d = gantry_platform::datasets::create_dataset(&crate::state::pool()?, &user, &new)
-        .await
-        .map_err(app_error)?;
+    let d = gantry_platform::datasets::create_dataset(&crate::state::pool()?, &user, &new).await.map_err(app_error)?;
     if crate::api::compute::form_post() {
         leptos_axum::redirect(&format!("/datasets/{}", d.code));
     }
@@ -65,23 +43,15 @@ pub async fn create_dataset(
 #[server(prefix = "/api", endpoint = "load_dataset")]
 pub async fn load_dataset(code: String) -> Result<DatasetDetail, AppError> {
     let user = crate::state::auth()?;
-    let (d, versions) = gantry_platform::datasets::versions(&crate::state::pool()?, &user, &code)
-        .await
-        .map_err(app_error)?;
+    let (d, versions) = gantry_platform::datasets::versions(&crate::state::pool()?, &user, &code).await.map_err(app_error)?;
     let may_write = gantry_platform::datasets::may_write(&user, &d).is_ok();
-    Ok(DatasetDetail {
-        dataset: ssr::row(d),
-        versions: versions.into_iter().map(ssr::version).collect(),
-        may_write,
-    })
+    Ok(DatasetDetail { dataset: ssr::row(d), versions: versions.into_iter().map(ssr::version).collect(), may_write })
 }
 
 #[server(prefix = "/api", endpoint = "create_dataset_version")]
 pub async fn create_dataset_version(code: String, name: String) -> Result<String, AppError> {
     let user = crate::state::auth()?;
-    let v = gantry_platform::datasets::create_version(&crate::state::pool()?, &user, &code, &name)
-        .await
-        .map_err(app_error)?;
+    let v = gantry_platform::datasets::create_version(&crate::state::pool()?, &user, &code, &name).await.map_err(app_error)?;
     if crate::api::compute::form_post() {
         leptos_axum::redirect(&crate::model::datasets::version_url(&code, &v.name));
     }
@@ -91,9 +61,7 @@ pub async fn create_dataset_version(code: String, name: String) -> Result<String
 #[server(prefix = "/api", endpoint = "seal_dataset_version")]
 pub async fn seal_dataset_version(code: String, version: String) -> Result<(), AppError> {
     let user = crate::state::auth()?;
-    gantry_platform::datasets::seal_version(&crate::state::pool()?, &user, &code, &version)
-        .await
-        .map_err(app_error)
+    gantry_platform::datasets::seal_version(&crate::state::pool()?, &user, &code, &version).await.map_err(app_error)
 }
 
 /// Deletes the version and its files in both stores.
@@ -101,53 +69,23 @@ pub async fn seal_dataset_version(code: String, version: String) -> Result<(), A
 pub async fn delete_dataset_version(code: String, version: String) -> Result<(), AppError> {
     let user = crate::state::auth()?;
     let stores = ssr::stores()?;
-    gantry_platform::datasets::delete_version(
-        &crate::state::pool()?,
-        &stores,
-        &user,
-        &code,
-        &version,
-    )
-    .await
-    .map_err(app_error)?;
+    gantry_platform::datasets::delete_version(&crate::state::pool()?, &stores, &user, &code, &version).await.map_err(app_error)?;
     if crate::api::compute::form_post() {
-        leptos_axum::redirect(&format!(
-            "/datasets/{}",
-            crate::model::datasets::encode(&code)
-        ));
+        leptos_axum::redirect(&format!("/datasets/{}", crate::model::datasets::encode(&code)));
     }
     Ok(())
 }
 
 #[server(prefix = "/api", endpoint = "load_dataset_version")]
-pub async fn load_dataset_version(
-    code: String,
-    version: String,
-) -> Result<VersionDetail, AppError> {
+pub async fn load_dataset_version(code: String, version: String) -> Result<VersionDetail, AppError> {
     let user = crate::state::auth()?;
-    let (d, v, files) =
-        gantry_platform::datasets::files(&crate::state::pool()?, &user, &code, &version)
-            .await
-            .map_err(app_error)?;
+    let (d, v, files) = gantry_platform::datasets::files(&crate::state::pool()?, &user, &code, &version).await.map_err(app_error)?;
     let may_write = gantry_platform::datasets::may_write(&user, &d).is_ok();
-    let stores =
-        ssr::stores().unwrap_or_else(|_| gantry_platform::datasets::Datasets::unconfigured());
-    let upload_max_bytes = if stores.is_configured() {
-        stores.limits().upload_max_bytes
-    } else {
-        0
-    };
+    let stores = ssr::stores().unwrap_or_else(|_| gantry_platform::datasets::Datasets::unconfigured());
+    let upload_max_bytes = if stores.is_configured() { stores.limits().upload_max_bytes } else { 0 };
     // Readers of a public dataset see its files, never its uploads.
     let uploads = if may_write {
-        gantry_platform::datasets::uploads_in_progress(
-            &crate::state::pool()?,
-            &stores,
-            &user,
-            &code,
-            &version,
-        )
-        .await
-        .map_err(app_error)?
+        gantry_platform::datasets::uploads_in_progress(&crate::state::pool()?, &stores, &user, &code, &version).await.map_err(app_error)?
     } else {
         Vec::new()
     };
@@ -165,11 +103,7 @@ pub async fn load_dataset_version(
 /// `DELETE …/uploads/{name}`: the owning group's members and admins); one
 /// a request is still writing is refused until that request ends.
 #[server(prefix = "/api", endpoint = "cancel_dataset_upload")]
-pub async fn cancel_dataset_upload(
-    code: String,
-    version: String,
-    name: String,
-) -> Result<(), AppError> {
+pub async fn cancel_dataset_upload(code: String, version: String, name: String) -> Result<(), AppError> {
     use gantry_platform::datasets::{cancel_upload, DatasetError};
     let user = crate::state::auth()?;
     let stores = ssr::stores()?;
@@ -190,14 +124,9 @@ pub(crate) async fn mounts_for(
     field: Option<&str>,
 ) -> Result<Vec<gantry_platform::datasets::mounts::DatasetMount>, AppError> {
     let stores = ssr::stores().ok();
-    gantry_platform::datasets::mounts::resolve_named(
-        &crate::state::pool()?,
-        stores.as_ref(),
-        user,
-        field.unwrap_or(""),
-    )
-    .await
-    .map_err(app_error)
+    gantry_platform::datasets::mounts::resolve_named(&crate::state::pool()?, stores.as_ref(), user, field.unwrap_or(""))
+        .await
+        .map_err(app_error)
 }
 
 #[cfg(feature = "ssr")]
@@ -243,24 +172,11 @@ pub(crate) mod ssr {
     }
 
     pub fn version(v: ds::VersionView) -> VersionRow {
-        VersionRow {
-            name: v.name,
-            sealed_at: v.sealed_at,
-            created_by: v.created_by,
-            created_at: v.created_at,
-            files: v.files,
-            bytes: v.bytes,
-        }
+        VersionRow { name: v.name, sealed_at: v.sealed_at, created_by: v.created_by, created_at: v.created_at, files: v.files, bytes: v.bytes }
     }
 
     pub fn file(f: ds::FileView) -> FileRow {
-        FileRow {
-            name: f.name,
-            size: f.size,
-            sha256: f.sha256,
-            uploaded_by: f.uploaded_by,
-            uploaded_at: f.uploaded_at,
-        }
+        FileRow { name: f.name, size: f.size, sha256: f.sha256, uploaded_by: f.uploaded_by, uploaded_at: f.uploaded_at }
     }
 
     pub fn upload(u: ds::UploadInProgress) -> UploadInProgressRow {

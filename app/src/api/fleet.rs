@@ -22,8 +22,7 @@ pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
     Ok(nodes
         .into_iter()
         .map(|n| NodeRow {
-            heartbeat_fresh: n.last_heartbeat > 0
-                && now.saturating_sub(n.last_heartbeat) <= HEARTBEAT_TIMEOUT_SECS,
+            heartbeat_fresh: n.last_heartbeat > 0 && now.saturating_sub(n.last_heartbeat) <= HEARTBEAT_TIMEOUT_SECS,
             gpu_models: crate::model::machines::split_models(&n.gpu_models),
             id: n.id,
             name: n.name,
@@ -55,9 +54,8 @@ pub async fn add_node(
     arch: Option<String>,
 ) -> Result<i64, AppError> {
     let admin = crate::state::require_admin()?;
-    let input =
-        crate::model::fleet::parse_add_node(&name, &region_code, &endpoint, &gpu_count, &gpu_model)
-            .map_err(|m| AppError::Invalid(m).respond())?;
+    let input = crate::model::fleet::parse_add_node(&name, &region_code, &endpoint, &gpu_count, &gpu_model)
+        .map_err(|m| AppError::Invalid(m).respond())?;
     let req = gantry_platform::nodes::AddNode {
         name: input.name,
         region_code: input.region_code,
@@ -66,49 +64,22 @@ pub async fn add_node(
         gpu_model: input.gpu_model,
         arch: arch.unwrap_or_default(),
     };
-    Ok(gantry_platform::nodes::add_node(
-        &crate::state::pool()?,
-        &crate::state::fleet()?,
-        admin.id,
-        &req,
-    )
-    .await?)
+    Ok(gantry_platform::nodes::add_node(&crate::state::pool()?, &crate::state::fleet()?, admin.id, &req).await?)
 }
 
 /// Ready, draining (keeps its machines, takes no new ones) or down, with
 /// an optional reason. "lost" is refused here: it releases the node's
 /// machines, so it goes through `mark_node_lost` and its confirmation.
 #[server(prefix = "/api", endpoint = "admin/set_node_state")]
-pub async fn set_node_state(
-    node_id: i64,
-    state: String,
-    reason: Option<String>,
-) -> Result<(), AppError> {
+pub async fn set_node_state(node_id: i64, state: String, reason: Option<String>) -> Result<(), AppError> {
     use gantry_core::alloc::NodeState;
     let admin = crate::state::require_admin()?;
-    let state: NodeState =
-        state
-            .trim()
-            .parse()
-            .map_err(|e: gantry_core::task::UnknownVariant| {
-                AppError::Invalid(e.to_string()).respond()
-            })?;
+    let state: NodeState = state.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| AppError::Invalid(e.to_string()).respond())?;
     if state == NodeState::Lost {
-        return Err(AppError::Invalid(
-            "a node is marked lost with \"Mark lost\", which asks for a reason and a confirmation"
-                .into(),
-        )
-        .respond());
+        return Err(AppError::Invalid("a node is marked lost with \"Mark lost\", which asks for a reason and a confirmation".into()).respond());
     }
     let reason = reason.as_deref().unwrap_or("").trim();
-    gantry_platform::transitions::node::set_state(
-        &crate::state::pool()?,
-        Some(admin.id),
-        node_id,
-        state,
-        reason,
-    )
-    .await?;
+    gantry_platform::transitions::node::set_state(&crate::state::pool()?, Some(admin.id), node_id, state, reason).await?;
     Ok(())
 }
 
@@ -116,38 +87,15 @@ pub async fn set_node_state(
 /// given back to their groups, and its open tasks end. Needs the
 /// confirmation checkbox, so a stray post cannot release machines.
 #[server(prefix = "/api", endpoint = "admin/mark_node_lost")]
-pub async fn mark_node_lost(
-    node_id: i64,
-    reason: String,
-    confirm: Option<String>,
-) -> Result<LostNode, AppError> {
+pub async fn mark_node_lost(node_id: i64, reason: String, confirm: Option<String>) -> Result<LostNode, AppError> {
     let admin = crate::state::require_admin()?;
     if !crate::model::machines::checkbox(confirm.as_deref()) {
-        return Err(AppError::Invalid(
-            "tick \"I understand its machines will be released\" to mark the node lost".into(),
-        )
-        .respond());
+        return Err(AppError::Invalid("tick \"I understand its machines will be released\" to mark the node lost".into()).respond());
     }
     let pool = crate::state::pool()?;
-    let report = gantry_platform::transitions::node::mark_lost(
-        &pool,
-        Some(admin.id),
-        node_id,
-        reason.trim(),
-    )
-    .await?;
-    let node = gantry_platform::cluster::list_nodes(&pool)
-        .await?
-        .into_iter()
-        .find(|n| n.id == node_id)
-        .map(|n| n.name)
-        .unwrap_or_default();
-    Ok(LostNode {
-        node,
-        machines: report.machines,
-        gpus_refunded: report.gpus_refunded,
-        tasks_ended: report.tasks_ended,
-    })
+    let report = gantry_platform::transitions::node::mark_lost(&pool, Some(admin.id), node_id, reason.trim()).await?;
+    let node = gantry_platform::cluster::list_nodes(&pool).await?.into_iter().find(|n| n.id == node_id).map(|n| n.name).unwrap_or_default();
+    Ok(LostNode { node, machines: report.machines, gpus_refunded: report.gpus_refunded, tasks_ended: report.tasks_ended })
 }
 
 /// Forgets a node that holds no live machine (a lost one, or one drained
@@ -155,9 +103,7 @@ pub async fn mark_node_lost(
 #[server(prefix = "/api", endpoint = "admin/remove_node")]
 pub async fn remove_node(node_id: i64) -> Result<String, AppError> {
     let admin = crate::state::require_admin()?;
-    let name =
-        gantry_platform::transitions::node::remove(&crate::state::pool()?, Some(admin.id), node_id)
-            .await?;
+    let name = gantry_platform::transitions::node::remove(&crate::state::pool()?, Some(admin.id), node_id).await?;
     crate::state::fleet()?.forget(node_id);
     Ok(name)
 }
@@ -170,12 +116,7 @@ pub async fn list_images() -> Result<Vec<ImageRow>, AppError> {
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_image")]
-pub async fn create_image(
-    name: String,
-    reference: String,
-    description: String,
-    make_default: Option<String>,
-) -> Result<ImageRow, AppError> {
+pub async fn create_image(name: String, reference: String, description: String, make_default: Option<String>) -> Result<ImageRow, AppError> {
     let admin = crate::state::require_admin()?;
     let make_default = crate::model::machines::checkbox(make_default.as_deref());
     let image = gantry_platform::images::create_image(
@@ -227,65 +168,30 @@ pub async fn update_group(
     let max = parse_whole("GPUs per machine", &max_gpus_per_machine).map_err(invalid)?;
     let models = split_models(&allowed_models);
     let ids = |label: &str, list: Option<Vec<String>>| -> Result<Option<Vec<i64>>, AppError> {
-        list.map(|l| {
-            l.iter()
-                .map(|v| v.trim())
-                .filter(|v| !v.is_empty())
-                .map(|v| parse_whole(label, v).map_err(invalid))
-                .collect()
-        })
-        .transpose()
+        list.map(|l| l.iter().map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| parse_whole(label, v).map_err(invalid)).collect())
+            .transpose()
     };
     let access = gantry_platform::policy_access::AccessChange {
         images: ids("an allowed image", allowed_images)?,
         regions: ids("an allowed region", allowed_regions)?,
     };
-    let given = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned)
-    };
+    let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
     // Both limits or neither: one alone was silently dropped before.
-    let limits = match (
-        given(&max_cpus_per_machine),
-        given(&max_memory_gb_per_machine),
-    ) {
+    let limits = match (given(&max_cpus_per_machine), given(&max_memory_gb_per_machine)) {
         (Some(cpus), Some(mem)) => {
             let cpus = parse_whole("CPUs per machine", &cpus).map_err(invalid)?;
             let mem = parse_whole("memory per machine (GB)", &mem).map_err(invalid)?;
             Some((cpus, mem))
         }
         (None, None) => None,
-        _ => {
-            return Err(invalid(
-                "give both the CPUs and the memory per machine, or neither".into(),
-            ))
-        }
+        _ => return Err(invalid("give both the CPUs and the memory per machine, or neither".into())),
     };
-    let snapshot_quota = given(&snapshot_quota)
-        .map(|q| parse_whole("snapshot quota", &q))
-        .transpose()
-        .map_err(invalid)?;
-    let expected_rev = given(&policy_rev)
-        .map(|r| parse_whole("policy revision", &r))
-        .transpose()
-        .map_err(invalid)?;
+    let snapshot_quota = given(&snapshot_quota).map(|q| parse_whole("snapshot quota", &q)).transpose().map_err(invalid)?;
+    let expected_rev = given(&policy_rev).map(|r| parse_whole("policy revision", &r)).transpose().map_err(invalid)?;
     let pool = crate::state::pool()?;
     // One transaction: a limit out of range refuses the whole edit.
-    let g = gantry_platform::policy::update_group_policy_at_rev(
-        &pool,
-        Some(admin.id),
-        group_id,
-        quota,
-        max,
-        &models,
-        &access,
-        limits,
-        snapshot_quota,
-        expected_rev,
-    )
-    .await?;
+    let g = gantry_platform::policy::update_group_policy_at_rev(&pool, Some(admin.id), group_id, quota, max, &models, &access, limits, snapshot_quota, expected_rev)
+        .await?;
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
     Ok(crate::api::admin::group_row(g, allowed))
 }
@@ -313,14 +219,7 @@ pub struct GroupAccessRow {
 impl GroupAccessChoices {
     /// The row of group `group_id` (an empty one, "all", when it has none).
     pub fn of(&self, group_id: i64) -> GroupAccessRow {
-        self.groups
-            .iter()
-            .find(|g| g.group_id == group_id)
-            .cloned()
-            .unwrap_or(GroupAccessRow {
-                group_id,
-                ..Default::default()
-            })
+        self.groups.iter().find(|g| g.group_id == group_id).cloned().unwrap_or(GroupAccessRow { group_id, ..Default::default() })
     }
 }
 
@@ -328,40 +227,18 @@ impl GroupAccessChoices {
 pub async fn group_access() -> Result<GroupAccessChoices, AppError> {
     crate::state::require_admin()?;
     let pool = crate::state::pool()?;
-    let images = gantry_platform::images::list_images(&pool)
-        .await?
-        .into_iter()
-        .map(|i| (i.id, i.name))
-        .collect();
-    let regions = gantry_platform::catalogue::list_regions(&pool)
-        .await?
-        .into_iter()
-        .map(|r| (r.id, r.code, r.name))
-        .collect();
+    let images = gantry_platform::images::list_images(&pool).await?.into_iter().map(|i| (i.id, i.name)).collect();
+    let regions = gantry_platform::catalogue::list_regions(&pool).await?.into_iter().map(|r| (r.id, r.code, r.name)).collect();
     let mut groups: Vec<GroupAccessRow> = gantry_platform::policy_access::all_group_access(&pool)
         .await?
         .into_iter()
-        .map(|(group_id, a)| GroupAccessRow {
-            group_id,
-            images: a.images,
-            regions: a.regions,
-        })
+        .map(|(group_id, a)| GroupAccessRow { group_id, images: a.images, regions: a.regions })
         .collect();
     groups.sort_by_key(|g| g.group_id);
-    Ok(GroupAccessChoices {
-        images,
-        regions,
-        groups,
-    })
+    Ok(GroupAccessChoices { images, regions, groups })
 }
 
 #[cfg(feature = "ssr")]
 pub(crate) fn image_row(i: gantry_platform::images::Image) -> ImageRow {
-    ImageRow {
-        id: i.id,
-        name: i.name,
-        reference: i.reference,
-        description: i.description,
-        is_default: i.is_default,
-    }
+    ImageRow { id: i.id, name: i.name, reference: i.reference, description: i.description, is_default: i.is_default }
 }

@@ -19,28 +19,12 @@ pub async fn machines_window(
     page: Option<String>,
 ) -> Result<MachinesWindow, AppError> {
     use gantry_core::task::MachineState;
-    let query = crate::model::lists::ListQuery {
-        state,
-        user,
-        group,
-        kind: None,
-        page,
-    };
+    let query = crate::model::lists::ListQuery { state, user, group, kind: None, page };
     let user = crate::state::auth()?;
-    let (filter, page) =
-        server::filter(&query, MachineState::ALL.iter().map(|s| s.as_str()), None)?;
-    let window =
-        gantry_platform::machines::machines_window(&crate::state::pool()?, &user, &filter, page)
-            .await?;
+    let (filter, page) = server::filter(&query, MachineState::ALL.iter().map(|s| s.as_str()), None)?;
+    let window = gantry_platform::machines::machines_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
-    Ok(MachinesWindow {
-        rows: window
-            .rows
-            .into_iter()
-            .map(super::machines::machine_row)
-            .collect(),
-        counts,
-    })
+    Ok(MachinesWindow { rows: window.rows.into_iter().map(super::machines::machine_row).collect(), counts })
 }
 
 #[server(name = GetTasksWindow, prefix = "/api", endpoint = "tasks_window")]
@@ -52,32 +36,13 @@ pub async fn tasks_window(
     page: Option<String>,
 ) -> Result<TasksWindow, AppError> {
     use gantry_core::task::{TaskKind, TaskState};
-    let query = crate::model::lists::ListQuery {
-        state,
-        user,
-        group,
-        kind,
-        page,
-    };
+    let query = crate::model::lists::ListQuery { state, user, group, kind, page };
     let user = crate::state::auth()?;
     let kinds: Vec<&str> = TaskKind::ALL.iter().map(|k| k.as_str()).collect();
-    let (filter, page) = server::filter(
-        &query,
-        TaskState::ALL.iter().map(|s| s.as_str()),
-        Some(&kinds),
-    )?;
-    let window =
-        gantry_platform::machines::tasks_window(&crate::state::pool()?, &user, &filter, page)
-            .await?;
+    let (filter, page) = server::filter(&query, TaskState::ALL.iter().map(|s| s.as_str()), Some(&kinds))?;
+    let window = gantry_platform::machines::tasks_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
-    Ok(TasksWindow {
-        rows: window
-            .rows
-            .into_iter()
-            .map(super::machines::task_row)
-            .collect(),
-        counts,
-    })
+    Ok(TasksWindow { rows: window.rows.into_iter().map(super::machines::task_row).collect(), counts })
 }
 
 /// Compute tasks: `user` is the requester. Their states are the task
@@ -90,27 +55,12 @@ pub async fn compute_window(
     page: Option<String>,
 ) -> Result<ComputeWindow, AppError> {
     use gantry_core::task::TaskState;
-    let query = crate::model::lists::ListQuery {
-        state,
-        user,
-        group,
-        kind: None,
-        page,
-    };
+    let query = crate::model::lists::ListQuery { state, user, group, kind: None, page };
     let user = crate::state::auth()?;
     let (filter, page) = server::filter(&query, TaskState::ALL.iter().map(|s| s.as_str()), None)?;
-    let window =
-        gantry_platform::compute::compute_window(&crate::state::pool()?, &user, &filter, page)
-            .await?;
+    let window = gantry_platform::compute::compute_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
-    Ok(ComputeWindow {
-        rows: window
-            .rows
-            .into_iter()
-            .map(super::compute::compute_row)
-            .collect(),
-        counts,
-    })
+    Ok(ComputeWindow { rows: window.rows.into_iter().map(super::compute::compute_row).collect(), counts })
 }
 
 /// The admin console's users: `state` is active or disabled, `user` part of
@@ -125,33 +75,17 @@ pub async fn users_window(
     use gantry_core::paging::{choice, name_filter, PageRequest};
     use gantry_platform::accounts::{UserFilter, USER_STATES};
     crate::state::require_admin()?;
-    let status = choice("state", state.as_deref(), &USER_STATES)
-        .map_err(|m| AppError::Invalid(m).respond())?;
-    let filter = UserFilter {
-        name: name_filter(user.as_deref()),
-        group: name_filter(group.as_deref()),
-        status: status.map(str::to_string),
-    };
+    let status = choice("state", state.as_deref(), &USER_STATES).map_err(|m| AppError::Invalid(m).respond())?;
+    let filter = UserFilter { name: name_filter(user.as_deref()), group: name_filter(group.as_deref()), status: status.map(str::to_string) };
     let page = PageRequest::parse(page.as_deref(), None);
-    let window =
-        gantry_platform::accounts::users_window(&crate::state::pool()?, &filter, page).await?;
+    let window = gantry_platform::accounts::users_window(&crate::state::pool()?, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_status);
-    Ok(UsersWindow {
-        rows: window
-            .rows
-            .into_iter()
-            .map(super::admin::user_row)
-            .collect(),
-        counts,
-    })
+    Ok(UsersWindow { rows: window.rows.into_iter().map(super::admin::user_row).collect(), counts })
 }
 
 #[cfg(feature = "ssr")]
 pub(crate) mod server {
-    use crate::{
-        error::AppError,
-        model::lists::{ListCounts, ListQuery},
-    };
+    use crate::{error::AppError, model::lists::{ListCounts, ListQuery}};
     use gantry_core::paging::{choice, name_filter, page_count, PageRequest};
     use gantry_platform::machines::ListFilter;
 
@@ -162,31 +96,16 @@ pub(crate) mod server {
     ) -> Result<(ListFilter, PageRequest), AppError> {
         let bad = |m: String| AppError::Invalid(m).respond();
         let states: Vec<&str> = states.collect();
-        let state = choice("state", q.state.as_deref(), &states)
-            .map_err(bad)?
-            .map(str::to_string);
+        let state = choice("state", q.state.as_deref(), &states).map_err(bad)?.map(str::to_string);
         let kind = match kinds {
-            Some(kinds) => choice("kind", q.kind.as_deref(), kinds)
-                .map_err(bad)?
-                .map(str::to_string),
+            Some(kinds) => choice("kind", q.kind.as_deref(), kinds).map_err(bad)?.map(str::to_string),
             None => None,
         };
-        let filter = ListFilter {
-            state,
-            kind,
-            user: name_filter(q.user.as_deref()),
-            group: name_filter(q.group.as_deref()),
-        };
+        let filter = ListFilter { state, kind, user: name_filter(q.user.as_deref()), group: name_filter(q.group.as_deref()) };
         Ok((filter, PageRequest::parse(q.page.as_deref(), None)))
     }
 
     pub fn counts(total: i64, page: PageRequest, by_state: Vec<(String, i64)>) -> ListCounts {
-        ListCounts {
-            total,
-            page: page.page,
-            per_page: page.per_page,
-            pages: page_count(total, page.per_page),
-            by_state,
-        }
+        ListCounts { total, page: page.page, per_page: page.per_page, pages: page_count(total, page.per_page), by_state }
     }
 }

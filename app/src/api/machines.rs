@@ -27,15 +27,9 @@ pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
     let pool = crate::state::pool()?;
     let machine = machines::machine_detail(&pool, &user, id).await?;
     let tasks = machines::list_tasks(&pool, &user, Some(id), MACHINE_TASKS_LIMIT).await?;
-    let datasets = gantry_platform::datasets::mounts::of_machine(&pool, id)
-        .await
-        .map_err(gantry_platform::PlatformError::from)?;
+    let datasets = gantry_platform::datasets::mounts::of_machine(&pool, id).await.map_err(gantry_platform::PlatformError::from)?;
     // The page offers the owner's actions only to those the platform lets act.
-    let (can_operate, job, mine) = (
-        machine.may_operate(&user),
-        machine.is_job(),
-        machine.owner_id == user.id,
-    );
+    let (can_operate, job, mine) = (machine.may_operate(&user), machine.is_job(), machine.owner_id == user.id);
     Ok(MachineDetail {
         machine: machine_row(machine),
         can_operate,
@@ -49,9 +43,7 @@ pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
 #[server(prefix = "/api", endpoint = "my_tasks")]
 pub async fn my_tasks() -> Result<Vec<TaskRow>, AppError> {
     let user = crate::state::auth()?;
-    let list =
-        gantry_platform::machines::list_tasks(&crate::state::pool()?, &user, None, TASK_LIST_LIMIT)
-            .await?;
+    let list = gantry_platform::machines::list_tasks(&crate::state::pool()?, &user, None, TASK_LIST_LIMIT).await?;
     Ok(list.into_iter().map(task_row).collect())
 }
 
@@ -72,17 +64,11 @@ pub async fn create_options() -> Result<CreateOptions, AppError> {
         .filter(|m| allowed.is_empty() || allowed.contains(m))
         .collect();
     Ok(CreateOptions {
-        images: images
-            .into_iter()
-            .map(crate::api::fleet::image_row)
-            .collect(),
+        images: images.into_iter().map(crate::api::fleet::image_row).collect(),
         gpu_models,
         max_gpus_per_machine: quota.max_gpus_per_machine,
         quota,
-        kept_volumes: kept
-            .into_iter()
-            .map(crate::api::volumes::kept_volume_row)
-            .collect(),
+        kept_volumes: kept.into_iter().map(crate::api::volumes::kept_volume_row).collect(),
     })
 }
 
@@ -109,8 +95,7 @@ pub async fn create_machine(
     let user = crate::state::auth()?;
     let invalid = |m: String| AppError::Invalid(m).respond();
     let field = |f: &Option<String>| f.as_deref().unwrap_or("").to_string();
-    let input =
-        parse_create(&name, &image_id, &gpu_count, &gpu_model, &volume_size_gb).map_err(invalid)?;
+    let input = parse_create(&name, &image_id, &gpu_count, &gpu_model, &volume_size_gb).map_err(invalid)?;
     let cpu_millis = parse_cpus(&field(&cpus)).map_err(invalid)?;
     let memory_mb = parse_memory_mb(&field(&memory_mb)).map_err(invalid)?;
     let kept_volume_id = parse_kept_volume(&field(&kept_volume_id)).map_err(invalid)?;
@@ -156,27 +141,14 @@ pub async fn cancel_task(task_id: i64) -> Result<i64, AppError> {
 /// Queues restart, reinstall or delete; returns the task id. Another
 /// group's machine is "not found" (404).
 #[server(prefix = "/api", endpoint = "machine_operation")]
-pub async fn machine_operation(
-    machine_id: i64,
-    operation: String,
-    keep_volume: Option<String>,
-) -> Result<i64, AppError> {
+pub async fn machine_operation(machine_id: i64, operation: String, keep_volume: Option<String>) -> Result<i64, AppError> {
     use crate::model::machines::{checkbox, parse_operation};
     use gantry_core::task::TaskKind;
     use gantry_platform::machines::{request_operation, OperationRequest};
     let user = crate::state::auth()?;
     let kind = parse_operation(&operation).map_err(|m| AppError::Invalid(m).respond())?;
     let keep_volume = kind == TaskKind::Delete && checkbox(keep_volume.as_deref());
-    let task_id = request_operation(
-        &crate::state::pool()?,
-        &user,
-        OperationRequest {
-            machine_id,
-            kind,
-            keep_volume,
-        },
-    )
-    .await?;
+    let task_id = request_operation(&crate::state::pool()?, &user, OperationRequest { machine_id, kind, keep_volume }).await?;
     crate::state::wake_dispatcher();
     Ok(task_id)
 }

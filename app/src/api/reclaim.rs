@@ -9,10 +9,7 @@ use crate::{
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
-fn notice(
-    s: gantry_platform::reclaim::ReclaimStatus,
-    viewer: &gantry_platform::accounts::User,
-) -> ReclaimNotice {
+fn notice(s: gantry_platform::reclaim::ReclaimStatus, viewer: &gantry_platform::accounts::User) -> ReclaimNotice {
     let now = gantry_platform::now();
     ReclaimNotice {
         machine_id: s.machine_id,
@@ -38,32 +35,16 @@ pub async fn reclaim_notices() -> Result<Vec<ReclaimNotice>, AppError> {
         return Ok(Vec::new());
     }
     let pool = crate::state::pool()?;
-    Ok(gantry_platform::reclaim::notices(&pool, &user)
-        .await?
-        .into_iter()
-        .map(|s| notice(s, &user))
-        .collect())
+    Ok(gantry_platform::reclaim::notices(&pool, &user).await?.into_iter().map(|s| notice(s, &user)).collect())
 }
 
 /// One machine's standing and its event history; another group's is 404.
 #[server(prefix = "/api", endpoint = "machine_reclaim")]
-pub async fn machine_reclaim(
-    machine_id: i64,
-) -> Result<(ReclaimNotice, Vec<MachineEventRow>), AppError> {
+pub async fn machine_reclaim(machine_id: i64) -> Result<(ReclaimNotice, Vec<MachineEventRow>), AppError> {
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
     let (status, events) = gantry_platform::reclaim::standing(&pool, &user, machine_id, 50).await?;
-    Ok((
-        notice(status, &user),
-        events
-            .into_iter()
-            .map(|e| MachineEventRow {
-                at_ms: e.at_ms,
-                kind: e.kind,
-                detail: e.detail,
-            })
-            .collect(),
-    ))
+    Ok((notice(status, &user), events.into_iter().map(|e| MachineEventRow { at_ms: e.at_ms, kind: e.kind, detail: e.detail }).collect()))
 }
 
 /// Pushes the reclaim deadline back (limited); returns the new deadline's text.
@@ -71,10 +52,7 @@ pub async fn machine_reclaim(
 pub async fn extend_reclaim(machine_id: i64) -> Result<String, AppError> {
     let user = crate::state::auth()?;
     let until = gantry_platform::reclaim::extend(&crate::state::pool()?, &user, machine_id).await?;
-    Ok(format!(
-        "Extended: reclaimed no earlier than {} UTC.",
-        gantry_core::time::format_utc(until)
-    ))
+    Ok(format!("Extended: reclaimed no earlier than {} UTC.", gantry_core::time::format_utc(until)))
 }
 
 /// One-click restore of a reclaimed machine; returns the task id.
@@ -91,8 +69,7 @@ pub async fn restore_machine(machine_id: i64) -> Result<i64, AppError> {
 pub async fn rebalance_opt_out(machine_id: i64, opt_out: Option<String>) -> Result<bool, AppError> {
     let user = crate::state::auth()?;
     let out = opt_out.is_some_and(|v| matches!(v.as_str(), "on" | "true" | "1"));
-    gantry_platform::reclaim::set_rebalance_opt_out(&crate::state::pool()?, &user, machine_id, out)
-        .await?;
+    gantry_platform::reclaim::set_rebalance_opt_out(&crate::state::pool()?, &user, machine_id, out).await?;
     Ok(out)
 }
 
@@ -107,10 +84,7 @@ pub async fn reclaim_admin(page: Option<String>) -> Result<ReclaimAdminView, App
     let page = PageRequest::parse(page.as_deref(), None);
     let s = gantry_platform::reclaim::load_settings(&pool).await?;
     let db = |e: sqlx::Error| AppError::from(gantry_platform::PlatformError::from(e));
-    let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name")
-        .fetch_all(&pool)
-        .await
-        .map_err(db)?;
+    let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name").fetch_all(&pool).await.map_err(db)?;
     let machines = sqlx::query_as(
         "SELECT m.id, m.name, u.username, m.state, m.reclaim_exempt, m.rebalance_opt_out, m.reclaim_deadline
          FROM machines m JOIN users u ON u.id = m.owner_id WHERE m.state NOT IN ('deleted', 'lost') AND m.workload = 'dev' ORDER BY m.id DESC LIMIT ? OFFSET ?",
@@ -128,14 +102,7 @@ pub async fn reclaim_admin(page: Option<String>) -> Result<ReclaimAdminView, App
     let counts = crate::api::lists::server::counts(total, page, Vec::new());
     let raw_keep = gantry_platform::reclaim::raw_retention_secs(&pool).await?;
     let unwatchable = gantry_core::reclaim::windows_outlast_samples(&s.reclaim, &s.hot, raw_keep);
-    Ok(ReclaimAdminView {
-        reclaim: s.reclaim,
-        hot: s.hot,
-        groups,
-        machines,
-        counts,
-        unwatchable,
-    })
+    Ok(ReclaimAdminView { reclaim: s.reclaim, hot: s.hot, groups, machines, counts, unwatchable })
 }
 
 /// Saves the settings form (times in minutes); a bad value changes nothing.
@@ -170,23 +137,13 @@ pub async fn save_reclaim_settings(
         ("hot_temp_c", hot_temp_c.as_str()),
         ("hot_window_min", hot_window_min.as_str()),
     ];
-    let (reclaim, hot) = crate::model::reclaim::parse_settings(&fields)
-        .map_err(|m| AppError::Invalid(m).respond())?;
-    gantry_platform::reclaim::save_settings(
-        &crate::state::pool()?,
-        &admin,
-        &gantry_platform::reclaim::Settings { reclaim, hot },
-    )
-    .await?;
+    let (reclaim, hot) = crate::model::reclaim::parse_settings(&fields).map_err(|m| AppError::Invalid(m).respond())?;
+    gantry_platform::reclaim::save_settings(&crate::state::pool()?, &admin, &gantry_platform::reclaim::Settings { reclaim, hot }).await?;
     Ok("Settings saved.".into())
 }
 
 #[server(prefix = "/api", endpoint = "set_reclaim_exempt")]
-pub async fn set_reclaim_exempt(
-    kind: String,
-    id: i64,
-    exempt: Option<String>,
-) -> Result<String, AppError> {
+pub async fn set_reclaim_exempt(kind: String, id: i64, exempt: Option<String>) -> Result<String, AppError> {
     let admin = crate::state::require_admin()?;
     let pool = crate::state::pool()?;
     let on = exempt.is_some_and(|v| matches!(v.as_str(), "on" | "true" | "1"));
@@ -195,10 +152,5 @@ pub async fn set_reclaim_exempt(
         "machine" => gantry_platform::reclaim::set_machine_exempt(&pool, &admin, id, on).await?,
         _ => return Err(AppError::Invalid("kind must be group or machine".into()).respond()),
     }
-    Ok(if on {
-        "Exempt from idle reclaim."
-    } else {
-        "Subject to idle reclaim."
-    }
-    .into())
+    Ok(if on { "Exempt from idle reclaim." } else { "Subject to idle reclaim." }.into())
 }

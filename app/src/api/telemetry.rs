@@ -2,17 +2,13 @@
 //! period arrive as text ("1h", "24h", "7d"; "24h", "7d", "30d") and
 //! unknown values are refused.
 
-use crate::{
-    error::AppError,
-    model::telemetry::{ChartData, Overview},
-};
+use crate::{error::AppError, model::telemetry::{ChartData, Overview}};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
 fn range_of(range: &str) -> Result<gantry_core::telemetry::ChartRange, AppError> {
-    gantry_core::telemetry::ChartRange::parse(range).ok_or_else(|| {
-        AppError::Invalid(format!("unknown chart range \"{range}\" (1h, 24h or 7d)")).respond()
-    })
+    gantry_core::telemetry::ChartRange::parse(range)
+        .ok_or_else(|| AppError::Invalid(format!("unknown chart range \"{range}\" (1h, 24h or 7d)")).respond())
 }
 
 /// A machine's GPUs: whoever may see the machine may see its chart.
@@ -38,18 +34,8 @@ pub async fn node_chart(node_id: i64, range: String) -> Result<(String, ChartDat
         .fetch_optional(&pool)
         .await
         .map_err(|e| AppError::Internal(e.to_string()))?;
-    let name =
-        name.ok_or_else(|| AppError::NotFound(format!("node #{node_id} not found")).respond())?;
-    Ok((
-        name,
-        query::chart(
-            &pool,
-            query::Scope::Node(node_id),
-            range,
-            telemetry::now_ms(),
-        )
-        .await?,
-    ))
+    let name = name.ok_or_else(|| AppError::NotFound(format!("node #{node_id} not found")).respond())?;
+    Ok((name, query::chart(&pool, query::Scope::Node(node_id), range, telemetry::now_ms()).await?))
 }
 
 /// The heatmap and held-vs-used GPU-hours over `period` (admins).
@@ -58,9 +44,8 @@ pub async fn cluster_overview(period: String) -> Result<Overview, AppError> {
     use gantry_platform::telemetry::{self, overview};
     crate::state::require_admin()?;
     let pool = crate::state::pool()?;
-    let period_ms = gantry_core::telemetry::usage_period_ms(&period).ok_or_else(|| {
-        AppError::Invalid(format!("unknown period \"{period}\" (24h, 7d or 30d)")).respond()
-    })?;
+    let period_ms = gantry_core::telemetry::usage_period_ms(&period)
+        .ok_or_else(|| AppError::Invalid(format!("unknown period \"{period}\" (24h, 7d or 30d)")).respond())?;
     Ok(Overview {
         cells: overview::heatmap(&pool, telemetry::now_ms()).await?,
         usage: overview::held_vs_used(&pool, period_ms, telemetry::now_ms()).await?,
@@ -77,14 +62,9 @@ pub async fn set_sim_pattern(machine_id: i64, pattern: String) -> Result<(), App
         "default" | "" => None,
         p => Some(p.to_string()),
     };
-    gantry_platform::telemetry::overview::set_sim_pattern(
-        &crate::state::pool()?,
-        admin.id,
-        machine_id,
-        pattern.as_deref(),
-    )
-    .await
-    .map_err(|e| AppError::from(e).respond())
+    gantry_platform::telemetry::overview::set_sim_pattern(&crate::state::pool()?, admin.id, machine_id, pattern.as_deref())
+        .await
+        .map_err(|e| AppError::from(e).respond())
 }
 
 /// The machine's simulated pattern as set ("default" when unset), for the
@@ -92,13 +72,11 @@ pub async fn set_sim_pattern(machine_id: i64, pattern: String) -> Result<(), App
 #[server(prefix = "/api", endpoint = "admin/sim_pattern")]
 pub async fn sim_pattern(machine_id: i64) -> Result<String, AppError> {
     crate::state::require_admin()?;
-    let pattern: Option<Option<String>> =
-        sqlx::query_scalar("SELECT sim_pattern FROM machines WHERE id = ?")
-            .bind(machine_id)
-            .fetch_optional(&crate::state::pool()?)
-            .await
-            .map_err(|e| AppError::Internal(e.to_string()))?;
-    let pattern = pattern
-        .ok_or_else(|| AppError::NotFound(format!("machine #{machine_id} not found")).respond())?;
+    let pattern: Option<Option<String>> = sqlx::query_scalar("SELECT sim_pattern FROM machines WHERE id = ?")
+        .bind(machine_id)
+        .fetch_optional(&crate::state::pool()?)
+        .await
+        .map_err(|e| AppError::Internal(e.to_string()))?;
+    let pattern = pattern.ok_or_else(|| AppError::NotFound(format!("machine #{machine_id} not found")).respond())?;
     Ok(pattern.unwrap_or_else(|| "default".into()))
 }

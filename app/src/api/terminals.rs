@@ -88,17 +88,12 @@ pub async fn workspace_info(machine_id: i64) -> Result<WorkspaceInfo, AppError> 
         info.note = format!("machine {} has no node yet", target.name);
         return Ok(info);
     };
-    let exec = crate::state::fleet()?
-        .executor(&pool, node)
-        .await
-        .map_err(|e| {
-            // A node whose engine cannot be set up says why in the log only:
-            // the reason names its endpoint.
-            tracing::warn!(node, error = %e, "no executor for a machine's node");
-            AppError::Conflict(
-                "the machine's node cannot be reached now (the error has been logged)".into(),
-            )
-        })?;
+    let exec = crate::state::fleet()?.executor(&pool, node).await.map_err(|e| {
+        // A node whose engine cannot be set up says why in the log only:
+        // the reason names its endpoint.
+        tracing::warn!(node, error = %e, "no executor for a machine's node");
+        AppError::Conflict("the machine's node cannot be reached now (the error has been logged)".into())
+    })?;
     info.docker = exec.kind() == "docker";
     if !info.docker {
         info.note = "Terminals, logs and files need a Docker node; this machine runs on the simulated executor.".into();
@@ -116,17 +111,13 @@ async fn log_tail(exec: &gantry_platform::executor::Executor, container: &str) -
     let read = async {
         let stream = exec.logs(container, Some(LOG_TAIL_LINES), false).await?;
         let bytes = read_up_to(stream, LOG_TAIL_BYTES).await?;
-        Ok::<_, gantry_platform::executor::ExecError>(
-            String::from_utf8_lossy(&bytes).replace('\r', ""),
-        )
+        Ok::<_, gantry_platform::executor::ExecError>(String::from_utf8_lossy(&bytes).replace('\r', ""))
     };
     match tokio::time::timeout(std::time::Duration::from_secs(5), read).await {
         Ok(Ok(text)) => text,
         // The engine's own text names its address and host paths: logged
         // only (as the workspace routes' `exec_error` does).
-        Ok(Err(gantry_platform::executor::ExecError::NotFound(_))) => {
-            "(the machine's container is not there)".to_string()
-        }
+        Ok(Err(gantry_platform::executor::ExecError::NotFound(_))) => "(the machine's container is not there)".to_string(),
         Ok(Err(e)) => {
             tracing::warn!(container, error = %e, "could not read a machine's logs for its page");
             "(the logs cannot be read now: the machine's node does not answer; the error has been logged)".to_string()
@@ -153,8 +144,7 @@ pub async fn terminal_sessions() -> Result<TerminalSessions, AppError> {
 #[server(prefix = "/api", endpoint = "close_terminal")]
 pub async fn close_terminal(session_id: i64) -> Result<i64, AppError> {
     let admin = crate::state::require_admin()?;
-    gantry_platform::workspace::sessions::request_close(&crate::state::pool()?, &admin, session_id)
-        .await?;
+    gantry_platform::workspace::sessions::request_close(&crate::state::pool()?, &admin, session_id).await?;
     Ok(session_id)
 }
 

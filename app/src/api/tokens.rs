@@ -26,18 +26,11 @@ pub async fn my_tokens() -> Result<Vec<TokenRow>, AppError> {
 #[server(prefix = "/api", endpoint = "create_token")]
 pub async fn create_token(name: String) -> Result<CreatedToken, AppError> {
     let user = crate::state::auth()?;
-    let (view, secret) =
-        gantry_platform::tokens::create(&crate::state::pool()?, &user, &name).await?;
-    let created = CreatedToken {
-        token: token_row(view),
-        secret,
-    };
+    let (view, secret) = gantry_platform::tokens::create(&crate::state::pool()?, &user, &name).await?;
+    let created = CreatedToken { token: token_row(view), secret };
     if crate::api::compute::form_post() {
         let session = session().await?;
-        session
-            .insert(FLASH_KEY, &created)
-            .await
-            .map_err(|e| AppError::Internal(e.to_string()))?;
+        session.insert(FLASH_KEY, &created).await.map_err(|e| AppError::Internal(e.to_string()))?;
         leptos_axum::redirect("/tokens");
     }
     Ok(created)
@@ -48,10 +41,7 @@ pub async fn create_token(name: String) -> Result<CreatedToken, AppError> {
 pub async fn take_new_token() -> Result<Option<CreatedToken>, AppError> {
     crate::state::auth()?;
     let session = session().await?;
-    session
-        .remove::<CreatedToken>(FLASH_KEY)
-        .await
-        .map_err(|e| AppError::Internal(e.to_string()))
+    session.remove::<CreatedToken>(FLASH_KEY).await.map_err(|e| AppError::Internal(e.to_string()))
 }
 
 /// Revokes one of the user's own tokens; another's is "not found".
@@ -64,19 +54,10 @@ pub async fn revoke_token(token_id: i64) -> Result<i64, AppError> {
 
 #[cfg(feature = "ssr")]
 async fn session() -> Result<tower_sessions::Session, AppError> {
-    leptos_axum::extract::<tower_sessions::Session>()
-        .await
-        .map_err(|e| AppError::Internal(format!("session unavailable: {e}")))
+    leptos_axum::extract::<tower_sessions::Session>().await.map_err(|e| AppError::Internal(format!("session unavailable: {e}")))
 }
 
 #[cfg(feature = "ssr")]
 fn token_row(t: gantry_platform::tokens::TokenView) -> TokenRow {
-    TokenRow {
-        id: t.id,
-        name: t.name,
-        prefix: t.prefix,
-        created_at: t.created_at,
-        last_used_at: t.last_used_at,
-        revoked_at: t.revoked_at,
-    }
+    TokenRow { id: t.id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at, revoked_at: t.revoked_at }
 }

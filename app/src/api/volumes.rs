@@ -16,9 +16,7 @@ pub async fn kept_volumes() -> Result<Vec<KeptVolumeRow>, AppError> {
 #[server(prefix = "/api", endpoint = "delete_kept_volume")]
 pub async fn delete_kept_volume(volume_id: i64) -> Result<String, AppError> {
     let user = crate::state::auth()?;
-    let name =
-        gantry_platform::machines::delete_kept_volume(&crate::state::pool()?, &user, volume_id)
-            .await?;
+    let name = gantry_platform::machines::delete_kept_volume(&crate::state::pool()?, &user, volume_id).await?;
     Ok(name)
 }
 

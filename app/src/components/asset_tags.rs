@@ -29,16 +29,8 @@ fn names(options: &LeptosOptions) -> &'static AssetNames {
             hashed_names(&base, &hashes)
         } else {
             // A plain wasm-bindgen build names the module `NAME_bg.wasm`.
-            let wasm = if option_env!("LEPTOS_OUTPUT_NAME").is_none() {
-                format!("{base}_bg")
-            } else {
-                base.clone()
-            };
-            AssetNames {
-                css: base.clone(),
-                js: base,
-                wasm,
-            }
+            let wasm = if option_env!("LEPTOS_OUTPUT_NAME").is_none() { format!("{base}_bg") } else { base.clone() };
+            AssetNames { css: base.clone(), js: base, wasm }
         }
     })
 }
@@ -46,11 +38,7 @@ fn names(options: &LeptosOptions) -> &'static AssetNames {
 /// The names for cargo-leptos' `hash.txt` (`css: HASH`, `js: HASH`,
 /// `wasm: HASH`, one per line): `BASE.HASH`, or `BASE` where a line is missing.
 fn hashed_names(base: &str, hashes: &str) -> AssetNames {
-    let mut names = AssetNames {
-        css: base.into(),
-        js: base.into(),
-        wasm: base.into(),
-    };
+    let mut names = AssetNames { css: base.into(), js: base.into(), wasm: base.into() };
     for (file, hash) in hashes.lines().filter_map(|l| l.split_once(':')) {
         let name = match file.trim() {
             "css" => &mut names.css,
@@ -88,14 +76,8 @@ mod tests {
     #[test]
     fn each_file_gets_its_own_hash_and_a_missing_line_leaves_the_plain_name() {
         let n = hashed_names("gantry", "js: J1\nwasm: W-2_x\n\nsplit: S\n");
-        assert_eq!(
-            (n.css.as_str(), n.js.as_str(), n.wasm.as_str()),
-            ("gantry", "gantry.J1", "gantry.W-2_x")
-        );
+        assert_eq!((n.css.as_str(), n.js.as_str(), n.wasm.as_str()), ("gantry", "gantry.J1", "gantry.W-2_x"));
         let n = hashed_names("gantry", "css: C\njs: J\nwasm: W\n");
-        assert_eq!(
-            (n.css.as_str(), n.js.as_str(), n.wasm.as_str()),
-            ("gantry.C", "gantry.J", "gantry.W")
-        );
+        assert_eq!((n.css.as_str(), n.js.as_str(), n.wasm.as_str()), ("gantry.C", "gantry.J", "gantry.W"));
     }
 }

@@ -14,9 +14,7 @@ const LEFT: f64 = 34.0;
 const BOTTOM: f64 = 18.0;
 
 /// Distinct colours for up to eight GPUs (then repeating).
-pub const PALETTE: [&str; 8] = [
-    "#2563eb", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db2777", "#65a30d", "#dc2626",
-];
+pub const PALETTE: [&str; 8] = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db2777", "#65a30d", "#dc2626"];
 
 pub fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
@@ -47,10 +45,7 @@ pub fn path(series: &GpuSeries, metric: Metric, from_ms: i64, to_ms: i64, step_m
         };
         let (x, y) = (x_of(p.at_ms - from_ms, span), y_of(pct));
         let joined = previous.is_some_and(|at| p.at_ms - at <= 2 * step_ms.max(1));
-        let alone = !joined
-            && points
-                .get(i + 1)
-                .is_none_or(|next| next.at_ms - p.at_ms > 2 * step_ms.max(1));
+        let alone = !joined && points.get(i + 1).is_none_or(|next| next.at_ms - p.at_ms > 2 * step_ms.max(1));
         if !d.is_empty() {
             d.push(' ');
         }
@@ -85,21 +80,11 @@ fn time_label(at_ms: i64, span_ms: i64) -> String {
 /// One chart: `data`'s series as lines, with the thresholds (utilisation
 /// only) and the machine's events.
 #[component]
-pub fn SeriesChart(
-    data: ChartData,
-    metric: Metric,
-    #[prop(into)] title: String,
-    #[prop(into)] testid: String,
-) -> impl IntoView {
+pub fn SeriesChart(data: ChartData, metric: Metric, #[prop(into)] title: String, #[prop(into)] testid: String) -> impl IntoView {
     let (from, to) = (data.from_ms, data.to_ms);
     let span = (to - from).max(1);
     let points: usize = data.series.iter().map(|s| s.points.len()).sum();
-    let last = data
-        .series
-        .iter()
-        .filter_map(|s| s.points.last().map(|p| p.at_ms))
-        .max()
-        .unwrap_or(0);
+    let last = data.series.iter().filter_map(|s| s.points.last().map(|p| p.at_ms)).max().unwrap_or(0);
     let plot_h = HEIGHT - BOTTOM;
     let grid = [0.0, 50.0, 100.0].map(|pct| {
         view! {
@@ -144,11 +129,7 @@ pub fn SeriesChart(
             </path>
         }
     });
-    let label = format!(
-        "{title}, {} to {} UTC",
-        gantry_core::time::format_utc(from / 1000),
-        gantry_core::time::format_utc(to / 1000)
-    );
+    let label = format!("{title}, {} to {} UTC", gantry_core::time::format_utc(from / 1000), gantry_core::time::format_utc(to / 1000));
     view! {
         <figure class="chart">
             <figcaption>{title}</figcaption>
@@ -186,48 +167,18 @@ mod tests {
 
     #[test]
     fn points_map_time_to_x_and_percent_to_y_inside_the_plot() {
-        let p = |at_ms, util, mem_mb| ChartPoint {
-            at_ms,
-            util,
-            util_max: util,
-            mem_mb,
-        };
-        let s = GpuSeries {
-            gpu_id: 1,
-            label: "g".into(),
-            mem_total_mb: 1000,
-            points: vec![
-                p(0, 0.0, 500.0),
-                p(1000, 100.0, 1000.0),
-                p(2000, 150.0, 0.0),
-            ],
-        };
-        assert_eq!(
-            path(&s, Metric::Util, 0, 2000, 1000),
-            format!("M{LEFT:.1},162.0 L337.0,0.0 L{WIDTH:.1},0.0")
-        );
-        assert_eq!(
-            path(&s, Metric::Memory, 0, 2000, 1000),
-            format!("M{LEFT:.1},81.0 L337.0,0.0 L{WIDTH:.1},162.0")
-        );
+        let p = |at_ms, util, mem_mb| ChartPoint { at_ms, util, util_max: util, mem_mb };
+        let s = GpuSeries { gpu_id: 1, label: "g".into(), mem_total_mb: 1000, points: vec![p(0, 0.0, 500.0), p(1000, 100.0, 1000.0), p(2000, 150.0, 0.0)] };
+        assert_eq!(path(&s, Metric::Util, 0, 2000, 1000), format!("M{LEFT:.1},162.0 L337.0,0.0 L{WIDTH:.1},0.0"));
+        assert_eq!(path(&s, Metric::Memory, 0, 2000, 1000), format!("M{LEFT:.1},81.0 L337.0,0.0 L{WIDTH:.1},162.0"));
         assert_eq!(time_label(3_600_000 * 25 + 60_000, 3_600_000), "01:01");
     }
 
     #[test]
     fn a_gap_of_more_than_two_steps_breaks_the_line_and_a_lone_point_still_shows() {
-        let p = |at_ms| ChartPoint {
-            at_ms,
-            util: 50.0,
-            util_max: 50.0,
-            mem_mb: 0.0,
-        };
+        let p = |at_ms| ChartPoint { at_ms, util: 50.0, util_max: 50.0, mem_mb: 0.0 };
         // Steps of 10; one missing point (a gap of 20) is joined; a gap of 40 is not.
-        let s = GpuSeries {
-            gpu_id: 1,
-            label: "g".into(),
-            mem_total_mb: 1,
-            points: vec![p(0), p(10), p(30), p(70), p(110), p(120)],
-        };
+        let s = GpuSeries { gpu_id: 1, label: "g".into(), mem_total_mb: 1, points: vec![p(0), p(10), p(30), p(70), p(110), p(120)] };
         let d = path(&s, Metric::Util, 0, 120, 10);
         let moves: Vec<&str> = d.split(' ').filter(|c| c.starts_with('M')).collect();
         assert_eq!(moves.len(), 3, "{d}");

@@ -15,26 +15,13 @@ const PER_ROW: usize = 8;
 /// Cool grey-blue at 0 %, through green and yellow, to red at 100 %; never
 /// sampled is light grey.
 pub fn util_fill(util: Option<f64>) -> String {
-    let Some(u) = util else {
-        return "#eaecf0".into();
-    };
-    let stops: [(f64, [f64; 3]); 4] = [
-        (0.0, [208.0, 213.0, 221.0]),
-        (40.0, [74.0, 222.0, 128.0]),
-        (75.0, [250.0, 204.0, 21.0]),
-        (100.0, [220.0, 38.0, 38.0]),
-    ];
+    let Some(u) = util else { return "#eaecf0".into() };
+    let stops: [(f64, [f64; 3]); 4] = [(0.0, [208.0, 213.0, 221.0]), (40.0, [74.0, 222.0, 128.0]), (75.0, [250.0, 204.0, 21.0]), (100.0, [220.0, 38.0, 38.0])];
     let u = u.clamp(0.0, 100.0);
-    let i = stops
-        .iter()
-        .rposition(|(at, _)| *at <= u)
-        .unwrap_or(0)
-        .min(stops.len() - 2);
+    let i = stops.iter().rposition(|(at, _)| *at <= u).unwrap_or(0).min(stops.len() - 2);
     let ((a, ca), (b, cb)) = (stops[i], stops[i + 1]);
     let t = ((u - a) / (b - a)).clamp(0.0, 1.0);
-    let c: Vec<u8> = (0..3)
-        .map(|k| (ca[k] + (cb[k] - ca[k]) * t).round() as u8)
-        .collect();
+    let c: Vec<u8> = (0..3).map(|k| (ca[k] + (cb[k] - ca[k]) * t).round() as u8).collect();
     format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
 }
 
@@ -60,10 +47,7 @@ pub fn Heatmap(cells: Vec<HeatCell>) -> impl IntoView {
     // Rows: each node's cells, wrapped at PER_ROW.
     let mut rows: Vec<(Option<(i64, String)>, Vec<HeatCell>)> = Vec::new();
     for c in cells {
-        let new_node = rows
-            .last()
-            .and_then(|(_, cs)| cs.last())
-            .is_none_or(|last| last.node_id != c.node_id);
+        let new_node = rows.last().and_then(|(_, cs)| cs.last()).is_none_or(|last| last.node_id != c.node_id);
         if new_node {
             rows.push((Some((c.node_id, c.node.clone())), Vec::new()));
         } else if rows.last().is_some_and(|(_, cs)| cs.len() == PER_ROW) {

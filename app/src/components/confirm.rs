@@ -22,7 +22,5 @@ pub fn hydrated() -> RwSignal<bool> {
 /// The box a form without JavaScript needs ticked (the dialog's stand-in).
 #[component]
 pub fn TickToConfirm(js: RwSignal<bool>, text: &'static str) -> impl IntoView {
-    move || {
-        (!js.get()).then(|| view! { <label class="check small"><input type="checkbox" required/>" " {text}</label> })
-    }
+    move || (!js.get()).then(|| view! { <label class="check small"><input type="checkbox" required/>" " {text}</label> })
 }

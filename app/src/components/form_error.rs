@@ -15,9 +15,5 @@ pub fn error_text<T>(value: &Option<Result<T, AppError>>) -> Option<String> {
 
 #[component]
 pub fn FormError(#[prop(into)] message: Signal<Option<String>>) -> impl IntoView {
-    move || {
-        message
-            .get()
-            .map(|m| view! { <p class="form-error" role="alert" data-testid="form-error">{m}</p> })
-    }
+    move || message.get().map(|m| view! { <p class="form-error" role="alert" data-testid="form-error">{m}</p> })
 }

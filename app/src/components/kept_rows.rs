@@ -77,10 +77,7 @@ pub struct KeptRow<K, T> {
 
 /// The rows of `answer` with their keys (`id_of`: a row's id, unique in
 /// the list).
-pub fn kept_rows<K, T>(
-    answer: impl Fn() -> Option<Result<Vec<T>, AppError>> + Send + Sync + 'static,
-    id_of: fn(&T) -> K,
-) -> Kept<Vec<KeptRow<K, T>>>
+pub fn kept_rows<K, T>(answer: impl Fn() -> Option<Result<Vec<T>, AppError>> + Send + Sync + 'static, id_of: fn(&T) -> K) -> Kept<Vec<KeptRow<K, T>>>
 where
     K: Clone + Eq + Hash + Send + Sync + 'static,
     T: Clone + PartialEq + Send + Sync + 'static,
@@ -95,19 +92,12 @@ where
             rows
         })
     });
-    Kept {
-        data,
-        error: list.error,
-    }
+    Kept { data, error: list.error }
 }
 
 /// Each row of `now` keyed by its id and a revision: the one it had in
 /// `last` if its data is the same, the next one if it changed, 0 if new.
-fn revise<K: Clone + Eq + Hash, T: PartialEq>(
-    last: &[KeptRow<K, T>],
-    now: Vec<T>,
-    id_of: fn(&T) -> K,
-) -> Vec<KeptRow<K, T>> {
+fn revise<K: Clone + Eq + Hash, T: PartialEq>(last: &[KeptRow<K, T>], now: Vec<T>, id_of: fn(&T) -> K) -> Vec<KeptRow<K, T>> {
     let before: HashMap<&K, &KeptRow<K, T>> = last.iter().map(|r| (&r.key.0, r)).collect();
     now.into_iter()
         .map(|data| {
@@ -117,10 +107,7 @@ fn revise<K: Clone + Eq + Hash, T: PartialEq>(
                 Some(r) => r.key.1.wrapping_add(1),
                 None => 0,
             };
-            KeptRow {
-                key: (id, rev),
-                data,
-            }
+            KeptRow { key: (id, rev), data }
         })
         .collect()
 }
@@ -151,22 +138,13 @@ mod tests {
         let owner = Owner::new();
         owner.set();
         let resource = ArcRwSignal::new(Some(Ok(vec![(1, "a")])));
-        let rows = kept_rows(
-            {
-                let resource = resource.clone();
-                move || resource.get()
-            },
-            |r: &(i64, &'static str)| r.0,
-        );
+        let rows = kept_rows({ let resource = resource.clone(); move || resource.get() }, |r: &(i64, &'static str)| r.0);
         assert_eq!(rows.data.get().map(|r| keys(&r)), Some(vec![(1, 0)]));
         resource.set(Some(Err(AppError::Internal("down".into()))));
         assert_eq!(rows.data.get().map(|r| keys(&r)), Some(vec![(1, 0)]));
         assert!(rows.error.get().is_some());
         resource.set(Some(Ok(vec![(2, "b"), (1, "a")])));
-        assert_eq!(
-            rows.data.get().map(|r| keys(&r)),
-            Some(vec![(2, 0), (1, 0)])
-        );
+        assert_eq!(rows.data.get().map(|r| keys(&r)), Some(vec![(2, 0), (1, 0)]));
         assert_eq!(rows.error.get(), None);
     }
 
@@ -196,11 +174,7 @@ mod tests {
                     if first_read.swap(false, Ordering::SeqCst) {
                         // Not loaded when read; the answer lands before this read ends.
                         read_tx.lock().unwrap().send(()).unwrap();
-                        landed_rx
-                            .lock()
-                            .unwrap()
-                            .recv_timeout(HANG_GUARD)
-                            .expect("the resolving thread hung");
+                        landed_rx.lock().unwrap().recv_timeout(HANG_GUARD).expect("the resolving thread hung");
                     }
                     now
                 }
@@ -210,19 +184,14 @@ mod tests {
         let resolver = std::thread::spawn({
             let resource = resource.clone();
             move || {
-                read_rx
-                    .recv_timeout(HANG_GUARD)
-                    .expect("the rows were never read");
+                read_rx.recv_timeout(HANG_GUARD).expect("the rows were never read");
                 resource.set(Some(Ok(vec![(1, "a"), (2, "b")])));
                 landed_tx.send(()).unwrap();
             }
         });
         assert_eq!(rows.data.get(), None);
         resolver.join().unwrap();
-        assert_eq!(
-            rows.data.get().map(|r| keys(&r)),
-            Some(vec![(1, 0), (2, 0)])
-        );
+        assert_eq!(rows.data.get().map(|r| keys(&r)), Some(vec![(1, 0), (2, 0)]));
     }
 
     /// Only so that a broken test fails instead of hanging the run.

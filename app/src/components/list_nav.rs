@@ -27,15 +27,8 @@ pub fn use_list_query() -> Memo<ListQuery> {
 /// Owner/group text filters (group for admins only) and, for tasks, the
 /// kind; the state is kept in a hidden field and chosen by the links.
 #[component]
-pub fn FilterForm(
-    base: &'static str,
-    query: ListQuery,
-    #[prop(optional)] kinds: Option<Vec<&'static str>>,
-    user_label: &'static str,
-) -> impl IntoView {
-    let admin = use_session()
-        .0
-        .with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+pub fn FilterForm(base: &'static str, query: ListQuery, #[prop(optional)] kinds: Option<Vec<&'static str>>, user_label: &'static str) -> impl IntoView {
+    let admin = use_session().0.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
     let kind_select = kinds.map(|kinds| {
         let chosen = query.kind.clone().unwrap_or_default();
         view! {
@@ -85,10 +78,7 @@ pub fn StateLinks(base: &'static str, query: ListQuery, counts: ListCounts) -> i
 /// rows deleted since): it has no rows, yet the list may well have some,
 /// so a page shows the pager's note instead of its "nothing yet".
 pub fn past_end(counts: &ListCounts) -> bool {
-    matches!(
-        page_span(counts.total, counts.page, counts.per_page),
-        PageSpan::PastEnd { .. }
-    )
+    matches!(page_span(counts.total, counts.page, counts.per_page), PageSpan::PastEnd { .. })
 }
 
 /// "Showing 51–100 of 230 · ‹ Previous · page 2 of 5 · Next ›"; past the

@@ -8,9 +8,7 @@ use leptos::prelude::*;
 /// Nothing when the user can go ahead.
 #[component]
 pub fn NextStepsCard(steps: NextSteps) -> impl IntoView {
-    let admin = use_session()
-        .0
-        .with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+    let admin = use_session().0.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
     if steps.group_has_quota && steps.ready_nodes > 0 {
         return ().into_any();
     }

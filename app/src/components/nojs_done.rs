@@ -23,10 +23,7 @@ pub const DONE_KEY: &str = "done";
 const MESSAGES: &[(&str, &str)] = &[
     ("admin/create_user", "User created."),
     ("admin/set_user_enabled", "Account updated."),
-    (
-        "admin/reset_password",
-        "Password reset: the user chooses a new one at their next sign-in.",
-    ),
+    ("admin/reset_password", "Password reset: the user chooses a new one at their next sign-in."),
     ("admin/set_user_role", "Role changed."),
     ("admin/set_user_group", "Group changed."),
     ("admin/create_group", "Group created."),
@@ -45,18 +42,9 @@ const MESSAGES: &[(&str, &str)] = &[
     ("admin/set_sim_pattern", "GPU pattern saved."),
     ("save_reclaim_settings", "Reclaim settings saved."),
     ("set_reclaim_exempt", "Exemption saved."),
-    (
-        "close_terminal",
-        "Close requested: the terminal ends within seconds.",
-    ),
-    (
-        "create_machine",
-        "Machine created — it appears below as it starts.",
-    ),
-    (
-        "machine_operation",
-        "Requested — the task history shows its progress.",
-    ),
+    ("close_terminal", "Close requested: the terminal ends within seconds."),
+    ("create_machine", "Machine created — it appears below as it starts."),
+    ("machine_operation", "Requested — the task history shows its progress."),
     ("cancel_task", "Task cancelled."),
     ("cancel_compute", "Cancel requested."),
     ("extend_reclaim", "Reclaim deadline extended."),
@@ -64,20 +52,11 @@ const MESSAGES: &[(&str, &str)] = &[
     ("rebalance_opt_out", "Rebalancing choice saved."),
     ("take_snapshot", "Snapshot requested."),
     ("delete_snapshot", "Snapshot deleted."),
-    (
-        "machine_from_snapshot",
-        "Machine created from the snapshot.",
-    ),
-    (
-        "reinstall_from_snapshot",
-        "Reinstalling from the snapshot (data volume kept).",
-    ),
+    ("machine_from_snapshot", "Machine created from the snapshot."),
+    ("reinstall_from_snapshot", "Reinstalling from the snapshot (data volume kept)."),
     ("delete_kept_volume", "Volume deleted."),
     ("revoke_token", "Token revoked."),
-    (
-        "change_password",
-        "Your password is changed. Your other sessions were signed out.",
-    ),
+    ("change_password", "Your password is changed. Your other sessions were signed out."),
     ("seal_dataset_version", "Version sealed."),
     ("delete_dataset_version", "Version deleted."),
     ("cancel_dataset_upload", "Upload cancelled."),
@@ -85,10 +64,7 @@ const MESSAGES: &[(&str, &str)] = &[
 
 /// The fixed message for a server function's success, if it has one.
 pub fn done_message(endpoint: &str) -> Option<&'static str> {
-    MESSAGES
-        .iter()
-        .find(|(e, _)| *e == endpoint)
-        .map(|(_, m)| *m)
+    MESSAGES.iter().find(|(e, _)| *e == endpoint).map(|(_, m)| *m)
 }
 
 /// The status line, when the page's URL carries a known marker.
@@ -108,20 +84,10 @@ mod tests {
     #[test]
     fn every_endpoint_is_listed_once_and_unknown_ones_have_no_message() {
         for (i, (endpoint, _)) in MESSAGES.iter().enumerate() {
-            assert!(
-                MESSAGES[..i].iter().all(|(e, _)| e != endpoint),
-                "{endpoint} twice"
-            );
+            assert!(MESSAGES[..i].iter().all(|(e, _)| e != endpoint), "{endpoint} twice");
         }
-        assert_eq!(
-            done_message("admin/update_group"),
-            Some("Group policy saved.")
-        );
-        assert_eq!(
-            done_message("login"),
-            None,
-            "sign-in carries its own result"
-        );
+        assert_eq!(done_message("admin/update_group"), Some("Group policy saved."));
+        assert_eq!(done_message("login"), None, "sign-in carries its own result");
         assert_eq!(done_message("<b>locked</b>"), None);
     }
 
@@ -136,10 +102,7 @@ mod tests {
             .map(|p| std::fs::read_to_string(p).unwrap())
             .collect();
         for (endpoint, _) in MESSAGES {
-            assert!(
-                sources.contains(&format!("endpoint = \"{endpoint}\")")),
-                "{endpoint}"
-            );
+            assert!(sources.contains(&format!("endpoint = \"{endpoint}\")")), "{endpoint}");
         }
     }
 }

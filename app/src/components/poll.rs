@@ -46,10 +46,7 @@ pub fn poll_guarded(tick: RwSignal<u64>, busy: Signal<bool>, in_flight: RwSignal
             }
             tick.update(|t| *t += 1);
             if let Some(body) = document().body() {
-                let n = body
-                    .get_attribute("data-polls")
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .unwrap_or(0);
+                let n = body.get_attribute("data-polls").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
                 let _ = body.set_attribute("data-polls", &(n + 1).to_string());
             }
         };

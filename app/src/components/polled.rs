@@ -34,10 +34,7 @@ where
 /// is an error or not there yet) and the latest answer's error. Call it
 /// inside the `<Transition>` that shows the data: a refetch that fails
 /// keeps the last good data on screen.
-pub fn last_good<T>(
-    resource: Polled<T>,
-    last: StoredValue<Option<T>>,
-) -> (Option<T>, Option<String>)
+pub fn last_good<T>(resource: Polled<T>, last: StoredValue<Option<T>>) -> (Option<T>, Option<String>)
 where
     T: Clone + Send + Sync + 'static,
 {
@@ -74,41 +71,30 @@ where
     T: Clone + PartialEq + Send + Sync + 'static,
 {
     let outcome = stable(move |prev: Option<&Option<Result<i64, AppError>>>| {
-        let now = resource.with(|r| {
-            r.as_ref()
-                .map(|r| r.as_ref().map(id_of).map_err(Clone::clone))
-        });
+        let now = resource.with(|r| r.as_ref().map(|r| r.as_ref().map(id_of).map_err(Clone::clone)));
         match (now, prev.cloned().flatten()) {
             (None, last) => last,
             (Some(Err(e)), Some(Ok(id))) if !matches!(e, AppError::NotFound(_)) => Some(Ok(id)),
             (now, _) => now,
         }
     });
-    let refresh_failed = stable(move |_| {
-        resource.with(|r| match r {
-            Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
-            _ => None,
-        })
-    });
+    let refresh_failed = stable(move |_| resource.with(|r| match r {
+        Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
+        _ => None,
+    }));
     let data = stable(move |prev: Option<&Option<T>>| {
         resource.with(|r| match r {
             Some(Ok(d)) => Some(d.clone()),
             _ => prev.cloned().flatten(),
         })
     });
-    KeptDetail {
-        outcome,
-        refresh_failed,
-        data,
-    }
+    KeptDetail { outcome, refresh_failed, data }
 }
 
 /// The notice a [`KeptDetail`] page shows while its latest refetch failed.
 #[component]
 pub fn RefreshFailed(message: Signal<Option<String>>) -> impl IntoView {
-    move || {
-        message.get().map(|e| view! {
+    move || message.get().map(|e| view! {
         <p class="notice small" role="status" data-testid="refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
     })
-    }
 }

@@ -5,11 +5,7 @@ use leptos::prelude::*;
 
 #[component]
 pub fn QuotaGauge(quota: QuotaView) -> impl IntoView {
-    let pct = if quota.gpu_quota > 0 {
-        (quota.gpus_in_use * 100 / quota.gpu_quota).clamp(0, 100)
-    } else {
-        0
-    };
+    let pct = if quota.gpu_quota > 0 { (quota.gpus_in_use * 100 / quota.gpu_quota).clamp(0, 100) } else { 0 };
     let level = match pct {
         0..=69 => "ok",
         70..=89 => "warn",

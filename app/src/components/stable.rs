@@ -74,9 +74,7 @@ mod tests {
         owner.set();
         let source = RwSignal::new(Some(1));
         // What a page does while a refetch runs: keep the last answer.
-        let kept = stable(move |prev: Option<&Option<i32>>| {
-            source.get().or_else(|| prev.copied().flatten())
-        });
+        let kept = stable(move |prev: Option<&Option<i32>>| source.get().or_else(|| prev.copied().flatten()));
         assert_eq!(kept.get(), Some(1));
         source.set(None);
         assert_eq!(kept.get(), Some(1));
@@ -109,11 +107,7 @@ mod tests {
                 if first_read.swap(false, Ordering::SeqCst) {
                     // Not loaded when read; the answer lands before this read ends.
                     read_tx.lock().unwrap().send(()).unwrap();
-                    landed_rx
-                        .lock()
-                        .unwrap()
-                        .recv_timeout(HANG_GUARD)
-                        .expect("the resolving thread hung");
+                    landed_rx.lock().unwrap().recv_timeout(HANG_GUARD).expect("the resolving thread hung");
                 }
                 now
             }
@@ -121,9 +115,7 @@ mod tests {
         let resolver = std::thread::spawn({
             let resource = resource.clone();
             move || {
-                read_rx
-                    .recv_timeout(HANG_GUARD)
-                    .expect("the value was never read");
+                read_rx.recv_timeout(HANG_GUARD).expect("the value was never read");
                 resource.set(Some(7));
                 landed_tx.send(()).unwrap();
             }

@@ -62,10 +62,7 @@ pub struct Catalogue {
 
 /// "PyTorch 2.4 · Python 3.11": how a person names a master image's combination.
 pub fn combo_label(m: &MasterImageRow) -> String {
-    format!(
-        "{} {} · {} {}",
-        m.framework, m.framework_version, m.interpreter, m.interpreter_version
-    )
+    format!("{} {} · {} {}", m.framework, m.framework_version, m.interpreter, m.interpreter_version)
 }
 
 /// "local · gantry/devbox:latest (amd64, training)".
@@ -75,10 +72,7 @@ pub fn region_image_label(i: &RegionImageRow) -> String {
 
 /// "3,1" (the database's GROUP_CONCAT) to `[1, 3]`; junk entries dropped.
 pub fn parse_ids(list: &str) -> Vec<i64> {
-    let mut ids: Vec<i64> = list
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
+    let mut ids: Vec<i64> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
     ids.sort_unstable();
     ids.dedup();
     ids
@@ -86,10 +80,7 @@ pub fn parse_ids(list: &str) -> Vec<i64> {
 
 /// A select's value that must be an id from its list.
 pub fn parse_choice(what: &str, value: &str) -> Result<i64, String> {
-    value
-        .trim()
-        .parse::<i64>()
-        .map_err(|_| format!("choose {what} from the list"))
+    value.trim().parse::<i64>().map_err(|_| format!("choose {what} from the list"))
 }
 
 /// "8 × SIM-A100-80GB (6 free)" per model, or "no GPUs".
@@ -97,10 +88,7 @@ pub fn gpus_label(gpus: &[GpuCount]) -> String {
     if gpus.is_empty() {
         return "no GPUs".to_string();
     }
-    gpus.iter()
-        .map(|g| format!("{} × {} ({} free)", g.total, g.model, g.free))
-        .collect::<Vec<_>>()
-        .join(", ")
+    gpus.iter().map(|g| format!("{} × {} ({} free)", g.total, g.model, g.free)).collect::<Vec<_>>().join(", ")
 }
 
 /// "2 of 3 ready".
@@ -130,30 +118,10 @@ mod tests {
     #[test]
     fn labels_read_as_people_say_them() {
         assert_eq!(combo_label(&master(vec![])), "PyTorch 2.4 · Python 3.11");
-        let i = RegionImageRow {
-            id: 3,
-            region: "local".into(),
-            reference: "gantry/devbox:latest".into(),
-            arch: "amd64".into(),
-            kind: "training".into(),
-        };
-        assert_eq!(
-            region_image_label(&i),
-            "local · gantry/devbox:latest (amd64, training)"
-        );
+        let i = RegionImageRow { id: 3, region: "local".into(), reference: "gantry/devbox:latest".into(), arch: "amd64".into(), kind: "training".into() };
+        assert_eq!(region_image_label(&i), "local · gantry/devbox:latest (amd64, training)");
         assert_eq!(gpus_label(&[]), "no GPUs");
-        let g = [
-            GpuCount {
-                model: "A100".into(),
-                total: 8,
-                free: 6,
-            },
-            GpuCount {
-                model: "H100".into(),
-                total: 2,
-                free: 0,
-            },
-        ];
+        let g = [GpuCount { model: "A100".into(), total: 8, free: 6 }, GpuCount { model: "H100".into(), total: 2, free: 0 }];
         assert_eq!(gpus_label(&g), "8 × A100 (6 free), 2 × H100 (0 free)");
         assert_eq!(nodes_label(0, 0), "no nodes");
         assert_eq!(nodes_label(3, 2), "2 of 3 ready");
@@ -165,14 +133,8 @@ mod tests {
         assert_eq!(parse_ids(""), Vec::<i64>::new());
         assert_eq!(parse_ids("2, x,5"), vec![2, 5]);
         assert_eq!(parse_choice("a region image", " 7 "), Ok(7));
-        assert_eq!(
-            parse_choice("a region image", "").unwrap_err(),
-            "choose a region image from the list"
-        );
-        assert_eq!(
-            parse_choice("a region image", "seven").unwrap_err(),
-            "choose a region image from the list"
-        );
+        assert_eq!(parse_choice("a region image", "").unwrap_err(), "choose a region image from the list");
+        assert_eq!(parse_choice("a region image", "seven").unwrap_err(), "choose a region image from the list");
     }
 
     #[test]

@@ -71,10 +71,7 @@ pub struct ComputeOptions {
 
 /// "PyTorch 2.4 · Python 3.11".
 pub fn task_combo(t: &ComputeRow) -> String {
-    format!(
-        "{} {} · {} {}",
-        t.framework, t.framework_version, t.interpreter, t.interpreter_version
-    )
+    format!("{} {} · {} {}", t.framework, t.framework_version, t.interpreter, t.interpreter_version)
 }
 
 /// "90 s", "10 min", "2 h", "1 h 30 min".
@@ -91,12 +88,7 @@ pub fn duration_label(secs: i64) -> String {
 pub fn resources_label(t: &ComputeRow) -> String {
     let model = t.gpu_model.as_deref().unwrap_or("any GPU");
     let cpus = t.cpu_millis as f64 / 1000.0;
-    format!(
-        "{} × {model} · {cpus} CPU · {} MB · time limit {}",
-        t.gpu_count,
-        t.memory_mb,
-        duration_label(t.time_limit_secs)
-    )
+    format!("{} × {model} · {cpus} CPU · {} MB · time limit {}", t.gpu_count, t.memory_mb, duration_label(t.time_limit_secs))
 }
 
 /// How to show a stored argv: a `/bin/sh -c` script as the script, else
@@ -124,40 +116,17 @@ mod tests {
         assert_eq!(duration_label(600), "10 min");
         assert_eq!(duration_label(7200), "2 h");
         assert_eq!(duration_label(5400), "1 h 30 min");
-        let t = ComputeRow {
-            gpu_count: 1,
-            cpu_millis: 500,
-            memory_mb: 256,
-            time_limit_secs: 600,
-            ..Default::default()
-        };
-        assert_eq!(
-            resources_label(&t),
-            "1 × any GPU · 0.5 CPU · 256 MB · time limit 10 min"
-        );
-        let t = ComputeRow {
-            gpu_model: Some("A100".into()),
-            gpu_count: 2,
-            cpu_millis: 2000,
-            memory_mb: 1024,
-            time_limit_secs: 60,
-            ..t
-        };
-        assert_eq!(
-            resources_label(&t),
-            "2 × A100 · 2 CPU · 1024 MB · time limit 1 min"
-        );
+        let t = ComputeRow { gpu_count: 1, cpu_millis: 500, memory_mb: 256, time_limit_secs: 600, ..Default::default() };
+        assert_eq!(resources_label(&t), "1 × any GPU · 0.5 CPU · 256 MB · time limit 10 min");
+        let t = ComputeRow { gpu_model: Some("A100".into()), gpu_count: 2, cpu_millis: 2000, memory_mb: 1024, time_limit_secs: 60, ..t };
+        assert_eq!(resources_label(&t), "2 × A100 · 2 CPU · 1024 MB · time limit 1 min");
     }
 
     #[test]
     fn commands_show_as_typed() {
         let argv = vec!["echo".to_string(), "hi there".to_string()];
         assert_eq!(command_text(&argv), (false, "echo\nhi there".to_string()));
-        let sh = vec![
-            "/bin/sh".to_string(),
-            "-c".to_string(),
-            "echo a | wc -c".to_string(),
-        ];
+        let sh = vec!["/bin/sh".to_string(), "-c".to_string(), "echo a | wc -c".to_string()];
         assert_eq!(command_text(&sh), (true, "echo a | wc -c".to_string()));
         assert!(compute_cancellable("running") && compute_cancellable("pending"));
         assert!(!compute_cancellable("succeeded") && !compute_cancellable("cancelled"));

@@ -95,12 +95,7 @@ pub fn held_label(held: Option<u64>, total: Option<u64>) -> String {
 
 /// Where the page's script sends one file (the session's streamed upload).
 pub fn upload_url(code: &str, version: &str, name: &str, replace: bool) -> String {
-    let mut url = format!(
-        "/datasets/{}/{}/upload?name={}",
-        encode(code),
-        encode(version),
-        encode(name)
-    );
+    let mut url = format!("/datasets/{}/{}/upload?name={}", encode(code), encode(version), encode(name));
     if replace {
         url.push_str("&replace=1");
     }
@@ -109,12 +104,7 @@ pub fn upload_url(code: &str, version: &str, name: &str, replace: bool) -> Strin
 
 /// A file's resumable upload in the JSON API (the page's session signs it).
 pub fn resumable_url(code: &str, version: &str, name: &str) -> String {
-    format!(
-        "/api/v1/datasets/{}/versions/{}/uploads/{}",
-        encode(code),
-        encode(version),
-        encode(name)
-    )
+    format!("/api/v1/datasets/{}/versions/{}/uploads/{}", encode(code), encode(version), encode(name))
 }
 
 /// The most the upload page sends in one request: a dropped connection
@@ -132,22 +122,12 @@ pub const FINGERPRINT_SAMPLE_BYTES: f64 = (64u64 << 10) as f64;
 /// file, which would read all of it before the first byte is sent; FNV-1a
 /// because it only has to tell files apart, not resist forgery.
 pub fn file_fingerprint(last_modified_ms: f64, head: &[u8], tail: &[u8]) -> String {
-    let hash = head
-        .iter()
-        .chain(tail)
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    let hash = head.iter().chain(tail).fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3));
     format!("{}-{hash:016x}", last_modified_ms.max(0.0) as u64)
 }
 
 pub fn download_url(code: &str, version: &str, name: &str) -> String {
-    format!(
-        "/datasets/{}/{}/download?name={}",
-        encode(code),
-        encode(version),
-        encode(name)
-    )
+    format!("/datasets/{}/{}/download?name={}", encode(code), encode(version), encode(name))
 }
 
 pub fn version_url(code: &str, version: &str) -> String {
@@ -158,9 +138,7 @@ pub fn version_url(code: &str, version: &str) -> String {
 pub fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -173,15 +151,8 @@ pub fn rate_label(sent: f64, total: f64, secs: f64) -> String {
     }
     let rate = sent / secs;
     let left = ((total - sent).max(0.0) / rate).ceil() as u64;
-    let left = if left >= 120 {
-        format!("{} min left", left.div_ceil(60))
-    } else {
-        format!("{left} s left")
-    };
-    format!(
-        "{}/s · {left}",
-        gantry_core::datasets::format_bytes(rate as u64)
-    )
+    let left = if left >= 120 { format!("{} min left", left.div_ceil(60)) } else { format!("{left} s left") };
+    format!("{}/s · {left}", gantry_core::datasets::format_bytes(rate as u64))
 }
 
 #[cfg(test)]
@@ -190,29 +161,17 @@ mod tests {
 
     #[test]
     fn urls_and_labels() {
-        assert_eq!(
-            upload_url("coco", "v1", "a b/c.jpg", true),
-            "/datasets/coco/v1/upload?name=a%20b%2Fc.jpg&replace=1"
-        );
-        assert_eq!(
-            download_url("coco", "v1", "x.bin"),
-            "/datasets/coco/v1/download?name=x.bin"
-        );
+        assert_eq!(upload_url("coco", "v1", "a b/c.jpg", true), "/datasets/coco/v1/upload?name=a%20b%2Fc.jpg&replace=1");
+        assert_eq!(download_url("coco", "v1", "x.bin"), "/datasets/coco/v1/download?name=x.bin");
         assert_eq!(rate_label(2048.0, 4096.0, 2.0), "1.0 KiB/s · 2 s left");
         assert_eq!(rate_label(0.0, 10.0, 1.0), "");
-        assert_eq!(
-            rate_label(1024.0, 1024.0 * 1000.0, 1.0),
-            "1.0 KiB/s · 17 min left"
-        );
+        assert_eq!(rate_label(1024.0, 1024.0 * 1000.0, 1.0), "1.0 KiB/s · 17 min left");
     }
 
     #[test]
     fn held_labels_say_what_is_known() {
         assert_eq!(held_label(Some(100), Some(600)), "100 B of 600 B");
-        assert_eq!(
-            held_label(Some(2048), None),
-            "2.0 KiB (length not declared)"
-        );
+        assert_eq!(held_label(Some(2048), None), "2.0 KiB (length not declared)");
         assert_eq!(held_label(None, Some(600)), "unknown of 600 B");
         assert_eq!(held_label(None, None), "unknown");
     }
@@ -220,26 +179,11 @@ mod tests {
     #[test]
     fn fingerprints_tell_files_of_one_size_apart() {
         let a = file_fingerprint(1_700_000_000_123.0, b"head", b"tail");
-        assert_eq!(
-            a,
-            file_fingerprint(1_700_000_000_123.0, b"head", b"tail"),
-            "the same file, the same name"
-        );
-        assert_ne!(
-            a,
-            file_fingerprint(1_700_000_000_123.0, b"head", b"tall"),
-            "other last bytes"
-        );
-        assert_ne!(
-            a,
-            file_fingerprint(1_700_000_000_124.0, b"head", b"tail"),
-            "modified since"
-        );
+        assert_eq!(a, file_fingerprint(1_700_000_000_123.0, b"head", b"tail"), "the same file, the same name");
+        assert_ne!(a, file_fingerprint(1_700_000_000_123.0, b"head", b"tall"), "other last bytes");
+        assert_ne!(a, file_fingerprint(1_700_000_000_124.0, b"head", b"tail"), "modified since");
         assert!(a.starts_with("1700000000123-") && a.len() == 14 + 16, "{a}");
-        assert!(
-            a.bytes().all(|b| b.is_ascii_graphic()),
-            "a header value: {a}"
-        );
+        assert!(a.bytes().all(|b| b.is_ascii_graphic()), "a header value: {a}");
     }
 }
 

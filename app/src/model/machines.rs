@@ -25,33 +25,20 @@ pub const GPU_COUNT_MAX: i64 = 64;
 
 /// A whole number from a form field, or "`label` must be a whole number".
 pub fn parse_whole(label: &str, value: &str) -> Result<i64, String> {
-    value
-        .trim()
-        .parse::<i64>()
-        .map_err(|_| format!("{label} must be a whole number"))
+    value.trim().parse::<i64>().map_err(|_| format!("{label} must be a whole number"))
 }
 
 /// Parses the create form's text fields. Empty image and model mean the
 /// default image and any allowed model; an empty volume size means the default.
-pub fn parse_create(
-    name: &str,
-    image_id: &str,
-    gpu_count: &str,
-    gpu_model: &str,
-    volume_size_gb: &str,
-) -> Result<CreateInput, String> {
+pub fn parse_create(name: &str, image_id: &str, gpu_count: &str, gpu_model: &str, volume_size_gb: &str) -> Result<CreateInput, String> {
     let name = name.trim().to_string();
     gantry_core::validate::name("machine name", &name).map_err(|e| e.to_string())?;
     let image_id = match image_id.trim() {
         "" => None,
-        s => Some(
-            s.parse::<i64>()
-                .map_err(|_| "choose an image from the list".to_string())?,
-        ),
+        s => Some(s.parse::<i64>().map_err(|_| "choose an image from the list".to_string())?),
     };
     let count = parse_whole("GPU count", gpu_count)?;
-    gantry_core::validate::in_range("GPU count", count, 1, GPU_COUNT_MAX)
-        .map_err(|e| e.to_string())?;
+    gantry_core::validate::in_range("GPU count", count, 1, GPU_COUNT_MAX).map_err(|e| e.to_string())?;
     let gpu_model = match gpu_model.trim() {
         "" => None,
         m => Some(m.to_string()),
@@ -60,13 +47,7 @@ pub fn parse_create(
         "" => DEFAULT_VOLUME_GB,
         v => parse_whole("volume size (GB)", v)?,
     };
-    Ok(CreateInput {
-        name,
-        image_id,
-        gpu_count: count as u32,
-        gpu_model,
-        volume_size_gb,
-    })
+    Ok(CreateInput { name, image_id, gpu_count: count as u32, gpu_model, volume_size_gb })
 }
 
 /// CPUs a new machine gets when the form leaves the field empty, and the
@@ -88,27 +69,14 @@ pub fn parse_cpus(value: &str) -> Result<Option<i64>, String> {
     let bad = || "CPUs must be a number such as 2 or 0.5 (at most three decimals)".to_string();
     let (whole, frac) = v.split_once('.').unwrap_or((v, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if (whole.is_empty() && frac.is_empty())
-        || !digits(whole)
-        || !digits(frac)
-        || frac.len() > 3
-        || whole.len() > 6
-    {
+    if (whole.is_empty() && frac.is_empty()) || !digits(whole) || !digits(frac) || frac.len() > 3 || whole.len() > 6 {
         return Err(bad());
     }
-    let whole: i64 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().map_err(|_| bad())?
-    };
+    let whole: i64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| bad())? };
     let frac: i64 = format!("{frac:0<3}").parse().map_err(|_| bad())?;
     let millis = whole * 1000 + frac;
     if !(CPU_MILLIS_MIN..=CPU_MILLIS_MAX).contains(&millis) {
-        return Err(format!(
-            "CPUs must be between {} and {}",
-            CPU_MILLIS_MIN as f64 / 1000.0,
-            CPU_MILLIS_MAX / 1000
-        ));
+        return Err(format!("CPUs must be between {} and {}", CPU_MILLIS_MIN as f64 / 1000.0, CPU_MILLIS_MAX / 1000));
     }
     Ok(Some(millis))
 }
@@ -119,8 +87,7 @@ pub fn parse_memory_mb(value: &str) -> Result<Option<i64>, String> {
         "" => Ok(None),
         v => {
             let mb = parse_whole("memory (MB)", v)?;
-            gantry_core::validate::in_range("memory (MB)", mb, MEMORY_MB_MIN, MEMORY_MB_MAX)
-                .map_err(|e| e.to_string())?;
+            gantry_core::validate::in_range("memory (MB)", mb, MEMORY_MB_MIN, MEMORY_MB_MAX).map_err(|e| e.to_string())?;
             Ok(Some(mb))
         }
     }
@@ -130,10 +97,7 @@ pub fn parse_memory_mb(value: &str) -> Result<Option<i64>, String> {
 pub fn parse_kept_volume(value: &str) -> Result<Option<i64>, String> {
     match value.trim() {
         "" => Ok(None),
-        v => v
-            .parse::<i64>()
-            .map(Some)
-            .map_err(|_| "choose a data volume from the list".to_string()),
+        v => v.parse::<i64>().map(Some).map_err(|_| "choose a data volume from the list".to_string()),
     }
 }
 
@@ -160,10 +124,7 @@ pub fn checkbox(value: Option<&str>) -> bool {
 
 /// "1,3" (the database's GROUP_CONCAT) to `[1, 3]`, ascending.
 pub fn parse_indexes(list: &str) -> Vec<u32> {
-    let mut out: Vec<u32> = list
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
+    let mut out: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
     out.sort_unstable();
     out
 }
@@ -173,11 +134,7 @@ pub fn gpu_summary(count: i64, model: &str, indexes: &[u32]) -> String {
     if indexes.is_empty() {
         format!("{count} × {model}")
     } else {
-        let list = indexes
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let list = indexes.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         format!("{count} × {model} (GPU {list})")
     }
 }
@@ -199,27 +156,18 @@ pub fn short_id(id: &str) -> String {
 /// The CSS class for a machine state's badge; unknown text gets none of
 /// the coloured ones.
 pub fn machine_badge(state: &str) -> &'static str {
-    state
-        .parse::<MachineState>()
-        .map(MachineState::as_str)
-        .unwrap_or("unknown")
+    state.parse::<MachineState>().map(MachineState::as_str).unwrap_or("unknown")
 }
 
 pub fn task_badge(state: &str) -> &'static str {
-    state
-        .parse::<TaskState>()
-        .map(TaskState::as_str)
-        .unwrap_or("unknown")
+    state.parse::<TaskState>().map(TaskState::as_str).unwrap_or("unknown")
 }
 
 /// True while the machine is between states (an operation is in flight).
 pub fn machine_busy(state: &str) -> bool {
     matches!(
         state.parse::<MachineState>(),
-        Ok(MachineState::Creating
-            | MachineState::Restarting
-            | MachineState::Reinstalling
-            | MachineState::Deleting)
+        Ok(MachineState::Creating | MachineState::Restarting | MachineState::Reinstalling | MachineState::Deleting)
     )
 }
 
@@ -230,26 +178,18 @@ pub fn task_busy(state: &str) -> bool {
 
 /// Whether a task may still be cancelled (it has not started).
 pub fn task_cancellable(state: &str) -> bool {
-    state
-        .parse::<TaskState>()
-        .is_ok_and(|s| s.cancellable().is_ok())
+    state.parse::<TaskState>().is_ok_and(|s| s.cancellable().is_ok())
 }
 
 /// Whether the machine accepts `kind` now (the server decides; the page
 /// uses this only to disable buttons that would be refused).
 pub fn accepts(state: &str, kind: TaskKind) -> bool {
-    state
-        .parse::<MachineState>()
-        .is_ok_and(|s| gantry_core::task::accepts("", s, kind).is_ok())
+    state.parse::<MachineState>().is_ok_and(|s| gantry_core::task::accepts("", s, kind).is_ok())
 }
 
 /// "A100, H100" to `["A100", "H100"]`: trimmed, empty entries dropped.
 pub fn split_models(list: &str) -> Vec<String> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .map(str::to_string)
-        .collect()
+    list.split(',').map(str::trim).filter(|m| !m.is_empty()).map(str::to_string).collect()
 }
 
 #[cfg(test)]
@@ -267,10 +207,7 @@ mod tests {
 
     #[test]
     fn volumes_and_ids_render() {
-        assert_eq!(
-            volume_summary("gantry-m4-data", 10),
-            "gantry-m4-data · 10 GB"
-        );
+        assert_eq!(volume_summary("gantry-m4-data", 10), "gantry-m4-data · 10 GB");
         assert_eq!(volume_summary("", 10), "10 GB");
         assert_eq!(short_id("0123456789abcdef0123"), "0123456789ab");
         assert_eq!(short_id("abc"), "abc");
@@ -279,50 +216,17 @@ mod tests {
     #[test]
     fn create_form_parses_with_clear_messages() {
         let ok = parse_create(" box-1 ", "", "2", "", "").unwrap();
-        assert_eq!(
-            ok,
-            CreateInput {
-                name: "box-1".into(),
-                image_id: None,
-                gpu_count: 2,
-                gpu_model: None,
-                volume_size_gb: 10
-            }
-        );
+        assert_eq!(ok, CreateInput { name: "box-1".into(), image_id: None, gpu_count: 2, gpu_model: None, volume_size_gb: 10 });
         let ok = parse_create("box", "7", "1", " A100 ", "20").unwrap();
-        assert_eq!(
-            (ok.image_id, ok.gpu_model.as_deref(), ok.volume_size_gb),
-            (Some(7), Some("A100"), 20)
-        );
+        assert_eq!((ok.image_id, ok.gpu_model.as_deref(), ok.volume_size_gb), (Some(7), Some("A100"), 20));
 
-        assert_eq!(
-            parse_create("box", "", "abc", "", "10").unwrap_err(),
-            "GPU count must be a whole number"
-        );
-        assert_eq!(
-            parse_create("box", "", "1.5", "", "10").unwrap_err(),
-            "GPU count must be a whole number"
-        );
-        assert_eq!(
-            parse_create("box", "", "0", "", "10").unwrap_err(),
-            "GPU count must be a whole number between 1 and 64"
-        );
-        assert_eq!(
-            parse_create("box", "", "-3", "", "10").unwrap_err(),
-            "GPU count must be a whole number between 1 and 64"
-        );
-        assert_eq!(
-            parse_create("box", "", "1", "", "ten").unwrap_err(),
-            "volume size (GB) must be a whole number"
-        );
-        assert_eq!(
-            parse_create("box", "x", "1", "", "10").unwrap_err(),
-            "choose an image from the list"
-        );
-        assert_eq!(
-            parse_create("", "", "1", "", "10").unwrap_err(),
-            "machine name is required"
-        );
+        assert_eq!(parse_create("box", "", "abc", "", "10").unwrap_err(), "GPU count must be a whole number");
+        assert_eq!(parse_create("box", "", "1.5", "", "10").unwrap_err(), "GPU count must be a whole number");
+        assert_eq!(parse_create("box", "", "0", "", "10").unwrap_err(), "GPU count must be a whole number between 1 and 64");
+        assert_eq!(parse_create("box", "", "-3", "", "10").unwrap_err(), "GPU count must be a whole number between 1 and 64");
+        assert_eq!(parse_create("box", "", "1", "", "ten").unwrap_err(), "volume size (GB) must be a whole number");
+        assert_eq!(parse_create("box", "x", "1", "", "10").unwrap_err(), "choose an image from the list");
+        assert_eq!(parse_create("", "", "1", "", "10").unwrap_err(), "machine name is required");
         assert!(parse_create("Bad Name", "", "1", "", "10").is_err());
     }
 
@@ -335,46 +239,21 @@ mod tests {
         assert_eq!(parse_cpus("1.125"), Ok(Some(1125)));
         assert_eq!(parse_cpus("3."), Ok(Some(3000)));
         for bad in ["abc", "1,5", "-1", "1.2345", ".", "1e3", "1.2.3", "+2"] {
-            assert_eq!(
-                parse_cpus(bad).unwrap_err(),
-                "CPUs must be a number such as 2 or 0.5 (at most three decimals)",
-                "{bad}"
-            );
+            assert_eq!(parse_cpus(bad).unwrap_err(), "CPUs must be a number such as 2 or 0.5 (at most three decimals)", "{bad}");
         }
-        assert_eq!(
-            parse_cpus("0").unwrap_err(),
-            "CPUs must be between 0.1 and 256"
-        );
-        assert_eq!(
-            parse_cpus("0.05").unwrap_err(),
-            "CPUs must be between 0.1 and 256"
-        );
-        assert_eq!(
-            parse_cpus("300").unwrap_err(),
-            "CPUs must be between 0.1 and 256"
-        );
-        assert_eq!(
-            parse_cpus("99999999").unwrap_err(),
-            "CPUs must be a number such as 2 or 0.5 (at most three decimals)"
-        );
+        assert_eq!(parse_cpus("0").unwrap_err(), "CPUs must be between 0.1 and 256");
+        assert_eq!(parse_cpus("0.05").unwrap_err(), "CPUs must be between 0.1 and 256");
+        assert_eq!(parse_cpus("300").unwrap_err(), "CPUs must be between 0.1 and 256");
+        assert_eq!(parse_cpus("99999999").unwrap_err(), "CPUs must be a number such as 2 or 0.5 (at most three decimals)");
 
         assert_eq!(parse_memory_mb(" "), Ok(None));
         assert_eq!(parse_memory_mb("8192"), Ok(Some(8192)));
-        assert_eq!(
-            parse_memory_mb("1.5").unwrap_err(),
-            "memory (MB) must be a whole number"
-        );
-        assert_eq!(
-            parse_memory_mb("10").unwrap_err(),
-            "memory (MB) must be a whole number between 64 and 4194304"
-        );
+        assert_eq!(parse_memory_mb("1.5").unwrap_err(), "memory (MB) must be a whole number");
+        assert_eq!(parse_memory_mb("10").unwrap_err(), "memory (MB) must be a whole number between 64 and 4194304");
 
         assert_eq!(parse_kept_volume(""), Ok(None));
         assert_eq!(parse_kept_volume("7"), Ok(Some(7)));
-        assert_eq!(
-            parse_kept_volume("new").unwrap_err(),
-            "choose a data volume from the list"
-        );
+        assert_eq!(parse_kept_volume("new").unwrap_err(), "choose a data volume from the list");
     }
 
     #[test]
@@ -383,12 +262,7 @@ mod tests {
         assert_eq!(parse_operation("reinstall"), Ok(TaskKind::Reinstall));
         assert_eq!(parse_operation("delete"), Ok(TaskKind::Delete));
         for bad in ["create", "snapshot", "", "DELETE", "rm -rf"] {
-            assert!(
-                parse_operation(bad)
-                    .unwrap_err()
-                    .contains("expected restart, reinstall or delete"),
-                "{bad}"
-            );
+            assert!(parse_operation(bad).unwrap_err().contains("expected restart, reinstall or delete"), "{bad}");
         }
     }
 
@@ -397,10 +271,7 @@ mod tests {
         assert!(checkbox(Some("on")));
         assert!(!checkbox(None));
         assert!(!checkbox(Some("")));
-        assert_eq!(
-            split_models(" A100, ,H100 ,"),
-            vec!["A100".to_string(), "H100".to_string()]
-        );
+        assert_eq!(split_models(" A100, ,H100 ,"), vec!["A100".to_string(), "H100".to_string()]);
         assert!(split_models("  ").is_empty());
     }
 

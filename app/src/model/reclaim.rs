@@ -87,32 +87,19 @@ impl MachineEventRow {
     }
 }
 
-fn num<T: std::str::FromStr>(
-    fields: &[(&str, &str)],
-    name: &str,
-    label: &str,
-) -> Result<T, String> {
-    let v = fields
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v.trim())
-        .unwrap_or("");
-    v.parse()
-        .map_err(|_| format!("{label}: \"{v}\" is not a number"))
+fn num<T: std::str::FromStr>(fields: &[(&str, &str)], name: &str, label: &str) -> Result<T, String> {
+    let v = fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v.trim()).unwrap_or("");
+    v.parse().map_err(|_| format!("{label}: \"{v}\" is not a number"))
 }
 
 fn on(fields: &[(&str, &str)], name: &str) -> bool {
-    fields
-        .iter()
-        .any(|(n, v)| *n == name && matches!(*v, "on" | "true" | "1"))
+    fields.iter().any(|(n, v)| *n == name && matches!(*v, "on" | "true" | "1"))
 }
 
 /// The admin's settings form (times in minutes) into the core's settings,
 /// checked by the core: a bad value is refused with the field's name.
 pub fn parse_settings(f: &[(&str, &str)]) -> Result<(ReclaimSettings, HotSettings), String> {
-    let minutes = |name: &str, label: &str| -> Result<i64, String> {
-        Ok((num::<f64>(f, name, label)? * 60.0).round() as i64)
-    };
+    let minutes = |name: &str, label: &str| -> Result<i64, String> { Ok((num::<f64>(f, name, label)? * 60.0).round() as i64) };
     let reclaim = ReclaimSettings {
         enabled: on(f, "enabled"),
         threshold_pct: num(f, "threshold_pct", "idle threshold")?,
@@ -155,14 +142,9 @@ mod tests {
     #[test]
     fn settings_form_parses_minutes_and_refuses_bad_values() {
         let (r, h) = parse_settings(&form("1")).unwrap();
-        assert_eq!(
-            (r.window_secs, r.grace_secs, r.extension_secs, r.enabled),
-            (60, 1800, 7200, true)
-        );
+        assert_eq!((r.window_secs, r.grace_secs, r.extension_secs, r.enabled), (60, 1800, 7200, true));
         assert!(!h.enabled, "an unticked box is off");
-        assert!(parse_settings(&form("abc"))
-            .unwrap_err()
-            .contains("idle window"));
+        assert!(parse_settings(&form("abc")).unwrap_err().contains("idle window"));
         assert!(parse_settings(&form("0")).unwrap_err().contains("window"));
     }
 
@@ -182,10 +164,7 @@ mod tests {
             mine: true,
         };
         assert_eq!(n.warning_text(), "Idle: machine box will be snapshotted and its GPUs returned in 4 min 10 s (at 2026-11-29 09:43 UTC) unless its GPUs are used or you extend it.");
-        let used = ReclaimNotice {
-            extensions_used: 1,
-            ..n
-        };
+        let used = ReclaimNotice { extensions_used: 1, ..n };
         assert!(!used.can_extend() && !used.warning_text().contains("extend"));
     }
 }

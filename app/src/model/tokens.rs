@@ -22,9 +22,7 @@ pub struct CreatedToken {
 
 /// "never" or the UTC time.
 pub fn last_used_label(t: &TokenRow) -> String {
-    t.last_used_at
-        .map(gantry_core::time::format_utc)
-        .unwrap_or_else(|| "never".to_string())
+    t.last_used_at.map(gantry_core::time::format_utc).unwrap_or_else(|| "never".to_string())
 }
 
 /// The `curl` line the page suggests for a new token (`$GANTRY_URL` is
@@ -40,18 +38,8 @@ mod tests {
 
     #[test]
     fn labels() {
-        let t = TokenRow {
-            id: 1,
-            name: "ci".into(),
-            prefix: "gnt_abc123".into(),
-            created_at: 0,
-            last_used_at: None,
-            revoked_at: None,
-        };
+        let t = TokenRow { id: 1, name: "ci".into(), prefix: "gnt_abc123".into(), created_at: 0, last_used_at: None, revoked_at: None };
         assert_eq!(last_used_label(&t), "never");
-        assert_eq!(
-            curl_example("gnt_x"),
-            "curl -H 'Authorization: Bearer gnt_x' \"$GANTRY_URL/api/v1/compute-tasks\""
-        );
+        assert_eq!(curl_example("gnt_x"), "curl -H 'Authorization: Bearer gnt_x' \"$GANTRY_URL/api/v1/compute-tasks\"");
     }
 }

@@ -7,8 +7,8 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
-        poll::poll,
         polled::busy_when,
+        poll::poll,
         task_table::TaskTable,
     },
     model::machines::task_busy,
@@ -17,10 +17,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 fn task_kinds() -> Vec<&'static str> {
-    gantry_core::task::TaskKind::ALL
-        .iter()
-        .map(|k| k.as_str())
-        .collect()
+    gantry_core::task::TaskKind::ALL.iter().map(|k| k.as_str()).collect()
 }
 
 #[component]
@@ -28,14 +25,8 @@ pub fn TasksPage() -> impl IntoView {
     let cancel = ServerAction::<CancelTask>::new();
     let tick = RwSignal::new(0u64);
     let query = use_list_query();
-    let tasks = Resource::new(
-        move || (tick.get(), cancel.version().get(), query.get()),
-        |(_, _, q)| tasks_window(q.state, q.user, q.group, q.kind, q.page),
-    );
-    poll(
-        tick,
-        busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))),
-    );
+    let tasks = Resource::new(move || (tick.get(), cancel.version().get(), query.get()), |(_, _, q)| tasks_window(q.state, q.user, q.group, q.kind, q.page));
+    poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
     view! {
         <Title text="Tasks"/>
         <h1>"Tasks"</h1>

@@ -17,10 +17,7 @@ use leptos_meta::Title;
 pub fn TokensPage() -> impl IntoView {
     let create = ServerAction::<CreateToken>::new();
     let revoke = ServerAction::<RevokeToken>::new();
-    let tokens = Resource::new(
-        move || (create.version().get(), revoke.version().get()),
-        |_| my_tokens(),
-    );
+    let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| my_tokens());
     // A second click while the first create runs would make a second token
     // whose secret is never shown.
     let creating = create.pending();
@@ -28,11 +25,7 @@ pub fn TokensPage() -> impl IntoView {
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
     let created = move || {
-        create
-            .value()
-            .get()
-            .and_then(Result::ok)
-            .or_else(|| flashed.get().and_then(Result::ok).flatten())
+        create.value().get().and_then(Result::ok).or_else(|| flashed.get().and_then(Result::ok).flatten())
     };
     view! {
         <Title text="API tokens"/>
@@ -69,9 +62,7 @@ pub fn TokensPage() -> impl IntoView {
 fn NewToken(created: CreatedToken) -> impl IntoView {
     let curl = curl_example(&created.secret);
     // Clicking the field selects the whole secret, ready for Ctrl+C.
-    let select_all = |ev: leptos::ev::FocusEvent| {
-        event_target::<leptos::web_sys::HtmlInputElement>(&ev).select()
-    };
+    let select_all = |ev: leptos::ev::FocusEvent| event_target::<leptos::web_sys::HtmlInputElement>(&ev).select();
     view! {
         <div class="notice stack" role="status" data-testid="new-token">
             <p><strong>"Token " {created.token.name.clone()} " created."</strong> " Copy it now: it is not shown again."</p>
@@ -83,11 +74,7 @@ fn NewToken(created: CreatedToken) -> impl IntoView {
 }
 
 #[component]
-fn TokenTable(
-    tokens: Vec<TokenRow>,
-    revoke: ServerAction<RevokeToken>,
-    js: RwSignal<bool>,
-) -> impl IntoView {
+fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>, js: RwSignal<bool>) -> impl IntoView {
     if tokens.is_empty() {
         return view! { <p class="muted" data-testid="no-tokens">"No tokens yet."</p> }.into_any();
     }

@@ -13,9 +13,7 @@
 //! snapshot — and keep batches short next to the heartbeat timeout, since a
 //! node that falls silent mid-batch stays schedulable until the rebuild.
 
-use super::{
-    check_policy, Allocation, AllocationRequest, ClusterView, GroupPolicy, NodeView, Refusal,
-};
+use super::{check_policy, Allocation, AllocationRequest, ClusterView, GroupPolicy, NodeView, Refusal};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone)]
@@ -57,17 +55,9 @@ struct Slot {
 impl ClusterIndex {
     /// Builds the index from a snapshot; schedulability is judged at `now`.
     pub fn new(view: &ClusterView, now: i64) -> ClusterIndex {
-        let names: BTreeSet<&str> = view
-            .nodes
-            .iter()
-            .flat_map(|n| n.gpus.iter().map(|g| g.model.as_str()))
-            .collect();
+        let names: BTreeSet<&str> = view.nodes.iter().flat_map(|n| n.gpus.iter().map(|g| g.model.as_str())).collect();
         let models: Vec<String> = names.into_iter().map(str::to_string).collect();
-        let model_ids: BTreeMap<String, usize> = models
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.clone(), i))
-            .collect();
+        let model_ids: BTreeMap<String, usize> = models.iter().enumerate().map(|(i, m)| (m.clone(), i)).collect();
 
         let mut by_rank: Vec<usize> = (0..view.nodes.len()).collect();
         by_rank.sort_by(|&a, &b| {
@@ -95,12 +85,7 @@ impl ClusterIndex {
         for (pos, node) in view.nodes.iter().enumerate() {
             by_id.entry(node.id).or_default().push(pos);
             // As in `free_by_model`: an index is free only if no listing says taken.
-            let taken: BTreeSet<u32> = node
-                .gpus
-                .iter()
-                .filter(|g| g.taken)
-                .map(|g| g.index)
-                .collect();
+            let taken: BTreeSet<u32> = node.gpus.iter().filter(|g| g.taken).map(|g| g.index).collect();
             let mut first = BTreeMap::new();
             let mut free: BTreeMap<usize, BTreeSet<u32>> = BTreeMap::new();
             for (listing, gpu) in node.gpus.iter().enumerate() {
@@ -119,33 +104,14 @@ impl ClusterIndex {
                     by_free[model].insert((set.len(), rank[pos]));
                 }
             }
-            slots.push(Slot {
-                node: node.clone(),
-                schedulable,
-                rank: rank[pos],
-                group: group[pos],
-                first,
-                free,
-            });
+            slots.push(Slot { node: node.clone(), schedulable, rank: rank[pos], group: group[pos], first, free });
         }
-        ClusterIndex {
-            heartbeat_timeout_secs: view.heartbeat_timeout_secs,
-            slots,
-            by_id,
-            models,
-            model_ids,
-            by_free,
-            by_rank,
-        }
+        ClusterIndex { heartbeat_timeout_secs: view.heartbeat_timeout_secs, slots, by_id, models, model_ids, by_free, by_rank }
     }
 
     /// The same decision as [`allocate`](super::allocate) on the view this index stands for, at
     /// the build time's `now`.
-    pub fn allocate(
-        &self,
-        policy: &GroupPolicy,
-        request: &AllocationRequest,
-    ) -> Result<Allocation, Refusal> {
+    pub fn allocate(&self, policy: &GroupPolicy, request: &AllocationRequest) -> Result<Allocation, Refusal> {
         check_policy(policy, request)?;
         let asked = request.gpu_count as usize;
         let mut best_free = 0usize;
@@ -188,11 +154,7 @@ impl ClusterIndex {
             });
         };
         let slot = &self.slots[self.by_rank[rank]];
-        let gpus = slot.free[&model]
-            .iter()
-            .take(asked)
-            .map(|index| slot.node.gpus[slot.first[index].0].clone())
-            .collect();
+        let gpus = slot.free[&model].iter().take(asked).map(|index| slot.node.gpus[slot.first[index].0].clone()).collect();
         Ok(Allocation {
             node_id: slot.node.id,
             node_name: slot.node.name.clone(),
@@ -223,31 +185,17 @@ impl ClusterIndex {
     }
 
     fn set_taken(&mut self, node_id: i64, gpu_indexes: &[u32], taken: bool) {
-        let Self {
-            by_id,
-            slots,
-            by_free,
-            ..
-        } = self;
-        let Some(positions) = by_id.get(&node_id) else {
-            return;
-        };
+        let Self { by_id, slots, by_free, .. } = self;
+        let Some(positions) = by_id.get(&node_id) else { return };
         for &pos in positions {
             let slot = &mut slots[pos];
-            for gpu in slot
-                .node
-                .gpus
-                .iter_mut()
-                .filter(|g| gpu_indexes.contains(&g.index))
-            {
+            for gpu in slot.node.gpus.iter_mut().filter(|g| gpu_indexes.contains(&g.index)) {
                 gpu.taken = taken;
             }
             // Every listing of a touched index now agrees, so it is free
             // exactly when it was released.
             for index in gpu_indexes {
-                let Some(&(_, model)) = slot.first.get(index) else {
-                    continue;
-                };
+                let Some(&(_, model)) = slot.first.get(index) else { continue };
                 let set = slot.free.entry(model).or_default();
                 let before = set.len();
                 if taken {

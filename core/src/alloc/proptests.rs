@@ -14,12 +14,7 @@ pub(crate) fn arb_cluster() -> impl Strategy<Value = ClusterView> {
         .prop_flat_map(|(models, timeout)| {
             let gpu = (0..models, prop::bool::weighted(0.3));
             // States 0-2 ready, 3 draining, 4 down: mostly usable nodes.
-            let node = (
-                prop::collection::vec(gpu, 0..=8),
-                0u8..5,
-                -5i64..=2 * timeout,
-                0u8..3,
-            );
+            let node = (prop::collection::vec(gpu, 0..=8), 0u8..5, -5i64..=2 * timeout, 0u8..3);
             (prop::collection::vec(node, 1..=8), Just(timeout))
         })
         .prop_map(|(nodes, timeout)| ClusterView {
@@ -61,12 +56,7 @@ pub(crate) fn arb_policy() -> impl Strategy<Value = GroupPolicy> {
         // Sometimes above quota, as after an admin lowered it.
         gpus_in_use: in_use.min(quota + 2),
         max_gpus_per_machine: max,
-        allowed_models: MODELS
-            .iter()
-            .zip(pick)
-            .filter(|(_, p)| *p)
-            .map(|(m, _)| m.to_string())
-            .collect(),
+        allowed_models: MODELS.iter().zip(pick).filter(|(_, p)| *p).map(|(m, _)| m.to_string()).collect(),
     })
 }
 
@@ -74,10 +64,7 @@ pub(crate) fn arb_request() -> impl Strategy<Value = AllocationRequest> {
     // Mostly small requests, so that many pass the group's rules and reach placement.
     let count = prop_oneof![1 => Just(0u32), 10 => 1u32..=3, 3 => 4u32..=9];
     let model = prop::option::weighted(0.5, 0usize..MODELS.len());
-    (count, model).prop_map(|(n, m)| AllocationRequest {
-        gpu_count: n,
-        model: m.map(|m| MODELS[m].to_string()),
-    })
+    (count, model).prop_map(|(n, m)| AllocationRequest { gpu_count: n, model: m.map(|m| MODELS[m].to_string()) })
 }
 
 #[derive(Debug, Clone)]
@@ -93,11 +80,7 @@ fn arb_ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 /// Free GPUs of `model` on every node allocate may use, counted the simple way.
-fn free_counts<'c>(
-    c: &'c ClusterView,
-    p: &GroupPolicy,
-    r: &AllocationRequest,
-) -> Vec<(usize, &'c NodeView, &'static str)> {
+fn free_counts<'c>(c: &'c ClusterView, p: &GroupPolicy, r: &AllocationRequest) -> Vec<(usize, &'c NodeView, &'static str)> {
     let mut out = Vec::new();
     for n in &c.nodes {
         let fresh = NOW - n.last_heartbeat <= c.heartbeat_timeout_secs;
@@ -121,10 +104,7 @@ fn free_counts<'c>(
 /// The name of the first rule the request breaks, by direct reading of the spec.
 fn oracle(c: &ClusterView, p: &GroupPolicy, r: &AllocationRequest) -> &'static str {
     let n = i64::from(r.gpu_count);
-    let model_ok = r
-        .model
-        .as_ref()
-        .is_none_or(|m| p.allowed_models.is_empty() || p.allowed_models.contains(m));
+    let model_ok = r.model.as_ref().is_none_or(|m| p.allowed_models.is_empty() || p.allowed_models.contains(m));
     if n == 0 {
         "zero"
     } else if n > p.max_gpus_per_machine {
@@ -133,10 +113,7 @@ fn oracle(c: &ClusterView, p: &GroupPolicy, r: &AllocationRequest) -> &'static s
         "model"
     } else if p.gpu_quota - p.gpus_in_use < n {
         "quota"
-    } else if free_counts(c, p, r)
-        .iter()
-        .all(|(count, _, _)| *count < r.gpu_count as usize)
-    {
+    } else if free_counts(c, p, r).iter().all(|(count, _, _)| *count < r.gpu_count as usize) {
         "capacity"
     } else {
         "ok"
@@ -157,39 +134,23 @@ fn rule_of(result: &Result<Allocation, Refusal>) -> &'static str {
 }
 
 /// Checks one decision against the oracle; returns it for the caller to apply.
-fn check(
-    c: &ClusterView,
-    p: &GroupPolicy,
-    r: &AllocationRequest,
-) -> Result<Option<Allocation>, TestCaseError> {
+fn check(c: &ClusterView, p: &GroupPolicy, r: &AllocationRequest) -> Result<Option<Allocation>, TestCaseError> {
     let before = c.clone();
     let result = allocate(c, p, r, NOW);
     prop_assert_eq!(c, &before);
     prop_assert_eq!(rule_of(&result), oracle(c, p, r), "{:?}", result);
     let candidates = free_counts(c, p, r);
     match result {
-        Err(Refusal::NoCapacity {
-            asked,
-            model,
-            best_free,
-        }) => {
+        Err(Refusal::NoCapacity { asked, model, best_free }) => {
             prop_assert_eq!(asked, r.gpu_count);
             prop_assert_eq!(&model, &r.model);
-            let brute_best = candidates
-                .iter()
-                .map(|(count, _, _)| *count)
-                .max()
-                .unwrap_or(0);
+            let brute_best = candidates.iter().map(|(count, _, _)| *count).max().unwrap_or(0);
             prop_assert_eq!(best_free as usize, brute_best);
             Ok(None)
         }
         Err(_) => Ok(None),
         Ok(a) => {
-            let node = c
-                .nodes
-                .iter()
-                .find(|n| n.id == a.node_id)
-                .expect("allocated on a known node");
+            let node = c.nodes.iter().find(|n| n.id == a.node_id).expect("allocated on a known node");
             prop_assert_eq!(&a.node_name, &node.name);
             prop_assert!(node.is_schedulable(NOW, c.heartbeat_timeout_secs));
             prop_assert!(p.allows_model(&a.model));
@@ -199,45 +160,18 @@ fn check(
             prop_assert!(p.gpus_in_use + i64::from(r.gpu_count) <= p.gpu_quota);
             for (i, g) in a.gpus.iter().enumerate() {
                 prop_assert_eq!(&g.model, &a.model);
-                prop_assert!(
-                    node.gpus.contains(g),
-                    "allocated GPU is the node's, as it was: {:?}",
-                    g
-                );
+                prop_assert!(node.gpus.contains(g), "allocated GPU is the node's, as it was: {:?}", g);
                 prop_assert!(!g.taken);
-                prop_assert!(
-                    i == 0 || a.gpus[i - 1].index < g.index,
-                    "distinct and sorted"
-                );
+                prop_assert!(i == 0 || a.gpus[i - 1].index < g.index, "distinct and sorted");
             }
             // Packing: nothing that fits is fuller, or equally full and earlier in the tie order.
-            let fits = candidates
-                .iter()
-                .filter(|(count, _, _)| *count >= r.gpu_count as usize);
-            let best = fits
-                .map(|(count, n, m)| (*count, n.name.as_str(), n.id, *m))
-                .min()
-                .expect("something fits");
-            let chosen_free = node
-                .gpus
-                .iter()
-                .filter(|g| g.model == a.model && !g.taken)
-                .count();
-            prop_assert_eq!(
-                best,
-                (
-                    chosen_free,
-                    a.node_name.as_str(),
-                    a.node_id,
-                    a.model.as_str()
-                )
-            );
+            let fits = candidates.iter().filter(|(count, _, _)| *count >= r.gpu_count as usize);
+            let best = fits.map(|(count, n, m)| (*count, n.name.as_str(), n.id, *m)).min().expect("something fits");
+            let chosen_free = node.gpus.iter().filter(|g| g.model == a.model && !g.taken).count();
+            prop_assert_eq!(best, (chosen_free, a.node_name.as_str(), a.node_id, a.model.as_str()));
             // Lowest indexes: every free GPU of the model left behind has a higher index.
             let last = a.gpus.last().map(|g| g.index).unwrap_or(0);
-            let skipped = node
-                .gpus
-                .iter()
-                .filter(|g| g.model == a.model && !g.taken && !a.gpus.contains(g));
+            let skipped = node.gpus.iter().filter(|g| g.model == a.model && !g.taken && !a.gpus.contains(g));
             for g in skipped {
                 prop_assert!(g.index > last, "skipped lower free GPU {:?}", g);
             }

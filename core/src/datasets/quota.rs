@@ -18,35 +18,18 @@ fn reserved_note(reserved: u64) -> String {
     if reserved == 0 {
         String::new()
     } else {
-        format!(
-            " (and {} reserved by uploads in progress)",
-            format_bytes(reserved)
-        )
+        format!(" (and {} reserved by uploads in progress)", format_bytes(reserved))
     }
 }
 
 /// `used + reserved + incoming <= quota`, without overflow. `incoming` is
 /// the growth (a replaced file's old size already subtracted).
-pub fn check_quota(
-    group: &str,
-    quota: u64,
-    used: u64,
-    reserved: u64,
-    incoming: u64,
-) -> Result<(), QuotaRefusal> {
-    let after = used
-        .checked_add(reserved)
-        .and_then(|n| n.checked_add(incoming));
+pub fn check_quota(group: &str, quota: u64, used: u64, reserved: u64, incoming: u64) -> Result<(), QuotaRefusal> {
+    let after = used.checked_add(reserved).and_then(|n| n.checked_add(incoming));
     if after.is_some_and(|after| after <= quota) {
         Ok(())
     } else {
-        Err(QuotaRefusal {
-            group: group.to_string(),
-            quota,
-            used,
-            reserved,
-            incoming,
-        })
+        Err(QuotaRefusal { group: group.to_string(), quota, used, reserved, incoming })
     }
 }
 

@@ -38,10 +38,7 @@ pub fn byte_range(header: Option<&str>, size: u64) -> ByteRange {
         return match last.parse::<u64>() {
             Ok(0) => ByteRange::Unsatisfiable,
             Ok(_) if size == 0 => ByteRange::Unsatisfiable,
-            Ok(n) => ByteRange::Part {
-                start: size.saturating_sub(n),
-                end: size - 1,
-            },
+            Ok(n) => ByteRange::Part { start: size.saturating_sub(n), end: size - 1 },
             Err(_) => ByteRange::Whole,
         };
     }

@@ -12,22 +12,10 @@ use crate::rebalance::HotSettings;
 /// `raw_keep_secs`; empty when they can. A window equal to the retention
 /// is fine: samples at its far edge may be pruned, but the gap allowed
 /// (a quarter of the window) covers that.
-pub fn windows_outlast_samples(
-    reclaim: &ReclaimSettings,
-    hot: &HotSettings,
-    raw_keep_secs: i64,
-) -> Vec<String> {
+pub fn windows_outlast_samples(reclaim: &ReclaimSettings, hot: &HotSettings, raw_keep_secs: i64) -> Vec<String> {
     let windows = [
-        (
-            "idle window",
-            reclaim.window_secs,
-            "no machine would ever be reclaimed",
-        ),
-        (
-            "hot window",
-            hot.window_secs,
-            "no machine would ever be moved off a hot GPU",
-        ),
+        ("idle window", reclaim.window_secs, "no machine would ever be reclaimed"),
+        ("hot window", hot.window_secs, "no machine would ever be moved off a hot GPU"),
     ];
     windows
         .into_iter()
@@ -47,16 +35,7 @@ mod tests {
     use super::*;
 
     fn settings(idle: i64, hot: i64) -> (ReclaimSettings, HotSettings) {
-        (
-            ReclaimSettings {
-                window_secs: idle,
-                ..ReclaimSettings::default()
-            },
-            HotSettings {
-                window_secs: hot,
-                ..HotSettings::default()
-            },
-        )
+        (ReclaimSettings { window_secs: idle, ..ReclaimSettings::default() }, HotSettings { window_secs: hot, ..HotSettings::default() })
     }
 
     #[test]
@@ -72,24 +51,11 @@ mod tests {
         let (r, h) = settings(3660, 600);
         let why = windows_outlast_samples(&r, &h, 3600);
         assert_eq!(why.len(), 1, "{why:?}");
-        assert!(
-            why[0].starts_with(
-                "the idle window (1 h 01 min) is longer than raw GPU samples are kept (1 h 00 min"
-            ),
-            "{}",
-            why[0]
-        );
-        assert!(
-            why[0].contains("no machine would ever be reclaimed"),
-            "{}",
-            why[0]
-        );
+        assert!(why[0].starts_with("the idle window (1 h 01 min) is longer than raw GPU samples are kept (1 h 00 min"), "{}", why[0]);
+        assert!(why[0].contains("no machine would ever be reclaimed"), "{}", why[0]);
         let (r, h) = settings(48 * 3600, 86_400);
         let why = windows_outlast_samples(&r, &h, 12 * 3600);
         assert_eq!(why.len(), 2, "{why:?}");
-        assert!(
-            why[0].contains("(48 h 00 min)") && why[1].starts_with("the hot window (24 h 00 min)"),
-            "{why:?}"
-        );
+        assert!(why[0].contains("(48 h 00 min)") && why[1].starts_with("the hot window (24 h 00 min)"), "{why:?}");
     }
 }

@@ -21,46 +21,13 @@ fn every_enum_round_trips_through_text() {
 #[test]
 fn text_forms_are_lowercase_words() {
     let texts: Vec<&str> = TaskKind::ALL.iter().map(|k| k.as_str()).collect();
-    assert_eq!(
-        texts,
-        [
-            "create",
-            "delete",
-            "restart",
-            "reinstall",
-            "snapshot",
-            "reclaim",
-            "restore",
-            "rebalance"
-        ]
-    );
+    assert_eq!(texts, ["create", "delete", "restart", "reinstall", "snapshot", "reclaim", "restore", "rebalance"]);
     let texts: Vec<&str> = TaskState::ALL.iter().map(|s| s.as_str()).collect();
-    assert_eq!(
-        texts,
-        [
-            "pending",
-            "scheduled",
-            "running",
-            "succeeded",
-            "failed",
-            "cancelled"
-        ]
-    );
+    assert_eq!(texts, ["pending", "scheduled", "running", "succeeded", "failed", "cancelled"]);
     let texts: Vec<&str> = MachineState::ALL.iter().map(|m| m.as_str()).collect();
     assert_eq!(
         texts,
-        [
-            "creating",
-            "running",
-            "stopped",
-            "restarting",
-            "reinstalling",
-            "deleting",
-            "deleted",
-            "failed",
-            "lost",
-            "reclaimed"
-        ]
+        ["creating", "running", "stopped", "restarting", "reinstalling", "deleting", "deleted", "failed", "lost", "reclaimed"]
     );
 }
 
@@ -119,57 +86,24 @@ fn terminal_states_go_nowhere() {
 fn refused_transition_says_which() {
     let err = transition(TaskState::Running, TaskState::Pending).unwrap_err();
     assert_eq!(err.to_string(), "a running task cannot become pending");
+    assert_eq!(err, TransitionError { from: TaskState::Running, to: TaskState::Pending });
     assert_eq!(
-        err,
-        TransitionError {
-            from: TaskState::Running,
-            to: TaskState::Pending
-        }
-    );
-    assert_eq!(
-        transition(TaskState::Succeeded, TaskState::Running)
-            .unwrap_err()
-            .to_string(),
+        transition(TaskState::Succeeded, TaskState::Running).unwrap_err().to_string(),
         "a succeeded task cannot become running"
     );
-    assert_eq!(
-        transition(TaskState::Pending, TaskState::Scheduled),
-        Ok(TaskState::Scheduled)
-    );
+    assert_eq!(transition(TaskState::Pending, TaskState::Scheduled), Ok(TaskState::Scheduled));
 }
 
 #[test]
 fn machine_shows_what_its_task_does() {
-    assert_eq!(
-        machine_state_for(TaskKind::Create),
-        Some(MachineState::Creating)
-    );
-    assert_eq!(
-        machine_state_for(TaskKind::Delete),
-        Some(MachineState::Deleting)
-    );
-    assert_eq!(
-        machine_state_for(TaskKind::Restart),
-        Some(MachineState::Restarting)
-    );
-    assert_eq!(
-        machine_state_for(TaskKind::Reinstall),
-        Some(MachineState::Reinstalling)
-    );
-    assert_eq!(
-        machine_state_for(TaskKind::Snapshot),
-        None,
-        "a snapshot leaves the machine as it is"
-    );
+    assert_eq!(machine_state_for(TaskKind::Create), Some(MachineState::Creating));
+    assert_eq!(machine_state_for(TaskKind::Delete), Some(MachineState::Deleting));
+    assert_eq!(machine_state_for(TaskKind::Restart), Some(MachineState::Restarting));
+    assert_eq!(machine_state_for(TaskKind::Reinstall), Some(MachineState::Reinstalling));
+    assert_eq!(machine_state_for(TaskKind::Snapshot), None, "a snapshot leaves the machine as it is");
     assert_eq!(machine_state_for(TaskKind::Reclaim), None);
-    assert_eq!(
-        machine_state_for(TaskKind::Restore),
-        Some(MachineState::Creating)
-    );
-    assert_eq!(
-        machine_state_for(TaskKind::Rebalance),
-        Some(MachineState::Reinstalling)
-    );
+    assert_eq!(machine_state_for(TaskKind::Restore), Some(MachineState::Creating));
+    assert_eq!(machine_state_for(TaskKind::Rebalance), Some(MachineState::Reinstalling));
 }
 
 #[test]
@@ -198,11 +132,7 @@ fn accepted_operations_table() {
     for state in MachineState::ALL {
         for kind in TaskKind::ALL {
             let expected = allowed.contains(&(*state, *kind));
-            assert_eq!(
-                accepts("box", *state, *kind).is_ok(),
-                expected,
-                "{state} accepts {kind}?"
-            );
+            assert_eq!(accepts("box", *state, *kind).is_ok(), expected, "{state} accepts {kind}?");
         }
     }
 }
@@ -228,14 +158,9 @@ fn no_operation_overlaps_a_running_one() {
     // The states a machine shows during an operation accept nothing new,
     // except snapshot's, which is the ordinary running state.
     for kind in TaskKind::ALL {
-        let Some(during) = machine_state_for(*kind) else {
-            continue;
-        };
+        let Some(during) = machine_state_for(*kind) else { continue };
         for next in TaskKind::ALL {
-            assert!(
-                accepts("m", during, *next).is_err(),
-                "{during} accepted {next}"
-            );
+            assert!(accepts("m", during, *next).is_err(), "{during} accepted {next}");
         }
     }
 }
@@ -246,14 +171,8 @@ fn only_tasks_that_have_not_started_can_be_cancelled() {
         let ok = s.cancellable().is_ok();
         assert_eq!(ok, s.can_transition_to(TaskState::Cancelled), "{s}");
     }
-    assert!(TaskState::Running
-        .cancellable()
-        .unwrap_err()
-        .contains("cannot be cancelled"));
-    assert_eq!(
-        TaskState::Succeeded.cancellable().unwrap_err(),
-        "the task has already succeeded"
-    );
+    assert!(TaskState::Running.cancellable().unwrap_err().contains("cannot be cancelled"));
+    assert_eq!(TaskState::Succeeded.cancellable().unwrap_err(), "the task has already succeeded");
 }
 
 #[test]

@@ -29,11 +29,7 @@ pub struct AuditPage {
 
 pub const AUDIT_PAGE_MAX: i64 = 200;
 
-pub async fn search_audit(
-    pool: &Pool,
-    filter: &AuditFilter,
-    limit: i64,
-) -> Result<AuditPage, PlatformError> {
+pub async fn search_audit(pool: &Pool, filter: &AuditFilter, limit: i64) -> Result<AuditPage, PlatformError> {
     let limit = limit.clamp(1, AUDIT_PAGE_MAX);
     let mut sql = String::from(
         "SELECT a.id, a.at, u.username AS actor, a.action, a.detail
@@ -61,11 +57,7 @@ pub async fn search_audit(
             texts.push(action.to_string());
         }
     }
-    for (value, clause) in [
-        (filter.since, " AND a.at >= ?"),
-        (filter.until, " AND a.at < ?"),
-        (filter.before, " AND a.id < ?"),
-    ] {
+    for (value, clause) in [(filter.since, " AND a.at >= ?"), (filter.until, " AND a.at < ?"), (filter.before, " AND a.id < ?")] {
         if let Some(v) = value {
             sql.push_str(clause);
             ints.push(v);
@@ -82,10 +74,6 @@ pub async fn search_audit(
     let mut rows = q.bind(limit + 1).fetch_all(pool).await?;
     let more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
-    let next_before = if more {
-        rows.last().map(|r| r.id)
-    } else {
-        None
-    };
+    let next_before = if more { rows.last().map(|r| r.id) } else { None };
     Ok(AuditPage { rows, next_before })
 }

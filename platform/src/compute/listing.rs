@@ -22,16 +22,8 @@ use gantry_core::paging::PageRequest;
 fn compute_filter(f: &ListFilter) -> String {
     format!(
         "{} AND {}",
-        when(
-            f.user.is_some(),
-            "c.requester_id = (SELECT id FROM users WHERE username = ?2)",
-            "?2"
-        ),
-        when(
-            f.group.is_some(),
-            "c.group_id = (SELECT id FROM groups WHERE name = ?3)",
-            "?3"
-        ),
+        when(f.user.is_some(), "c.requester_id = (SELECT id FROM users WHERE username = ?2)", "?2"),
+        when(f.group.is_some(), "c.group_id = (SELECT id FROM groups WHERE name = ?3)", "?3"),
     )
 }
 
@@ -47,25 +39,17 @@ pub fn compute_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
 
 /// One page of the compute tasks `viewer` may see (own group; admins all),
 /// narrowed by `filter` (its `kind` does not apply).
-pub async fn compute_window(
-    pool: &Pool,
-    viewer: &User,
-    filter: &ListFilter,
-    page: PageRequest,
-) -> Result<Window<ComputeTaskView>, PlatformError> {
+pub async fn compute_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<ComputeTaskView>, PlatformError> {
     let (ids, bind) = compute_ids_sql(viewer, filter);
-    let rows = sqlx::query_as(&format!(
-        "{} WHERE c.id IN ({ids}) ORDER BY c.id DESC",
-        list_select()
-    ))
-    .bind(bind)
-    .bind(&filter.user)
-    .bind(&filter.group)
-    .bind(&filter.state)
-    .bind(page.per_page)
-    .bind(page.offset())
-    .fetch_all(pool)
-    .await?;
+    let rows = sqlx::query_as(&format!("{} WHERE c.id IN ({ids}) ORDER BY c.id DESC", list_select()))
+        .bind(bind)
+        .bind(&filter.user)
+        .bind(&filter.group)
+        .bind(&filter.state)
+        .bind(page.per_page)
+        .bind(page.offset())
+        .fetch_all(pool)
+        .await?;
     let (cond, filters) = (visible_as_1(viewer, "c.group_id").0, compute_filter(filter));
     let by_state: Vec<(String, i64)> = sqlx::query_as(&format!(
         "SELECT c.state, SUM(c.n) FROM compute_task_counts c WHERE ({cond}) AND {filters} GROUP BY c.state HAVING SUM(c.n) > 0 ORDER BY c.state"
@@ -75,14 +59,6 @@ pub async fn compute_window(
     .bind(&filter.group)
     .fetch_all(pool)
     .await?;
-    let total = by_state
-        .iter()
-        .filter(|(s, _)| filter.state.as_deref().is_none_or(|want| want == s))
-        .map(|(_, n)| n)
-        .sum();
-    Ok(Window {
-        rows,
-        total,
-        by_state,
-    })
+    let total = by_state.iter().filter(|(s, _)| filter.state.as_deref().is_none_or(|want| want == s)).map(|(_, n)| n).sum();
+    Ok(Window { rows, total, by_state })
 }

@@ -14,10 +14,7 @@ use crate::{
     machines::{Admissions, CreateMachine, Job},
     now, transitions, PlatformError,
 };
-use gantry_core::matching::{
-    decide_for_group, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage,
-    TaskRequest,
-};
+use gantry_core::matching::{decide_for_group, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest};
 use gantry_core::{machine::may_have_container, task::MachineState};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -31,15 +28,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// full to compute tasks until someone deleted them. Derived from the
 /// core's rule, so the two cannot drift apart.
 pub(crate) fn has_container_sql() -> String {
-    let never: Vec<String> = MachineState::ALL
-        .iter()
-        .filter(|s| !may_have_container(**s, true))
-        .map(|s| format!("'{s}'"))
-        .collect();
-    format!(
-        "m.state NOT IN ({}) AND EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id)",
-        never.join(", ")
-    )
+    let never: Vec<String> = MachineState::ALL.iter().filter(|s| !may_have_container(**s, true)).map(|s| format!("'{s}'")).collect();
+    format!("m.state NOT IN ({}) AND EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id)", never.join(", "))
 }
 
 /// The catalogue and capacity the matcher decides from.
@@ -64,30 +54,19 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
     .await?;
     let catalogue = masters
         .into_iter()
-        .map(
-            |(id, name, interpreter, interpreter_version, framework, framework_version)| {
-                MasterImage {
-                    region_images: links
-                        .iter()
-                        .filter(|l| l.0 == id)
-                        .filter_map(|l| {
-                            Some(RegionImage {
-                                id: l.1,
-                                region: l.2.clone(),
-                                reference: l.3.clone(),
-                                arch: l.4.parse().ok()?,
-                            })
-                        })
-                        .collect(),
-                    id,
-                    name,
-                    interpreter,
-                    interpreter_version,
-                    framework,
-                    framework_version,
-                }
-            },
-        )
+        .map(|(id, name, interpreter, interpreter_version, framework, framework_version)| MasterImage {
+            region_images: links
+                .iter()
+                .filter(|l| l.0 == id)
+                .filter_map(|l| Some(RegionImage { id: l.1, region: l.2.clone(), reference: l.3.clone(), arch: l.4.parse().ok()? }))
+                .collect(),
+            id,
+            name,
+            interpreter,
+            interpreter_version,
+            framework,
+            framework_version,
+        })
         .collect();
     // Free resources per schedulable node: GPUs nobody holds that the node
     // still reports and no left container may still be pinned to, and CPU
@@ -111,69 +90,26 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
     )
     .fetch_all(pool)
     .await?;
-    let all_regions: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, code FROM regions ORDER BY code")
-            .fetch_all(pool)
-            .await?;
-    let mut regions: BTreeMap<String, RegionCapacity> = all_regions
-        .iter()
-        .map(|(_, code)| {
-            (
-                code.clone(),
-                RegionCapacity {
-                    code: code.clone(),
-                    nodes: Vec::new(),
-                },
-            )
-        })
-        .collect();
+    let all_regions: Vec<(i64, String)> = sqlx::query_as("SELECT id, code FROM regions ORDER BY code").fetch_all(pool).await?;
+    let mut regions: BTreeMap<String, RegionCapacity> =
+        all_regions.iter().map(|(_, code)| (code.clone(), RegionCapacity { code: code.clone(), nodes: Vec::new() })).collect();
     for (id, name, region, _, cpu_free, mem_free, cpu_count, arch) in nodes {
         let unknown = cpu_count == 0;
         let node = NodeCapacity {
             name,
             arch: arch.parse().unwrap_or(Arch::Amd64),
-            free_gpus: free
-                .iter()
-                .filter(|f| f.0 == id)
-                .map(|f| (f.1.clone(), f.2 as u32))
-                .collect(),
+            free_gpus: free.iter().filter(|f| f.0 == id).map(|f| (f.1.clone(), f.2 as u32)).collect(),
             free_cpu_millis: if unknown { i64::MAX } else { cpu_free },
             free_memory_mb: if unknown { i64::MAX } else { mem_free },
         };
-        regions
-            .entry(region)
-            .or_insert_with_key(|code| RegionCapacity {
-                code: code.clone(),
-                nodes: Vec::new(),
-            })
-            .nodes
-            .push(node);
+        regions.entry(region).or_insert_with_key(|code| RegionCapacity { code: code.clone(), nodes: Vec::new() }).nodes.push(node);
     }
-    Ok(Snapshot {
-        catalogue,
-        regions: regions.into_values().collect(),
-        region_ids: all_regions.into_iter().map(|(id, c)| (c, id)).collect(),
-    })
+    Ok(Snapshot { catalogue, regions: regions.into_values().collect(), region_ids: all_regions.into_iter().map(|(id, c)| (c, id)).collect() })
 }
 
 /// id, requester, name, framework (+version), interpreter (+version), GPUs,
 /// model, CPU, memory, command, time limit, dataset mounts (JSON).
-type Pending = (
-    i64,
-    i64,
-    String,
-    String,
-    String,
-    String,
-    String,
-    u32,
-    Option<String>,
-    i64,
-    i64,
-    String,
-    i64,
-    String,
-);
+type Pending = (i64, i64, String, String, String, String, String, u32, Option<String>, i64, i64, String, i64, String);
 
 /// Decides the head of every group's queue with random seeds; returns how
 /// many were placed.
@@ -182,11 +118,7 @@ pub async fn evaluate_queue(pool: &Pool, admissions: &Admissions) -> Result<usiz
 }
 
 /// The same with the shuffle seeds from `seeds` (tests replay choices).
-pub async fn evaluate_queue_seeded(
-    pool: &Pool,
-    admissions: &Admissions,
-    seeds: &mut (dyn FnMut() -> u64 + Send),
-) -> Result<usize, PlatformError> {
+pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: &mut (dyn FnMut() -> u64 + Send)) -> Result<usize, PlatformError> {
     // A disabled account's tasks never start (disabling cancels them; this
     // catches any left pending), and are not failed as impossible either.
     super::rules::cancel_disabled(pool, None).await?;
@@ -213,9 +145,7 @@ pub async fn evaluate_queue_seeded(
     for head in heads {
         let only = allowed.get(&head.1);
         let may_use = models.get(&head.1).map(Vec::as_slice).unwrap_or_default();
-        let Some(admit) = decide_one(&mut tx, &snap, only, may_use, head, seeds()).await? else {
-            continue;
-        };
+        let Some(admit) = decide_one(&mut tx, &snap, only, may_use, head, seeds()).await? else { continue };
         tx.commit().await?;
         if place(pool, admissions, &snap, admit).await? {
             placed += 1;
@@ -262,137 +192,40 @@ async fn decide_one(
     t: Pending,
     seed: u64,
 ) -> Result<Option<Admit>, PlatformError> {
-    let (
-        id,
-        _,
-        _,
-        framework,
-        framework_version,
-        interpreter,
-        interpreter_version,
-        gpus,
-        gpu_model,
-        cpu_millis,
-        memory_mb,
-        _,
-        _,
-        _,
-    ) = t.clone();
-    let req = TaskRequest {
-        framework,
-        framework_version,
-        interpreter,
-        interpreter_version,
-        gpus,
-        gpu_model,
-        cpu_millis,
-        memory_mb,
-    };
-    let decide = |catalogue: &[MasterImage], regions: &[RegionCapacity]| {
-        decide_for_group(catalogue, regions, &req, may_use, seed)
-    };
+    let (id, _, _, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, _, _, _) = t.clone();
+    let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb };
+    let decide = |catalogue: &[MasterImage], regions: &[RegionCapacity]| decide_for_group(catalogue, regions, &req, may_use, seed);
     let mut decision = match only {
         None => decide(&snap.catalogue, &snap.regions),
         Some(only) => {
             let catalogue: Vec<MasterImage> = snap
                 .catalogue
                 .iter()
-                .map(|m| MasterImage {
-                    region_images: m
-                        .region_images
-                        .iter()
-                        .filter(|i| only.contains(&i.region))
-                        .cloned()
-                        .collect(),
-                    ..m.clone()
-                })
+                .map(|m| MasterImage { region_images: m.region_images.iter().filter(|i| only.contains(&i.region)).cloned().collect(), ..m.clone() })
                 .collect();
-            let regions: Vec<RegionCapacity> = snap
-                .regions
-                .iter()
-                .filter(|r| only.contains(&r.code))
-                .cloned()
-                .collect();
+            let regions: Vec<RegionCapacity> = snap.regions.iter().filter(|r| only.contains(&r.code)).cloned().collect();
             decide(&catalogue, &regions)
         }
     };
-    if let (Some(only), Outcome::Rejected { reason } | Outcome::Pending { reason }) =
-        (only, &mut decision.outcome)
-    {
-        reason.push_str(&format!(
-            " (the group may use only region(s) {})",
-            only.iter().cloned().collect::<Vec<_>>().join(", ")
-        ));
+    if let (Some(only), Outcome::Rejected { reason } | Outcome::Pending { reason }) = (only, &mut decision.outcome) {
+        reason.push_str(&format!(" (the group may use only region(s) {})", only.iter().cloned().collect::<Vec<_>>().join(", ")));
     }
     let json = serde_json::to_string(&decision).unwrap_or_default();
     match decision.outcome {
-        Outcome::Rejected { reason } => {
-            transitions::compute::decided(tx, id, &json, None, Err(&reason))
-                .await
-                .map(|_| None)
-        }
-        Outcome::Pending { reason } => {
-            transitions::compute::decided(tx, id, &json, None, Ok(&reason))
-                .await
-                .map(|_| None)
-        }
-        Outcome::Placed {
-            region: code,
-            region_image_id,
-            reference,
-        } => {
+        Outcome::Rejected { reason } => transitions::compute::decided(tx, id, &json, None, Err(&reason)).await.map(|_| None),
+        Outcome::Pending { reason } => transitions::compute::decided(tx, id, &json, None, Ok(&reason)).await.map(|_| None),
+        Outcome::Placed { region: code, region_image_id, reference } => {
             let region = (snap.region_ids[&code], region_image_id);
-            transitions::compute::decided(
-                tx,
-                id,
-                &json,
-                Some(region),
-                Ok(&format!("region {code} chosen; placing on a node")),
-            )
-            .await?;
-            Ok(Some(Admit {
-                t,
-                json,
-                region,
-                code,
-                reference,
-            }))
+            transitions::compute::decided(tx, id, &json, Some(region), Ok(&format!("region {code} chosen; placing on a node"))).await?;
+            Ok(Some(Admit { t, json, region, code, reference }))
         }
     }
 }
 
-async fn place(
-    pool: &Pool,
-    admissions: &Admissions,
-    snap: &Snapshot,
-    admit: Admit,
-) -> Result<bool, PlatformError> {
-    let Admit {
-        t,
-        json,
-        region,
-        code,
-        reference,
-    } = admit;
-    let (
-        id,
-        requester_id,
-        name,
-        _,
-        _,
-        _,
-        _,
-        gpus,
-        gpu_model,
-        cpu_millis,
-        memory_mb,
-        command,
-        _,
-        datasets,
-    ) = t;
-    let requester = accounts::user_by_id(pool, requester_id)
-        .await?
-        .ok_or_else(|| PlatformError::NotFound("requester".into()))?;
+async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Admit) -> Result<bool, PlatformError> {
+    let Admit { t, json, region, code, reference } = admit;
+    let (id, requester_id, name, _, _, _, _, gpus, gpu_model, cpu_millis, memory_mb, command, _, datasets) = t;
+    let requester = accounts::user_by_id(pool, requester_id).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
     // Disabled since this pass began: the machine would use the quota of
     // a group for an account nobody may use.
     if requester.disabled {
@@ -400,12 +233,7 @@ async fn place(
         return Ok(false);
     }
     // A name the requester's own machines cannot have taken.
-    let mut create = CreateMachine::new(
-        requester,
-        gantry_core::validate::job_machine_name(id, &name),
-        gpus,
-        1,
-    );
+    let mut create = CreateMachine::new(requester, gantry_core::validate::job_machine_name(id, &name), gpus, 1);
     create.gpu_model = gpu_model;
     create.cpu_millis = Some(cpu_millis);
     create.memory_mb = Some(memory_mb);
@@ -418,21 +246,14 @@ async fn place(
         command: serde_json::from_str(&command).unwrap_or_default(),
         decision: json.clone(),
     });
-    let ask = super::rules::Ask {
-        gpus,
-        gpu_model: create.gpu_model.clone(),
-        cpu_millis,
-        memory_mb,
-    };
+    let ask = super::rules::Ask { gpus, gpu_model: create.gpu_model.clone(), cpu_millis, memory_mb };
     let requester = create.requester.clone();
     let mounts = create.datasets.clone();
     match admissions.create(create).await {
         Ok(_) => Ok(true),
         Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
             // Cancelled or placed elsewhere meanwhile: nothing left to decide.
-            if transitions::compute::find_state(&mut *pool.acquire().await?, id).await?
-                != Some(gantry_core::task::TaskState::Pending)
-            {
+            if transitions::compute::find_state(&mut *pool.acquire().await?, id).await? != Some(gantry_core::task::TaskState::Pending) {
                 return Ok(false);
             }
             // Refused for good (the group's rules changed since the queue
@@ -442,12 +263,8 @@ async fn place(
             let never = {
                 let mut conn = pool.acquire().await?;
                 match crate::datasets::mounts::first_missing(&mut conn, &mounts).await? {
-                    Some(gone) => Some(format!(
-                        "dataset version {gone} it mounts was deleted after the task was submitted"
-                    )),
-                    None => {
-                        super::rules::never_admitted_task(&mut conn, &requester, id, &ask).await?
-                    }
+                    Some(gone) => Some(format!("dataset version {gone} it mounts was deleted after the task was submitted")),
+                    None => super::rules::never_admitted_task(&mut conn, &requester, id, &ask).await?,
                 }
             };
             if let Some(never) = never {
@@ -455,14 +272,7 @@ async fn place(
                 return Ok(false);
             }
             let mut tx = transitions::begin(pool).await?;
-            transitions::compute::decided(
-                &mut tx,
-                id,
-                &json,
-                Some(region),
-                Ok(&format!("region {code} chosen, but: {why}")),
-            )
-            .await?;
+            transitions::compute::decided(&mut tx, id, &json, Some(region), Ok(&format!("region {code} chosen, but: {why}"))).await?;
             tx.commit().await?;
             Ok(false)
         }

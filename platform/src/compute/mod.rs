@@ -11,8 +11,8 @@ mod size;
 mod views;
 mod watch;
 
-pub use listing::{compute_ids_sql, compute_window};
 pub(crate) use matcher::has_container_sql;
+pub use listing::{compute_ids_sql, compute_window};
 pub use matcher::{evaluate_queue, evaluate_queue_seeded, snapshot, Snapshot};
 pub use views::{compute_task, list_compute_tasks, ComputeTaskView, LIST_TAIL_CHARS};
 pub use watch::{run_loops, watch_once};
@@ -56,9 +56,7 @@ pub const TIME_LIMIT_MAX: i64 = 7 * 24 * 3600;
 fn field(name: &str, value: &str) -> Result<(), PlatformError> {
     let v = value.trim();
     if v.is_empty() || v.len() > 32 || v.chars().any(char::is_control) {
-        return Err(PlatformError::BadRequest(format!(
-            "{name} must be 1 to 32 printable characters"
-        )));
+        return Err(PlatformError::BadRequest(format!("{name} must be 1 to 32 printable characters")));
     }
     Ok(())
 }
@@ -73,9 +71,7 @@ fn gpu_model(value: &str) -> Result<(), PlatformError> {
     let max = crate::policy::MODEL_NAME_MAX;
     let v = value.trim();
     if v.is_empty() || v.len() > max || v.chars().any(char::is_control) {
-        return Err(PlatformError::BadRequest(format!(
-            "GPU model must be 1 to {max} printable characters"
-        )));
+        return Err(PlatformError::BadRequest(format!("GPU model must be 1 to {max} printable characters")));
     }
     Ok(())
 }
@@ -105,12 +101,7 @@ impl SubmitCompute {
         // Counted in arguments as well as bytes: 700,000 empty strings are
         // few bytes but megabytes of JSON in every list that shows the task.
         let total: usize = argv.iter().map(String::len).sum();
-        if argv.is_empty()
-            || argv[0].trim().is_empty()
-            || argv.len() > MAX_ARGS
-            || total > 16 * 1024
-            || argv.iter().any(|a| a.contains('\0'))
-        {
+        if argv.is_empty() || argv[0].trim().is_empty() || argv.len() > MAX_ARGS || total > 16 * 1024 || argv.iter().any(|a| a.contains('\0')) {
             return Err(PlatformError::BadRequest(format!("command must be a non-empty program and at most {MAX_ARGS} arguments, 16 KB at most")));
         }
         Ok(argv)
@@ -119,12 +110,7 @@ impl SubmitCompute {
 
 /// Records the task (`pending`) and lets the matcher decide at once; the
 /// task is returned in whatever state that left it.
-pub async fn submit(
-    pool: &Pool,
-    admissions: &crate::machines::Admissions,
-    requester: &User,
-    req: &SubmitCompute,
-) -> Result<ComputeTaskView, PlatformError> {
+pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, requester: &User, req: &SubmitCompute) -> Result<ComputeTaskView, PlatformError> {
     let id = record(pool, requester, req).await?;
     // The task is recorded: from here on an error (a busy database) is
     // logged, not answered — an error would make a script submit it again,
@@ -135,19 +121,12 @@ pub async fn submit(
     match reject_if_no_image(pool, id, req).await {
         Ok(true) => {}
         Ok(false) => {
-            let ask = rules::Ask {
-                gpus: req.gpu_count,
-                gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()),
-                cpu_millis: req.cpu_millis,
-                memory_mb: req.memory_mb,
-            };
+            let ask = rules::Ask { gpus: req.gpu_count, gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()), cpu_millis: req.cpu_millis, memory_mb: req.memory_mb };
             if let Err(e) = rules::fail_if_never_admitted(pool, requester, id, &ask).await {
                 tracing::warn!(task = id, error = %e, "checking a new task's rules failed; the queue loop checks again");
             }
         }
-        Err(e) => {
-            tracing::warn!(task = id, error = %e, "checking a new task's image failed; the queue loop decides it again")
-        }
+        Err(e) => tracing::warn!(task = id, error = %e, "checking a new task's image failed; the queue loop decides it again"),
     }
     if let Err(e) = evaluate_queue(pool, admissions).await {
         tracing::warn!(task = id, error = %e, "matching right after a submit failed; the queue loop tries again");
@@ -156,11 +135,7 @@ pub async fn submit(
 }
 
 /// `true` when the task was failed for want of an image.
-async fn reject_if_no_image(
-    pool: &Pool,
-    id: i64,
-    req: &SubmitCompute,
-) -> Result<bool, PlatformError> {
+async fn reject_if_no_image(pool: &Pool, id: i64, req: &SubmitCompute) -> Result<bool, PlatformError> {
     let snap = snapshot(pool).await?;
     let request = gantry_core::matching::TaskRequest {
         framework: req.framework.trim().into(),
@@ -175,14 +150,7 @@ async fn reject_if_no_image(
     let decision = gantry_core::matching::decide(&snap.catalogue, &[], &request, 0);
     if let gantry_core::matching::Outcome::Rejected { reason } = &decision.outcome {
         let mut tx = transitions::begin(pool).await?;
-        transitions::compute::decided(
-            &mut tx,
-            id,
-            &serde_json::to_string(&decision).unwrap_or_default(),
-            None,
-            Err(reason),
-        )
-        .await?;
+        transitions::compute::decided(&mut tx, id, &serde_json::to_string(&decision).unwrap_or_default(), None, Err(reason)).await?;
         tx.commit().await?;
         return Ok(true);
     }
@@ -190,11 +158,7 @@ async fn reject_if_no_image(
 }
 
 /// Validates and records the task as `pending`, for the matcher.
-pub async fn record(
-    pool: &Pool,
-    requester: &User,
-    req: &SubmitCompute,
-) -> Result<i64, PlatformError> {
+pub async fn record(pool: &Pool, requester: &User, req: &SubmitCompute) -> Result<i64, PlatformError> {
     let argv = req.argv()?;
     let mut tx = transitions::begin(pool).await?;
     // The account as it is now, under the write lock: a task recorded for a
@@ -235,13 +199,7 @@ pub async fn record(
         },
     )
     .await?;
-    crate::audit::record(
-        &mut *tx,
-        Some(requester.id),
-        "compute.submit",
-        &format!("compute task #{id} {}", req.name.trim()),
-    )
-    .await?;
+    crate::audit::record(&mut *tx, Some(requester.id), "compute.submit", &format!("compute task #{id} {}", req.name.trim())).await?;
     tx.commit().await?;
     Ok(id)
 }
@@ -257,24 +215,14 @@ pub async fn cancel(pool: &Pool, who: &User, id: i64) -> Result<(), PlatformErro
 /// The task's output: live from its container while it runs — for the
 /// person who submitted it or an admin, as a machine's own log is — else
 /// what was kept when it ended (the last 200 lines), which the group sees.
-pub async fn output(
-    pool: &Pool,
-    fleet: &crate::fleet::Fleet,
-    viewer: &User,
-    id: i64,
-) -> Result<String, PlatformError> {
+pub async fn output(pool: &Pool, fleet: &crate::fleet::Fleet, viewer: &User, id: i64) -> Result<String, PlatformError> {
     let task = compute_task(pool, viewer, id).await?;
     if task.state != "running" || (task.requester != viewer.username && !viewer.role.is_admin()) {
         return Ok(task.logs_tail);
     }
-    let Some(machine_id) = task.machine_id else {
-        return Ok(task.logs_tail);
-    };
+    let Some(machine_id) = task.machine_id else { return Ok(task.logs_tail) };
     let row: Option<(Option<String>, Option<i64>)> =
-        sqlx::query_as("SELECT container_id, node_id FROM machines WHERE id = ?")
-            .bind(machine_id)
-            .fetch_optional(pool)
-            .await?;
+        sqlx::query_as("SELECT container_id, node_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(pool).await?;
     if let Some((Some(container), Some(node))) = row {
         if let Ok(exec) = fleet.executor(pool, node).await {
             if let Ok(live) = exec.output_tail(&container, 1000).await {

@@ -26,16 +26,9 @@ pub(super) struct Ask {
 /// Why the requester's group (the one admission would charge) can never
 /// admit the task's machine, with the numbers; `None` when it may, some day.
 /// The same checks as admission, so the two cannot disagree.
-pub(super) async fn never_admitted(
-    conn: &mut SqliteConnection,
-    requester: &User,
-    ask: &Ask,
-) -> Result<Option<String>, PlatformError> {
+pub(super) async fn never_admitted(conn: &mut SqliteConnection, requester: &User, ask: &Ask) -> Result<Option<String>, PlatformError> {
     let policy = load_policy(conn, requester.group_id).await?;
-    let request = AllocationRequest {
-        gpu_count: ask.gpus,
-        model: ask.gpu_model.clone(),
-    };
+    let request = AllocationRequest { gpu_count: ask.gpus, model: ask.gpu_model.clone() };
     if let Err(refusal) = check_ceilings(&policy, &request) {
         return Ok(Some(refusal.to_string()));
     }
@@ -50,12 +43,7 @@ pub(super) async fn never_admitted(
 /// even idle (too many GPUs of its model, a model none has, more CPUs or
 /// memory than any) can never run either. The group's own rules are told
 /// first, as they are what the requester can change least.
-pub(super) async fn never_admitted_task(
-    conn: &mut SqliteConnection,
-    requester: &User,
-    id: i64,
-    ask: &Ask,
-) -> Result<Option<String>, PlatformError> {
+pub(super) async fn never_admitted_task(conn: &mut SqliteConnection, requester: &User, id: i64, ask: &Ask) -> Result<Option<String>, PlatformError> {
     if let Some(why) = never_admitted(conn, requester, ask).await? {
         return Ok(Some(why));
     }
@@ -72,10 +60,7 @@ pub(super) type ImagePlace = (i64, String, String);
 /// The places of the images that match task `id`'s framework and
 /// interpreter, compared as `gantry_core::matching` compares them (trimmed,
 /// ASCII case ignored).
-async fn image_places(
-    conn: &mut SqliteConnection,
-    id: i64,
-) -> Result<Vec<ImagePlace>, PlatformError> {
+async fn image_places(conn: &mut SqliteConnection, id: i64) -> Result<Vec<ImagePlace>, PlatformError> {
     Ok(sqlx::query_as(
         "SELECT DISTINCT r.id, r.code, ri.arch FROM compute_tasks t, master_images m JOIN master_image_links l ON l.master_image_id = m.id
          JOIN region_images ri ON ri.id = l.region_image_id JOIN regions r ON r.id = ri.region_id
@@ -89,16 +74,7 @@ async fn image_places(
 }
 
 /// Framework (+version), interpreter (+version), GPUs, model, CPU, memory.
-type TaskAsk = (
-    String,
-    String,
-    String,
-    String,
-    i64,
-    Option<String>,
-    i64,
-    i64,
-);
+type TaskAsk = (String, String, String, String, i64, Option<String>, i64, i64);
 
 /// Why the requester's group's region rule means task `id` can never run:
 /// the only regions with an image for it, or the only regions with a node
@@ -106,12 +82,7 @@ type TaskAsk = (
 /// is free now), are regions the group may not use. `None` when the group
 /// may use every region or one of those; a task no region at all could
 /// run is not the rule's doing, and is left to `size::no_node_can_hold`.
-async fn region_rule(
-    conn: &mut SqliteConnection,
-    requester: &User,
-    id: i64,
-    images: &[ImagePlace],
-) -> Result<Option<String>, PlatformError> {
+async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64, images: &[ImagePlace]) -> Result<Option<String>, PlatformError> {
     let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
     if allowed.is_empty() {
         return Ok(None);
@@ -122,23 +93,8 @@ async fn region_rule(
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((
-        framework,
-        framework_version,
-        interpreter,
-        interpreter_version,
-        gpus,
-        gpu_model,
-        cpu_millis,
-        memory_mb,
-    )) = task
-    else {
-        return Ok(None);
-    };
-    let mut with_image: Vec<(i64, String)> = images
-        .iter()
-        .map(|(r, code, _)| (*r, code.clone()))
-        .collect();
+    let Some((framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb)) = task else { return Ok(None) };
+    let mut with_image: Vec<(i64, String)> = images.iter().map(|(r, code, _)| (*r, code.clone())).collect();
     with_image.dedup();
     // Nodes not lost (a down or draining one may come back), of a size that
     // could take it once empty (0 CPUs declared: size unknown, counted in),
@@ -156,15 +112,9 @@ async fn region_rule(
     .bind(gpus)
     .fetch_all(&mut *conn)
     .await?;
-    let ruled_out = |set: &[(i64, String)]| {
-        !set.is_empty() && !set.iter().any(|(r, _)| allowed.iter().any(|(a, _)| a == r))
-    };
+    let ruled_out = |set: &[(i64, String)]| !set.is_empty() && !set.iter().any(|(r, _)| allowed.iter().any(|(a, _)| a == r));
     let named = |set: &[(i64, String)]| {
-        let codes = set
-            .iter()
-            .map(|(_, c)| c.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let codes = set.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ");
         match set.len() {
             1 => format!("region {codes}, the only region"),
             _ => format!("regions {codes}, the only regions"),
@@ -179,10 +129,7 @@ async fn region_rule(
         )));
     }
     if ruled_out(&big_enough) {
-        let model = gpu_model
-            .as_deref()
-            .map(|m| format!(" {m}"))
-            .unwrap_or_default();
+        let model = gpu_model.as_deref().map(|m| format!(" {m}")).unwrap_or_default();
         return Ok(Some(format!(
             "group {group} may not use {} with a node that can hold {gpus}{model} GPU(s), {} CPU(s) and {memory_mb} MB of memory ({may_use})",
             named(&big_enough),
@@ -196,20 +143,13 @@ async fn region_rule(
 /// (cancelled meanwhile), which is not an error.
 pub(super) async fn fail(pool: &Pool, id: i64, why: &str) -> Result<bool, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
-    let failed =
-        transitions::compute::never_admitted(&mut tx, id, &format!("can never start: {why}"))
-            .await?;
+    let failed = transitions::compute::never_admitted(&mut tx, id, &format!("can never start: {why}")).await?;
     tx.commit().await?;
     Ok(failed)
 }
 
 /// Checks a task now, at submit (before it can queue behind anything).
-pub(super) async fn fail_if_never_admitted(
-    pool: &Pool,
-    requester: &User,
-    id: i64,
-    ask: &Ask,
-) -> Result<(), PlatformError> {
+pub(super) async fn fail_if_never_admitted(pool: &Pool, requester: &User, id: i64, ask: &Ask) -> Result<(), PlatformError> {
     let why = never_admitted_task(&mut *pool.acquire().await?, requester, id, ask).await?;
     if let Some(why) = why {
         fail(pool, id, &why).await?;
@@ -231,17 +171,9 @@ pub(super) async fn fail_impossible_heads(pool: &Pool) -> Result<(), PlatformErr
         .await?;
         let mut failed = false;
         for (id, requester_id, gpus, gpu_model, cpu_millis, memory_mb) in heads {
-            let Some(requester) = accounts::user_by_id(pool, requester_id).await? else {
-                continue;
-            };
-            let ask = Ask {
-                gpus,
-                gpu_model,
-                cpu_millis,
-                memory_mb,
-            };
-            let why =
-                never_admitted_task(&mut *pool.acquire().await?, &requester, id, &ask).await?;
+            let Some(requester) = accounts::user_by_id(pool, requester_id).await? else { continue };
+            let ask = Ask { gpus, gpu_model, cpu_millis, memory_mb };
+            let why = never_admitted_task(&mut *pool.acquire().await?, &requester, id, &ask).await?;
             if let Some(why) = why {
                 failed |= fail(pool, id, &why).await?;
             }
@@ -255,10 +187,7 @@ pub(super) async fn fail_impossible_heads(pool: &Pool) -> Result<(), PlatformErr
 
 /// Cancels the pending tasks of disabled accounts (of `requester` only,
 /// when given); the write lock is taken only when there are some.
-pub(super) async fn cancel_disabled(
-    pool: &Pool,
-    requester: Option<i64>,
-) -> Result<(), PlatformError> {
+pub(super) async fn cancel_disabled(pool: &Pool, requester: Option<i64>) -> Result<(), PlatformError> {
     let any: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM compute_tasks c JOIN users u ON u.id = c.requester_id WHERE c.state = 'pending' AND u.disabled = 1 AND (?1 IS NULL OR u.id = ?1))",
     )

@@ -40,11 +40,7 @@ pub const LIST_TAIL_CHARS: usize = 2048;
 
 /// [`SELECT`] for lists: each task with only the end of its kept output.
 pub(super) fn list_select() -> String {
-    SELECT.replacen(
-        "c.logs_tail,",
-        &format!("substr(c.logs_tail, -{LIST_TAIL_CHARS}) AS logs_tail,"),
-        1,
-    )
+    SELECT.replacen("c.logs_tail,", &format!("substr(c.logs_tail, -{LIST_TAIL_CHARS}) AS logs_tail,"), 1)
 }
 
 /// The tasks' columns and joins (`c` the task).
@@ -62,30 +58,18 @@ pub(super) const SELECT: &str = "SELECT c.id, c.name, u.username AS requester, c
 /// Each listed task carries only the end of its kept output
 /// ([`LIST_TAIL_CHARS`]): 500 whole 64 KiB tails are tens of MB in one
 /// answer, built in memory. The task's own answer has it whole.
-pub async fn list_compute_tasks(
-    pool: &Pool,
-    viewer: &User,
-    before: Option<i64>,
-    limit: i64,
-) -> Result<Vec<ComputeTaskView>, PlatformError> {
+pub async fn list_compute_tasks(pool: &Pool, viewer: &User, before: Option<i64>, limit: i64) -> Result<Vec<ComputeTaskView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "c.group_id");
-    Ok(sqlx::query_as(&format!(
-        "{} WHERE ({cond}) AND c.id < ? ORDER BY c.id DESC LIMIT ?",
-        list_select()
-    ))
-    .bind(bind)
-    .bind(before.unwrap_or(i64::MAX))
-    .bind(limit)
-    .fetch_all(pool)
-    .await?)
+    Ok(sqlx::query_as(&format!("{} WHERE ({cond}) AND c.id < ? ORDER BY c.id DESC LIMIT ?", list_select()))
+        .bind(bind)
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// One task; another group's is "not found".
-pub async fn compute_task(
-    pool: &Pool,
-    viewer: &User,
-    id: i64,
-) -> Result<ComputeTaskView, PlatformError> {
+pub async fn compute_task(pool: &Pool, viewer: &User, id: i64) -> Result<ComputeTaskView, PlatformError> {
     let (cond, bind) = visibility(viewer, "c.group_id");
     sqlx::query_as(&format!("{SELECT} WHERE c.id = ? AND ({cond})"))
         .bind(id)

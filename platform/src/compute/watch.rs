@@ -6,10 +6,7 @@
 //! second one queueing the same delete finds the machine busy and changes
 //! nothing.
 
-use crate::{
-    accounts, db::Pool, executor::ContainerStatus, fleet::Fleet, machines::Admissions, now,
-    transitions, PlatformError,
-};
+use crate::{accounts, db::Pool, executor::ContainerStatus, fleet::Fleet, machines::Admissions, now, transitions, PlatformError};
 use std::{collections::BTreeMap, time::Duration};
 
 /// Lines of output kept with a finished task.
@@ -22,17 +19,7 @@ const TAIL_LINES: usize = 200;
 /// the rest wait for the next pass.
 const NODE_BUDGET: Duration = Duration::from_secs(20);
 
-type Watched = (
-    i64,
-    i64,
-    i64,
-    Option<i64>,
-    bool,
-    String,
-    Option<String>,
-    i64,
-    Option<i64>,
-);
+type Watched = (i64, i64, i64, Option<i64>, bool, String, Option<String>, i64, Option<i64>);
 
 /// One pass; returns how many jobs had their machine's delete queued.
 pub async fn watch_once(pool: &Pool, fleet: &Fleet) -> Result<usize, PlatformError> {
@@ -72,10 +59,7 @@ pub async fn watch_once(pool: &Pool, fleet: &Fleet) -> Result<usize, PlatformErr
         }
         finished
     });
-    let finished: usize = futures_util::future::join_all(nodes)
-        .await
-        .into_iter()
-        .sum();
+    let finished: usize = futures_util::future::join_all(nodes).await.into_iter().sum();
     Ok(finished + remove_leftovers(pool).await?)
 }
 
@@ -96,10 +80,7 @@ async fn remove_leftovers(pool: &Pool) -> Result<usize, PlatformError> {
     let mut queued = 0;
     for id in ended {
         let mut tx = transitions::begin(pool).await?;
-        if transitions::compute::delete_job_machine(&mut tx, id, "its machine was left behind")
-            .await?
-            .is_some()
-        {
+        if transitions::compute::delete_job_machine(&mut tx, id, "its machine was left behind").await?.is_some() {
             queued += 1;
         }
         tx.commit().await?;
@@ -113,11 +94,7 @@ async fn watch_one(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<bool, Pla
     let (id, machine_id, exit_code) = (row.0, row.1, row.8);
     let ended = match exit_code {
         Some(code) => {
-            tracing::info!(
-                task = id,
-                machine = machine_id,
-                "compute watcher: exit {code} recorded earlier; queueing its delete again"
-            );
+            tracing::info!(task = id, machine = machine_id, "compute watcher: exit {code} recorded earlier; queueing its delete again");
             None
         }
         None => match observe_end(pool, fleet, row).await? {
@@ -151,15 +128,9 @@ async fn watch_one(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<bool, Pla
 /// container — and must not take the stop's exit code (137, or 0) for the
 /// job's own. Without such a record an exited container ended by itself,
 /// however late the watcher looks: its own exit code stands.
-async fn observe_end(
-    pool: &Pool,
-    fleet: &Fleet,
-    row: Watched,
-) -> Result<Option<(i64, String, String)>, PlatformError> {
+async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<(i64, String, String)>, PlatformError> {
     let (id, _, limit, started_at, cancel, message, container, node_id, _) = row;
-    let Some(container) = container.as_deref() else {
-        return Ok(None);
-    };
+    let Some(container) = container.as_deref() else { return Ok(None) };
     let exec = fleet.executor(pool, node_id).await?;
     let status = match exec.inspect_container(container).await {
         Ok(s) => s.status,
@@ -168,10 +139,7 @@ async fn observe_end(
             return Ok(None);
         }
     };
-    let ended = matches!(
-        status,
-        ContainerStatus::Exited { .. } | ContainerStatus::Missing
-    );
+    let ended = matches!(status, ContainerStatus::Exited { .. } | ContainerStatus::Missing);
     let limit_recorded = message == transitions::compute::time_limit_message(limit, true);
     let over_time = !ended && started_at.is_some_and(|s| now() >= s + limit);
     let for_time_limit = !cancel && (limit_recorded || over_time);
@@ -200,16 +168,9 @@ async fn observe_end(
         Ok(ContainerStatus::Exited { code }) => code,
         _ => -1,
     };
-    let tail = exec
-        .output_tail(container, TAIL_LINES)
-        .await
-        .unwrap_or_default();
+    let tail = exec.output_tail(container, TAIL_LINES).await.unwrap_or_default();
     // A time limit fails the task whatever the exit code the stop left.
-    let code = if for_time_limit && code == 0 {
-        124
-    } else {
-        code
-    };
+    let code = if for_time_limit && code == 0 { 124 } else { code };
     Ok(Some((code, tail, why)))
 }
 
@@ -227,9 +188,7 @@ async fn cancel_unstarted(pool: &Pool) -> Result<(), PlatformError> {
             // Never abort the pass: the jobs after this one are watched too.
             match transitions::task::cancel(pool, &user, task_id).await {
                 Ok(()) | Err(PlatformError::Conflict(_)) => {}
-                Err(e) => {
-                    tracing::warn!(task = task_id, error = %e, "compute watcher: could not cancel the create of a cancelled job")
-                }
+                Err(e) => tracing::warn!(task = task_id, error = %e, "compute watcher: could not cancel the create of a cancelled job"),
             }
         }
     }
@@ -244,10 +203,7 @@ pub async fn run_loops(pool: Pool, fleet: Fleet, admissions: Admissions, period:
     let watcher = every(period, move || {
         let (p, f) = (pool.clone(), fleet.clone());
         async move {
-            if let Some(Err(e)) =
-                crate::contained::pass("compute watcher", async move { watch_once(&p, &f).await })
-                    .await
-            {
+            if let Some(Err(e)) = crate::contained::pass("compute watcher", async move { watch_once(&p, &f).await }).await {
                 tracing::error!(error = %e, "compute watcher failed");
             }
         }
@@ -255,11 +211,7 @@ pub async fn run_loops(pool: Pool, fleet: Fleet, admissions: Admissions, period:
     let matcher = every(period, move || {
         let (p, a) = (matcher_pool.clone(), admissions.clone());
         async move {
-            if let Some(Err(e)) = crate::contained::pass("compute matcher", async move {
-                super::evaluate_queue(&p, &a).await
-            })
-            .await
-            {
+            if let Some(Err(e)) = crate::contained::pass("compute matcher", async move { super::evaluate_queue(&p, &a).await }).await {
                 tracing::error!(error = %e, "compute matcher failed");
             }
         }

@@ -75,30 +75,20 @@ fn text(field: &str, value: &str, min: usize, max: usize) -> Result<String, Data
     let v = value.trim();
     let n = v.chars().count();
     if n < min || n > max || v.chars().any(|c| c.is_control() && c != '\n' && c != '\r') {
-        return Err(DatasetError::BadRequest(format!(
-            "{field} must be {min} to {max} printable characters"
-        )));
+        return Err(DatasetError::BadRequest(format!("{field} must be {min} to {max} printable characters")));
     }
     Ok(v.to_string())
 }
 
-pub async fn create_dataset(
-    pool: &Pool,
-    user: &User,
-    new: &NewDataset<'_>,
-) -> Result<DatasetView, DatasetError> {
+pub async fn create_dataset(pool: &Pool, user: &User, new: &NewDataset<'_>) -> Result<DatasetView, DatasetError> {
     let code = new.code.trim();
     rules::code(code)?;
     let name = text("the name", new.name, 1, 120)?;
     rules::category(new.category)?;
     let visibility = Visibility::parse(new.visibility)?;
     let description = text("the description", new.description, 0, 2000)?;
-    let region: Option<i64> = sqlx::query_scalar("SELECT id FROM regions WHERE code = ?")
-        .bind(new.region)
-        .fetch_optional(pool)
-        .await?;
-    let region = region
-        .ok_or_else(|| DatasetError::BadRequest(format!("unknown region \"{}\"", new.region)))?;
+    let region: Option<i64> = sqlx::query_scalar("SELECT id FROM regions WHERE code = ?").bind(new.region).fetch_optional(pool).await?;
+    let region = region.ok_or_else(|| DatasetError::BadRequest(format!("unknown region \"{}\"", new.region)))?;
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO datasets (code, name, region_id, category, description, visibility, group_id, created_by, created_at)
@@ -116,24 +106,10 @@ pub async fn create_dataset(
     .execute(&mut *tx)
     .await;
     match inserted {
-        Err(e) if is_unique_violation(&e) => {
-            return Err(DatasetError::Conflict(format!(
-                "a dataset with the code {code} already exists"
-            )))
-        }
+        Err(e) if is_unique_violation(&e) => return Err(DatasetError::Conflict(format!("a dataset with the code {code} already exists"))),
         other => other?,
     };
-    audit::record(
-        &mut *tx,
-        Some(user.id),
-        "dataset.create",
-        &format!(
-            "dataset {code} ({}, region {})",
-            visibility.as_str(),
-            new.region
-        ),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(user.id), "dataset.create", &format!("dataset {code} ({}, region {})", visibility.as_str(), new.region)).await?;
     tx.commit().await?;
     dataset(pool, user, code).await
 }
@@ -141,11 +117,7 @@ pub async fn create_dataset(
 /// Longest search text, in characters.
 const SEARCH_MAX: usize = 200;
 
-pub async fn list_datasets(
-    pool: &Pool,
-    user: &User,
-    filter: &Filter,
-) -> Result<Vec<DatasetView>, DatasetError> {
+pub async fn list_datasets(pool: &Pool, user: &User, filter: &Filter) -> Result<Vec<DatasetView>, DatasetError> {
     let sql = format!(
         "{DATASET_SELECT} WHERE {VISIBLE}
            AND (?3 = '' OR d.code LIKE ?3 ESCAPE '\\' OR d.name LIKE ?3 ESCAPE '\\' OR d.description LIKE ?3 ESCAPE '\\')
@@ -155,20 +127,9 @@ pub async fn list_datasets(
     let q = filter.q.as_deref().map(str::trim).unwrap_or("");
     // SQLite refuses a LIKE pattern over 50,000 bytes; nobody searches with more than a line.
     if q.chars().count() > SEARCH_MAX {
-        return Err(DatasetError::BadRequest(format!(
-            "the search text is longer than {SEARCH_MAX} characters"
-        )));
+        return Err(DatasetError::BadRequest(format!("the search text is longer than {SEARCH_MAX} characters")));
     }
-    let pattern = if q.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "%{}%",
-            q.replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_")
-        )
-    };
+    let pattern = if q.is_empty() { String::new() } else { format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")) };
     Ok(sqlx::query_as(&sql)
         .bind(user.group_id)
         .bind(user.role.is_admin() as i64)
@@ -182,12 +143,8 @@ pub async fn list_datasets(
 /// A dataset the user may see, or "not found".
 pub async fn dataset(pool: &Pool, user: &User, code: &str) -> Result<DatasetView, DatasetError> {
     let sql = format!("{DATASET_SELECT} WHERE {VISIBLE} AND d.code = ?3");
-    let found: Option<DatasetView> = sqlx::query_as(&sql)
-        .bind(user.group_id)
-        .bind(user.role.is_admin() as i64)
-        .bind(code)
-        .fetch_optional(pool)
-        .await?;
+    let found: Option<DatasetView> =
+        sqlx::query_as(&sql).bind(user.group_id).bind(user.role.is_admin() as i64).bind(code).fetch_optional(pool).await?;
     found.ok_or_else(|| DatasetError::NotFound(format!("dataset {code}")))
 }
 
@@ -196,54 +153,31 @@ pub fn may_write(user: &User, d: &DatasetView) -> Result<(), DatasetError> {
     if user.role.is_admin() || user.group_id == d.group_id {
         Ok(())
     } else {
-        Err(DatasetError::Forbidden(format!(
-            "dataset {} belongs to group {}; only its members may change it",
-            d.code, d.group_name
-        )))
+        Err(DatasetError::Forbidden(format!("dataset {} belongs to group {}; only its members may change it", d.code, d.group_name)))
     }
 }
 
-const VERSION_SELECT: &str =
-    "SELECT v.id, v.name, v.sealed_at, u.username AS created_by, v.created_at,
+const VERSION_SELECT: &str = "SELECT v.id, v.name, v.sealed_at, u.username AS created_by, v.created_at,
     (SELECT COUNT(*) FROM dataset_files f WHERE f.version_id = v.id) AS files,
     (SELECT COALESCE(SUM(f.size), 0) FROM dataset_files f WHERE f.version_id = v.id) AS bytes
   FROM dataset_versions v JOIN users u ON u.id = v.created_by";
 
-pub async fn versions(
-    pool: &Pool,
-    user: &User,
-    code: &str,
-) -> Result<(DatasetView, Vec<VersionView>), DatasetError> {
+pub async fn versions(pool: &Pool, user: &User, code: &str) -> Result<(DatasetView, Vec<VersionView>), DatasetError> {
     let d = dataset(pool, user, code).await?;
-    let sql =
-        format!("{VERSION_SELECT} WHERE v.dataset_id = ? ORDER BY v.created_at DESC, v.id DESC");
+    let sql = format!("{VERSION_SELECT} WHERE v.dataset_id = ? ORDER BY v.created_at DESC, v.id DESC");
     let list = sqlx::query_as(&sql).bind(d.id).fetch_all(pool).await?;
     Ok((d, list))
 }
 
-pub async fn version(
-    pool: &Pool,
-    user: &User,
-    code: &str,
-    name: &str,
-) -> Result<(DatasetView, VersionView), DatasetError> {
+pub async fn version(pool: &Pool, user: &User, code: &str, name: &str) -> Result<(DatasetView, VersionView), DatasetError> {
     let d = dataset(pool, user, code).await?;
     let sql = format!("{VERSION_SELECT} WHERE v.dataset_id = ? AND v.name = ?");
-    let v: Option<VersionView> = sqlx::query_as(&sql)
-        .bind(d.id)
-        .bind(name)
-        .fetch_optional(pool)
-        .await?;
+    let v: Option<VersionView> = sqlx::query_as(&sql).bind(d.id).bind(name).fetch_optional(pool).await?;
     let v = v.ok_or_else(|| DatasetError::NotFound(format!("version {name} of dataset {code}")))?;
     Ok((d, v))
 }
 
-pub async fn create_version(
-    pool: &Pool,
-    user: &User,
-    code: &str,
-    name: &str,
-) -> Result<VersionView, DatasetError> {
+pub async fn create_version(pool: &Pool, user: &User, code: &str, name: &str) -> Result<VersionView, DatasetError> {
     let name = name.trim();
     rules::version(name)?;
     let d = dataset(pool, user, code).await?;
@@ -260,61 +194,30 @@ pub async fn create_version(
         .execute(&mut *tx)
         .await;
     match inserted {
-        Err(e) if is_unique_violation(&e) => {
-            return Err(DatasetError::Conflict(format!(
-                "dataset {code} already has a version {name}"
-            )))
-        }
+        Err(e) if is_unique_violation(&e) => return Err(DatasetError::Conflict(format!("dataset {code} already has a version {name}"))),
         other => other?,
     };
-    audit::record(
-        &mut *tx,
-        Some(user.id),
-        "dataset.version.create",
-        &format!("dataset {code} version {name}"),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(user.id), "dataset.version.create", &format!("dataset {code} version {name}")).await?;
     tx.commit().await?;
     Ok(version(pool, user, code, name).await?.1)
 }
 
 /// A sealed version is read-only for good: what compute tasks mount.
-pub async fn seal_version(
-    pool: &Pool,
-    user: &User,
-    code: &str,
-    name: &str,
-) -> Result<(), DatasetError> {
+pub async fn seal_version(pool: &Pool, user: &User, code: &str, name: &str) -> Result<(), DatasetError> {
     let (d, v) = version(pool, user, code, name).await?;
     may_write(user, &d)?;
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dataset_uploads WHERE version_id = ?")
-        .bind(v.id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_one(&mut *tx).await?;
     if open > 0 {
         return Err(DatasetError::Conflict(format!(
             "version {name} has {open} upload(s) in progress; finish them, or cancel them under \"Uploads in progress\" on the version's page, before sealing"
         )));
     }
-    let sealed =
-        sqlx::query("UPDATE dataset_versions SET sealed_at = ? WHERE id = ? AND sealed_at IS NULL")
-            .bind(now())
-            .bind(v.id)
-            .execute(&mut *tx)
-            .await?;
+    let sealed = sqlx::query("UPDATE dataset_versions SET sealed_at = ? WHERE id = ? AND sealed_at IS NULL").bind(now()).bind(v.id).execute(&mut *tx).await?;
     if sealed.rows_affected() == 0 {
-        return Err(DatasetError::Conflict(format!(
-            "version {name} is already sealed"
-        )));
+        return Err(DatasetError::Conflict(format!("version {name} is already sealed")));
     }
-    audit::record(
-        &mut *tx,
-        Some(user.id),
-        "dataset.version.seal",
-        &format!("dataset {code} version {name} sealed"),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(user.id), "dataset.version.seal", &format!("dataset {code} version {name} sealed")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -324,13 +227,7 @@ pub async fn seal_version(
 /// task of its own (see [`super::purge`]), waiting for it. A store that
 /// fails is named in the error; the version is gone from the list either
 /// way, and its files are removed later.
-pub async fn delete_version(
-    pool: &Pool,
-    stores: &Datasets,
-    user: &User,
-    code: &str,
-    name: &str,
-) -> Result<(), DatasetError> {
+pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &str, name: &str) -> Result<(), DatasetError> {
     let (d, v) = version(pool, user, code, name).await?;
     may_write(user, &d)?;
     // Refused before anything changes when a store is not configured.
@@ -339,14 +236,9 @@ pub async fn delete_version(
     // The version read above, still there under the write lock: a delete
     // that waited for the lock behind another delete of it (a double click),
     // while the name was made again, must not purge the new version's files.
-    let still: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?")
-        .bind(v.id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let still: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;
     if still.is_none() {
-        return Err(DatasetError::NotFound(format!(
-            "version {name} of dataset {code}"
-        )));
+        return Err(DatasetError::NotFound(format!("version {name} of dataset {code}")));
     }
     // An admin sees every group's machines; anyone else only their own.
     let asker = (!user.role.is_admin()).then_some(user.group_id);
@@ -354,44 +246,16 @@ pub async fn delete_version(
     if !mounted_by.is_empty() {
         return Err(DatasetError::Conflict(mounted_by.refusal(name)));
     }
-    let temps: Vec<String> =
-        sqlx::query_scalar("SELECT temp_key FROM dataset_uploads WHERE version_id = ?")
-            .bind(v.id)
-            .fetch_all(&mut *tx)
-            .await?;
-    sqlx::query("DELETE FROM dataset_versions WHERE id = ?")
-        .bind(v.id)
-        .execute(&mut *tx)
-        .await?;
-    let purge = super::purge::record(
-        &mut tx,
-        d.id,
-        &v.name,
-        &rules::version_prefix(&d.code, &v.name),
-        &d.region,
-        &temps,
-    )
-    .await?;
-    audit::record(
-        &mut *tx,
-        Some(user.id),
-        "dataset.version.delete",
-        &format!("dataset {code} version {name} deleted ({} files)", v.files),
-    )
-    .await?;
+    let temps: Vec<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_all(&mut *tx).await?;
+    sqlx::query("DELETE FROM dataset_versions WHERE id = ?").bind(v.id).execute(&mut *tx).await?;
+    let purge = super::purge::record(&mut tx, d.id, &v.name, &rules::version_prefix(&d.code, &v.name), &d.region, &temps).await?;
+    audit::record(&mut *tx, Some(user.id), "dataset.version.delete", &format!("dataset {code} version {name} deleted ({} files)", v.files)).await?;
     tx.commit().await?;
     // False: a sweep took the purge first and finishes it.
-    super::purge::run_detached(pool, stores, purge)
-        .await
-        .map(drop)
+    super::purge::run_detached(pool, stores, purge).await.map(drop)
 }
 
-pub async fn files(
-    pool: &Pool,
-    user: &User,
-    code: &str,
-    version_name: &str,
-) -> Result<(DatasetView, VersionView, Vec<FileView>), DatasetError> {
+pub async fn files(pool: &Pool, user: &User, code: &str, version_name: &str) -> Result<(DatasetView, VersionView, Vec<FileView>), DatasetError> {
     let (d, v) = version(pool, user, code, version_name).await?;
     let list = sqlx::query_as(
         "SELECT f.name, f.size, f.sha256, u.username AS uploaded_by, f.uploaded_at
@@ -403,13 +267,7 @@ pub async fn files(
     Ok((d, v, list))
 }
 
-pub async fn file(
-    pool: &Pool,
-    user: &User,
-    code: &str,
-    version_name: &str,
-    name: &str,
-) -> Result<(DatasetView, FileView), DatasetError> {
+pub async fn file(pool: &Pool, user: &User, code: &str, version_name: &str, name: &str) -> Result<(DatasetView, FileView), DatasetError> {
     let (d, v) = version(pool, user, code, version_name).await?;
     let f: Option<FileView> = sqlx::query_as(
         "SELECT f.name, f.size, f.sha256, u.username AS uploaded_by, f.uploaded_at
@@ -419,63 +277,33 @@ pub async fn file(
     .bind(name)
     .fetch_optional(pool)
     .await?;
-    let f =
-        f.ok_or_else(|| DatasetError::NotFound(format!("file {name} in {code}/{version_name}")))?;
+    let f = f.ok_or_else(|| DatasetError::NotFound(format!("file {name} in {code}/{version_name}")))?;
     Ok((d, f))
 }
 
 /// The group's byte quota: its own row, else the server's default.
-pub async fn quota_bytes(
-    db: impl sqlx::SqliteExecutor<'_>,
-    group_id: i64,
-    default: u64,
-) -> Result<u64, DatasetError> {
-    let own: Option<i64> =
-        sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?")
-            .bind(group_id)
-            .fetch_optional(db)
-            .await?;
+pub async fn quota_bytes(db: impl sqlx::SqliteExecutor<'_>, group_id: i64, default: u64) -> Result<u64, DatasetError> {
+    let own: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?").bind(group_id).fetch_optional(db).await?;
     Ok(own.map(|b| b.max(0) as u64).unwrap_or(default))
 }
 
 /// An admin sets a group's dataset quota in bytes.
-pub async fn set_quota(
-    pool: &Pool,
-    admin: &User,
-    group: &str,
-    bytes: u64,
-) -> Result<(), DatasetError> {
+pub async fn set_quota(pool: &Pool, admin: &User, group: &str, bytes: u64) -> Result<(), DatasetError> {
     if !admin.role.is_admin() {
-        return Err(DatasetError::Forbidden(
-            "only administrators set dataset quotas".into(),
-        ));
+        return Err(DatasetError::Forbidden("only administrators set dataset quotas".into()));
     }
-    let bytes = i64::try_from(bytes)
-        .map_err(|_| DatasetError::BadRequest("the quota is too large".into()))?;
-    let group_id: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE name = ?")
-        .bind(group)
-        .fetch_optional(pool)
-        .await?;
+    let bytes = i64::try_from(bytes).map_err(|_| DatasetError::BadRequest("the quota is too large".into()))?;
+    let group_id: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(pool).await?;
     let group_id = group_id.ok_or_else(|| DatasetError::NotFound(format!("group {group}")))?;
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let old: Option<i64> =
-        sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?")
-            .bind(group_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let old: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?").bind(group_id).fetch_optional(&mut *tx).await?;
     sqlx::query("INSERT INTO dataset_quotas (group_id, max_bytes) VALUES (?, ?) ON CONFLICT (group_id) DO UPDATE SET max_bytes = excluded.max_bytes")
         .bind(group_id)
         .bind(bytes)
         .execute(&mut *tx)
         .await?;
     let was = old.map_or_else(|| "the default".to_string(), |b| format!("{b} bytes"));
-    audit::record(
-        &mut *tx,
-        Some(admin.id),
-        "dataset.quota",
-        &format!("group {group} dataset quota {was} → {bytes} bytes"),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(admin.id), "dataset.quota", &format!("group {group} dataset quota {was} → {bytes} bytes")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -489,10 +317,7 @@ pub(super) const UPLOAD_RESERVATION: &str = "MAX(0, COALESCE(up.total_size, 0) -
 
 /// Bytes a group's listed files hold, and bytes reserved by its uploads in
 /// progress (see [`UPLOAD_RESERVATION`]).
-pub async fn usage(
-    db: &mut sqlx::SqliteConnection,
-    group_id: i64,
-) -> Result<(u64, u64), DatasetError> {
+pub async fn usage(db: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(u64, u64), DatasetError> {
     let used: i64 = sqlx::query_scalar(
         "SELECT COALESCE(SUM(f.size), 0) FROM dataset_files f JOIN dataset_versions v ON v.id = f.version_id
            JOIN datasets d ON d.id = v.dataset_id WHERE d.group_id = ?",
@@ -511,9 +336,6 @@ pub async fn usage(
 }
 
 /// Both stores of a dataset: the central one first.
-pub fn stores_of(
-    stores: &Datasets,
-    d: &DatasetView,
-) -> Result<[std::sync::Arc<dyn Store>; 2], DatasetError> {
+pub fn stores_of(stores: &Datasets, d: &DatasetView) -> Result<[std::sync::Arc<dyn Store>; 2], DatasetError> {
     Ok([stores.central()?, stores.region_store(&d.region)?])
 }

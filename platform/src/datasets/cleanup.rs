@@ -6,10 +6,7 @@
 //! stores hold the listed file again. While the server runs,
 //! [`super::sweep()`] does the part that is safe beside live uploads.
 
-use super::{
-    store::{self, Store},
-    writing, DatasetError, Datasets,
-};
+use super::{store::{self, Store}, writing, DatasetError, Datasets};
 use crate::{db::Pool, now};
 use gantry_core::datasets as rules;
 use std::sync::Arc;
@@ -30,25 +27,15 @@ pub async fn clean_at_start(pool: &Pool, stores: &Datasets) -> Result<usize, Dat
 /// one-request upload last touched since then may be one of its own whose
 /// row is written and whose writer has not yet taken it — not a dead
 /// process's — and is left alone.
-pub async fn clean_after_start(
-    pool: &Pool,
-    stores: &Datasets,
-    started: i64,
-) -> Result<usize, DatasetError> {
+pub async fn clean_after_start(pool: &Pool, stores: &Datasets, started: i64) -> Result<usize, DatasetError> {
     let at = now();
     let expiry = at - stores.limits().resumable_expiry_secs;
     super::purge::retry_pending(pool, stores, at).await?;
     let ended = ended_at_start(started);
     put_back_interrupted(pool, stores, &ended, at, expiry).await?;
-    sqlx::query(&format!("DELETE FROM dataset_uploads WHERE {ended}"))
-        .bind(expiry)
-        .bind(at)
-        .execute(pool)
-        .await?;
+    sqlx::query(&format!("DELETE FROM dataset_uploads WHERE {ended}")).bind(expiry).bind(at).execute(pool).await?;
     put_back_resumable(pool, stores).await?;
-    let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions")
-        .fetch_all(pool)
-        .await?;
+    let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
     let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];
     all.extend(regions.iter().filter_map(|r| stores.region_store(r).ok()));
     // The temporary objects first, the live uploads after: an upload
@@ -56,31 +43,17 @@ pub async fn clean_after_start(
     // objects are in the first (its row is written before its objects).
     let mut found = Vec::with_capacity(all.len());
     for s in all {
-        let temps = s.list(store::TEMP_DIR).await.map_err(|e| {
-            DatasetError::store(
-                "listing the temporary uploads of a store failed",
-                format!("{}: {e}", s.describe()),
-            )
-        })?;
+        let temps = s.list(store::TEMP_DIR).await.map_err(|e| DatasetError::store("listing the temporary uploads of a store failed", format!("{}: {e}", s.describe())))?;
         found.push((s, temps));
     }
-    let live: std::collections::HashSet<String> =
-        sqlx::query_scalar("SELECT temp_key FROM dataset_uploads")
-            .fetch_all(pool)
-            .await?
-            .into_iter()
-            .collect();
+    let live: std::collections::HashSet<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
     let mut removed = 0;
     for (s, temps) in found {
         for (key, _) in temps {
             let name = key.rsplit('/').next().unwrap_or("");
             // `.next`: a resumed S3 upload's new object (before pieces); `.old`: a replaced
             // file kept aside; `.part-{offset}`: a later request's piece of an S3 upload.
-            let upload = name
-                .strip_suffix(".next")
-                .or_else(|| name.strip_suffix(".old"))
-                .or_else(|| name.split_once(".part-").map(|(u, _)| u))
-                .unwrap_or(name);
+            let upload = name.strip_suffix(".next").or_else(|| name.strip_suffix(".old")).or_else(|| name.split_once(".part-").map(|(u, _)| u)).unwrap_or(name);
             if !live.contains(upload) && s.delete(&key).await.is_ok() {
                 removed += 1;
             }
@@ -98,11 +71,7 @@ fn ended_at_start(started: i64) -> String {
     // Once requests are being served (a finite `started`), resumable
     // uploads are the sweep's: it takes their lease before touching them,
     // and a client may be resuming one right now.
-    let resumable = if started == i64::MAX {
-        "OR touched_at < ?1"
-    } else {
-        "AND ?1 = ?1"
-    };
+    let resumable = if started == i64::MAX { "OR touched_at < ?1" } else { "AND ?1 = ?1" };
     format!("((resumable = 0 AND (writer IS NOT NULL OR touched_at < {started})) {resumable}) AND (writer IS NULL OR writer_expires <= ?2)")
 }
 
@@ -113,23 +82,13 @@ fn ended_at_start(started: i64) -> String {
 /// was never changed, so it is what both stores must hold. `ended` picks
 /// the uploads that are over (unqualified columns of `dataset_uploads`;
 /// `?1`: the expiry, `?2`: now).
-pub(super) async fn put_back_interrupted(
-    pool: &Pool,
-    stores: &Datasets,
-    ended: &str,
-    at: i64,
-    expiry: i64,
-) -> Result<usize, DatasetError> {
+pub(super) async fn put_back_interrupted(pool: &Pool, stores: &Datasets, ended: &str, at: i64, expiry: i64) -> Result<usize, DatasetError> {
     let sql = format!(
         "SELECT u.temp_key, d.code, v.name, d.category, u.name, r.code FROM dataset_uploads u
            JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
          WHERE u.replace = 1 AND {ended}"
     );
-    let dead: Vec<(String, String, String, String, String, String)> = sqlx::query_as(&sql)
-        .bind(expiry)
-        .bind(at)
-        .fetch_all(pool)
-        .await?;
+    let dead: Vec<(String, String, String, String, String, String)> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
     let mut restored = 0;
     for (temp, code, version, category, name, region) in dead {
         let key = rules::storage_key(&code, &version, &category, &name);
@@ -141,18 +100,8 @@ pub(super) async fn put_back_interrupted(
 /// One ended replace upload `temp` of the file at `key`: every store that
 /// still holds the listed file's copy aside gets it back at the key (see
 /// [`put_back_in`]). The number of stores where the new file had moved in.
-pub(super) async fn put_back_one(
-    stores: &Datasets,
-    temp: &str,
-    key: &str,
-    region: &str,
-) -> Result<usize, DatasetError> {
-    put_back_in(
-        &[stores.central()?, stores.region_store(region)?],
-        temp,
-        key,
-    )
-    .await
+pub(super) async fn put_back_one(stores: &Datasets, temp: &str, key: &str, region: &str) -> Result<usize, DatasetError> {
+    put_back_in(&[stores.central()?, stores.region_store(region)?], temp, key).await
 }
 
 /// [`put_back_one`] in the upload's two stores (central first). Call it
@@ -164,20 +113,11 @@ pub(super) async fn put_back_one(
 /// copy then a delete, so a crash between them leaves the new file at the
 /// key beside a temporary object that looks unmoved: it gets the copy back
 /// either way.
-pub(super) async fn put_back_in(
-    both: &[Arc<dyn Store>; 2],
-    temp: &str,
-    key: &str,
-) -> Result<usize, DatasetError> {
+pub(super) async fn put_back_in(both: &[Arc<dyn Store>; 2], temp: &str, key: &str) -> Result<usize, DatasetError> {
     let aside = format!("{temp}.old");
     let mut restored = 0;
     for s in both {
-        let failed = |e: std::io::Error| {
-            DatasetError::store(
-                "putting back a file an interrupted replace had set aside failed",
-                format!("{}: {e}", s.describe()),
-            )
-        };
+        let failed = |e: std::io::Error| DatasetError::store("putting back a file an interrupted replace had set aside failed", format!("{}: {e}", s.describe()));
         if s.temp_len(&aside).await.map_err(failed)?.is_none() {
             continue;
         }
@@ -198,14 +138,7 @@ pub(super) async fn put_back_in(
 /// `s`: its placing began and never ended.
 async fn kept_aside(s: &Arc<dyn Store>, temp: &str) -> Result<bool, DatasetError> {
     let aside = s.temp_len(&format!("{temp}.old")).await;
-    Ok(aside
-        .map_err(|e| {
-            DatasetError::store(
-                "asking a store for a file an interrupted replace had set aside failed",
-                format!("{}: {e}", s.describe()),
-            )
-        })?
-        .is_some())
+    Ok(aside.map_err(|e| DatasetError::store("asking a store for a file an interrupted replace had set aside failed", format!("{}: {e}", s.describe())))?.is_some())
 }
 
 /// Resumable replace uploads that are not over but whose placing stopped
@@ -217,10 +150,7 @@ async fn kept_aside(s: &Arc<dyn Store>, temp: &str) -> Result<bool, DatasetError
 /// not the client's activity), so a client resuming it now is refused
 /// (409, and retries) rather than having its file moved under it; one
 /// whose lease is held is being placed or written, and left alone.
-pub(super) async fn put_back_resumable(
-    pool: &Pool,
-    stores: &Datasets,
-) -> Result<usize, DatasetError> {
+pub(super) async fn put_back_resumable(pool: &Pool, stores: &Datasets) -> Result<usize, DatasetError> {
     let rows: Vec<(i64, String, String, String, String, String, String)> = sqlx::query_as(
         "SELECT u.id, u.temp_key, d.code, v.name, d.category, u.name, r.code FROM dataset_uploads u
            JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id

@@ -62,9 +62,7 @@ impl DatasetError {
     pub fn status(&self) -> u16 {
         use crate::PlatformError as P;
         match self {
-            DatasetError::Rule(_) | DatasetError::BadRequest(_) | DatasetError::Incomplete(_) => {
-                400
-            }
+            DatasetError::Rule(_) | DatasetError::BadRequest(_) | DatasetError::Incomplete(_) => 400,
             DatasetError::Forbidden(_) => 403,
             DatasetError::NotFound(_) => 404,
             DatasetError::Conflict(_) | DatasetError::Busy(_) => 409,

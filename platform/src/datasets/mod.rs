@@ -25,16 +25,13 @@ mod sweep;
 mod upload;
 pub mod writing;
 
-pub use begin::{begin_upload, begin_upload_of_file, resume_upload, BeginUpload};
 pub use catalog::*;
-pub use cleanup::{clean_after_start, clean_at_start};
 pub use error::DatasetError;
 pub use in_progress::{uploads_in_progress, UploadInProgress};
+pub use cleanup::{clean_after_start, clean_at_start};
 pub use sweep::{sweep, Swept, SWEEP_EVERY};
-pub use upload::{
-    abandon_upload, cancel_upload, upload_status, write_upload, write_upload_as, Upload,
-    UploadState,
-};
+pub use begin::{begin_upload, begin_upload_of_file, resume_upload, BeginUpload};
+pub use upload::{abandon_upload, cancel_upload, upload_status, write_upload, write_upload_as, Upload, UploadState};
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 use store::{DirStore, Store};
@@ -53,11 +50,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            upload_max_bytes: 64 << 30,
-            default_quota_bytes: 100 << 30,
-            resumable_expiry_secs: 7 * 24 * 3600,
-        }
+        Limits { upload_max_bytes: 64 << 30, default_quota_bytes: 100 << 30, resumable_expiry_secs: 7 * 24 * 3600 }
     }
 }
 
@@ -75,18 +68,8 @@ struct Inner {
 }
 
 impl Datasets {
-    pub fn new(
-        central: Arc<dyn Store>,
-        regions: HashMap<String, Arc<dyn Store>>,
-        region_root: Option<PathBuf>,
-        limits: Limits,
-    ) -> Self {
-        Datasets(Some(Arc::new(Inner {
-            central,
-            regions,
-            region_root,
-            limits,
-        })))
+    pub fn new(central: Arc<dyn Store>, regions: HashMap<String, Arc<dyn Store>>, region_root: Option<PathBuf>, limits: Limits) -> Self {
+        Datasets(Some(Arc::new(Inner { central, regions, region_root, limits })))
     }
 
     /// A server without dataset stores: every dataset request answers 503.
@@ -118,26 +101,19 @@ impl Datasets {
         }
         match &inner.region_root {
             Some(root) => Ok(Arc::new(DirStore::new(root.join(region)))),
-            None => Err(DatasetError::Store(format!(
-                "region {region} has no dataset store configured"
-            ))),
+            None => Err(DatasetError::Store(format!("region {region} has no dataset store configured"))),
         }
     }
 
     /// Every store files may be in: the central one and each region's.
     pub fn describe(&self) -> Vec<(String, String)> {
-        let Some(inner) = self.0.as_deref() else {
-            return Vec::new();
-        };
+        let Some(inner) = self.0.as_deref() else { return Vec::new() };
         let mut out = vec![("central".to_string(), inner.central.describe())];
         for (code, store) in &inner.regions {
             out.push((format!("region {code}"), store.describe()));
         }
         if let Some(root) = &inner.region_root {
-            out.push((
-                "other regions".to_string(),
-                format!("directory {}/<region>", root.display()),
-            ));
+            out.push(("other regions".to_string(), format!("directory {}/<region>", root.display())));
         }
         out
     }

@@ -46,12 +46,7 @@ pub(super) struct Received {
 
 /// Writes `body` into both temporary objects from `offset`, unless `halt`
 /// says to stop first.
-pub(super) async fn stream_into<S>(
-    upload: &Upload,
-    offset: u64,
-    mut body: S,
-    mut halt: watch::Receiver<Option<Halt>>,
-) -> Result<Received, Failed>
+pub(super) async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S, mut halt: watch::Receiver<Option<Halt>>) -> Result<Received, Failed>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
@@ -74,10 +69,7 @@ where
             next = tokio::time::timeout(upload.body_idle, body.next()) => next,
         };
         let Ok(next) = next else {
-            let idle = io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("no bytes arrived for {} s", upload.body_idle.as_secs()),
-            );
+            let idle = io::Error::new(io::ErrorKind::TimedOut, format!("no bytes arrived for {} s", upload.body_idle.as_secs()));
             break Some(Stop::Body(idle));
         };
         match next {
@@ -130,9 +122,7 @@ where
                     Err(fault) => Err(fault),
                 };
                 if finished.is_ok() {
-                    let error = DatasetError::Incomplete(format!(
-                        "the upload stopped after {size} bytes ({e}); resume from there"
-                    ));
+                    let error = DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); resume from there"));
                     return Err(Failed { error, kept: true });
                 }
             } else {
@@ -160,42 +150,22 @@ async fn told_to_stop(halt: &mut watch::Receiver<Option<Halt>>) -> Halt {
 /// upload goes back to what it held before.
 async fn halted(upload: &Upload, offset: u64, size: u64, why: Halt) -> Failed {
     match why {
-        Halt::VersionDeleted => Failed {
-            error: placing::version_deleted(upload),
-            kept: false,
-        },
-        Halt::UploadEnded => Failed {
-            error: placing::upload_ended(upload),
-            kept: false,
-        },
+        Halt::VersionDeleted => Failed { error: placing::version_deleted(upload), kept: false },
+        Halt::UploadEnded => Failed { error: placing::upload_ended(upload), kept: false },
         Halt::AccessEnded => {
-            let Failed { kept, .. } = failed(
-                upload,
-                offset,
-                Fault::Cut(size, io::Error::other("the uploader's access ended")),
-            )
-            .await;
-            let outcome = if kept {
-                format!("the upload keeps the {offset} bytes held before this request")
-            } else {
-                "nothing was kept".into()
-            };
+            let Failed { kept, .. } = failed(upload, offset, Fault::Cut(size, io::Error::other("the uploader's access ended"))).await;
+            let outcome = if kept { format!("the upload keeps the {offset} bytes held before this request") } else { "nothing was kept".into() };
             let why = format!(
                 "the upload of {} stopped: the account's access ended while it was uploading (it was disabled, its session ended — signed out, idle too long, or by a password change or reset — or its API token was revoked); {outcome}",
                 upload.name
             );
-            Failed {
-                error: DatasetError::Forbidden(why),
-                kept,
-            }
+            Failed { error: DatasetError::Forbidden(why), kept }
         }
     }
 }
 
 /// Both writers back from their tasks, or the first store's failure.
-fn both(
-    results: Vec<Result<Written, tokio::task::JoinError>>,
-) -> Result<Vec<(usize, Box<dyn TempWriter>)>, Fault> {
+fn both(results: Vec<Result<Written, tokio::task::JoinError>>) -> Result<Vec<(usize, Box<dyn TempWriter>)>, Fault> {
     let mut writers = Vec::with_capacity(2);
     for (i, r) in results.into_iter().enumerate() {
         match r {
@@ -209,12 +179,7 @@ fn both(
 
 /// Finishes both writers at once: everything written is in both stores.
 async fn finish(writers: Vec<(usize, Box<dyn TempWriter>)>) -> Result<(), Fault> {
-    let finished = futures_util::future::join_all(
-        writers
-            .into_iter()
-            .map(|(i, w)| async move { w.finish().await.map_err(|e| (i, e)) }),
-    )
-    .await;
+    let finished = futures_util::future::join_all(writers.into_iter().map(|(i, w)| async move { w.finish().await.map_err(|e| (i, e)) })).await;
     match finished.into_iter().find_map(Result::err) {
         Some((i, e)) => Err(Fault::Store(i, e)),
         None => Ok(()),
@@ -285,26 +250,16 @@ impl Pipes {
                     crc.update(chunk);
                 }
             }
-            Streamed {
-                sha256: store::hex(&sha.finalize()),
-                crc64: store::crc64_hex(&crc),
-            }
+            Streamed { sha256: store::hex(&sha.finalize()), crc64: store::crc64_hex(&crc) }
         });
-        Pipes {
-            writers,
-            hasher: (tx, task),
-        }
+        Pipes { writers, hasher: (tx, task) }
     }
 
     /// Hands a batch to every worker, waiting while their queues are full;
     /// false when a writer has stopped (its error comes from `close`).
     async fn send(&mut self, chunks: Vec<Bytes>) -> bool {
         let (w0, w1) = (&self.writers[0].0, &self.writers[1].0);
-        let (a, b, h) = tokio::join!(
-            w0.send(chunks.clone()),
-            w1.send(chunks.clone()),
-            self.hasher.0.send(chunks)
-        );
+        let (a, b, h) = tokio::join!(w0.send(chunks.clone()), w1.send(chunks.clone()), self.hasher.0.send(chunks));
         a.is_ok() && b.is_ok() && h.is_ok()
     }
 
@@ -318,10 +273,7 @@ impl Pipes {
             results.push(task.await);
         }
         drop(hasher.0);
-        let hashes = hasher.1.await.unwrap_or(Streamed {
-            sha256: String::new(),
-            crc64: String::new(),
-        });
+        let hashes = hasher.1.await.unwrap_or(Streamed { sha256: String::new(), crc64: String::new() });
         (results, hashes)
     }
 }

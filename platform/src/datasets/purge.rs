@@ -23,16 +23,8 @@ const RENEW_EVERY: Duration = Duration::from_secs(10);
 /// Records that `prefix` (and the unfinished uploads' `temps`) must go
 /// from the central store and `region`'s. Call it in the transaction that
 /// deletes the version's row.
-pub(super) async fn record(
-    db: &mut SqliteConnection,
-    dataset_id: i64,
-    version: &str,
-    prefix: &str,
-    region: &str,
-    temps: &[String],
-) -> Result<i64, DatasetError> {
-    let temps = serde_json::to_string(temps)
-        .map_err(|e| DatasetError::Platform(crate::PlatformError::Internal(e.to_string())))?;
+pub(super) async fn record(db: &mut SqliteConnection, dataset_id: i64, version: &str, prefix: &str, region: &str, temps: &[String]) -> Result<i64, DatasetError> {
+    let temps = serde_json::to_string(temps).map_err(|e| DatasetError::Platform(crate::PlatformError::Internal(e.to_string())))?;
     Ok(sqlx::query_scalar(
         "INSERT INTO dataset_purges (dataset_id, version_name, prefix, region_code, temp_keys, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
     )
@@ -47,16 +39,9 @@ pub(super) async fn record(
 }
 
 /// Refuses a new version whose files would share a prefix still being removed.
-pub(super) async fn refuse_while_pending(
-    db: &mut SqliteConnection,
-    code: &str,
-    name: &str,
-) -> Result<(), DatasetError> {
+pub(super) async fn refuse_while_pending(db: &mut SqliteConnection, code: &str, name: &str) -> Result<(), DatasetError> {
     let pending: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM dataset_purges WHERE prefix = ? LIMIT 1")
-            .bind(gantry_core::datasets::version_prefix(code, name))
-            .fetch_optional(db)
-            .await?;
+        sqlx::query_scalar("SELECT id FROM dataset_purges WHERE prefix = ? LIMIT 1").bind(gantry_core::datasets::version_prefix(code, name)).fetch_optional(db).await?;
     match pending {
         None => Ok(()),
         Some(_) => Err(DatasetError::Conflict(format!(
@@ -69,50 +54,30 @@ pub(super) async fn refuse_while_pending(
 /// meanwhile does not stop it halfway, and waits for it. True when this
 /// call removed the files; false when another runner holds the purge (it
 /// finishes it) or it is done already.
-pub(super) async fn run_detached(
-    pool: &Pool,
-    stores: &Datasets,
-    id: i64,
-) -> Result<bool, DatasetError> {
+pub(super) async fn run_detached(pool: &Pool, stores: &Datasets, id: i64) -> Result<bool, DatasetError> {
     let (pool, stores) = (pool.clone(), stores.clone());
     match tokio::spawn(async move { run(&pool, &stores, id).await }).await {
         Ok(done) => done,
-        Err(e) => Err(DatasetError::store(
-            "removing a deleted version's files failed on the server; they are removed later",
-            format!("purge task: {e}"),
-        )),
+        Err(e) => Err(DatasetError::store("removing a deleted version's files failed on the server; they are removed later", format!("purge task: {e}"))),
     }
 }
 
 /// Retries every purge no live runner holds at `at`; the number finished.
 /// A purge that fails again is logged and left for the next try. (Taking
 /// one is checked against the clock: a runner's lease is real time.)
-pub(super) async fn retry_pending(
-    pool: &Pool,
-    stores: &Datasets,
-    at: i64,
-) -> Result<usize, DatasetError> {
-    let ids: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM dataset_purges WHERE runner IS NULL OR runner_expires <= ? ORDER BY id",
-    )
-    .bind(at)
-    .fetch_all(pool)
-    .await?;
+pub(super) async fn retry_pending(pool: &Pool, stores: &Datasets, at: i64) -> Result<usize, DatasetError> {
+    let ids: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM dataset_purges WHERE runner IS NULL OR runner_expires <= ? ORDER BY id").bind(at).fetch_all(pool).await?;
     let mut done = 0;
     for id in ids {
         match run_detached(pool, stores, id).await {
             Ok(true) => done += 1,
             Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, purge = id, "a deleted version's files are still not all removed; tried again later")
-            }
+            Err(e) => tracing::warn!(error = %e, purge = id, "a deleted version's files are still not all removed; tried again later"),
         }
     }
     if done > 0 {
-        tracing::info!(
-            purges = done,
-            "removed the files of deleted dataset versions"
-        );
+        tracing::info!(purges = done, "removed the files of deleted dataset versions");
     }
     Ok(done)
 }
@@ -152,18 +117,11 @@ async fn run(pool: &Pool, stores: &Datasets, id: i64) -> Result<bool, DatasetErr
 /// Both stores, the prefix and then the temporary objects; every store is
 /// tried, and the error names those that failed.
 async fn remove_files(pool: &Pool, stores: &Datasets, id: i64) -> Result<(), DatasetError> {
-    let (version, prefix, region, temps): (String, String, String, String) = sqlx::query_as(
-        "SELECT version_name, prefix, region_code, temp_keys FROM dataset_purges WHERE id = ?",
-    )
-    .bind(id)
-    .fetch_one(pool)
-    .await?;
+    let (version, prefix, region, temps): (String, String, String, String) =
+        sqlx::query_as("SELECT version_name, prefix, region_code, temp_keys FROM dataset_purges WHERE id = ?").bind(id).fetch_one(pool).await?;
     let temps: Vec<String> = serde_json::from_str(&temps).unwrap_or_default();
     let (mut failed, mut details) = (Vec::new(), Vec::new());
-    for (role, s) in [
-        (error::CENTRAL, stores.central()),
-        (error::REGION, stores.region_store(&region)),
-    ] {
+    for (role, s) in [(error::CENTRAL, stores.central()), (error::REGION, stores.region_store(&region))] {
         let s = match s {
             Ok(s) => s,
             Err(e) => {
@@ -197,19 +155,11 @@ async fn remove_files(pool: &Pool, stores: &Datasets, id: i64) -> Result<(), Dat
 async fn renew(pool: &Pool, id: i64, owner: &str) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
-        let renewed =
-            sqlx::query("UPDATE dataset_purges SET runner_expires = ? WHERE id = ? AND runner = ?")
-                .bind(now() + LEASE_SECS)
-                .bind(id)
-                .bind(owner)
-                .execute(pool)
-                .await;
+        let renewed = sqlx::query("UPDATE dataset_purges SET runner_expires = ? WHERE id = ? AND runner = ?").bind(now() + LEASE_SECS).bind(id).bind(owner).execute(pool).await;
         match renewed {
             Ok(r) if r.rows_affected() == 0 => return,
             Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, purge = id, "could not renew a purge's lease; retrying")
-            }
+            Err(e) => tracing::warn!(error = %e, purge = id, "could not renew a purge's lease; retrying"),
         }
     }
 }

@@ -65,22 +65,8 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
          WHERE {} ORDER BY u.id",
         idle()
     );
-    type Row = (
-        i64,
-        String,
-        String,
-        String,
-        String,
-        String,
-        String,
-        i64,
-        bool,
-    );
-    let candidates: Vec<Row> = sqlx::query_as(&sql)
-        .bind(expiry)
-        .bind(at)
-        .fetch_all(pool)
-        .await?;
+    type Row = (i64, String, String, String, String, String, String, i64, bool);
+    let candidates: Vec<Row> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
     let mut expired = 0;
     for (id, temp, name, code, version, category, region, touched, replace) in candidates {
         // Taken the way a writer takes it, and only while still idle: a
@@ -111,13 +97,7 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
         // Removed only if nobody asked for it since it was taken (asking
         // does not need the lease): that client keeps its upload.
         let mut tx = crate::db::begin_immediate(pool).await?;
-        let gone = sqlx::query(&still_idle())
-            .bind(expiry)
-            .bind(at)
-            .bind(id)
-            .bind(&sweeper)
-            .execute(&mut *tx)
-            .await;
+        let gone = sqlx::query(&still_idle()).bind(expiry).bind(at).bind(id).bind(&sweeper).execute(&mut *tx).await;
         if !matches!(gone, Ok(ref g) if g.rows_affected() == 1) {
             drop(tx);
             sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(pool).await?;
@@ -125,11 +105,7 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
             continue;
         }
         let idle_h = (at - touched).max(0) / 3600;
-        let idle_for = if idle_h > 0 {
-            format!("{idle_h} h")
-        } else {
-            "a lease period".into()
-        };
+        let idle_for = if idle_h > 0 { format!("{idle_h} h") } else { "a lease period".into() };
         let detail = format!("unfinished upload of {name} into {code}/{version} expired after {idle_for} without activity");
         audit::record(&mut *tx, None, "dataset.upload.expire", &detail).await?;
         tx.commit().await?;
@@ -152,11 +128,7 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
 async fn remove_temps(stores: &Datasets, region: &str, temp: &str) {
     let both = [stores.central(), stores.region_store(region)];
     for s in both.into_iter().flatten() {
-        for key in [
-            temp.to_string(),
-            format!("{temp}.next"),
-            format!("{temp}.old"),
-        ] {
+        for key in [temp.to_string(), format!("{temp}.next"), format!("{temp}.old")] {
             if let Err(e) = s.delete(&store::temp_key(&key)).await {
                 tracing::warn!(error = %e, store = %s.describe(), %key, "could not remove an expired upload's temporary object; the next start removes it");
             }

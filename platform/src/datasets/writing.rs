@@ -63,21 +63,11 @@ pub(super) async fn claim(pool: &Pool, upload_id: i64, temp: &str) -> Result<Cla
 
 /// [`claim`] for a request that writes a body into the upload: its
 /// renewal also tells it ([`Claim::halted`]) when to stop.
-pub(super) async fn claim_to_write(
-    pool: &Pool,
-    upload_id: i64,
-    temp: &str,
-    watch: Watch,
-) -> Result<Claim, DatasetError> {
+pub(super) async fn claim_to_write(pool: &Pool, upload_id: i64, temp: &str, watch: Watch) -> Result<Claim, DatasetError> {
     take(pool, upload_id, temp, Some(watch)).await
 }
 
-async fn take(
-    pool: &Pool,
-    upload_id: i64,
-    temp: &str,
-    watch: Option<Watch>,
-) -> Result<Claim, DatasetError> {
+async fn take(pool: &Pool, upload_id: i64, temp: &str, watch: Option<Watch>) -> Result<Claim, DatasetError> {
     let owner = super::store::hex(&rand::random::<[u8; 12]>());
     let at = now();
     let taken = sqlx::query(
@@ -94,11 +84,7 @@ async fn take(
     .rows_affected();
     if taken == 0 {
         let exists: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM dataset_uploads WHERE id = ? AND temp_key = ?")
-                .bind(upload_id)
-                .bind(temp)
-                .fetch_optional(pool)
-                .await?;
+            sqlx::query_scalar("SELECT id FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload_id).bind(temp).fetch_optional(pool).await?;
         return Err(match exists {
             Some(_) => DatasetError::Busy(
                 "another request is writing this upload now; when it has ended, ask for the offset the server holds and continue from there".into(),
@@ -108,26 +94,14 @@ async fn take(
     }
     let (tell, halt) = watch::channel(None);
     let renewal = tokio::spawn(renew(pool.clone(), upload_id, owner.clone(), watch, tell));
-    Ok(Claim {
-        pool: pool.clone(),
-        upload_id,
-        owner,
-        renewal,
-        halt,
-    })
+    Ok(Claim { pool: pool.clone(), upload_id, owner, renewal, halt })
 }
 
 /// Renews the lease while the request holds it; tells the writer to stop
 /// once, when its upload or its right has ended. The lease is renewed
 /// after that all the same, until the writer lets go: a body that had
 /// ended is being placed, which runs to its end.
-async fn renew(
-    pool: Pool,
-    upload_id: i64,
-    owner: String,
-    mut watching: Option<Watch>,
-    tell: watch::Sender<Option<Halt>>,
-) {
+async fn renew(pool: Pool, upload_id: i64, owner: String, mut watching: Option<Watch>, tell: watch::Sender<Option<Halt>>) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
         let at = now();
@@ -147,9 +121,7 @@ async fn renew(
                 return;
             }
             Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, upload = upload_id, "could not renew an upload's writer lease; retrying")
-            }
+            Err(e) => tracing::warn!(error = %e, upload = upload_id, "could not renew an upload's writer lease; retrying"),
         }
         let Some(w) = &watching else { continue };
         match w.access.holds(&pool).await {
@@ -158,20 +130,14 @@ async fn renew(
                 let _ = tell.send(Some(Halt::AccessEnded));
                 watching = None;
             }
-            Err(e) => {
-                tracing::warn!(error = %e, upload = upload_id, "could not look at an uploader's access; looking again at the next renewal")
-            }
+            Err(e) => tracing::warn!(error = %e, upload = upload_id, "could not look at an uploader's access; looking again at the next renewal"),
         }
     }
 }
 
 /// Why an upload's row is gone under its writer.
 async fn gone(pool: &Pool, version_id: i64) -> Halt {
-    let version: Result<Option<i64>, _> =
-        sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?")
-            .bind(version_id)
-            .fetch_optional(pool)
-            .await;
+    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(version_id).fetch_optional(pool).await;
     if matches!(version, Ok(None)) {
         Halt::VersionDeleted
     } else {
@@ -203,11 +169,7 @@ impl Drop for Claim {
         if self.owner.is_empty() {
             return;
         }
-        let (pool, id, owner) = (
-            self.pool.clone(),
-            self.upload_id,
-            std::mem::take(&mut self.owner),
-        );
+        let (pool, id, owner) = (self.pool.clone(), self.upload_id, std::mem::take(&mut self.owner));
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move { release(&pool, id, &owner).await });
         }

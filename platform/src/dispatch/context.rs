@@ -13,27 +13,8 @@ pub struct MachineContext {
     pub container_id: Option<String>,
 }
 
-pub async fn load(
-    pool: &Pool,
-    machine_id: i64,
-    task_id: i64,
-) -> Result<MachineContext, PlatformError> {
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        Option<i64>,
-        Option<String>,
-        String,
-        i64,
-        Option<String>,
-        i64,
-        i64,
-        i64,
-        String,
-        Option<String>,
-    );
+pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineContext, PlatformError> {
+    type Row = (String, String, String, String, Option<i64>, Option<String>, String, i64, Option<String>, i64, i64, i64, String, Option<String>);
     let row: Option<Row> = sqlx::query_as(
         "SELECT m.name, u.username, g.name, i.reference, m.node_id, n.name, m.volume_name, m.volume_size_gb, m.container_id,
                 m.cpu_millis, m.memory_mb, m.pids_limit, m.workload, m.command
@@ -43,24 +24,9 @@ pub async fn load(
     .bind(machine_id)
     .fetch_optional(pool)
     .await?;
-    let (
-        name,
-        owner,
-        group,
-        image,
-        node_id,
-        node_name,
-        volume_name,
-        volume_size_gb,
-        container_id,
-        cpu_millis,
-        memory_mb,
-        pids_limit,
-        workload,
-        command,
-    ) = row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
-    let node_id =
-        node_id.ok_or_else(|| PlatformError::Internal(format!("machine {name} has no node")))?;
+    let (name, owner, group, image, node_id, node_name, volume_name, volume_size_gb, container_id, cpu_millis, memory_mb, pids_limit, workload, command) =
+        row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
+    let node_id = node_id.ok_or_else(|| PlatformError::Internal(format!("machine {name} has no node")))?;
     let gpus: Vec<(i64, String)> = sqlx::query_as(
         "SELECT g.idx, g.uuid FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id WHERE mg.machine_id = ? ORDER BY g.idx",
     )
@@ -82,11 +48,7 @@ pub async fn load(
             gpu_indexes: gpus.iter().map(|(i, _)| *i as u32).collect(),
             volume_name,
             volume_size_gb,
-            limits: crate::executor::Limits {
-                cpu_millis,
-                memory_mb,
-                pids: pids_limit,
-            },
+            limits: crate::executor::Limits { cpu_millis, memory_mb, pids: pids_limit },
             command: command.and_then(|c| serde_json::from_str(&c).ok()),
             mounts: mounts.iter().map(|m| m.read_only()).collect(),
         },

@@ -6,15 +6,8 @@
 //! container was left behind are offered again only after the collector
 //! removed it (`transitions::machine::release_as`).
 
-use super::{
-    steps::{self, Done, StepError},
-    ClaimedTask, Dispatcher, MAX_ATTEMPTS,
-};
-use crate::{
-    now,
-    transitions::{machine::Container, run},
-    PlatformError,
-};
+use super::{steps::{self, Done, StepError}, ClaimedTask, Dispatcher, MAX_ATTEMPTS};
+use crate::{now, transitions::{machine::Container, run}, PlatformError};
 use gantry_core::task::{backoff_secs, TaskKind};
 use std::time::Duration;
 
@@ -37,18 +30,12 @@ pub async fn record(d: &Dispatcher, task: &ClaimedTask, outcome: Result<Done, St
             }
             // The lease runs out and another dispatcher (or this one)
             // resumes the task: it is never left running for ever.
-            Err(e) => {
-                tracing::error!(task = task.id, error = %e, "recording the outcome failed; the task resumes when its lease expires")
-            }
+            Err(e) => tracing::error!(task = task.id, error = %e, "recording the outcome failed; the task resumes when its lease expires"),
         }
     }
 }
 
-async fn write(
-    d: &Dispatcher,
-    task: &ClaimedTask,
-    outcome: &Result<Done, StepError>,
-) -> Result<(), PlatformError> {
+async fn write(d: &Dispatcher, task: &ClaimedTask, outcome: &Result<Done, StepError>) -> Result<(), PlatformError> {
     let lease = &task.lease;
     match outcome {
         Ok(Done::Recorded) => Ok(()),
@@ -62,19 +49,12 @@ async fn write(
             Ok(())
         }
         Err(StepError::Abandoned(step)) => {
-            tracing::warn!(
-                task = task.id,
-                step,
-                "abandoned by the step hook (simulated crash)"
-            );
+            tracing::warn!(task = task.id, step, "abandoned by the step hook (simulated crash)");
             Ok(())
         }
         Err(StepError::Retry(reason) | StepError::Busy(reason)) if task.attempts < MAX_ATTEMPTS => {
             let delay = backoff_secs(task.attempts as u32);
-            let message = format!(
-                "{reason}; retry {} of {MAX_ATTEMPTS} in {delay} s",
-                task.attempts + 1
-            );
+            let message = format!("{reason}; retry {} of {MAX_ATTEMPTS} in {delay} s", task.attempts + 1);
             run::retry(&d.pool, lease, now() + delay, &message).await?;
             tracing::warn!(task = task.id, "{message}");
             Ok(())
@@ -93,20 +73,12 @@ async fn write(
     }
 }
 
-async fn give_up(
-    d: &Dispatcher,
-    task: &ClaimedTask,
-    message: &str,
-    unreachable: bool,
-) -> Result<(), PlatformError> {
+async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable: bool) -> Result<(), PlatformError> {
     let lease = &task.lease;
     // The engine clean-up below runs before the fenced write: a runner
     // that lost its task must not remove what its successor made.
     if !crate::transitions::lease::held(&d.pool, lease).await? {
-        tracing::warn!(
-            task = task.id,
-            "not giving up: the task's lease went to another runner"
-        );
+        tracing::warn!(task = task.id, "not giving up: the task's lease went to another runner");
         return Ok(());
     }
     match task.kind {
@@ -125,23 +97,12 @@ async fn give_up(
         TaskKind::Reclaim if unreachable && image_made(d, task).await? => {
             let snapshot_id = {
                 let mut conn = d.pool.acquire().await?;
-                crate::transitions::snapshot::payload(&mut conn, task.id)
-                    .await?
-                    .get("snapshot_id")
-                    .and_then(|v| v.as_i64())
+                crate::transitions::snapshot::payload(&mut conn, task.id).await?.get("snapshot_id").and_then(|v| v.as_i64())
             };
             match snapshot_id {
                 Some(snapshot_id) => {
                     let container = remove_containers(d, task).await;
-                    crate::transitions::reclaim::reclaimed_as(
-                        &d.pool,
-                        lease,
-                        task.machine_id,
-                        snapshot_id,
-                        0,
-                        container,
-                    )
-                    .await?;
+                    crate::transitions::reclaim::reclaimed_as(&d.pool, lease, task.machine_id, snapshot_id, 0, container).await?;
                 }
                 None => crate::transitions::snapshot::failed(&d.pool, lease, message).await?,
             }
@@ -152,14 +113,7 @@ async fn give_up(
         }
         TaskKind::Restore => {
             let container = remove_containers(d, task).await;
-            crate::transitions::reclaim::restore_given_up(
-                &d.pool,
-                lease,
-                task.machine_id,
-                message,
-                container,
-            )
-            .await?;
+            crate::transitions::reclaim::restore_given_up(&d.pool, lease, task.machine_id, message, container).await?;
         }
         TaskKind::Delete if unreachable => {
             let note = format!(
@@ -167,14 +121,7 @@ async fn give_up(
                  the container{} is removed when the engine answers again",
                 if task.keep_volume { "" } else { " and volume" }
             );
-            run::deleted_leaving_container(
-                &d.pool,
-                lease,
-                task.machine_id,
-                task.keep_volume,
-                &note,
-            )
-            .await?;
+            run::deleted_leaving_container(&d.pool, lease, task.machine_id, task.keep_volume, &note).await?;
         }
         _ => {
             run::fail(&d.pool, lease, task.machine_id, message, None).await?;
@@ -187,10 +134,7 @@ async fn give_up(
 /// Whether a reclaim got past its commit: its progress reached the step
 /// that removes the container, which follows only an image made (or found).
 async fn image_made(d: &Dispatcher, task: &ClaimedTask) -> Result<bool, PlatformError> {
-    let progress: i64 = sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?")
-        .bind(task.id)
-        .fetch_one(&d.pool)
-        .await?;
+    let progress: i64 = sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?").bind(task.id).fetch_one(&d.pool).await?;
     Ok(progress >= REMOVING_PROGRESS)
 }
 
@@ -204,14 +148,7 @@ pub(super) const REMOVING_PROGRESS: i64 = 60;
 async fn remove_containers(d: &Dispatcher, task: &ClaimedTask) -> Container {
     let removed = match super::context::load(&d.pool, task.machine_id, task.id).await {
         Ok(ctx) => match d.fleet.executor(&d.pool, ctx.node_id).await {
-            Ok(exec) => steps::remove_machine_containers(
-                &exec,
-                &ctx.spec.instance,
-                task.machine_id,
-                ctx.container_id.as_deref(),
-            )
-            .await
-            .map_err(|e| e.to_string()),
+            Ok(exec) => steps::remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         },
         Err(e) => Err(e.to_string()),

@@ -69,17 +69,12 @@ enum Transport {
     Unix(String),
     Http(String),
     /// Mutual TLS; `cert_dir` holds ca.pem, cert.pem and key.pem.
-    Tls {
-        addr: String,
-        cert_dir: PathBuf,
-    },
+    Tls { addr: String, cert_dir: PathBuf },
 }
 
 impl std::fmt::Debug for DockerExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DockerExecutor")
-            .field("endpoint", &self.inner.endpoint)
-            .finish()
+        f.debug_struct("DockerExecutor").field("endpoint", &self.inner.endpoint).finish()
     }
 }
 
@@ -97,33 +92,20 @@ impl DockerExecutor {
     /// volumes whose images live in `volume_dir` — on a local engine only
     /// (a `unix://` socket on this host): `losetup` must run where the
     /// volume lives, so a remote engine keeps plain volumes and says why.
-    pub fn connect_with_volume_dir(
-        endpoint: &str,
-        volume_dir: impl Into<PathBuf>,
-    ) -> Result<Self, ExecError> {
+    pub fn connect_with_volume_dir(endpoint: &str, volume_dir: impl Into<PathBuf>) -> Result<Self, ExecError> {
         Self::connect_inner(endpoint, Some(volume_dir.into()))
     }
 
     fn connect_inner(endpoint: &str, volume_dir: Option<PathBuf>) -> Result<Self, ExecError> {
-        let endpoint = if endpoint.trim().is_empty() {
-            "unix:///var/run/docker.sock"
-        } else {
-            endpoint.trim()
-        };
+        let endpoint = if endpoint.trim().is_empty() { "unix:///var/run/docker.sock" } else { endpoint.trim() };
         let transport = if let Some(path) = endpoint.strip_prefix("unix://") {
             Transport::Unix(path.to_string())
         } else if endpoint.starts_with('/') {
             Transport::Unix(endpoint.to_string())
         } else if endpoint.starts_with("tcp://") || endpoint.starts_with("http://") {
             Transport::Http(endpoint.to_string())
-        } else if let Some(addr) = endpoint
-            .strip_prefix("https://")
-            .or_else(|| endpoint.strip_prefix("tls://"))
-        {
-            Transport::Tls {
-                addr: addr.to_string(),
-                cert_dir: tls_cert_dir(endpoint)?,
-            }
+        } else if let Some(addr) = endpoint.strip_prefix("https://").or_else(|| endpoint.strip_prefix("tls://")) {
+            Transport::Tls { addr: addr.to_string(), cert_dir: tls_cert_dir(endpoint)? }
         } else {
             return Err(ExecError::Failed(format!(
                 "Docker endpoint {endpoint:?} is not understood; use unix:///path/to/docker.sock or tcp://host:port"
@@ -146,17 +128,9 @@ impl DockerExecutor {
     /// silence in an upload's body), so tests of them stay short. Whole
     /// seconds for `request` (bollard's unit); call it before the executor
     /// is cloned or used.
-    pub fn with_timeouts(
-        mut self,
-        request: std::time::Duration,
-        upload_idle: std::time::Duration,
-    ) -> Self {
-        let inner =
-            Arc::get_mut(&mut self.inner).expect("with_timeouts is called on a new executor");
-        assert!(
-            inner.client.get().is_none(),
-            "with_timeouts is called before the first request"
-        );
+    pub fn with_timeouts(mut self, request: std::time::Duration, upload_idle: std::time::Duration) -> Self {
+        let inner = Arc::get_mut(&mut self.inner).expect("with_timeouts is called on a new executor");
+        assert!(inner.client.get().is_none(), "with_timeouts is called before the first request");
         inner.request_timeout = request.max(std::time::Duration::from_secs(1));
         inner.upload_idle = upload_idle;
         self
@@ -184,12 +158,8 @@ impl DockerExecutor {
             .get_or_try_init(|| async {
                 let timeout = self.inner.request_timeout.as_secs();
                 let docker = match &self.inner.transport {
-                    Transport::Unix(p) => {
-                        Docker::connect_with_unix(p, timeout, API_DEFAULT_VERSION)
-                    }
-                    Transport::Http(a) => {
-                        Docker::connect_with_http(a, timeout, API_DEFAULT_VERSION)
-                    }
+                    Transport::Unix(p) => Docker::connect_with_unix(p, timeout, API_DEFAULT_VERSION),
+                    Transport::Http(a) => Docker::connect_with_http(a, timeout, API_DEFAULT_VERSION),
                     Transport::Tls { addr, cert_dir } => Docker::connect_with_ssl(
                         addr,
                         &cert_dir.join("key.pem"),
@@ -200,10 +170,7 @@ impl DockerExecutor {
                     ),
                 }
                 .map_err(|e| self.unreachable(&e))?;
-                docker
-                    .negotiate_version()
-                    .await
-                    .map_err(|e| self.err(e, "API version negotiation"))
+                docker.negotiate_version().await.map_err(|e| self.err(e, "API version negotiation"))
             })
             .await
     }
@@ -231,23 +198,18 @@ impl DockerExecutor {
             }
             source = s.source();
         }
-        ExecError::Unavailable(format!(
-            "Docker Engine at {} is unreachable: {msg}",
-            self.inner.endpoint
-        ))
+        ExecError::Unavailable(format!("Docker Engine at {} is unreachable: {msg}", self.inner.endpoint))
     }
 
     /// Sorts bollard errors into the retryable / not-found / failed kinds.
     fn err(&self, e: BError, what: &str) -> ExecError {
         match e {
-            BError::DockerResponseServerError {
-                status_code: 404,
-                message,
-            } => ExecError::NotFound(format!("{what}: {message}")),
-            BError::DockerResponseServerError {
-                status_code,
-                message,
-            } => ExecError::Failed(format!("{what} failed (HTTP {status_code}): {message}")),
+            BError::DockerResponseServerError { status_code: 404, message } => {
+                ExecError::NotFound(format!("{what}: {message}"))
+            }
+            BError::DockerResponseServerError { status_code, message } => {
+                ExecError::Failed(format!("{what} failed (HTTP {status_code}): {message}"))
+            }
             BError::RequestTimeoutError => ExecError::Unavailable(format!(
                 "Docker Engine at {} did not answer {what} within {} s",
                 self.inner.endpoint,
@@ -262,12 +224,7 @@ impl DockerExecutor {
     }
 
     pub async fn ping(&self) -> Result<EngineInfo, ExecError> {
-        let v = self
-            .client()
-            .await?
-            .version()
-            .await
-            .map_err(|e| self.err(e, "version"))?;
+        let v = self.client().await?.version().await.map_err(|e| self.err(e, "version"))?;
         Ok(EngineInfo {
             version: v.version.unwrap_or_default(),
             api_version: v.api_version.unwrap_or_default(),
@@ -304,13 +261,7 @@ impl DockerExecutor {
 /// image could not be attached). They name host paths and devices, so
 /// callers give their users a plain reason instead.
 pub fn is_volume_failure(detail: &str) -> bool {
-    detail.starts_with("data volume ")
-        || [
-            "failed to mount local volume",
-            "error while mounting volume",
-        ]
-        .iter()
-        .any(|p| detail.contains(p))
+    detail.starts_with("data volume ") || ["failed to mount local volume", "error while mounting volume"].iter().any(|p| detail.contains(p))
 }
 
 /// The program a container was to run, when the engine did not find it in
@@ -320,9 +271,7 @@ pub fn is_volume_failure(detail: &str) -> bool {
 pub fn missing_program(detail: &str) -> Option<&str> {
     let rest = &detail[detail.find("exec: \"")? + "exec: \"".len()..];
     let program = &rest[..rest.find('"')?];
-    let missing = ["no such file or directory", "executable file not found"]
-        .iter()
-        .any(|p| detail.contains(p));
+    let missing = ["no such file or directory", "executable file not found"].iter().any(|p| detail.contains(p));
     (missing && !program.is_empty() && program.len() <= 200).then_some(program)
 }
 
@@ -332,18 +281,10 @@ mod tests {
 
     #[test]
     fn endpoints() {
-        assert_eq!(
-            DockerExecutor::connect("").unwrap().endpoint(),
-            "unix:///var/run/docker.sock"
-        );
-        assert!(
-            DockerExecutor::connect("unix:///nope.sock").is_ok(),
-            "connecting must not touch the engine"
-        );
+        assert_eq!(DockerExecutor::connect("").unwrap().endpoint(), "unix:///var/run/docker.sock");
+        assert!(DockerExecutor::connect("unix:///nope.sock").is_ok(), "connecting must not touch the engine");
         assert!(DockerExecutor::connect("tcp://10.0.0.2:2375").is_ok());
-        let tls = DockerExecutor::connect("https://10.0.0.2:2376")
-            .unwrap_err()
-            .to_string();
+        let tls = DockerExecutor::connect("https://10.0.0.2:2376").unwrap_err().to_string();
         assert!(tls.contains("TLS"), "{tls}");
         assert!(DockerExecutor::connect("ftp://x").is_err());
     }

@@ -26,10 +26,7 @@ pub struct Shell {
 
 impl std::fmt::Debug for Shell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shell")
-            .field("exec_id", &self.exec_id)
-            .field("pid", &self.pid)
-            .finish()
+        f.debug_struct("Shell").field("exec_id", &self.exec_id).field("pid", &self.pid).finish()
     }
 }
 
@@ -42,10 +39,7 @@ pub struct TtySize {
 impl TtySize {
     /// Clamped to what a terminal can sensibly be.
     pub fn new(cols: u16, rows: u16) -> TtySize {
-        TtySize {
-            cols: cols.clamp(2, 1000),
-            rows: rows.clamp(2, 500),
-        }
+        TtySize { cols: cols.clamp(2, 1000), rows: rows.clamp(2, 500) }
     }
 }
 
@@ -75,15 +69,8 @@ pub struct PathStat {
 
 /// A download: one file's bytes, or a directory as a tar archive.
 pub enum Download {
-    File {
-        name: String,
-        size: u64,
-        body: ByteStream,
-    },
-    Directory {
-        name: String,
-        tar: ByteStream,
-    },
+    File { name: String, size: u64, body: ByteStream },
+    Directory { name: String, tar: ByteStream },
 }
 
 /// An upload: one file of known size, created with the directories missing
@@ -152,12 +139,7 @@ impl Executor {
 
     /// The container's stdout and stderr: the last `tail` lines (all when
     /// `None`), then, with `follow`, new output until the container stops.
-    pub async fn logs(
-        &self,
-        container_id: &str,
-        tail: Option<u64>,
-        follow: bool,
-    ) -> Result<ByteStream, ExecError> {
+    pub async fn logs(&self, container_id: &str, tail: Option<u64>, follow: bool) -> Result<ByteStream, ExecError> {
         match self {
             Executor::Docker(d) => d.logs(container_id, tail, follow).await,
             Executor::Simulated(_) => Err(unsupported("logs")),
@@ -179,11 +161,7 @@ impl Executor {
     }
 
     /// `Ok(None)` when the path does not exist.
-    pub async fn stat_path(
-        &self,
-        container_id: &str,
-        path: &str,
-    ) -> Result<Option<PathStat>, ExecError> {
+    pub async fn stat_path(&self, container_id: &str, path: &str) -> Result<Option<PathStat>, ExecError> {
         match self {
             Executor::Docker(d) => d.stat_path(container_id, path).await,
             Executor::Simulated(_) => Err(unsupported("files")),

@@ -58,8 +58,7 @@ pub fn valid_volume_name(name: &str) -> bool {
 /// a label cannot smuggle in an option (`-D` would detach every device) or
 /// another disk.
 pub fn valid_device(dev: &str) -> bool {
-    dev.strip_prefix("/dev/loop")
-        .is_some_and(|n| !n.is_empty() && n.len() <= 6 && n.bytes().all(|b| b.is_ascii_digit()))
+    dev.strip_prefix("/dev/loop").is_some_and(|n| !n.is_empty() && n.len() <= 6 && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 pub fn image_path(dir: &Path, volume: &str) -> PathBuf {
@@ -73,10 +72,7 @@ pub fn checked_image(dir: &Path, volume: &str, labelled: &str) -> Result<PathBuf
     if valid_volume_name(volume) && Path::new(labelled) == expected {
         Ok(expected)
     } else {
-        Err(format!(
-            "volume {volume}: image {labelled:?} is not {} — refusing to touch it",
-            expected.display()
-        ))
+        Err(format!("volume {volume}: image {labelled:?} is not {} — refusing to touch it", expected.display()))
     }
 }
 
@@ -95,12 +91,7 @@ pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<Loo
 /// mounts that device whenever it touches the container (start, the
 /// archive API): handing it to a new image would show that image's data
 /// to the other machine's owner.
-pub async fn provision_avoiding(
-    dir: PathBuf,
-    volume: String,
-    size_gb: i64,
-    recorded: Vec<String>,
-) -> Result<LoopVolume, String> {
+pub async fn provision_avoiding(dir: PathBuf, volume: String, size_gb: i64, recorded: Vec<String>) -> Result<LoopVolume, String> {
     blocking(move || {
         if size_gb <= 0 {
             return Err(format!("volume size must be positive, got {size_gb} GB"));
@@ -108,8 +99,7 @@ pub async fn provision_avoiding(
         if !valid_volume_name(&volume) {
             return Err(format!("invalid volume name {volume:?}"));
         }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let image = image_path(&dir, &volume);
         let fresh = !image.exists();
         if fresh {
@@ -119,21 +109,13 @@ pub async fn provision_avoiding(
                 // Its owner's only: it holds the machine's /data.
                 let f = {
                     use std::os::unix::fs::OpenOptionsExt;
-                    std::fs::OpenOptions::new()
-                        .write(true)
-                        .create(true)
-                        .truncate(true)
-                        .mode(0o600)
-                        .open(&temp)
+                    std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)
                 }
                 .map_err(|e| format!("cannot create {}: {e}", temp.display()))?;
-                f.set_len(size_gb as u64 * 1024 * 1024 * 1024)
-                    .map_err(|e| format!("cannot size image: {e}"))?;
+                f.set_len(size_gb as u64 * 1024 * 1024 * 1024).map_err(|e| format!("cannot size image: {e}"))?;
                 run("mkfs.ext4", &["-q", "-F", "--", path_str(&temp)?])?;
-                f.sync_all()
-                    .map_err(|e| format!("cannot sync {}: {e}", temp.display()))?;
-                std::fs::rename(&temp, &image)
-                    .map_err(|e| format!("cannot rename {}: {e}", temp.display()))
+                f.sync_all().map_err(|e| format!("cannot sync {}: {e}", temp.display()))?;
+                std::fs::rename(&temp, &image).map_err(|e| format!("cannot rename {}: {e}", temp.display()))
             };
             if let Err(e) = setup() {
                 let _ = std::fs::remove_file(&temp);
@@ -144,10 +126,7 @@ pub async fn provision_avoiding(
         let device = match attached.iter().find(|d| !recorded.contains(d)) {
             Some(dev) => dev.clone(),
             None if !attached.is_empty() => {
-                return Err(format!(
-                    "{} is attached only to {attached:?}, which other volumes name",
-                    image.display()
-                ));
+                return Err(format!("{} is attached only to {attached:?}, which other volumes name", image.display()));
             }
             None => match attach_unrecorded(&image, &recorded) {
                 Ok(dev) => dev,
@@ -159,11 +138,7 @@ pub async fn provision_avoiding(
                 }
             },
         };
-        Ok(LoopVolume {
-            device,
-            image,
-            fresh,
-        })
+        Ok(LoopVolume { device, image, fresh })
     })
     .await
 }
@@ -195,24 +170,11 @@ fn attach_unrecorded(image: &Path, recorded: &[String]) -> Result<String, String
         }
         skip.push(device);
     }
-    Err(format!(
-        "no loop device could be attached after {ATTACH_TRIES} tries: {last_error}"
-    ))
+    Err(format!("no loop device could be attached after {ATTACH_TRIES} tries: {last_error}"))
 }
 
 fn is_attached(device: &str) -> bool {
-    run(
-        "losetup",
-        &[
-            "--list",
-            "--noheadings",
-            "--output",
-            "BACK-FILE",
-            "--",
-            device,
-        ],
-    )
-    .is_ok_and(|b| !b.trim().is_empty())
+    run("losetup", &["--list", "--noheadings", "--output", "BACK-FILE", "--", device]).is_ok_and(|b| !b.trim().is_empty())
 }
 
 /// Before every start: `device` (recorded in the Docker volume) must be
@@ -255,8 +217,7 @@ pub async fn release(image: PathBuf) -> Result<Vec<String>, String> {
         for dev in &devices {
             run("losetup", &[&format!("--detach={dev}")])?;
         }
-        std::fs::remove_file(&image)
-            .map_err(|e| format!("cannot delete {}: {e}", image.display()))?;
+        std::fs::remove_file(&image).map_err(|e| format!("cannot delete {}: {e}", image.display()))?;
         Ok(devices)
     })
     .await
@@ -272,11 +233,7 @@ pub const SWEEP_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(60
 /// (`gantry-<instance>-m<id>-data.img`, see `machines::volume_name`).
 pub fn gantry_image_volume<'a>(file_name: &'a str, instance: &str) -> Option<&'a str> {
     let volume = file_name.strip_suffix(".img")?;
-    let id = volume
-        .strip_prefix("gantry-")?
-        .strip_prefix(instance)?
-        .strip_prefix("-m")?
-        .strip_suffix("-data")?;
+    let id = volume.strip_prefix("gantry-")?.strip_prefix(instance)?.strip_prefix("-m")?.strip_suffix("-data")?;
     let plain_id = !id.is_empty() && id.len() <= 19 && id.bytes().all(|b| b.is_ascii_digit());
     (plain_id && !instance.is_empty() && valid_volume_name(volume)).then_some(volume)
 }
@@ -286,17 +243,11 @@ pub fn gantry_image_volume<'a>(file_name: &'a str, instance: &str) -> Option<&'a
 /// `instance`), last modified at least `min_age` ago. Whether anything
 /// still names them is the caller's to check.
 pub fn old_images(dir: &Path, instance: &str, min_age: std::time::Duration) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| {
-            e.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age))
-        })
+        .filter(|e| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age)))
         .filter_map(|e| gantry_image_volume(e.file_name().to_str()?, instance).map(String::from))
         .collect()
 }
@@ -305,14 +256,8 @@ pub fn old_images(dir: &Path, instance: &str, min_age: std::time::Duration) -> V
 /// least `min_age` old (a replica sharing the directory may be formatting
 /// one right now).
 pub fn remove_partials(dir: &Path, min_age: std::time::Duration) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let old = |e: &std::fs::DirEntry| {
-        e.metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age))
-    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let old = |e: &std::fs::DirEntry| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age));
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".img.partial") && old(e))
@@ -324,19 +269,11 @@ pub fn remove_partials(dir: &Path, min_age: std::time::Duration) -> usize {
 /// device; anything that is not a loop device path is ignored.
 pub fn attached_devices(image: &Path) -> Result<Vec<String>, String> {
     let out = run("losetup", &[&format!("--associated={}", path_str(image)?)])?;
-    Ok(out
-        .lines()
-        .filter_map(|l| l.split(':').next())
-        .filter(|d| valid_device(d))
-        .map(String::from)
-        .collect())
+    Ok(out.lines().filter_map(|l| l.split(':').next()).filter(|d| valid_device(d)).map(String::from).collect())
 }
 
 fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    let out = Command::new(program).args(args).output().map_err(|e| format!("cannot run {program}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "`{program} {}` failed ({}): {}",
@@ -349,8 +286,7 @@ fn run(program: &str, args: &[&str]) -> Result<String, String> {
 }
 
 fn path_str(p: &Path) -> Result<&str, String> {
-    p.to_str()
-        .ok_or_else(|| format!("non-UTF-8 path {}", p.display()))
+    p.to_str().ok_or_else(|| format!("non-UTF-8 path {}", p.display()))
 }
 
 fn on_path(tool: &str) -> bool {
@@ -365,12 +301,8 @@ fn effective_uid() -> Option<u32> {
     line.split_whitespace().nth(2)?.parse().ok()
 }
 
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| format!("worker thread failed: {e}"))?
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| format!("worker thread failed: {e}"))?
 }
 
 #[cfg(test)]
@@ -380,15 +312,7 @@ mod tests {
     #[test]
     fn device_paths() {
         assert!(valid_device("/dev/loop0") && valid_device("/dev/loop127"));
-        for bad in [
-            "-D",
-            "/dev/loop",
-            "/dev/sda",
-            "/dev/loop1 ",
-            "/dev/loop1/../sda",
-            "/dev/loopx",
-            "--detach-all",
-        ] {
+        for bad in ["-D", "/dev/loop", "/dev/sda", "/dev/loop1 ", "/dev/loop1/../sda", "/dev/loopx", "--detach-all"] {
             assert!(!valid_device(bad), "{bad}");
         }
     }
@@ -396,28 +320,15 @@ mod tests {
     #[test]
     fn images_stay_in_the_volume_dir() {
         let dir = Path::new("/var/lib/gantry/volumes");
-        assert!(checked_image(
-            dir,
-            "gantry-a-m1-data",
-            "/var/lib/gantry/volumes/gantry-a-m1-data.img"
-        )
-        .is_ok());
+        assert!(checked_image(dir, "gantry-a-m1-data", "/var/lib/gantry/volumes/gantry-a-m1-data.img").is_ok());
         assert!(checked_image(dir, "gantry-a-m1-data", "/etc/shadow").is_err());
-        assert!(checked_image(
-            dir,
-            "gantry-a-m1-data",
-            "/var/lib/gantry/volumes/../x/gantry-a-m1-data.img"
-        )
-        .is_err());
+        assert!(checked_image(dir, "gantry-a-m1-data", "/var/lib/gantry/volumes/../x/gantry-a-m1-data.img").is_err());
         assert!(checked_image(dir, "../x", "/var/lib/gantry/x.img").is_err());
     }
 
     #[test]
     fn gantry_image_names() {
-        assert_eq!(
-            gantry_image_volume("gantry-ab12-m7-data.img", "ab12"),
-            Some("gantry-ab12-m7-data")
-        );
+        assert_eq!(gantry_image_volume("gantry-ab12-m7-data.img", "ab12"), Some("gantry-ab12-m7-data"));
         for other in [
             "gantry-ab12-m7-data.img.partial",
             "gantry-ab12-m7-data",

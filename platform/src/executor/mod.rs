@@ -76,11 +76,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            cpu_millis: 2000,
-            memory_mb: 4096,
-            pids: 4096,
-        }
+        Limits { cpu_millis: 2000, memory_mb: 4096, pids: 4096 }
     }
 }
 
@@ -129,11 +125,7 @@ pub struct ContainerState {
 
 impl ContainerState {
     pub fn missing() -> Self {
-        ContainerState {
-            status: ContainerStatus::Missing,
-            restart_count: 0,
-            started_at: None,
-        }
+        ContainerState { status: ContainerStatus::Missing, restart_count: 0, started_at: None }
     }
 }
 
@@ -305,11 +297,7 @@ impl Executor {
 impl Executor {
     /// Commits the container (running or stopped; paused meanwhile) to the
     /// image `reference` (`repo:tag`). The data volume is not included.
-    pub async fn commit_container(
-        &self,
-        id: &str,
-        reference: &str,
-    ) -> Result<ImageInfo, ExecError> {
+    pub async fn commit_container(&self, id: &str, reference: &str) -> Result<ImageInfo, ExecError> {
         dispatch!(self, e => e.commit_container(id, reference))
     }
 

@@ -51,32 +51,16 @@ pub(crate) fn when(set: bool, cond: &str, param: &str) -> String {
 fn machine_filter(f: &ListFilter) -> String {
     format!(
         "m.state <> 'deleted' AND m.workload = 'dev' AND {} AND {}",
-        when(
-            f.user.is_some(),
-            "m.owner_id = (SELECT id FROM users WHERE username = ?2)",
-            "?2"
-        ),
-        when(
-            f.group.is_some(),
-            "m.group_id = (SELECT id FROM groups WHERE name = ?3)",
-            "?3"
-        ),
+        when(f.user.is_some(), "m.owner_id = (SELECT id FROM users WHERE username = ?2)", "?2"),
+        when(f.group.is_some(), "m.group_id = (SELECT id FROM groups WHERE name = ?3)", "?3"),
     )
 }
 
 fn task_filter(f: &ListFilter) -> String {
     format!(
         "{} AND {} AND {}",
-        when(
-            f.user.is_some(),
-            "t.requester_id = (SELECT id FROM users WHERE username = ?2)",
-            "?2"
-        ),
-        when(
-            f.group.is_some(),
-            "t.group_id = (SELECT id FROM groups WHERE name = ?3)",
-            "?3"
-        ),
+        when(f.user.is_some(), "t.requester_id = (SELECT id FROM users WHERE username = ?2)", "?2"),
+        when(f.group.is_some(), "t.group_id = (SELECT id FROM groups WHERE name = ?3)", "?3"),
         when(f.kind.is_some(), "t.kind = ?4", "?4"),
     )
 }
@@ -106,17 +90,9 @@ pub fn task_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
     (format!("SELECT t.id FROM tasks t WHERE ({cond}) AND {filters} AND {state} ORDER BY t.id DESC LIMIT ?6 OFFSET ?7"), bind)
 }
 
-pub async fn machines_window(
-    pool: &Pool,
-    viewer: &User,
-    filter: &ListFilter,
-    page: PageRequest,
-) -> Result<Window<MachineView>, PlatformError> {
+pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<MachineView>, PlatformError> {
     let (ids, bind) = machine_ids_sql(viewer, filter);
-    let rows = sqlx::query_as(&format!(
-        "{} WHERE m.id IN ({ids}) ORDER BY m.id DESC",
-        machine_select()
-    ))
+    let rows = sqlx::query_as(&format!("{} WHERE m.id IN ({ids}) ORDER BY m.id DESC", machine_select()))
     .bind(bind)
     .bind(&filter.user)
     .bind(&filter.group)
@@ -134,19 +110,10 @@ pub async fn machines_window(
     .bind(&filter.group)
     .fetch_all(pool)
     .await?;
-    Ok(Window {
-        rows,
-        total: total_for(&by_state, filter.state.as_deref()),
-        by_state,
-    })
+    Ok(Window { rows, total: total_for(&by_state, filter.state.as_deref()), by_state })
 }
 
-pub async fn tasks_window(
-    pool: &Pool,
-    viewer: &User,
-    filter: &ListFilter,
-    page: PageRequest,
-) -> Result<Window<TaskView>, PlatformError> {
+pub async fn tasks_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<TaskView>, PlatformError> {
     let (ids, bind) = task_ids_sql(viewer, filter);
     let rows = sqlx::query_as(&format!(
         "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,
@@ -173,17 +140,9 @@ pub async fn tasks_window(
     .bind(&filter.kind)
     .fetch_all(pool)
     .await?;
-    Ok(Window {
-        rows,
-        total: total_for(&by_state, filter.state.as_deref()),
-        by_state,
-    })
+    Ok(Window { rows, total: total_for(&by_state, filter.state.as_deref()), by_state })
 }
 
 fn total_for(by_state: &[(String, i64)], state: Option<&str>) -> i64 {
-    by_state
-        .iter()
-        .filter(|(s, _)| state.is_none_or(|want| want == s))
-        .map(|(_, n)| n)
-        .sum()
+    by_state.iter().filter(|(s, _)| state.is_none_or(|want| want == s)).map(|(_, n)| n).sum()
 }

@@ -8,17 +8,13 @@ mod room;
 mod views;
 mod volumes;
 
-pub(crate) use admission::{check_group_limits, check_limits, load_policy, record_admission};
 pub use admission::{Admissions, Admitted, CreateMachine, Job};
-pub use listing::{
-    machine_ids_sql, machines_window, task_ids_sql, tasks_window, ListFilter, Window,
-};
+pub(crate) use admission::{check_group_limits, check_limits, load_policy, record_admission};
+pub(crate) use room::check_node;
+pub use listing::{machine_ids_sql, machines_window, task_ids_sql, tasks_window, ListFilter, Window};
 pub(crate) use ops::refuse_if_gpus_gone;
 pub use ops::{request_operation, OperationRequest};
-pub(crate) use room::check_node;
-pub use views::{
-    list_machines, list_tasks, machine_detail, recent_tasks_sql, MachineView, TaskView,
-};
+pub use views::{list_machines, list_tasks, machine_detail, recent_tasks_sql, MachineView, TaskView};
 pub use volumes::{delete_kept_volume, list_kept_volumes, KeptVolumeView};
 
 use crate::accounts::User;
@@ -48,12 +44,6 @@ pub(crate) const VOLUME_NAME_SQL: &str =
     "('gantry-' || (SELECT value FROM settings WHERE key = 'instance_id') || '-m' || id || '-data')";
 
 /// This installation's id (see `executor::LABEL_INSTANCE`).
-pub async fn instance_id<'e>(
-    db: impl sqlx::SqliteExecutor<'e>,
-) -> Result<String, crate::PlatformError> {
-    Ok(
-        sqlx::query_scalar("SELECT value FROM settings WHERE key = 'instance_id'")
-            .fetch_one(db)
-            .await?,
-    )
+pub async fn instance_id<'e>(db: impl sqlx::SqliteExecutor<'e>) -> Result<String, crate::PlatformError> {
+    Ok(sqlx::query_scalar("SELECT value FROM settings WHERE key = 'instance_id'").fetch_one(db).await?)
 }

@@ -24,14 +24,8 @@ pub(crate) struct NodeCpus {
 
 /// Every node's declared CPU count, by name.
 pub(crate) async fn node_cpus(conn: &mut SqliteConnection) -> Result<Vec<NodeCpus>, PlatformError> {
-    let rows: Vec<(i64, String, i64)> =
-        sqlx::query_as("SELECT id, name, cpu_count FROM nodes ORDER BY name")
-            .fetch_all(&mut *conn)
-            .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, name, cpus)| NodeCpus { id, name, cpus })
-        .collect())
+    let rows: Vec<(i64, String, i64)> = sqlx::query_as("SELECT id, name, cpu_count FROM nodes ORDER BY name").fetch_all(&mut *conn).await?;
+    Ok(rows.into_iter().map(|(id, name, cpus)| NodeCpus { id, name, cpus }).collect())
 }
 
 /// Whether a machine with `limits` fits a node of `cpus` CPUs (0: unknown).
@@ -42,27 +36,14 @@ fn fits(cpus: i64, limits: &Limits) -> bool {
 /// Narrows the nodes a machine may go to (`None`: any) to those whose size
 /// fits it. Returns the narrowed set and the nodes it left out for their
 /// size (empty: nothing left out, the set is as given).
-pub(crate) fn fitting<'a>(
-    nodes: &'a [NodeCpus],
-    only: Option<Vec<i64>>,
-    limits: &Limits,
-) -> (Option<Vec<i64>>, Vec<&'a NodeCpus>) {
-    let out: Vec<&NodeCpus> = nodes
-        .iter()
-        .filter(|n| !fits(n.cpus, limits) && only.as_ref().is_none_or(|ids| ids.contains(&n.id)))
-        .collect();
+pub(crate) fn fitting<'a>(nodes: &'a [NodeCpus], only: Option<Vec<i64>>, limits: &Limits) -> (Option<Vec<i64>>, Vec<&'a NodeCpus>) {
+    let out: Vec<&NodeCpus> =
+        nodes.iter().filter(|n| !fits(n.cpus, limits) && only.as_ref().is_none_or(|ids| ids.contains(&n.id))).collect();
     if out.is_empty() {
         return (only, out);
     }
     let ids = only.unwrap_or_else(|| nodes.iter().map(|n| n.id).collect());
-    (
-        Some(
-            ids.into_iter()
-                .filter(|id| !out.iter().any(|n| n.id == *id))
-                .collect(),
-        ),
-        out,
-    )
+    (Some(ids.into_iter().filter(|id| !out.iter().any(|n| n.id == *id)).collect()), out)
 }
 
 /// Narrows the nodes a machine may go to (`None`: any) to those of the
@@ -77,18 +58,11 @@ pub(crate) async fn in_regions(
     allowed: Option<&[i64]>,
     only: Option<Vec<i64>>,
 ) -> Result<Result<(Option<Vec<i64>>, bool), String>, PlatformError> {
-    let Some(allowed) = allowed else {
-        return Ok(Ok((only, false)));
-    };
+    let Some(allowed) = allowed else { return Ok(Ok((only, false))) };
     let candidates = only.unwrap_or_else(|| nodes.iter().map(|n| n.id).collect());
-    let kept: Vec<i64> = candidates
-        .iter()
-        .copied()
-        .filter(|id| allowed.contains(id))
-        .collect();
+    let kept: Vec<i64> = candidates.iter().copied().filter(|id| allowed.contains(id)).collect();
     if kept.is_empty() && !candidates.is_empty() {
-        let why = crate::policy_access::refusal_for_nodes(conn, group_id, group_name, &candidates)
-            .await?;
+        let why = crate::policy_access::refusal_for_nodes(conn, group_id, group_name, &candidates).await?;
         return Ok(Err(why.unwrap_or_else(|| format!("group {group_name} may not use the regions of the nodes that could take this machine"))));
     }
     let narrowed = kept.len() < candidates.len();
@@ -97,37 +71,17 @@ pub(crate) async fn in_regions(
 
 /// Why the nodes left out could not take the machine, with the numbers.
 pub(crate) fn too_small(out: &[&NodeCpus], limits: &Limits) -> String {
-    let nodes: Vec<String> = out
-        .iter()
-        .take(3)
-        .map(|n| format!("node {} has {} CPU(s)", n.name, n.cpus))
-        .collect();
-    let more = if out.len() > 3 {
-        format!(" (and {} more)", out.len() - 3)
-    } else {
-        String::new()
-    };
-    format!(
-        "{}{more}; this machine asks for {}",
-        nodes.join(", "),
-        limits.cpu_millis as f64 / 1000.0
-    )
+    let nodes: Vec<String> = out.iter().take(3).map(|n| format!("node {} has {} CPU(s)", n.name, n.cpus)).collect();
+    let more = if out.len() > 3 { format!(" (and {} more)", out.len() - 3) } else { String::new() };
+    format!("{}{more}; this machine asks for {}", nodes.join(", "), limits.cpu_millis as f64 / 1000.0)
 }
 
 /// One node's size against a machine's limits: `Err` with the numbers
 /// when it cannot take it (create from a snapshot, restore).
-pub(crate) async fn check_node(
-    conn: &mut SqliteConnection,
-    node_id: i64,
-    limits: &Limits,
-) -> Result<Result<(), String>, PlatformError> {
+pub(crate) async fn check_node(conn: &mut SqliteConnection, node_id: i64, limits: &Limits) -> Result<Result<(), String>, PlatformError> {
     let nodes = node_cpus(conn).await?;
     let (_, out) = fitting(&nodes, Some(vec![node_id]), limits);
-    Ok(if out.is_empty() {
-        Ok(())
-    } else {
-        Err(too_small(&out, limits))
-    })
+    Ok(if out.is_empty() { Ok(()) } else { Err(too_small(&out, limits)) })
 }
 
 /// The nodes a compute task's machine may go to: its region's nodes of its
@@ -135,11 +89,7 @@ pub(crate) async fn check_node(
 /// machines that may have a container there (as the matcher counts them:
 /// `compute::has_container_sql`). Machines admitted earlier in the batch
 /// are already written, so they count.
-pub(crate) async fn job_nodes(
-    conn: &mut SqliteConnection,
-    job: &Job,
-    limits: &Limits,
-) -> Result<Vec<i64>, PlatformError> {
+pub(crate) async fn job_nodes(conn: &mut SqliteConnection, job: &Job, limits: &Limits) -> Result<Vec<i64>, PlatformError> {
     Ok(sqlx::query_scalar(&format!(
         "SELECT n.id FROM nodes n WHERE n.region_id = ?1 AND n.arch = (SELECT arch FROM region_images WHERE id = ?2)
            AND (n.cpu_count = 0 OR (

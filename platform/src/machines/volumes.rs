@@ -29,10 +29,7 @@ fn owned(who: &User, owner_column: &str) -> (String, i64) {
     }
 }
 
-pub async fn list_kept_volumes(
-    pool: &Pool,
-    viewer: &User,
-) -> Result<Vec<KeptVolumeView>, PlatformError> {
+pub async fn list_kept_volumes(pool: &Pool, viewer: &User) -> Result<Vec<KeptVolumeView>, PlatformError> {
     let (cond, bind) = owned(viewer, "k.owner_id");
     Ok(sqlx::query_as(&format!(
         "SELECT k.id, k.name, n.name AS node, u.username AS owner, k.size_gb, k.enforced, k.from_machine, k.kept_at
@@ -49,25 +46,14 @@ pub async fn list_kept_volumes(
 pub async fn delete_kept_volume(pool: &Pool, who: &User, id: i64) -> Result<String, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = owned(who, "owner_id");
-    let name: String = sqlx::query_scalar(&format!(
-        "SELECT name FROM kept_volumes WHERE id = ? AND ({cond})"
-    ))
-    .bind(id)
-    .bind(bind)
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or_else(|| PlatformError::NotFound("volume".into()))?;
-    sqlx::query("DELETE FROM kept_volumes WHERE id = ?")
+    let name: String = sqlx::query_scalar(&format!("SELECT name FROM kept_volumes WHERE id = ? AND ({cond})"))
         .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(
-        &mut *tx,
-        Some(who.id),
-        "volume.delete",
-        &format!("kept volume {name} deleted"),
-    )
-    .await?;
+        .bind(bind)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("volume".into()))?;
+    sqlx::query("DELETE FROM kept_volumes WHERE id = ?").bind(id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, Some(who.id), "volume.delete", &format!("kept volume {name} deleted")).await?;
     tx.commit().await?;
     Ok(name)
 }

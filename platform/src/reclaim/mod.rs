@@ -8,10 +8,7 @@ mod pass;
 mod settings;
 
 pub use pass::{pass, run, PassReport};
-pub use settings::{
-    load_settings, note_raw_retention, raw_retention_secs, save_settings, set_group_exempt,
-    set_machine_exempt, set_rebalance_opt_out, Settings,
-};
+pub use settings::{load_settings, note_raw_retention, raw_retention_secs, save_settings, set_group_exempt, set_machine_exempt, set_rebalance_opt_out, Settings};
 
 use crate::{accounts::User, db::Pool, machines::visibility, PlatformError};
 use serde::Serialize;
@@ -66,22 +63,9 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
     Ok(rows.into_iter().map(|r| status_from(r, allowed)).collect())
 }
 
-type Row = (
-    i64,
-    String,
-    i64,
-    String,
-    Option<i64>,
-    i64,
-    bool,
-    bool,
-    Option<i64>,
-);
+type Row = (i64, String, i64, String, Option<i64>, i64, bool, bool, Option<i64>);
 
-fn status_from(
-    (machine_id, machine_name, owner_id, state, deadline, used, exempt, opt_out, restore): Row,
-    allowed: i64,
-) -> ReclaimStatus {
+fn status_from((machine_id, machine_name, owner_id, state, deadline, used, exempt, opt_out, restore): Row, allowed: i64) -> ReclaimStatus {
     ReclaimStatus {
         machine_id,
         machine_name,
@@ -97,11 +81,7 @@ fn status_from(
 }
 
 /// One machine's standing, for its page; another group's is "not found".
-pub async fn status(
-    pool: &Pool,
-    viewer: &User,
-    machine_id: i64,
-) -> Result<ReclaimStatus, PlatformError> {
+pub async fn status(pool: &Pool, viewer: &User, machine_id: i64) -> Result<ReclaimStatus, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
     let allowed = load_settings(pool).await?.reclaim.extensions_allowed as i64;
     let row: Option<Row> = sqlx::query_as(&format!(
@@ -112,20 +92,12 @@ pub async fn status(
     .bind(bind)
     .fetch_optional(pool)
     .await?;
-    Ok(status_from(
-        row.ok_or_else(|| PlatformError::NotFound("machine".into()))?,
-        allowed,
-    ))
+    Ok(status_from(row.ok_or_else(|| PlatformError::NotFound("machine".into()))?, allowed))
 }
 
 /// A machine's standing and its history of reclaim/rebalance/snapshot
 /// events, newest first: what its page shows, after one visibility check.
-pub async fn standing(
-    pool: &Pool,
-    viewer: &User,
-    machine_id: i64,
-    limit: i64,
-) -> Result<(ReclaimStatus, Vec<MachineEvent>), PlatformError> {
+pub async fn standing(pool: &Pool, viewer: &User, machine_id: i64, limit: i64) -> Result<(ReclaimStatus, Vec<MachineEvent>), PlatformError> {
     let status = status(pool, viewer, machine_id).await?;
     let events = sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT ?")
         .bind(machine_id)

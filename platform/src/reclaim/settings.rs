@@ -33,37 +33,21 @@ pub async fn load_settings(pool: &Pool) -> Result<Settings, PlatformError> {
             extensions_allowed: r.4.max(0) as u32,
             extension_secs: r.5,
         },
-        hot: HotSettings {
-            enabled: r.6,
-            util_pct: r.7,
-            mem_pct: r.8,
-            temp_c: r.9,
-            window_secs: r.10,
-        },
+        hot: HotSettings { enabled: r.6, util_pct: r.7, mem_pct: r.8, temp_c: r.9, window_secs: r.10 },
     })
 }
 
 /// How long raw GPU samples are kept, as the last start recorded it.
 pub async fn raw_retention_secs(db: impl sqlx::SqliteExecutor<'_>) -> Result<i64, PlatformError> {
-    Ok(
-        sqlx::query_scalar("SELECT telemetry_raw_secs FROM reclaim_settings WHERE id = 1")
-            .fetch_one(db)
-            .await?,
-    )
+    Ok(sqlx::query_scalar("SELECT telemetry_raw_secs FROM reclaim_settings WHERE id = 1").fetch_one(db).await?)
 }
 
 /// Records, at start, how long this server keeps raw GPU samples, and says
 /// why the saved windows cannot be watched any more, if a shorter
 /// retention than before makes them outlast the samples (the settings are
 /// left as the admin saved them; the Reclaim page shows the same words).
-pub async fn note_raw_retention(
-    pool: &Pool,
-    raw_keep_secs: i64,
-) -> Result<Vec<String>, PlatformError> {
-    sqlx::query("UPDATE reclaim_settings SET telemetry_raw_secs = ? WHERE id = 1")
-        .bind(raw_keep_secs)
-        .execute(pool)
-        .await?;
+pub async fn note_raw_retention(pool: &Pool, raw_keep_secs: i64) -> Result<Vec<String>, PlatformError> {
+    sqlx::query("UPDATE reclaim_settings SET telemetry_raw_secs = ? WHERE id = 1").bind(raw_keep_secs).execute(pool).await?;
     let s = load_settings(pool).await?;
     Ok(windows_outlast_samples(&s.reclaim, &s.hot, raw_keep_secs))
 }
@@ -72,9 +56,7 @@ fn require_admin(who: &User) -> Result<(), PlatformError> {
     if who.role.is_admin() {
         Ok(())
     } else {
-        Err(PlatformError::Conflict(
-            "only an administrator can change reclaim settings".into(),
-        ))
+        Err(PlatformError::Conflict("only an administrator can change reclaim settings".into()))
     }
 }
 
@@ -129,12 +111,7 @@ pub async fn save_settings(pool: &Pool, who: &User, s: &Settings) -> Result<(), 
     Ok(())
 }
 
-pub async fn set_group_exempt(
-    pool: &Pool,
-    who: &User,
-    group_id: i64,
-    exempt: bool,
-) -> Result<(), PlatformError> {
+pub async fn set_group_exempt(pool: &Pool, who: &User, group_id: i64, exempt: bool) -> Result<(), PlatformError> {
     require_admin(who)?;
     let mut tx = transitions::begin(pool).await?;
     let name: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?")
@@ -142,15 +119,8 @@ pub async fn set_group_exempt(
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| PlatformError::NotFound("group".into()))?;
-    sqlx::query("UPDATE groups SET reclaim_exempt = ? WHERE id = ?")
-        .bind(exempt)
-        .bind(group_id)
-        .execute(&mut *tx)
-        .await?;
-    let mut detail = format!(
-        "group {name} {} idle reclaim",
-        if exempt { "exempt from" } else { "subject to" }
-    );
+    sqlx::query("UPDATE groups SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(group_id).execute(&mut *tx).await?;
+    let mut detail = format!("group {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" });
     if exempt {
         // Reclaims queued but not started are cancelled now; the next pass
         // withdraws the warnings (and a runner already under way stops).
@@ -161,15 +131,10 @@ pub async fn set_group_exempt(
         .bind(group_id)
         .fetch_all(&mut *tx)
         .await?;
-        let reason = format!(
-            "group {name} was exempted from idle reclaim by {}",
-            who.username
-        );
+        let reason = format!("group {name} was exempted from idle reclaim by {}", who.username);
         let mut cancelled = 0;
         for id in warned {
-            cancelled += transitions::reclaim::exempted(&mut tx, id, &reason)
-                .await?
-                .is_some() as usize;
+            cancelled += transitions::reclaim::exempted(&mut tx, id, &reason).await?.is_some() as usize;
         }
         if cancelled > 0 {
             detail.push_str(&format!("; {cancelled} queued reclaim(s) cancelled"));
@@ -180,12 +145,7 @@ pub async fn set_group_exempt(
     Ok(())
 }
 
-pub async fn set_machine_exempt(
-    pool: &Pool,
-    who: &User,
-    machine_id: i64,
-    exempt: bool,
-) -> Result<(), PlatformError> {
+pub async fn set_machine_exempt(pool: &Pool, who: &User, machine_id: i64, exempt: bool) -> Result<(), PlatformError> {
     require_admin(who)?;
     let mut tx = transitions::begin(pool).await?;
     let name: String = sqlx::query_scalar("SELECT name FROM machines WHERE id = ?")
@@ -193,29 +153,14 @@ pub async fn set_machine_exempt(
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    sqlx::query("UPDATE machines SET reclaim_exempt = ? WHERE id = ?")
-        .bind(exempt)
-        .bind(machine_id)
-        .execute(&mut *tx)
-        .await?;
-    let mut detail = format!(
-        "machine {name} {} idle reclaim",
-        if exempt { "exempt from" } else { "subject to" }
-    );
+    sqlx::query("UPDATE machines SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(machine_id).execute(&mut *tx).await?;
+    let mut detail = format!("machine {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" });
     // A reclaim queued but not started is cancelled now (one under way is
     // stopped by its runner, which sees the exemption); the next pass
     // withdraws the warning.
     if exempt {
-        if let Some(task_id) = transitions::reclaim::exempted(
-            &mut tx,
-            machine_id,
-            &format!("exempted from idle reclaim by {}", who.username),
-        )
-        .await?
-        {
-            detail.push_str(&format!(
-                "; its queued reclaim (task #{task_id}) was cancelled"
-            ));
+        if let Some(task_id) = transitions::reclaim::exempted(&mut tx, machine_id, &format!("exempted from idle reclaim by {}", who.username)).await? {
+            detail.push_str(&format!("; its queued reclaim (task #{task_id}) was cancelled"));
         }
     }
     audit::record(&mut *tx, Some(who.id), "reclaim.exempt", &detail).await?;
@@ -225,49 +170,26 @@ pub async fn set_machine_exempt(
 
 /// The owner (or an admin) keeps a machine where it is, or lets it move.
 /// Opting out cancels a move queued for it and not started; its id.
-pub async fn set_rebalance_opt_out(
-    pool: &Pool,
-    who: &User,
-    machine_id: i64,
-    opt_out: bool,
-) -> Result<Option<i64>, PlatformError> {
+pub async fn set_rebalance_opt_out(pool: &Pool, who: &User, machine_id: i64, opt_out: bool) -> Result<Option<i64>, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, i64)> = sqlx::query_as(&format!(
-        "SELECT name, owner_id FROM machines WHERE id = ? AND ({cond})"
-    ))
-    .bind(machine_id)
-    .bind(bind)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let row: Option<(String, i64)> = sqlx::query_as(&format!("SELECT name, owner_id FROM machines WHERE id = ? AND ({cond})"))
+        .bind(machine_id)
+        .bind(bind)
+        .fetch_optional(&mut *tx)
+        .await?;
     let (name, owner) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !who.acts_for(owner) {
-        return Err(PlatformError::Conflict(
-            "only the machine's owner, or an admin, can change this".into(),
-        ));
+        return Err(PlatformError::Conflict("only the machine's owner, or an admin, can change this".into()));
     }
-    sqlx::query("UPDATE machines SET rebalance_opt_out = ? WHERE id = ?")
-        .bind(opt_out)
-        .bind(machine_id)
-        .execute(&mut *tx)
-        .await?;
-    let what = if opt_out {
-        "opted out of"
-    } else {
-        "opted in to"
-    };
+    sqlx::query("UPDATE machines SET rebalance_opt_out = ? WHERE id = ?").bind(opt_out).bind(machine_id).execute(&mut *tx).await?;
+    let what = if opt_out { "opted out of" } else { "opted in to" };
     let mut detail = format!("machine {name} {what} hot-GPU rebalancing");
     // A move queued but not started is cancelled now; one a runner has
     // claimed stops before it touches the container, if it still can.
-    let cancelled = if opt_out {
-        transitions::rebalance::cancel_queued(&mut tx, machine_id).await?
-    } else {
-        None
-    };
+    let cancelled = if opt_out { transitions::rebalance::cancel_queued(&mut tx, machine_id).await? } else { None };
     if let Some(task_id) = cancelled {
-        detail.push_str(&format!(
-            "; its queued move (task #{task_id}) was cancelled"
-        ));
+        detail.push_str(&format!("; its queued move (task #{task_id}) was cancelled"));
     }
     audit::record(&mut *tx, Some(who.id), "rebalance.opt_out", &detail).await?;
     tx.commit().await?;

@@ -10,9 +10,7 @@
 //! longer `ready` — see [`DELETING`]) are one transaction, before the
 //! engine is asked.
 
-use crate::{
-    accounts::User, audit, db::Pool, fleet::Fleet, machines::visibility, transitions, PlatformError,
-};
+use crate::{accounts::User, audit, db::Pool, fleet::Fleet, machines::visibility, transitions, PlatformError};
 
 /// The message of a snapshot whose image is being removed. Its state is
 /// `failed` meanwhile (the schema has no `deleting`), so nothing starts
@@ -22,24 +20,14 @@ pub(crate) const DELETING: &str = "being deleted";
 /// Runs on a task of its own: a request cut off part-way (the client hung
 /// up) must not leave the snapshot marked for good — out of use, yet
 /// counted against the group's snapshot quota.
-pub async fn delete(
-    pool: &Pool,
-    fleet: &Fleet,
-    who: &User,
-    id: i64,
-) -> Result<String, PlatformError> {
+pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<String, PlatformError> {
     let (pool, fleet, who) = (pool.clone(), fleet.clone(), who.clone());
     tokio::spawn(async move { delete_now(&pool, &fleet, &who, id).await })
         .await
         .map_err(|e| PlatformError::Internal(format!("deleting a snapshot: {e}")))?
 }
 
-async fn delete_now(
-    pool: &Pool,
-    fleet: &Fleet,
-    who: &User,
-    id: i64,
-) -> Result<String, PlatformError> {
+async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<String, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
     let row: Option<(String, String, i64, Option<i64>, String, String)> =
@@ -48,17 +36,12 @@ async fn delete_now(
             .bind(bind)
             .fetch_optional(&mut *tx)
             .await?;
-    let (name, reference, owner, node_id, state, message) =
-        row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (name, reference, owner, node_id, state, message) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
     if !who.acts_for(owner) {
-        return Err(PlatformError::Conflict(
-            "only the snapshot's owner, or an admin, can delete it".into(),
-        ));
+        return Err(PlatformError::Conflict("only the snapshot's owner, or an admin, can delete it".into()));
     }
     if state == "creating" {
-        return Err(PlatformError::Conflict(format!(
-            "snapshot {name} is still being taken; wait for it to finish"
-        )));
+        return Err(PlatformError::Conflict(format!("snapshot {name} is still being taken; wait for it to finish")));
     }
     // A reclaimed machine comes back from it, and a restore under way has
     // no container using the image yet (the engine would let it go).
@@ -82,24 +65,8 @@ async fn delete_now(
     }
     mark(&mut tx, id).await?;
     tx.commit().await?;
-    let marked = Marked {
-        id,
-        name,
-        reference,
-        node_id,
-        state,
-        message,
-    };
-    match remove_marked(
-        pool,
-        fleet,
-        &marked,
-        Some(who.id),
-        "snapshot.delete",
-        "deleted",
-    )
-    .await
-    {
+    let marked = Marked { id, name, reference, node_id, state, message };
+    match remove_marked(pool, fleet, &marked, Some(who.id), "snapshot.delete", "deleted").await {
         Ok(()) => Ok(marked.name),
         // The engine's refusal, or a node address the client cannot use:
         // the text names the endpoint (an address inside the cluster) or
@@ -127,11 +94,7 @@ pub(super) struct Marked {
 
 /// Keeps new users away (in the transaction that found it unneeded).
 pub(super) async fn mark(conn: &mut sqlx::SqliteConnection, id: i64) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ?")
-        .bind(DELETING)
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ?").bind(DELETING).bind(id).execute(&mut *conn).await?;
     Ok(())
 }
 
@@ -141,38 +104,18 @@ pub(super) async fn mark(conn: &mut sqlx::SqliteConnection, id: i64) -> Result<(
 /// had back and is returned with the engine's own text (for the log and
 /// the collector's report, not for a user). `by` and `kind` are for the
 /// audit entry.
-pub(super) async fn remove_marked(
-    pool: &Pool,
-    fleet: &Fleet,
-    s: &Marked,
-    by: Option<i64>,
-    kind: &str,
-    why: &str,
-) -> Result<(), PlatformError> {
+pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Option<i64>, kind: &str, why: &str) -> Result<(), PlatformError> {
     // A lost node is gone for good (one repaired is added anew): its engine
     // will never answer, and asking it would leave the snapshot counted
     // against the quota, undeletable, and tried again at every sweep.
     let lost = match s.node_id {
-        Some(node_id) => {
-            sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = ?")
-                .bind(node_id)
-                .fetch_optional(pool)
-                .await?
-                .as_deref()
-                == Some("lost")
-        }
+        Some(node_id) => sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = ?").bind(node_id).fetch_optional(pool).await?.as_deref() == Some("lost"),
         None => false,
     };
-    let image = if lost {
-        format!("image {} left on its lost node", s.reference)
-    } else {
-        format!("image {} removed", s.reference)
-    };
+    let image = if lost { format!("image {} left on its lost node", s.reference) } else { format!("image {} removed", s.reference) };
     if let Some(node_id) = s.node_id.filter(|_| !lost) {
         let removed = match fleet.executor(pool, node_id).await {
-            Ok(exec) => exec.remove_image(&s.reference).await.map_err(|e| {
-                PlatformError::Conflict(format!("snapshot {} was not deleted: {e}", s.name))
-            }),
+            Ok(exec) => exec.remove_image(&s.reference).await.map_err(|e| PlatformError::Conflict(format!("snapshot {} was not deleted: {e}", s.name))),
             Err(e) => Err(e),
         };
         if let Err(e) = removed {
@@ -187,30 +130,12 @@ pub(super) async fn remove_marked(
         }
     }
     let mut tx = transitions::begin(pool).await?;
-    sqlx::query("UPDATE machines SET from_snapshot_id = NULL WHERE from_snapshot_id = ?")
-        .bind(s.id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("UPDATE machines SET restore_snapshot_id = NULL WHERE restore_snapshot_id = ?")
-        .bind(s.id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query("UPDATE machines SET from_snapshot_id = NULL WHERE from_snapshot_id = ?").bind(s.id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE machines SET restore_snapshot_id = NULL WHERE restore_snapshot_id = ?").bind(s.id).execute(&mut *tx).await?;
     // Two deletes of one snapshot may race (a user's and the sweep's): the
     // second finds no row and records nothing.
-    if sqlx::query("DELETE FROM snapshots WHERE id = ?")
-        .bind(s.id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-        == 1
-    {
-        audit::record(
-            &mut *tx,
-            by,
-            kind,
-            &format!("snapshot {} {why} ({image})", s.name),
-        )
-        .await?;
+    if sqlx::query("DELETE FROM snapshots WHERE id = ?").bind(s.id).execute(&mut *tx).await?.rows_affected() == 1 {
+        audit::record(&mut *tx, by, kind, &format!("snapshot {} {why} ({image})", s.name)).await?;
     }
     tx.commit().await?;
     Ok(())
@@ -223,11 +148,7 @@ pub(super) async fn remove_marked(
 /// reclaimed machine's image is replaced by its restore snapshot's, so it
 /// is not one (its restore snapshot is checked above); a failed one is, as
 /// long as it is not deleted.
-pub(super) async fn image_users(
-    conn: &mut sqlx::SqliteConnection,
-    id: i64,
-    reference: &str,
-) -> Result<Vec<String>, PlatformError> {
+pub(super) async fn image_users(conn: &mut sqlx::SqliteConnection, id: i64, reference: &str) -> Result<Vec<String>, PlatformError> {
     Ok(sqlx::query_scalar(
         "SELECT m.name FROM machines m
          WHERE m.state NOT IN ('deleted', 'lost', 'reclaimed')

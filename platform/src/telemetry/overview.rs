@@ -7,21 +7,7 @@ use gantry_core::telemetry::{
     HOUR_MS,
 };
 
-type CellRow = (
-    i64,
-    i64,
-    String,
-    i64,
-    String,
-    bool,
-    Option<f64>,
-    Option<f64>,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
+type CellRow = (i64, i64, String, i64, String, bool, Option<f64>, Option<f64>, Option<i64>, Option<i64>, Option<String>, Option<String>, Option<String>);
 
 /// A reading older than this is not current: the sampler writes one every
 /// interval, so a GPU whose latest is this old has gone silent (its NVML,
@@ -79,11 +65,7 @@ pub async fn heatmap(pool: &Pool, now_ms: i64) -> Result<Vec<HeatCell>, Platform
 /// rollups, so the current (partial) hour counts as far as it is rolled up;
 /// the hour `now - period` falls in does not (it began before the period:
 /// counting it made "24 h" up to 25).
-pub async fn held_vs_used(
-    pool: &Pool,
-    period_ms: i64,
-    now_ms: i64,
-) -> Result<Vec<GroupUsage>, PlatformError> {
+pub async fn held_vs_used(pool: &Pool, period_ms: i64, now_ms: i64) -> Result<Vec<GroupUsage>, PlatformError> {
     let from = (now_ms - period_ms + HOUR_MS - 1).div_euclid(HOUR_MS) * HOUR_MS;
     let rows: Vec<(String, f64, f64)> = sqlx::query_as(
         // Summed per machine first, from the covering index on (machine,
@@ -99,14 +81,7 @@ pub async fn held_vs_used(
     .bind(from)
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(group, held_gpu_hours, used_gpu_hours)| GroupUsage {
-            group,
-            held_gpu_hours,
-            used_gpu_hours,
-        })
-        .collect())
+    Ok(rows.into_iter().map(|(group, held_gpu_hours, used_gpu_hours)| GroupUsage { group, held_gpu_hours, used_gpu_hours }).collect())
 }
 
 /// Counts for `/metrics`: (state, count) of nodes, machines and tasks, and
@@ -121,50 +96,29 @@ pub struct Counts {
 
 pub async fn counts(pool: &Pool) -> Result<Counts, PlatformError> {
     Ok(Counts {
-        nodes: sqlx::query_as("SELECT state, COUNT(*) FROM nodes GROUP BY state ORDER BY state")
-            .fetch_all(pool)
-            .await?,
-        machines: sqlx::query_as(
-            "SELECT state, COUNT(*) FROM machines GROUP BY state ORDER BY state",
-        )
-        .fetch_all(pool)
-        .await?,
-        tasks: sqlx::query_as("SELECT state, COUNT(*) FROM tasks GROUP BY state ORDER BY state")
-            .fetch_all(pool)
-            .await?,
-        groups: sqlx::query_as("SELECT name, gpu_quota, gpus_in_use FROM groups ORDER BY name")
-            .fetch_all(pool)
-            .await?,
+        nodes: sqlx::query_as("SELECT state, COUNT(*) FROM nodes GROUP BY state ORDER BY state").fetch_all(pool).await?,
+        machines: sqlx::query_as("SELECT state, COUNT(*) FROM machines GROUP BY state ORDER BY state").fetch_all(pool).await?,
+        tasks: sqlx::query_as("SELECT state, COUNT(*) FROM tasks GROUP BY state ORDER BY state").fetch_all(pool).await?,
+        groups: sqlx::query_as("SELECT name, gpu_quota, gpus_in_use FROM groups ORDER BY name").fetch_all(pool).await?,
     })
 }
 
 /// Sets the simulated pattern of a machine's GPUs (None: back to the
 /// default). Unknown patterns are refused and change nothing.
-pub async fn set_sim_pattern(
-    pool: &Pool,
-    actor_id: i64,
-    machine_id: i64,
-    pattern: Option<&str>,
-) -> Result<(), PlatformError> {
+pub async fn set_sim_pattern(pool: &Pool, actor_id: i64, machine_id: i64, pattern: Option<&str>) -> Result<(), PlatformError> {
     if let Some(p) = pattern {
         if gantry_core::telemetry::SimPattern::parse(p).is_none() {
-            return Err(PlatformError::BadRequest(format!(
-                "unknown simulated pattern \"{p}\" (idle, training, notebook or hot)"
-            )));
+            return Err(PlatformError::BadRequest(format!("unknown simulated pattern \"{p}\" (idle, training, notebook or hot)")));
         }
     }
     let mut tx = pool.begin().await?;
-    let name: Option<String> =
-        sqlx::query_scalar("UPDATE machines SET sim_pattern = ? WHERE id = ? RETURNING name")
-            .bind(pattern)
-            .bind(machine_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let name: Option<String> = sqlx::query_scalar("UPDATE machines SET sim_pattern = ? WHERE id = ? RETURNING name")
+        .bind(pattern)
+        .bind(machine_id)
+        .fetch_optional(&mut *tx)
+        .await?;
     let name = name.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
-    let detail = format!(
-        "machine {name} (#{machine_id}): simulated pattern {}",
-        pattern.unwrap_or("default")
-    );
+    let detail = format!("machine {name} (#{machine_id}): simulated pattern {}", pattern.unwrap_or("default"));
     crate::audit::record(&mut *tx, Some(actor_id), "machine.sim_pattern", &detail).await?;
     tx.commit().await?;
     Ok(())

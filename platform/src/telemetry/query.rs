@@ -3,12 +3,12 @@
 
 use super::service::config;
 use crate::{db::Pool, PlatformError};
+use std::collections::HashMap;
 use gantry_core::telemetry::{
     choose_resolution, point_step_ms,
     view::{ChartData, ChartEvent, ChartPoint, GpuSeries},
     ChartRange, Resolution, DEFAULT_HOT_PCT, DEFAULT_RECLAIM_PCT,
 };
-use std::collections::HashMap;
 
 /// Whose GPUs a chart shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,12 +20,7 @@ pub enum Scope {
 }
 
 /// The chart of `scope` over `range` ending at `now_ms`.
-pub async fn chart(
-    pool: &Pool,
-    scope: Scope,
-    range: ChartRange,
-    now_ms: i64,
-) -> Result<ChartData, PlatformError> {
+pub async fn chart(pool: &Pool, scope: Scope, range: ChartRange, now_ms: i64) -> Result<ChartData, PlatformError> {
     let cfg = config();
     let interval_ms = cfg.interval.as_millis() as i64;
     let (from, to) = (now_ms - range.span_ms(), now_ms);
@@ -37,17 +32,7 @@ pub async fn chart(
         Scope::Node(_) => 0,
     };
     let mut raw = match resolution {
-        Resolution::Raw => {
-            raw_points(
-                pool,
-                &gpus.iter().map(|g| g.0).collect::<Vec<_>>(),
-                machine,
-                from,
-                to,
-                step,
-            )
-            .await?
-        }
+        Resolution::Raw => raw_points(pool, &gpus.iter().map(|g| g.0).collect::<Vec<_>>(), machine, from, to, step).await?,
         _ => HashMap::new(),
     };
     let mut series = Vec::with_capacity(gpus.len());
@@ -58,12 +43,7 @@ pub async fn chart(
             Resolution::Raw => raw.remove(&gpu_id).unwrap_or_default(),
             res => rolled_points(pool, res, machine, gpu_id, from, to, step).await?,
         };
-        series.push(GpuSeries {
-            gpu_id,
-            label,
-            mem_total_mb,
-            points,
-        });
+        series.push(GpuSeries { gpu_id, label, mem_total_mb, points });
     }
     let (reclaim_pct, hot_pct) = thresholds(pool).await?;
     let events = match scope {
@@ -92,13 +72,7 @@ pub async fn chart(
 /// (gpu, label, simulated): a machine's GPUs now and those its history
 /// was sampled on; a node's GPUs. One query, labels included.
 async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, PlatformError> {
-    type Row = (
-        i64,
-        Option<String>,
-        Option<i64>,
-        Option<String>,
-        Option<bool>,
-    );
+    type Row = (i64, Option<String>, Option<i64>, Option<String>, Option<bool>);
     let rows: Vec<Row> = match scope {
         Scope::Machine(id) => {
             sqlx::query_as(
@@ -121,11 +95,7 @@ async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, 
     Ok(rows
         .into_iter()
         .map(|row| match row {
-            (id, Some(node), Some(idx), Some(model), sim) => (
-                id,
-                format!("{node} GPU {idx} ({model})"),
-                sim.unwrap_or(false),
-            ),
+            (id, Some(node), Some(idx), Some(model), sim) => (id, format!("{node} GPU {idx} ({model})"), sim.unwrap_or(false)),
             // The GPU's node was removed since: its history still shows.
             (id, ..) => (id, format!("GPU #{id} (removed)"), false),
         })
@@ -135,14 +105,7 @@ async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, 
 /// Points and memory size of each GPU from the raw samples, settled and
 /// recent, in one read: the recent table is keyed by time, so one scan
 /// serves every GPU of the chart.
-async fn raw_points(
-    pool: &Pool,
-    gpu_ids: &[i64],
-    machine: i64,
-    from: i64,
-    to: i64,
-    step: i64,
-) -> Result<HashMap<i64, (Vec<ChartPoint>, i64)>, PlatformError> {
+async fn raw_points(pool: &Pool, gpu_ids: &[i64], machine: i64, from: i64, to: i64, step: i64) -> Result<HashMap<i64, (Vec<ChartPoint>, i64)>, PlatformError> {
     let ids = serde_json::to_string(gpu_ids).unwrap_or_else(|_| "[]".into());
     let rows: Vec<(i64, i64, f64, f64, f64, i64)> = sqlx::query_as(
         "SELECT gpu_id, (at_ms / ?1) * ?1 AS b, AVG(util_pct), MAX(util_pct), AVG(mem_used_mb), MAX(mem_total_mb) FROM ( \
@@ -162,12 +125,7 @@ async fn raw_points(
     let mut out: HashMap<i64, (Vec<ChartPoint>, i64)> = HashMap::new();
     for (gpu_id, at_ms, util, util_max, mem_mb, mem_total) in rows {
         let entry = out.entry(gpu_id).or_default();
-        entry.0.push(ChartPoint {
-            at_ms,
-            util,
-            util_max,
-            mem_mb,
-        });
+        entry.0.push(ChartPoint { at_ms, util, util_max, mem_mb });
         entry.1 = entry.1.max(mem_total);
     }
     Ok(out)
@@ -175,63 +133,26 @@ async fn raw_points(
 
 /// A GPU's points from a rollup, averaged over `step` wide spans (means
 /// weighted by the samples behind them), and its memory size.
-async fn rolled_points(
-    pool: &Pool,
-    res: Resolution,
-    machine: i64,
-    gpu_id: i64,
-    from: i64,
-    to: i64,
-    step: i64,
-) -> Result<(Vec<ChartPoint>, i64), PlatformError> {
-    let table = if res == Resolution::Minute {
-        "gpu_rollup_1m"
-    } else {
-        "gpu_rollup_1h"
-    };
+async fn rolled_points(pool: &Pool, res: Resolution, machine: i64, gpu_id: i64, from: i64, to: i64, step: i64) -> Result<(Vec<ChartPoint>, i64), PlatformError> {
+    let table = if res == Resolution::Minute { "gpu_rollup_1m" } else { "gpu_rollup_1h" };
     let sql = format!(
         "SELECT (bucket_ms / ?1) * ?1 AS b, SUM(util_mean * samples) / SUM(samples), MAX(util_max), SUM(mem_mean * samples) / SUM(samples), MAX(mem_total) \
          FROM {table} WHERE gpu_id = ?2 AND bucket_ms BETWEEN ?3 AND ?4 AND (?5 = 0 OR machine_id = ?5) GROUP BY b ORDER BY b"
     );
-    let rows: Vec<(i64, f64, f64, f64, i64)> = sqlx::query_as(&sql)
-        .bind(step)
-        .bind(gpu_id)
-        .bind(from)
-        .bind(to)
-        .bind(machine)
-        .fetch_all(pool)
-        .await?;
+    let rows: Vec<(i64, f64, f64, f64, i64)> = sqlx::query_as(&sql).bind(step).bind(gpu_id).bind(from).bind(to).bind(machine).fetch_all(pool).await?;
     let mem_total = rows.iter().map(|r| r.4).max().unwrap_or(0);
-    Ok((
-        rows.into_iter()
-            .map(|(at_ms, util, util_max, mem_mb, _)| ChartPoint {
-                at_ms,
-                util,
-                util_max,
-                mem_mb,
-            })
-            .collect(),
-        mem_total,
-    ))
+    Ok((rows.into_iter().map(|(at_ms, util, util_max, mem_mb, _)| ChartPoint { at_ms, util, util_max, mem_mb }).collect(), mem_total))
 }
 
 /// (reclaim threshold, hot threshold) in percent utilisation: the admin's
 /// reclaim settings where they exist, else the defaults.
 pub async fn thresholds(pool: &Pool) -> Result<(f64, f64), PlatformError> {
-    let row: Option<(f64, f64)> =
-        sqlx::query_as("SELECT threshold_pct, hot_util_pct FROM reclaim_settings WHERE id = 1")
-            .fetch_optional(pool)
-            .await?;
+    let row: Option<(f64, f64)> = sqlx::query_as("SELECT threshold_pct, hot_util_pct FROM reclaim_settings WHERE id = 1").fetch_optional(pool).await?;
     Ok(row.unwrap_or((DEFAULT_RECLAIM_PCT, DEFAULT_HOT_PCT)))
 }
 
 /// The machine's reclaim/rebalance events within the range.
-async fn events(
-    pool: &Pool,
-    machine_id: i64,
-    from: i64,
-    to: i64,
-) -> Result<Vec<ChartEvent>, PlatformError> {
+async fn events(pool: &Pool, machine_id: i64, from: i64, to: i64) -> Result<Vec<ChartEvent>, PlatformError> {
     let rows: Vec<(i64, String, String)> =
         sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms")
             .bind(machine_id)
@@ -239,12 +160,5 @@ async fn events(
             .bind(to)
             .fetch_all(pool)
             .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(at_ms, kind, detail)| ChartEvent {
-            at_ms,
-            kind,
-            detail,
-        })
-        .collect())
+    Ok(rows.into_iter().map(|(at_ms, kind, detail)| ChartEvent { at_ms, kind, detail }).collect())
 }

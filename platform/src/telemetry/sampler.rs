@@ -16,26 +16,13 @@ pub struct Reading {
 }
 
 /// (gpu, node, uuid, memory, simulated, holding machine, its state, its pattern)
-type GpuRow = (
-    i64,
-    i64,
-    String,
-    i64,
-    bool,
-    Option<i64>,
-    Option<String>,
-    Option<String>,
-);
+type GpuRow = (i64, i64, String, i64, bool, Option<i64>, Option<String>, Option<String>);
 
 /// The pattern a held simulated GPU follows: the machine's setting, else
 /// notebook. A machine that is not running leaves its GPUs idle.
 fn pattern_of(state: Option<&str>, setting: Option<&str>) -> Option<SimPattern> {
     match state {
-        Some("running") => Some(
-            setting
-                .and_then(SimPattern::parse)
-                .unwrap_or(SimPattern::Notebook),
-        ),
+        Some("running") => Some(setting.and_then(SimPattern::parse).unwrap_or(SimPattern::Notebook)),
         _ => None,
     }
 }
@@ -54,12 +41,7 @@ pub async fn collect(pool: &Pool, now_ms: i64) -> Result<Vec<Reading>, PlatformE
     for (gpu_id, node_id, uuid, memory_mb, simulated, machine_id, state, setting) in rows {
         let (reading, mem_total_mb, source, processes) = if simulated {
             let pattern = pattern_of(state.as_deref(), setting.as_deref());
-            (
-                simulate(pattern, gpu_id, now_ms, memory_mb),
-                memory_mb,
-                "simulated",
-                "[]".to_string(),
-            )
+            (simulate(pattern, gpu_id, now_ms, memory_mb), memory_mb, "simulated", "[]".to_string())
         } else {
             // A real GPU of another node has no NVML here: not sampled.
             let Some(r) = nvml::read(&uuid) else { continue };

@@ -29,11 +29,7 @@ impl Default for TelemetryConfig {
     fn default() -> Self {
         TelemetryConfig {
             interval: Duration::from_secs(10),
-            keep: Retention {
-                raw_ms: 24 * HOUR_MS,
-                minute_ms: 8 * 24 * HOUR_MS,
-                hour_ms: 400 * 24 * HOUR_MS,
-            },
+            keep: Retention { raw_ms: 24 * HOUR_MS, minute_ms: 8 * 24 * HOUR_MS, hour_ms: 400 * 24 * HOUR_MS },
         }
     }
 }
@@ -72,32 +68,19 @@ impl Ingest {
                 }
                 let oldest = batch.iter().map(|r| r.sample.at_ms).min().unwrap_or(0);
                 let (pool, readings) = (pool.clone(), batch.len());
-                match crate::contained::pass("telemetry writer", async move {
-                    sampler::write(&pool, &batch).await
-                })
-                .await
-                {
+                match crate::contained::pass("telemetry writer", async move { sampler::write(&pool, &batch).await }).await {
                     None => {}
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, readings, "telemetry batch not written")
-                    }
+                    Some(Err(e)) => tracing::warn!(error = %e, readings, "telemetry batch not written"),
                     // Charts show a pass only once it is committed: say so
                     // when that lags far behind the sampling.
                     Some(Ok(())) if super::now_ms() - oldest > LATE_COMMIT_MS => {
-                        tracing::warn!(
-                            readings,
-                            lag_ms = super::now_ms() - oldest,
-                            "telemetry batch committed late"
-                        )
+                        tracing::warn!(readings, lag_ms = super::now_ms() - oldest, "telemetry batch committed late")
                     }
                     Some(Ok(())) => {}
                 }
             }
         });
-        Ingest {
-            tx,
-            dropped: Arc::new(AtomicU64::new(0)),
-        }
+        Ingest { tx, dropped: Arc::new(AtomicU64::new(0)) }
     }
 
     /// Queues a pass without waiting; false (and counted) when the writer
@@ -126,11 +109,7 @@ pub async fn run(pool: Pool, config: TelemetryConfig) {
         if prune {
             last_prune = now;
         }
-        crate::contained::pass(
-            "telemetry",
-            one_pass(pool.clone(), ingest.clone(), config, now, prune),
-        )
-        .await;
+        crate::contained::pass("telemetry", one_pass(pool.clone(), ingest.clone(), config, now, prune)).await;
     }
 }
 

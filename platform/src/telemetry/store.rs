@@ -30,18 +30,12 @@ pub async fn insert_samples(pool: &Pool, samples: &[GpuSample]) -> Result<(), Pl
         return Ok(());
     }
     if let Some(bad) = samples.iter().find(|s| !valid(s)) {
-        return Err(PlatformError::BadRequest(format!(
-            "invalid sample for GPU #{} at {}: {bad:?}",
-            bad.gpu_id, bad.at_ms
-        )));
+        return Err(PlatformError::BadRequest(format!("invalid sample for GPU #{} at {}: {bad:?}", bad.gpu_id, bad.at_ms)));
     }
     // IMMEDIATE: the horizon read below must still hold when we write.
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let moved_to: i64 = sqlx::query_scalar("SELECT moved_to_ms FROM telemetry_state WHERE id = 1")
-        .fetch_one(&mut *tx)
-        .await?;
-    let (late, recent): (Vec<&GpuSample>, Vec<&GpuSample>) =
-        samples.iter().partition(|s| s.at_ms < moved_to);
+    let moved_to: i64 = sqlx::query_scalar("SELECT moved_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
+    let (late, recent): (Vec<&GpuSample>, Vec<&GpuSample>) = samples.iter().partition(|s| s.at_ms < moved_to);
     for (table, rows) in [("gpu_samples", late), ("gpu_samples_recent", recent)] {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(format!(
@@ -81,11 +75,7 @@ pub fn settle_before(now_ms: i64) -> i64 {
 pub async fn move_settled(pool: &Pool, before_ms: i64) -> Result<u64, PlatformError> {
     const HORIZON: &str = "SELECT moved_to_ms FROM telemetry_state WHERE id = 1";
     // Called after every pass: most calls end here, without the write lock.
-    if before_ms
-        <= sqlx::query_scalar::<_, i64>(HORIZON)
-            .fetch_one(pool)
-            .await?
-    {
+    if before_ms <= sqlx::query_scalar::<_, i64>(HORIZON).fetch_one(pool).await? {
         return Ok(0);
     }
     let mut tx = crate::db::begin_immediate(pool).await?;
@@ -103,14 +93,8 @@ pub async fn move_settled(pool: &Pool, before_ms: i64) -> Result<u64, PlatformEr
     .execute(&mut *tx)
     .await?
     .rows_affected();
-    sqlx::query("DELETE FROM gpu_samples_recent WHERE at_ms < ?")
-        .bind(before_ms)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("UPDATE telemetry_state SET moved_to_ms = ? WHERE id = 1")
-        .bind(before_ms)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query("DELETE FROM gpu_samples_recent WHERE at_ms < ?").bind(before_ms).execute(&mut *tx).await?;
+    sqlx::query("UPDATE telemetry_state SET moved_to_ms = ? WHERE id = 1").bind(before_ms).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(moved)
 }
@@ -118,15 +102,8 @@ pub async fn move_settled(pool: &Pool, before_ms: i64) -> Result<u64, PlatformEr
 /// Finite, in range: a sample that is not is a bug in its source, refused
 /// before anything is written.
 fn valid(s: &GpuSample) -> bool {
-    let finite = [s.util_pct, s.temp_c, s.power_w]
-        .iter()
-        .all(|v| v.is_finite());
-    finite
-        && (0.0..=100.0).contains(&s.util_pct)
-        && s.mem_used_mb >= 0
-        && s.mem_total_mb >= 0
-        && s.power_w >= 0.0
-        && s.at_ms >= 0
+    let finite = [s.util_pct, s.temp_c, s.power_w].iter().all(|v| v.is_finite());
+    finite && (0.0..=100.0).contains(&s.util_pct) && s.mem_used_mb >= 0 && s.mem_total_mb >= 0 && s.power_w >= 0.0 && s.at_ms >= 0
 }
 
 const COLUMNS: &str = "gpu_id, at_ms, node_id, machine_id, util_pct, mem_used_mb, mem_total_mb, temp_c, power_w, throttled";
@@ -150,12 +127,7 @@ fn from_row(r: SampleRow) -> GpuSample {
 
 /// Raw samples of `gpu_ids` with `from_ms <= at_ms <= to_ms`, ordered by GPU
 /// then time. Only as far back as the raw retention keeps them.
-pub async fn gpu_window(
-    pool: &Pool,
-    gpu_ids: &[i64],
-    from_ms: i64,
-    to_ms: i64,
-) -> Result<Vec<GpuSample>, PlatformError> {
+pub async fn gpu_window(pool: &Pool, gpu_ids: &[i64], from_ms: i64, to_ms: i64) -> Result<Vec<GpuSample>, PlatformError> {
     let mut ids = gpu_ids.to_vec();
     ids.sort_unstable();
     ids.dedup();

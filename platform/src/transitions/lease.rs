@@ -47,12 +47,7 @@ pub struct ClaimedTask {
 /// from before: waiting for it (up to the busy timeout, or the pool's
 /// acquire timeout) would otherwise hand out a lease already run out, and
 /// the next expiry pass would give the task to a second runner.
-pub async fn claim(
-    pool: &Pool,
-    owner: &Arc<str>,
-    limit: i64,
-    lease_secs: i64,
-) -> Result<Vec<ClaimedTask>, PlatformError> {
+pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, lease_secs: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
     let mut tx = begin(pool).await?;
     let claimed_at = tokio::time::Instant::now();
     let now = crate::now();
@@ -72,53 +67,25 @@ pub async fn claim(
         let kind: TaskKind = match kind.parse() {
             Ok(k) => k,
             Err(e) => {
-                super::task::set_state(
-                    &mut tx,
-                    id,
-                    TaskState::Scheduled,
-                    TaskState::Failed,
-                    &format!("{e}"),
-                )
-                .await?;
+                super::task::set_state(&mut tx, id, TaskState::Scheduled, TaskState::Failed, &format!("{e}")).await?;
                 continue;
             }
         };
-        super::task::set_state(
-            &mut tx,
-            id,
-            TaskState::Scheduled,
-            TaskState::Running,
-            "started",
-        )
-        .await?;
+        super::task::set_state(&mut tx, id, TaskState::Scheduled, TaskState::Running, "started").await?;
         sqlx::query("UPDATE tasks SET lease_owner = ?, lease_expires = ?, attempts = attempts + 1 WHERE id = ?")
             .bind(owner.as_ref())
             .bind(now + lease_secs)
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        audit::record(
-            &mut *tx,
-            None,
-            "task.claim",
-            &format!(
-                "task #{id} ({kind}) claimed by {owner}, attempt {}",
-                attempts + 1
-            ),
-        )
-        .await?;
+        audit::record(&mut *tx, None, "task.claim", &format!("task #{id} ({kind}) claimed by {owner}, attempt {}", attempts + 1)).await?;
         claimed.push(ClaimedTask {
             id,
             kind,
             machine_id,
             attempts: attempts + 1,
             keep_volume,
-            lease: Lease {
-                task_id: id,
-                owner: owner.clone(),
-                secs: lease_secs,
-                attempt: attempts + 1,
-            },
+            lease: Lease { task_id: id, owner: owner.clone(), secs: lease_secs, attempt: attempts + 1 },
             claimed_at,
         });
     }
@@ -144,10 +111,7 @@ pub async fn renew(pool: &Pool, lease: &Lease, now: i64) -> Result<bool, Platfor
 pub async fn fenced(pool: &Pool, lease: &Lease) -> Result<Tx, PlatformError> {
     let mut tx = begin(pool).await?;
     if !holds(&mut tx, lease).await? {
-        return Err(PlatformError::LeaseLost(format!(
-            "task #{} is no longer held by {}",
-            lease.task_id, lease.owner
-        )));
+        return Err(PlatformError::LeaseLost(format!("task #{} is no longer held by {}", lease.task_id, lease.owner)));
     }
     Ok(tx)
 }
@@ -157,12 +121,7 @@ pub async fn fenced(pool: &Pool, lease: &Lease) -> Result<Tx, PlatformError> {
 /// task must not remove the container its successor made).
 pub async fn held(pool: &Pool, lease: &Lease) -> Result<bool, PlatformError> {
     let mut conn = pool.acquire().await?;
-    let unexpired: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND lease_expires > ?")
-            .bind(lease.task_id)
-            .bind(crate::now())
-            .fetch_optional(&mut *conn)
-            .await?;
+    let unexpired: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND lease_expires > ?").bind(lease.task_id).bind(crate::now()).fetch_optional(&mut *conn).await?;
     Ok(unexpired.is_some() && holds(&mut conn, lease).await?)
 }
 
@@ -183,31 +142,12 @@ async fn holds(conn: &mut sqlx::SqliteConnection, lease: &Lease) -> Result<bool,
 /// the interrupted step, as after a crash (every step is idempotent).
 pub async fn release_all(pool: &Pool, owner: &str) -> Result<u64, PlatformError> {
     let mut tx = begin(pool).await?;
-    let held: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM tasks WHERE state = 'running' AND lease_owner = ?")
-            .bind(owner)
-            .fetch_all(&mut *tx)
-            .await?;
+    let held: Vec<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE state = 'running' AND lease_owner = ?").bind(owner).fetch_all(&mut *tx).await?;
     for id in &held {
-        super::task::set_state(
-            &mut tx,
-            *id,
-            TaskState::Running,
-            TaskState::Scheduled,
-            &format!("resumed: {owner} shut down before finishing it"),
-        )
-        .await?;
-        sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?")
-            .bind(id)
-            .execute(&mut *tx)
+        super::task::set_state(&mut tx, *id, TaskState::Running, TaskState::Scheduled, &format!("resumed: {owner} shut down before finishing it"))
             .await?;
-        audit::record(
-            &mut *tx,
-            None,
-            "task.lease_released",
-            &format!("task #{id}: {owner} shut down; requeued"),
-        )
-        .await?;
+        sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?").bind(id).execute(&mut *tx).await?;
+        audit::record(&mut *tx, None, "task.lease_released", &format!("task #{id}: {owner} shut down; requeued")).await?;
     }
     tx.commit().await?;
     Ok(held.len() as u64)
@@ -217,33 +157,14 @@ pub async fn release_all(pool: &Pool, owner: &str) -> Result<u64, PlatformError>
 /// is idempotent, so the next claimer runs them again from the start.
 pub async fn expire(pool: &Pool, now: i64) -> Result<u64, PlatformError> {
     let mut tx = begin(pool).await?;
-    let stale: Vec<(i64, Option<String>)> = sqlx::query_as(
-        "SELECT id, lease_owner FROM tasks WHERE state = 'running' AND lease_expires < ?",
-    )
-    .bind(now)
-    .fetch_all(&mut *tx)
-    .await?;
+    let stale: Vec<(i64, Option<String>)> =
+        sqlx::query_as("SELECT id, lease_owner FROM tasks WHERE state = 'running' AND lease_expires < ?").bind(now).fetch_all(&mut *tx).await?;
     for (id, owner) in &stale {
         let owner = owner.as_deref().unwrap_or("nobody");
-        super::task::set_state(
-            &mut tx,
-            *id,
-            TaskState::Running,
-            TaskState::Scheduled,
-            &format!("resumed: {owner} stopped renewing its lease"),
-        )
-        .await?;
-        sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?")
-            .bind(id)
-            .execute(&mut *tx)
+        super::task::set_state(&mut tx, *id, TaskState::Running, TaskState::Scheduled, &format!("resumed: {owner} stopped renewing its lease"))
             .await?;
-        audit::record(
-            &mut *tx,
-            None,
-            "task.lease_expired",
-            &format!("task #{id}: lease of {owner} expired; requeued"),
-        )
-        .await?;
+        sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?").bind(id).execute(&mut *tx).await?;
+        audit::record(&mut *tx, None, "task.lease_expired", &format!("task #{id}: lease of {owner} expired; requeued")).await?;
     }
     tx.commit().await?;
     Ok(stale.len() as u64)

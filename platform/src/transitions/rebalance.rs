@@ -14,59 +14,22 @@ const OPTED_OUT: &str = "not moved: its owner opted out of hot-GPU rebalancing a
 
 /// Queues a rebalance task moving the machine to GPUs `to` (ids); `None`
 /// when the machine is busy, opted out, or not running any more.
-pub async fn queue(
-    pool: &Pool,
-    machine_id: i64,
-    to: &[i64],
-    why: &str,
-) -> Result<Option<i64>, PlatformError> {
+pub async fn queue(pool: &Pool, machine_id: i64, to: &[i64], why: &str) -> Result<Option<i64>, PlatformError> {
     let mut tx = begin(pool).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
     let (owner, opted_out): (i64, bool) =
-        sqlx::query_as("SELECT owner_id, rebalance_opt_out FROM machines WHERE id = ?")
-            .bind(machine_id)
-            .fetch_one(&mut *tx)
-            .await?;
-    if opted_out
-        || accepts(&cur.name, cur.state, TaskKind::Rebalance).is_err()
-        || busy(&mut tx, machine_id).await?
-    {
+        sqlx::query_as("SELECT owner_id, rebalance_opt_out FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    if opted_out || accepts(&cur.name, cur.state, TaskKind::Rebalance).is_err() || busy(&mut tx, machine_id).await? {
         return Ok(None);
     }
     let task_id = task::insert_pending(
         &mut tx,
-        &task::NewTask {
-            kind: TaskKind::Rebalance,
-            machine_id: Some(machine_id),
-            machine_name: &cur.name,
-            requester_id: owner,
-            group_id: cur.group_id,
-            keep_volume: true,
-            message: "accepted",
-        },
+        &task::NewTask { kind: TaskKind::Rebalance, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: owner, group_id: cur.group_id, keep_volume: true, message: "accepted" },
     )
     .await?;
-    snapshot::set_payload(
-        &mut tx,
-        task_id,
-        &serde_json::json!({ "to": to, "why": why }),
-    )
-    .await?;
-    task::set_state(
-        &mut tx,
-        task_id,
-        TaskState::Pending,
-        TaskState::Scheduled,
-        why,
-    )
-    .await?;
-    audit::record(
-        &mut *tx,
-        None,
-        "machine.rebalance",
-        &format!("machine {}: {why}", cur.name),
-    )
-    .await?;
+    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "to": to, "why": why })).await?;
+    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, why).await?;
+    audit::record(&mut *tx, None, "machine.rebalance", &format!("machine {}: {why}", cur.name)).await?;
     tx.commit().await?;
     Ok(Some(task_id))
 }
@@ -74,23 +37,13 @@ pub async fn queue(
 /// Records why a hot machine was not moved, once per reason in a row.
 pub async fn refused(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool, PlatformError> {
     let mut tx = begin(pool).await?;
-    let last: Option<(String, String)> = sqlx::query_as(
-        "SELECT kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT 1",
-    )
-    .bind(machine_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let last: Option<(String, String)> =
+        sqlx::query_as("SELECT kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT 1").bind(machine_id).fetch_optional(&mut *tx).await?;
     if last.is_some_and(|(k, _)| k == "rebalance_refused") {
         return Ok(false);
     }
     snapshot::event(&mut tx, machine_id, "rebalance_refused", reason).await?;
-    audit::record(
-        &mut *tx,
-        None,
-        "machine.rebalance_refused",
-        &format!("machine #{machine_id}: {reason}"),
-    )
-    .await?;
+    audit::record(&mut *tx, None, "machine.rebalance_refused", &format!("machine #{machine_id}: {reason}")).await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -98,18 +51,9 @@ pub async fn refused(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool,
 /// Moves the machine's GPUs to `to`. Idempotent (a resumed task finds them
 /// moved); refused, changing nothing, when a target was taken meanwhile or
 /// is not on the machine's node. The count is unchanged, so is the quota.
-pub async fn swap(
-    pool: &Pool,
-    lease: &Lease,
-    machine_id: i64,
-    to: &[i64],
-) -> Result<(), PlatformError> {
+pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    let mut held: Vec<i64> =
-        sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ? ORDER BY gpu_id")
-            .bind(machine_id)
-            .fetch_all(&mut *tx)
-            .await?;
+    let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ? ORDER BY gpu_id").bind(machine_id).fetch_all(&mut *tx).await?;
     let mut wanted = to.to_vec();
     wanted.sort_unstable();
     held.sort_unstable();
@@ -117,11 +61,7 @@ pub async fn swap(
         return Ok(());
     }
     if wanted.len() != held.len() {
-        return Err(PlatformError::Conflict(format!(
-            "the move names {} GPU(s); the machine holds {}",
-            wanted.len(),
-            held.len()
-        )));
+        return Err(PlatformError::Conflict(format!("the move names {} GPU(s); the machine holds {}", wanted.len(), held.len())));
     }
     for gpu in &wanted {
         let (on_node, holder): (bool, Option<i64>) = sqlx::query_as(
@@ -136,59 +76,29 @@ pub async fn swap(
         .fetch_one(&mut *tx)
         .await?;
         if !on_node || holder.is_some_and(|h| h != machine_id) {
-            return Err(PlatformError::Conflict(format!(
-                "GPU #{gpu} is no longer free on the machine's node"
-            )));
+            return Err(PlatformError::Conflict(format!("GPU #{gpu} is no longer free on the machine's node")));
         }
     }
-    sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?")
-        .bind(machine_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query("DELETE FROM machine_gpus WHERE machine_id = ?").bind(machine_id).execute(&mut *tx).await?;
     // A gone GPU given up goes, as when its machine releases it: never offered, it would only linger.
     sqlx::query("DELETE FROM gpus WHERE id IN (SELECT gpu_id FROM gpus_gone) AND id NOT IN (SELECT gpu_id FROM machine_gpus) AND node_id = (SELECT node_id FROM machines WHERE id = ?)")
         .bind(machine_id)
         .execute(&mut *tx)
         .await?;
     for gpu in &wanted {
-        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)")
-            .bind(gpu)
-            .bind(machine_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)").bind(gpu).bind(machine_id).execute(&mut *tx).await?;
     }
-    sqlx::query("UPDATE machines SET rev = rev + 1 WHERE id = ?")
-        .bind(machine_id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(
-        &mut *tx,
-        None,
-        "machine.gpus_moved",
-        &format!("machine #{machine_id}: GPUs {held:?} → {wanted:?}"),
-    )
-    .await?;
+    sqlx::query("UPDATE machines SET rev = rev + 1 WHERE id = ?").bind(machine_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, None, "machine.gpus_moved", &format!("machine #{machine_id}: GPUs {held:?} → {wanted:?}")).await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// The move finished: the event says why, with the numbers.
-pub async fn done(
-    pool: &Pool,
-    lease: &Lease,
-    machine_id: i64,
-    why: &str,
-) -> Result<(), PlatformError> {
+pub async fn done(pool: &Pool, lease: &Lease, machine_id: i64, why: &str) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     snapshot::event(&mut tx, machine_id, "rebalanced", why).await?;
-    task::set_state(
-        &mut tx,
-        lease.task_id,
-        TaskState::Running,
-        TaskState::Succeeded,
-        why,
-    )
-    .await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, why).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -196,13 +106,8 @@ pub async fn done(
 /// The owner opted out: the machine's move that no runner has claimed yet
 /// (nothing was done on the node) is cancelled in the caller's transaction
 /// and the machine's history says so; its id.
-pub(crate) async fn cancel_queued(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-) -> Result<Option<i64>, PlatformError> {
-    let last = task::cancel_unclaimed(conn, machine_id, TaskKind::Rebalance, OPTED_OUT)
-        .await?
-        .pop();
+pub(crate) async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64) -> Result<Option<i64>, PlatformError> {
+    let last = task::cancel_unclaimed(conn, machine_id, TaskKind::Rebalance, OPTED_OUT).await?.pop();
     if last.is_some() {
         snapshot::event(conn, machine_id, "rebalance_refused", OPTED_OUT).await?;
     }
@@ -215,22 +120,10 @@ pub(crate) async fn cancel_queued(
 /// `succeeded` with "not moved", and the machine shows running again;
 /// `true`. Once the container is gone or the GPUs are swapped the move is
 /// half made and finishes.
-pub async fn call_off_if_opted_out(
-    pool: &Pool,
-    lease: &Lease,
-    machine_id: i64,
-    to: &[i64],
-) -> Result<bool, PlatformError> {
+pub async fn call_off_if_opted_out(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Result<bool, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    let opted_out: bool = sqlx::query_scalar("SELECT rebalance_opt_out FROM machines WHERE id = ?")
-        .bind(machine_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    let mut held: Vec<i64> =
-        sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?")
-            .bind(machine_id)
-            .fetch_all(&mut *tx)
-            .await?;
+    let opted_out: bool = sqlx::query_scalar("SELECT rebalance_opt_out FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?").bind(machine_id).fetch_all(&mut *tx).await?;
     let mut wanted = to.to_vec();
     held.sort_unstable();
     wanted.sort_unstable();
@@ -239,24 +132,8 @@ pub async fn call_off_if_opted_out(
     }
     machine::move_to(&mut tx, machine_id, MachineState::Running, None, "").await?;
     snapshot::event(&mut tx, machine_id, "rebalance_refused", OPTED_OUT).await?;
-    task::set_state(
-        &mut tx,
-        lease.task_id,
-        TaskState::Running,
-        TaskState::Succeeded,
-        OPTED_OUT,
-    )
-    .await?;
-    audit::record(
-        &mut *tx,
-        None,
-        "machine.rebalance_called_off",
-        &format!(
-            "machine #{machine_id}, task #{}: {OPTED_OUT}",
-            lease.task_id
-        ),
-    )
-    .await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, OPTED_OUT).await?;
+    audit::record(&mut *tx, None, "machine.rebalance_called_off", &format!("machine #{machine_id}, task #{}: {OPTED_OUT}", lease.task_id)).await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -41,9 +41,7 @@ impl VolumePath {
         } else if let Some(rest) = trimmed.strip_prefix(concat_data_slash().as_str()) {
             rest
         } else if trimmed.starts_with('/') {
-            return Err(format!(
-                "paths must stay inside the volume {DATA_MOUNT}: {trimmed:?} is outside it"
-            ));
+            return Err(format!("paths must stay inside the volume {DATA_MOUNT}: {trimmed:?} is outside it"));
         } else {
             trimmed
         };
@@ -51,14 +49,8 @@ impl VolumePath {
         for part in rest.split('/') {
             match part {
                 "" | "." => continue,
-                ".." => {
-                    return Err(format!(
-                        "paths must stay inside the volume {DATA_MOUNT}: '..' is not allowed"
-                    ))
-                }
-                p if p.len() > NAME_MAX => {
-                    return Err(format!("a path component is longer than {NAME_MAX} bytes"))
-                }
+                ".." => return Err(format!("paths must stay inside the volume {DATA_MOUNT}: '..' is not allowed")),
+                p if p.len() > NAME_MAX => return Err(format!("a path component is longer than {NAME_MAX} bytes")),
                 p => parts.push(p.to_string()),
             }
             if parts.len() > MAX_DEPTH {
@@ -98,9 +90,7 @@ impl VolumePath {
     /// Every ancestor below the root and the path itself, shortest first:
     /// `a/b/c` gives `/data/a`, `/data/a/b`, `/data/a/b/c`.
     pub fn prefixes(&self) -> Vec<String> {
-        (1..=self.parts.len())
-            .map(|n| format!("{DATA_MOUNT}/{}", self.parts[..n].join("/")))
-            .collect()
+        (1..=self.parts.len()).map(|n| format!("{DATA_MOUNT}/{}", self.parts[..n].join("/"))).collect()
     }
 
     /// `dir` joined with a file name (which must be one component).
@@ -126,76 +116,37 @@ mod tests {
     #[test]
     fn a_path_more_than_64_folders_deep_is_refused() {
         let deep = |n: usize| vec!["a"; n].join("/");
-        assert_eq!(
-            VolumePath::parse(&deep(MAX_DEPTH)).unwrap().parts().len(),
-            MAX_DEPTH
-        );
-        assert_eq!(
-            VolumePath::parse(&deep(MAX_DEPTH + 1)).unwrap_err(),
-            "the path is more than 64 folders deep"
-        );
+        assert_eq!(VolumePath::parse(&deep(MAX_DEPTH)).unwrap().parts().len(), MAX_DEPTH);
+        assert_eq!(VolumePath::parse(&deep(MAX_DEPTH + 1)).unwrap_err(), "the path is more than 64 folders deep");
         // Empty and "." parts do not count.
         assert!(VolumePath::parse(&format!("{}/./", deep(MAX_DEPTH))).is_ok());
-        assert!(VolumePath::parse(&deep(MAX_DEPTH))
-            .unwrap()
-            .join_name("one-more")
-            .is_err());
+        assert!(VolumePath::parse(&deep(MAX_DEPTH)).unwrap().join_name("one-more").is_err());
     }
 
     #[test]
     fn relative_and_data_paths_are_accepted() {
-        assert_eq!(
-            VolumePath::parse("results/a.txt").unwrap().absolute(),
-            "/data/results/a.txt"
-        );
-        assert_eq!(
-            VolumePath::parse("/data/results/a.txt").unwrap().relative(),
-            "results/a.txt"
-        );
-        assert_eq!(
-            VolumePath::parse("./x//y/").unwrap().absolute(),
-            "/data/x/y"
-        );
+        assert_eq!(VolumePath::parse("results/a.txt").unwrap().absolute(), "/data/results/a.txt");
+        assert_eq!(VolumePath::parse("/data/results/a.txt").unwrap().relative(), "results/a.txt");
+        assert_eq!(VolumePath::parse("./x//y/").unwrap().absolute(), "/data/x/y");
         assert!(VolumePath::parse("").unwrap().is_root());
         assert!(VolumePath::parse("/data").unwrap().is_root());
         assert_eq!(VolumePath::parse("/data").unwrap().absolute(), "/data");
-        assert_eq!(
-            VolumePath::parse("a/b/c").unwrap().prefixes(),
-            vec!["/data/a", "/data/a/b", "/data/a/b/c"]
-        );
+        assert_eq!(VolumePath::parse("a/b/c").unwrap().prefixes(), vec!["/data/a", "/data/a/b", "/data/a/b/c"]);
     }
 
     #[test]
     fn traversal_and_outside_paths_are_refused() {
-        for bad in [
-            "../../etc/passwd",
-            "a/../../etc",
-            "/etc/passwd",
-            "/data/../etc/passwd",
-            "/datax/y",
-            "a/\0b",
-            "..",
-        ] {
+        for bad in ["../../etc/passwd", "a/../../etc", "/etc/passwd", "/data/../etc/passwd", "/datax/y", "a/\0b", ".."] {
             assert!(VolumePath::parse(bad).is_err(), "{bad:?} must be refused");
         }
         assert!(VolumePath::parse(&"a/".repeat(3000)).is_err(), "too long");
-        assert!(
-            VolumePath::parse(&"n".repeat(256)).is_err(),
-            "name too long"
-        );
+        assert!(VolumePath::parse(&"n".repeat(256)).is_err(), "name too long");
     }
 
     #[test]
     fn control_characters_are_refused() {
         // A newline (or any control character) would reach log lines as is.
-        for bad in [
-            "a\nb",
-            "a/b\r",
-            "x\u{1b}[31m",
-            "del\u{7f}",
-            "a\u{85}b",
-            "/data/a\n",
-        ] {
+        for bad in ["a\nb", "a/b\r", "x\u{1b}[31m", "del\u{7f}", "a\u{85}b", "/data/a\n"] {
             let e = VolumePath::parse(bad).expect_err(bad);
             assert!(e.contains("control character"), "{bad:?}: {e}");
         }
@@ -204,23 +155,14 @@ mod tests {
         let dir = VolumePath::parse("up").unwrap();
         assert!(dir.join_name("evil\n.txt").is_err());
         // Spaces, tabs and non-ASCII names are fine.
-        assert_eq!(
-            VolumePath::parse("tab\there").unwrap().absolute(),
-            "/data/tab\there"
-        );
-        assert_eq!(
-            VolumePath::parse("my files/résumé.txt").unwrap().absolute(),
-            "/data/my files/résumé.txt"
-        );
+        assert_eq!(VolumePath::parse("tab\there").unwrap().absolute(), "/data/tab\there");
+        assert_eq!(VolumePath::parse("my files/résumé.txt").unwrap().absolute(), "/data/my files/résumé.txt");
     }
 
     #[test]
     fn names_are_single_components() {
         let dir = VolumePath::parse("up").unwrap();
-        assert_eq!(
-            dir.join_name("C:\\Users\\me\\file.bin").unwrap().absolute(),
-            "/data/up/file.bin"
-        );
+        assert_eq!(dir.join_name("C:\\Users\\me\\file.bin").unwrap().absolute(), "/data/up/file.bin");
         assert_eq!(dir.join_name("../../x").unwrap().absolute(), "/data/up/x");
         assert!(dir.join_name("..").is_err());
         assert!(dir.join_name("").is_err());

@@ -54,13 +54,7 @@ pub fn header(path: &str, kind: Kind, size: u64, mode: u32, mtime: u64) -> Vec<u
         Kind::Symlink => b'2',
         Kind::Other(t) => t,
     };
-    out.extend_from_slice(&ustar(
-        truncate(&name, 100),
-        typeflag,
-        size.min(USTAR_MAX_SIZE),
-        mode,
-        mtime,
-    ));
+    out.extend_from_slice(&ustar(truncate(&name, 100), typeflag, size.min(USTAR_MAX_SIZE), mode, mtime));
     out
 }
 
@@ -140,19 +134,9 @@ pub enum Item {
 enum State {
     Header,
     /// PAX (`x`/`g`) or GNU long-name (`L`) data being collected.
-    Meta {
-        typeflag: u8,
-        remaining: u64,
-        pad: usize,
-        data: Vec<u8>,
-    },
-    Data {
-        remaining: u64,
-        pad: usize,
-    },
-    Pad {
-        remaining: usize,
-    },
+    Meta { typeflag: u8, remaining: u64, pad: usize, data: Vec<u8> },
+    Data { remaining: u64, pad: usize },
+    Pad { remaining: usize },
     Done,
 }
 
@@ -173,12 +157,7 @@ impl Default for Reader {
 
 impl Reader {
     pub fn new() -> Reader {
-        Reader {
-            state: State::Header,
-            buf: BytesMut::new(),
-            next_path: None,
-            next_size: None,
-        }
+        Reader { state: State::Header, buf: BytesMut::new(), next_path: None, next_size: None }
     }
 
     pub fn is_done(&self) -> bool {
@@ -213,12 +192,7 @@ impl Reader {
                     }
                     self.state = State::Header;
                 }
-                State::Meta {
-                    typeflag,
-                    remaining,
-                    pad,
-                    data,
-                } => {
+                State::Meta { typeflag, remaining, pad, data } => {
                     let take = (*remaining).min(chunk.len() as u64) as usize;
                     data.extend_from_slice(&chunk.split_to(take));
                     *remaining -= take as u64;
@@ -273,12 +247,7 @@ impl Reader {
                 if size > MAX_META {
                     return Err(format!("tar metadata record of {size} bytes is too large"));
                 }
-                self.state = State::Meta {
-                    typeflag,
-                    remaining: size,
-                    pad: padding(size),
-                    data: Vec::with_capacity(size as usize),
-                };
+                self.state = State::Meta { typeflag, remaining: size, pad: padding(size), data: Vec::with_capacity(size as usize) };
                 return Ok(());
             }
             _ => {}
@@ -303,16 +272,8 @@ impl Reader {
         // Only regular files carry data (hard links, devices etc. do not).
         let data = if kind == Kind::File { size } else { 0 };
         let mode = number(&h[100..108]).unwrap_or(0) as u32;
-        out.push(Item::Entry(Entry {
-            path,
-            kind,
-            size: data,
-            mode,
-        }));
-        self.state = State::Data {
-            remaining: data,
-            pad: padding(data),
-        };
+        out.push(Item::Entry(Entry { path, kind, size: data, mode }));
+        self.state = State::Data { remaining: data, pad: padding(data) };
         Ok(())
     }
 
@@ -323,13 +284,7 @@ impl Reader {
                 for (key, value) in pax_records(data)? {
                     match key.as_str() {
                         "path" => self.next_path = Some(value),
-                        "size" => {
-                            self.next_size = Some(
-                                value
-                                    .parse()
-                                    .map_err(|_| format!("bad PAX size {value:?}"))?,
-                            )
-                        }
+                        "size" => self.next_size = Some(value.parse().map_err(|_| format!("bad PAX size {value:?}"))?),
                         _ => {}
                     }
                 }
@@ -344,26 +299,14 @@ impl Reader {
 fn pax_records(mut data: &[u8]) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     while !data.is_empty() && data[0] != 0 {
-        let space = data
-            .iter()
-            .position(|b| *b == b' ')
-            .ok_or("bad PAX record")?;
-        let len: usize = std::str::from_utf8(&data[..space])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or("bad PAX record length")?;
+        let space = data.iter().position(|b| *b == b' ').ok_or("bad PAX record")?;
+        let len: usize = std::str::from_utf8(&data[..space]).ok().and_then(|s| s.parse().ok()).ok_or("bad PAX record length")?;
         if len > data.len() || len <= space + 1 {
             return Err("bad PAX record length".into());
         }
         let record = &data[space + 1..len - 1];
-        let eq = record
-            .iter()
-            .position(|b| *b == b'=')
-            .ok_or("bad PAX record")?;
-        out.push((
-            String::from_utf8_lossy(&record[..eq]).into_owned(),
-            String::from_utf8_lossy(&record[eq + 1..]).into_owned(),
-        ));
+        let eq = record.iter().position(|b| *b == b'=').ok_or("bad PAX record")?;
+        out.push((String::from_utf8_lossy(&record[..eq]).into_owned(), String::from_utf8_lossy(&record[eq + 1..]).into_owned()));
         data = &data[len..];
     }
     Ok(out)
@@ -379,10 +322,7 @@ fn number(field: &[u8]) -> Result<u64, String> {
     if field.first().is_some_and(|b| b & 0x80 != 0) {
         let mut v: u64 = u64::from(field[0] & 0x7f);
         for b in &field[1..] {
-            v = v
-                .checked_mul(256)
-                .and_then(|v| v.checked_add(u64::from(*b)))
-                .ok_or("tar number too large")?;
+            v = v.checked_mul(256).and_then(|v| v.checked_add(u64::from(*b))).ok_or("tar number too large")?;
         }
         return Ok(v);
     }
@@ -396,28 +336,8 @@ fn number(field: &[u8]) -> Result<u64, String> {
 
 fn verify_checksum(h: &[u8]) -> Result<(), String> {
     let stored = number(&h[148..156])?;
-    let unsigned: u64 = h
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                u64::from(*b)
-            }
-        })
-        .sum();
-    let signed: i64 = h
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                i64::from(*b as i8)
-            }
-        })
-        .sum();
+    let unsigned: u64 = h.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u64::from(*b) }).sum();
+    let signed: i64 = h.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { i64::from(*b as i8) }).sum();
     if stored == unsigned || stored as i64 == signed {
         Ok(())
     } else {
@@ -466,37 +386,18 @@ mod tests {
     fn round_trip_in_any_chunking() {
         let long = format!("{}/file.bin", "d".repeat(150));
         let data: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
-        let bytes = archive(&[
-            ("dir", Kind::Dir, b""),
-            ("dir/a.txt", Kind::File, b"hello\n"),
-            (&long, Kind::File, &data),
-        ]);
+        let bytes = archive(&[("dir", Kind::Dir, b""), ("dir/a.txt", Kind::File, b"hello\n"), (&long, Kind::File, &data)]);
         for chunk in [1, 7, 512, 513, 4096, bytes.len()] {
             let items = read_all(&bytes, chunk);
             assert_eq!(
                 items,
                 vec![
-                    Item::Entry(Entry {
-                        path: "dir/".into(),
-                        kind: Kind::Dir,
-                        size: 0,
-                        mode: 0o644
-                    }),
+                    Item::Entry(Entry { path: "dir/".into(), kind: Kind::Dir, size: 0, mode: 0o644 }),
                     Item::EntryEnd,
-                    Item::Entry(Entry {
-                        path: "dir/a.txt".into(),
-                        kind: Kind::File,
-                        size: 6,
-                        mode: 0o644
-                    }),
+                    Item::Entry(Entry { path: "dir/a.txt".into(), kind: Kind::File, size: 6, mode: 0o644 }),
                     Item::Data(Bytes::from_static(b"hello\n")),
                     Item::EntryEnd,
-                    Item::Entry(Entry {
-                        path: long.clone(),
-                        kind: Kind::File,
-                        size: 2000,
-                        mode: 0o644
-                    }),
+                    Item::Entry(Entry { path: long.clone(), kind: Kind::File, size: 2000, mode: 0o644 }),
                     Item::Data(Bytes::from(data.clone())),
                     Item::EntryEnd,
                     Item::End,
@@ -521,15 +422,7 @@ mod tests {
         assert_eq!(h.len(), 3 * BLOCK, "PAX header, its data, ustar header");
         let mut r = Reader::new();
         let items = r.push(Bytes::from(h)).unwrap();
-        assert_eq!(
-            items,
-            vec![Item::Entry(Entry {
-                path: "big".into(),
-                kind: Kind::File,
-                size: 20 * 1024 * 1024 * 1024,
-                mode: 0o644
-            })]
-        );
+        assert_eq!(items, vec![Item::Entry(Entry { path: "big".into(), kind: Kind::File, size: 20 * 1024 * 1024 * 1024, mode: 0o644 })]);
     }
 
     #[test]

@@ -44,26 +44,13 @@ pub async fn env() -> Env {
 /// `central`/`region`: stores to use instead of directories in the temp dir.
 pub async fn env_with(central: Option<Arc<dyn Store>>, region: Option<Arc<dyn Store>>) -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     accounts::create_group(&pool, None, "ml", 4).await.unwrap();
-    accounts::create_group(&pool, None, "other", 4)
-        .await
-        .unwrap();
-    let user = |name: &'static str, group: &'static str| NewUser {
-        username: name,
-        password: "a-good-password",
-        role: Role::User,
-        group: Some(group),
-    };
-    let alice = accounts::create_user(&pool, None, user("alice", "ml"))
-        .await
-        .unwrap();
-    let carol = accounts::create_user(&pool, None, user("carol", "other"))
-        .await
-        .unwrap();
+    accounts::create_group(&pool, None, "other", 4).await.unwrap();
+    let user = |name: &'static str, group: &'static str| NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) };
+    let alice = accounts::create_user(&pool, None, user("alice", "ml")).await.unwrap();
+    let carol = accounts::create_user(&pool, None, user("carol", "other")).await.unwrap();
     let central_root = dir.path().join("central");
     let region_root = dir.path().join("regions");
     let central = central.unwrap_or_else(|| Arc::new(DirStore::new(&central_root)));
@@ -71,33 +58,12 @@ pub async fn env_with(central: Option<Arc<dyn Store>>, region: Option<Arc<dyn St
     if let Some(r) = region {
         regions.insert("local".into(), r);
     }
-    let limits = Limits {
-        upload_max_bytes: 4 << 30,
-        default_quota_bytes: 8 << 30,
-        resumable_expiry_secs: 3600,
-    };
+    let limits = Limits { upload_max_bytes: 4 << 30, default_quota_bytes: 8 << 30, resumable_expiry_secs: 3600 };
     let stores = Datasets::new(central, regions, Some(region_root.clone()), limits);
-    let new = NewDataset {
-        code: "coco",
-        name: "COCO",
-        region: "local",
-        category: "images",
-        description: "",
-        visibility: "group",
-    };
+    let new = NewDataset { code: "coco", name: "COCO", region: "local", category: "images", description: "", visibility: "group" };
     datasets::create_dataset(&pool, &alice, &new).await.unwrap();
-    datasets::create_version(&pool, &alice, "coco", "v1")
-        .await
-        .unwrap();
-    Env {
-        dir,
-        pool,
-        alice,
-        carol,
-        stores,
-        central_root,
-        region_root,
-    }
+    datasets::create_version(&pool, &alice, "coco", "v1").await.unwrap();
+    Env { dir, pool, alice, carol, stores, central_root, region_root }
 }
 
 impl Env {
@@ -107,14 +73,7 @@ impl Env {
     }
 
     pub async fn put(&self, name: &str, data: &[u8]) -> Result<UploadState, DatasetError> {
-        let begin = BeginUpload {
-            code: "coco",
-            version: "v1",
-            name,
-            replace: false,
-            total: Some(data.len() as u64),
-            resumable: false,
-        };
+        let begin = BeginUpload { code: "coco", version: "v1", name, replace: false, total: Some(data.len() as u64), resumable: false };
         let upload = datasets::begin_upload(&self.pool, &self.stores, &self.alice, &begin).await?;
         datasets::write_upload(&self.pool, &upload, 0, body(data.to_vec(), 64 * 1024), None).await
     }
@@ -127,23 +86,14 @@ impl Env {
 /// `data` in chunks, as a request body arrives.
 pub fn body(data: Vec<u8>, chunk: usize) -> impl Stream<Item = io::Result<Bytes>> + Unpin + Send {
     let data = Bytes::from(data);
-    let chunks: Vec<io::Result<Bytes>> = (0..data.len())
-        .step_by(chunk.max(1))
-        .map(|i| Ok(data.slice(i..(i + chunk).min(data.len()))))
-        .collect();
+    let chunks: Vec<io::Result<Bytes>> = (0..data.len()).step_by(chunk.max(1)).map(|i| Ok(data.slice(i..(i + chunk).min(data.len())))).collect();
     stream::iter(chunks)
 }
 
 /// The first `at` bytes of `data`, then the connection breaks.
 pub fn cut_body(data: &[u8], at: usize) -> impl Stream<Item = io::Result<Bytes>> + Unpin + Send {
-    let mut chunks: Vec<io::Result<Bytes>> = data[..at]
-        .chunks(64 * 1024)
-        .map(|c| Ok(Bytes::copy_from_slice(c)))
-        .collect();
-    chunks.push(Err(io::Error::new(
-        io::ErrorKind::ConnectionReset,
-        "connection reset by peer",
-    )));
+    let mut chunks: Vec<io::Result<Bytes>> = data[..at].chunks(64 * 1024).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+    chunks.push(Err(io::Error::new(io::ErrorKind::ConnectionReset, "connection reset by peer")));
     stream::iter(chunks)
 }
 
@@ -157,10 +107,7 @@ pub fn random_bytes(n: usize) -> Vec<u8> {
 }
 
 pub fn sha(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Every file under `root`, relative, sorted.
@@ -168,9 +115,7 @@ pub fn files_under(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut todo = vec![root.to_path_buf()];
     while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -291,10 +236,7 @@ impl Hooked {
     /// Tells no local directory, as an object store: keeping a file aside
     /// copies it through the (hooked) store instead of linking it.
     pub fn without_local_dir(self) -> Hooked {
-        Hooked {
-            local: false,
-            ..self
-        }
+        Hooked { local: false, ..self }
     }
 }
 
@@ -313,9 +255,7 @@ impl Store for Hooked {
         self.on_temp_len.run(self.dir.temp_len(temp)).await
     }
     async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
-        self.on_rename
-            .run(self.dir.rename_into_place(temp, key))
-            .await
+        self.on_rename.run(self.dir.rename_into_place(temp, key)).await
     }
     async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream> {
         self.on_get.run(self.dir.get(key, range)).await

@@ -7,27 +7,17 @@ use gantry_platform::{accounts, accounts::NewUser, db, PlatformError};
 
 async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
     let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     (dir, pool)
 }
 
 fn alice() -> NewUser<'static> {
-    NewUser {
-        username: "alice",
-        password: "correct horse",
-        role: Role::User,
-        group: None,
-    }
+    NewUser { username: "alice", password: "correct horse", role: Role::User, group: None }
 }
 
 async fn user_count(pool: &db::Pool) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM users")
-        .fetch_one(pool)
-        .await
-        .unwrap()
+    sqlx::query_scalar("SELECT COUNT(*) FROM users").fetch_one(pool).await.unwrap()
 }
 
 gantry_testkit::timed_test! {

@@ -13,9 +13,7 @@ use gantry_platform::{accounts, accounts::NewUser, db, password::Gate, tokens, P
 
 async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
     let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     (dir, pool)
 }

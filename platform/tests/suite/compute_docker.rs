@@ -18,9 +18,7 @@ use gantry_platform::{
 async fn run_to_end(env: &Env, user: &User, id: i64) -> compute::ComputeTaskView {
     for _ in 0..200 {
         env.drive().await;
-        compute::watch_once(&env.pool, &env.dispatcher.fleet)
-            .await
-            .unwrap();
+        compute::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
         env.drive().await;
         let t = compute::compute_task(&env.pool, user, id).await.unwrap();
         if ["succeeded", "failed", "cancelled"].contains(&t.state.as_str()) {
@@ -33,15 +31,8 @@ async fn run_to_end(env: &Env, user: &User, id: i64) -> compute::ComputeTaskView
 }
 
 async fn leftovers(env: &Env) -> usize {
-    let instance = gantry_platform::machines::instance_id(&env.pool)
-        .await
-        .unwrap();
-    env.executor()
-        .await
-        .list_managed(&instance)
-        .await
-        .unwrap()
-        .len()
+    let instance = gantry_platform::machines::instance_id(&env.pool).await.unwrap();
+    env.executor().await.list_managed(&instance).await.unwrap().len()
 }
 
 gantry_testkit::timed_test! {

@@ -33,36 +33,19 @@ async fn seed(pool: &Pool, who: &User, n: usize) {
 }
 
 async fn window(pool: &Pool, who: &User, filter: ListFilter, page: i64) -> Window<ComputeTaskView> {
-    compute_window(pool, who, &filter, PageRequest { page, per_page: 50 })
-        .await
-        .unwrap()
+    compute_window(pool, who, &filter, PageRequest { page, per_page: 50 }).await.unwrap()
 }
 
 fn by(state: Option<&str>, user: Option<&str>, group: Option<&str>) -> ListFilter {
-    ListFilter {
-        state: state.map(Into::into),
-        user: user.map(Into::into),
-        group: group.map(Into::into),
-        kind: None,
-    }
+    ListFilter { state: state.map(Into::into), user: user.map(Into::into), group: group.map(Into::into), kind: None }
 }
 
 /// Every row newest first, by one of `people`, in `state` when given.
 fn assert_rows(w: &Window<ComputeTaskView>, people: &[&str], state: Option<&str>) {
     assert!(w.rows.windows(2).all(|p| p[0].id > p[1].id), "newest first");
     for t in &w.rows {
-        assert!(
-            people.contains(&t.requester.as_str()),
-            "task #{} of {} is not the viewer's to see here",
-            t.id,
-            t.requester
-        );
-        assert!(
-            state.is_none_or(|s| s == t.state),
-            "task #{} is {}",
-            t.id,
-            t.state
-        );
+        assert!(people.contains(&t.requester.as_str()), "task #{} of {} is not the viewer's to see here", t.id, t.requester);
+        assert!(state.is_none_or(|s| s == t.state), "task #{} is {}", t.id, t.state);
     }
 }
 

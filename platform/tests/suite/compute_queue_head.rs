@@ -39,9 +39,7 @@ fn state(id: i64) -> String {
 
 /// The next task of the group is placed and runs.
 async fn next_runs(env: &Env, alice: &User) {
-    let next = compute::submit(&env.pool, &env.admissions, alice, &job("fits"))
-        .await
-        .unwrap();
+    let next = compute::submit(&env.pool, &env.admissions, alice, &job("fits")).await.unwrap();
     assert_eq!(next.state, "scheduled", "{}", next.message);
     env.drive().await;
     assert!(env.text(&state(next.id)).await.starts_with("running"));
@@ -124,12 +122,7 @@ gantry_testkit::timed_test! {
 
 /// A mount of a version that does not exist: resolved, then deleted.
 fn deleted_mount() -> DatasetMount {
-    DatasetMount {
-        version_id: 987_654,
-        name: "corpus/v1".into(),
-        host_dir: "/nonexistent".into(),
-        target: "/datasets/corpus/v1".into(),
-    }
+    DatasetMount { version_id: 987_654, name: "corpus/v1".into(), host_dir: "/nonexistent".into(), target: "/datasets/corpus/v1".into() }
 }
 
 gantry_testkit::timed_test! {

@@ -131,20 +131,9 @@ gantry_testkit::timed_test! {
 /// A node `name` in region `local` with `count` GPUs of `model`, on a
 /// simulated engine of its own.
 async fn node_of(env: &Env, name: &str, count: u32, model: &str) {
-    let found = gpus::simulated(
-        name,
-        &SimulatedGpus {
-            count,
-            model: model.into(),
-            memory_mb: 98_304,
-        },
-    );
-    let id = common::register_simulated(&env.pool, name, &found)
-        .await
-        .unwrap();
-    env.dispatcher
-        .fleet
-        .insert(id, Executor::from(SimulatedExecutor::new()));
+    let found = gpus::simulated(name, &SimulatedGpus { count, model: model.into(), memory_mb: 98_304 });
+    let id = common::register_simulated(&env.pool, name, &found).await.unwrap();
+    env.dispatcher.fleet.insert(id, Executor::from(SimulatedExecutor::new()));
 }
 
 gantry_testkit::timed_test! {

@@ -31,92 +31,33 @@ pub(crate) async fn sim_compute_env() -> (Env, SimulatedExecutor, accounts::User
 }
 
 async fn second_node(env: &Env, name: &str, cpus: i64, arch: Arch) -> i64 {
-    let found = gpus::simulated(
-        name,
-        &SimulatedGpus {
-            count: 2,
-            model: "SIM-A100-80GB".into(),
-            memory_mb: 81_920,
-        },
-    );
+    let found = gpus::simulated(name, &SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
     let endpoint = format!("simulated://{name}");
     let registration = cluster::NodeRegistration {
-        name,
-        region_code: "local",
-        docker_endpoint: &endpoint,
-        volume_dir: "",
-        executor: "simulated",
-        cpu_count: cpus,
-        memory_mb: 1 << 20,
-        gpus: &found,
+        name, region_code: "local", docker_endpoint: &endpoint, volume_dir: "", executor: "simulated", cpu_count: cpus, memory_mb: 1 << 20, gpus: &found,
     };
-    let id = cluster::register_node(&env.pool, registration)
-        .await
-        .unwrap();
+    let id = cluster::register_node(&env.pool, registration).await.unwrap();
     cluster::set_node_arch(&env.pool, id, arch).await.unwrap();
-    env.dispatcher
-        .fleet
-        .insert(id, Executor::from(SimulatedExecutor::new()));
+    env.dispatcher.fleet.insert(id, Executor::from(SimulatedExecutor::new()));
     id
 }
 
 /// A running job whose container exited with 0 and whose machine's delete
 /// the watcher queued: (compute task, machine).
 async fn ended_job(env: &Env, sim: &SimulatedExecutor, alice: &accounts::User) -> (i64, i64) {
-    let t = compute::submit(
-        &env.pool,
-        &env.admissions,
-        alice,
-        &compute_job("train", Command::Argv(vec!["true".into()])),
-    )
-    .await
-    .unwrap();
+    let t = compute::submit(&env.pool, &env.admissions, alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
     env.drive().await;
-    assert_eq!(
-        env.text(&format!(
-            "SELECT state FROM compute_tasks WHERE id = {}",
-            t.id
-        ))
-        .await,
-        "running"
-    );
-    sim.simulate_exit(&sim.containers().pop().unwrap().id, 0)
-        .unwrap();
-    assert_eq!(
-        compute::watch_once(&env.pool, &env.dispatcher.fleet)
-            .await
-            .unwrap(),
-        1
-    );
-    (
-        t.id,
-        env.scalar(&format!(
-            "SELECT machine_id FROM compute_tasks WHERE id = {}",
-            t.id
-        ))
-        .await,
-    )
+    assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "running");
+    sim.simulate_exit(&sim.containers().pop().unwrap().id, 0).unwrap();
+    assert_eq!(compute::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap(), 1);
+    (t.id, env.scalar(&format!("SELECT machine_id FROM compute_tasks WHERE id = {}", t.id)).await)
 }
 
 /// The job ended well, its machine is gone and its GPU is back.
 async fn assert_job_released(env: &Env, sim: &SimulatedExecutor, task: i64, machine: i64) {
-    assert_eq!(
-        env.text(&format!(
-            "SELECT state FROM compute_tasks WHERE id = {task}"
-        ))
-        .await,
-        "succeeded"
-    );
-    assert_eq!(
-        env.text(&format!("SELECT state FROM machines WHERE id = {machine}"))
-            .await,
-        "deleted"
-    );
-    assert_eq!(
-        env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'")
-            .await,
-        0
-    );
+    assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {task}")).await, "succeeded");
+    assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {machine}")).await, "deleted");
+    assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
     assert!(sim.containers().is_empty());
     env.assert_quota_consistent().await;
 }

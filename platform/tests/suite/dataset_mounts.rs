@@ -8,35 +8,18 @@ use crate::{common, datasets_support::body};
 use gantry_core::{datasets::parse_mounts, task::TaskKind};
 use gantry_platform::{
     accounts,
-    datasets::{
-        self, mounts, store::DirStore, BeginUpload, DatasetError, Datasets, Limits, NewDataset,
-    },
+    datasets::{self, mounts, store::DirStore, BeginUpload, DatasetError, Datasets, Limits, NewDataset},
     machines::{self, OperationRequest},
 };
 use std::{collections::HashMap, sync::Arc};
 
 fn stores(env: &common::Env) -> Datasets {
     let root = env.dir.path().join("datasets");
-    Datasets::new(
-        Arc::new(DirStore::new(root.join("central"))),
-        HashMap::new(),
-        Some(root.join("regions")),
-        Limits::default(),
-    )
+    Datasets::new(Arc::new(DirStore::new(root.join("central"))), HashMap::new(), Some(root.join("regions")), Limits::default())
 }
 
 async fn operate(env: &common::Env, who: &accounts::User, machine_id: i64, kind: TaskKind) {
-    let task = machines::request_operation(
-        &env.pool,
-        who,
-        OperationRequest {
-            machine_id,
-            kind,
-            keep_volume: false,
-        },
-    )
-    .await
-    .unwrap();
+    let task = machines::request_operation(&env.pool, who, OperationRequest { machine_id, kind, keep_volume: false }).await.unwrap();
     env.drive().await;
     let (state, message) = crate::reclaim_common::task_outcome(&env.pool, task).await;
     assert_eq!(state, "succeeded", "{kind:?}: {message}");

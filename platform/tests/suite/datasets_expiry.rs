@@ -20,47 +20,21 @@ use std::sync::Arc;
 
 /// Begins a resumable upload of `data.len()` bytes into `version` and
 /// sends its first `sent` bytes before the connection breaks.
-async fn abandoned(
-    env: &Env,
-    version: &str,
-    name: &str,
-    data: &[u8],
-    sent: usize,
-) -> datasets::Upload {
-    let begin = BeginUpload {
-        code: "coco",
-        version,
-        name,
-        replace: false,
-        total: Some(data.len() as u64),
-        resumable: true,
-    };
-    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin)
-        .await
-        .unwrap();
-    let cut = datasets::write_upload(&env.pool, &upload, 0, cut_body(data, sent), None)
-        .await
-        .unwrap_err();
+async fn abandoned(env: &Env, version: &str, name: &str, data: &[u8], sent: usize) -> datasets::Upload {
+    let begin = BeginUpload { code: "coco", version, name, replace: false, total: Some(data.len() as u64), resumable: true };
+    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+    let cut = datasets::write_upload(&env.pool, &upload, 0, cut_body(data, sent), None).await.unwrap_err();
     assert_eq!(cut.status(), 400, "a cut body: {cut}");
     upload
 }
 
 async fn reserved(env: &Env) -> u64 {
-    let groups = quotas::overview(&env.pool, env.stores.limits().default_quota_bytes)
-        .await
-        .unwrap();
-    groups
-        .iter()
-        .find(|g| g.group == "ml")
-        .unwrap()
-        .reserved_bytes
+    let groups = quotas::overview(&env.pool, env.stores.limits().default_quota_bytes).await.unwrap();
+    groups.iter().find(|g| g.group == "ml").unwrap().reserved_bytes
 }
 
 fn temps(env: &Env) -> Vec<Vec<String>> {
-    [env.central_root.clone(), env.region_dir()]
-        .iter()
-        .map(|root| files_under(&root.join(".gantry-tmp")))
-        .collect()
+    [env.central_root.clone(), env.region_dir()].iter().map(|root| files_under(&root.join(".gantry-tmp"))).collect()
 }
 
 gantry_testkit::timed_test! {

@@ -27,17 +27,8 @@ struct Juicefs {
 }
 
 fn script(args: &[&str]) {
-    let out = Command::new("bash")
-        .arg(SCRIPT)
-        .args(args)
-        .output()
-        .expect("run scripts/juicefs.sh");
-    assert!(
-        out.status.success(),
-        "scripts/juicefs.sh {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new("bash").arg(SCRIPT).args(args).output().expect("run scripts/juicefs.sh");
+    assert!(out.status.success(), "scripts/juicefs.sh {args:?} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
 
 impl Juicefs {
@@ -46,23 +37,10 @@ impl Juicefs {
         let dir = tempfile::tempdir().unwrap();
         let meta = dir.path().join("volume");
         let mnt = dir.path().join("mnt");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let jfs = Juicefs {
-            _dir: dir,
-            meta,
-            mnt,
-            port,
-        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let jfs = Juicefs { _dir: dir, meta, mnt, port };
         script(&["format", jfs.meta.to_str().unwrap()]);
-        script(&[
-            "mount",
-            jfs.meta.to_str().unwrap(),
-            jfs.mnt.to_str().unwrap(),
-        ]);
+        script(&["mount", jfs.meta.to_str().unwrap(), jfs.mnt.to_str().unwrap()]);
         script(&["gateway", jfs.meta.to_str().unwrap(), &port.to_string()]);
         jfs
     }
@@ -81,14 +59,7 @@ impl Juicefs {
 
 impl Drop for Juicefs {
     fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(SCRIPT)
-            .args([
-                "stop",
-                self.meta.to_str().unwrap(),
-                self.mnt.to_str().unwrap(),
-            ])
-            .status();
+        let _ = Command::new("bash").arg(SCRIPT).args(["stop", self.meta.to_str().unwrap(), self.mnt.to_str().unwrap()]).status();
     }
 }
 

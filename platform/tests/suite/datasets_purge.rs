@@ -19,48 +19,24 @@ async fn with_stuck_region() -> (tempfile::TempDir, Arc<Hooked>, Env) {
     let scratch = tempfile::tempdir().unwrap();
     let region = Arc::new(Hooked::new("stuck test store", scratch.path()));
     let env = env_with(None, Some(region.clone())).await;
-    assert!(matches!(
-        env.put("old.txt", b"a file of the deleted version")
-            .await
-            .unwrap(),
-        UploadState::Done(_)
-    ));
+    assert!(matches!(env.put("old.txt", b"a file of the deleted version").await.unwrap(), UploadState::Done(_)));
     (scratch, region, env)
 }
 
 /// The name is free again and the new version holds only its own file.
 async fn v1_made_anew(env: &Env, region_root: &std::path::Path) {
-    datasets::create_version(&env.pool, &env.alice, "coco", "v1")
-        .await
-        .unwrap();
-    let (_, _, listed) = datasets::files(&env.pool, &env.alice, "coco", "v1")
-        .await
-        .unwrap();
+    datasets::create_version(&env.pool, &env.alice, "coco", "v1").await.unwrap();
+    let (_, _, listed) = datasets::files(&env.pool, &env.alice, "coco", "v1").await.unwrap();
     assert!(listed.is_empty(), "{listed:?}");
-    assert!(matches!(
-        env.put("new.txt", b"a file of the new version")
-            .await
-            .unwrap(),
-        UploadState::Done(_)
-    ));
+    assert!(matches!(env.put("new.txt", b"a file of the new version").await.unwrap(), UploadState::Done(_)));
     for root in [env.central_root.as_path(), region_root] {
-        assert_eq!(
-            files_under(root),
-            vec!["coco/v1/images/new.txt".to_string()],
-            "in {}",
-            root.display()
-        );
+        assert_eq!(files_under(root), vec!["coco/v1/images/new.txt".to_string()], "in {}", root.display());
     }
 }
 
 fn refused_while_removing(e: datasets::DatasetError) {
     assert_eq!(e.status(), 409, "{e}");
-    assert!(
-        e.to_string().contains(
-            "the earlier version v1 of dataset coco are still being removed; try again shortly"
-        ),
-        "{e}"
-    );
+    assert!(e.to_string().contains("the earlier version v1 of dataset coco are still being removed; try again shortly"), "{e}");
 }
 
 gantry_testkit::timed_test! {

@@ -9,14 +9,7 @@ use gantry_platform::datasets::{self, BeginUpload, DatasetError, UploadState};
 use std::{path::Path, sync::Arc};
 
 async fn replace(env: &Env, name: &str, data: &[u8]) -> Result<UploadState, DatasetError> {
-    let begin = BeginUpload {
-        code: "coco",
-        version: "v1",
-        name,
-        replace: true,
-        total: Some(data.len() as u64),
-        resumable: false,
-    };
+    let begin = BeginUpload { code: "coco", version: "v1", name, replace: true, total: Some(data.len() as u64), resumable: false };
     let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await?;
     datasets::write_upload(&env.pool, &upload, 0, body(data.to_vec(), 4), None).await
 }
@@ -24,22 +17,10 @@ async fn replace(env: &Env, name: &str, data: &[u8]) -> Result<UploadState, Data
 /// The listed file is `data` in both stores and in its row, and nothing else is anywhere.
 async fn still_listed(env: &Env, region_root: &Path, data: &[u8]) {
     for root in [env.central_root.as_path(), region_root] {
-        assert_eq!(
-            files_under(root),
-            vec!["coco/v1/images/a.txt".to_string()],
-            "nothing else in {}",
-            root.display()
-        );
-        assert_eq!(
-            std::fs::read(root.join("coco/v1/images/a.txt")).unwrap(),
-            data,
-            "{}",
-            root.display()
-        );
+        assert_eq!(files_under(root), vec!["coco/v1/images/a.txt".to_string()], "nothing else in {}", root.display());
+        assert_eq!(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap(), data, "{}", root.display());
     }
-    let (_, file) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt")
-        .await
-        .unwrap();
+    let (_, file) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
     assert_eq!((file.size as usize, file.sha256), (data.len(), sha(data)));
     assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
 }

@@ -16,11 +16,7 @@ const MIB: usize = 1 << 20;
 
 /// A request body the test feeds chunk by chunk; `reading` fires when the
 /// upload first asks it for bytes (it holds the upload's writer lease then).
-fn fed_body() -> (
-    mpsc::Sender<io::Result<Bytes>>,
-    impl Stream<Item = io::Result<Bytes>> + Unpin + Send,
-    oneshot::Receiver<()>,
-) {
+fn fed_body() -> (mpsc::Sender<io::Result<Bytes>>, impl Stream<Item = io::Result<Bytes>> + Unpin + Send, oneshot::Receiver<()>) {
     let (tx, rx) = mpsc::channel(4);
     let (began, reading) = oneshot::channel();
     let body = stream::unfold((rx, Some(began)), |(mut rx, mut began)| async move {
@@ -34,23 +30,9 @@ fn fed_body() -> (
 
 /// Begins a 2 MiB upload of `big.bin` and starts writing it; its first
 /// MiB is sent and the writer is reading its body when this returns.
-async fn writing_big(
-    env: &Arc<Env>,
-) -> (
-    mpsc::Sender<io::Result<Bytes>>,
-    tokio::task::JoinHandle<Result<UploadState, DatasetError>>,
-) {
-    let begin = BeginUpload {
-        code: "coco",
-        version: "v1",
-        name: "big.bin",
-        replace: false,
-        total: Some(2 * MIB as u64),
-        resumable: false,
-    };
-    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin)
-        .await
-        .unwrap();
+async fn writing_big(env: &Arc<Env>) -> (mpsc::Sender<io::Result<Bytes>>, tokio::task::JoinHandle<Result<UploadState, DatasetError>>) {
+    let begin = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(2 * MIB as u64), resumable: false };
+    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
     let (tx, body, reading) = fed_body();
     let writer = tokio::spawn({
         let env = env.clone();
@@ -63,10 +45,7 @@ async fn writing_big(
 
 fn assert_left_nothing(env: &Env, refused: &DatasetError) {
     assert_eq!(refused.status(), 409, "{refused}");
-    assert_eq!(
-        refused.to_string(),
-        "version v1 of coco was deleted while big.bin was uploading; nothing was kept"
-    );
+    assert_eq!(refused.to_string(), "version v1 of coco was deleted while big.bin was uploading; nothing was kept");
     assert_eq!(files_under(&env.central_root), Vec::<String>::new());
     assert_eq!(files_under(&env.region_dir()), Vec::<String>::new());
 }

@@ -155,65 +155,25 @@ gantry_testkit::timed_test! {
 /// panics) after the central copy moved into place and before the region's
 /// did: the central store holds the new, unlisted bytes.
 async fn resumable_replace_died_between_its_moves(env: &Env, region: &Hooked) {
-    assert!(matches!(
-        env.put("a.txt", b"the old file").await.unwrap(),
-        UploadState::Done(_)
-    ));
-    region
-        .on_rename
-        .once(|_| Box::pin(async { panic!("the process dies here") }));
-    let begin = BeginUpload {
-        code: "coco",
-        version: "v1",
-        name: "a.txt",
-        replace: true,
-        total: Some(12),
-        resumable: true,
-    };
-    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin)
-        .await
-        .unwrap();
-    assert!(datasets::write_upload(
-        &env.pool,
-        &upload,
-        0,
-        body(b"the new file".to_vec(), 4),
-        None
-    )
-    .await
-    .is_err());
-    assert_eq!(
-        std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(),
-        b"the new file",
-        "the crash point: central moved"
-    );
+    assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
+    region.on_rename.once(|_| Box::pin(async { panic!("the process dies here") }));
+    let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: true };
+    let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
+    assert!(datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.is_err());
+    assert_eq!(std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(), b"the new file", "the crash point: central moved");
     // A dead process's writer lease lapses (see the test above).
-    sqlx::query("UPDATE dataset_uploads SET writer_expires = 0")
-        .execute(&env.pool)
-        .await
-        .unwrap();
+    sqlx::query("UPDATE dataset_uploads SET writer_expires = 0").execute(&env.pool).await.unwrap();
 }
 
 /// Both stores hold the listed old file, and nothing is kept aside.
 async fn both_stores_hold_the_old_file(env: &Env, region_root: &std::path::Path) {
-    let (_, listed) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt")
-        .await
-        .unwrap();
+    let (_, listed) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
     assert_eq!(listed.sha256, sha(b"the old file"));
     for root in [env.central_root.clone(), region_root.to_path_buf()] {
-        let held =
-            String::from_utf8(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap()).unwrap();
+        let held = String::from_utf8(std::fs::read(root.join("coco/v1/images/a.txt")).unwrap()).unwrap();
         assert_eq!(held, "the old file", "{}", root.display());
-        let aside: Vec<String> = files_under(&root)
-            .into_iter()
-            .filter(|f| f.ends_with(".old"))
-            .collect();
-        assert_eq!(
-            aside,
-            Vec::<String>::new(),
-            "kept aside in {}",
-            root.display()
-        );
+        let aside: Vec<String> = files_under(&root).into_iter().filter(|f| f.ends_with(".old")).collect();
+        assert_eq!(aside, Vec::<String>::new(), "kept aside in {}", root.display());
     }
 }
 

@@ -17,10 +17,7 @@ async fn write_lock_held(probe: &mut SqliteConnection) -> bool {
             false
         }
         Err(e) => {
-            assert!(
-                e.to_string().contains("locked"),
-                "the probe failed otherwise: {e}"
-            );
+            assert!(e.to_string().contains("locked"), "the probe failed otherwise: {e}");
             true
         }
     }

@@ -28,11 +28,7 @@ async fn serve(mut sock: TcpStream) {
             }
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
+        let length: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
         while buf.len() < head_end + length {
             let mut chunk = [0u8; 4096];
             match sock.read(&mut chunk).await {

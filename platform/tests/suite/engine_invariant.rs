@@ -26,50 +26,22 @@ use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create {
-        gpus: u32,
-    },
-    Operate {
-        machine: usize,
-        kind: TaskKind,
-        keep: bool,
-    },
-    Cancel {
-        task: usize,
-    },
-    Fault {
-        op: &'static str,
-        retryable: bool,
-    },
-    Engine {
-        up: bool,
-    },
-    Exit {
-        machine: usize,
-    },
+    Create { gpus: u32 },
+    Operate { machine: usize, kind: TaskKind, keep: bool },
+    Cancel { task: usize },
+    Fault { op: &'static str, retryable: bool },
+    Engine { up: bool },
+    Exit { machine: usize },
     Drive,
     /// Run due tasks with the process "dying" at checkpoint `at`, then a
     /// new process resumes them after the lease expires.
-    Crash {
-        at: usize,
-    },
+    Crash { at: usize },
     Reconcile,
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let kinds = prop_oneof![
-        Just(TaskKind::Restart),
-        Just(TaskKind::Reinstall),
-        Just(TaskKind::Delete)
-    ];
-    let ops = prop_oneof![
-        Just("ensure_volume"),
-        Just("create_container"),
-        Just("start_container"),
-        Just("restart_container"),
-        Just("remove_container"),
-        Just("remove_volume")
-    ];
+    let kinds = prop_oneof![Just(TaskKind::Restart), Just(TaskKind::Reinstall), Just(TaskKind::Delete)];
+    let ops = prop_oneof![Just("ensure_volume"), Just("create_container"), Just("start_container"), Just("restart_container"), Just("remove_container"), Just("remove_volume")];
     prop_oneof![
         3 => (1u32..=2).prop_map(|gpus| Op::Create { gpus }),
         3 => (0usize..6, kinds, any::<bool>()).prop_map(|(machine, kind, keep)| Op::Operate { machine, kind, keep }),
@@ -116,81 +88,39 @@ async fn run_case(ops: Vec<Op>) {
         env.assert_quota_consistent().await;
         crate::list_counts::assert_counts_agree(&env.pool, &format!("{op:?}")).await;
         if engine_up {
-            let mut report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet)
-                .await
-                .unwrap();
+            let mut report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
             if !report.not_collected.is_empty() {
                 // An injected fault hit the collector (the engine refused a
                 // removal); like a real refusal, the next pass tries again.
-                report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet)
-                    .await
-                    .unwrap();
-                assert!(
-                    report.not_collected.is_empty(),
-                    "after {op:?}: the collector's second pass could not remove {:?}",
-                    report.not_collected
-                );
+                report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+                assert!(report.not_collected.is_empty(), "after {op:?}: the collector's second pass could not remove {:?}", report.not_collected);
             }
             assert_containers_hold_their_gpus(&env, &sim, &op).await;
         }
     }
 }
 
-async fn apply(
-    env: &Env,
-    sim: &SimulatedExecutor,
-    alice: &User,
-    step: usize,
-    op: &Op,
-    engine_up: &mut bool,
-) {
-    let live: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM machines WHERE state NOT IN ('deleted') ORDER BY id")
-            .fetch_all(&env.pool)
-            .await
-            .unwrap();
+async fn apply(env: &Env, sim: &SimulatedExecutor, alice: &User, step: usize, op: &Op, engine_up: &mut bool) {
+    let live: Vec<i64> = sqlx::query_scalar("SELECT id FROM machines WHERE state NOT IN ('deleted') ORDER BY id").fetch_all(&env.pool).await.unwrap();
     let pick = |i: usize| (!live.is_empty()).then(|| live[i % live.len()]);
     match op {
         Op::Create { gpus } => {
-            let _ = env
-                .admissions
-                .create(env.create(alice, &format!("m{step}"), *gpus))
-                .await;
+            let _ = env.admissions.create(env.create(alice, &format!("m{step}"), *gpus)).await;
         }
-        Op::Operate {
-            machine,
-            kind,
-            keep,
-        } => {
+        Op::Operate { machine, kind, keep } => {
             if let Some(machine_id) = pick(*machine) {
                 // Refusals (busy, wrong state, GPUs gone) are part of the game.
-                let _ = machines::request_operation(
-                    &env.pool,
-                    alice,
-                    OperationRequest {
-                        machine_id,
-                        kind: *kind,
-                        keep_volume: *keep,
-                    },
-                )
-                .await;
+                let _ = machines::request_operation(&env.pool, alice, OperationRequest { machine_id, kind: *kind, keep_volume: *keep }).await;
             }
         }
         Op::Cancel { task } => {
-            let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM tasks ORDER BY id")
-                .fetch_all(&env.pool)
-                .await
-                .unwrap();
+            let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM tasks ORDER BY id").fetch_all(&env.pool).await.unwrap();
             if !ids.is_empty() {
                 let _ = transitions::task::cancel(&env.pool, alice, ids[task % ids.len()]).await;
             }
         }
         Op::Fault { op, retryable } => {
-            let e = if *retryable {
-                ExecError::Unavailable("injected outage".into())
-            } else {
-                ExecError::Failed("injected failure".into())
-            };
+            let e = if *retryable { ExecError::Unavailable("injected outage".into()) } else { ExecError::Failed("injected failure".into()) };
             sim.fail_next(op, e);
         }
         Op::Engine { up } => {
@@ -205,26 +135,18 @@ async fn apply(
             }
         }
         Op::Drive => {
-            sqlx::query("UPDATE tasks SET not_before = 0")
-                .execute(&env.pool)
-                .await
-                .unwrap();
+            sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
             env.drive().await;
         }
         Op::Crash { at } => {
-            sqlx::query("UPDATE tasks SET not_before = 0")
-                .execute(&env.pool)
-                .await
-                .unwrap();
+            sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
             env.drive_dying_at(*at).await;
             // The process is gone; its leases run out and a new one resumes.
             env.expire_all_leases().await;
             env.drive().await;
         }
         Op::Reconcile => {
-            let _ = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet)
-                .await
-                .unwrap();
+            let _ = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
         }
     }
 }
@@ -264,25 +186,14 @@ fn a_container_the_engine_refused_to_collect_goes_on_the_next_pass() {
         Drive,
         Create { gpus: 1 },
         Engine { up: false },
-        Operate {
-            machine: 2,
-            kind: TaskKind::Delete,
-            keep: false,
-        },
+        Operate { machine: 2, kind: TaskKind::Delete, keep: false },
         Drive,
         Drive,
         Drive,
         Drive,
-        Fault {
-            op: "remove_container",
-            retryable: false,
-        },
+        Fault { op: "remove_container", retryable: false },
         Drive,
         Engine { up: true },
     ];
-    gantry_testkit::run(
-        "a_container_the_engine_refused_to_collect_goes_on_the_next_pass",
-        gantry_testkit::DEFAULT_LIMIT,
-        move || run_case(ops),
-    );
+    gantry_testkit::run("a_container_the_engine_refused_to_collect_goes_on_the_next_pass", gantry_testkit::DEFAULT_LIMIT, move || run_case(ops));
 }

@@ -17,19 +17,8 @@ const MOUNT_FAILED: &str = "start container 4f2a failed (HTTP 500): error while 
 
 /// Nothing of the engine's text: no address, socket or host path.
 fn assert_private(text: &str) {
-    for secret in [
-        "tcp://",
-        "10.1.2.3",
-        "2376",
-        "/var/",
-        "/dev/",
-        "engine.sock",
-        "os error",
-    ] {
-        assert!(
-            !text.contains(secret),
-            "{secret:?} reached the user: {text}"
-        );
+    for secret in ["tcp://", "10.1.2.3", "2376", "/var/", "/dev/", "engine.sock", "os error"] {
+        assert!(!text.contains(secret), "{secret:?} reached the user: {text}");
     }
 }
 
@@ -42,14 +31,8 @@ async fn sim_env() -> (Env, SimulatedExecutor) {
 
 /// The task's and the machine's messages, as the owner's pages show them.
 async fn messages(env: &Env, task: i64, machine: i64) -> (String, String) {
-    let task = env
-        .text(&format!("SELECT message FROM tasks WHERE id = {task}"))
-        .await;
-    let machine = env
-        .text(&format!(
-            "SELECT message FROM machines WHERE id = {machine}"
-        ))
-        .await;
+    let task = env.text(&format!("SELECT message FROM tasks WHERE id = {task}")).await;
+    let machine = env.text(&format!("SELECT message FROM machines WHERE id = {machine}")).await;
     (task, machine)
 }
 

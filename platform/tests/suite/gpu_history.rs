@@ -27,28 +27,18 @@ use std::borrow::Cow;
 const T0: i64 = 1_700_002_800_000;
 
 fn card(index: u32, uuid: &str) -> DiscoveredGpu {
-    DiscoveredGpu {
-        index,
-        uuid: uuid.into(),
-        model: "SIM-A100".into(),
-        memory_mb: 81_920,
-        simulated: true,
-    }
+    DiscoveredGpu { index, uuid: uuid.into(), model: "SIM-A100".into(), memory_mb: 81_920, simulated: true }
 }
 
 async fn register(pool: &db::Pool, name: &str, found: &[DiscoveredGpu]) -> i64 {
-    crate::common::register_simulated(pool, name, found)
-        .await
-        .unwrap()
+    crate::common::register_simulated(pool, name, found).await.unwrap()
 }
 
 /// Ten minutes of samples of every GPU, rolled up: history at every
 /// resolution the charts read (raw, minutes, hours).
 async fn history(f: &Fixture) -> i64 {
     for step in 0..60 {
-        telemetry::sample_once(&f.pool, T0 + step * 10_000)
-            .await
-            .unwrap();
+        telemetry::sample_once(&f.pool, T0 + step * 10_000).await.unwrap();
     }
     let now = T0 + 10 * 60_000;
     rollup::roll_up_range(&f.pool, T0, now).await.unwrap();
@@ -58,17 +48,10 @@ async fn history(f: &Fixture) -> i64 {
 /// Every chart range of the node: no GPU of it may show a single point.
 async fn assert_node_has_no_history(f: &Fixture, node_id: i64, now: i64) {
     for range in ChartRange::ALL {
-        let chart = query::chart(&f.pool, query::Scope::Node(node_id), range, now)
-            .await
-            .unwrap();
+        let chart = query::chart(&f.pool, query::Scope::Node(node_id), range, now).await.unwrap();
         assert!(!chart.series.is_empty(), "the node's GPUs are charted");
         for s in &chart.series {
-            assert!(
-                s.points.is_empty(),
-                "new GPU #{} shows {} point(s) of another GPU's history ({range:?})",
-                s.gpu_id,
-                s.points.len()
-            );
+            assert!(s.points.is_empty(), "new GPU #{} shows {} point(s) of another GPU's history ({range:?})", s.gpu_id, s.points.len());
         }
     }
 }
@@ -109,12 +92,7 @@ gantry_testkit::timed_test! {
 }
 
 async fn ids_at_0017(pool: &db::Pool) -> Vec<(i64, i64, i64, String, String, i64, i64)> {
-    sqlx::query_as(
-        "SELECT id, node_id, idx, uuid, model, memory_mb, simulated FROM gpus ORDER BY id",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
+    sqlx::query_as("SELECT id, node_id, idx, uuid, model, memory_mb, simulated FROM gpus ORDER BY id").fetch_all(pool).await.unwrap()
 }
 
 gantry_testkit::timed_test! {

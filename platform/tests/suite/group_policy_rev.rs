@@ -15,27 +15,18 @@ use gantry_platform::{
 };
 
 async fn ml(env: &Env) -> accounts::Group {
-    let id = env
-        .scalar("SELECT id FROM groups WHERE name = 'ml-team'")
-        .await;
+    let id = env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await;
     accounts::group_by_id(&env.pool, id).await.unwrap()
 }
 
 /// (GPU quota, snapshot quota, allowed region codes, policy_rev) as stored.
 async fn stored(env: &Env, g: i64) -> (i64, i64, Vec<String>, i64) {
-    let (quota, snapshots, rev) =
-        sqlx::query_as("SELECT gpu_quota, snapshot_quota, policy_rev FROM groups WHERE id = ?")
-            .bind(g)
-            .fetch_one(&env.pool)
-            .await
-            .unwrap();
-    let regions = policy_access::group_access(&env.pool, g)
+    let (quota, snapshots, rev) = sqlx::query_as("SELECT gpu_quota, snapshot_quota, policy_rev FROM groups WHERE id = ?")
+        .bind(g)
+        .fetch_one(&env.pool)
         .await
-        .unwrap()
-        .regions
-        .into_iter()
-        .map(|(_, c)| c)
-        .collect();
+        .unwrap();
+    let regions = policy_access::group_access(&env.pool, g).await.unwrap().regions.into_iter().map(|(_, c)| c).collect();
     (quota, snapshots, regions, rev)
 }
 

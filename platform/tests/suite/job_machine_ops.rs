@@ -4,8 +4,8 @@
 //! reinstall "succeeded" having done nothing). So neither is accepted for
 //! it — an admin's request included — and the refusal says what to do.
 
-use crate::common;
 use crate::compute_sim::sim_compute_env;
+use crate::common;
 
 use common::compute_job;
 use gantry_core::task::TaskKind;
@@ -16,11 +16,7 @@ use gantry_platform::{
 };
 
 fn op(machine_id: i64, kind: TaskKind) -> OperationRequest {
-    OperationRequest {
-        machine_id,
-        kind,
-        keep_volume: false,
-    }
+    OperationRequest { machine_id, kind, keep_volume: false }
 }
 
 gantry_testkit::timed_test! {

@@ -29,10 +29,7 @@ pub async fn assert_counts_agree(pool: &Pool, after: &str) {
     for (kept, counted) in pairs {
         let kept: Counted = sqlx::query_as(kept).fetch_all(pool).await.unwrap();
         let counted: Counted = sqlx::query_as(counted).fetch_all(pool).await.unwrap();
-        assert_eq!(
-            kept, counted,
-            "after {after}: the count table disagrees with the rows"
-        );
+        assert_eq!(kept, counted, "after {after}: the count table disagrees with the rows");
     }
 }
 

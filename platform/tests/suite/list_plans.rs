@@ -18,22 +18,11 @@ type PlanRow = (i64, i64, i64, String);
 
 async fn plan(pool: &Pool, sql: &str, binds: (i64, &ListFilter)) -> Vec<String> {
     let (visibility, f) = binds;
-    let mut q = sqlx::query_as::<_, PlanRow>(sql)
-        .bind(visibility)
-        .bind(&f.user)
-        .bind(&f.group);
+    let mut q = sqlx::query_as::<_, PlanRow>(sql).bind(visibility).bind(&f.user).bind(&f.group);
     if sql.contains("?7") {
         q = q.bind(&f.kind);
     }
-    q.bind(&f.state)
-        .bind(50_i64)
-        .bind(0_i64)
-        .fetch_all(pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| r.3)
-        .collect()
+    q.bind(&f.state).bind(50_i64).bind(0_i64).fetch_all(pool).await.unwrap().into_iter().map(|r| r.3).collect()
 }
 
 fn filters(with_kind: bool) -> Vec<ListFilter> {
@@ -43,51 +32,29 @@ fn filters(with_kind: bool) -> Vec<ListFilter> {
             continue;
         }
         let set = |bit: u8, v: &str| (bits & bit != 0).then(|| v.to_string());
-        out.push(ListFilter {
-            state: set(1, "running"),
-            user: set(2, "ann"),
-            group: set(4, "g1"),
-            kind: set(8, "create"),
-        });
+        out.push(ListFilter { state: set(1, "running"), user: set(2, "ann"), group: set(4, "g1"), kind: set(8, "create") });
     }
     out
 }
 
 fn check(who: &User, f: &ListFilter, table: &str, steps: &[String]) {
-    let narrowed = !who.role.is_admin()
-        || f.state.is_some()
-        || f.user.is_some()
-        || f.group.is_some()
-        || f.kind.is_some();
+    let narrowed = !who.role.is_admin() || f.state.is_some() || f.user.is_some() || f.group.is_some() || f.kind.is_some();
     let context = format!("{table} window for {} with {f:?}: {steps:?}", who.username);
-    assert!(
-        !steps.iter().any(|s| s.contains("TEMP B-TREE")),
-        "sorts every matching row: {context}"
-    );
+    assert!(!steps.iter().any(|s| s.contains("TEMP B-TREE")), "sorts every matching row: {context}");
     if narrowed {
-        assert!(
-            !steps.iter().any(|s| s == &format!("SCAN {}", &table[..1])),
-            "reads the whole table: {context}"
-        );
+        assert!(!steps.iter().any(|s| s == &format!("SCAN {}", &table[..1])), "reads the whole table: {context}");
     }
 }
 
 /// A fresh database with an admin (`root`) and a member (`ann`) of `g1`.
 async fn admin_and_member() -> (tempfile::TempDir, Pool, Vec<User>) {
     let dir = tempfile::tempdir().unwrap();
-    let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     gantry_platform::db::migrate(&pool).await.unwrap();
     accounts::create_group(&pool, None, "g1", 8).await.unwrap();
     let mut people = Vec::new();
     for (name, role) in [("root", Role::Admin), ("ann", Role::User)] {
-        let new = accounts::NewUser {
-            username: name,
-            password: "password-123",
-            role,
-            group: Some("g1"),
-        };
+        let new = accounts::NewUser { username: name, password: "password-123", role, group: Some("g1") };
         people.push(accounts::create_user(&pool, None, new).await.unwrap());
     }
     (dir, pool, people)

@@ -16,11 +16,7 @@ use gantry_platform::{
 };
 
 fn op(machine_id: i64, kind: TaskKind, keep_volume: bool) -> OperationRequest {
-    OperationRequest {
-        machine_id,
-        kind,
-        keep_volume,
-    }
+    OperationRequest { machine_id, kind, keep_volume }
 }
 
 gantry_testkit::timed_test! {

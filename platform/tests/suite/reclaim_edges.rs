@@ -86,42 +86,21 @@ gantry_testkit::timed_test! {
 
 /// A machine of `who`'s, made, found idle and reclaimed.
 async fn reclaimed(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> i64 {
-    let m = env
-        .admissions
-        .create(env.create(who, name, 1))
-        .await
-        .unwrap()
-        .machine_id;
+    let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
     let t = now();
-    assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle")
-        .await
-        .unwrap());
-    transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim")
-        .await
-        .unwrap()
-        .expect("queued");
+    assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+    transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
     env.drive().await;
     assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
     m
 }
 
 /// A ready user snapshot of a new running machine `name`: (machine, snapshot).
-async fn snapshotted(
-    env: &common::Env,
-    who: &gantry_platform::accounts::User,
-    name: &str,
-) -> (i64, i64) {
-    let m = env
-        .admissions
-        .create(env.create(who, name, 1))
-        .await
-        .unwrap()
-        .machine_id;
+async fn snapshotted(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> (i64, i64) {
+    let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
-    let (snapshot, task) = gantry_platform::snapshots::request(&env.pool, who, m, "base")
-        .await
-        .unwrap();
+    let (snapshot, task) = gantry_platform::snapshots::request(&env.pool, who, m, "base").await.unwrap();
     env.drive().await;
     assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
     (m, snapshot)
@@ -234,27 +213,10 @@ async fn restore_seen_failed(env: &common::Env, m: i64) -> transitions::Lease {
     let claimed = dispatch::claim(&env.pool, &runner, 16).await.unwrap();
     assert_eq!(claimed.len(), 1);
     let lease = claimed[0].lease.clone();
-    run::begin(&env.pool, &lease, TaskKind::Restore, m)
-        .await
-        .unwrap();
-    run::observed(
-        &env.pool,
-        &lease,
-        m,
-        MachineState::Failed,
-        None,
-        "container not found",
-    )
-    .await
-    .unwrap();
+    run::begin(&env.pool, &lease, TaskKind::Restore, m).await.unwrap();
+    run::observed(&env.pool, &lease, m, MachineState::Failed, None, "container not found").await.unwrap();
     assert_eq!(machine_state(&env.pool, m).await.0, "failed");
-    assert_eq!(
-        env.scalar(&format!(
-            "SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {m}"
-        ))
-        .await,
-        1
-    );
+    assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {m}")).await, 1);
     lease
 }
 

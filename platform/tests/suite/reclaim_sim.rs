@@ -16,10 +16,7 @@ use gantry_platform::{
 use reclaim_common::*;
 
 async fn gpu_of(env: &common::Env, machine: i64) -> i64 {
-    env.scalar(&format!(
-        "SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}"
-    ))
-    .await
+    env.scalar(&format!("SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}")).await
 }
 
 gantry_testkit::timed_test! {

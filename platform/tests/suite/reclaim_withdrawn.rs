@@ -7,57 +7,35 @@
 
 use crate::{common, reclaim_common};
 
-use gantry_core::task::TaskKind;
 use gantry_platform::{
     dispatch,
     executor::{ExecError, Executor, SimulatedExecutor},
     machines::{self, OperationRequest},
     now, reclaim, transitions, PlatformError,
 };
+use gantry_core::task::TaskKind;
 use reclaim_common::*;
 use std::sync::Arc;
 
 /// Running machines of `who`'s, each warned with a passed deadline and
 /// its reclaim queued (not claimed): (machine, reclaim task) each.
-async fn queued(
-    env: &common::Env,
-    who: &gantry_platform::accounts::User,
-    names: &[&str],
-) -> Vec<(i64, i64)> {
+async fn queued(env: &common::Env, who: &gantry_platform::accounts::User, names: &[&str]) -> Vec<(i64, i64)> {
     let mut made = Vec::new();
     for name in names {
-        made.push(
-            env.admissions
-                .create(env.create(who, name, 1))
-                .await
-                .unwrap()
-                .machine_id,
-        );
+        made.push(env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id);
     }
     env.drive().await;
     let t = now();
     let mut out = Vec::new();
     for m in made {
-        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle")
-            .await
-            .unwrap());
-        out.push((
-            m,
-            transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim")
-                .await
-                .unwrap()
-                .expect("queued"),
-        ));
+        assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+        out.push((m, transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued")));
     }
     out
 }
 
 async fn deadline(env: &common::Env, m: i64) -> Option<i64> {
-    sqlx::query_scalar("SELECT reclaim_deadline FROM machines WHERE id = ?")
-        .bind(m)
-        .fetch_one(&env.pool)
-        .await
-        .unwrap()
+    sqlx::query_scalar("SELECT reclaim_deadline FROM machines WHERE id = ?").bind(m).fetch_one(&env.pool).await.unwrap()
 }
 
 async fn snapshot_state(env: &common::Env, task: i64) -> String {
@@ -68,17 +46,8 @@ async fn snapshot_state(env: &common::Env, task: i64) -> String {
 async fn untouched(env: &common::Env, sim: &SimulatedExecutor, m: i64) {
     let (state, message) = machine_state(&env.pool, m).await;
     assert_eq!(state, "running", "{message}");
-    assert_eq!(
-        env.scalar(&format!(
-            "SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {m}"
-        ))
-        .await,
-        1
-    );
-    assert!(
-        sim.containers().iter().any(|c| c.machine_id == m),
-        "its container is still there"
-    );
+    assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {m}")).await, 1);
+    assert!(sim.containers().iter().any(|c| c.machine_id == m), "its container is still there");
     env.assert_quota_consistent().await;
 }
 

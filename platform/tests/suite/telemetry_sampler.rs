@@ -3,9 +3,7 @@
 
 use crate::telemetry_common;
 
-use gantry_core::telemetry::{
-    simulate, view::HeatCell, ChartRange, SimPattern, HOUR_MS, MINUTE_MS,
-};
+use gantry_core::telemetry::{simulate, view::HeatCell, ChartRange, SimPattern, HOUR_MS, MINUTE_MS};
 use gantry_platform::telemetry::{self, overview, query, rollup, store};
 
 const T0: i64 = 1_700_002_800_000;

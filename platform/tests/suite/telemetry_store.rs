@@ -12,21 +12,14 @@ use std::collections::BTreeMap;
 
 async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
     let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     (dir, pool)
 }
 
 /// Raw samples stored, settled and recent.
 async fn raw_count(pool: &db::Pool) -> i64 {
-    sqlx::query_scalar(
-        "SELECT (SELECT COUNT(*) FROM gpu_samples) + (SELECT COUNT(*) FROM gpu_samples_recent)",
-    )
-    .fetch_one(pool)
-    .await
-    .unwrap()
+    sqlx::query_scalar("SELECT (SELECT COUNT(*) FROM gpu_samples) + (SELECT COUNT(*) FROM gpu_samples_recent)").fetch_one(pool).await.unwrap()
 }
 
 fn sample(gpu_id: i64, at_ms: i64, machine_id: Option<i64>, util: f64) -> GpuSample {
@@ -87,17 +80,9 @@ fn series(gpus: &[i64], a: i64, b: i64) -> Vec<GpuSample> {
     for step in 0..(150 * 6) {
         let at = T0 + step * 10_000;
         for (k, &g) in gpus.iter().enumerate() {
-            let machine = if k == 0 {
-                Some(if step < 75 * 6 { a } else { b })
-            } else {
-                None
-            };
+            let machine = if k == 0 { Some(if step < 75 * 6 { a } else { b }) } else { None };
             let util = ((step * 37 + k as i64 * 11) % 101) as f64;
-            out.push(GpuSample {
-                mem_used_mb: (step * 131) % 81_920,
-                temp_c: 30.0 + (step % 50) as f64,
-                ..sample(g, at, machine, util)
-            });
+            out.push(GpuSample { mem_used_mb: (step * 131) % 81_920, temp_c: 30.0 + (step % 50) as f64, ..sample(g, at, machine, util) });
         }
     }
     out
@@ -115,13 +100,7 @@ struct Agg {
 fn aggregate(samples: &[GpuSample], bucket: i64) -> BTreeMap<(i64, i64, i64), Agg> {
     let mut out: BTreeMap<(i64, i64, i64), Agg> = BTreeMap::new();
     for s in samples {
-        let a = out
-            .entry((
-                s.gpu_id,
-                s.at_ms / bucket * bucket,
-                s.machine_id.unwrap_or(0),
-            ))
-            .or_default();
+        let a = out.entry((s.gpu_id, s.at_ms / bucket * bucket, s.machine_id.unwrap_or(0))).or_default();
         a.n += 1;
         a.util_sum += s.util_pct;
         a.util_max = a.util_max.max(s.util_pct);
@@ -131,29 +110,15 @@ fn aggregate(samples: &[GpuSample], bucket: i64) -> BTreeMap<(i64, i64, i64), Ag
     out
 }
 
-async fn assert_rollup_matches(
-    pool: &db::Pool,
-    table: &str,
-    expected: &BTreeMap<(i64, i64, i64), Agg>,
-) {
+async fn assert_rollup_matches(pool: &db::Pool, table: &str, expected: &BTreeMap<(i64, i64, i64), Agg>) {
     let sql = format!("SELECT gpu_id, bucket_ms, machine_id, samples, util_mean, util_max, mem_max, temp_max FROM {table} ORDER BY 1, 2, 3");
-    let rows: Vec<(i64, i64, i64, i64, f64, f64, i64, f64)> =
-        sqlx::query_as(&sql).fetch_all(pool).await.unwrap();
+    let rows: Vec<(i64, i64, i64, i64, f64, f64, i64, f64)> = sqlx::query_as(&sql).fetch_all(pool).await.unwrap();
     assert_eq!(rows.len(), expected.len(), "{table}: row count");
     for (row, (key, agg)) in rows.iter().zip(expected) {
         assert_eq!((row.0, row.1, row.2), *key, "{table}");
         assert_eq!(row.3, agg.n, "{table} {key:?}: samples");
-        assert!(
-            (row.4 - agg.util_sum / agg.n as f64).abs() < 1e-9,
-            "{table} {key:?}: mean {} vs {}",
-            row.4,
-            agg.util_sum / agg.n as f64
-        );
-        assert_eq!(
-            (row.5, row.6, row.7),
-            (agg.util_max, agg.mem_max, agg.temp_max),
-            "{table} {key:?}: maxima"
-        );
+        assert!((row.4 - agg.util_sum / agg.n as f64).abs() < 1e-9, "{table} {key:?}: mean {} vs {}", row.4, agg.util_sum / agg.n as f64);
+        assert_eq!((row.5, row.6, row.7), (agg.util_max, agg.mem_max, agg.temp_max), "{table} {key:?}: maxima");
     }
 }
 

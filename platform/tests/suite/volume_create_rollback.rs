@@ -7,9 +7,7 @@
 
 use crate::common;
 
-use gantry_platform::executor::{
-    loopdev, DockerExecutor, ExecError, Executor, Limits, MachineSpec,
-};
+use gantry_platform::executor::{loopdev, DockerExecutor, ExecError, Executor, Limits, MachineSpec};
 use std::{path::Path, sync::Arc};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -49,11 +47,7 @@ async fn answer(mut stream: UnixStream, mode: Arc<std::sync::Mutex<Create>>) {
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let length = head
         .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-        })
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
         .unwrap_or(0);
     while buf.len() < head_end + length {
         match stream.read(&mut chunk).await {
@@ -64,16 +58,10 @@ async fn answer(mut stream: UnixStream, mode: Arc<std::sync::Mutex<Create>>) {
     let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
     let path = target.split('?').next().unwrap_or("");
     let (status, body) = if path.ends_with("/version") {
-        (
-            "200 OK",
-            r#"{"Version":"20.10.0","ApiVersion":"1.41","MinAPIVersion":"1.12"}"#,
-        )
+        ("200 OK", r#"{"Version":"20.10.0","ApiVersion":"1.41","MinAPIVersion":"1.12"}"#)
     } else if path.ends_with("/volumes/create") {
         match *mode.lock().unwrap() {
-            Create::Refuse => (
-                "500 Internal Server Error",
-                r#"{"message":"injected failure"}"#,
-            ),
+            Create::Refuse => ("500 Internal Server Error", r#"{"message":"injected failure"}"#),
             Create::Drop => return,
         }
     } else if path.ends_with("/volumes") {

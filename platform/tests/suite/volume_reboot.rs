@@ -24,11 +24,7 @@ use std::process::Command;
 
 fn losetup(args: &[&str]) -> String {
     let out = Command::new("losetup").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "losetup {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "losetup {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -90,11 +86,7 @@ gantry_testkit::timed_test! {
 
 /// The device the engine mounts for this volume.
 async fn recorded_device(volume: &str) -> String {
-    let docker = bollard::Docker::connect_with_defaults()
-        .unwrap()
-        .negotiate_version()
-        .await
-        .unwrap();
+    let docker = bollard::Docker::connect_with_defaults().unwrap().negotiate_version().await.unwrap();
     docker.inspect_volume(volume).await.unwrap().options["device"].clone()
 }
 

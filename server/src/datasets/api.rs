@@ -26,9 +26,7 @@ async fn malformed(state: &AppState, parts: &Parts, what: &str, why: String) -> 
     if let Err(refused) = api_user(state, parts).await {
         return refused;
     }
-    error_json(&DatasetError::BadRequest(format!(
-        "the {what} is malformed: {why}"
-    )))
+    error_json(&DatasetError::BadRequest(format!("the {what} is malformed: {why}")))
 }
 
 impl<T: serde::de::DeserializeOwned + Send> FromRequestParts<AppState> for ApiPath<T> {
@@ -84,10 +82,7 @@ pub struct ListQuery {
 }
 
 /// The caller and the stores, or the refusal.
-async fn enter(
-    state: &AppState,
-    req: Request,
-) -> Result<(User, Datasets, Parts, axum::body::Body), Response> {
+async fn enter(state: &AppState, req: Request) -> Result<(User, Datasets, Parts, axum::body::Body), Response> {
     let (parts, body) = req.into_parts();
     let user = api_user(state, &parts).await?;
     let stores = stores(&parts)?;
@@ -97,42 +92,25 @@ async fn enter(
 /// The right the request came in with, as [`api_user`] took it: its
 /// bearer token if it sent one, else its session.
 fn access(user: &User, parts: &Parts) -> Access {
-    match parts
-        .headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(tokens::bearer)
-    {
+    match parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(tokens::bearer) {
         Some(secret) => Access::token(user, secret),
         None => super::session_access(parts, user),
     }
 }
 
-pub async fn list_datasets(
-    State(state): State<AppState>,
-    ApiQuery(q): ApiQuery<ListQuery>,
-    req: Request,
-) -> Response {
+pub async fn list_datasets(State(state): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>, req: Request) -> Response {
     let (user, _, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let filter = Filter {
-        q: q.q,
-        region: q.region.filter(|r| !r.is_empty()),
-        category: q.category.filter(|c| !c.is_empty()),
-    };
+    let filter = Filter { q: q.q, region: q.region.filter(|r| !r.is_empty()), category: q.category.filter(|c| !c.is_empty()) };
     match datasets::list_datasets(&state.pool, &user, &filter).await {
         Ok(list) => no_store(Json(list).into_response()),
         Err(e) => error_json(&e),
     }
 }
 
-pub async fn list_files(
-    State(state): State<AppState>,
-    ApiPath(p): ApiPath<VersionPath>,
-    req: Request,
-) -> Response {
+pub async fn list_files(State(state): State<AppState>, ApiPath(p): ApiPath<VersionPath>, req: Request) -> Response {
     let (user, _, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -146,71 +124,30 @@ pub async fn list_files(
     }
 }
 
-pub async fn put_file(
-    State(state): State<AppState>,
-    ApiPath(p): ApiPath<FilePath>,
-    ApiQuery(q): ApiQuery<PutQuery>,
-    req: Request,
-) -> Response {
+pub async fn put_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, ApiQuery(q): ApiQuery<PutQuery>, req: Request) -> Response {
     let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
-    let put = transfer::Put {
-        code: &p.code,
-        version: &p.version,
-        name: &p.name,
-        replace: q.replace(),
-    };
-    match transfer::put_as(
-        &state.pool,
-        &stores,
-        &user,
-        access(&user, &parts),
-        put,
-        &parts.headers,
-        body,
-    )
-    .await
-    {
+    let put = transfer::Put { code: &p.code, version: &p.version, name: &p.name, replace: q.replace() };
+    match transfer::put_as(&state.pool, &stores, &user, access(&user, &parts), put, &parts.headers, body).await {
         Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
         Err(e) => error_json(&e),
     }
 }
 
-pub async fn get_file(
-    State(state): State<AppState>,
-    ApiPath(p): ApiPath<FilePath>,
-    req: Request,
-) -> Response {
+pub async fn get_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
-    transfer::download_as(
-        &state.pool,
-        &stores,
-        &user,
-        access(&user, &parts),
-        &p.code,
-        &p.version,
-        &p.name,
-        &parts.headers,
-    )
-    .await
+    transfer::download_as(&state.pool, &stores, &user, access(&user, &parts), &p.code, &p.version, &p.name, &parts.headers).await
 }
 
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetError> {
     match headers.get(name) {
         None => Ok(None),
-        Some(v) => v
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .map(Some)
-            .ok_or_else(|| {
-                DatasetError::BadRequest(format!("{name} must be a whole number of bytes"))
-            }),
+        Some(v) => v.to_str().ok().and_then(|v| v.trim().parse().ok()).map(Some).ok_or_else(|| DatasetError::BadRequest(format!("{name} must be a whole number of bytes"))),
     }
 }
 
@@ -219,18 +156,14 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetErr
 fn fingerprint(headers: &HeaderMap) -> Result<Option<&str>, DatasetError> {
     match headers.get("x-gantry-fingerprint") {
         None => Ok(None),
-        Some(v) => v.to_str().map(Some).map_err(|_| {
-            DatasetError::BadRequest("X-Gantry-Fingerprint must be visible ASCII characters".into())
-        }),
+        Some(v) => v.to_str().map(Some).map_err(|_| DatasetError::BadRequest("X-Gantry-Fingerprint must be visible ASCII characters".into())),
     }
 }
 
 fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
     let mut res = no_store(status.into_response());
-    res.headers_mut()
-        .insert("upload-offset", HeaderValue::from(offset));
-    res.headers_mut()
-        .insert("upload-length", HeaderValue::from(total));
+    res.headers_mut().insert("upload-offset", HeaderValue::from(offset));
+    res.headers_mut().insert("upload-length", HeaderValue::from(total));
     res
 }
 
@@ -238,88 +171,48 @@ fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
 /// upload, or finds the caller's unfinished one of that name and length —
 /// with `X-Gantry-Fingerprint`, only if it holds bytes of that same file
 /// (one of another file starts over at 0).
-pub async fn start_resumable(
-    State(state): State<AppState>,
-    ApiPath(p): ApiPath<FilePath>,
-    ApiQuery(q): ApiQuery<PutQuery>,
-    req: Request,
-) -> Response {
+pub async fn start_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, ApiQuery(q): ApiQuery<PutQuery>, req: Request) -> Response {
     let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
     let total = match header_u64(&parts.headers, "upload-length") {
         Ok(Some(t)) => t,
-        Ok(None) => {
-            return error_json(&DatasetError::BadRequest(
-                "a resumable upload needs its length (Upload-Length)".into(),
-            ))
-        }
+        Ok(None) => return error_json(&DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into())),
         Err(e) => return error_json(&e),
     };
     let file = match fingerprint(&parts.headers) {
         Ok(f) => f,
         Err(e) => return error_json(&e),
     };
-    let begin = BeginUpload {
-        code: &p.code,
-        version: &p.version,
-        name: &p.name,
-        replace: q.replace(),
-        total: Some(total),
-        resumable: true,
-    };
+    let begin = BeginUpload { code: &p.code, version: &p.version, name: &p.name, replace: q.replace(), total: Some(total), resumable: true };
     match datasets::begin_upload_of_file(&state.pool, &stores, &user, &begin, file).await {
-        Ok(up) => offsets(
-            if up.offset == 0 {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            },
-            up.offset,
-            total,
-        ),
+        Ok(up) => offsets(if up.offset == 0 { StatusCode::CREATED } else { StatusCode::OK }, up.offset, total),
         Err(e) => error_json(&e),
     }
 }
 
-pub async fn resumable_status(
-    State(state): State<AppState>,
-    ApiPath(p): ApiPath<FilePath>,
-    req: Request,
-) -> Response {
+pub async fn resumable_status(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
     match datasets::upload_status(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
         Ok((offset, total)) => offsets(StatusCode::OK, offset, total),
-        Err(e) => no_store(
-            StatusCode::from_u16(e.status())
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
-                .into_response(),
-        ),
+        Err(e) => no_store(StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR).into_response()),
     }
 }
 
 /// `PATCH …/uploads/{name}` with `Upload-Offset`: the body continues the
 /// file from that offset (it must be what the server holds).
-pub async fn patch_resumable(
-    State(state): State<AppState>,
-    ApiPath(p): ApiPath<FilePath>,
-    req: Request,
-) -> Response {
+pub async fn patch_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
     let offset = match header_u64(&parts.headers, "upload-offset") {
         Ok(Some(o)) => o,
-        Ok(None) => {
-            return error_json(&DatasetError::BadRequest(
-                "PATCH needs Upload-Offset: the byte the body starts at".into(),
-            ))
-        }
+        Ok(None) => return error_json(&DatasetError::BadRequest("PATCH needs Upload-Offset: the byte the body starts at".into())),
         Err(e) => return error_json(&e),
     };
     let file = match fingerprint(&parts.headers) {
@@ -329,47 +222,28 @@ pub async fn patch_resumable(
     // Found, never begun: an upload cancelled or expired since the client
     // last asked is gone (404), not started again under its name. Another
     // file's upload is not written into (409).
-    let upload = match datasets::resume_upload(
-        &state.pool,
-        &stores,
-        &user,
-        &p.code,
-        &p.version,
-        &p.name,
-        file,
-    )
-    .await
-    {
+    let upload = match datasets::resume_upload(&state.pool, &stores, &user, &p.code, &p.version, &p.name, file).await {
         Ok(u) => u,
         Err(e) => return error_json(&e),
     };
     let (held, total) = (upload.offset, upload.total.unwrap_or(0));
     if offset != held {
-        let mut res = error_json(&DatasetError::Conflict(format!(
-            "the server holds {held} bytes of this upload, not {offset}; continue from {held}"
-        )));
-        res.headers_mut()
-            .insert("upload-offset", HeaderValue::from(held));
+        let mut res = error_json(&DatasetError::Conflict(format!("the server holds {held} bytes of this upload, not {offset}; continue from {held}")));
+        res.headers_mut().insert("upload-offset", HeaderValue::from(held));
         return res;
     }
     // A body that says it runs past the declared length is refused before
     // a byte of it is written: what the server holds stays as it is.
-    if let Some(len) =
-        transfer::content_length(&parts.headers).filter(|len| offset.saturating_add(*len) > total)
-    {
+    if let Some(len) = transfer::content_length(&parts.headers).filter(|len| offset.saturating_add(*len) > total) {
         let why = format!(
             "the body ({len} bytes from byte {offset}) runs past the upload's declared length of {total} bytes; nothing was written: send at most {} bytes from byte {offset}",
             total - offset
         );
         let mut res = error_json(&DatasetError::BadRequest(why));
-        res.headers_mut()
-            .insert("upload-offset", HeaderValue::from(held));
+        res.headers_mut().insert("upload-offset", HeaderValue::from(held));
         return res;
     }
-    let (expected, access) = (
-        transfer::client_sha256(&parts.headers),
-        access(&user, &parts),
-    );
+    let (expected, access) = (transfer::client_sha256(&parts.headers), access(&user, &parts));
     let pool = state.pool.clone();
     // Its own task: a dropped connection still ends in a consistent state.
     let task = tokio::spawn(async move {
@@ -377,28 +251,18 @@ pub async fn patch_resumable(
         datasets::write_upload_as(&pool, &upload, offset, stream, expected.as_deref(), access).await
     });
     match task.await {
-        Ok(Ok(UploadState::Partial { offset, total })) => {
-            offsets(StatusCode::NO_CONTENT, offset, total)
-        }
+        Ok(Ok(UploadState::Partial { offset, total })) => offsets(StatusCode::NO_CONTENT, offset, total),
         Ok(Ok(UploadState::Done(file))) => {
             let mut res = no_store((StatusCode::CREATED, Json(file)).into_response());
-            res.headers_mut()
-                .insert("upload-offset", HeaderValue::from(total));
+            res.headers_mut().insert("upload-offset", HeaderValue::from(total));
             res
         }
         Ok(Err(e)) => error_json(&e),
-        Err(e) => error_json(&DatasetError::store(
-            "the upload failed on the server",
-            format!("upload task: {e}"),
-        )),
+        Err(e) => error_json(&DatasetError::store("the upload failed on the server", format!("upload task: {e}"))),
     }
 }
 
-pub async fn cancel_resumable(
-    State(state): State<AppState>,
-    ApiPath(p): ApiPath<FilePath>,
-    req: Request,
-) -> Response {
+pub async fn cancel_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, _, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,

@@ -5,11 +5,7 @@ use gantry_platform::datasets::{
     store::{DirStore, S3Config, S3Store, Store},
     Datasets, Limits,
 };
-use std::{
-    collections::HashMap,
-    path::{Path, PathBuf},
-    sync::Arc,
-};
+use std::{collections::HashMap, path::{Path, PathBuf}, sync::Arc};
 
 #[derive(Debug, Clone, Args)]
 pub struct DatasetArgs {
@@ -22,19 +18,9 @@ pub struct DatasetArgs {
     pub datasets_s3_endpoint: Option<String>,
     #[arg(long, env = "GANTRY_DATASETS_S3_BUCKET", default_value = "gantry")]
     pub datasets_s3_bucket: String,
-    #[arg(
-        long,
-        env = "GANTRY_DATASETS_S3_ACCESS_KEY",
-        default_value = "",
-        hide_env_values = true
-    )]
+    #[arg(long, env = "GANTRY_DATASETS_S3_ACCESS_KEY", default_value = "", hide_env_values = true)]
     pub datasets_s3_access_key: String,
-    #[arg(
-        long,
-        env = "GANTRY_DATASETS_S3_SECRET_KEY",
-        default_value = "",
-        hide_env_values = true
-    )]
+    #[arg(long, env = "GANTRY_DATASETS_S3_SECRET_KEY", default_value = "", hide_env_values = true)]
     pub datasets_s3_secret_key: String,
     #[arg(long, env = "GANTRY_DATASETS_S3_REGION", default_value = "us-east-1")]
     pub datasets_s3_region: String,
@@ -42,11 +28,7 @@ pub struct DatasetArgs {
     #[arg(long, env = "GANTRY_DATASETS_REGIONS_DIR")]
     pub datasets_regions_dir: Option<PathBuf>,
     /// A region's own store directory, `CODE=DIR` (repeat, or comma-separated in the variable).
-    #[arg(
-        long = "datasets-region-dir",
-        env = "GANTRY_DATASETS_REGION_DIRS",
-        value_delimiter = ','
-    )]
+    #[arg(long = "datasets-region-dir", env = "GANTRY_DATASETS_REGION_DIRS", value_delimiter = ',')]
     pub datasets_region_dirs: Vec<String>,
     /// Largest dataset file, in MiB.
     #[arg(long, env = "GANTRY_DATASET_UPLOAD_MAX_MB", default_value_t = 65536)]
@@ -69,23 +51,14 @@ impl DatasetArgs {
                 })
                 .map_err(|e| format!("the central dataset store at {endpoint}: {e}"))?,
             ),
-            None => Arc::new(DirStore::new(
-                self.datasets_central_dir
-                    .clone()
-                    .unwrap_or_else(|| data_dir.join("datasets/central")),
-            )),
+            None => Arc::new(DirStore::new(self.datasets_central_dir.clone().unwrap_or_else(|| data_dir.join("datasets/central")))),
         };
         let mut regions: HashMap<String, Arc<dyn Store>> = HashMap::new();
         for item in &self.datasets_region_dirs {
-            let (code, dir) = item
-                .split_once('=')
-                .ok_or_else(|| format!("--datasets-region-dir wants CODE=DIR, not {item:?}"))?;
+            let (code, dir) = item.split_once('=').ok_or_else(|| format!("--datasets-region-dir wants CODE=DIR, not {item:?}"))?;
             regions.insert(code.trim().to_string(), Arc::new(DirStore::new(dir.trim())));
         }
-        let root = self
-            .datasets_regions_dir
-            .clone()
-            .unwrap_or_else(|| data_dir.join("datasets/regions"));
+        let root = self.datasets_regions_dir.clone().unwrap_or_else(|| data_dir.join("datasets/regions"));
         let limits = Limits {
             upload_max_bytes: self.dataset_upload_max_mb.saturating_mul(1 << 20),
             default_quota_bytes: self.dataset_quota_gb.saturating_mul(1 << 30),

@@ -33,12 +33,7 @@ fn fail(e: impl std::fmt::Display) -> PlatformError {
 fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
+        .and_then(|t| t.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
 }
 
@@ -50,8 +45,7 @@ fn disk_of(dir: &Path) -> String {
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && dir.starts_with(f[1]))
-                .then(|| (f[1].len(), format!("{} on {} ({})", f[0], f[1], f[2])))
+            (f.len() > 2 && dir.starts_with(f[1])).then(|| (f[1].len(), format!("{} on {} ({})", f[0], f[1], f[2])))
         })
         .max()
         .map(|(_, s)| s)
@@ -61,22 +55,14 @@ fn disk_of(dir: &Path) -> String {
 pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformError> {
     let parent = args.dir.clone().unwrap_or_else(|| data_dir.to_path_buf());
     std::fs::create_dir_all(&parent).map_err(fail)?;
-    let work = tempfile::Builder::new()
-        .prefix("bench-upload-")
-        .tempdir_in(&parent)
-        .map_err(fail)?;
+    let work = tempfile::Builder::new().prefix("bench-upload-").tempdir_in(&parent).map_err(fail)?;
     let root = work.path();
     let size = args.size_mib << 20;
     println!("disk: {}", disk_of(root));
     let source = root.join("source.bin");
     {
-        let mut f = std::io::BufWriter::with_capacity(
-            1 << 20,
-            std::fs::File::create(&source).map_err(fail)?,
-        );
-        let block: Vec<u8> = (0..(1u32 << 20))
-            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
-            .collect();
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&source).map_err(fail)?);
+        let block: Vec<u8> = (0..(1u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
         for _ in 0..args.size_mib {
             f.write_all(&block).map_err(fail)?;
         }
@@ -90,56 +76,17 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
     // The router on a temporary database with directory stores on this disk.
     let pool = db::connect_file(&root.join("gantry.db")).await?;
     db::migrate(&pool).await?;
-    let user = accounts::create_user(
-        &pool,
-        None,
-        NewUser {
-            username: "bench",
-            password: "bench-password-1",
-            role: Role::Admin,
-            group: None,
-        },
-    )
-    .await?;
+    let user = accounts::create_user(&pool, None, NewUser { username: "bench", password: "bench-password-1", role: Role::Admin, group: None }).await?;
     let (_, token) = tokens::create(&pool, &user, "bench").await?;
-    let limits = Limits {
-        upload_max_bytes: size + 1,
-        default_quota_bytes: size * (ROUNDS as u64 + 1),
-        ..Limits::default()
-    };
-    let stores = Datasets::new(
-        Arc::new(DirStore::new(root.join("central"))),
-        HashMap::new(),
-        Some(root.join("regions")),
-        limits,
-    );
-    let new = NewDataset {
-        code: "bench",
-        name: "bench",
-        region: "local",
-        category: "other",
-        description: "",
-        visibility: "group",
-    };
-    datasets::create_dataset(&pool, &user, &new)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    datasets::create_version(&pool, &user, "bench", "v1")
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(fail)?;
+    let limits = Limits { upload_max_bytes: size + 1, default_quota_bytes: size * (ROUNDS as u64 + 1), ..Limits::default() };
+    let stores = Datasets::new(Arc::new(DirStore::new(root.join("central"))), HashMap::new(), Some(root.join("regions")), limits);
+    let new = NewDataset { code: "bench", name: "bench", region: "local", category: "other", description: "", visibility: "group" };
+    datasets::create_dataset(&pool, &user, &new).await.map_err(|e| fail(e.to_string()))?;
+    datasets::create_version(&pool, &user, "bench", "v1").await.map_err(|e| fail(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(fail)?;
     let addr = listener.local_addr().map_err(fail)?;
-    let opts = crate::router::Options {
-        site_root: root.join("site"),
-        site_addr: addr,
-        secure_cookies: false,
-        public_origin: None,
-    };
-    let app = crate::router::build(opts, pool.clone())
-        .await?
-        .layer(axum::Extension(stores));
+    let opts = crate::router::Options { site_root: root.join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+    let app = crate::router::build(opts, pool.clone()).await?.layer(axum::Extension(stores));
     tokio::spawn(async move {
         let _ = crate::router::serve(listener, app).await;
     });
@@ -155,12 +102,7 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
         std::fs::create_dir_all(root.join("cp-b")).map_err(fail)?;
         let started = Instant::now();
         for to in ["cp-a/x", "cp-b/x"] {
-            let ok = std::process::Command::new("cp")
-                .arg(&source)
-                .arg(root.join(to))
-                .status()
-                .map_err(fail)?
-                .success();
+            let ok = std::process::Command::new("cp").arg(&source).arg(root.join(to)).status().map_err(fail)?.success();
             if !ok {
                 return Err(fail("cp failed"));
             }
@@ -175,10 +117,7 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
         let answer = put_file(addr, &token, &source, size, &format!("big-{round}.bin")).await?;
         let up_secs = started.elapsed().as_secs_f64();
         if !answer.starts_with("HTTP/1.1 201") {
-            return Err(fail(format!(
-                "the upload was refused: {}",
-                answer.lines().next().unwrap_or("")
-            )));
+            return Err(fail(format!("the upload was refused: {}", answer.lines().next().unwrap_or(""))));
         }
         // The next round starts from the same disk and cache state.
         for store in ["central", "regions"] {
@@ -198,11 +137,7 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
     ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (median, with_sync) = ratios[ratios.len() / 2];
     println!("upload / 2 x cp, median of {ROUNDS} rounds: {median:.2}x   (counting cp's sync: {with_sync:.2}x)");
-    println!(
-        "process RSS: {} MiB before, peak {} MiB during the uploads",
-        rss_before / 1024,
-        peak / 1024
-    );
+    println!("process RSS: {} MiB before, peak {} MiB during the uploads", rss_before / 1024, peak / 1024);
     Ok(())
 }
 
@@ -217,13 +152,7 @@ fn sync() -> f64 {
 }
 
 /// One streamed `PUT` of the file over a plain socket; returns the answer's text.
-async fn put_file(
-    addr: std::net::SocketAddr,
-    token: &str,
-    source: &Path,
-    size: u64,
-    name: &str,
-) -> Result<String, PlatformError> {
+async fn put_file(addr: std::net::SocketAddr, token: &str, source: &Path, size: u64, name: &str) -> Result<String, PlatformError> {
     let mut sock = tokio::net::TcpStream::connect(addr).await.map_err(fail)?;
     let _ = sock.set_nodelay(true);
     let head = format!(

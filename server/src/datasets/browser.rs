@@ -32,17 +32,11 @@ pub struct NameQuery {
 }
 
 fn signed_in(parts: &axum::http::request::Parts) -> Result<User, Response> {
-    session_user(parts)
-        .ok_or_else(|| no_store((StatusCode::UNAUTHORIZED, "please sign in").into_response()))
+    session_user(parts).ok_or_else(|| no_store((StatusCode::UNAUTHORIZED, "please sign in").into_response()))
 }
 
 /// `PUT /datasets/{code}/{version}/upload?name=N`: the body is the file.
-pub async fn put_upload(
-    State(state): State<AppState>,
-    Path(p): Path<VersionPath>,
-    Query(q): Query<NameQuery>,
-    req: Request,
-) -> Response {
+pub async fn put_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, Query(q): Query<NameQuery>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let user = match signed_in(&parts) {
         Ok(u) => u,
@@ -54,34 +48,14 @@ pub async fn put_upload(
     };
     let name = q.name.unwrap_or_default();
     let replace = matches!(q.replace.as_deref(), Some("1" | "true" | "on"));
-    let put = transfer::Put {
-        code: &p.code,
-        version: &p.version,
-        name: &name,
-        replace,
-    };
-    match transfer::put_as(
-        &state.pool,
-        &stores,
-        &user,
-        super::session_access(&parts, &user),
-        put,
-        &parts.headers,
-        body,
-    )
-    .await
-    {
+    let put = transfer::Put { code: &p.code, version: &p.version, name: &name, replace };
+    match transfer::put_as(&state.pool, &stores, &user, super::session_access(&parts, &user), put, &parts.headers, body).await {
         Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
         Err(e) => error_json(&e),
     }
 }
 
-pub async fn download(
-    State(state): State<AppState>,
-    Path(p): Path<VersionPath>,
-    Query(q): Query<NameQuery>,
-    req: Request,
-) -> Response {
+pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>, Query(q): Query<NameQuery>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
     let user = match signed_in(&parts) {
         Ok(u) => u,
@@ -91,17 +65,7 @@ pub async fn download(
         Ok(s) => s,
         Err(r) => return r,
     };
-    transfer::download_as(
-        &state.pool,
-        &stores,
-        &user,
-        super::session_access(&parts, &user),
-        &p.code,
-        &p.version,
-        q.name.as_deref().unwrap_or(""),
-        &parts.headers,
-    )
-    .await
+    transfer::download_as(&state.pool, &stores, &user, super::session_access(&parts, &user), &p.code, &p.version, q.name.as_deref().unwrap_or(""), &parts.headers).await
 }
 
 /// `POST /datasets/{code}/{version}/upload` from the page's form
@@ -111,17 +75,10 @@ pub async fn download(
 /// an overlong `replace`). A file refused after others were stored is said
 /// beside them: they are listed, and sending the form again as it was would
 /// be refused for them.
-pub async fn form_upload(
-    State(state): State<AppState>,
-    Path(p): Path<VersionPath>,
-    req: Request,
-) -> Response {
+pub async fn form_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, req: Request) -> Response {
     let back = |messages: &[(&str, &str)]| {
         let page = format!("/datasets/{}/{}", enc(&p.code), enc(&p.version));
-        let query: Vec<String> = messages
-            .iter()
-            .map(|(key, value)| format!("{key}={}", enc(value)))
-            .collect();
+        let query: Vec<String> = messages.iter().map(|(key, value)| format!("{key}={}", enc(value))).collect();
         Redirect::to(&format!("{page}?{}", query.join("&"))).into_response()
     };
     let mut done = Vec::new();
@@ -159,27 +116,15 @@ impl From<&str> for FormError {
 }
 
 /// Stores the form's files in turn, naming each stored one in `done`.
-async fn form_files(
-    state: &AppState,
-    p: &VersionPath,
-    req: Request,
-    done: &mut Vec<String>,
-) -> Result<(), FormError> {
+async fn form_files(state: &AppState, p: &VersionPath, req: Request, done: &mut Vec<String>) -> Result<(), FormError> {
     let (parts, body) = req.into_parts();
     let user = session_user(&parts).ok_or("please sign in")?;
     let access = super::session_access(&parts, &user);
-    let stores = parts
-        .extensions
-        .get::<Datasets>()
-        .cloned()
-        .ok_or_else(|| DatasetError::Unconfigured.to_string())?;
+    let stores = parts.extensions.get::<Datasets>().cloned().ok_or_else(|| DatasetError::Unconfigured.to_string())?;
     // This route has no body limit (files are streamed): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
     let req = Request::from_parts(parts, body);
-    let (mut form, tripped) =
-        multipart_guard::multipart(req, state, multipart_guard::Limits::default())
-            .await
-            .map_err(|e| format!("not a form upload: {e}"))?;
+    let (mut form, tripped) = multipart_guard::multipart(req, state, multipart_guard::Limits::default()).await.map_err(|e| format!("not a form upload: {e}"))?;
     // A multer error after the guard cut the body: the guard's reason.
     let failed = |e: String| match tripped.reason() {
         Some(why) => FormError::Bad(why.to_string()),
@@ -193,9 +138,7 @@ async fn form_files(
                 let mut value = Vec::new();
                 while let Some(chunk) = field.chunk().await.map_err(|e| failed(e.to_string()))? {
                     if value.len() + chunk.len() > MAX_REPLACE_FIELD {
-                        return Err(FormError::Bad(format!(
-                            "the replace field is longer than {MAX_REPLACE_FIELD} bytes"
-                        )));
+                        return Err(FormError::Bad(format!("the replace field is longer than {MAX_REPLACE_FIELD} bytes")));
                     }
                     value.extend_from_slice(&chunk);
                 }
@@ -206,34 +149,13 @@ async fn form_files(
                 if name.is_empty() {
                     continue; // the form was sent without choosing a file
                 }
-                let begin = BeginUpload {
-                    code: &p.code,
-                    version: &p.version,
-                    name: &name,
-                    replace,
-                    total: None,
-                    resumable: false,
-                };
-                let upload = datasets::begin_upload(&state.pool, &stores, &user, &begin)
-                    .await
-                    .map_err(|e| e.public_message())?;
+                let begin = BeginUpload { code: &p.code, version: &p.version, name: &name, replace, total: None, resumable: false };
+                let upload = datasets::begin_upload(&state.pool, &stores, &user, &begin).await.map_err(|e| e.public_message())?;
                 // If the connection drops, this future is dropped mid-write:
                 // the guard removes the upload then.
-                let guard = Unfinished {
-                    pool: state.pool.clone(),
-                    upload: upload.clone(),
-                    armed: true,
-                };
+                let guard = Unfinished { pool: state.pool.clone(), upload: upload.clone(), armed: true };
                 let stream = field.map_err(std::io::Error::other);
-                let result = datasets::write_upload_as(
-                    &state.pool,
-                    &upload,
-                    0,
-                    stream,
-                    None,
-                    access.clone(),
-                )
-                .await;
+                let result = datasets::write_upload_as(&state.pool, &upload, 0, stream, None, access.clone()).await;
                 guard.disarm();
                 match result {
                     Ok(UploadState::Done(_)) => done.push(name),
@@ -278,9 +200,7 @@ impl Drop for Unfinished {
 fn enc(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
         .collect()

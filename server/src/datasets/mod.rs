@@ -49,77 +49,47 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/datasets", get(api::list_datasets))
         .route(&format!("{files}/files"), get(api::list_files))
-        .route(
-            &format!("{files}/files/{{*name}}"),
-            put(api::put_file).get(api::get_file),
-        )
+        .route(&format!("{files}/files/{{*name}}"), put(api::put_file).get(api::get_file))
         .route(
             &format!("{files}/uploads/{{*name}}"),
-            axum::routing::post(api::start_resumable)
-                .head(api::resumable_status)
-                .patch(api::patch_resumable)
-                .delete(api::cancel_resumable),
+            axum::routing::post(api::start_resumable).head(api::resumable_status).patch(api::patch_resumable).delete(api::cancel_resumable),
         )
-        .route(
-            "/datasets/{code}/{version}/upload",
-            put(browser::put_upload).post(browser::form_upload),
-        )
-        .route(
-            "/datasets/{code}/{version}/download",
-            get(browser::download),
-        )
+        .route("/datasets/{code}/{version}/upload", put(browser::put_upload).post(browser::form_upload))
+        .route("/datasets/{code}/{version}/download", get(browser::download))
         .layer(DefaultBodyLimit::disable())
 }
 
 /// A refusal as the API shows it: `{"error": "…"}` with the status.
 pub fn error_json(e: &DatasetError) -> Response {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut res = no_store(
-        (
-            status,
-            Json(serde_json::json!({ "error": e.public_message() })),
-        )
-            .into_response(),
-    );
+    let mut res = no_store((status, Json(serde_json::json!({ "error": e.public_message() }))).into_response());
     // Another request holds the upload: the client may simply try again.
     if matches!(e, DatasetError::Busy(_)) {
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     }
     res
 }
 
 pub fn no_store(mut res: Response) -> Response {
-    res.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
 }
 
 pub fn unauthorized() -> Response {
-    let body = Json(
-        serde_json::json!({ "error": "a valid API token is required: Authorization: Bearer <token>" }),
-    );
+    let body = Json(serde_json::json!({ "error": "a valid API token is required: Authorization: Bearer <token>" }));
     no_store((StatusCode::UNAUTHORIZED, body).into_response())
 }
 
 /// The stores `gantry serve` configured.
 pub fn stores(parts: &Parts) -> Result<Datasets, Response> {
-    parts
-        .extensions
-        .get::<Datasets>()
-        .cloned()
-        .ok_or_else(|| error_json(&DatasetError::Unconfigured))
+    parts.extensions.get::<Datasets>().cloned().ok_or_else(|| error_json(&DatasetError::Unconfigured))
 }
 
 /// The API's caller: a bearer token (personal API tokens, as the compute
 /// API), or else the signed-in session the guards resolved.
 pub async fn api_user(state: &AppState, parts: &Parts) -> Result<User, Response> {
     if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(tokens::bearer)
-            .ok_or_else(unauthorized)?;
+        let token = value.to_str().ok().and_then(tokens::bearer).ok_or_else(unauthorized)?;
         return match tokens::authenticate(&state.pool, token).await {
             Ok(Some(user)) => Ok(user),
             Ok(None) => Err(unauthorized()),
@@ -131,24 +101,15 @@ pub async fn api_user(state: &AppState, parts: &Parts) -> Result<User, Response>
 
 /// The signed-in user of a browser request.
 pub fn session_user(parts: &Parts) -> Option<User> {
-    parts
-        .extensions
-        .get::<RequestUser>()
-        .and_then(|u| u.0.clone())
+    parts.extensions.get::<RequestUser>().and_then(|u| u.0.clone())
 }
 
 /// The right of a browser request: the account's sessions as they are,
 /// and this very session while its row says it lasts — signing out (in
 /// any tab) stops a transfer it let in, as it closes a terminal.
 pub fn session_access(parts: &Parts, user: &User) -> Access {
-    let watch = parts
-        .extensions
-        .get::<crate::workspace::SessionWatch>()
-        .cloned();
-    let id = parts
-        .extensions
-        .get::<tower_sessions::Session>()
-        .and_then(tower_sessions::Session::id);
+    let watch = parts.extensions.get::<crate::workspace::SessionWatch>().cloned();
+    let id = parts.extensions.get::<tower_sessions::Session>().and_then(tower_sessions::Session::id);
     match (watch, id) {
         (Some(watch), Some(id)) => Access::browser_session(
             user,
@@ -163,14 +124,8 @@ pub fn session_access(parts: &Parts, user: &User) -> Access {
 
 /// The stores of `gantry serve`, with what earlier runs left half-written
 /// removed; each store is named in the log.
-pub async fn prepare(
-    args: &DatasetArgs,
-    pool: &gantry_platform::db::Pool,
-    data_dir: &std::path::Path,
-) -> Result<Datasets, gantry_platform::PlatformError> {
-    let stores = args
-        .build(data_dir)
-        .map_err(gantry_platform::PlatformError::Internal)?;
+pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_dir: &std::path::Path) -> Result<Datasets, gantry_platform::PlatformError> {
+    let stores = args.build(data_dir).map_err(gantry_platform::PlatformError::Internal)?;
     for (what, store) in stores.describe() {
         tracing::info!(store = %store, "dataset store ({what})");
     }
@@ -185,20 +140,13 @@ pub async fn prepare(
     // keep their temporary objects until the next restart.
     let (pool, later) = (pool.clone(), stores.clone());
     tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_secs(
-            gantry_platform::datasets::writing::LEASE_SECS as u64 + 5,
-        ))
-        .await;
+        tokio::time::sleep(std::time::Duration::from_secs(gantry_platform::datasets::writing::LEASE_SECS as u64 + 5)).await;
         let (p, s) = (pool.clone(), later.clone());
-        gantry_platform::contained::pass("dataset clean after start", async move {
-            clean(&p, &s, started).await
-        })
-        .await;
+        gantry_platform::contained::pass("dataset clean after start", async move { clean(&p, &s, started).await }).await;
         loop {
             tokio::time::sleep(gantry_platform::datasets::SWEEP_EVERY).await;
             let (p, s) = (pool.clone(), later.clone());
-            gantry_platform::contained::pass("dataset sweep", async move { sweep(&p, &s).await })
-                .await;
+            gantry_platform::contained::pass("dataset sweep", async move { sweep(&p, &s).await }).await;
         }
     });
     Ok(stores)
@@ -207,14 +155,8 @@ pub async fn prepare(
 async fn sweep(pool: &gantry_platform::db::Pool, stores: &Datasets) {
     match gantry_platform::datasets::sweep(pool, stores, gantry_platform::now()).await {
         Ok(swept) if swept == Default::default() => {}
-        Ok(swept) => tracing::info!(
-            expired_uploads = swept.expired,
-            purged_versions = swept.purged,
-            "dataset sweep"
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "the dataset sweep failed; it runs again in {} s", gantry_platform::datasets::SWEEP_EVERY.as_secs())
-        }
+        Ok(swept) => tracing::info!(expired_uploads = swept.expired, purged_versions = swept.purged, "dataset sweep"),
+        Err(e) => tracing::warn!(error = %e, "the dataset sweep failed; it runs again in {} s", gantry_platform::datasets::SWEEP_EVERY.as_secs()),
     }
 }
 
@@ -223,12 +165,7 @@ async fn sweep(pool: &gantry_platform::db::Pool, stores: &Datasets) {
 async fn clean(pool: &gantry_platform::db::Pool, stores: &Datasets, started: i64) {
     match gantry_platform::datasets::clean_after_start(pool, stores, started).await {
         Ok(0) => {}
-        Ok(n) => tracing::warn!(
-            removed = n,
-            "removed temporary dataset uploads left by an earlier run"
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "could not clean temporary dataset uploads; they are tried again at the next start")
-        }
+        Ok(n) => tracing::warn!(removed = n, "removed temporary dataset uploads left by an earlier run"),
+        Err(e) => tracing::warn!(error = %e, "could not clean temporary dataset uploads; they are tried again at the next start"),
     }
 }

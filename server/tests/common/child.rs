@@ -24,10 +24,7 @@ impl ChildServer {
     /// does not end is killed before the test fails, never left running.
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill is installed");
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill is installed");
         assert!(sent.success(), "could not signal gantry serve (pid {pid})");
         // Another process: its exit status is the only signal.
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -53,21 +50,13 @@ impl Drop for ChildServer {
 }
 
 fn free_addr() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
 }
 
 /// Starts `gantry serve` over `data_dir` with `env` on top of the basics,
 /// waits (bounded) for `/healthz`, and signs the admin in. Its log (the
 /// tracing output on stdout) and stderr go to `data_dir/log`.
-pub async fn spawn(
-    data_dir: &Path,
-    log: &str,
-    admin_password: &str,
-    env: &[(&str, &str)],
-) -> ChildServer {
+pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&str, &str)]) -> ChildServer {
     let addr = free_addr();
     let log = std::fs::File::create(data_dir.join(log)).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_gantry"));
@@ -93,22 +82,10 @@ pub async fn spawn(
                 break;
             }
         }
-        assert!(
-            Instant::now() < deadline,
-            "gantry serve on {addr} did not answer /healthz within 60 s"
-        );
+        assert!(Instant::now() < deadline, "gantry serve on {addr} did not answer /healthz within 60 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let login = client
-        .post(format!("http://{addr}/api/login"))
-        .form(&[("username", "admin"), ("password", admin_password)])
-        .send()
-        .await
-        .unwrap();
+    let login = client.post(format!("http://{addr}/api/login")).form(&[("username", "admin"), ("password", admin_password)]).send().await.unwrap();
     assert_eq!(login.status(), StatusCode::OK);
-    ChildServer {
-        child,
-        addr,
-        client,
-    }
+    ChildServer { child, addr, client }
 }

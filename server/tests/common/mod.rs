@@ -28,9 +28,7 @@ impl TestServer {
         let db_path = dir.path().join("gantry.db");
         let pool = db::connect_file(&db_path).await.unwrap();
         db::migrate(&pool).await.unwrap();
-        bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD))
-            .await
-            .unwrap();
+        bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let opts = router::Options {
@@ -43,12 +41,7 @@ impl TestServer {
         let task = tokio::spawn(async move {
             router::serve(listener, app).await.unwrap();
         });
-        TestServer {
-            addr,
-            pool,
-            db_path,
-            task,
-        }
+        TestServer { addr, pool, db_path, task }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -62,18 +55,9 @@ impl TestServer {
     }
 
     pub async fn add_user(&self, name: &str, password: &str, role: Role) {
-        accounts::create_user(
-            &self.pool,
-            None,
-            accounts::NewUser {
-                username: name,
-                password,
-                role,
-                group: None,
-            },
-        )
-        .await
-        .unwrap();
+        accounts::create_user(&self.pool, None, accounts::NewUser { username: name, password, role, group: None })
+            .await
+            .unwrap();
     }
 
     pub fn stop(self) {
@@ -83,10 +67,7 @@ impl TestServer {
 
 pub fn client_for(addr: SocketAddr) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(
-        reqwest::header::ORIGIN,
-        format!("http://{addr}").parse().unwrap(),
-    );
+    headers.insert(reqwest::header::ORIGIN, format!("http://{addr}").parse().unwrap());
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
@@ -96,12 +77,7 @@ pub fn client_for(addr: SocketAddr) -> reqwest::Client {
 }
 
 /// Calls the login server function the way the hydrated page does.
-pub async fn login(
-    server: &TestServer,
-    client: &reqwest::Client,
-    user: &str,
-    password: &str,
-) -> reqwest::Response {
+pub async fn login(server: &TestServer, client: &reqwest::Client, user: &str, password: &str) -> reqwest::Response {
     client
         .post(server.url("/api/login"))
         .form(&[("username", user), ("password", password)])

@@ -7,11 +7,7 @@
 use gantry_core::Role;
 use gantry_platform::{
     accounts::{self, NewUser, User},
-    datasets::{
-        self,
-        store::{ByteStream, DirStore, Store, TempWriter},
-        Datasets, Limits, NewDataset,
-    },
+    datasets::{self, store::{ByteStream, DirStore, Store, TempWriter}, Datasets, Limits, NewDataset},
     db, tokens,
 };
 use gantry_server::router;
@@ -40,98 +36,33 @@ pub async fn start(limits: Limits) -> Server {
 /// [`Server::region`].
 pub async fn start_with(limits: Limits, region: Option<Arc<dyn Store>>) -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     accounts::create_group(&pool, None, "ml", 4).await.unwrap();
-    accounts::create_group(&pool, None, "other", 4)
-        .await
-        .unwrap();
-    let alice = accounts::create_user(
-        &pool,
-        None,
-        NewUser {
-            username: "alice",
-            password: PASSWORD,
-            role: Role::User,
-            group: Some("ml"),
-        },
-    )
-    .await
-    .unwrap();
-    let carol = accounts::create_user(
-        &pool,
-        None,
-        NewUser {
-            username: "carol",
-            password: PASSWORD,
-            role: Role::User,
-            group: Some("other"),
-        },
-    )
-    .await
-    .unwrap();
+    accounts::create_group(&pool, None, "other", 4).await.unwrap();
+    let alice = accounts::create_user(&pool, None, NewUser { username: "alice", password: PASSWORD, role: Role::User, group: Some("ml") }).await.unwrap();
+    let carol = accounts::create_user(&pool, None, NewUser { username: "carol", password: PASSWORD, role: Role::User, group: Some("other") }).await.unwrap();
     let (_, alice_token) = tokens::create(&pool, &alice, "laptop").await.unwrap();
     let (_, carol_token) = tokens::create(&pool, &carol, "ci").await.unwrap();
     let central = dir.path().join("central");
     let regions = dir.path().join("regions");
-    let stores = Datasets::new(
-        Arc::new(DirStore::new(&central)),
-        region
-            .map(|r| ("local".to_string(), r))
-            .into_iter()
-            .collect(),
-        Some(regions.clone()),
-        limits,
-    );
-    let new = NewDataset {
-        code: "coco",
-        name: "COCO",
-        region: "local",
-        category: "images",
-        description: "",
-        visibility: "group",
-    };
+    let stores = Datasets::new(Arc::new(DirStore::new(&central)), region.map(|r| ("local".to_string(), r)).into_iter().collect(), Some(regions.clone()), limits);
+    let new = NewDataset { code: "coco", name: "COCO", region: "local", category: "images", description: "", visibility: "group" };
     datasets::create_dataset(&pool, &alice, &new).await.unwrap();
-    datasets::create_version(&pool, &alice, "coco", "v1")
-        .await
-        .unwrap();
+    datasets::create_version(&pool, &alice, "coco", "v1").await.unwrap();
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let opts = router::Options {
-        site_root: dir.path().join("site"),
-        site_addr: addr,
-        secure_cookies: false,
-        public_origin: None,
-    };
-    let app = router::build(opts, pool.clone())
-        .await
-        .unwrap()
-        .layer(axum::Extension(stores));
+    let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+    let app = router::build(opts, pool.clone()).await.unwrap().layer(axum::Extension(stores));
     tokio::spawn(async move {
         let _ = router::serve(listener, app).await;
     });
-    Server {
-        dir,
-        addr,
-        pool,
-        alice,
-        carol,
-        alice_token,
-        carol_token,
-        central,
-        region: regions.join("local"),
-    }
+    Server { dir, addr, pool, alice, carol, alice_token, carol_token, central, region: regions.join("local") }
 }
 
 pub fn limits() -> Limits {
-    Limits {
-        upload_max_bytes: 2 << 30,
-        default_quota_bytes: 4 << 30,
-        resumable_expiry_secs: 3600,
-    }
+    Limits { upload_max_bytes: 2 << 30, default_quota_bytes: 4 << 30, resumable_expiry_secs: 3600 }
 }
 
 impl Server {
@@ -150,27 +81,10 @@ impl Server {
     /// A browser-like client signed in as `user`.
     pub async fn browser(&self, user: &str) -> reqwest::Client {
         let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(
-            reqwest::header::ORIGIN,
-            format!("http://{}", self.addr).parse().unwrap(),
-        );
-        let client = reqwest::Client::builder()
-            .cookie_store(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .default_headers(headers)
-            .build()
-            .unwrap();
-        let res = client
-            .post(self.url("/api/login"))
-            .form(&[("username", user), ("password", PASSWORD)])
-            .send()
-            .await
-            .unwrap();
-        assert!(
-            res.status().is_success() || res.status().is_redirection(),
-            "login: {}",
-            res.status()
-        );
+        headers.insert(reqwest::header::ORIGIN, format!("http://{}", self.addr).parse().unwrap());
+        let client = reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).default_headers(headers).build().unwrap();
+        let res = client.post(self.url("/api/login")).form(&[("username", user), ("password", PASSWORD)]).send().await.unwrap();
+        assert!(res.status().is_success() || res.status().is_redirection(), "login: {}", res.status());
         client
     }
 }
@@ -185,15 +99,7 @@ pub struct Answer {
 /// Sends `method path` with `headers`, then `len` bytes from `fill`
 /// (called with the offset and a buffer), stopping after `cut_at` bytes
 /// and closing the socket if given; then reads the answer (None if cut).
-pub async fn raw(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, String)],
-    len: u64,
-    cut_at: Option<u64>,
-    mut fill: impl FnMut(u64, &mut [u8]),
-) -> Option<Answer> {
+pub async fn raw(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], len: u64, cut_at: Option<u64>, mut fill: impl FnMut(u64, &mut [u8])) -> Option<Answer> {
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {len}\r\nConnection: close\r\n");
     for (k, v) in headers {
@@ -222,13 +128,7 @@ pub async fn raw(
 /// Sends `method path` with `headers` and `body` in `Transfer-Encoding:
 /// chunked` (no Content-Length: a client that does not say how long its
 /// body is), one chunk per piece; then reads the answer.
-pub async fn raw_chunked(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, String)],
-    pieces: &[&[u8]],
-) -> Answer {
+pub async fn raw_chunked(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], pieces: &[&[u8]]) -> Answer {
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n");
     for (k, v) in headers {
@@ -252,20 +152,9 @@ async fn answer(mut sock: tokio::net::TcpStream) -> Answer {
     let text = String::from_utf8_lossy(&text).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_string(),
-    }
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    Answer { status, headers, body: body.to_string() }
 }
 
 /// Deterministic bytes for offset `at`: any range can be regenerated.
@@ -295,20 +184,12 @@ pub fn files_under(root: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut todo = vec![root.to_path_buf()];
     while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
         for e in entries.flatten() {
             if e.path().is_dir() {
                 todo.push(e.path());
             } else {
-                out.push(
-                    e.path()
-                        .strip_prefix(root)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned(),
-                );
+                out.push(e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned());
             }
         }
     }
@@ -331,11 +212,7 @@ pub async fn until_no_uploads(s: &Server) {
 /// Resident memory of this process (the server runs in it), in KiB.
 pub fn status_kib(field: &str) -> u64 {
     let text = std::fs::read_to_string("/proc/self/status").unwrap();
-    text.lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap()
+    text.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap()
 }
 
 /// A directory store that runs a test's step before its next `temp_len`:
@@ -347,10 +224,7 @@ pub struct BeforeTempLen {
 
 impl BeforeTempLen {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        BeforeTempLen {
-            dir: DirStore::new(root),
-            step: std::sync::Mutex::new(None),
-        }
+        BeforeTempLen { dir: DirStore::new(root), step: std::sync::Mutex::new(None) }
     }
 
     /// `step` runs (once) before the next `temp_len` answers.

@@ -12,18 +12,8 @@ use gantry_server::security::Security;
 use security_support::{gate, start, Secured, ADMIN_PASSWORD};
 use serde_json::Value;
 
-async fn call(
-    server: &Secured,
-    c: &reqwest::Client,
-    endpoint: &str,
-    form: &[(&str, &str)],
-) -> (u16, Value) {
-    let res = c
-        .post(server.url(&format!("/api/{endpoint}")))
-        .form(form)
-        .send()
-        .await
-        .unwrap();
+async fn call(server: &Secured, c: &reqwest::Client, endpoint: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let res = c.post(server.url(&format!("/api/{endpoint}"))).form(form).send().await.unwrap();
     let status = res.status().as_u16();
     (status, res.json().await.unwrap_or(Value::Null))
 }

@@ -61,42 +61,16 @@ gantry_testkit::timed_test! {
 /// The ml group with a quota of `bytes`, set by an admin; the admin's
 /// browser, for the console's storage overview.
 async fn with_quota(s: &datasets_support::Server, bytes: u64) -> reqwest::Client {
-    let root = accounts::create_user(
-        &s.pool,
-        None,
-        NewUser {
-            username: "root",
-            password: PASSWORD,
-            role: Role::Admin,
-            group: None,
-        },
-    )
-    .await
-    .unwrap();
-    gantry_platform::datasets::set_quota(&s.pool, &root, "ml", bytes)
-        .await
-        .unwrap();
+    let root = accounts::create_user(&s.pool, None, NewUser { username: "root", password: PASSWORD, role: Role::Admin, group: None }).await.unwrap();
+    gantry_platform::datasets::set_quota(&s.pool, &root, "ml", bytes).await.unwrap();
     s.browser("root").await
 }
 
 /// Group ml's (used, reserved) bytes as the admin console shows them.
 async fn ml_storage(s: &datasets_support::Server, admin: &reqwest::Client) -> (u64, u64) {
-    let list: Vec<Value> = admin
-        .post(s.url("/api/admin/dataset_storage"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let ml = list
-        .iter()
-        .find(|r| r["group"] == "ml")
-        .expect("group ml listed");
-    (
-        ml["used_bytes"].as_u64().unwrap(),
-        ml["reserved_bytes"].as_u64().unwrap(),
-    )
+    let list: Vec<Value> = admin.post(s.url("/api/admin/dataset_storage")).send().await.unwrap().json().await.unwrap();
+    let ml = list.iter().find(|r| r["group"] == "ml").expect("group ml listed");
+    (ml["used_bytes"].as_u64().unwrap(), ml["reserved_bytes"].as_u64().unwrap())
 }
 
 gantry_testkit::timed_test! {

@@ -309,21 +309,12 @@ async fn session_cookie(s: &Server, user: &str) -> String {
         .await
         .unwrap();
     assert!(res.status().is_success(), "login: {}", res.status());
-    gantry_testkit::session_cookie(
-        res.headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok()),
-    )
-    .expect("a session cookie")
+    gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie")
 }
 
 fn sha_hex(data: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 gantry_testkit::timed_test! {

@@ -16,30 +16,16 @@ const CANCEL: &str = "/api/cancel_dataset_upload";
 const HTML: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
 fn small_quota() -> Limits {
-    Limits {
-        default_quota_bytes: 1000,
-        ..limits()
-    }
+    Limits { default_quota_bytes: 1000, ..limits() }
 }
 
 /// A resumable upload of 600 bytes begun on the page, 100 of them sent,
 /// then the tab closed: nothing cancels it.
 async fn abandon(s: &Server, client: &reqwest::Client, name: &str) {
     let url = s.url(&format!("{UPLOADS}/{name}"));
-    let res = client
-        .post(&url)
-        .header("Upload-Length", "600")
-        .send()
-        .await
-        .unwrap();
+    let res = client.post(&url).header("Upload-Length", "600").send().await.unwrap();
     assert_eq!(res.status(), StatusCode::CREATED);
-    let res = client
-        .patch(&url)
-        .header("Upload-Offset", "0")
-        .body(vec![7u8; 100])
-        .send()
-        .await
-        .unwrap();
+    let res = client.patch(&url).header("Upload-Offset", "0").body(vec![7u8; 100]).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
 }
 
@@ -51,29 +37,18 @@ async fn page(client: &reqwest::Client, url: &str) -> (StatusCode, String) {
 /// Where a redirect sends the browser, as a URL to GET.
 fn target(s: &Server, res: &reqwest::Response) -> String {
     let location = res.headers()[header::LOCATION].to_str().unwrap();
-    if location.starts_with('/') {
-        s.url(location)
-    } else {
-        location.to_string()
-    }
+    if location.starts_with('/') { s.url(location) } else { location.to_string() }
 }
 
 /// The page's row for the upload of `name` (its opening tag and cells).
 fn row<'a>(html: &'a str, name: &str) -> Option<&'a str> {
-    let at = html.find(&format!(
-        r#"data-testid="upload-in-progress" data-name="{name}""#
-    ))?;
+    let at = html.find(&format!(r#"data-testid="upload-in-progress" data-name="{name}""#))?;
     let end = at + html[at..].find("</tr>")?;
     Some(&html[at..end])
 }
 
 async fn seal(s: &Server, client: &reqwest::Client, version: &str) -> (StatusCode, String) {
-    let res = client
-        .post(s.url("/api/seal_dataset_version"))
-        .form(&[("code", "coco"), ("version", version)])
-        .send()
-        .await
-        .unwrap();
+    let res = client.post(s.url("/api/seal_dataset_version")).form(&[("code", "coco"), ("version", version)]).send().await.unwrap();
     (res.status(), res.text().await.unwrap())
 }
 

@@ -11,9 +11,7 @@ use expect_continue::{open, First};
 fn enc(name: &str) -> String {
     name.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                (b as char).to_string()
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
         .collect()

@@ -17,60 +17,26 @@ const URL: &str = "/api/v1/datasets/coco/versions/v1/uploads/same.bin";
 
 fn sha_hex(data: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-async fn begin(
-    s: &Server,
-    c: &Client,
-    fingerprint: Option<&str>,
-) -> (StatusCode, Option<String>, String) {
+async fn begin(s: &Server, c: &Client, fingerprint: Option<&str>) -> (StatusCode, Option<String>, String) {
     let mut req = c.post(s.url(URL)).header("Upload-Length", "10");
     if let Some(f) = fingerprint {
         req = req.header("X-Gantry-Fingerprint", f);
     }
     let res = req.send().await.unwrap();
-    let offset = res
-        .headers()
-        .get("upload-offset")
-        .map(|v| v.to_str().unwrap().to_string());
+    let offset = res.headers().get("upload-offset").map(|v| v.to_str().unwrap().to_string());
     (res.status(), offset, res.text().await.unwrap())
 }
 
-async fn patch(
-    s: &Server,
-    c: &Client,
-    fingerprint: &str,
-    offset: u64,
-    body: &'static [u8],
-) -> reqwest::Response {
-    c.patch(s.url(URL))
-        .header("X-Gantry-Fingerprint", fingerprint)
-        .header("Upload-Offset", offset.to_string())
-        .body(body)
-        .send()
-        .await
-        .unwrap()
+async fn patch(s: &Server, c: &Client, fingerprint: &str, offset: u64, body: &'static [u8]) -> reqwest::Response {
+    c.patch(s.url(URL)).header("X-Gantry-Fingerprint", fingerprint).header("Upload-Offset", offset.to_string()).body(body).send().await.unwrap()
 }
 
 async fn listed_sha(s: &Server, c: &Client) -> String {
-    let list: Value = c
-        .get(s.url("/api/v1/datasets/coco/versions/v1/files"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let file = list["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "same.bin")
-        .expect("same.bin is listed");
+    let list: Value = c.get(s.url("/api/v1/datasets/coco/versions/v1/files")).send().await.unwrap().json().await.unwrap();
+    let file = list["files"].as_array().unwrap().iter().find(|f| f["name"] == "same.bin").expect("same.bin is listed");
     file["sha256"].as_str().unwrap().to_string()
 }
 

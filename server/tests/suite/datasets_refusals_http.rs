@@ -17,10 +17,7 @@ const UPLOADS: &str = "/api/v1/datasets/coco/versions/v1/uploads";
 async fn error_of(res: reqwest::Response) -> (StatusCode, String) {
     let status = res.status();
     let body: Value = res.json().await.unwrap();
-    (
-        status,
-        body["error"].as_str().unwrap_or_default().to_string(),
-    )
+    (status, body["error"].as_str().unwrap_or_default().to_string())
 }
 
 gantry_testkit::timed_test! {

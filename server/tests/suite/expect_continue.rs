@@ -27,21 +27,12 @@ pub struct Reply {
 
 impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 }
 
 /// Sends the head of `method path` declaring a body of `len` bytes.
-pub async fn open(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, String)],
-    len: u64,
-) -> First {
+pub async fn open(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], len: u64) -> First {
     let mut sock = TcpStream::connect(addr).await.unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {len}\r\nConnection: close\r\nExpect: 100-continue\r\n");
     for (k, v) in headers {
@@ -69,13 +60,7 @@ pub async fn open(
 
 /// The server asked for the body: the socket to send it on. Panics with
 /// the answer if the server answered instead.
-pub async fn body_wanted(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, String)],
-    len: u64,
-) -> TcpStream {
+pub async fn body_wanted(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], len: u64) -> TcpStream {
     match open(addr, method, path, headers, len).await {
         First::Continue(sock) => sock,
         First::Answered(reply) => panic!("answered before asking for the body: {reply:?}"),
@@ -93,18 +78,7 @@ fn parse(raw: &[u8]) -> Reply {
     let text = String::from_utf8_lossy(raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_string(),
-    }
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    Reply { status, headers, body: body.to_string() }
 }

@@ -27,11 +27,7 @@ const PASSWORD: &str = "a-good-password";
 
 fn losetup(args: &[&str]) -> String {
     let out = Command::new("losetup").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "losetup {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "losetup {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 

@@ -10,30 +10,18 @@ use gantry_platform::db;
 const PASSWORD: &str = "first-run-admin-1";
 
 async fn serve(dir: &std::path::Path, log: &str) -> common::child::ChildServer {
-    let env = [
-        ("GANTRY_EXECUTOR", "simulated"),
-        ("GANTRY_NODE_NAME", "first-node"),
-        ("GANTRY_SIM_GPUS", "3"),
-    ];
+    let env = [("GANTRY_EXECUTOR", "simulated"), ("GANTRY_NODE_NAME", "first-node"), ("GANTRY_SIM_GPUS", "3")];
     common::child::spawn(dir, log, PASSWORD, &env).await
 }
 
 async fn dashboard(server: &common::child::ChildServer) -> String {
-    let res = server
-        .client
-        .get(format!("http://{}/", server.addr))
-        .send()
-        .await
-        .unwrap();
+    let res = server.client.get(format!("http://{}/", server.addr)).send().await.unwrap();
     assert_eq!(res.status(), 200);
     res.text().await.unwrap()
 }
 
 async fn default_quota(pool: &db::Pool) -> i64 {
-    sqlx::query_scalar("SELECT gpu_quota FROM groups WHERE name = 'default'")
-        .fetch_one(pool)
-        .await
-        .unwrap()
+    sqlx::query_scalar("SELECT gpu_quota FROM groups WHERE name = 'default'").fetch_one(pool).await.unwrap()
 }
 
 gantry_testkit::timed_test! {
@@ -77,10 +65,7 @@ gantry_testkit::timed_test! {
 
 /// Runs `gantry serve` over `dir` with `env` until it exits (it is killed
 /// if the test ends first); its exit status and what it printed.
-pub(crate) async fn serve_to_exit(
-    dir: &std::path::Path,
-    env: &[(&str, &str)],
-) -> (std::process::ExitStatus, String) {
+pub(crate) async fn serve_to_exit(dir: &std::path::Path, env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gantry"));
     command
         .arg("serve")
@@ -94,11 +79,7 @@ pub(crate) async fn serve_to_exit(
         command.env(k, v);
     }
     let out = command.output().await.expect("run gantry serve");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status, text)
 }
 

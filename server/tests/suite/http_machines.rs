@@ -21,14 +21,7 @@ const MODEL: &str = "SIM-A100";
 /// A simulated node with `gpus` GPUs, the default image, and the default
 /// group's quota set to `quota`.
 async fn cluster_with(server: &TestServer, gpus: u32, quota: i64) -> i64 {
-    let found = gpus::simulated(
-        "node-a",
-        &SimulatedGpus {
-            count: gpus,
-            model: MODEL.into(),
-            memory_mb: 1024,
-        },
-    );
+    let found = gpus::simulated("node-a", &SimulatedGpus { count: gpus, model: MODEL.into(), memory_mb: 1024 });
     let node_id = cluster::register_node(
         &server.pool,
         NodeRegistration {
@@ -44,20 +37,9 @@ async fn cluster_with(server: &TestServer, gpus: u32, quota: i64) -> i64 {
     )
     .await
     .unwrap();
-    images::create_image(
-        &server.pool,
-        None,
-        "devbox",
-        "gantry/devbox:latest",
-        "demo",
-        true,
-    )
-    .await
-    .unwrap();
+    images::create_image(&server.pool, None, "devbox", "gantry/devbox:latest", "demo", true).await.unwrap();
     let default_group = accounts::ensure_default_group(&server.pool).await.unwrap();
-    policy::update_group_policy(&server.pool, None, default_group, quota, 8, &[])
-        .await
-        .unwrap();
+    policy::update_group_policy(&server.pool, None, default_group, quota, 8, &[]).await.unwrap();
     node_id
 }
 
@@ -65,12 +47,7 @@ async fn user_in(server: &TestServer, name: &str, group: &str) {
     accounts::create_user(
         &server.pool,
         None,
-        accounts::NewUser {
-            username: name,
-            password: "a-good-password",
-            role: Role::User,
-            group: Some(group),
-        },
+        accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) },
     )
     .await
     .unwrap();
@@ -78,48 +55,22 @@ async fn user_in(server: &TestServer, name: &str, group: &str) {
 
 async fn signed_in(server: &TestServer, user: &str, password: &str) -> reqwest::Client {
     let client = server.client();
-    assert_eq!(
-        login(server, &client, user, password).await.status(),
-        StatusCode::OK,
-        "{user} signs in"
-    );
+    assert_eq!(login(server, &client, user, password).await.status(), StatusCode::OK, "{user} signs in");
     client
 }
 
-async fn post(
-    server: &TestServer,
-    client: &reqwest::Client,
-    path: &str,
-    form: &[(&str, &str)],
-) -> (StatusCode, String) {
-    let res = client
-        .post(server.url(path))
-        .form(form)
-        .send()
-        .await
-        .unwrap();
+async fn post(server: &TestServer, client: &reqwest::Client, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+    let res = client.post(server.url(path)).form(form).send().await.unwrap();
     let status = res.status();
     (status, res.text().await.unwrap())
 }
 
-async fn create(
-    server: &TestServer,
-    client: &reqwest::Client,
-    name: &str,
-    gpus: &str,
-    volume: &str,
-) -> (StatusCode, String) {
+async fn create(server: &TestServer, client: &reqwest::Client, name: &str, gpus: &str, volume: &str) -> (StatusCode, String) {
     post(
         server,
         client,
         "/api/create_machine",
-        &[
-            ("name", name),
-            ("image_id", ""),
-            ("gpu_count", gpus),
-            ("gpu_model", ""),
-            ("volume_size_gb", volume),
-        ],
+        &[("name", name), ("image_id", ""), ("gpu_count", gpus), ("gpu_model", ""), ("volume_size_gb", volume)],
     )
     .await
 }

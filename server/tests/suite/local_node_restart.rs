@@ -32,18 +32,7 @@ const NODE: &str = "local";
 const OLD_HEARTBEAT: i64 = 1_000;
 
 fn node_args(executor: &str) -> NodeArgs {
-    let argv = [
-        "gantry",
-        "serve",
-        "--executor",
-        executor,
-        "--docker-endpoint",
-        NO_ENGINE,
-        "--node-name",
-        NODE,
-        "--sim-gpus",
-        "2",
-    ];
+    let argv = ["gantry", "serve", "--executor", executor, "--docker-endpoint", NO_ENGINE, "--node-name", NODE, "--sim-gpus", "2"];
     match Cli::try_parse_from(argv).unwrap().command {
         Command::Serve(args) => args.node,
         _ => unreachable!("parsed `serve`"),
@@ -51,9 +40,7 @@ fn node_args(executor: &str) -> NodeArgs {
 }
 
 async fn pool(dir: &tempfile::TempDir) -> db::Pool {
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     pool
 }
@@ -61,11 +48,7 @@ async fn pool(dir: &tempfile::TempDir) -> db::Pool {
 /// The node as the previous run left it: a Docker node with one running
 /// machine. A simulated executor stands in for the engine that ran it.
 async fn docker_node_with_a_running_machine(pool: &db::Pool) -> (i64, i64) {
-    let sim = SimulatedGpus {
-        count: 2,
-        model: "SIM-A100-80GB".into(),
-        memory_mb: 81_920,
-    };
+    let sim = SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 };
     let found = gpus::simulated(NODE, &sim);
     let reg = NodeRegistration {
         name: NODE,
@@ -78,62 +61,30 @@ async fn docker_node_with_a_running_machine(pool: &db::Pool) -> (i64, i64) {
         gpus: &found,
     };
     let node_id = cluster::register_node(pool, reg).await.unwrap();
-    images::ensure_default_image(pool, "devbox", "gantry/devbox:latest", "demo")
+    images::ensure_default_image(pool, "devbox", "gantry/devbox:latest", "demo").await.unwrap();
+    accounts::create_group(pool, None, "ml-team", 2).await.unwrap();
+    let alice = accounts::create_user(pool, None, NewUser { username: "alice", password: "password-123", role: Role::User, group: Some("ml-team") })
         .await
         .unwrap();
-    accounts::create_group(pool, None, "ml-team", 2)
-        .await
-        .unwrap();
-    let alice = accounts::create_user(
-        pool,
-        None,
-        NewUser {
-            username: "alice",
-            password: "password-123",
-            role: Role::User,
-            group: Some("ml-team"),
-        },
-    )
-    .await
-    .unwrap();
     let wake = Arc::new(Notify::new());
-    let admitted = Admissions::start(pool.clone(), wake.clone())
-        .create(CreateMachine::new(alice, "train", 1, 1))
-        .await
-        .unwrap();
+    let admitted = Admissions::start(pool.clone(), wake.clone()).create(CreateMachine::new(alice, "train", 1, 1)).await.unwrap();
     let fleet = Fleet::new();
     fleet.insert(node_id, SimulatedExecutor::new().into());
     let dispatcher = Dispatcher::new(pool.clone(), fleet, wake, 4);
     for task in dispatch::claim(pool, &dispatcher.owner, 16).await.unwrap() {
         dispatcher.execute(task).await;
     }
-    assert_eq!(
-        machine_state(pool, admitted.machine_id).await,
-        "running",
-        "set-up: the machine runs before the reboot"
-    );
-    sqlx::query("UPDATE nodes SET last_heartbeat = ?")
-        .bind(OLD_HEARTBEAT)
-        .execute(pool)
-        .await
-        .unwrap();
+    assert_eq!(machine_state(pool, admitted.machine_id).await, "running", "set-up: the machine runs before the reboot");
+    sqlx::query("UPDATE nodes SET last_heartbeat = ?").bind(OLD_HEARTBEAT).execute(pool).await.unwrap();
     (node_id, admitted.machine_id)
 }
 
 async fn machine_state(pool: &db::Pool, id: i64) -> String {
-    sqlx::query_scalar("SELECT state FROM machines WHERE id = ?")
-        .bind(id)
-        .fetch_one(pool)
-        .await
-        .unwrap()
+    sqlx::query_scalar("SELECT state FROM machines WHERE id = ?").bind(id).fetch_one(pool).await.unwrap()
 }
 
 async fn node_row(pool: &db::Pool, id: i64) -> (String, String, i64) {
-    sqlx::query_as("SELECT executor, docker_endpoint, last_heartbeat FROM nodes WHERE id = ?")
-        .bind(id)
-        .fetch_one(pool)
-        .await
-        .unwrap()
+    sqlx::query_as("SELECT executor, docker_endpoint, last_heartbeat FROM nodes WHERE id = ?").bind(id).fetch_one(pool).await.unwrap()
 }
 
 gantry_testkit::timed_test! {

@@ -19,14 +19,7 @@ const HTML: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=
 
 /// A simulated node and the default image, with room for a machine.
 async fn cluster(server: &TestServer) {
-    let found = gpus::simulated(
-        "node-a",
-        &SimulatedGpus {
-            count: 2,
-            model: "SIM-A100".into(),
-            memory_mb: 1024,
-        },
-    );
+    let found = gpus::simulated("node-a", &SimulatedGpus { count: 2, model: "SIM-A100".into(), memory_mb: 1024 });
     let registration = NodeRegistration {
         name: "node-a",
         region_code: "local",
@@ -37,31 +30,14 @@ async fn cluster(server: &TestServer) {
         memory_mb: 0,
         gpus: &found,
     };
-    cluster::register_node(&server.pool, registration)
-        .await
-        .unwrap();
-    images::create_image(
-        &server.pool,
-        None,
-        "devbox",
-        "gantry/devbox:latest",
-        "demo",
-        true,
-    )
-    .await
-    .unwrap();
+    cluster::register_node(&server.pool, registration).await.unwrap();
+    images::create_image(&server.pool, None, "devbox", "gantry/devbox:latest", "demo", true).await.unwrap();
     let default_group = accounts::ensure_default_group(&server.pool).await.unwrap();
-    policy::update_group_policy(&server.pool, None, default_group, 2, 2, &[])
-        .await
-        .unwrap();
+    policy::update_group_policy(&server.pool, None, default_group, 2, 2, &[]).await.unwrap();
 }
 
 fn absolute(server: &TestServer, location: &str) -> String {
-    if location.starts_with('/') {
-        server.url(location)
-    } else {
-        location.to_string()
-    }
+    if location.starts_with('/') { server.url(location) } else { location.to_string() }
 }
 
 /// GETs `url`, following the server's own redirects; the final page's HTML.
@@ -80,13 +56,7 @@ async fn page(server: &TestServer, client: &reqwest::Client, url: &str) -> Strin
 
 /// Posts `form` as a form without JavaScript on `from` does: the redirect's
 /// target (absolute) and the page there.
-async fn post_without_js(
-    server: &TestServer,
-    client: &reqwest::Client,
-    function: &str,
-    from: &str,
-    form: &[(&str, &str)],
-) -> (String, String) {
+async fn post_without_js(server: &TestServer, client: &reqwest::Client, function: &str, from: &str, form: &[(&str, &str)]) -> (String, String) {
     let res = client
         .post(server.url(&format!("/api/{function}")))
         .header(header::ACCEPT, HTML)
@@ -102,18 +72,8 @@ async fn post_without_js(
 }
 
 /// The group policy form's fields, as the page posts them.
-fn group_policy<'a>(
-    group: &'a str,
-    gpu_quota: &'a str,
-    rev: &'a str,
-) -> [(&'static str, &'a str); 5] {
-    [
-        ("group_id", group),
-        ("gpu_quota", gpu_quota),
-        ("max_gpus_per_machine", "2"),
-        ("allowed_models", ""),
-        ("policy_rev", rev),
-    ]
+fn group_policy<'a>(group: &'a str, gpu_quota: &'a str, rev: &'a str) -> [(&'static str, &'a str); 5] {
+    [("group_id", group), ("gpu_quota", gpu_quota), ("max_gpus_per_machine", "2"), ("allowed_models", ""), ("policy_rev", rev)]
 }
 
 /// The text of the page's "it worked" line, tags and hydration markers left out.

@@ -15,16 +15,8 @@ const PW: &str = "pager-password-1";
 /// into the tables.
 async fn seed(server: &TestServer, owner: &str, n: i64) {
     let pool = &server.pool;
-    let (uid, gid): (i64, i64) =
-        sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?")
-            .bind(owner)
-            .fetch_one(pool)
-            .await
-            .unwrap();
-    let image: i64 = sqlx::query_scalar("SELECT id FROM images LIMIT 1")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let (uid, gid): (i64, i64) = sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?").bind(owner).fetch_one(pool).await.unwrap();
+    let image: i64 = sqlx::query_scalar("SELECT id FROM images LIMIT 1").fetch_one(pool).await.unwrap();
     for i in 0..n {
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, volume_name, volume_size_gb, state, created_at, updated_at)
@@ -59,9 +51,7 @@ async fn text(client: &reqwest::Client, server: &TestServer, path: &str) -> Stri
     let mut rest = html.as_str();
     while let Some(at) = rest.find("<!--") {
         out.push_str(&rest[..at]);
-        rest = rest[at..]
-            .find("-->")
-            .map_or("", |end| &rest[at + end + 3..]);
+        rest = rest[at..].find("-->").map_or("", |end| &rest[at + end + 3..]);
     }
     out + rest
 }

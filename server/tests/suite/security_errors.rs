@@ -17,31 +17,16 @@ fn server_functions() -> Vec<(String, Vec<(String, String)>)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../app/src/api");
     let modules = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
     let mut found = Vec::new();
-    for module in modules
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';'))
-    {
+    for module in modules.lines().filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';')) {
         let src = std::fs::read_to_string(dir.join(format!("{module}.rs"))).unwrap();
         for part in src.split("#[server(").skip(1) {
-            let endpoint = part
-                .split("endpoint = \"")
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-                .to_string();
+            let endpoint = part.split("endpoint = \"").nth(1).unwrap().split('"').next().unwrap().to_string();
             let sig = part.split("pub async fn ").nth(1).unwrap();
             let args = sig.split_once('(').unwrap().1.split(") ->").next().unwrap();
             let args = args
                 .split(',')
                 .filter_map(|a| a.split_once(':'))
-                .map(|(n, t)| {
-                    (
-                        n.trim().to_string(),
-                        t.split_whitespace().collect::<String>(),
-                    )
-                })
+                .map(|(n, t)| (n.trim().to_string(), t.split_whitespace().collect::<String>()))
                 .collect();
             found.push((endpoint, args));
         }

@@ -9,10 +9,7 @@
 
 use crate::{
     security_support::{self, gate},
-    terminal::{
-        close_frame, connect, env, env_secured, http, next_event, read_until, sign_in, type_line,
-        Env, PASSWORD,
-    },
+    terminal::{close_frame, connect, env, env_secured, http, next_event, read_until, sign_in, type_line, Env, PASSWORD},
 };
 use gantry_core::{task::TaskKind, Role};
 use gantry_platform::{
@@ -28,44 +25,21 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The session id a `gantry_session=…` cookie carries.
 fn session_id(cookie: &str) -> tower_sessions::session::Id {
-    cookie
-        .strip_prefix("gantry_session=")
-        .expect("a session cookie")
-        .parse()
-        .expect("a session id")
+    cookie.strip_prefix("gantry_session=").expect("a session cookie").parse().expect("a session id")
 }
 
 /// A server function call with `cookie`, from this site's pages.
-async fn call(
-    server: &security_support::Secured,
-    cookie: &str,
-    endpoint: &str,
-) -> reqwest::Response {
+async fn call(server: &security_support::Secured, cookie: &str, endpoint: &str) -> reqwest::Response {
     let origin = format!("http://{}", server.addr);
-    http()
-        .post(server.url(&format!("/api/{endpoint}")))
-        .header("Cookie", cookie)
-        .header("Origin", origin)
-        .send()
-        .await
-        .unwrap()
+    http().post(server.url(&format!("/api/{endpoint}"))).header("Cookie", cookie).header("Origin", origin).send().await.unwrap()
 }
 
 async fn sign_in_to(server: &security_support::Secured, user: &str, password: &str) -> String {
     let res = server.login(&http(), user, password).await;
     assert_eq!(res.status(), StatusCode::OK, "{user} signs in");
-    let cookie = gantry_testkit::session_cookie(
-        res.headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok()),
-    )
-    .expect("a session cookie");
+    let cookie = gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie");
     // The first use stamps the session's last use, as the pages' first request does.
-    assert_eq!(
-        call(server, &cookie, "my_quota").await.status(),
-        StatusCode::OK
-    );
+    assert_eq!(call(server, &cookie, "my_quota").await.status(), StatusCode::OK);
     cookie
 }
 
@@ -115,13 +89,7 @@ gantry_testkit::timed_test! {
 /// Starts a `PUT` of `size` bytes into the machine's volume and sends its
 /// first `first` bytes: returns once the server reads the body (it
 /// answered `100 Continue`), so the upload is under way.
-async fn start_upload(
-    env: &Env,
-    cookie: &str,
-    machine_id: i64,
-    size: usize,
-    first: usize,
-) -> tokio::net::TcpStream {
+async fn start_upload(env: &Env, cookie: &str, machine_id: i64, size: usize, first: usize) -> tokio::net::TcpStream {
     let mut sock = tokio::net::TcpStream::connect(env.addr).await.unwrap();
     let head = format!(
         "PUT /machines/{machine_id}/files?path=up.bin HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\nContent-Length: {size}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
@@ -131,19 +99,10 @@ async fn start_upload(
     let mut answer = Vec::new();
     while !answer.ends_with(b"\r\n\r\n") {
         let mut byte = [0u8; 1];
-        assert_eq!(
-            sock.read(&mut byte).await.unwrap(),
-            1,
-            "the server answered: {}",
-            String::from_utf8_lossy(&answer)
-        );
+        assert_eq!(sock.read(&mut byte).await.unwrap(), 1, "the server answered: {}", String::from_utf8_lossy(&answer));
         answer.push(byte[0]);
     }
-    assert!(
-        answer.starts_with(b"HTTP/1.1 100"),
-        "{}",
-        String::from_utf8_lossy(&answer)
-    );
+    assert!(answer.starts_with(b"HTTP/1.1 100"), "{}", String::from_utf8_lossy(&answer));
     sock.write_all(&vec![7u8; first]).await.unwrap();
     sock
 }

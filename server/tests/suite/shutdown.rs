@@ -46,11 +46,7 @@ impl MutableEngine {
                 let mut muted = muted.clone();
                 tokio::spawn(async move {
                     if !*muted.borrow() {
-                        let Ok(mut engine) =
-                            tokio::net::UnixStream::connect("/var/run/docker.sock").await
-                        else {
-                            return;
-                        };
+                        let Ok(mut engine) = tokio::net::UnixStream::connect("/var/run/docker.sock").await else { return };
                         tokio::select! {
                             _ = tokio::io::copy_bidirectional(&mut client, &mut engine) => return,
                             _ = muted.wait_for(|m| *m) => {}
@@ -66,17 +62,12 @@ impl MutableEngine {
     }
 }
 
-async fn task_of(
-    pool: &gantry_platform::db::Pool,
-    machine_id: i64,
-) -> (i64, String, Option<String>) {
-    sqlx::query_as(
-        "SELECT id, state, lease_owner FROM tasks WHERE machine_id = ? AND kind = 'create'",
-    )
-    .bind(machine_id)
-    .fetch_one(pool)
-    .await
-    .unwrap()
+async fn task_of(pool: &gantry_platform::db::Pool, machine_id: i64) -> (i64, String, Option<String>) {
+    sqlx::query_as("SELECT id, state, lease_owner FROM tasks WHERE machine_id = ? AND kind = 'create'")
+        .bind(machine_id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 gantry_testkit::timed_test! {

@@ -34,14 +34,8 @@ use tokio::{
 /// during a test that uses it was not closed by that timer.
 const NEVER: Duration = Duration::from_secs(3600);
 const SHORT: Duration = Duration::from_millis(500);
-const LIMITS: ConnLimits = ConnLimits {
-    header_read: SHORT,
-    ..ConnLimits::DEFAULT
-};
-const NO_HEADER_LIMIT: ConnLimits = ConnLimits {
-    header_read: NEVER,
-    ..ConnLimits::DEFAULT
-};
+const LIMITS: ConnLimits = ConnLimits { header_read: SHORT, ..ConnLimits::DEFAULT };
+const NO_HEADER_LIMIT: ConnLimits = ConnLimits { header_read: NEVER, ..ConnLimits::DEFAULT };
 
 /// What the test app's handlers tell the test, or wait for from it.
 #[derive(Clone, Default)]
@@ -64,17 +58,9 @@ impl Drop for NotifyOnDrop {
 }
 
 fn app(hooks: &Hooks) -> Router {
-    let Hooks {
-        entered,
-        release,
-        piece_read,
-        endless_dropped,
-    } = hooks.clone();
+    let Hooks { entered, release, piece_read, endless_dropped } = hooks.clone();
     Router::new()
-        .route(
-            "/peer",
-            get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.to_string() }),
-        )
+        .route("/peer", get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.to_string() }))
         .route(
             "/slow",
             get(move || async move {
@@ -94,10 +80,7 @@ fn app(hooks: &Hooks) -> Router {
                 while let Some(piece) = body.next().await {
                     match piece {
                         Ok(piece) => got.extend_from_slice(&piece),
-                        Err(e) => {
-                            return (axum::http::StatusCode::BAD_REQUEST, e.to_string())
-                                .into_response()
-                        }
+                        Err(e) => return (axum::http::StatusCode::BAD_REQUEST, e.to_string()).into_response(),
                     }
                     piece_read.notify_one();
                 }
@@ -120,40 +103,27 @@ fn app(hooks: &Hooks) -> Router {
                         }
                     }
                 });
-                Response::builder()
-                    .status(101)
-                    .header(header::CONNECTION, "upgrade")
-                    .header(header::UPGRADE, "echo")
-                    .body(Body::empty())
-                    .unwrap()
+                Response::builder().status(101).header(header::CONNECTION, "upgrade").header(header::UPGRADE, "echo").body(Body::empty()).unwrap()
             }),
         )
         .route(
             "/endless",
             get(move || async move {
                 let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
-                let body =
-                    futures_util::stream::unfold(NotifyOnDrop(endless_dropped), move |guard| {
-                        let chunk = chunk.clone();
-                        async move { Some((Ok::<_, Infallible>(chunk), guard)) }
-                    });
+                let body = futures_util::stream::unfold(NotifyOnDrop(endless_dropped), move |guard| {
+                    let chunk = chunk.clone();
+                    async move { Some((Ok::<_, Infallible>(chunk), guard)) }
+                });
                 Body::from_stream(body)
             }),
         )
 }
 
 /// Serves `app` with `limits` until `stop` resolves.
-async fn serve_until(
-    app: Router,
-    limits: ConnLimits,
-    stop: impl Future<Output = ()> + Send + 'static,
-) -> (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>) {
+async fn serve_until(app: Router, limits: ConnLimits, stop: impl Future<Output = ()> + Send + 'static) -> (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    (
-        addr,
-        tokio::spawn(serve_connections(listener, app, stop, limits)),
-    )
+    (addr, tokio::spawn(serve_connections(listener, app, stop, limits)))
 }
 
 async fn serve(app: Router, limits: ConnLimits) -> SocketAddr {
@@ -185,11 +155,7 @@ async fn read_response(tcp: &mut TcpStream, ends_with: &str) -> String {
     let mut buf = [0u8; 4096];
     while !String::from_utf8_lossy(&got).ends_with(ends_with) {
         let n = tcp.read(&mut buf).await.unwrap();
-        assert!(
-            n > 0,
-            "the connection closed before the response ended: {}",
-            String::from_utf8_lossy(&got)
-        );
+        assert!(n > 0, "the connection closed before the response ended: {}", String::from_utf8_lossy(&got));
         got.extend_from_slice(&buf[..n]);
     }
     String::from_utf8_lossy(&got).into_owned()
@@ -197,9 +163,7 @@ async fn read_response(tcp: &mut TcpStream, ends_with: &str) -> String {
 
 /// `GET /peer` on a kept-alive connection; asserts the answer.
 async fn get_peer(tcp: &mut TcpStream) {
-    tcp.write_all(b"GET /peer HTTP/1.1\r\nHost: gantry\r\n\r\n")
-        .await
-        .unwrap();
+    tcp.write_all(b"GET /peer HTTP/1.1\r\nHost: gantry\r\n\r\n").await.unwrap();
     let me = tcp.local_addr().unwrap().to_string();
     let answer = read_response(tcp, &me).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");

@@ -17,14 +17,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 async fn setup(server: &TestServer) {
-    let found = gpus::simulated(
-        "node-s",
-        &SimulatedGpus {
-            count: 4,
-            model: "SIM-A100".into(),
-            memory_mb: 1024,
-        },
-    );
+    let found = gpus::simulated("node-s", &SimulatedGpus { count: 4, model: "SIM-A100".into(), memory_mb: 1024 });
     cluster::register_node(
         &server.pool,
         NodeRegistration {
@@ -40,61 +33,25 @@ async fn setup(server: &TestServer) {
     )
     .await
     .unwrap();
-    images::create_image(
-        &server.pool,
-        None,
-        "devbox",
-        "gantry/devbox:latest",
-        "demo",
-        true,
-    )
-    .await
-    .unwrap();
+    images::create_image(&server.pool, None, "devbox", "gantry/devbox:latest", "demo", true).await.unwrap();
     let default_group = accounts::ensure_default_group(&server.pool).await.unwrap();
-    policy::update_group_policy(&server.pool, None, default_group, 4, 4, &[])
-        .await
-        .unwrap();
-    accounts::create_group(&server.pool, None, "other", 4)
-        .await
-        .unwrap();
+    policy::update_group_policy(&server.pool, None, default_group, 4, 4, &[]).await.unwrap();
+    accounts::create_group(&server.pool, None, "other", 4).await.unwrap();
     for (name, group) in [("alice", "default"), ("bob", "default"), ("carol", "other")] {
-        accounts::create_user(
-            &server.pool,
-            None,
-            accounts::NewUser {
-                username: name,
-                password: "a-good-password",
-                role: Role::User,
-                group: Some(group),
-            },
-        )
-        .await
-        .unwrap();
+        accounts::create_user(&server.pool, None, accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) })
+            .await
+            .unwrap();
     }
 }
 
 async fn signed_in(server: &TestServer, user: &str, password: &str) -> reqwest::Client {
     let client = server.client();
-    assert_eq!(
-        login(server, &client, user, password).await.status(),
-        StatusCode::OK,
-        "{user} signs in"
-    );
+    assert_eq!(login(server, &client, user, password).await.status(), StatusCode::OK, "{user} signs in");
     client
 }
 
-async fn post(
-    server: &TestServer,
-    client: &reqwest::Client,
-    path: &str,
-    form: &[(&str, &str)],
-) -> (StatusCode, String) {
-    let res = client
-        .post(server.url(path))
-        .form(form)
-        .send()
-        .await
-        .unwrap();
+async fn post(server: &TestServer, client: &reqwest::Client, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+    let res = client.post(server.url(path)).form(form).send().await.unwrap();
     let status = res.status();
     (status, res.text().await.unwrap())
 }

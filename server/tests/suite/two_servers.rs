@@ -29,51 +29,20 @@ async fn start(data_dir: &Path, log: &str) -> Server {
 
 impl Server {
     async fn call(&self, function: &str, form: &[(&str, &str)]) -> String {
-        let res = self
-            .client
-            .post(format!("http://{}/api/{function}", self.addr))
-            .form(form)
-            .send()
-            .await
-            .unwrap();
+        let res = self.client.post(format!("http://{}/api/{function}", self.addr)).form(form).send().await.unwrap();
         let status = res.status();
         let body = res.text().await.unwrap();
-        assert_eq!(
-            status,
-            StatusCode::OK,
-            "{function} on {}: {body}",
-            self.addr
-        );
+        assert_eq!(status, StatusCode::OK, "{function} on {}: {body}", self.addr);
         body
     }
 
     async fn create(&self, name: &str) -> i64 {
-        let body = self
-            .call(
-                "create_machine",
-                &[
-                    ("name", name),
-                    ("image_id", ""),
-                    ("gpu_count", "1"),
-                    ("gpu_model", ""),
-                    ("volume_size_gb", "1"),
-                ],
-            )
-            .await;
-        serde_json::from_str::<serde_json::Value>(&body).unwrap()["machine_id"]
-            .as_i64()
-            .unwrap()
+        let body = self.call("create_machine", &[("name", name), ("image_id", ""), ("gpu_count", "1"), ("gpu_model", ""), ("volume_size_gb", "1")]).await;
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["machine_id"].as_i64().unwrap()
     }
 
     async fn operate(&self, machine_id: i64, operation: &str) {
-        self.call(
-            "machine_operation",
-            &[
-                ("machine_id", &machine_id.to_string()),
-                ("operation", operation),
-            ],
-        )
-        .await;
+        self.call("machine_operation", &[("machine_id", &machine_id.to_string()), ("operation", operation)]).await;
     }
 }
 
@@ -82,19 +51,11 @@ impl Server {
 async fn settle(pool: &db::Pool, within: Duration) {
     let deadline = Instant::now() + within;
     loop {
-        let open: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM tasks WHERE state IN ('pending', 'scheduled', 'running')",
-        )
-        .fetch_one(pool)
-        .await
-        .unwrap();
+        let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE state IN ('pending', 'scheduled', 'running')").fetch_one(pool).await.unwrap();
         if open == 0 {
             return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "{open} task(s) still open after {within:?}"
-        );
+        assert!(Instant::now() < deadline, "{open} task(s) still open after {within:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -26,9 +26,7 @@ pub const COMPUTE_GPUS_MAX: i64 = 64;
 pub fn parse_task_name(value: &str) -> Result<String, String> {
     match value.trim() {
         "" => Ok(DEFAULT_TASK_NAME.to_string()),
-        n => gantry_core::validate::name("task name", n)
-            .map(|()| n.to_string())
-            .map_err(|e| e.to_string()),
+        n => gantry_core::validate::name("task name", n).map(|()| n.to_string()).map_err(|e| e.to_string()),
     }
 }
 
@@ -44,17 +42,9 @@ pub fn parse_command(text: &str, shell: bool) -> Result<CommandInput, String> {
         }
         return Ok(CommandInput::Shell(script.to_string()));
     }
-    let argv: Vec<String> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect();
+    let argv: Vec<String> = text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect();
     let Some(program) = argv.first() else {
-        return Err(
-            "type the command: the program on the first line, then one argument per line"
-                .to_string(),
-        );
+        return Err("type the command: the program on the first line, then one argument per line".to_string());
     };
     if program.contains(char::is_whitespace) {
         return Err(format!(
@@ -68,8 +58,7 @@ pub fn parse_command(text: &str, shell: bool) -> Result<CommandInput, String> {
 /// A whole number of GPUs, 1 to [`COMPUTE_GPUS_MAX`].
 pub fn parse_gpu_count(value: &str) -> Result<u32, String> {
     let n = parse_whole("GPU count", value)?;
-    gantry_core::validate::in_range("GPU count", n, 1, COMPUTE_GPUS_MAX)
-        .map_err(|e| e.to_string())?;
+    gantry_core::validate::in_range("GPU count", n, 1, COMPUTE_GPUS_MAX).map_err(|e| e.to_string())?;
     Ok(n as u32)
 }
 
@@ -79,12 +68,7 @@ pub fn parse_time_limit(value: &str, unit: &str) -> Result<i64, String> {
     let per = match unit.trim() {
         "s" => 1,
         "" | "min" => 60,
-        other => {
-            return Err(format!(
-                "unknown time unit \"{}\" (expected s or min)",
-                other.chars().take(16).collect::<String>()
-            ))
-        }
+        other => return Err(format!("unknown time unit \"{}\" (expected s or min)", other.chars().take(16).collect::<String>())),
     };
     let n = match value.trim() {
         "" => return Ok(DEFAULT_TIME_LIMIT_MIN * 60),
@@ -98,9 +82,7 @@ pub fn parse_time_limit(value: &str, unit: &str) -> Result<i64, String> {
 
 /// An optional GPU model select: empty means any model.
 pub fn parse_gpu_model(value: &str) -> Option<String> {
-    Some(value.trim())
-        .filter(|m| !m.is_empty())
-        .map(str::to_string)
+    Some(value.trim()).filter(|m| !m.is_empty()).map(str::to_string)
 }
 
 #[cfg(test)]
@@ -110,18 +92,8 @@ mod tests {
     #[test]
     fn argv_is_one_argument_per_line() {
         let got = parse_command("echo\r\nhello-from-gantry\n\n  two words  \n", false).unwrap();
-        assert_eq!(
-            got,
-            CommandInput::Argv(vec![
-                "echo".into(),
-                "hello-from-gantry".into(),
-                "two words".into()
-            ])
-        );
-        assert_eq!(
-            parse_command("  \n", false).unwrap_err(),
-            "type the command: the program on the first line, then one argument per line"
-        );
+        assert_eq!(got, CommandInput::Argv(vec!["echo".into(), "hello-from-gantry".into(), "two words".into()]));
+        assert_eq!(parse_command("  \n", false).unwrap_err(), "type the command: the program on the first line, then one argument per line");
         assert_eq!(
             parse_command("echo hello", false).unwrap_err(),
             "\"echo hello\" would run a program of that whole name: put each argument on its own line, or tick \"shell\""
@@ -130,18 +102,9 @@ mod tests {
 
     #[test]
     fn shell_keeps_the_script_whole() {
-        assert_eq!(
-            parse_command(" echo a | wc -c\r\necho b ", true),
-            Ok(CommandInput::Shell("echo a | wc -c\necho b".into()))
-        );
-        assert_eq!(
-            parse_command("echo hello", true),
-            Ok(CommandInput::Shell("echo hello".into()))
-        );
-        assert_eq!(
-            parse_command("   ", true).unwrap_err(),
-            "type the shell script to run"
-        );
+        assert_eq!(parse_command(" echo a | wc -c\r\necho b ", true), Ok(CommandInput::Shell("echo a | wc -c\necho b".into())));
+        assert_eq!(parse_command("echo hello", true), Ok(CommandInput::Shell("echo hello".into())));
+        assert_eq!(parse_command("   ", true).unwrap_err(), "type the shell script to run");
     }
 
     #[test]
@@ -150,35 +113,14 @@ mod tests {
         assert_eq!(parse_time_limit(" 10 ", "min"), Ok(600));
         assert_eq!(parse_time_limit("", "s"), Ok(3600));
         assert_eq!(parse_time_limit("5", ""), Ok(300));
-        assert_eq!(
-            parse_time_limit("ten", "min").unwrap_err(),
-            "time limit must be a whole number"
-        );
-        assert_eq!(
-            parse_time_limit("1.5", "min").unwrap_err(),
-            "time limit must be a whole number"
-        );
-        assert_eq!(
-            parse_time_limit("0", "s").unwrap_err(),
-            "time limit must be between 1 second and 7 days"
-        );
-        assert_eq!(
-            parse_time_limit("-5", "min").unwrap_err(),
-            "time limit must be between 1 second and 7 days"
-        );
-        assert_eq!(
-            parse_time_limit("10081", "min").unwrap_err(),
-            "time limit must be between 1 second and 7 days"
-        );
+        assert_eq!(parse_time_limit("ten", "min").unwrap_err(), "time limit must be a whole number");
+        assert_eq!(parse_time_limit("1.5", "min").unwrap_err(), "time limit must be a whole number");
+        assert_eq!(parse_time_limit("0", "s").unwrap_err(), "time limit must be between 1 second and 7 days");
+        assert_eq!(parse_time_limit("-5", "min").unwrap_err(), "time limit must be between 1 second and 7 days");
+        assert_eq!(parse_time_limit("10081", "min").unwrap_err(), "time limit must be between 1 second and 7 days");
         assert_eq!(parse_time_limit("10080", "min"), Ok(TIME_LIMIT_MAX_SECS));
-        assert_eq!(
-            parse_time_limit(&i64::MAX.to_string(), "min").unwrap_err(),
-            "time limit must be between 1 second and 7 days"
-        );
-        assert_eq!(
-            parse_time_limit("5", "h").unwrap_err(),
-            "unknown time unit \"h\" (expected s or min)"
-        );
+        assert_eq!(parse_time_limit(&i64::MAX.to_string(), "min").unwrap_err(), "time limit must be between 1 second and 7 days");
+        assert_eq!(parse_time_limit("5", "h").unwrap_err(), "unknown time unit \"h\" (expected s or min)");
     }
 
     #[test]
@@ -187,14 +129,8 @@ mod tests {
         assert_eq!(parse_task_name(" train-1 "), Ok("train-1".into()));
         assert!(parse_task_name("Bad Name").is_err());
         assert_eq!(parse_gpu_count("2"), Ok(2));
-        assert_eq!(
-            parse_gpu_count("two").unwrap_err(),
-            "GPU count must be a whole number"
-        );
-        assert_eq!(
-            parse_gpu_count("0").unwrap_err(),
-            "GPU count must be a whole number between 1 and 64"
-        );
+        assert_eq!(parse_gpu_count("two").unwrap_err(), "GPU count must be a whole number");
+        assert_eq!(parse_gpu_count("0").unwrap_err(), "GPU count must be a whole number between 1 and 64");
         assert_eq!(parse_gpu_model(" "), None);
         assert_eq!(parse_gpu_model(" A100 "), Some("A100".into()));
     }

@@ -38,10 +38,7 @@ pub fn DatasetQuotas() -> impl IntoView {
 }
 
 #[component]
-fn StorageTable(
-    rows: Polled<Vec<GroupStorageRow>>,
-    set: ServerAction<SetDatasetQuota>,
-) -> impl IntoView {
+fn StorageTable(rows: Polled<Vec<GroupStorageRow>>, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
     let rows = kept_rows(move || rows.get(), |r: &GroupStorageRow| r.group.clone());
     view! {
         {move || rows.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
@@ -61,25 +58,11 @@ fn StorageTable(
 fn StorageRow(row: GroupStorageRow, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
     let used = match row.reserved_bytes {
         0 => format_bytes(row.used_bytes),
-        r => format!(
-            "{} (+{} uploading)",
-            format_bytes(row.used_bytes),
-            format_bytes(r)
-        ),
+        r => format!("{} (+{} uploading)", format_bytes(row.used_bytes), format_bytes(r)),
     };
-    let quota = if row.own_quota {
-        format_bytes(row.quota_bytes)
-    } else {
-        format!("{} (default)", format_bytes(row.quota_bytes))
-    };
-    let gb = format!(
-        "{}",
-        (row.quota_bytes as f64 / (1u64 << 30) as f64 * 100.0).round() / 100.0
-    );
-    let (group, label) = (
-        row.group.clone(),
-        format!("dataset quota of {} in GB", row.group),
-    );
+    let quota = if row.own_quota { format_bytes(row.quota_bytes) } else { format!("{} (default)", format_bytes(row.quota_bytes)) };
+    let gb = format!("{}", (row.quota_bytes as f64 / (1u64 << 30) as f64 * 100.0).round() / 100.0);
+    let (group, label) = (row.group.clone(), format!("dataset quota of {} in GB", row.group));
     view! {
         <tr data-testid="dataset-storage-row" data-name=row.group.clone()>
             <td>{group.clone()}</td>

@@ -25,14 +25,8 @@ use leptos_meta::Title;
 pub fn GroupsPage() -> impl IntoView {
     let create = ServerAction::<CreateGroup>::new();
     let update = ServerAction::<UpdateGroup>::new();
-    let groups = Resource::new(
-        move || (create.version().get(), update.version().get()),
-        |_| list_groups(),
-    );
-    let access = Resource::new(
-        move || (create.version().get(), update.version().get()),
-        |_| group_access(),
-    );
+    let groups = Resource::new(move || (create.version().get(), update.version().get()), |_| list_groups());
+    let access = Resource::new(move || (create.version().get(), update.version().get()), |_| group_access());
     view! {
         <Title text="Groups"/>
         <h1>"Groups"</h1>
@@ -109,10 +103,7 @@ fn names_label(list: &[(i64, String)]) -> String {
     if list.is_empty() {
         "all".to_string()
     } else {
-        list.iter()
-            .map(|(_, n)| n.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        list.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -135,33 +126,19 @@ struct Policy {
 
 impl Policy {
     fn of(group: GroupRow, choices: &GroupAccessChoices) -> Self {
-        let GroupAccessRow {
-            images, regions, ..
-        } = choices.of(group.id);
+        let GroupAccessRow { images, regions, .. } = choices.of(group.id);
         let image_ids: Vec<i64> = images.iter().map(|(id, _)| *id).collect();
         let region_ids: Vec<i64> = regions.iter().map(|(id, _)| *id).collect();
         Policy {
-            images: choices
-                .images
-                .iter()
-                .map(|(id, n)| (*id, n.clone(), image_ids.contains(id)))
-                .collect(),
-            regions: choices
-                .regions
-                .iter()
-                .map(|(id, code, n)| (*id, format!("{code} ({n})"), region_ids.contains(id)))
-                .collect(),
+            images: choices.images.iter().map(|(id, n)| (*id, n.clone(), image_ids.contains(id))).collect(),
+            regions: choices.regions.iter().map(|(id, code, n)| (*id, format!("{code} ({n})"), region_ids.contains(id))).collect(),
             group,
         }
     }
 }
 
 #[component]
-fn PolicyForms(
-    groups: Polled<Vec<GroupRow>>,
-    access: Polled<GroupAccessChoices>,
-    update: ServerAction<UpdateGroup>,
-) -> impl IntoView {
+fn PolicyForms(groups: Polled<Vec<GroupRow>>, access: Polled<GroupAccessChoices>, update: ServerAction<UpdateGroup>) -> impl IntoView {
     // Without the groups' current images and regions the forms would post
     // empty lists, which mean "all": no form then, rather than one that
     // widens a group.
@@ -169,9 +146,7 @@ fn PolicyForms(
         move || {
             let (groups, access) = (groups.get(), access.get());
             Some(match (groups?, access?) {
-                (Ok(list), Ok(choices)) => {
-                    Ok(list.into_iter().map(|g| Policy::of(g, &choices)).collect())
-                }
+                (Ok(list), Ok(choices)) => Ok(list.into_iter().map(|g| Policy::of(g, &choices)).collect()),
                 (Err(e), _) | (_, Err(e)) => Err(e),
             })
         },
@@ -189,11 +164,7 @@ fn PolicyForms(
 
 #[component]
 fn GroupPolicyForm(policy: Policy, update: ServerAction<UpdateGroup>) -> impl IntoView {
-    let Policy {
-        group: g,
-        images,
-        regions,
-    } = policy;
+    let Policy { group: g, images, regions } = policy;
     let name = g.name.clone();
     view! {
         <ActionForm action=update attr:class="policy" attr:data-testid="group-policy" attr:data-name=name>
@@ -233,12 +204,7 @@ fn GroupPolicyForm(policy: Policy, update: ServerAction<UpdateGroup>) -> impl In
 /// hidden empty entry makes the form send the field even with none ticked,
 /// which the server reads as "all"; ids of the ticked ones follow.
 #[component]
-fn AccessChecks(
-    legend: &'static str,
-    field: &'static str,
-    testid: &'static str,
-    choices: Vec<(i64, String, bool)>,
-) -> impl IntoView {
+fn AccessChecks(legend: &'static str, field: &'static str, testid: &'static str, choices: Vec<(i64, String, bool)>) -> impl IntoView {
     view! {
         <fieldset class="checks" data-testid=testid>
             <legend>{legend} <span class="muted small">" · none ticked = all"</span></legend>

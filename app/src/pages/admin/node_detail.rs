@@ -2,10 +2,7 @@
 
 use crate::{
     api::telemetry::node_chart,
-    components::{
-        poll::{poll_guarded, tracked},
-        polled::last_good,
-    },
+    components::{poll::{poll_guarded, tracked}, polled::last_good},
     pages::machines::charts::{query_range, ChartPair, RangeLinks},
 };
 use leptos::prelude::*;
@@ -15,9 +12,7 @@ use leptos_router::hooks::use_params_map;
 #[component]
 pub fn NodeDetailPage() -> impl IntoView {
     let params = use_params_map();
-    let id = Memo::new(move |_| {
-        params.with(|p| p.get("id").and_then(|s| s.parse::<i64>().ok()).unwrap_or(0))
-    });
+    let id = Memo::new(move |_| params.with(|p| p.get("id").and_then(|s| s.parse::<i64>().ok()).unwrap_or(0)));
     let range = query_range();
     let tick = RwSignal::new(0u64);
     let in_flight = RwSignal::new(false);

@@ -7,8 +7,8 @@ use crate::{
     api::telemetry::cluster_overview,
     components::{
         chart_heatmap::Heatmap,
-        poll::{poll_guarded, tracked},
         polled::last_good,
+        poll::{poll_guarded, tracked},
     },
     model::telemetry::GroupUsage,
 };
@@ -21,18 +21,11 @@ use leptos_router::hooks::use_query_map;
 pub fn OverviewPage() -> impl IntoView {
     let query = use_query_map();
     let period = Memo::new(move |_| {
-        query.with(|q| {
-            q.get("period")
-                .filter(|p| gantry_core::telemetry::usage_period_ms(p).is_some())
-                .unwrap_or_else(|| "24h".into())
-        })
+        query.with(|q| q.get("period").filter(|p| gantry_core::telemetry::usage_period_ms(p).is_some()).unwrap_or_else(|| "24h".into()))
     });
     let tick = RwSignal::new(0u64);
     let in_flight = RwSignal::new(false);
-    let data = Resource::new(
-        move || (period.get(), tick.get()),
-        move |(p, _)| tracked(in_flight, cluster_overview(p)),
-    );
+    let data = Resource::new(move || (period.get(), tick.get()), move |(p, _)| tracked(in_flight, cluster_overview(p)));
     poll_guarded(tick, Signal::stored(false), in_flight);
     // Keep the last good answer while a refetch runs or fails.
     let last = StoredValue::new(None);
@@ -70,11 +63,7 @@ pub fn OverviewPage() -> impl IntoView {
 /// part used.
 #[component]
 fn UsageTable(usage: Vec<GroupUsage>, period: String) -> impl IntoView {
-    let most = usage
-        .iter()
-        .map(|u| u.held_gpu_hours)
-        .fold(0.0, f64::max)
-        .max(1e-9);
+    let most = usage.iter().map(|u| u.held_gpu_hours).fold(0.0, f64::max).max(1e-9);
     let rows = usage
         .into_iter()
         .map(|u| {

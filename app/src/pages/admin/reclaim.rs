@@ -19,11 +19,7 @@ use leptos_meta::Title;
 
 fn minutes(secs: i64) -> String {
     let m = secs as f64 / 60.0;
-    if m.fract() == 0.0 {
-        format!("{m:.0}")
-    } else {
-        format!("{m:.2}")
-    }
+    if m.fract() == 0.0 { format!("{m:.0}") } else { format!("{m:.2}") }
 }
 
 #[component]
@@ -31,10 +27,7 @@ pub fn ReclaimPage() -> impl IntoView {
     let save = ServerAction::<SaveReclaimSettings>::new();
     let exempt = ServerAction::<SetReclaimExempt>::new();
     let query = use_list_query();
-    let data = Resource::new(
-        move || (save.version().get(), exempt.version().get(), query.get()),
-        |(_, _, q)| reclaim_admin(q.page),
-    );
+    let data = Resource::new(move || (save.version().get(), exempt.version().get(), query.get()), |(_, _, q)| reclaim_admin(q.page));
     view! {
         <Title text="Reclaim"/>
         <h1>"Idle reclaim and hot GPUs"</h1>
@@ -45,18 +38,10 @@ pub fn ReclaimPage() -> impl IntoView {
 }
 
 #[component]
-fn ReclaimAdmin(
-    data: Polled<ReclaimAdminView>,
-    save: ServerAction<SaveReclaimSettings>,
-    exempt: ServerAction<SetReclaimExempt>,
-    query: Memo<ListQuery>,
-) -> impl IntoView {
+fn ReclaimAdmin(data: Polled<ReclaimAdminView>, save: ServerAction<SaveReclaimSettings>, exempt: ServerAction<SetReclaimExempt>, query: Memo<ListQuery>) -> impl IntoView {
     // The settings as a keyed list of one: the form is rebuilt only when
     // the stored settings changed, not at every exemption's answer.
-    let settings = kept_rows(
-        move || data.get().map(|r| r.map(|d| vec![(d.reclaim, d.hot)])),
-        |_| (),
-    );
+    let settings = kept_rows(move || data.get().map(|r| r.map(|d| vec![(d.reclaim, d.hot)])), |_| ());
     let groups = kept_rows(move || data.get().map(|r| r.map(|d| d.groups)), |g| g.0);
     let machines = kept_rows(move || data.get().map(|r| r.map(|d| d.machines)), |m| m.0);
     let counts = kept(move || data.get().map(|r| r.map(|d| d.counts)));
@@ -123,11 +108,7 @@ fn ReclaimAdmin(
 }
 
 #[component]
-fn SettingsForm(
-    r: ReclaimSettings,
-    h: HotSettings,
-    save: ServerAction<SaveReclaimSettings>,
-) -> impl IntoView {
+fn SettingsForm(r: ReclaimSettings, h: HotSettings, save: ServerAction<SaveReclaimSettings>) -> impl IntoView {
     view! {
         <ActionForm action=save attr:class="stack">
             <fieldset>
@@ -153,12 +134,7 @@ fn SettingsForm(
 }
 
 #[component]
-fn ExemptForm(
-    kind: &'static str,
-    id: i64,
-    on: bool,
-    exempt: ServerAction<SetReclaimExempt>,
-) -> impl IntoView {
+fn ExemptForm(kind: &'static str, id: i64, on: bool, exempt: ServerAction<SetReclaimExempt>) -> impl IntoView {
     view! {
         <ActionForm action=exempt attr:class="inline">
             <input type="hidden" name="kind" value=kind/>

@@ -21,10 +21,7 @@ use leptos_meta::Title;
 pub fn RegionsPage() -> impl IntoView {
     let create = ServerAction::<CreateRegion>::new();
     let tick = RwSignal::new(0u64);
-    let regions = Resource::new(
-        move || (tick.get(), create.version().get()),
-        |_| list_regions(),
-    );
+    let regions = Resource::new(move || (tick.get(), create.version().get()), |_| list_regions());
     poll(tick, Signal::stored(false));
     view! {
         <Title text="Regions"/>

@@ -7,8 +7,8 @@ use crate::{
     api::terminals::{terminal_sessions, CloseTerminal, TerminalSessionRow},
     components::{
         form_error::{error_text, FormError},
-        poll::poll,
         polled::busy_when,
+        poll::poll,
     },
 };
 use gantry_core::time::format_utc;
@@ -28,15 +28,9 @@ fn duration(secs: i64) -> String {
 pub fn TerminalsPage() -> impl IntoView {
     let close = ServerAction::<CloseTerminal>::new();
     let tick = RwSignal::new(0u64);
-    let sessions = Resource::new(
-        move || (tick.get(), close.version().get()),
-        |_| terminal_sessions(),
-    );
+    let sessions = Resource::new(move || (tick.get(), close.version().get()), |_| terminal_sessions());
     // While a close is on its way, look again soon.
-    poll(
-        tick,
-        busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)),
-    );
+    poll(tick, busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)));
     view! {
         <Title text="Terminals"/>
         <h1>"Terminal sessions"</h1>

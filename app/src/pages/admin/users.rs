@@ -8,9 +8,7 @@
 
 use crate::{
     api::{
-        admin::{
-            list_groups, CreateUser, ResetPassword, SetUserEnabled, SetUserGroup, SetUserRole,
-        },
+        admin::{list_groups, CreateUser, ResetPassword, SetUserEnabled, SetUserGroup, SetUserRole},
         lists::users_window,
     },
     components::{
@@ -20,10 +18,7 @@ use crate::{
         polled::Polled,
     },
     error::AppError,
-    model::{
-        lists::{ListQuery, UsersWindow},
-        GroupRow, UserRow,
-    },
+    model::{lists::{ListQuery, UsersWindow}, GroupRow, UserRow},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -51,13 +46,7 @@ pub fn UsersPage() -> impl IntoView {
     let query = use_list_query();
     let users = Resource::new(
         move || {
-            let versions = (
-                create.version().get(),
-                actions.enabled.version().get(),
-                actions.reset.version().get(),
-                actions.role.version().get(),
-                actions.group.version().get(),
-            );
+            let versions = (create.version().get(), actions.enabled.version().get(), actions.reset.version().get(), actions.role.version().get(), actions.group.version().get());
             (versions, query.get())
         },
         |(_, q)| users_window(q.state, q.user, q.group, q.page),
@@ -67,13 +56,7 @@ pub fn UsersPage() -> impl IntoView {
     let (name, set_name) = signal(String::new());
     let name_hint = move || {
         let n = name.get();
-        (!n.is_empty())
-            .then(|| {
-                gantry_core::validate::username(n.trim())
-                    .err()
-                    .map(|e| e.to_string())
-            })
-            .flatten()
+        (!n.is_empty()).then(|| gantry_core::validate::username(n.trim()).err().map(|e| e.to_string())).flatten()
     };
     // The latest change's outcome, whichever form made it: its success, or
     // its error alone — an older message (another user, another form) goes.
@@ -96,38 +79,13 @@ pub fn UsersPage() -> impl IntoView {
             }
         });
     };
-    watch(0, values[0], |u| {
-        format!(
-            "{} is now {}",
-            u.username,
-            if u.disabled {
-                "disabled; their sessions ended"
-            } else {
-                "enabled"
-            }
-        )
-    });
-    watch(1, values[1], |u| {
-        format!(
-            "{} has a temporary password; they must change it at their next sign-in",
-            u.username
-        )
-    });
-    watch(2, values[2], |u| {
-        format!("{} is now {}", u.username, u.role)
-    });
-    watch(3, values[3], |u| {
-        format!("{} is now in group {}", u.username, u.group)
-    });
+    watch(0, values[0], |u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" }));
+    watch(1, values[1], |u| format!("{} has a temporary password; they must change it at their next sign-in", u.username));
+    watch(2, values[2], |u| format!("{} is now {}", u.username, u.role));
+    watch(3, values[3], |u| format!("{} is now in group {}", u.username, u.group));
     let error_of = move |which: u8| {
         let value = values[usize::from(which)];
-        Signal::derive(move || {
-            if latest.get().is_none_or(|l| l == which) {
-                value.with(error_text)
-            } else {
-                None
-            }
-        })
+        Signal::derive(move || if latest.get().is_none_or(|l| l == which) { value.with(error_text) } else { None })
     };
 
     view! {
@@ -192,28 +150,13 @@ struct UserItem {
 }
 
 #[component]
-fn UserTable(
-    users: Polled<UsersWindow>,
-    groups: Polled<Vec<GroupRow>>,
-    query: Memo<ListQuery>,
-    actions: UserActions,
-) -> impl IntoView {
+fn UserTable(users: Polled<UsersWindow>, groups: Polled<Vec<GroupRow>>, query: Memo<ListQuery>, actions: UserActions) -> impl IntoView {
     let rows = kept_rows(
         move || {
             let (users, groups) = (users.get(), groups.get());
             // A group list that failed leaves the selects with no choices.
-            let names: Vec<String> = groups?
-                .map(|gs| gs.into_iter().map(|g| g.name).collect())
-                .unwrap_or_default();
-            Some(users?.map(|w| {
-                w.rows
-                    .into_iter()
-                    .map(|user| UserItem {
-                        user,
-                        groups: names.clone(),
-                    })
-                    .collect()
-            }))
+            let names: Vec<String> = groups?.map(|gs| gs.into_iter().map(|g| g.name).collect()).unwrap_or_default();
+            Some(users?.map(|w| w.rows.into_iter().map(|user| UserItem { user, groups: names.clone() }).collect()))
         },
         |i: &UserItem| i.user.id,
     );
@@ -237,21 +180,11 @@ fn UserTable(
 #[component]
 fn UserLine(u: UserRow, groups: Vec<String>, actions: UserActions) -> impl IntoView {
     let (id, name) = (u.id, u.username.clone());
-    let toggle = if u.disabled {
-        ("enable", "Enable")
-    } else {
-        ("disable", "Disable")
-    };
-    let status = u.disabled.then(
-        || view! { " " <span class="tag warn" data-testid="user-disabled">"disabled"</span> },
-    );
+    let toggle = if u.disabled { ("enable", "Enable") } else { ("disable", "Disable") };
+    let status = u.disabled.then(|| view! { " " <span class="tag warn" data-testid="user-disabled">"disabled"</span> });
     let temporary = u.must_change_password.then(|| view! { " " <span class="tag" title="must choose a new password at the next sign-in">"temporary password"</span> });
     let role = u.role.to_string();
-    let (role_label, group_label, reset_label) = (
-        format!("Role of {name}"),
-        format!("Group of {name}"),
-        format!("Temporary password for {name}"),
-    );
+    let (role_label, group_label, reset_label) = (format!("Role of {name}"), format!("Group of {name}"), format!("Temporary password for {name}"));
     let shown = name.clone();
     view! {
         <tr data-testid="user-row" data-name=name>

@@ -9,17 +9,14 @@ use crate::{
     api::compute::{compute_detail, CancelCompute},
     components::{
         form_error::{error_text, FormError},
-        poll::poll,
         polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
+        poll::poll,
         stable::stable,
         status::task_state_badge,
     },
     error::AppError,
     model::{
-        compute::{
-            command_text, compute_cancellable, resources_label, task_combo, ComputeDetail,
-            ComputeRow, Explanation,
-        },
+        compute::{command_text, compute_cancellable, resources_label, task_combo, ComputeDetail, ComputeRow, Explanation},
         machines::task_busy,
     },
     use_session,
@@ -62,11 +59,7 @@ pub fn ComputeTaskPage() -> impl IntoView {
 /// for a passing reason keeps the last answer on screen and says so.
 #[component]
 fn TaskBody(detail: Detail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
-    let KeptDetail {
-        outcome,
-        refresh_failed,
-        data,
-    } = kept_detail(detail, |d: &ComputeDetail| d.task.id);
+    let KeptDetail { outcome, refresh_failed, data } = kept_detail(detail, |d: &ComputeDetail| d.task.id);
     move || {
         outcome.get().map(|o| match o {
             Ok(_) => view! {
@@ -94,30 +87,19 @@ fn TaskBody(detail: Detail, cancel: ServerAction<CancelCompute>) -> impl IntoVie
 }
 
 #[component]
-fn TaskView(
-    data: Signal<Option<ComputeDetail>>,
-    cancel: ServerAction<CancelCompute>,
-) -> impl IntoView {
-    let task =
-        stable(move |_| data.with(|d| d.as_ref().map(|d| d.task.clone()).unwrap_or_default()));
+fn TaskView(data: Signal<Option<ComputeDetail>>, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+    let task = stable(move |_| data.with(|d| d.as_ref().map(|d| d.task.clone()).unwrap_or_default()));
     let why = stable(move |_| data.with(|d| d.as_ref().and_then(|d| d.why.clone())));
-    let output =
-        stable(move |_| data.with(|d| d.as_ref().map(|d| d.output.clone()).unwrap_or_default()));
+    let output = stable(move |_| data.with(|d| d.as_ref().map(|d| d.output.clone()).unwrap_or_default()));
     let live = stable(move |_| data.with(|d| d.as_ref().is_some_and(|d| d.output_live)));
     let log_url = stable(move |_| data.with(|d| d.as_ref().and_then(|d| d.log_url.clone())));
     let state = stable(move |_| task.with(|t| t.state.clone()));
     let busy = stable(move |_| task_busy(&state.get()));
     // The task's name, id, requester and command do not change.
-    let (id, name, requester) =
-        task.with_untracked(|t| (t.id, t.name.clone(), t.requester.clone()));
-    let (shell, command) = data.with_untracked(|d| {
-        command_text(d.as_ref().map(|d| d.command.as_slice()).unwrap_or_default())
-    });
+    let (id, name, requester) = task.with_untracked(|t| (t.id, t.name.clone(), t.requester.clone()));
+    let (shell, command) = data.with_untracked(|d| command_text(d.as_ref().map(|d| d.command.as_slice()).unwrap_or_default()));
     let me = use_session().0;
-    let mine = me.with_untracked(|m| {
-        m.as_ref()
-            .is_some_and(|m| m.is_admin() || m.username == requester)
-    });
+    let mine = me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == requester));
     let may_cancel = stable(move |_| mine && compute_cancellable(&state.get()));
     let cancelling = cancel.pending();
     let output_note = move || match (live.get(), output.with(String::is_empty), busy.get()) {

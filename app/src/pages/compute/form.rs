@@ -6,10 +6,7 @@
 use crate::{
     api::compute::SubmitCompute,
     components::form_error::{error_text, FormError},
-    model::compute::{
-        ComputeOptions, DEFAULT_COMPUTE_CPU_MILLIS, DEFAULT_COMPUTE_MEMORY_MB,
-        DEFAULT_TIME_LIMIT_MIN,
-    },
+    model::compute::{ComputeOptions, DEFAULT_COMPUTE_CPU_MILLIS, DEFAULT_COMPUTE_MEMORY_MB, DEFAULT_TIME_LIMIT_MIN},
 };
 use leptos::prelude::*;
 

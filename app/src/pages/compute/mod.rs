@@ -15,8 +15,8 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
-        poll::poll,
         polled::busy_when,
+        poll::poll,
         status::task_state_badge,
     },
     model::{
@@ -37,21 +37,11 @@ pub fn ComputePage() -> impl IntoView {
     // One window of the list, as the URL's filters and page say.
     let query = use_list_query();
     let tasks = Resource::new(
-        move || {
-            (
-                tick.get(),
-                submit.version().get(),
-                cancel.version().get(),
-                query.get(),
-            )
-        },
+        move || (tick.get(), submit.version().get(), cancel.version().get(), query.get()),
         |(_, _, _, q)| compute_window(q.state, q.user, q.group, q.page),
     );
     let options = Resource::new(|| (), |_| compute_options());
-    poll(
-        tick,
-        busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))),
-    );
+    poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
     view! {
         <Title text="Compute"/>
         <h1>"Compute tasks"</h1>
@@ -93,11 +83,7 @@ pub fn ComputePage() -> impl IntoView {
 }
 
 #[component]
-fn ComputeTable(
-    tasks: Vec<ComputeRow>,
-    cancel: ServerAction<CancelCompute>,
-    filtered: bool,
-) -> impl IntoView {
+fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, filtered: bool) -> impl IntoView {
     if tasks.is_empty() && filtered {
         return view! { <p class="muted" data-testid="no-compute-tasks">"No compute task matches these filters."</p> }.into_any();
     }
@@ -107,11 +93,7 @@ fn ComputeTable(
     let me = use_session().0;
     // The server decides; this only hides a button it would refuse.
     let may_cancel = move |t: &ComputeRow| {
-        compute_cancellable(&t.state)
-            && me.with_untracked(|m| {
-                m.as_ref()
-                    .is_some_and(|m| m.is_admin() || m.username == t.requester)
-            })
+        compute_cancellable(&t.state) && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
     };
     let pending = cancel.pending();
     view! {

@@ -19,14 +19,7 @@ pub fn DatasetPage() -> impl IntoView {
     let seal = ServerAction::<SealDatasetVersion>::new();
     let delete = ServerAction::<DeleteDatasetVersion>::new();
     let detail = Resource::new(
-        move || {
-            (
-                code(),
-                create.version().get(),
-                seal.version().get(),
-                delete.version().get(),
-            )
-        },
+        move || (code(), create.version().get(), seal.version().get(), delete.version().get()),
         |(code, _, _, _)| load_dataset(code),
     );
     view! {
@@ -42,17 +35,8 @@ pub fn DatasetPage() -> impl IntoView {
 }
 
 #[component]
-fn Detail(
-    detail: DatasetDetail,
-    create: ServerAction<CreateDatasetVersion>,
-    seal: ServerAction<SealDatasetVersion>,
-    delete: ServerAction<DeleteDatasetVersion>,
-) -> impl IntoView {
-    let DatasetDetail {
-        dataset: d,
-        versions,
-        may_write,
-    } = detail;
+fn Detail(detail: DatasetDetail, create: ServerAction<CreateDatasetVersion>, seal: ServerAction<SealDatasetVersion>, delete: ServerAction<DeleteDatasetVersion>) -> impl IntoView {
+    let DatasetDetail { dataset: d, versions, may_write } = detail;
     let code = d.code.clone();
     let js = crate::components::confirm::hydrated();
     view! {

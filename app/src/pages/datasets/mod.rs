@@ -32,14 +32,7 @@ pub fn DatasetsPage() -> impl IntoView {
     let param = move |k: &str| query.with(|q| q.get(k)).unwrap_or_default();
     let create = ServerAction::<CreateDataset>::new();
     let list = Resource::new(
-        move || {
-            (
-                param("q"),
-                param("region"),
-                param("category"),
-                create.version().get(),
-            )
-        },
+        move || (param("q"), param("region"), param("category"), create.version().get()),
         |(q, region, category, _)| load_datasets(q, region, category),
     );
     view! {
@@ -80,8 +73,7 @@ pub fn DatasetsPage() -> impl IntoView {
 #[component]
 fn DatasetTable(datasets: Vec<DatasetRow>) -> impl IntoView {
     if datasets.is_empty() {
-        return view! { <p class="muted" data-testid="no-datasets">"No datasets match."</p> }
-            .into_any();
+        return view! { <p class="muted" data-testid="no-datasets">"No datasets match."</p> }.into_any();
     }
     view! {
         <table class="table" data-testid="datasets">
@@ -114,10 +106,7 @@ pub(crate) fn visibility_label(v: &str) -> &'static str {
 }
 
 #[component]
-fn NewDataset(
-    create: ServerAction<CreateDataset>,
-    regions: Vec<(String, String)>,
-) -> impl IntoView {
+fn NewDataset(create: ServerAction<CreateDataset>, regions: Vec<(String, String)>) -> impl IntoView {
     view! {
         <section class="card">
             <h2>"New dataset"</h2>

@@ -6,13 +6,13 @@
 //! the server redirects back.
 
 use crate::model::datasets::{encode, rate_label};
-use gantry_core::datasets::format_bytes;
-use leptos::prelude::*;
 #[cfg(feature = "hydrate")]
 use {
     super::{upload_browser as browser, upload_cancel},
     crate::model::datasets::{download_url, resumable_url},
 };
+use gantry_core::datasets::format_bytes;
+use leptos::prelude::*;
 
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
@@ -59,12 +59,7 @@ pub(super) struct Item {
 }
 
 #[component]
-pub fn UploadArea(
-    code: String,
-    version: String,
-    max_bytes: u64,
-    uploaded: RwSignal<u64>,
-) -> impl IntoView {
+pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSignal<u64>) -> impl IntoView {
     let items = RwSignal::new(Vec::<Item>::new());
     let replace = RwSignal::new(false);
     let input = NodeRef::<leptos::html::Input>::new();
@@ -96,14 +91,7 @@ pub fn UploadArea(
                 };
                 items.update(|list| list.push(item.clone()));
                 let url = item.url.clone();
-                browser::send(
-                    file,
-                    url,
-                    replace.get_untracked(),
-                    item,
-                    handles,
-                    move || uploaded.update(|n| *n += 1),
-                );
+                browser::send(file, url, replace.get_untracked(), item, handles, move || uploaded.update(|n| *n += 1));
             }
         }
     };
@@ -160,33 +148,13 @@ pub fn UploadArea(
 
 #[component]
 fn UploadRow(item: Item, cancel: impl Fn(usize) + Copy + Send + Sync + 'static) -> impl IntoView {
-    let Item {
-        id,
-        name,
-        total,
-        started_ms,
-        sent,
-        phase,
-        ..
-    } = item;
+    let Item { id, name, total, started_ms, sent, phase, .. } = item;
     let figures = move || {
         let s = sent.get();
-        let pct = if total > 0.0 {
-            (s / total * 100.0).floor()
-        } else {
-            100.0
-        };
-        let rate = if phase.get() == Phase::Sending {
-            rate_label(s, total, (now_ms() - started_ms) / 1000.0)
-        } else {
-            String::new()
-        };
+        let pct = if total > 0.0 { (s / total * 100.0).floor() } else { 100.0 };
+        let rate = if phase.get() == Phase::Sending { rate_label(s, total, (now_ms() - started_ms) / 1000.0) } else { String::new() };
         let sep = if rate.is_empty() { "" } else { " · " };
-        format!(
-            "{} of {} ({pct} %){sep}{rate}",
-            format_bytes(s as u64),
-            format_bytes(total as u64)
-        )
+        format!("{} of {} ({pct} %){sep}{rate}", format_bytes(s as u64), format_bytes(total as u64))
     };
     view! {
         <li class="upload-item" data-testid="upload-item" data-name=name.clone() data-state=move || phase.get().key()>

@@ -37,17 +37,11 @@ pub fn now() -> f64 {
 }
 
 pub fn files_of_input(input: &HtmlInputElement) -> Vec<File> {
-    input
-        .files()
-        .map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect())
-        .unwrap_or_default()
+    input.files().map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
 }
 
 pub fn files_of_drop(ev: &web_sys::DragEvent) -> Vec<File> {
-    ev.data_transfer()
-        .and_then(|d| d.files())
-        .map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect())
-        .unwrap_or_default()
+    ev.data_transfer().and_then(|d| d.files()).map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
 }
 
 /// One file's transfer.
@@ -65,29 +59,11 @@ struct Job {
     fingerprint: String,
 }
 
-pub fn send(
-    file: File,
-    url: String,
-    replace: bool,
-    item: Item,
-    handles: Handles,
-    done: impl Fn() + 'static,
-) {
+pub fn send(file: File, url: String, replace: bool, item: Item, handles: Handles, done: impl Fn() + 'static) {
     let done: Rc<dyn Fn()> = Rc::new(done);
     fingerprint(&file.clone(), move |fingerprint| match fingerprint {
-        Some(fingerprint) => begin(Rc::new(Job {
-            file,
-            url,
-            replace,
-            item,
-            handles,
-            done,
-            tries: Cell::new(0),
-            fingerprint,
-        })),
-        None if item.phase.get_untracked() == Phase::Sending => item
-            .phase
-            .set(Phase::Failed("could not read the file".into())),
+        Some(fingerprint) => begin(Rc::new(Job { file, url, replace, item, handles, done, tries: Cell::new(0), fingerprint })),
+        None if item.phase.get_untracked() == Phase::Sending => item.phase.set(Phase::Failed("could not read the file".into())),
         None => {}
     });
 }
@@ -96,33 +72,18 @@ pub fn send(
 fn fingerprint(file: &File, then: impl FnOnce(Option<String>) + 'static) {
     let (size, modified) = (file.size(), file.last_modified());
     let sample = FINGERPRINT_SAMPLE_BYTES.min(size);
-    let (Ok(head), Ok(tail)) = (
-        file.slice_with_f64_and_f64(0.0, sample),
-        file.slice_with_f64_and_f64(size - sample, size),
-    ) else {
-        return then(None);
-    };
+    let (Ok(head), Ok(tail)) = (file.slice_with_f64_and_f64(0.0, sample), file.slice_with_f64_and_f64(size - sample, size)) else { return then(None) };
     read_bytes(&head, move |head| match head {
-        Some(head) => read_bytes(&tail, move |tail| {
-            then(tail.map(|tail| file_fingerprint(modified, &head, &tail)))
-        }),
+        Some(head) => read_bytes(&tail, move |tail| then(tail.map(|tail| file_fingerprint(modified, &head, &tail)))),
         None => then(None),
     });
 }
 
 fn read_bytes(blob: &Blob, then: impl FnOnce(Option<Vec<u8>>) + 'static) {
-    let then = Rc::new(Cell::new(Some(
-        Box::new(then) as Box<dyn FnOnce(Option<Vec<u8>>)>
-    )));
+    let then = Rc::new(Cell::new(Some(Box::new(then) as Box<dyn FnOnce(Option<Vec<u8>>)>)));
     let failed = then.clone();
-    let read = Closure::<dyn FnMut(JsValue)>::new(move |buf: JsValue| {
-        then.take()
-            .into_iter()
-            .for_each(|f| f(Some(js_sys::Uint8Array::new(&buf).to_vec())))
-    });
-    let unreadable = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
-        failed.take().into_iter().for_each(|f| f(None))
-    });
+    let read = Closure::<dyn FnMut(JsValue)>::new(move |buf: JsValue| then.take().into_iter().for_each(|f| f(Some(js_sys::Uint8Array::new(&buf).to_vec()))));
+    let unreadable = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| failed.take().into_iter().for_each(|f| f(None)));
     let _ = blob.array_buffer().then2(&read, &unreadable);
     read.forget();
     unreadable.forget();
@@ -158,10 +119,7 @@ fn fail(job: &Job, message: String) {
 }
 
 fn offset_of(xhr: &XmlHttpRequest) -> Option<f64> {
-    xhr.get_response_header("upload-offset")
-        .ok()
-        .flatten()
-        .and_then(|v| v.trim().parse().ok())
+    xhr.get_response_header("upload-offset").ok().flatten().and_then(|v| v.trim().parse().ok())
 }
 
 /// `POST` with the length: the server answers the offset it holds (0 for
@@ -170,20 +128,12 @@ fn begin(job: Rc<Job>) {
     if !active(&job) {
         return; // cancelled while the file was being read
     }
-    let url = if job.replace {
-        format!("{}?replace=1", job.url)
-    } else {
-        job.url.clone()
-    };
-    let Some(xhr) = request(&job, "POST", &url) else {
-        return fail(&job, "this browser cannot upload".into());
-    };
+    let url = if job.replace { format!("{}?replace=1", job.url) } else { job.url.clone() };
+    let Some(xhr) = request(&job, "POST", &url) else { return fail(&job, "this browser cannot upload".into()) };
     let _ = xhr.set_request_header("Upload-Length", &job.item.total.to_string());
-    on_load(&xhr, job.clone(), |job, xhr, status| {
-        match (status, offset_of(xhr)) {
-            (200 | 201, Some(offset)) => patch(job, offset),
-            _ => refused(&job, xhr, status),
-        }
+    on_load(&xhr, job.clone(), |job, xhr, status| match (status, offset_of(xhr)) {
+        (200 | 201, Some(offset)) => patch(job, offset),
+        _ => refused(&job, xhr, status),
     });
     if xhr.send().is_err() {
         fail(&job, "could not start the upload".into());
@@ -197,12 +147,8 @@ fn patch(job: Rc<Job>, offset: f64) {
     }
     let total = job.item.total;
     let end = (offset + RESUMABLE_CHUNK_BYTES).min(total);
-    let Ok(piece) = job.file.slice_with_f64_and_f64(offset, end) else {
-        return fail(&job, "could not read the file".into());
-    };
-    let Some(xhr) = request(&job, "PATCH", &job.url) else {
-        return fail(&job, "could not continue the upload".into());
-    };
+    let Ok(piece) = job.file.slice_with_f64_and_f64(offset, end) else { return fail(&job, "could not read the file".into()) };
+    let Some(xhr) = request(&job, "PATCH", &job.url) else { return fail(&job, "could not continue the upload".into()) };
     // From here the server may list the file whatever Cancel does.
     if end >= total {
         job.item.finishing.set_value(true);
@@ -211,38 +157,26 @@ fn patch(job: Rc<Job>, offset: f64) {
     let _ = xhr.set_request_header("Content-Type", "application/offset+octet-stream");
     let sent = job.item.sent;
     if let Ok(upload) = xhr.upload() {
-        let progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| {
-            sent.set(offset + ev.loaded())
-        });
+        let progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| sent.set(offset + ev.loaded()));
         upload.set_onprogress(Some(progress.as_ref().unchecked_ref()));
         progress.forget();
     }
-    on_load(&xhr, job.clone(), move |job, xhr, status| {
-        match (status, offset_of(xhr)) {
-            (201, _) => {
-                job.item.sent.set(total);
-                job.item.phase.set(Phase::Done);
-                (job.done)();
-            }
-            (204, Some(next)) => {
-                job.tries.set(0);
-                patch(job, next);
-            }
-            // The server holds a different amount (an earlier try got further).
-            (409, Some(held)) if held != offset => patch(job, held),
-            // Another request still holds the upload (an earlier try the server
-            // has not yet seen die): wait and ask again, as after a cut.
-            (409, _)
-                if xhr
-                    .get_response_header("retry-after")
-                    .ok()
-                    .flatten()
-                    .is_some() =>
-            {
-                retry(job)
-            }
-            _ => refused(&job, xhr, status),
+    on_load(&xhr, job.clone(), move |job, xhr, status| match (status, offset_of(xhr)) {
+        (201, _) => {
+            job.item.sent.set(total);
+            job.item.phase.set(Phase::Done);
+            (job.done)();
         }
+        (204, Some(next)) => {
+            job.tries.set(0);
+            patch(job, next);
+        }
+        // The server holds a different amount (an earlier try got further).
+        (409, Some(held)) if held != offset => patch(job, held),
+        // Another request still holds the upload (an earlier try the server
+        // has not yet seen die): wait and ask again, as after a cut.
+        (409, _) if xhr.get_response_header("retry-after").ok().flatten().is_some() => retry(job),
+        _ => refused(&job, xhr, status),
     });
     if xhr.send_with_opt_blob(Some(&piece)).is_err() {
         fail(&job, "could not send the file".into());
@@ -258,29 +192,18 @@ fn retry(job: Rc<Job>) {
     let tries = job.tries.get() + 1;
     job.tries.set(tries);
     if tries > RETRIES {
-        return fail(
-            &job,
-            "the connection keeps failing; choose the file again to continue from where it stopped"
-                .into(),
-        );
+        return fail(&job, "the connection keeps failing; choose the file again to continue from where it stopped".into());
     }
     set_timeout(
         move || {
             if !active(&job) {
                 return;
             }
-            let Some(xhr) = request(&job, "HEAD", &job.url) else {
-                return fail(&job, "could not resume the upload".into());
-            };
-            on_load(&xhr, job.clone(), |job, xhr, status| {
-                match (status, offset_of(xhr)) {
-                    (200, Some(held)) => patch(job, held),
-                    (401, _) => go_to_login(),
-                    _ => fail(
-                        &job,
-                        format!("the upload could not be resumed (the server answered {status})"),
-                    ),
-                }
+            let Some(xhr) = request(&job, "HEAD", &job.url) else { return fail(&job, "could not resume the upload".into()) };
+            on_load(&xhr, job.clone(), |job, xhr, status| match (status, offset_of(xhr)) {
+                (200, Some(held)) => patch(job, held),
+                (401, _) => go_to_login(),
+                _ => fail(&job, format!("the upload could not be resumed (the server answered {status})")),
             });
             if xhr.send().is_err() {
                 fail(&job, "could not resume the upload".into());
@@ -290,11 +213,7 @@ fn retry(job: Rc<Job>) {
     );
 }
 
-fn on_load(
-    xhr: &XmlHttpRequest,
-    job: Rc<Job>,
-    then: impl Fn(Rc<Job>, &XmlHttpRequest, u16) + 'static,
-) {
+fn on_load(xhr: &XmlHttpRequest, job: Rc<Job>, then: impl Fn(Rc<Job>, &XmlHttpRequest, u16) + 'static) {
     let answer = xhr.clone();
     let loaded = Closure::<dyn FnMut()>::new(move || {
         if active(&job) {

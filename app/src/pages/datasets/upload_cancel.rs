@@ -40,38 +40,24 @@ pub fn cancel(handles: Handles, item: Item, done: impl Fn() + 'static) {
 fn discard(item: Item, done: Rc<dyn Fn()>, tries: u32) {
     let url = item.url.clone();
     after_cancel(&item.clone(), "DELETE", &url, move |answer, status| {
-        let busy = status == 409
-            && answer
-                .get_response_header("retry-after")
-                .ok()
-                .flatten()
-                .is_some();
+        let busy = status == 409 && answer.get_response_header("retry-after").ok().flatten().is_some();
         match status {
             204 => item.phase.set(Phase::Cancelled),
-            404 if item.finishing.get_value() => {
-                listed_or(item.clone(), done.clone(), Phase::Cancelled)
-            }
+            404 if item.finishing.get_value() => listed_or(item.clone(), done.clone(), Phase::Cancelled),
             404 => item.phase.set(Phase::Cancelled),
             401 => go_to_login(),
             _ if busy && tries < DISCARD_TRIES => {
                 let (item, done) = (item.clone(), done.clone());
-                set_timeout(
-                    move || discard(item, done, tries + 1),
-                    Duration::from_secs(1 << tries.min(3)),
-                );
+                set_timeout(move || discard(item, done, tries + 1), Duration::from_secs(1 << tries.min(3)));
             }
             _ if busy => listed_or(item.clone(), done.clone(), Phase::Failed(STILL_BUSY.into())),
-            _ => item.phase.set(Phase::Failed(format!(
-                "could not cancel: {}",
-                error_of(answer, status)
-            ))),
+            _ => item.phase.set(Phase::Failed(format!("could not cancel: {}", error_of(answer, status)))),
         }
     });
 }
 
 const STILL_BUSY: &str = "could not cancel: the server is still busy with this file; reload the page later to see whether it was listed";
-const CANCEL_UNKNOWN: &str =
-    "could not cancel: the connection failed; reload the page to see whether the file was listed";
+const CANCEL_UNKNOWN: &str = "could not cancel: the connection failed; reload the page to see whether the file was listed";
 
 /// Asks whether the file is listed now (`HEAD` of its download): then the
 /// server finished it before Cancel reached it, and the row says so (the
@@ -91,20 +77,10 @@ fn listed_or(item: Item, done: Rc<dyn Fn()>, otherwise: Phase) {
 
 /// A request made for a cancelled row: `then` gets the answer; a request
 /// that cannot be sent or whose connection fails leaves the row saying so.
-fn after_cancel(
-    item: &Item,
-    method: &str,
-    url: &str,
-    then: impl Fn(&XmlHttpRequest, u16) + 'static,
-) {
+fn after_cancel(item: &Item, method: &str, url: &str, then: impl Fn(&XmlHttpRequest, u16) + 'static) {
     let phase = item.phase;
     let unknown = move || phase.set(Phase::Failed(CANCEL_UNKNOWN.into()));
-    let Some(xhr) = XmlHttpRequest::new()
-        .ok()
-        .filter(|x| x.open_with_async(method, url, true).is_ok())
-    else {
-        return unknown();
-    };
+    let Some(xhr) = XmlHttpRequest::new().ok().filter(|x| x.open_with_async(method, url, true).is_ok()) else { return unknown() };
     let answer = xhr.clone();
     let loaded = Closure::<dyn FnMut()>::new(move || then(&answer, answer.status().unwrap_or(0)));
     xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));

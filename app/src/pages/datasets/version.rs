@@ -16,24 +16,14 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 #[component]
 pub fn DatasetVersionPage() -> impl IntoView {
     let params = use_params_map();
-    let key = move || {
-        params.with(|p| {
-            (
-                p.get("code").unwrap_or_default(),
-                p.get("version").unwrap_or_default(),
-            )
-        })
-    };
+    let key = move || params.with(|p| (p.get("code").unwrap_or_default(), p.get("version").unwrap_or_default()));
     // Bumped by every finished upload: the file list reloads, the upload
     // area (with its other bars) stays. A cancelled upload in progress
     // reloads the same lists.
     let uploaded = RwSignal::new(0u64);
     let cancel = ServerAction::<CancelDatasetUpload>::new();
     let detail = Resource::new(key, |(code, version)| load_dataset_version(code, version));
-    let files = Resource::new(
-        move || (key(), uploaded.get(), cancel.version().get()),
-        |((code, version), _, _)| load_dataset_version(code, version),
-    );
+    let files = Resource::new(move || (key(), uploaded.get(), cancel.version().get()), |((code, version), _, _)| load_dataset_version(code, version));
     let query = use_query_map();
     let done = move || query.with(|q| q.get("uploaded"));
     let failed = move || query.with(|q| q.get("upload_error"));
@@ -58,13 +48,7 @@ pub fn DatasetVersionPage() -> impl IntoView {
 
 #[component]
 fn Header(detail: VersionDetail, uploaded: RwSignal<u64>) -> impl IntoView {
-    let VersionDetail {
-        dataset: d,
-        version: v,
-        may_write,
-        upload_max_bytes,
-        ..
-    } = detail;
+    let VersionDetail { dataset: d, version: v, may_write, upload_max_bytes, .. } = detail;
     let open = v.sealed_at.is_none();
     view! {
         <Title text=format!("{} {}", d.code, v.name)/>

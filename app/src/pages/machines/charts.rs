@@ -9,8 +9,8 @@ use crate::{
     components::{
         chart::{Legend, Metric, SeriesChart},
         form_error::{error_text, FormError},
-        poll::{poll_guarded, tracked},
         polled::last_good,
+        poll::{poll_guarded, tracked},
         status::tag,
     },
     model::telemetry::ChartData,
@@ -22,13 +22,7 @@ use leptos_router::hooks::use_query_map;
 /// The range the page's query asks for (`?range=24h`), else 1 h.
 pub fn query_range() -> Memo<ChartRange> {
     let query = use_query_map();
-    Memo::new(move |_| {
-        query.with(|q| {
-            q.get("range")
-                .and_then(|r| ChartRange::parse(&r))
-                .unwrap_or_default()
-        })
-    })
+    Memo::new(move |_| query.with(|q| q.get("range").and_then(|r| ChartRange::parse(&r)).unwrap_or_default()))
 }
 
 #[component]
@@ -46,14 +40,7 @@ pub fn ChartPair(data: ChartData, #[prop(into)] prefix: String) -> impl IntoView
     if data.series.iter().all(|s| s.points.is_empty()) {
         return view! { <p class="muted" data-testid=format!("{prefix}-no-data")>"No samples in this range yet."</p> }.into_any();
     }
-    let source = format!(
-        "from {} samples",
-        if data.resolution == "raw" {
-            "raw".to_string()
-        } else {
-            format!("{} rollups of", data.resolution)
-        }
-    );
+    let source = format!("from {} samples", if data.resolution == "raw" { "raw".to_string() } else { format!("{} rollups of", data.resolution) });
     view! {
         <p class="muted small">
             {source} {data.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver: these series come from the simulated source")} })}
@@ -72,21 +59,13 @@ pub fn MachineCharts(id: Signal<Option<i64>>) -> impl IntoView {
     let in_flight = RwSignal::new(false);
     let chart = Resource::new(
         move || (id.get(), range.get(), tick.get()),
-        move |(id, range, _)| {
-            tracked(in_flight, async move {
-                machine_chart(id.unwrap_or(0), range.as_str().to_string()).await
-            })
-        },
+        move |(id, range, _)| tracked(in_flight, async move { machine_chart(id.unwrap_or(0), range.as_str().to_string()).await }),
     );
     // New samples arrive every interval: refetch on the idle cadence.
     poll_guarded(tick, Signal::stored(false), in_flight);
     // Keep the last good answer while a refetch runs or fails.
     let last = StoredValue::new(None);
-    let is_admin = move || {
-        crate::use_session()
-            .0
-            .with(|m| m.as_ref().is_some_and(|m| m.is_admin()))
-    };
+    let is_admin = move || crate::use_session().0.with(|m| m.as_ref().is_some_and(|m| m.is_admin()));
     view! {
         <section class="card stack" data-testid="machine-charts">
             <div class="page-head">
@@ -113,10 +92,7 @@ pub fn MachineCharts(id: Signal<Option<i64>>) -> impl IntoView {
 #[component]
 fn PatternControl(id: Signal<Option<i64>>) -> impl IntoView {
     let set = ServerAction::<SetSimPattern>::new();
-    let current = Resource::new(
-        move || (id.get(), set.version().get()),
-        |(id, _)| sim_pattern(id.unwrap_or(0)),
-    );
+    let current = Resource::new(move || (id.get(), set.version().get()), |(id, _)| sim_pattern(id.unwrap_or(0)));
     let options = move |now: String| {
         std::iter::once("default")
             .chain(SimPattern::ALL.iter().map(|p| p.as_str()))

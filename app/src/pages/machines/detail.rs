@@ -17,17 +17,14 @@ use crate::{
     api::machines::{machine_detail, CancelTask, MachineOperation},
     components::{
         form_error::{error_text, FormError},
-        poll::{poll_guarded, tracked},
         polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
+        poll::{poll_guarded, tracked},
         stable::{stable, StableShow},
         status::{machine_state_badge, tag},
         task_table::TaskTable,
     },
     error::AppError,
-    model::machines::{
-        accepts, gpu_summary, machine_busy, short_id, task_busy, volume_summary, MachineDetail,
-        MachineRow,
-    },
+    model::machines::{accepts, gpu_summary, machine_busy, short_id, task_busy, volume_summary, MachineDetail, MachineRow},
     pages::machines::snapshots::{MachineSnapshots, SnapshotCardData},
 };
 use gantry_core::task::{MachineState, TaskKind};
@@ -56,9 +53,7 @@ pub fn MachineDetailPage() -> impl IntoView {
             })
         },
     );
-    let busy = busy_when(detail, |d| {
-        machine_busy(&d.machine.state) || d.tasks.iter().any(|t| task_busy(&t.state))
-    });
+    let busy = busy_when(detail, |d| machine_busy(&d.machine.state) || d.tasks.iter().any(|t| task_busy(&t.state)));
     poll_guarded(tick, busy, in_flight);
     // Set once the page is interactive: deletion is then confirmed with a
     // dialog instead of the checkbox a plain HTML form needs.
@@ -88,11 +83,7 @@ fn MachineBody(
     js: RwSignal<bool>,
     snapshots: SnapshotCardData,
 ) -> impl IntoView {
-    let KeptDetail {
-        outcome,
-        refresh_failed,
-        data,
-    } = kept_detail(detail, |d: &MachineDetail| d.machine.id);
+    let KeptDetail { outcome, refresh_failed, data } = kept_detail(detail, |d: &MachineDetail| d.machine.id);
     move || {
         outcome.get().map(|o| match o {
             Ok(_) => view! {
@@ -128,24 +119,19 @@ fn MachineView(
     snapshots: SnapshotCardData,
 ) -> impl IntoView {
     let machine = stable(move |_| data.with(|d| d.as_ref().map(|d| d.machine.clone())));
-    let tasks =
-        stable(move |_| data.with(|d| d.as_ref().map(|d| d.tasks.clone()).unwrap_or_default()));
-    let mounts =
-        stable(move |_| data.with(|d| d.as_ref().map(|d| d.datasets.clone()).unwrap_or_default()));
-    let state =
-        stable(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
+    let tasks = stable(move |_| data.with(|d| d.as_ref().map(|d| d.tasks.clone()).unwrap_or_default()));
+    let mounts = stable(move |_| data.with(|d| d.as_ref().map(|d| d.datasets.clone()).unwrap_or_default()));
+    let state = stable(move |_| machine.with(|m| m.as_ref().map(|m| m.state.clone()).unwrap_or_default()));
     let name = machine.with_untracked(|m| m.as_ref().map(|m| m.name.clone()).unwrap_or_default());
     let id = machine.with_untracked(|m| m.as_ref().map(|m| m.id));
     // Who may act does not change while the page polls (see the module doc).
     let can_operate = data.with_untracked(|d| d.as_ref().is_some_and(|d| d.can_operate));
     // A compute task's machine: its owner is told to cancel the task.
-    let job = data
-        .with_untracked(|d| d.as_ref().map(|d| (d.job, d.mine)))
-        .map_or(JobNote::None, |(job, mine)| match (job, mine) {
-            (false, _) => JobNote::None,
-            (true, true) => JobNote::Owner,
-            (true, false) => JobNote::Other,
-        });
+    let job = data.with_untracked(|d| d.as_ref().map(|d| (d.job, d.mine))).map_or(JobNote::None, |(job, mine)| match (job, mine) {
+        (false, _) => JobNote::None,
+        (true, true) => JobNote::Owner,
+        (true, false) => JobNote::Other,
+    });
     view! {
         <Title text=name.clone()/>
         <div class="page-head">
@@ -180,10 +166,7 @@ fn MachineView(
 #[component]
 fn MachineFacts(m: MachineRow) -> impl IntoView {
     let container = match m.container_id.clone() {
-        Some(c) => {
-            view! { <code data-testid="machine-container" title=c.clone()>{short_id(&c)}</code> }
-                .into_any()
-        }
+        Some(c) => view! { <code data-testid="machine-container" title=c.clone()>{short_id(&c)}</code> }.into_any(),
         None => view! { <span>"—"</span> }.into_any(),
     };
     let gpus = view! {
@@ -196,11 +179,7 @@ fn MachineFacts(m: MachineRow) -> impl IntoView {
         {(!m.volume_enforced).then(|| view! { " " {tag("size not enforced", "a plain Docker volume: the size is not a hard limit on this node")} })}
     }
     .into_any();
-    let message = if m.message.is_empty() {
-        "—".to_string()
-    } else {
-        m.message.clone()
-    };
+    let message = if m.message.is_empty() { "—".to_string() } else { m.message.clone() };
     view! {
         <section class="card">
             <h2>"Details"</h2>
@@ -260,27 +239,12 @@ fn MachineActions(
     /// A compute task's machine: ended by cancelling its task.
     job: JobNote,
 ) -> impl IntoView {
-    let (id, name, volume, size, owner) = machine.with_untracked(|m| {
-        m.as_ref()
-            .map(|m| {
-                (
-                    m.id,
-                    m.name.clone(),
-                    m.volume_name.clone(),
-                    m.volume_size_gb,
-                    m.owner.clone(),
-                )
-            })
-            .unwrap_or_default()
-    });
+    let (id, name, volume, size, owner) = machine
+        .with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone())).unwrap_or_default());
     let deleted = stable(move |_| state.get() == "deleted");
     let lost = stable(move |_| state.get() == MachineState::Lost.as_str());
     let can = move |kind| stable(move |_| accepts(&state.get(), kind));
-    let (can_restart, can_reinstall, can_delete) = (
-        can(TaskKind::Restart),
-        can(TaskKind::Reinstall),
-        can(TaskKind::Delete),
-    );
+    let (can_restart, can_reinstall, can_delete) = (can(TaskKind::Restart), can(TaskKind::Reinstall), can(TaskKind::Delete));
     let pending = op.pending();
     // The box's state lives here as well as in the element: it survives
     // any redraw, and the dialog names what it decides.
@@ -288,20 +252,13 @@ fn MachineActions(
     // Without JavaScript, the box to tick says what the dialog would.
     let tick_text = {
         let (name, volume) = (name.clone(), volume_summary(&volume, size));
-        move || {
-            match lost.get() {
+        move || match lost.get() {
             true => format!(" I understand this deletes machine {name}"),
             false => format!(" I understand this deletes machine {name} and, unless kept, its data volume {volume}"),
         }
-        }
     };
     let confirm_delete = move |ev: leptos::ev::MouseEvent| {
-        let question = delete_question(
-            &name,
-            &volume,
-            size,
-            keep.get_untracked() && !lost.get_untracked(),
-        );
+        let question = delete_question(&name, &volume, size, keep.get_untracked() && !lost.get_untracked());
         if !window().confirm_with_message(&question).unwrap_or(false) {
             ev.prevent_default();
         }
@@ -396,14 +353,8 @@ mod tests {
     #[test]
     fn the_delete_dialog_names_the_volume_and_its_fate() {
         let gone = delete_question("m1", "gantry-vol-1", 20, false);
-        assert!(
-            gone.contains("gantry-vol-1 · 20 GB") && gone.contains("DELETED"),
-            "{gone}"
-        );
+        assert!(gone.contains("gantry-vol-1 · 20 GB") && gone.contains("DELETED"), "{gone}");
         let kept = delete_question("m1", "gantry-vol-1", 20, true);
-        assert!(
-            kept.contains("gantry-vol-1 · 20 GB") && kept.contains("KEPT"),
-            "{kept}"
-        );
+        assert!(kept.contains("gantry-vol-1 · 20 GB") && kept.contains("KEPT"), "{kept}");
     }
 }

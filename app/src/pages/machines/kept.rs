@@ -14,10 +14,7 @@ use crate::{
 use leptos::prelude::*;
 
 #[component]
-pub fn KeptVolumes(
-    kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>,
-    delete: ServerAction<DeleteKeptVolume>,
-) -> impl IntoView {
+pub fn KeptVolumes(kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>, delete: ServerAction<DeleteKeptVolume>) -> impl IntoView {
     // Once interactive, deleting asks with a dialog instead of the
     // checkbox a plain HTML form needs.
     let js = RwSignal::new(false);
@@ -43,11 +40,7 @@ pub fn KeptVolumes(
 }
 
 #[component]
-fn KeptTable(
-    list: Vec<KeptVolumeRow>,
-    delete: ServerAction<DeleteKeptVolume>,
-    js: RwSignal<bool>,
-) -> impl IntoView {
+fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, js: RwSignal<bool>) -> impl IntoView {
     let pending = delete.pending();
     view! {
         <table class="table" data-testid="kept-volume-list">

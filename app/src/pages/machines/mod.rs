@@ -1,8 +1,8 @@
 //! "My machines": the machines the signed-in user may see, the create form
 //! and the group's quota, all kept current while operations run.
 
-pub mod charts;
 pub mod create;
+pub mod charts;
 pub mod detail;
 pub mod kept;
 pub mod reclaim;
@@ -18,8 +18,8 @@ use crate::{
     },
     components::{
         list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
-        poll::poll,
         polled::busy_when,
+        poll::poll,
         quota_gauge::QuotaGauge,
         status::{machine_state_badge, tag},
     },
@@ -37,21 +37,9 @@ pub fn MachinesPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     // One window of the list, as the URL's filters and page say.
     let query = use_list_query();
-    let machines = Resource::new(
-        move || (tick.get(), create.version().get(), query.get()),
-        |(_, _, q)| machines_window(q.state, q.user, q.group, q.page),
-    );
+    let machines = Resource::new(move || (tick.get(), create.version().get(), query.get()), |(_, _, q)| machines_window(q.state, q.user, q.group, q.page));
     let quota = Resource::new(move || (tick.get(), create.version().get()), |_| my_quota());
-    let kept = Resource::new(
-        move || {
-            (
-                tick.get(),
-                create.version().get(),
-                delete_kept.version().get(),
-            )
-        },
-        |_| kept_volumes(),
-    );
+    let kept = Resource::new(move || (tick.get(), create.version().get(), delete_kept.version().get()), |_| kept_volumes());
     // Fetched once: refetching would rebuild the form under the user's typing.
     let options = Resource::new(|| (), |_| create_options());
     // The create form's volume choices follow the polled list (browser
@@ -63,10 +51,7 @@ pub fn MachinesPage() -> impl IntoView {
         }
     });
     // Poll quickly while any machine is between states.
-    poll(
-        tick,
-        busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))),
-    );
+    poll(tick, busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))));
 
     view! {
         <Title text="My machines"/>

@@ -4,9 +4,7 @@
 //! opt-out, the machine's events and its snapshots).
 
 use crate::{
-    api::reclaim::{
-        machine_reclaim, reclaim_notices, ExtendReclaim, RebalanceOptOut, RestoreMachine,
-    },
+    api::reclaim::{machine_reclaim, reclaim_notices, ExtendReclaim, RebalanceOptOut, RestoreMachine},
     components::{
         form_error::{error_text, FormError},
         poll::poll,
@@ -20,11 +18,7 @@ use leptos::prelude::*;
 /// Forms shared by the banner and the machine card: Extend for a warned
 /// machine, Restore for a reclaimed one.
 #[component]
-fn NoticeActions(
-    n: ReclaimNotice,
-    extend: ServerAction<ExtendReclaim>,
-    restore: ServerAction<RestoreMachine>,
-) -> impl IntoView {
+fn NoticeActions(n: ReclaimNotice, extend: ServerAction<ExtendReclaim>, restore: ServerAction<RestoreMachine>) -> impl IntoView {
     let id = n.machine_id;
     let (extending, restoring) = (extend.pending(), restore.pending());
     let extend_form = n.can_extend().then(|| {
@@ -61,10 +55,7 @@ pub fn ReclaimBanner() -> impl IntoView {
     let extend = ServerAction::<ExtendReclaim>::new();
     let restore = ServerAction::<RestoreMachine>::new();
     let tick = RwSignal::new(0u64);
-    let notices = Resource::new(
-        move || (tick.get(), extend.version().get(), restore.version().get()),
-        |_| reclaim_notices(),
-    );
+    let notices = Resource::new(move || (tick.get(), extend.version().get(), restore.version().get()), |_| reclaim_notices());
     poll(tick, Signal::derive(|| false));
     view! {
         <Transition fallback=|| ()>
@@ -95,15 +86,7 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
     let opt = ServerAction::<RebalanceOptOut>::new();
     let tick = RwSignal::new(0u64);
     let data: Polled<Standing> = Resource::new(
-        move || {
-            (
-                id.get(),
-                tick.get(),
-                extend.version().get(),
-                restore.version().get(),
-                opt.version().get(),
-            )
-        },
+        move || (id.get(), tick.get(), extend.version().get(), restore.version().get(), opt.version().get()),
         |(id, ..)| async move {
             match id {
                 Some(id) => machine_reclaim(id).await,
@@ -142,11 +125,7 @@ fn ReclaimCard(
     opt: ServerAction<RebalanceOptOut>,
     ticked: RwSignal<Option<bool>>,
 ) -> impl IntoView {
-    let KeptDetail {
-        outcome,
-        refresh_failed,
-        data,
-    } = kept_detail(data, |s: &Standing| s.0.machine_id);
+    let KeptDetail { outcome, refresh_failed, data } = kept_detail(data, |s: &Standing| s.0.machine_id);
     let saving = opt.pending();
     move || {
         let found = matches!(outcome.get(), Some(Ok(_)));

@@ -10,10 +10,7 @@
 //! operation runs, so a restart does not tear the terminal down: its
 //! connection closes with the reason and reconnects when the machine runs.
 
-use crate::{
-    api::terminals::{workspace_info, WorkspaceInfo},
-    error::AppError,
-};
+use crate::{api::terminals::{workspace_info, WorkspaceInfo}, error::AppError};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -55,10 +52,7 @@ fn Panels(id: i64, info: WorkspaceInfo) -> impl IntoView {
     let upload_error = move || query.with(|q| q.get("upload_error"));
     let files_url = format!("/machines/{id}/files");
     let full_log = format!("/machines/{id}/logs?tail=all");
-    let log_text = info
-        .log_tail
-        .clone()
-        .unwrap_or_else(|| "(no container yet)".to_string());
+    let log_text = info.log_tail.clone().unwrap_or_else(|| "(no container yet)".to_string());
     let log_note = format!("Last {} lines", info.log_tail_lines);
     view! {
         <section class="card stack" id="terminal">

@@ -13,64 +13,28 @@ use proptest::sample::Index;
 enum Defect {
     /// Lists a node again under the same id, perhaps renamed, down, or with
     /// its GPUs of another model (so listing order and model order compete).
-    DuplicateNode {
-        node: Index,
-        rename: Option<u8>,
-        down: bool,
-        model: Option<usize>,
-    },
+    DuplicateNode { node: Index, rename: Option<u8>, down: bool, model: Option<usize> },
     /// Lists an existing GPU index again with another model and taken flag.
-    DuplicateGpu {
-        node: Index,
-        gpu: Index,
-        model: usize,
-        taken: bool,
-    },
+    DuplicateGpu { node: Index, gpu: Index, model: usize, taken: bool },
 }
 
 fn arb_defect() -> impl Strategy<Value = Defect> {
     // Mostly the same name, so the copy ties with the original on (name, id).
     let rename = prop::option::weighted(0.2, 0u8..3);
     prop_oneof![
-        (
-            any::<Index>(),
-            rename,
-            prop::bool::weighted(0.2),
-            prop::option::of(0..MODELS.len())
-        )
-            .prop_map(|(node, rename, down, model)| Defect::DuplicateNode {
-                node,
-                rename,
-                down,
-                model
-            }),
-        (
-            any::<Index>(),
-            any::<Index>(),
-            0..MODELS.len(),
-            any::<bool>()
-        )
-            .prop_map(|(node, gpu, model, taken)| Defect::DuplicateGpu {
-                node,
-                gpu,
-                model,
-                taken
-            }),
+        (any::<Index>(), rename, prop::bool::weighted(0.2), prop::option::of(0..MODELS.len()))
+            .prop_map(|(node, rename, down, model)| Defect::DuplicateNode { node, rename, down, model }),
+        (any::<Index>(), any::<Index>(), 0..MODELS.len(), any::<bool>())
+            .prop_map(|(node, gpu, model, taken)| Defect::DuplicateGpu { node, gpu, model, taken }),
     ]
 }
 
 fn arb_view() -> impl Strategy<Value = ClusterView> {
-    let defects =
-        prop_oneof![1 => Just(Vec::new()), 1 => prop::collection::vec(arb_defect(), 1..4)];
+    let defects = prop_oneof![1 => Just(Vec::new()), 1 => prop::collection::vec(arb_defect(), 1..4)];
     (arb_cluster(), defects).prop_map(|(mut c, defects)| {
         for defect in defects {
             match defect {
-                Defect::DuplicateNode {
-                    node,
-                    rename,
-                    down,
-                    model,
-                } => {
+                Defect::DuplicateNode { node, rename, down, model } => {
                     let mut copy = c.nodes[node.index(c.nodes.len())].clone();
                     if let Some(name) = rename {
                         copy.name = format!("node-{name}");
@@ -83,23 +47,13 @@ fn arb_view() -> impl Strategy<Value = ClusterView> {
                     }
                     c.nodes.push(copy);
                 }
-                Defect::DuplicateGpu {
-                    node,
-                    gpu,
-                    model,
-                    taken,
-                } => {
+                Defect::DuplicateGpu { node, gpu, model, taken } => {
                     let n = node.index(c.nodes.len());
                     let gpus = &mut c.nodes[n].gpus;
                     if !gpus.is_empty() {
                         let index = gpus[gpu.index(gpus.len())].index;
                         let uuid = format!("dup-{n}-{index}");
-                        gpus.push(GpuView {
-                            index,
-                            uuid,
-                            model: MODELS[model].to_string(),
-                            taken,
-                        });
+                        gpus.push(GpuView { index, uuid, model: MODELS[model].to_string(), taken });
                     }
                 }
             }
@@ -116,11 +70,7 @@ enum Step {
     Release(Index),
     /// Someone else frees or takes arbitrary indexes, on any node (schedulable
     /// or not) or on an unknown id, as a machine deleted or made elsewhere would.
-    Outside {
-        node: Option<Index>,
-        indexes: Vec<u32>,
-        take: bool,
-    },
+    Outside { node: Option<Index>, indexes: Vec<u32>, take: bool },
 }
 
 fn arb_steps() -> impl Strategy<Value = Vec<Step>> {

@@ -5,10 +5,7 @@ use crate::alloc::{allocate, apply, release, GpuView, NodeState};
 use crate::alloc::tests::{node, NOW};
 
 fn cluster(nodes: Vec<NodeView>) -> ClusterView {
-    ClusterView {
-        nodes,
-        heartbeat_timeout_secs: 30,
-    }
+    ClusterView { nodes, heartbeat_timeout_secs: 30 }
 }
 
 fn policy(allowed: &[&str]) -> GroupPolicy {
@@ -22,19 +19,11 @@ fn policy(allowed: &[&str]) -> GroupPolicy {
 }
 
 fn req(n: u32, model: Option<&str>) -> AllocationRequest {
-    AllocationRequest {
-        gpu_count: n,
-        model: model.map(str::to_string),
-    }
+    AllocationRequest { gpu_count: n, model: model.map(str::to_string) }
 }
 
 /// Asks both the index and `allocate`, insists they agree, and returns the answer.
-fn both(
-    index: &ClusterIndex,
-    view: &ClusterView,
-    p: &GroupPolicy,
-    r: &AllocationRequest,
-) -> Result<Allocation, Refusal> {
+fn both(index: &ClusterIndex, view: &ClusterView, p: &GroupPolicy, r: &AllocationRequest) -> Result<Allocation, Refusal> {
     let expected = allocate(view, p, r, NOW);
     assert_eq!(index.allocate(p, r), expected, "request {r:?}");
     assert_eq!(&index.to_view(), view);
@@ -52,76 +41,38 @@ fn packs_like_allocate_with_the_same_tie_breaks() {
     ]);
     let index = ClusterIndex::new(&c, NOW);
     let a = both(&index, &c, &policy(&[]), &req(2, None)).unwrap();
-    assert_eq!(
-        (a.node_id, a.node_name.as_str()),
-        (1, "c"),
-        "the fullest node that fits"
-    );
+    assert_eq!((a.node_id, a.node_name.as_str()), (1, "c"), "the fullest node that fits");
     let a = both(&index, &c, &policy(&[]), &req(3, None)).unwrap();
-    assert_eq!(
-        (a.node_id, a.model.as_str()),
-        (2, "A100"),
-        "name, then id, then model"
-    );
+    assert_eq!((a.node_id, a.model.as_str()), (2, "A100"), "name, then id, then model");
     let a = both(&index, &c, &policy(&["L4"]), &req(3, None)).unwrap();
     assert_eq!((a.node_id, a.model.as_str()), (2, "L4"));
     let a = both(&index, &c, &policy(&[]), &req(4, Some("A100"))).unwrap();
     assert_eq!(a.node_id, 4);
-    assert_eq!(
-        a.gpus.iter().map(|g| g.index).collect::<Vec<_>>(),
-        vec![0, 2, 3, 4],
-        "lowest free indexes"
-    );
+    assert_eq!(a.gpus.iter().map(|g| g.index).collect::<Vec<_>>(), vec![0, 2, 3, 4], "lowest free indexes");
 }
 
 #[test]
 fn refusals_carry_the_same_numbers() {
-    let c = cluster(vec![node(
-        1,
-        "a",
-        &[("A100", false), ("A100", false), ("L4", false)],
-    )]);
+    let c = cluster(vec![node(1, "a", &[("A100", false), ("A100", false), ("L4", false)])]);
     let mut index = ClusterIndex::new(&c, NOW);
     let mut view = c.clone();
-    let capacity = |best_free, model: Option<&str>| Refusal::NoCapacity {
-        asked: 3,
-        model: model.map(Into::into),
-        best_free,
-    };
-    assert_eq!(
-        both(&index, &view, &policy(&[]), &req(3, None)),
-        Err(capacity(2, None))
-    );
-    assert_eq!(
-        both(&index, &view, &policy(&["L4"]), &req(3, None)),
-        Err(capacity(1, None))
-    );
-    assert_eq!(
-        both(&index, &view, &policy(&[]), &req(3, Some("H100"))),
-        Err(capacity(0, Some("H100")))
-    );
+    let capacity = |best_free, model: Option<&str>| Refusal::NoCapacity { asked: 3, model: model.map(Into::into), best_free };
+    assert_eq!(both(&index, &view, &policy(&[]), &req(3, None)), Err(capacity(2, None)));
+    assert_eq!(both(&index, &view, &policy(&["L4"]), &req(3, None)), Err(capacity(1, None)));
+    assert_eq!(both(&index, &view, &policy(&[]), &req(3, Some("H100"))), Err(capacity(0, Some("H100"))));
     // The group's rules come first, exactly as in `allocate`.
     let r = both(&index, &view, &policy(&["L4"]), &req(1, Some("A100")));
     assert!(matches!(r, Err(Refusal::ModelNotAllowed { .. })), "{r:?}");
-    assert_eq!(
-        both(&index, &view, &policy(&[]), &req(0, None)),
-        Err(Refusal::ZeroGpus)
-    );
+    assert_eq!(both(&index, &view, &policy(&[]), &req(0, None)), Err(Refusal::ZeroGpus));
 
     // "Most free" follows apply and release.
     let a = both(&index, &view, &policy(&[]), &req(1, Some("A100"))).unwrap();
     index.apply(&a);
     apply(&mut view, &a);
-    assert_eq!(
-        both(&index, &view, &policy(&[]), &req(3, None)),
-        Err(capacity(1, None))
-    );
+    assert_eq!(both(&index, &view, &policy(&[]), &req(3, None)), Err(capacity(1, None)));
     index.release(1, &[0]);
     release(&mut view, 1, &[0]);
-    assert_eq!(
-        both(&index, &view, &policy(&[]), &req(3, None)),
-        Err(capacity(2, None))
-    );
+    assert_eq!(both(&index, &view, &policy(&[]), &req(3, None)), Err(capacity(2, None)));
 }
 
 #[test]
@@ -138,31 +89,16 @@ fn release_never_makes_an_unschedulable_node_a_candidate() {
         release(&mut view, id, gpus);
     }
     let r = both(&index, &view, &policy(&[]), &req(1, None));
-    assert_eq!(
-        r,
-        Err(Refusal::NoCapacity {
-            asked: 1,
-            model: None,
-            best_free: 0
-        })
-    );
+    assert_eq!(r, Err(Refusal::NoCapacity { asked: 1, model: None, best_free: 0 }));
     index.release(3, &[0]);
     release(&mut view, 3, &[0]);
-    assert_eq!(
-        both(&index, &view, &policy(&[]), &req(1, None))
-            .unwrap()
-            .node_id,
-        3
-    );
+    assert_eq!(both(&index, &view, &policy(&[]), &req(1, None)).unwrap().node_id, 3);
 }
 
 #[test]
 fn malformed_views_decide_as_allocate_does() {
     // One id listed twice: across models, the model is compared before the listing.
-    let c = cluster(vec![
-        node(1, "a", &[("L4", false)]),
-        node(1, "a", &[("A100", false)]),
-    ]);
+    let c = cluster(vec![node(1, "a", &[("L4", false)]), node(1, "a", &[("A100", false)])]);
     let mut index = ClusterIndex::new(&c, NOW);
     let mut view = c.clone();
     let a = both(&index, &view, &policy(&[]), &req(1, None)).unwrap();
@@ -174,33 +110,14 @@ fn malformed_views_decide_as_allocate_does() {
 
     // One GPU index listed twice: free only if no listing is taken; the first listing names it.
     let mut n = node(2, "b", &[("A100", false), ("A100", false)]);
-    n.gpus.push(GpuView {
-        index: 0,
-        uuid: "dup".into(),
-        model: "L4".into(),
-        taken: true,
-    });
-    n.gpus.push(GpuView {
-        index: 1,
-        uuid: "dup".into(),
-        model: "L4".into(),
-        taken: false,
-    });
+    n.gpus.push(GpuView { index: 0, uuid: "dup".into(), model: "L4".into(), taken: true });
+    n.gpus.push(GpuView { index: 1, uuid: "dup".into(), model: "L4".into(), taken: false });
     let mut view = cluster(vec![n]);
     let mut index = ClusterIndex::new(&view, NOW);
-    assert!(
-        both(&index, &view, &policy(&[]), &req(1, Some("L4"))).is_err(),
-        "the L4 listings never count"
-    );
+    assert!(both(&index, &view, &policy(&[]), &req(1, Some("L4"))).is_err(), "the L4 listings never count");
     let a = both(&index, &view, &policy(&[]), &req(1, None)).unwrap();
     assert_eq!((a.gpus[0].index, a.gpus[0].uuid.as_str()), (1, "GPU-2-1"));
     index.release(2, &[0]);
     release(&mut view, 2, &[0]);
-    assert_eq!(
-        both(&index, &view, &policy(&[]), &req(2, Some("A100")))
-            .unwrap()
-            .gpus
-            .len(),
-        2
-    );
+    assert_eq!(both(&index, &view, &policy(&[]), &req(2, Some("A100"))).unwrap().gpus.len(), 2);
 }

@@ -43,12 +43,8 @@ impl DirStore {
     }
 }
 
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> io::Result<T> + Send + 'static,
-) -> io::Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(io::Error::other)?
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> io::Result<T> + Send + 'static) -> io::Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(io::Error::other)?
 }
 
 #[async_trait]
@@ -66,18 +62,11 @@ impl Store for DirStore {
         let dir = self.root.join(TEMP_DIR);
         let file = blocking(move || {
             fs::create_dir_all(&dir)?;
-            let mut file = OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(offset == 0)
-                .open(&path)?;
+            let mut file = OpenOptions::new().create(true).write(true).truncate(offset == 0).open(&path)?;
             if offset > 0 {
                 let held = file.metadata()?.len();
                 if held < offset {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!("holds {held} bytes, not {offset}"),
-                    ));
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")));
                 }
                 file.set_len(offset)?;
                 file.seek(SeekFrom::Start(offset))?;
@@ -85,11 +74,7 @@ impl Store for DirStore {
             Ok(file)
         })
         .await?;
-        Ok(Box::new(DirWriter {
-            file: Some(file),
-            at: offset,
-            unhinted: 0,
-        }))
+        Ok(Box::new(DirWriter { file: Some(file), at: offset, unhinted: 0 }))
     }
 
     async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
@@ -104,15 +89,9 @@ impl Store for DirStore {
         let from = self.path(&temp_key(temp))?;
         let to = self.path(key)?;
         blocking(move || {
-            let parent = to
-                .parent()
-                .ok_or_else(|| io::Error::other("a key names a folder"))?;
+            let parent = to.parent().ok_or_else(|| io::Error::other("a key names a folder"))?;
             // Folders made now for the key ({dataset}/{version}/{category}).
-            let made: Vec<PathBuf> = parent
-                .ancestors()
-                .take_while(|d| !d.exists())
-                .map(Path::to_path_buf)
-                .collect();
+            let made: Vec<PathBuf> = parent.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
             fs::create_dir_all(parent)?;
             fs::rename(&from, &to)?;
             // The new names on disk before the file is listed: the data was
@@ -120,11 +99,7 @@ impl Store for DirStore {
             // database's file system its next commit would carry them
             // along; a store on another disk or a JuiceFS mount has no
             // such luck.)
-            let synced = sync_dir(parent).and_then(|()| {
-                made.iter()
-                    .filter_map(|d| d.parent())
-                    .try_for_each(sync_dir)
-            });
+            let synced = sync_dir(parent).and_then(|()| made.iter().filter_map(|d| d.parent()).try_for_each(sync_dir));
             if synced.is_err() {
                 // The caller reports "nothing was kept": make it so.
                 let _ = fs::remove_file(&to);
@@ -140,45 +115,32 @@ impl Store for DirStore {
             let mut file = File::open(&path)?;
             let size = file.metadata()?.len();
             let (start, len) = match range {
-                Some((start, end)) => (
-                    start,
-                    end.min(size.saturating_sub(1))
-                        .saturating_add(1)
-                        .saturating_sub(start),
-                ),
+                Some((start, end)) => (start, end.min(size.saturating_sub(1)).saturating_add(1).saturating_sub(start)),
                 None => (0, size),
             };
             file.seek(SeekFrom::Start(start))?;
             Ok((file, len))
         })
         .await?;
-        Ok(Box::pin(stream::try_unfold(
-            (Some(file), remaining),
-            |(file, remaining)| async move {
-                let Some(mut file) = file else {
-                    return Ok(None);
-                };
-                if remaining == 0 {
-                    return Ok(None);
-                }
-                let want = remaining.min(READ_CHUNK as u64) as usize;
-                let (file, chunk) = blocking(move || {
-                    // Into spare capacity: no zeroing of a buffer about to be overwritten.
-                    let mut buf = Vec::with_capacity(want);
-                    (&mut file).take(want as u64).read_to_end(&mut buf)?;
-                    Ok((file, Bytes::from(buf)))
-                })
-                .await?;
-                if chunk.is_empty() {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the file is shorter than it was",
-                    ));
-                }
-                let left = remaining - chunk.len() as u64;
-                Ok(Some((chunk, (Some(file), left))))
-            },
-        )))
+        Ok(Box::pin(stream::try_unfold((Some(file), remaining), |(file, remaining)| async move {
+            let Some(mut file) = file else { return Ok(None) };
+            if remaining == 0 {
+                return Ok(None);
+            }
+            let want = remaining.min(READ_CHUNK as u64) as usize;
+            let (file, chunk) = blocking(move || {
+                // Into spare capacity: no zeroing of a buffer about to be overwritten.
+                let mut buf = Vec::with_capacity(want);
+                (&mut file).take(want as u64).read_to_end(&mut buf)?;
+                Ok((file, Bytes::from(buf)))
+            })
+            .await?;
+            if chunk.is_empty() {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file is shorter than it was"));
+            }
+            let left = remaining - chunk.len() as u64;
+            Ok(Some((chunk, (Some(file), left))))
+        })))
     }
 
     /// One blocking loop through a small buffer that is reused: no buffer
@@ -204,11 +166,7 @@ impl Store for DirStore {
 
     async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
         let root = self.root.clone();
-        let start = if prefix.is_empty() {
-            root.clone()
-        } else {
-            self.path(prefix.trim_end_matches('/'))?
-        };
+        let start = if prefix.is_empty() { root.clone() } else { self.path(prefix.trim_end_matches('/'))? };
         blocking(move || {
             let mut out = Vec::new();
             let mut todo = vec![start];
@@ -224,12 +182,7 @@ impl Store for DirStore {
                     if kind.is_dir() {
                         todo.push(entry.path());
                     } else if kind.is_file() {
-                        let rel = entry
-                            .path()
-                            .strip_prefix(&root)
-                            .map_err(io::Error::other)?
-                            .to_string_lossy()
-                            .into_owned();
+                        let rel = entry.path().strip_prefix(&root).map_err(io::Error::other)?.to_string_lossy().into_owned();
                         out.push((rel, entry.metadata()?.len()));
                     }
                 }
@@ -283,10 +236,7 @@ struct DirWriter {
 #[async_trait]
 impl TempWriter for DirWriter {
     async fn write(&mut self, chunks: Vec<Bytes>) -> io::Result<()> {
-        let mut file = self
-            .file
-            .take()
-            .ok_or_else(|| io::Error::other("write after a failed write"))?;
+        let mut file = self.file.take().ok_or_else(|| io::Error::other("write after a failed write"))?;
         let len: u64 = chunks.iter().map(|c| c.len() as u64).sum();
         let (at, unhinted) = (self.at + len, self.unhinted + len);
         let hint = unhinted >= WRITEBACK_EVERY;
@@ -304,10 +254,7 @@ impl TempWriter for DirWriter {
     }
 
     async fn finish(mut self: Box<Self>) -> io::Result<()> {
-        let file = self
-            .file
-            .take()
-            .ok_or_else(|| io::Error::other("finish after a failed write"))?;
+        let file = self.file.take().ok_or_else(|| io::Error::other("finish after a failed write"))?;
         // On disk before the file is listed: a crash after the rename must
         // not leave an empty file under a listed name.
         blocking(move || file.sync_data()).await
@@ -318,12 +265,7 @@ impl TempWriter for DirWriter {
 /// directory (some answer "invalid argument") has nothing more to offer.
 fn sync_dir(dir: &Path) -> io::Result<()> {
     match File::open(dir)?.sync_all() {
-        Err(e)
-            if e.kind() == io::ErrorKind::InvalidInput
-                || e.kind() == io::ErrorKind::Unsupported =>
-        {
-            Ok(())
-        }
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput || e.kind() == io::ErrorKind::Unsupported => Ok(()),
         other => other,
     }
 }
@@ -331,21 +273,12 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Every byte of `chunks`, in order, in as few `writev` calls as the
 /// kernel allows (at most 1,024 pieces per call).
 fn write_all_vectored(file: &mut File, chunks: &[Bytes]) -> io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = chunks
-        .iter()
-        .filter(|c| !c.is_empty())
-        .map(|c| IoSlice::new(c))
-        .collect();
+    let mut slices: Vec<IoSlice<'_>> = chunks.iter().filter(|c| !c.is_empty()).map(|c| IoSlice::new(c)).collect();
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
         let take = rest.len().min(1024);
         match file.write_vectored(&rest[..take]) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "the file took no more bytes",
-                ))
-            }
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the file took no more bytes")),
             Ok(n) => IoSlice::advance_slices(&mut rest, n),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -363,12 +296,7 @@ fn start_writeback(file: &File, start: u64, len: u64) {
     use std::os::fd::AsRawFd;
     // SAFETY: a plain system call on a descriptor we own; no memory passed.
     unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            start as libc::off64_t,
-            len as libc::off64_t,
-            libc::SYNC_FILE_RANGE_WRITE,
-        );
+        libc::sync_file_range(file.as_raw_fd(), start as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE);
     }
 }
 

@@ -70,14 +70,8 @@ pub trait Store: Send + Sync + 'static {
     async fn copy_to_temp(&self, key: &str, temp: &str) -> io::Result<bool> {
         if let Some(root) = self.local_dir() {
             check_key(key)?;
-            let (from, to, dir) = (
-                root.join(key),
-                root.join(temp_key(temp)),
-                root.join(TEMP_DIR),
-            );
-            return tokio::task::spawn_blocking(move || link_or_copy(&from, &to, &dir))
-                .await
-                .map_err(io::Error::other)?;
+            let (from, to, dir) = (root.join(key), root.join(temp_key(temp)), root.join(TEMP_DIR));
+            return tokio::task::spawn_blocking(move || link_or_copy(&from, &to, &dir)).await.map_err(io::Error::other)?;
         }
         let mut from = match self.get(key, None).await {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -101,23 +95,13 @@ pub trait Store: Send + Sync + 'static {
 
 /// `to` as a hard link to `from` (a copy where the file system has no
 /// hard links); false when `from` is not there.
-fn link_or_copy(
-    from: &std::path::Path,
-    to: &std::path::Path,
-    dir: &std::path::Path,
-) -> io::Result<bool> {
+fn link_or_copy(from: &std::path::Path, to: &std::path::Path, dir: &std::path::Path) -> io::Result<bool> {
     std::fs::create_dir_all(dir)?;
     match std::fs::remove_file(to) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    let made = std::fs::hard_link(from, to).or_else(|e| {
-        if e.kind() == io::ErrorKind::NotFound {
-            Err(e)
-        } else {
-            std::fs::copy(from, to).map(drop)
-        }
-    });
+    let made = std::fs::hard_link(from, to).or_else(|e| if e.kind() == io::ErrorKind::NotFound { Err(e) } else { std::fs::copy(from, to).map(drop) });
     match made {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -178,11 +162,7 @@ pub(crate) struct Hashes {
 
 impl Hashes {
     pub(crate) fn new(with_sha256: bool) -> Hashes {
-        Hashes {
-            size: 0,
-            crc: crc64(),
-            sha: with_sha256.then(Sha256::new),
-        }
+        Hashes { size: 0, crc: crc64(), sha: with_sha256.then(Sha256::new) }
     }
     pub(crate) fn update(&mut self, bytes: &[u8]) {
         self.size += bytes.len() as u64;
@@ -192,11 +172,7 @@ impl Hashes {
         }
     }
     pub(crate) fn finish(self) -> ReadBack {
-        ReadBack {
-            size: self.size,
-            crc64: crc64_hex(&self.crc),
-            sha256: self.sha.map(|s| hex(&s.finalize())),
-        }
+        ReadBack { size: self.size, crc64: crc64_hex(&self.crc), sha256: self.sha.map(|s| hex(&s.finalize())) }
     }
 }
 
@@ -207,17 +183,9 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Refuses keys that could leave the store's root: every key the platform
 /// builds comes from validated parts, this is the second lock.
 pub(crate) fn check_key(key: &str) -> io::Result<()> {
-    let bad = key.is_empty()
-        || key.starts_with('/')
-        || key.contains('\\')
-        || key
-            .split('/')
-            .any(|s| s.is_empty() || s == "." || s == "..");
+    let bad = key.is_empty() || key.starts_with('/') || key.contains('\\') || key.split('/').any(|s| s.is_empty() || s == "." || s == "..");
     if bad {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("refused store key {key:?}"),
-        ))
+        Err(io::Error::new(io::ErrorKind::InvalidInput, format!("refused store key {key:?}")))
     } else {
         Ok(())
     }

@@ -13,10 +13,7 @@ use super::{check_key, temp_key, ByteStream, Store, TempWriter, TEMP_DIR};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
-use object_store::{
-    aws::AmazonS3Builder, path::Path, GetOptions, GetRange, ObjectStore, ObjectStoreExt,
-    WriteMultipart,
-};
+use object_store::{aws::AmazonS3Builder, path::Path, GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart};
 use std::{io, sync::Arc};
 
 /// Parts in flight per upload: bounds memory (5 MiB parts).
@@ -40,9 +37,7 @@ pub struct S3Store {
 
 fn io_err(e: object_store::Error) -> io::Error {
     match e {
-        object_store::Error::NotFound { .. } => {
-            io::Error::new(io::ErrorKind::NotFound, e.to_string())
-        }
+        object_store::Error::NotFound { .. } => io::Error::new(io::ErrorKind::NotFound, e.to_string()),
         other => io::Error::other(other.to_string()),
     }
 }
@@ -63,10 +58,7 @@ impl S3Store {
             .with_disable_bulk_delete(true)
             .build()
             .map_err(io_err)?;
-        Ok(S3Store {
-            inner: Arc::new(inner),
-            describe: format!("S3 bucket {} at {}", cfg.bucket, cfg.endpoint),
-        })
+        Ok(S3Store { inner: Arc::new(inner), describe: format!("S3 bucket {} at {}", cfg.bucket, cfg.endpoint) })
     }
 
     fn path(key: &str) -> io::Result<Path> {
@@ -76,17 +68,8 @@ impl S3Store {
 
     /// Every object under `prefix`, as the bucket names it.
     async fn list_paths(&self, prefix: &str) -> io::Result<Vec<(Path, u64)>> {
-        let prefix = if prefix.is_empty() {
-            None
-        } else {
-            Some(Self::path(prefix.trim_end_matches('/'))?)
-        };
-        self.inner
-            .list(prefix.as_ref())
-            .map_ok(|m| (m.location, m.size))
-            .try_collect()
-            .await
-            .map_err(io_err)
+        let prefix = if prefix.is_empty() { None } else { Some(Self::path(prefix.trim_end_matches('/'))?) };
+        self.inner.list(prefix.as_ref()).map_ok(|m| (m.location, m.size)).try_collect().await.map_err(io_err)
     }
 }
 
@@ -95,10 +78,7 @@ impl S3Store {
 /// exactly what it did; a segment that does not decode to UTF-8 (an
 /// object some other client named) is left as it is.
 fn key_of(path: &Path) -> String {
-    let segments: Vec<String> = path
-        .parts()
-        .map(|part| percent_decode(part.as_ref()))
-        .collect();
+    let segments: Vec<String> = path.parts().map(|part| percent_decode(part.as_ref())).collect();
     segments.join("/")
 }
 
@@ -108,11 +88,7 @@ fn percent_decode(segment: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
             (b'%', Some(hi), Some(lo)) => {
                 out.push((hi * 16 + lo) as u8);
                 i += 3;
@@ -143,36 +119,22 @@ impl Store for S3Store {
             first
         } else {
             let pieces = parts::pieces(self.inner.as_ref(), &key).await?;
-            let pieces = pieces.ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("no temporary object {key}"),
-                )
-            })?;
+            let pieces = pieces.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no temporary object {key}")))?;
             let held = pieces.held();
             if held < offset {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("holds {held} bytes, not {offset}"),
-                ));
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")));
             }
             parts::cut(self.inner.as_ref(), &key, pieces, offset).await?;
             parts::piece_path(&key, offset)
         };
         let upload = self.inner.put_multipart(&target).await.map_err(io_err)?;
-        Ok(Box::new(Writer {
-            upload: Some(WriteMultipart::new(upload)),
-            piece: offset > 0,
-            written: 0,
-        }))
+        Ok(Box::new(Writer { upload: Some(WriteMultipart::new(upload)), piece: offset > 0, written: 0 }))
     }
 
     async fn temp_len(&self, temp: &str) -> io::Result<Option<u64>> {
         let key = temp_key(temp);
         check_key(&key)?;
-        Ok(parts::pieces(self.inner.as_ref(), &key)
-            .await?
-            .map(|p| p.held()))
+        Ok(parts::pieces(self.inner.as_ref(), &key).await?.map(|p| p.held()))
     }
 
     async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()> {
@@ -183,11 +145,7 @@ impl Store for S3Store {
 
     /// A copy inside the bucket: the bytes do not pass through the server.
     async fn copy_to_temp(&self, key: &str, temp: &str) -> io::Result<bool> {
-        match self
-            .inner
-            .copy(&Self::path(key)?, &Self::path(&temp_key(temp))?)
-            .await
-        {
+        match self.inner.copy(&Self::path(key)?, &Self::path(&temp_key(temp))?).await {
             Ok(()) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(io_err(e)),
@@ -201,10 +159,7 @@ impl Store for S3Store {
         if is_temp(key) {
             parts::assemble(self.inner.as_ref(), key).await?;
         }
-        let options = GetOptions {
-            range: range.map(|(start, end)| GetRange::Bounded(start..end + 1)),
-            ..Default::default()
-        };
+        let options = GetOptions { range: range.map(|(start, end)| GetRange::Bounded(start..end + 1)), ..Default::default() };
         let result = self.inner.get_opts(&path, options).await.map_err(io_err)?;
         Ok(result.into_stream().map_err(io_err).boxed())
     }
@@ -215,12 +170,7 @@ impl Store for S3Store {
     /// [`Store::delete`] or [`Store::get`] as it is, it would be encoded
     /// twice and name no object.
     async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
-        let mut out: Vec<(String, u64)> = self
-            .list_paths(prefix)
-            .await?
-            .into_iter()
-            .map(|(p, size)| (key_of(&p), size))
-            .collect();
+        let mut out: Vec<(String, u64)> = self.list_paths(prefix).await?.into_iter().map(|(p, size)| (key_of(&p), size)).collect();
         out.sort();
         Ok(out)
     }
@@ -251,8 +201,7 @@ impl Store for S3Store {
 }
 
 fn is_temp(key: &str) -> bool {
-    key.strip_prefix(TEMP_DIR)
-        .is_some_and(|rest| rest.starts_with('/'))
+    key.strip_prefix(TEMP_DIR).is_some_and(|rest| rest.starts_with('/'))
 }
 
 struct Writer {
@@ -266,14 +215,8 @@ struct Writer {
 #[async_trait]
 impl TempWriter for Writer {
     async fn write(&mut self, chunks: Vec<Bytes>) -> io::Result<()> {
-        let upload = self
-            .upload
-            .as_mut()
-            .ok_or_else(|| io::Error::other("write after finish"))?;
-        upload
-            .wait_for_capacity(PARTS_IN_FLIGHT)
-            .await
-            .map_err(io_err)?;
+        let upload = self.upload.as_mut().ok_or_else(|| io::Error::other("write after finish"))?;
+        upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(io_err)?;
         for chunk in chunks {
             self.written += chunk.len() as u64;
             upload.put(chunk);
@@ -282,10 +225,7 @@ impl TempWriter for Writer {
     }
 
     async fn finish(mut self: Box<Self>) -> io::Result<()> {
-        let upload = self
-            .upload
-            .take()
-            .ok_or_else(|| io::Error::other("finished twice"))?;
+        let upload = self.upload.take().ok_or_else(|| io::Error::other("finished twice"))?;
         if self.piece && self.written == 0 {
             return upload.abort().await.map_err(io_err);
         }

@@ -7,9 +7,7 @@ use super::super::inside::{ByteStream, Download, PathStat, Upload};
 use super::super::ExecError;
 use super::DockerExecutor;
 use crate::workspace::tar::{self, Item, Kind};
-use bollard::query_parameters::{
-    ContainerArchiveInfoOptions, DownloadFromContainerOptions, UploadToContainerOptions,
-};
+use bollard::query_parameters::{ContainerArchiveInfoOptions, DownloadFromContainerOptions, UploadToContainerOptions};
 use bytes::Bytes;
 use futures_util::{stream, StreamExt};
 use std::collections::VecDeque;
@@ -21,19 +19,10 @@ const MODE_DIR: u32 = 1 << 31;
 const MODE_SYMLINK: u32 = 1 << 27;
 
 impl DockerExecutor {
-    pub async fn stat_path(
-        &self,
-        container_id: &str,
-        path: &str,
-    ) -> Result<Option<PathStat>, ExecError> {
+    pub async fn stat_path(&self, container_id: &str, path: &str) -> Result<Option<PathStat>, ExecError> {
         let docker = self.client().await?;
-        let opts = ContainerArchiveInfoOptions {
-            path: path.to_string(),
-        };
-        match docker
-            .get_container_archive_info(container_id, Some(opts))
-            .await
-        {
+        let opts = ContainerArchiveInfoOptions { path: path.to_string() };
+        match docker.get_container_archive_info(container_id, Some(opts)).await {
             Ok(s) => Ok(Some(PathStat {
                 name: s.name,
                 size: s.size,
@@ -82,9 +71,7 @@ impl DockerExecutor {
         // Not the per-request timeout: the engine answers after the whole
         // body is in (see `TRANSFER_TIMEOUT`); `idle_limited` bounds it.
         let docker = self.transfer_client().await?;
-        let result = docker
-            .upload_to_container(container_id, Some(opts), bollard::body_try_stream(archive))
-            .await;
+        let result = docker.upload_to_container(container_id, Some(opts), bollard::body_try_stream(archive)).await;
         if let Some(e) = failure.lock().expect("upload failure").take() {
             return Err(e);
         }
@@ -105,12 +92,7 @@ impl DockerExecutor {
         let me = self.clone();
         let what = format!("download {path}");
         let mut archive = docker
-            .download_from_container(
-                container_id,
-                Some(DownloadFromContainerOptions {
-                    path: path.to_string(),
-                }),
-            )
+            .download_from_container(container_id, Some(DownloadFromContainerOptions { path: path.to_string() }))
             .map(move |r| r.map_err(|e| me.err(e, &what)))
             .boxed();
         // Read up to the first entry's header, keeping the raw bytes (a
@@ -131,51 +113,27 @@ impl DockerExecutor {
                     queued.extend(reader.push(chunk).map_err(ExecError::Failed)?);
                 }
                 Some(Err(e)) => return Err(e),
-                None => {
-                    return Err(ExecError::NotFound(format!(
-                        "{path}: the engine sent an empty archive"
-                    )))
-                }
+                None => return Err(ExecError::NotFound(format!("{path}: the engine sent an empty archive"))),
             }
         };
-        let name = entry
-            .path
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_string();
+        let name = entry.path.trim_end_matches('/').rsplit('/').next().unwrap_or_default().to_string();
         match entry.kind {
             Kind::File => {
                 let body = file_body(archive, reader, queued, entry.size);
-                Ok(Download::File {
-                    name,
-                    size: entry.size,
-                    body,
-                })
+                Ok(Download::File { name, size: entry.size, body })
             }
             Kind::Dir => {
                 let tar = stream::iter(raw.into_iter().map(Ok)).chain(archive).boxed();
                 Ok(Download::Directory { name, tar })
             }
-            Kind::Symlink => Err(ExecError::Failed(format!(
-                "{path} is a symbolic link; download what it points to"
-            ))),
-            Kind::Other(t) => Err(ExecError::Failed(format!(
-                "{path} is not a regular file (tar type {:?})",
-                t as char
-            ))),
+            Kind::Symlink => Err(ExecError::Failed(format!("{path} is a symbolic link; download what it points to"))),
+            Kind::Other(t) => Err(ExecError::Failed(format!("{path} is not a regular file (tar type {:?})", t as char))),
         }
     }
 }
 
 /// The data of the entry whose header was just read, then the end.
-fn file_body(
-    archive: ByteStream,
-    reader: tar::Reader,
-    queued: VecDeque<Item>,
-    size: u64,
-) -> ByteStream {
+fn file_body(archive: ByteStream, reader: tar::Reader, queued: VecDeque<Item>, size: u64) -> ByteStream {
     struct St {
         archive: ByteStream,
         reader: tar::Reader,
@@ -183,13 +141,7 @@ fn file_body(
         left: u64,
         done: bool,
     }
-    let st = St {
-        archive,
-        reader,
-        queued,
-        left: size,
-        done: false,
-    };
+    let st = St { archive, reader, queued, left: size, done: false };
     stream::unfold(st, |mut st| async move {
         loop {
             if st.done {
@@ -219,12 +171,7 @@ fn file_body(
                 None => {
                     st.done = true;
                     if st.left > 0 {
-                        return Some((
-                            Err(ExecError::Failed(
-                                "the engine's archive ended before the file did".into(),
-                            )),
-                            st,
-                        ));
+                        return Some((Err(ExecError::Failed("the engine's archive ended before the file did".into())), st));
                     }
                     return None;
                 }
@@ -249,10 +196,7 @@ fn idle_limited(body: ByteStream, idle: Duration) -> ByteStream {
             Ok(Some(Err(e))) => Some((Err(e), (body, true))),
             Ok(None) => None,
             Err(_) => Some((
-                Err(ExecError::Failed(format!(
-                    "the upload stalled: nothing was sent for {}",
-                    idle_text(idle)
-                ))),
+                Err(ExecError::Failed(format!("the upload stalled: nothing was sent for {}", idle_text(idle)))),
                 (body, true),
             )),
         }
@@ -271,36 +215,25 @@ fn idle_text(d: Duration) -> String {
 /// Passes `body` through, failing if it is longer or shorter than `size`
 /// (a tar entry's size is written before its bytes).
 fn exactly(body: ByteStream, size: u64) -> ByteStream {
-    stream::unfold(
-        (body, 0u64, false),
-        move |(mut body, seen, done)| async move {
-            if done {
-                return None;
-            }
-            match body.next().await {
-                Some(Ok(chunk)) => {
-                    let seen = seen + chunk.len() as u64;
-                    if seen > size {
-                        Some((
-                            Err(ExecError::Failed(format!(
-                                "the upload is longer than its announced {size} bytes"
-                            ))),
-                            (body, seen, true),
-                        ))
-                    } else {
-                        Some((Ok(chunk), (body, seen, false)))
-                    }
+    stream::unfold((body, 0u64, false), move |(mut body, seen, done)| async move {
+        if done {
+            return None;
+        }
+        match body.next().await {
+            Some(Ok(chunk)) => {
+                let seen = seen + chunk.len() as u64;
+                if seen > size {
+                    Some((Err(ExecError::Failed(format!("the upload is longer than its announced {size} bytes"))), (body, seen, true)))
+                } else {
+                    Some((Ok(chunk), (body, seen, false)))
                 }
-                Some(Err(e)) => Some((Err(e), (body, seen, true))),
-                None if seen < size => Some((
-                    Err(ExecError::Failed(format!(
-                        "the upload ended after {seen} of {size} bytes"
-                    ))),
-                    (body, seen, true),
-                )),
-                None => None,
             }
-        },
-    )
+            Some(Err(e)) => Some((Err(e), (body, seen, true))),
+            None if seen < size => {
+                Some((Err(ExecError::Failed(format!("the upload ended after {seen} of {size} bytes"))), (body, seen, true)))
+            }
+            None => None,
+        }
+    })
     .boxed()
 }

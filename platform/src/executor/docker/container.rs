@@ -4,8 +4,8 @@ use super::super::*;
 use super::{DockerExecutor, EXEC_OUTPUT_CAP, EXEC_TIMEOUT, STOP_GRACE_SECS};
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{
-    ContainerCreateBody, ContainerStateStatusEnum, DeviceRequest, HostConfig, Mount, MountType,
-    RestartPolicy, RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerStateStatusEnum, DeviceRequest, HostConfig, Mount, MountType, RestartPolicy,
+    RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptions, ListContainersOptions, RemoveContainerOptions, RestartContainerOptions,
@@ -37,12 +37,7 @@ impl DockerExecutor {
     pub async fn create_container(&self, spec: &MachineSpec) -> Result<ContainerInfo, ExecError> {
         let nvidia = self.has_nvidia().await?;
         let uuids = spec.gpu_uuids.join(",");
-        let indexes = spec
-            .gpu_indexes
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let indexes = spec.gpu_indexes.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         let labels = HashMap::from([
             (LABEL_MACHINE.to_string(), spec.machine_id.to_string()),
             (LABEL_TASK.to_string(), spec.task_id.to_string()),
@@ -69,10 +64,7 @@ impl DockerExecutor {
             hostname: Some(spec.name.clone()),
             labels: Some(labels),
             env: Some(vec![
-                format!(
-                    "NVIDIA_VISIBLE_DEVICES={}",
-                    if uuids.is_empty() { "none" } else { &uuids }
-                ),
+                format!("NVIDIA_VISIBLE_DEVICES={}", if uuids.is_empty() { "none" } else { &uuids }),
                 format!("GANTRY_MACHINE={}", spec.name),
             ]),
             host_config: Some(HostConfig {
@@ -95,10 +87,7 @@ impl DockerExecutor {
             }),
             ..Default::default()
         };
-        let opts = CreateContainerOptions {
-            name: Some(spec.container_name()),
-            ..Default::default()
-        };
+        let opts = CreateContainerOptions { name: Some(spec.container_name()), ..Default::default() };
         let docker = self.client().await?;
         match docker.create_container(Some(opts), body).await {
             Ok(r) => Ok(ContainerInfo { id: r.id }),
@@ -118,31 +107,19 @@ impl DockerExecutor {
 
     pub async fn start_container(&self, id: &str) -> Result<(), ExecError> {
         let c = self.client().await?;
-        c.start_container(id, None)
-            .await
-            .map_err(|e| self.err(e, &format!("start container {id}")))
+        c.start_container(id, None).await.map_err(|e| self.err(e, &format!("start container {id}")))
     }
 
     pub async fn restart_container(&self, id: &str) -> Result<(), ExecError> {
-        let opts = RestartContainerOptions {
-            t: Some(STOP_GRACE_SECS),
-            ..Default::default()
-        };
+        let opts = RestartContainerOptions { t: Some(STOP_GRACE_SECS), ..Default::default() };
         let c = self.client().await?;
-        c.restart_container(id, Some(opts))
-            .await
-            .map_err(|e| self.err(e, &format!("restart container {id}")))
+        c.restart_container(id, Some(opts)).await.map_err(|e| self.err(e, &format!("restart container {id}")))
     }
 
     pub async fn stop_container(&self, id: &str) -> Result<(), ExecError> {
-        let opts = StopContainerOptions {
-            t: Some(STOP_GRACE_SECS),
-            ..Default::default()
-        };
+        let opts = StopContainerOptions { t: Some(STOP_GRACE_SECS), ..Default::default() };
         let c = self.client().await?;
-        c.stop_container(id, Some(opts))
-            .await
-            .map_err(|e| self.err(e, &format!("stop container {id}")))
+        c.stop_container(id, Some(opts)).await.map_err(|e| self.err(e, &format!("stop container {id}")))
     }
 
     /// Stops with the grace period first, so the machine's processes can
@@ -154,10 +131,7 @@ impl DockerExecutor {
             // Already stopped (304) and the like: removal decides.
             Err(_) => {}
         }
-        let opts = RemoveContainerOptions {
-            force: true,
-            ..Default::default()
-        };
+        let opts = RemoveContainerOptions { force: true, ..Default::default() };
         match self.client().await?.remove_container(id, Some(opts)).await {
             Ok(()) => Ok(()),
             Err(e) => match self.err(e, &format!("remove container {id}")) {
@@ -179,27 +153,17 @@ impl DockerExecutor {
         };
         let state = r.state.unwrap_or_default();
         let status = match state.status {
-            Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::STOPPING) => {
-                ContainerStatus::Running
-            }
+            Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::STOPPING) => ContainerStatus::Running,
             Some(ContainerStateStatusEnum::RESTARTING) => ContainerStatus::Restarting,
             Some(ContainerStateStatusEnum::PAUSED) => ContainerStatus::Paused,
-            Some(ContainerStateStatusEnum::CREATED)
-            | Some(ContainerStateStatusEnum::EMPTY)
-            | None => ContainerStatus::Created,
-            Some(_) => ContainerStatus::Exited {
-                code: state.exit_code.unwrap_or(0),
-            },
+            Some(ContainerStateStatusEnum::CREATED) | Some(ContainerStateStatusEnum::EMPTY) | None => {
+                ContainerStatus::Created
+            }
+            Some(_) => ContainerStatus::Exited { code: state.exit_code.unwrap_or(0) },
         };
         // Docker reports the zero time for a never-started container.
-        let started_at = state
-            .started_at
-            .filter(|s| !s.is_empty() && !s.starts_with("0001-"));
-        Ok(ContainerState {
-            status,
-            restart_count: r.restart_count.unwrap_or(0),
-            started_at,
-        })
+        let started_at = state.started_at.filter(|s| !s.is_empty() && !s.starts_with("0001-"));
+        Ok(ContainerState { status, restart_count: r.restart_count.unwrap_or(0), started_at })
     }
 
     pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
@@ -207,38 +171,24 @@ impl DockerExecutor {
             all: true,
             filters: Some(HashMap::from([(
                 "label".to_string(),
-                vec![
-                    LABEL_MACHINE.to_string(),
-                    format!("{LABEL_INSTANCE}={instance}"),
-                ],
+                vec![LABEL_MACHINE.to_string(), format!("{LABEL_INSTANCE}={instance}")],
             )])),
             ..Default::default()
         };
-        let list = self
-            .client()
-            .await?
-            .list_containers(Some(opts))
-            .await
-            .map_err(|e| self.err(e, "list containers"))?;
+        let list =
+            self.client().await?.list_containers(Some(opts)).await.map_err(|e| self.err(e, "list containers"))?;
         Ok(list
             .into_iter()
             .map(|c| ManagedContainer {
                 id: c.id.unwrap_or_default(),
-                machine_id: c
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(LABEL_MACHINE))
-                    .and_then(|m| m.parse().ok()),
+                machine_id: c.labels.as_ref().and_then(|l| l.get(LABEL_MACHINE)).and_then(|m| m.parse().ok()),
                 name: c
                     .names
                     .and_then(|n| n.into_iter().next())
                     .unwrap_or_default()
                     .trim_start_matches('/')
                     .to_string(),
-                status: summary_status(
-                    c.state.map(|s| s.to_string()).as_deref(),
-                    c.status.as_deref(),
-                ),
+                status: summary_status(c.state.map(|s| s.to_string()).as_deref(), c.status.as_deref()),
             })
             .collect())
     }
@@ -254,17 +204,12 @@ impl DockerExecutor {
             cmd: Some(cmd.to_vec()),
             ..Default::default()
         };
-        let created = docker
-            .create_exec(id, opts)
-            .await
-            .map_err(|e| self.err(e, &what))?;
+        let created = docker.create_exec(id, opts).await.map_err(|e| self.err(e, &what))?;
         let collect = async {
             // Bytes, not per-chunk strings: a UTF-8 character may span chunks.
             let mut out = Vec::new();
-            if let StartExecResults::Attached { mut output, .. } = docker
-                .start_exec(&created.id, None)
-                .await
-                .map_err(|e| self.err(e, &what))?
+            if let StartExecResults::Attached { mut output, .. } =
+                docker.start_exec(&created.id, None).await.map_err(|e| self.err(e, &what))?
             {
                 while let Some(chunk) = output.next().await {
                     let bytes = chunk.map_err(|e| self.err(e, &what))?.into_bytes();
@@ -277,15 +222,8 @@ impl DockerExecutor {
         };
         let out = tokio::time::timeout(EXEC_TIMEOUT, collect)
             .await
-            .map_err(|_| {
-                ExecError::Failed(format!(
-                    "{what}: {cmd:?} did not finish within {EXEC_TIMEOUT:?}"
-                ))
-            })??;
-        let info = docker
-            .inspect_exec(&created.id)
-            .await
-            .map_err(|e| self.err(e, &what))?;
+            .map_err(|_| ExecError::Failed(format!("{what}: {cmd:?} did not finish within {EXEC_TIMEOUT:?}")))??;
+        let info = docker.inspect_exec(&created.id).await.map_err(|e| self.err(e, &what))?;
         Ok((info.exit_code.unwrap_or(-1), out))
     }
 }
@@ -319,9 +257,6 @@ mod tests {
             summary_status(Some("exited"), Some("Exited (137) 5 seconds ago")),
             ContainerStatus::Exited { code: 137 }
         );
-        assert_eq!(
-            summary_status(Some("running"), Some("Up 3 minutes")),
-            ContainerStatus::Running
-        );
+        assert_eq!(summary_status(Some("running"), Some("Up 3 minutes")), ContainerStatus::Running);
     }
 }

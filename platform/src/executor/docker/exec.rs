@@ -20,7 +20,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Prints the shell's PID as a private OSC sequence (stripped before the
 /// browser sees it), then becomes bash if the image has it, else sh.
-const SHELL_SCRIPT: &str = r#"printf '\033]gantry;pid=%s\007' "$$"; cd /data 2>/dev/null; if [ -x /bin/bash ]; then exec /bin/bash; fi; exec /bin/sh"#;
+const SHELL_SCRIPT: &str =
+    r#"printf '\033]gantry;pid=%s\007' "$$"; cd /data 2>/dev/null; if [ -x /bin/bash ]; then exec /bin/bash; fi; exec /bin/sh"#;
 const PID_PREFIX: &[u8] = b"\x1b]gantry;pid=";
 /// Largest piece of terminal output read at once (one WebSocket frame).
 const OUTPUT_CHUNK: usize = 16 * 1024;
@@ -44,120 +45,65 @@ impl DockerExecutor {
             working_dir: Some(DATA_MOUNT),
             ..Default::default()
         };
-        let created = docker
-            .create_exec(container_id, opts)
-            .await
-            .map_err(|e| self.err(e, &what))?;
+        let created = docker.create_exec(container_id, opts).await.map_err(|e| self.err(e, &what))?;
         let started = async {
             let (output, input) = self.attach_exec(&created.id).await?;
-            read_pid(output)
-                .await
-                .map(|(pid, output)| (pid, output, input))
+            read_pid(output).await.map(|(pid, output)| (pid, output, input))
         };
         let (pid, output, input) = tokio::time::timeout(START_TIMEOUT, started)
             .await
-            .map_err(|_| {
-                ExecError::Unavailable(format!(
-                    "{what}: the engine did not start the shell within {START_TIMEOUT:?}"
-                ))
-            })??;
+            .map_err(|_| ExecError::Unavailable(format!("{what}: the engine did not start the shell within {START_TIMEOUT:?}")))??;
         // The shell runs now (it printed its PID): size its TTY before it
         // draws much. A shell that already exited fails this; its output
         // stream says why.
         let _ = self.resize_shell(&created.id, size).await;
-        Ok(Shell {
-            exec_id: created.id,
-            pid,
-            output,
-            input,
-        })
+        Ok(Shell { exec_id: created.id, pid, output, input })
     }
 
     pub async fn resize_shell(&self, exec_id: &str, size: TtySize) -> Result<(), ExecError> {
         let docker = self.client().await?;
         docker
-            .resize_exec(
-                exec_id,
-                ResizeExecOptions {
-                    height: size.rows,
-                    width: size.cols,
-                },
-            )
+            .resize_exec(exec_id, ResizeExecOptions { height: size.rows, width: size.cols })
             .await
             .map_err(|e| self.err(e, "resize terminal"))
     }
 
     pub async fn shell_state(&self, exec_id: &str) -> Result<ProcessState, ExecError> {
-        let info = self
-            .client()
-            .await?
-            .inspect_exec(exec_id)
-            .await
-            .map_err(|e| self.err(e, "inspect terminal"))?;
-        Ok(if info.running.unwrap_or(false) {
-            ProcessState::Running
-        } else {
-            ProcessState::Exited(info.exit_code.unwrap_or(-1))
-        })
+        let info = self.client().await?.inspect_exec(exec_id).await.map_err(|e| self.err(e, "inspect terminal"))?;
+        Ok(if info.running.unwrap_or(false) { ProcessState::Running } else { ProcessState::Exited(info.exit_code.unwrap_or(-1)) })
     }
 
     pub async fn hangup_shell(&self, container_id: &str, pid: u32) -> Result<(), ExecError> {
         let cmd = format!("kill -HUP {pid}");
-        self.exec(container_id, &["/bin/sh", "-c", &cmd])
-            .await
-            .map(|_| ())
+        self.exec(container_id, &["/bin/sh", "-c", &cmd]).await.map(|_| ())
     }
 
     /// Starts the exec and returns its raw TTY stream.
     async fn attach_exec(&self, exec_id: &str) -> Result<(ByteStream, Input), ExecError> {
         let version = self.client().await?.client_version();
-        let path = format!(
-            "/v{}.{}/exec/{exec_id}/start",
-            version.major_version, version.minor_version
-        );
+        let path = format!("/v{}.{}/exec/{exec_id}/start", version.major_version, version.minor_version);
         let unreachable = |e: std::io::Error| self.unreachable(&e);
         match &self.inner.transport {
             Transport::Unix(socket) => {
-                let s = tokio::net::UnixStream::connect(socket)
-                    .await
-                    .map_err(unreachable)?;
+                let s = tokio::net::UnixStream::connect(socket).await.map_err(unreachable)?;
                 raw_start(s, "docker", &path).await
             }
             Transport::Http(addr) => {
-                let hostport = addr
-                    .trim_start_matches("tcp://")
-                    .trim_start_matches("http://")
-                    .trim_end_matches('/')
-                    .to_string();
-                let s = tokio::net::TcpStream::connect(&hostport)
-                    .await
-                    .map_err(unreachable)?;
+                let hostport = addr.trim_start_matches("tcp://").trim_start_matches("http://").trim_end_matches('/').to_string();
+                let s = tokio::net::TcpStream::connect(&hostport).await.map_err(unreachable)?;
                 let _ = s.set_nodelay(true);
                 raw_start(s, &hostport, &path).await
             }
             Transport::Tls { .. } => {
-                let opts = StartExecOptions {
-                    detach: false,
-                    tty: true,
-                    output_capacity: Some(OUTPUT_CHUNK),
-                };
+                let opts = StartExecOptions { detach: false, tty: true, output_capacity: Some(OUTPUT_CHUNK) };
                 let docker = self.client().await?;
-                match docker
-                    .start_exec(exec_id, Some(opts))
-                    .await
-                    .map_err(|e| self.err(e, "start terminal"))?
-                {
+                match docker.start_exec(exec_id, Some(opts)).await.map_err(|e| self.err(e, "start terminal"))? {
                     StartExecResults::Attached { output, input } => {
                         let me = self.clone();
-                        let output = output.map(move |r| {
-                            r.map(|o| o.into_bytes())
-                                .map_err(|e| me.err(e, "terminal output"))
-                        });
+                        let output = output.map(move |r| r.map(|o| o.into_bytes()).map_err(|e| me.err(e, "terminal output")));
                         Ok((output.boxed(), input))
                     }
-                    StartExecResults::Detached => Err(ExecError::Failed(
-                        "the engine started the terminal detached".into(),
-                    )),
+                    StartExecResults::Detached => Err(ExecError::Failed("the engine started the terminal detached".into())),
                 }
             }
         }
@@ -170,9 +116,7 @@ async fn raw_start<S>(mut s: S, host: &str, path: &str) -> Result<(ByteStream, I
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let io = |e: std::io::Error| {
-        ExecError::Unavailable(format!("terminal connection to the engine: {e}"))
-    };
+    let io = |e: std::io::Error| ExecError::Unavailable(format!("terminal connection to the engine: {e}"));
     let body = r#"{"Detach":false,"Tty":true}"#;
     let request = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: gantry\r\nContent-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {}\r\n\r\n{body}",
@@ -184,26 +128,18 @@ where
     let end = loop {
         let n = s.read(&mut tmp).await.map_err(io)?;
         if n == 0 {
-            return Err(ExecError::Unavailable(
-                "the engine closed the terminal connection before answering".into(),
-            ));
+            return Err(ExecError::Unavailable("the engine closed the terminal connection before answering".into()));
         }
         head.extend_from_slice(&tmp[..n]);
         if let Some(pos) = find(&head, b"\r\n\r\n") {
             break pos + 4;
         }
         if head.len() > HEAD_MAX {
-            return Err(ExecError::Failed(
-                "the engine's answer to the terminal request is too long".into(),
-            ));
+            return Err(ExecError::Failed("the engine's answer to the terminal request is too long".into()));
         }
     };
     let head_text = String::from_utf8_lossy(&head[..end]).into_owned();
-    let status: u16 = head_text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
+    let status: u16 = head_text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     if status != 101 && status != 200 {
         // The error body is short JSON: {"message": "..."}.
         let mut body = head[end..].to_vec();
@@ -219,11 +155,7 @@ where
         let text = String::from_utf8_lossy(&body);
         let message = serde_json::from_str::<serde_json::Value>(text.trim())
             .ok()
-            .and_then(|v| {
-                v.get("message")
-                    .and_then(|m| m.as_str())
-                    .map(str::to_string)
-            })
+            .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_string))
             .unwrap_or_else(|| text.trim().to_string());
         return Err(match status {
             404 => ExecError::NotFound(format!("start terminal: {message}")),
@@ -244,12 +176,7 @@ fn read_stream<R: AsyncRead + Send + Unpin + 'static>(reader: R, first: Bytes) -
         first: Option<Bytes>,
         done: bool,
     }
-    let st = St {
-        reader,
-        buf: vec![0u8; OUTPUT_CHUNK].into_boxed_slice(),
-        first: Some(first).filter(|b| !b.is_empty()),
-        done: false,
-    };
+    let st = St { reader, buf: vec![0u8; OUTPUT_CHUNK].into_boxed_slice(), first: Some(first).filter(|b| !b.is_empty()), done: false };
     stream::unfold(st, |mut st| async move {
         if st.done {
             return None;
@@ -265,10 +192,7 @@ fn read_stream<R: AsyncRead + Send + Unpin + 'static>(reader: R, first: Bytes) -
             }
             Err(e) => {
                 st.done = true;
-                Some((
-                    Err(ExecError::Unavailable(format!("terminal output: {e}"))),
-                    st,
-                ))
+                Some((Err(ExecError::Unavailable(format!("terminal output: {e}"))), st))
             }
         }
     })
@@ -285,9 +209,7 @@ async fn read_pid(mut output: ByteStream) -> Result<(Option<u32>, ByteStream), E
         if let Some(start) = find(&buf, PID_PREFIX) {
             if let Some(len) = buf[start..].iter().position(|b| *b == 0x07) {
                 let digits = &buf[start + PID_PREFIX.len()..start + len];
-                let pid = std::str::from_utf8(digits)
-                    .ok()
-                    .and_then(|d| d.parse().ok());
+                let pid = std::str::from_utf8(digits).ok().and_then(|d| d.parse().ok());
                 let mut rest = buf[..start].to_vec();
                 rest.extend_from_slice(&buf[start + len + 1..]);
                 return Ok((pid, prepend(rest, output)));
@@ -315,9 +237,7 @@ fn prepend(first: Vec<u8>, rest: ByteStream) -> ByteStream {
     if first.is_empty() {
         rest
     } else {
-        stream::once(async move { Ok(Bytes::from(first)) })
-            .chain(rest)
-            .boxed()
+        stream::once(async move { Ok(Bytes::from(first)) }).chain(rest).boxed()
     }
 }
 
@@ -330,10 +250,7 @@ mod tests {
     use super::*;
 
     fn chunks(parts: &[&[u8]]) -> ByteStream {
-        let v: Vec<Result<Bytes, ExecError>> = parts
-            .iter()
-            .map(|p| Ok(Bytes::copy_from_slice(p)))
-            .collect();
+        let v: Vec<Result<Bytes, ExecError>> = parts.iter().map(|p| Ok(Bytes::copy_from_slice(p))).collect();
         stream::iter(v).boxed()
     }
 

@@ -8,27 +8,18 @@ use bollard::query_parameters::LogsOptions;
 use futures_util::StreamExt;
 
 impl DockerExecutor {
-    pub async fn logs(
-        &self,
-        container_id: &str,
-        tail: Option<u64>,
-        follow: bool,
-    ) -> Result<ByteStream, ExecError> {
+    pub async fn logs(&self, container_id: &str, tail: Option<u64>, follow: bool) -> Result<ByteStream, ExecError> {
         let docker = self.client().await?;
         let opts = LogsOptions {
             follow,
             stdout: true,
             stderr: true,
-            tail: tail
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "all".to_string()),
+            tail: tail.map(|n| n.to_string()).unwrap_or_else(|| "all".to_string()),
             ..Default::default()
         };
         let me = self.clone();
         let what = format!("logs of container {container_id}");
-        let stream = docker
-            .logs(container_id, Some(opts))
-            .map(move |r| r.map(|o| o.into_bytes()).map_err(|e| me.err(e, &what)));
+        let stream = docker.logs(container_id, Some(opts)).map(move |r| r.map(|o| o.into_bytes()).map_err(|e| me.err(e, &what)));
         Ok(stream.boxed())
     }
 }

@@ -18,12 +18,7 @@ impl DockerExecutor {
         match docker.inspect_volume(name).await {
             Ok(v) => {
                 if let Some(image) = v.labels.get(LABEL_LOOP_IMAGE) {
-                    self.check_loop_backing(
-                        name,
-                        image,
-                        v.options.get("device").map(String::as_str),
-                    )
-                    .await?;
+                    self.check_loop_backing(name, image, v.options.get("device").map(String::as_str)).await?;
                     return Ok(volume_info(&v, true));
                 }
                 return Ok(volume_info(&v, false));
@@ -39,42 +34,24 @@ impl DockerExecutor {
             (LABEL_MACHINE.to_string(), spec.machine_id.to_string()),
             (LABEL_SIZE_GB.to_string(), spec.volume_size_gb.to_string()),
         ]);
-        let why_not = match self
-            .block_volume_dir()
-            .and_then(|dir| loopdev::enabled().map(|()| dir.to_path_buf()))
-        {
+        let why_not = match self.block_volume_dir().and_then(|dir| loopdev::enabled().map(|()| dir.to_path_buf())) {
             Err(why) => why,
-            Ok(dir) => match loopdev::provision_avoiding(
-                dir.clone(),
-                name.clone(),
-                spec.volume_size_gb,
-                self.recorded_loop_devices().await?,
-            )
-            .await
-            {
+            Ok(dir) => match loopdev::provision_avoiding(dir.clone(), name.clone(), spec.volume_size_gb, self.recorded_loop_devices().await?).await {
                 // An image already there holds a machine's data (a kept
                 // volume whose Docker volume went): an empty plain volume in
                 // its place would hide it, so the create fails instead.
                 Err(why) if loopdev::image_path(&dir, &name).exists() => {
-                    return Err(ExecError::Failed(format!(
-                        "data volume {name}: its existing disk image could not be attached: {why}"
-                    )))
+                    return Err(ExecError::Failed(format!("data volume {name}: its existing disk image could not be attached: {why}")))
                 }
                 Err(why) => why,
                 Ok(lv) => {
                     let mut loop_labels = labels.clone();
                     loop_labels.insert(LABEL_LOOP_DEVICE.into(), lv.device.clone());
-                    loop_labels.insert(
-                        LABEL_LOOP_IMAGE.into(),
-                        lv.image.to_string_lossy().into_owned(),
-                    );
+                    loop_labels.insert(LABEL_LOOP_IMAGE.into(), lv.image.to_string_lossy().into_owned());
                     let req = VolumeCreateRequest {
                         name: Some(name.clone()),
                         driver: Some("local".into()),
-                        driver_opts: Some(HashMap::from([
-                            ("type".into(), "ext4".into()),
-                            ("device".into(), lv.device),
-                        ])),
+                        driver_opts: Some(HashMap::from([("type".into(), "ext4".into()), ("device".into(), lv.device)])),
                         labels: Some(loop_labels),
                         ..Default::default()
                     };
@@ -100,57 +77,30 @@ impl DockerExecutor {
         tracing::warn!(volume = %name, size_gb = spec.volume_size_gb, reason = %why_not,
             "loop-device volume unavailable; using a plain named volume whose size is NOT enforced");
         labels.insert("gantry.size_enforced".into(), "false".into());
-        let req = VolumeCreateRequest {
-            name: Some(name.clone()),
-            labels: Some(labels),
-            ..Default::default()
-        };
-        let v = docker
-            .create_volume(req)
-            .await
-            .map_err(|e| self.err(e, "create volume"))?;
+        let req = VolumeCreateRequest { name: Some(name.clone()), labels: Some(labels), ..Default::default() };
+        let v = docker.create_volume(req).await.map_err(|e| self.err(e, "create volume"))?;
         Ok(volume_info(&v, false))
     }
 
     /// The recorded loop device must be backed by this volume's image
     /// (re-attached after a reboot); anything else refuses the start.
-    async fn check_loop_backing(
-        &self,
-        name: &str,
-        image: &str,
-        device: Option<&str>,
-    ) -> Result<(), ExecError> {
+    async fn check_loop_backing(&self, name: &str, image: &str, device: Option<&str>) -> Result<(), ExecError> {
         let refuse = |why: String| ExecError::Failed(format!("data volume {name}: {why}"));
         let dir = self.block_volume_dir().map_err(refuse)?;
         let image = loopdev::checked_image(dir, name, image).map_err(refuse)?;
         let device = device.ok_or_else(|| refuse("its loop device is not recorded".into()))?;
-        loopdev::ensure_attached(image, device.to_string())
-            .await
-            .map_err(refuse)
+        loopdev::ensure_attached(image, device.to_string()).await.map_err(refuse)
     }
 
     /// Every loop device a Docker volume on this engine names (any
     /// installation's: the devices are the host's), by label and by the
     /// `device` option the engine mounts.
     async fn recorded_loop_devices(&self) -> Result<Vec<String>, ExecError> {
-        let opts = ListVolumesOptions {
-            filters: Some(HashMap::from([(
-                "label".to_string(),
-                vec![LABEL_LOOP_DEVICE.to_string()],
-            )])),
-        };
-        let list = self
-            .client()
-            .await?
-            .list_volumes(Some(opts))
-            .await
-            .map_err(|e| self.err(e, "list volumes"))?;
+        let opts = ListVolumesOptions { filters: Some(HashMap::from([("label".to_string(), vec![LABEL_LOOP_DEVICE.to_string()])])) };
+        let list = self.client().await?.list_volumes(Some(opts)).await.map_err(|e| self.err(e, "list volumes"))?;
         let mut devices: Vec<String> = Vec::new();
         for v in list.volumes.unwrap_or_default() {
-            for dev in [v.labels.get(LABEL_LOOP_DEVICE), v.options.get("device")]
-                .into_iter()
-                .flatten()
-            {
+            for dev in [v.labels.get(LABEL_LOOP_DEVICE), v.options.get("device")].into_iter().flatten() {
                 if !devices.contains(dev) {
                     devices.push(dev.clone());
                 }
@@ -166,10 +116,7 @@ impl DockerExecutor {
     /// A running (or paused) container has its volumes mounted already; a
     /// missing one is the archive call's to report. `Ok(Err(why))`: a disk
     /// is not as Gantry left it; `Err`: the engine's own error.
-    pub async fn check_container_volumes(
-        &self,
-        container_id: &str,
-    ) -> Result<Result<(), String>, ExecError> {
+    pub async fn check_container_volumes(&self, container_id: &str) -> Result<Result<(), String>, ExecError> {
         let docker = self.client().await?;
         let c = match docker.inspect_container(container_id, None).await {
             Ok(c) => c,
@@ -181,18 +128,10 @@ impl DockerExecutor {
             }
         };
         let status = c.state.and_then(|s| s.status);
-        if matches!(
-            status,
-            Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)
-        ) {
+        if matches!(status, Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)) {
             return Ok(Ok(()));
         }
-        let volumes = c
-            .mounts
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|m| m.typ.as_deref() == Some("volume"))
-            .filter_map(|m| m.name);
+        let volumes = c.mounts.unwrap_or_default().into_iter().filter(|m| m.typ.as_deref() == Some("volume")).filter_map(|m| m.name);
         for name in volumes {
             let v = match docker.inspect_volume(&name).await {
                 Ok(v) => v,
@@ -202,10 +141,7 @@ impl DockerExecutor {
                 },
             };
             if let Some(image) = v.labels.get(LABEL_LOOP_IMAGE) {
-                if let Err(why) = self
-                    .check_loop_backing(&name, image, v.options.get("device").map(String::as_str))
-                    .await
-                {
+                if let Err(why) = self.check_loop_backing(&name, image, v.options.get("device").map(String::as_str)).await {
                     return Ok(Err(why.to_string()));
                 }
             }
@@ -222,21 +158,16 @@ impl DockerExecutor {
                 other => return Err(other),
             },
         };
-        match docker
-            .remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>)
-            .await
-        {
+        match docker.remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>).await {
             Ok(()) => {}
             Err(e) => match self.err(e, &format!("remove volume {name}")) {
                 ExecError::NotFound(_) => {}
                 other => return Err(other),
             },
         }
-        self.release_image(name, labelled).await.map_err(|e| {
-            ExecError::Failed(format!(
-                "volume {name} removed, but its loop device cleanup failed: {e}"
-            ))
-        })?;
+        self.release_image(name, labelled)
+            .await
+            .map_err(|e| ExecError::Failed(format!("volume {name} removed, but its loop device cleanup failed: {e}")))?;
         Ok(())
     }
 
@@ -244,14 +175,8 @@ impl DockerExecutor {
     /// loop devices detached. Only ever "<dir>/<name>.img", whatever a label
     /// claims; also the image of a half-done create whose Docker volume
     /// never appeared.
-    async fn release_image(
-        &self,
-        name: &str,
-        labelled: Option<String>,
-    ) -> Result<Vec<String>, String> {
-        let (Ok(dir), true) = (self.block_volume_dir(), loopdev::valid_volume_name(name)) else {
-            return Ok(Vec::new());
-        };
+    async fn release_image(&self, name: &str, labelled: Option<String>) -> Result<Vec<String>, String> {
+        let (Ok(dir), true) = (self.block_volume_dir(), loopdev::valid_volume_name(name)) else { return Ok(Vec::new()) };
         let image = match labelled {
             Some(l) => loopdev::checked_image(dir, name, &l)?,
             None => loopdev::image_path(dir, name),
@@ -283,40 +208,22 @@ impl DockerExecutor {
                 other => return Err(other),
             },
         }
-        self.release_image(name, None).await.map(Some).map_err(|e| {
-            ExecError::Failed(format!(
-                "volume image {name}: loop device cleanup failed: {e}"
-            ))
-        })
+        self.release_image(name, None)
+            .await
+            .map(Some)
+            .map_err(|e| ExecError::Failed(format!("volume image {name}: loop device cleanup failed: {e}")))
     }
 
     pub async fn list_managed_volumes(&self, instance: &str) -> Result<Vec<String>, ExecError> {
         let opts = ListVolumesOptions {
-            filters: Some(HashMap::from([(
-                "label".to_string(),
-                vec![format!("{LABEL_INSTANCE}={instance}")],
-            )])),
+            filters: Some(HashMap::from([("label".to_string(), vec![format!("{LABEL_INSTANCE}={instance}")])])),
         };
-        let list = self
-            .client()
-            .await?
-            .list_volumes(Some(opts))
-            .await
-            .map_err(|e| self.err(e, "list volumes"))?;
-        Ok(list
-            .volumes
-            .unwrap_or_default()
-            .into_iter()
-            .map(|v| v.name)
-            .collect())
+        let list = self.client().await?.list_volumes(Some(opts)).await.map_err(|e| self.err(e, "list volumes"))?;
+        Ok(list.volumes.unwrap_or_default().into_iter().map(|v| v.name).collect())
     }
 }
 
 fn volume_info(v: &bollard::models::Volume, size_enforced: bool) -> VolumeInfo {
     let mountpoint = (!v.mountpoint.is_empty()).then(|| v.mountpoint.clone());
-    VolumeInfo {
-        name: v.name.clone(),
-        size_enforced,
-        mountpoint,
-    }
+    VolumeInfo { name: v.name.clone(), size_enforced, mountpoint }
 }

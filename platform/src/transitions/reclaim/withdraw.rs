@@ -19,10 +19,7 @@ use sqlx::SqliteConnection;
 
 /// The machine's reclaim that a runner has begun: running, or back in the
 /// queue after an attempt (its container may already be gone).
-pub(crate) async fn begun(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-) -> Result<Option<i64>, PlatformError> {
+pub(crate) async fn begun(conn: &mut SqliteConnection, machine_id: i64) -> Result<Option<i64>, PlatformError> {
     Ok(sqlx::query_scalar(
         "SELECT id FROM tasks WHERE machine_id = ? AND kind = 'reclaim'
            AND (state = 'running' OR (state IN ('pending', 'scheduled') AND attempts > 0)) ORDER BY id LIMIT 1",
@@ -34,11 +31,7 @@ pub(crate) async fn begun(
 
 /// Cancels the machine's reclaim that no runner has claimed yet (so
 /// nothing was done on the node), failing its snapshot with it.
-async fn cancel_queued(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-    why: &str,
-) -> Result<Option<i64>, PlatformError> {
+async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
     let cancelled = task::cancel_unclaimed(conn, machine_id, TaskKind::Reclaim, why).await?;
     for id in &cancelled {
         snapshot::task_ended(conn, *id, why).await?;
@@ -50,11 +43,7 @@ async fn cancel_queued(
 /// deadline and extensions are cleared, a reclaim queued but not started
 /// is cancelled, and the reason is recorded. `false` when it was neither
 /// warned nor queued.
-pub(crate) async fn withdraw(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-    reason: &str,
-) -> Result<bool, PlatformError> {
+pub(crate) async fn withdraw(conn: &mut SqliteConnection, machine_id: i64, reason: &str) -> Result<bool, PlatformError> {
     let cleared = sqlx::query("UPDATE machines SET reclaim_deadline = NULL, reclaim_extensions = 0, rev = rev + 1 WHERE id = ? AND reclaim_deadline IS NOT NULL")
         .bind(machine_id)
         .execute(&mut *conn)
@@ -74,37 +63,18 @@ pub(crate) async fn withdraw(
 
 /// Cancels the queued reclaim an extension makes unnecessary (the warning
 /// stays, with its new deadline); its id.
-pub(crate) async fn extended(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-    who: &str,
-) -> Result<Option<i64>, PlatformError> {
-    cancel_queued(
-        conn,
-        machine_id,
-        &format!("not reclaimed: {who} extended the deadline"),
-    )
-    .await
+pub(crate) async fn extended(conn: &mut SqliteConnection, machine_id: i64, who: &str) -> Result<Option<i64>, PlatformError> {
+    cancel_queued(conn, machine_id, &format!("not reclaimed: {who} extended the deadline")).await
 }
 
 /// Cancels the queued reclaim of a machine just exempted (`why` says how),
 /// recording it on the machine; its id. The warning itself is withdrawn by
 /// the next pass, which sees the exemption (and says so); an exemption
 /// lifted before then leaves the warning as it was.
-pub(crate) async fn exempted(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-    why: &str,
-) -> Result<Option<i64>, PlatformError> {
+pub(crate) async fn exempted(conn: &mut SqliteConnection, machine_id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
     let cancelled = cancel_queued(conn, machine_id, &format!("not reclaimed: {why}")).await?;
     if let Some(id) = cancelled {
-        snapshot::event(
-            conn,
-            machine_id,
-            "reclaim_cleared",
-            &format!("{why}; the queued reclaim (task #{id}) was cancelled"),
-        )
-        .await?;
+        snapshot::event(conn, machine_id, "reclaim_cleared", &format!("{why}; the queued reclaim (task #{id}) was cancelled")).await?;
     }
     Ok(cancelled)
 }
@@ -115,11 +85,7 @@ pub(crate) async fn exempted(
 /// extensions it was queued with, and neither it nor its group exempt?
 /// If not, the task ends here, `succeeded` with "not reclaimed" (nothing
 /// went wrong, the machine is left as it was), its snapshot failed; `true`.
-pub async fn call_off_if_withdrawn(
-    pool: &Pool,
-    lease: &Lease,
-    machine_id: i64,
-) -> Result<bool, PlatformError> {
+pub async fn call_off_if_withdrawn(pool: &Pool, lease: &Lease, machine_id: i64) -> Result<bool, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     let queued = snapshot::payload(&mut tx, lease.task_id).await?;
     let row: Option<(String, Option<i64>, i64, bool)> = sqlx::query_as(
@@ -131,45 +97,24 @@ pub async fn call_off_if_withdrawn(
     .await?;
     // Tasks queued before the payload named them carry no deadline: for
     // those only a withdrawn warning or an exemption is seen.
-    let (at, used) = (
-        queued.get("deadline").and_then(|v| v.as_i64()),
-        queued.get("extensions").and_then(|v| v.as_i64()),
-    );
+    let (at, used) = (queued.get("deadline").and_then(|v| v.as_i64()), queued.get("extensions").and_then(|v| v.as_i64()));
     let why = match row {
         None => "the machine is gone".to_string(),
-        Some((state, ..)) if state != "running" && state != "stopped" => {
-            format!("the machine is {state}")
-        }
+        Some((state, ..)) if state != "running" && state != "stopped" => format!("the machine is {state}"),
         Some((_, None, ..)) => "the warning was withdrawn (its GPUs were used again)".to_string(),
         Some((.., true)) => "the machine or its group was exempted from idle reclaim".to_string(),
-        Some((_, Some(deadline), extensions, _))
-            if at.is_some_and(|a| a != deadline) || used.is_some_and(|u| u != extensions) =>
-        {
+        Some((_, Some(deadline), extensions, _)) if at.is_some_and(|a| a != deadline) || used.is_some_and(|u| u != extensions) => {
             "the deadline was extended".to_string()
         }
         Some(_) => return Ok(false),
     };
-    let message =
-        format!("not reclaimed: {why} after it was queued; the machine is left as it was");
+    let message = format!("not reclaimed: {why} after it was queued; the machine is left as it was");
     snapshot::task_ended(&mut tx, lease.task_id, &message).await?;
-    task::set_state(
-        &mut tx,
-        lease.task_id,
-        TaskState::Running,
-        TaskState::Succeeded,
-        &message,
-    )
-    .await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
     // (machine_events' kinds are fixed by the schema: this one is shown as
     // "warning withdrawn", which is what it amounts to.)
     snapshot::event(&mut tx, machine_id, "reclaim_cleared", &message).await?;
-    audit::record(
-        &mut *tx,
-        None,
-        "machine.reclaim_called_off",
-        &format!("machine #{machine_id}, task #{}: {message}", lease.task_id),
-    )
-    .await?;
+    audit::record(&mut *tx, None, "machine.reclaim_called_off", &format!("machine #{machine_id}, task #{}: {message}", lease.task_id)).await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -180,12 +125,7 @@ pub async fn call_off_if_withdrawn(
 /// reclaim in a row that failed under this warning; the failure is
 /// recorded on the machine and the new deadline returned. The task's
 /// payload notes it, so each failure counts once.
-pub(super) async fn back_off(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-    now: i64,
-    settings: &ReclaimSettings,
-) -> Result<Option<i64>, PlatformError> {
+pub(super) async fn back_off(conn: &mut SqliteConnection, machine_id: i64, now: i64, settings: &ReclaimSettings) -> Result<Option<i64>, PlatformError> {
     // A warning ends with a `reclaim_cleared` event (withdrawn, called off,
     // cancelled) or a reclaim that did not fail; failures before either
     // belong to an earlier warning. Task and event times are both the wall
@@ -205,9 +145,7 @@ pub(super) async fn back_off(
     .bind(after)
     .fetch_all(&mut *conn)
     .await?;
-    let Some((task_id, failure)) = failed.first().cloned() else {
-        return Ok(None);
-    };
+    let Some((task_id, failure)) = failed.first().cloned() else { return Ok(None) };
     let mut payload = snapshot::payload(conn, task_id).await?;
     if payload.get("retry_at").is_some() {
         return Ok(None);
@@ -215,11 +153,7 @@ pub(super) async fn back_off(
     let failures = failed.len() as u32;
     let delay = retry_delay(settings, failures);
     let until = now + delay;
-    sqlx::query("UPDATE machines SET reclaim_deadline = ?, rev = rev + 1 WHERE id = ?")
-        .bind(until)
-        .bind(machine_id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query("UPDATE machines SET reclaim_deadline = ?, rev = rev + 1 WHERE id = ?").bind(until).bind(machine_id).execute(&mut *conn).await?;
     payload["retry_at"] = until.into();
     snapshot::set_payload(conn, task_id, &payload).await?;
     let detail = format!(
@@ -230,12 +164,6 @@ pub(super) async fn back_off(
     );
     // Shown as an idle warning: it is one, with a new deadline.
     snapshot::event(conn, machine_id, "reclaim_warning", &detail).await?;
-    audit::record(
-        &mut *conn,
-        None,
-        "reclaim.retry_later",
-        &format!("machine #{machine_id}: {detail}"),
-    )
-    .await?;
+    audit::record(&mut *conn, None, "reclaim.retry_later", &format!("machine #{machine_id}: {detail}")).await?;
     Ok(Some(until))
 }

@@ -59,20 +59,13 @@ pub(super) fn piece_path(key: &str, offset: u64) -> Path {
 async fn listed(store: &dyn ObjectStore, key: &str) -> io::Result<Vec<(Option<u64>, u64, Path)>> {
     let dir = Path::from(key.rsplit_once('/').map_or("", |(dir, _)| dir));
     let prefix = format!("{}.part-", Path::from(key).as_ref());
-    let after = Path::parse(prefix.as_str())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let after = Path::parse(prefix.as_str()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let mut listing = store.list_with_offset(Some(&dir), &after);
     let mut found = Vec::new();
     while let Some(meta) = listing.next().await {
         let meta = meta.map_err(io_err)?;
-        let Some(offset) = meta.location.as_ref().strip_prefix(prefix.as_str()) else {
-            break;
-        };
-        found.push((
-            offset.parse().ok().filter(|_| offset.len() == 20),
-            meta.size,
-            meta.location,
-        ));
+        let Some(offset) = meta.location.as_ref().strip_prefix(prefix.as_str()) else { break };
+        found.push((offset.parse().ok().filter(|_| offset.len() == 20), meta.size, meta.location));
     }
     Ok(found)
 }
@@ -86,17 +79,11 @@ pub(super) async fn pieces(store: &dyn ObjectStore, key: &str) -> io::Result<Opt
     };
     let mut found = listed(store, key).await?;
     found.sort_by_key(|(offset, _, _)| *offset);
-    let mut pieces = Pieces {
-        first,
-        later: Vec::new(),
-        stray: Vec::new(),
-    };
+    let mut pieces = Pieces { first, later: Vec::new(), stray: Vec::new() };
     // In order of offset: once one leaves a gap, none after it can close it.
     for (offset, size, path) in found {
         match offset {
-            Some(offset) if offset == pieces.held() => {
-                pieces.later.push(Piece { offset, size, path })
-            }
+            Some(offset) if offset == pieces.held() => pieces.later.push(Piece { offset, size, path }),
             _ => pieces.stray.push(path),
         }
     }
@@ -109,12 +96,7 @@ pub(super) async fn pieces(store: &dyn ObjectStore, key: &str) -> io::Result<Opt
 /// point; a piece or first object that `offset` falls inside is rewritten
 /// shorter (at most one request's bytes, unless the first request wrote
 /// more).
-pub(super) async fn cut(
-    store: &dyn ObjectStore,
-    key: &str,
-    pieces: Pieces,
-    offset: u64,
-) -> io::Result<()> {
+pub(super) async fn cut(store: &dyn ObjectStore, key: &str, pieces: Pieces, offset: u64) -> io::Result<()> {
     for path in &pieces.stray {
         remove(store, path).await?;
     }
@@ -135,17 +117,12 @@ pub(super) async fn cut(
 /// then every piece copied into a new object of the same name, which
 /// replaces it only when complete; the pieces go after.
 pub(super) async fn assemble(store: &dyn ObjectStore, key: &str) -> io::Result<()> {
-    let Some(pieces) = pieces(store, key).await? else {
-        return Ok(());
-    };
+    let Some(pieces) = pieces(store, key).await? else { return Ok(()) };
     if !pieces.later.is_empty() {
         let path = Path::from(key);
         // S3 takes at most 10,000 parts: a file past 5 MiB × 10,000 gets larger ones.
         let part = pieces.held().div_ceil(MAX_PARTS).max(MIN_PART as u64) as usize;
-        let mut upload = WriteMultipart::new_with_chunk_size(
-            store.put_multipart(&path).await.map_err(io_err)?,
-            part,
-        );
+        let mut upload = WriteMultipart::new_with_chunk_size(store.put_multipart(&path).await.map_err(io_err)?, part);
         let mut copied = copy_into(store, &path, pieces.first, &mut upload).await;
         for piece in &pieces.later {
             if copied.is_ok() {
@@ -198,30 +175,15 @@ async fn rewrite_shorter(store: &dyn ObjectStore, path: &Path, len: u64) -> io::
 }
 
 /// Streams the first `len` bytes of the object at `from` into `upload`.
-async fn copy_into(
-    store: &dyn ObjectStore,
-    from: &Path,
-    len: u64,
-    upload: &mut WriteMultipart,
-) -> io::Result<()> {
+async fn copy_into(store: &dyn ObjectStore, from: &Path, len: u64, upload: &mut WriteMultipart) -> io::Result<()> {
     if len == 0 {
         return Ok(());
     }
-    let options = GetOptions {
-        range: Some(GetRange::Bounded(0..len)),
-        ..Default::default()
-    };
-    let mut bytes = store
-        .get_opts(from, options)
-        .await
-        .map_err(io_err)?
-        .into_stream();
+    let options = GetOptions { range: Some(GetRange::Bounded(0..len)), ..Default::default() };
+    let mut bytes = store.get_opts(from, options).await.map_err(io_err)?.into_stream();
     while let Some(chunk) = bytes.next().await {
         let chunk = chunk.map_err(io_err)?;
-        upload
-            .wait_for_capacity(PARTS_IN_FLIGHT)
-            .await
-            .map_err(io_err)?;
+        upload.wait_for_capacity(PARTS_IN_FLIGHT).await.map_err(io_err)?;
         upload.put(chunk);
     }
     Ok(())

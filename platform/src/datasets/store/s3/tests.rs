@@ -5,8 +5,7 @@
 use super::*;
 use crate::datasets::store::{checksum, hex, TEMP_DIR};
 use object_store::{
-    memory::InMemory, CopyOptions, GetResult, ListResult, MultipartUpload, ObjectMeta,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    memory::InMemory, CopyOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -36,62 +35,33 @@ impl std::fmt::Display for Counting {
 
 #[async_trait]
 impl ObjectStore for Counting {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
         self.inner.put_opts(location, payload, opts).await
     }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+    async fn put_multipart_opts(&self, location: &Path, opts: PutMultipartOptions) -> object_store::Result<Box<dyn MultipartUpload>> {
         self.inner.put_multipart_opts(location, opts).await
     }
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
         let head = options.head;
         let got = self.inner.get_opts(location, options).await?;
         if !head {
-            self.read
-                .fetch_add(got.range.end - got.range.start, Relaxed);
+            self.read.fetch_add(got.range.end - got.range.start, Relaxed);
         }
         Ok(got)
     }
-    fn delete_stream(
-        &self,
-        locations: futures_util::stream::BoxStream<'static, object_store::Result<Path>>,
-    ) -> futures_util::stream::BoxStream<'static, object_store::Result<Path>> {
+    fn delete_stream(&self, locations: futures_util::stream::BoxStream<'static, object_store::Result<Path>>) -> futures_util::stream::BoxStream<'static, object_store::Result<Path>> {
         self.inner.delete_stream(locations)
     }
-    fn list(
-        &self,
-        prefix: Option<&Path>,
-    ) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+    fn list(&self, prefix: Option<&Path>) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.inner.list(prefix)
     }
-    fn list_with_offset(
-        &self,
-        prefix: Option<&Path>,
-        offset: &Path,
-    ) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+    fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.inner.list_with_offset(prefix, offset)
     }
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         self.inner.list_with_delimiter(prefix).await
     }
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
         let size = self.inner.head(from).await?.size;
         self.inner.copy_opts(from, to, options).await?;
         self.copied.fetch_add(size, Relaxed);
@@ -101,20 +71,12 @@ impl ObjectStore for Counting {
 
 fn bucket() -> (Arc<Counting>, S3Store) {
     let counting = Arc::new(Counting::default());
-    (
-        counting.clone(),
-        S3Store {
-            inner: counting,
-            describe: "an in-memory bucket".into(),
-        },
-    )
+    (counting.clone(), S3Store { inner: counting, describe: "an in-memory bucket".into() })
 }
 
 /// Bytes that differ from piece to piece and within one.
 fn file(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
+    (0..len).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect()
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -124,10 +86,7 @@ fn sha(bytes: &[u8]) -> String {
 /// Appends `data` to temporary object `temp` from `offset`, as one request does.
 async fn append(store: &S3Store, temp: &str, offset: usize, data: &[u8]) {
     let mut writer = store.put_temp(temp, offset as u64).await.unwrap();
-    writer
-        .write(vec![Bytes::copy_from_slice(data)])
-        .await
-        .unwrap();
+    writer.write(vec![Bytes::copy_from_slice(data)]).await.unwrap();
     writer.finish().await.unwrap();
 }
 
