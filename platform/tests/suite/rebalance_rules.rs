@@ -62,6 +62,46 @@ async fn series(
         .unwrap();
 }
 
+/// A simulated 4-GPU node with short rebalance settings.
+async fn sim_env() -> (common::Env, SimulatedExecutor) {
+    let env = common::env("simulated", 4, 4).await;
+    let sim = SimulatedExecutor::new();
+    env.use_executor(Executor::from(sim.clone()));
+    let root = admin(&env.pool).await;
+    short_settings(&env.pool, &root, 1800, 1).await;
+    (env, sim)
+}
+
+/// Two running one-GPU machines of alice's, their GPUs and the free ones.
+struct Pair {
+    alice: gantry_platform::accounts::User,
+    a: i64,
+    b: i64,
+    ga: i64,
+    gb: i64,
+    free: Vec<i64>,
+}
+
+async fn two_running(env: &common::Env) -> Pair {
+    let alice = env.user("alice", "ml-team").await;
+    let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
+    let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
+    env.drive().await;
+    let (ga, gb) = (gpu_of(env, a).await, gpu_of(env, b).await);
+    let free = gpus(env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+    Pair { alice, a, b, ga, gb, free }
+}
+
+/// The minute before `t0`: both machines' GPUs hot and busy, the free ones
+/// cool and idle.
+async fn both_hot(env: &common::Env, p: &Pair, t0: i64) {
+    series(env, p.ga, Some(p.a), t0 - 60, t0, 99.0, 2000, 80.0).await;
+    series(env, p.gb, Some(p.b), t0 - 60, t0, 97.0, 2000, 80.0).await;
+    for g in &p.free {
+        series(env, *g, None, t0 - 60, t0, 0.0, 0, 30.0).await;
+    }
+}
+
 async fn rebalance_tasks(env: &common::Env) -> i64 {
     env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'rebalance'")
         .await
@@ -221,27 +261,15 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_gpu_left_to_the_collector_is_no_target_for_a_move() {
-        let env = common::env("simulated", 4, 4).await;
-        env.use_executor(Executor::from(SimulatedExecutor::new()));
-        let alice = env.user("alice", "ml-team").await;
-        let root = admin(&env.pool).await;
-        short_settings(&env.pool, &root, 1800, 1).await;
-        let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
-        let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
-        env.drive().await;
-        let (ga, gb) = (gpu_of(&env, a).await, gpu_of(&env, b).await);
-        let free: Vec<i64> = gpus(&env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+        let (env, _sim) = sim_env().await;
+        let p = two_running(&env).await;
         // The free GPUs look cool and idle, but a deleted machine's container
         // (its engine did not answer the delete) may still hold them.
-        for g in &free {
+        for g in &p.free {
             sqlx::query("INSERT INTO gpus_left_to_collector (gpu_id, machine_id, since) VALUES (?, 999, 0)").bind(g).execute(&env.pool).await.unwrap();
         }
         let t0 = gantry_platform::now() + 65;
-        series(&env, ga, Some(a), t0 - 60, t0, 99.0, 2000, 80.0).await;
-        series(&env, gb, Some(b), t0 - 60, t0, 97.0, 2000, 80.0).await;
-        for g in &free {
-            series(&env, *g, None, t0 - 60, t0, 0.0, 0, 30.0).await;
-        }
+        both_hot(&env, &p, t0).await;
         let r = reclaim::pass(&env.pool, t0).await.unwrap();
         assert!(r.moves_queued.is_empty(), "{r:?}");
         assert_eq!(rebalance_tasks(&env).await, 0);
@@ -254,24 +282,12 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_move_resumed_after_its_new_container_was_recorded_is_not_made_again() {
-        let env = common::env("simulated", 4, 4).await;
-        let sim = SimulatedExecutor::new();
-        env.use_executor(Executor::from(sim.clone()));
-        let alice = env.user("alice", "ml-team").await;
-        let root = admin(&env.pool).await;
-        short_settings(&env.pool, &root, 1800, 1).await;
-        let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
-        let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
-        env.drive().await;
-        reclaim::set_rebalance_opt_out(&env.pool, &alice, b, true).await.unwrap();
-        let (ga, gb) = (gpu_of(&env, a).await, gpu_of(&env, b).await);
-        let free: Vec<i64> = gpus(&env).await.into_iter().filter(|g| *g != ga && *g != gb).collect();
+        let (env, sim) = sim_env().await;
+        let p = two_running(&env).await;
+        let (a, ga) = (p.a, p.ga);
+        reclaim::set_rebalance_opt_out(&env.pool, &p.alice, p.b, true).await.unwrap();
         let t0 = gantry_platform::now() + 65;
-        series(&env, ga, Some(a), t0 - 60, t0, 99.0, 2000, 80.0).await;
-        series(&env, gb, Some(b), t0 - 60, t0, 97.0, 2000, 80.0).await;
-        for g in &free {
-            series(&env, *g, None, t0 - 60, t0, 0.0, 0, 30.0).await;
-        }
+        both_hot(&env, &p, t0).await;
         assert_eq!(reclaim::pass(&env.pool, t0).await.unwrap().moves_queued, vec![a]);
         // The runner records the new container's state, then stops.
         assert!(env.drive_dying_at_step("observed").await);

@@ -180,30 +180,31 @@ gantry_testkit::timed_test! {
     }
 }
 
+/// Machine `m` reclaimed, then put in the state a reclaim leaves that
+/// removed the container and gave up before its last commit: the machine
+/// not reclaimed, no restore point recorded, the snapshot failed — and its
+/// image the only copy of the machine's files (its container's id is still
+/// recorded and its GPU still held: only the last commit clears and
+/// releases them). The snapshot's id and image.
+async fn reclaim_failed_after_removing_the_container(env: &common::Env, m: i64) -> (i64, String) {
+    let snap = reclaim_now(env, m).await;
+    let image = image_of(env, snap).await;
+    for sql in [
+        format!("UPDATE machines SET state = 'running', restore_snapshot_id = NULL, container_id = 'removed-by-the-reclaim' WHERE id = {m}"),
+        format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, {m} FROM gpus WHERE id NOT IN (SELECT gpu_id FROM machine_gpus) LIMIT 1"),
+        "UPDATE groups SET gpus_in_use = gpus_in_use + 1 WHERE name = 'ml-team'".to_string(),
+        format!("UPDATE snapshots SET state = 'failed', message = 'the database was busy (gave up after 5 attempts)' WHERE id = {snap}"),
+    ] {
+        sqlx::query(&sql).execute(&env.pool).await.unwrap();
+    }
+    (snap, image)
+}
+
 gantry_testkit::timed_test! {
     async fn a_failed_reclaims_snapshot_is_kept_while_its_machine_lives() {
         let (env, sim, alice) = sim_env().await;
         let m = running(&env, &alice, "napper").await;
-        let snap = reclaim_now(&env, m).await;
-        let image = image_of(&env, snap).await;
-        // What a reclaim that removed the container and then gave up before
-        // its last commit leaves: the machine not reclaimed, no restore
-        // point recorded, the snapshot failed — and its image the only copy
-        // of the machine's files.
-        // (its container's id is still recorded and its GPU still held: only
-        // the last commit clears and releases them)
-        for sql in [
-            format!("UPDATE machines SET state = 'running', restore_snapshot_id = NULL, container_id = 'removed-by-the-reclaim' WHERE id = {m}"),
-            format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, {m} FROM gpus WHERE id NOT IN (SELECT gpu_id FROM machine_gpus) LIMIT 1"),
-            "UPDATE groups SET gpus_in_use = gpus_in_use + 1 WHERE name = 'ml-team'".to_string(),
-        ] {
-            sqlx::query(&sql).execute(&env.pool).await.unwrap();
-        }
-        sqlx::query("UPDATE snapshots SET state = 'failed', message = 'the database was busy (gave up after 5 attempts)' WHERE id = ?")
-            .bind(snap)
-            .execute(&env.pool)
-            .await
-            .unwrap();
+        let (snap, image) = reclaim_failed_after_removing_the_container(&env, m).await;
         reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM snapshots WHERE id = {snap}")).await, 1, "the row was swept");
         assert!(sim.committed_images().contains(&image), "the machine's only copy was removed from the engine");
@@ -351,19 +352,9 @@ gantry_testkit::timed_test! {
     async fn a_failed_reclaims_snapshot_is_kept_while_its_node_could_not_be_listed() {
         let (env, sim, alice) = sim_env().await;
         let m = running(&env, &alice, "napper").await;
-        let snap = reclaim_now(&env, m).await;
-        let image = image_of(&env, snap).await;
-        // A reclaim that removed the container and then gave up before its
-        // last commit, as in the test above; this pass cannot list the node,
-        // so nothing says the machine lost its container.
-        for sql in [
-            format!("UPDATE machines SET state = 'running', restore_snapshot_id = NULL, container_id = 'removed-by-the-reclaim' WHERE id = {m}"),
-            format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, {m} FROM gpus WHERE id NOT IN (SELECT gpu_id FROM machine_gpus) LIMIT 1"),
-            "UPDATE groups SET gpus_in_use = gpus_in_use + 1 WHERE name = 'ml-team'".to_string(),
-            format!("UPDATE snapshots SET state = 'failed', message = 'the engine stopped answering' WHERE id = {snap}"),
-        ] {
-            sqlx::query(&sql).execute(&env.pool).await.unwrap();
-        }
+        // This pass cannot list the node, so nothing says the machine lost
+        // its container.
+        let (snap, image) = reclaim_failed_after_removing_the_container(&env, m).await;
         sim.fail_next("list_managed", ExecError::Unavailable("the engine did not answer".into()));
         let report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
         assert_eq!(report.unreachable.len(), 1, "{report:?}");
