@@ -2,7 +2,8 @@
 # Prints the size of the browser bundle as a release build ships it: the
 # wasm built with the `wasm-release` profile (opt-level z, fat LTO, one
 # codegen unit, panic=abort), bound by wasm-bindgen and shrunk by
-# `wasm-opt -Oz` as cargo-leptos does, plus the JS glue and the CSS — raw,
+# `wasm-opt -Oz` as cargo-leptos does, plus the JS glue, the CSS and
+# `live.js` (every page loads it; the wasm only pages with islands) — raw,
 # gzip -9 and brotli -q 11. A figure, not a test: nothing here fails on size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +22,11 @@ wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sig
   "$out/gantry_bg.wasm" -o "$out/gantry_bg.opt.wasm"
 mv "$out/gantry_bg.opt.wasm" "$out/gantry_bg.wasm"
 cp style/main.css "$out/gantry.css"
+cp public/live.js "$out/live.js"
 
 printf '%-16s %10s %10s %10s\n' file raw gzip brotli
 total_raw=0 total_gz=0 total_br=0
-for f in gantry_bg.wasm gantry.js gantry.css; do
+for f in gantry_bg.wasm gantry.js gantry.css live.js; do
   raw=$(stat -c %s "$out/$f")
   gz=$(gzip -9 -c "$out/$f" | wc -c)
   br=$(brotli -q 11 -c "$out/$f" | wc -c)

@@ -1,7 +1,9 @@
-//! Entry point of the wasm bundle: take over the server-rendered page.
+//! The wasm bundle: only the pages' islands (upload, terminal) run here;
+//! `public/live.js` loads it on the pages that have one and calls
+//! `hydrate` once, then each island's own entry point.
 
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    leptos::mount::hydrate_islands();
 }

@@ -52,20 +52,22 @@ fn hashed_names(base: &str, hashes: &str) -> AssetNames {
     names
 }
 
-/// `<link>`s for the stylesheet, the JS module and the wasm, and the inline
-/// module script (with this request's CSP nonce) that starts hydration.
+/// The stylesheet, and `live.js` (links, forms and refreshes without
+/// reloads; it loads the wasm only on pages with islands) with this
+/// request's CSP nonce and the wasm's hashed names.
 #[component]
 pub fn AssetTags(options: LeptosOptions) -> impl IntoView {
     let n = names(&options);
     let pkg = format!("/{}", options.site_pkg_dir);
-    let js = format!("{pkg}/{}.js", n.js);
-    let wasm = format!("{pkg}/{}.wasm", n.wasm);
-    let boot = format!("import({js:?}).then(m => m.default({{module_or_path: {wasm:?}}}).then(() => m.hydrate()));");
     view! {
         <link id="leptos" rel="stylesheet" href=format!("{pkg}/{}.css", n.css)/>
-        <link rel="modulepreload" href=js/>
-        <link rel="preload" href=wasm r#as="fetch" r#type="application/wasm" crossorigin=""/>
-        <script type="module" nonce=use_nonce()>{boot}</script>
+        <script
+            type="module"
+            src="/live.js"
+            nonce=use_nonce()
+            data-js=format!("{pkg}/{}.js", n.js)
+            data-wasm=format!("{pkg}/{}.wasm", n.wasm)
+        ></script>
     }
 }
 

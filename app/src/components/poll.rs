@@ -1,83 +1,44 @@
-//! Live pages without a reload: a counter that the page's resources depend
-//! on, bumped in the browser every 2 s while something on the page is still
-//! changing (and every 10 s otherwise, to catch changes nobody asked for,
-//! such as a container that died). The server renders the current state
-//! once; without JavaScript a reload shows the news.
-//!
-//! A hidden tab does not refetch; when it becomes visible again, a check
-//! it skipped happens at once. A page that marks its fetch with [`tracked`]
-//! never has two refreshes in flight: a tick that comes while one runs is
-//! skipped. Every refresh bumps `data-polls` on `<body>`, so a test can
-//! wait for polls by counting instead of sleeping.
+//! Live pages without a reload. The page is rendered on the server only;
+//! `public/live.js` fetches it again and merges the new HTML into what is
+//! shown, every 2 s while the page's mark says "busy" (something on it is
+//! still changing) and every 10 s otherwise, to catch changes nobody asked
+//! for (a container that died). A hidden tab does not refresh; a check it
+//! skipped happens when it is shown again. Two refreshes never overlap, and
+//! a refresh never overwrites what the user is typing or has ticked (see
+//! live.js's `morph`). Every refresh bumps `data-polls` on `<body>`, so a
+//! test can wait for polls by counting instead of sleeping. Without
+//! JavaScript a reload shows the news.
 
 use leptos::prelude::*;
-use std::{cell::Cell, future::Future, rc::Rc, time::Duration};
+use std::future::Future;
 
-/// Seconds between checks while `busy`.
+/// Seconds between checks while busy (live.js' `BUSY_MS`).
 pub const BUSY_SECS: u64 = 2;
-/// Checks while idle happen every this many busy periods.
+/// Checks while idle happen every this many busy periods (live.js' `IDLE_EVERY`).
 pub const IDLE_EVERY: u32 = 5;
 
-/// Increases `tick` whenever the page should refetch; the page's resources
-/// read `tick`, and `busy` (usually derived from them) says whether
-/// anything shown is still changing.
-pub fn poll(tick: RwSignal<u64>, busy: Signal<bool>) {
-    poll_guarded(tick, busy, RwSignal::new(false));
+/// The page's live mark: place the returned view in the page. `busy` is
+/// read on the server inside its own `<Suspense>`, so the page's render
+/// waits for the resource it reads. `tick` is the page's refetch counter,
+/// which nothing bumps any more: the whole page is fetched again instead.
+pub fn poll(tick: RwSignal<u64>, busy: Signal<bool>) -> impl IntoView {
+    let _ = tick;
+    view! {
+        <Suspense fallback=|| ()>
+            {move || view! { <span hidden data-live=if busy.get() { "busy" } else { "idle" }></span> }}
+        </Suspense>
+    }
 }
 
-/// Runs a page's fetch with `in_flight` set, for [`poll_guarded`].
+/// Runs a page's fetch (kept for the pages' resources; the server runs
+/// each once per render).
 pub async fn tracked<T>(in_flight: RwSignal<bool>, fetch: impl Future<Output = T>) -> T {
-    in_flight.set(true);
-    let out = fetch.await;
-    in_flight.set(false);
-    out
+    let _ = in_flight;
+    fetch.await
 }
 
-/// [`poll`] that skips ticks while `in_flight` (set by [`tracked`]).
-pub fn poll_guarded(tick: RwSignal<u64>, busy: Signal<bool>, in_flight: RwSignal<bool>) {
-    // Effects run only in the browser, after hydration.
-    Effect::new(move |_| {
-        let periods = Rc::new(Cell::new(0u32));
-        // A check came due while the tab was hidden.
-        let missed = Rc::new(Cell::new(false));
-        let refresh = move || {
-            if in_flight.get_untracked() {
-                return;
-            }
-            tick.update(|t| *t += 1);
-            if let Some(body) = document().body() {
-                let n = body.get_attribute("data-polls").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-                let _ = body.set_attribute("data-polls", &(n + 1).to_string());
-            }
-        };
-        let handle = {
-            let (periods, missed) = (periods.clone(), missed.clone());
-            set_interval_with_handle(
-                move || {
-                    let n = periods.get().wrapping_add(1);
-                    periods.set(n);
-                    if busy.get_untracked() || n % IDLE_EVERY == 0 {
-                        if document().hidden() {
-                            missed.set(true);
-                        } else {
-                            refresh();
-                        }
-                    }
-                },
-                Duration::from_secs(BUSY_SECS),
-            )
-        };
-        let visible = window_event_listener_untyped("visibilitychange", move |_| {
-            if !document().hidden() && missed.replace(false) {
-                periods.set(0);
-                refresh();
-            }
-        });
-        on_cleanup(move || {
-            if let Ok(handle) = handle {
-                handle.clear();
-            }
-            visible.remove();
-        });
-    });
+/// [`poll`], for pages that marked their fetch with [`tracked`].
+pub fn poll_guarded(tick: RwSignal<u64>, busy: Signal<bool>, in_flight: RwSignal<bool>) -> impl IntoView {
+    let _ = in_flight;
+    poll(tick, busy)
 }

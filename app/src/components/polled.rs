@@ -13,21 +13,13 @@ use leptos::prelude::*;
 /// A polled resource whose answer is a server function's.
 pub type Polled<T> = Resource<Result<T, AppError>>;
 
-/// Whether `check` holds for the resource's latest good answer, as the
-/// `busy` of [`super::poll::poll`]. Effects run only in the browser; the
-/// server never polls.
-pub fn busy_when<T>(resource: Polled<T>, check: impl Fn(&T) -> bool + 'static) -> Signal<bool>
+/// Whether `check` holds for the resource's answer, as the `busy` of
+/// [`super::poll::poll`] (read on the server, inside its `<Suspense>`).
+pub fn busy_when<T>(resource: Polled<T>, check: impl Fn(&T) -> bool + Send + Sync + 'static) -> Signal<bool>
 where
     T: Send + Sync + 'static,
 {
-    let busy = RwSignal::new(false);
-    Effect::new(move |_| {
-        let now = resource.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(&check));
-        if busy.get_untracked() != now {
-            busy.set(now);
-        }
-    });
-    busy.into()
+    Signal::derive(move || resource.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(&check)))
 }
 
 /// The latest good answer (the one kept in `last` when the latest answer

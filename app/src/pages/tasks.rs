@@ -26,8 +26,9 @@ pub fn TasksPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let query = use_list_query();
     let tasks = Resource::new(move || (tick.get(), cancel.version().get(), query.get()), |(_, _, q)| tasks_window(q.state, q.user, q.group, q.kind, q.page));
-    poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
+    let live = poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
     view! {
+        {live}
         <Title text="Tasks"/>
         <h1>"Tasks"</h1>
         <section class="card stack">

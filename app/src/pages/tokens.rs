@@ -5,7 +5,7 @@
 use crate::{
     api::tokens::{my_tokens, take_new_token, CreateToken, RevokeToken},
     components::{
-        confirm::{ask_first, hydrated, TickToConfirm},
+        confirm::tick_to_confirm,
         form_error::{error_text, FormError},
     },
     model::tokens::{curl_example, last_used_label, CreatedToken, TokenRow},
@@ -21,7 +21,6 @@ pub fn TokensPage() -> impl IntoView {
     // A second click while the first create runs would make a second token
     // whose secret is never shown.
     let creating = create.pending();
-    let js = hydrated();
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
     let created = move || {
@@ -48,7 +47,7 @@ pub fn TokensPage() -> impl IntoView {
                 <FormError message=Signal::derive(move || revoke.value().with(error_text))/>
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || tokens.get().map(|r| match r {
-                        Ok(list) => view! { <TokenTable tokens=list revoke=revoke js=js/> }.into_any(),
+                        Ok(list) => view! { <TokenTable tokens=list revoke=revoke/> }.into_any(),
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
                 </Transition>
@@ -74,7 +73,7 @@ fn NewToken(created: CreatedToken) -> impl IntoView {
 }
 
 #[component]
-fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>, js: RwSignal<bool>) -> impl IntoView {
+fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
     if tokens.is_empty() {
         return view! { <p class="muted" data-testid="no-tokens">"No tokens yet."</p> }.into_any();
     }
@@ -101,8 +100,8 @@ fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>, js: RwSi
                             <td>{(!revoked).then(|| view! {
                                 <ActionForm action=revoke attr:class="inline">
                                     <input type="hidden" name="token_id" value=t.id/>
-                                    <TickToConfirm js=js text="revoke it"/>
-                                    <button type="submit" class="danger" aria-label=label.clone() disabled=move || revoking.get() on:click=ask_first(question.clone())>"Revoke"</button>
+                                    {tick_to_confirm("revoke it")}
+                                    <button type="submit" class="danger" aria-label=label.clone() disabled=move || revoking.get() data-confirm=question.clone()>"Revoke"</button>
                                 </ActionForm>
                             })}</td>
                         </tr>

@@ -20,10 +20,11 @@ pub fn NodeDetailPage() -> impl IntoView {
         move || (id.get(), range.get(), tick.get()),
         move |(id, range, _)| tracked(in_flight, node_chart(id, range.as_str().to_string())),
     );
-    poll_guarded(tick, Signal::stored(false), in_flight);
+    let live = poll_guarded(tick, Signal::stored(false), in_flight);
     // Keep the last good answer while a refetch runs or fails.
     let last = StoredValue::new(None);
     view! {
+        {live}
         <p class="crumbs"><a href="/admin/overview">"← Cluster overview"</a> " · " <a href="/admin/nodes">"Nodes"</a></p>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || {

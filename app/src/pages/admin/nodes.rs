@@ -13,7 +13,7 @@ use crate::{
         fleet::{list_nodes, AddNode, MarkNodeLost, RemoveNode, SetNodeState},
     },
     components::{
-        confirm::{ask_first, hydrated, TickToConfirm},
+        confirm::tick_to_confirm,
         form_error::{error_text, FormError},
         poll::{poll_guarded, tracked},
         stable::stable,
@@ -37,8 +37,6 @@ struct NodeActions {
     set_state: ServerAction<SetNodeState>,
     mark_lost: ServerAction<MarkNodeLost>,
     remove: ServerAction<RemoveNode>,
-    /// The page runs its JavaScript: Remove asks in a dialog, not a box.
-    js: RwSignal<bool>,
 }
 
 #[component]
@@ -47,7 +45,7 @@ pub fn NodesPage() -> impl IntoView {
     let set_state = ServerAction::<SetNodeState>::new();
     let mark_lost = ServerAction::<MarkNodeLost>::new();
     let remove = ServerAction::<RemoveNode>::new();
-    let actions = NodeActions { set_state, mark_lost, remove, js: hydrated() };
+    let actions = NodeActions { set_state, mark_lost, remove };
     let tick = RwSignal::new(0u64);
     let in_flight = RwSignal::new(false);
     let nodes = Resource::new(
@@ -55,10 +53,11 @@ pub fn NodesPage() -> impl IntoView {
         move |_| tracked(in_flight, list_nodes()),
     );
     // Heartbeats and free GPUs change on their own; refresh now and then.
-    poll_guarded(tick, Signal::stored(false), in_flight);
+    let live = poll_guarded(tick, Signal::stored(false), in_flight);
     // The add form's region choices, fetched once so the form is built once.
     let regions = Resource::new(|| (), |_| list_regions());
     view! {
+        {live}
         <Title text="Nodes"/>
         <h1>"Nodes"</h1>
         <section class="card stack">
@@ -155,9 +154,9 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
                 <span class="muted small">"its machines were released"</span>
                 <ActionForm action=actions.remove attr:class="inline" attr:data-testid="node-remove">
                     <input type="hidden" name="node_id" value=id/>
-                    <TickToConfirm js=actions.js text="remove it"/>
+                    {tick_to_confirm("remove it")}
                     <button type="submit" class="danger" title="forget this node; leftovers on its engine are no longer collected"
-                        disabled=move || removing.get() on:click=ask_first(question)>"Remove"</button>
+                        disabled=move || removing.get() data-confirm=question>"Remove"</button>
                 </ActionForm>
             }.into_any()
         } else {

@@ -26,7 +26,7 @@ pub fn OverviewPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let in_flight = RwSignal::new(false);
     let data = Resource::new(move || (period.get(), tick.get()), move |(p, _)| tracked(in_flight, cluster_overview(p)));
-    poll_guarded(tick, Signal::stored(false), in_flight);
+    let live = poll_guarded(tick, Signal::stored(false), in_flight);
     // Keep the last good answer while a refetch runs or fails.
     let last = StoredValue::new(None);
     let links = USAGE_PERIODS.map(|(p, _)| {
@@ -34,6 +34,7 @@ pub fn OverviewPage() -> impl IntoView {
         view! { <a href=format!("?period={p}") class=class>{p}</a> }
     });
     view! {
+        {live}
         <Title text="Cluster overview"/>
         <h1>"Cluster overview"</h1>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

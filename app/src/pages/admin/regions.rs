@@ -22,8 +22,9 @@ pub fn RegionsPage() -> impl IntoView {
     let create = ServerAction::<CreateRegion>::new();
     let tick = RwSignal::new(0u64);
     let regions = Resource::new(move || (tick.get(), create.version().get()), |_| list_regions());
-    poll(tick, Signal::stored(false));
+    let live = poll(tick, Signal::stored(false));
     view! {
+        {live}
         <Title text="Regions"/>
         <h1>"Regions"</h1>
         <section class="card stack">

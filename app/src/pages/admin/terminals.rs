@@ -30,8 +30,9 @@ pub fn TerminalsPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let sessions = Resource::new(move || (tick.get(), close.version().get()), |_| terminal_sessions());
     // While a close is on its way, look again soon.
-    poll(tick, busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)));
+    let live = poll(tick, busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)));
     view! {
+        {live}
         <Title text="Terminals"/>
         <h1>"Terminal sessions"</h1>
         <FormError message=Signal::derive(move || close.value().with(error_text))/>

@@ -42,8 +42,9 @@ pub fn ComputeTaskPage() -> impl IntoView {
             }
         },
     );
-    poll(tick, busy_when(detail, |d| task_busy(&d.task.state)));
+    let live = poll(tick, busy_when(detail, |d| task_busy(&d.task.state)));
     view! {
+        {live}
         <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
         <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

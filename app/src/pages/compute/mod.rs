@@ -41,8 +41,9 @@ pub fn ComputePage() -> impl IntoView {
         |(_, _, _, q)| compute_window(q.state, q.user, q.group, q.page),
     );
     let options = Resource::new(|| (), |_| compute_options());
-    poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
+    let live = poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
     view! {
+        {live}
         <Title text="Compute"/>
         <h1>"Compute tasks"</h1>
         <section class="card">

@@ -38,7 +38,6 @@ pub fn DatasetPage() -> impl IntoView {
 fn Detail(detail: DatasetDetail, create: ServerAction<CreateDatasetVersion>, seal: ServerAction<SealDatasetVersion>, delete: ServerAction<DeleteDatasetVersion>) -> impl IntoView {
     let DatasetDetail { dataset: d, versions, may_write } = detail;
     let code = d.code.clone();
-    let js = crate::components::confirm::hydrated();
     view! {
         <Title text=format!("Dataset {}", d.code)/>
         <h1>{d.name.clone()} " " <code>{d.code.clone()}</code></h1>
@@ -92,8 +91,8 @@ fn Detail(detail: DatasetDetail, create: ServerAction<CreateDatasetVersion>, sea
                                             <ActionForm action=delete attr:class="inline">
                                                 <input type="hidden" name="code" value=c2.clone()/>
                                                 <input type="hidden" name="version" value=n2.clone()/>
-                                                <crate::components::confirm::TickToConfirm js=js text="delete its files"/>
-                                                <button type="submit" class="danger" on:click=crate::components::confirm::ask_first(question.clone())>"Delete"</button>
+                                                {crate::components::confirm::tick_to_confirm("delete its files")}
+                                                <button type="submit" class="danger" data-confirm=question.clone()>"Delete"</button>
                                             </ActionForm>
                                         })}</td>
                                     </tr>

@@ -58,8 +58,11 @@ pub(super) struct Item {
     pub finishing: StoredValue<bool>,
 }
 
-#[component]
-pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSignal<u64>) -> impl IntoView {
+/// An island: the only part of the version page that runs in the browser.
+/// A finished or cancelled upload asks live.js to refresh the page (the
+/// file list); the island's own rows are left as they are.
+#[island]
+pub fn UploadArea(code: String, version: String, max_bytes: u64) -> impl IntoView {
     let items = RwSignal::new(Vec::<Item>::new());
     let replace = RwSignal::new(false);
     let input = NodeRef::<leptos::html::Input>::new();
@@ -69,7 +72,7 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
     let action = format!("/datasets/{}/{}/upload", encode(&code), encode(&version));
     // Only the browser sends files from here (the server renders the form).
     #[cfg(not(feature = "hydrate"))]
-    let _ = (uploaded, next_id);
+    let _ = next_id;
 
     #[cfg(feature = "hydrate")]
     let start = {
@@ -91,7 +94,7 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
                 };
                 items.update(|list| list.push(item.clone()));
                 let url = item.url.clone();
-                browser::send(file, url, replace.get_untracked(), item, handles, move || uploaded.update(|n| *n += 1));
+                browser::send(file, url, replace.get_untracked(), item, handles, browser::refresh_page);
             }
         }
     };
@@ -119,7 +122,7 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64, uploaded: RwSig
         if let Some(item) = items.with_untracked(|l| l.iter().find(|i| i.id == id).cloned()) {
             item.phase.set(Phase::Cancelling);
             #[cfg(feature = "hydrate")]
-            upload_cancel::cancel(handles, item, move || uploaded.update(|n| *n += 1));
+            upload_cancel::cancel(handles, item, browser::refresh_page);
         }
     };
     view! {

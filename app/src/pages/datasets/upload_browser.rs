@@ -36,6 +36,13 @@ pub fn now() -> f64 {
     web_sys::js_sys::Date::now()
 }
 
+/// Asks live.js to fetch the page again (the file list outside the island).
+pub fn refresh_page() {
+    if let Ok(event) = web_sys::Event::new("gantry:refresh") {
+        let _ = document().dispatch_event(&event);
+    }
+}
+
 pub fn files_of_input(input: &HtmlInputElement) -> Vec<File> {
     input.files().map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
 }

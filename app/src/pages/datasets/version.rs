@@ -17,20 +17,16 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 pub fn DatasetVersionPage() -> impl IntoView {
     let params = use_params_map();
     let key = move || params.with(|p| (p.get("code").unwrap_or_default(), p.get("version").unwrap_or_default()));
-    // Bumped by every finished upload: the file list reloads, the upload
-    // area (with its other bars) stays. A cancelled upload in progress
-    // reloads the same lists.
-    let uploaded = RwSignal::new(0u64);
     let cancel = ServerAction::<CancelDatasetUpload>::new();
     let detail = Resource::new(key, |(code, version)| load_dataset_version(code, version));
-    let files = Resource::new(move || (key(), uploaded.get(), cancel.version().get()), |((code, version), _, _)| load_dataset_version(code, version));
+    let files = Resource::new(move || (key(), cancel.version().get()), |((code, version), _)| load_dataset_version(code, version));
     let query = use_query_map();
     let done = move || query.with(|q| q.get("uploaded"));
     let failed = move || query.with(|q| q.get("upload_error"));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || detail.get().map(|r| match r {
-                Ok(d) => view! { <Header detail=d uploaded=uploaded/> }.into_any(),
+                Ok(d) => view! { <Header detail=d/> }.into_any(),
                 Err(e) => error_view(e, "Dataset version"),
             })}
         </Transition>
@@ -47,7 +43,7 @@ pub fn DatasetVersionPage() -> impl IntoView {
 }
 
 #[component]
-fn Header(detail: VersionDetail, uploaded: RwSignal<u64>) -> impl IntoView {
+fn Header(detail: VersionDetail) -> impl IntoView {
     let VersionDetail { dataset: d, version: v, may_write, upload_max_bytes, .. } = detail;
     let open = v.sealed_at.is_none();
     view! {
@@ -62,7 +58,7 @@ fn Header(detail: VersionDetail, uploaded: RwSignal<u64>) -> impl IntoView {
             {format!(" Files are stored under {}/{}/{}/ in the central store and in region {}'s store.", d.code, v.name, d.category, d.region)}
         </p>
         {(may_write && open).then(|| view! {
-            <UploadArea code=d.code.clone() version=v.name.clone() max_bytes=upload_max_bytes uploaded=uploaded/>
+            <UploadArea code=d.code.clone() version=v.name.clone() max_bytes=upload_max_bytes/>
         })}
     }
 }

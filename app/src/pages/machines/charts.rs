@@ -62,11 +62,12 @@ pub fn MachineCharts(id: Signal<Option<i64>>) -> impl IntoView {
         move |(id, range, _)| tracked(in_flight, async move { machine_chart(id.unwrap_or(0), range.as_str().to_string()).await }),
     );
     // New samples arrive every interval: refetch on the idle cadence.
-    poll_guarded(tick, Signal::stored(false), in_flight);
+    let live = poll_guarded(tick, Signal::stored(false), in_flight);
     // Keep the last good answer while a refetch runs or fails.
     let last = StoredValue::new(None);
     let is_admin = move || crate::use_session().0.with(|m| m.as_ref().is_some_and(|m| m.is_admin()));
     view! {
+        {live}
         <section class="card stack" data-testid="machine-charts">
             <div class="page-head">
                 <h2>"GPU utilisation"</h2>

@@ -54,7 +54,7 @@ pub fn MachineDetailPage() -> impl IntoView {
         },
     );
     let busy = busy_when(detail, |d| machine_busy(&d.machine.state) || d.tasks.iter().any(|t| task_busy(&t.state)));
-    poll_guarded(tick, busy, in_flight);
+    let live = poll_guarded(tick, busy, in_flight);
     // Set once the page is interactive: deletion is then confirmed with a
     // dialog instead of the checkbox a plain HTML form needs.
     let js = RwSignal::new(false);
@@ -62,6 +62,7 @@ pub fn MachineDetailPage() -> impl IntoView {
     let snapshots = SnapshotCardData::new(id);
 
     view! {
+        {live}
         <p class="crumbs"><a href="/machines">"← My machines"</a></p>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             <MachineBody detail=detail op=op cancel=cancel js=js snapshots=snapshots/>
@@ -257,11 +258,10 @@ fn MachineActions(
             false => format!(" I understand this deletes machine {name} and, unless kept, its data volume {volume}"),
         }
     };
-    let confirm_delete = move |ev: leptos::ev::MouseEvent| {
-        let question = delete_question(&name, &volume, size, keep.get_untracked() && !lost.get_untracked());
-        if !window().confirm_with_message(&question).unwrap_or(false) {
-            ev.prevent_default();
-        }
+    // live.js asks the second question when the form's `keep_volume` is ticked.
+    let (question, question_keeping) = match lost.get_untracked() {
+        true => (delete_question(&name, &volume, size, false), delete_question(&name, &volume, size, false)),
+        false => (delete_question(&name, &volume, size, false), delete_question(&name, &volume, size, true)),
     };
     // A compute task's machine is never restarted or reinstalled, an
     // admin's either (its command runs at most once; the server refuses).
@@ -299,9 +299,9 @@ fn MachineActions(
                 " Keep the data volume"
             </label>
             {move || (!js.get()).then(|| view! {
-                <label class="check" data-testid="delete-understood"><input type="checkbox" required/>{tick_text.clone()}</label>
+                <label class="check nojs-only" data-testid="delete-understood"><input type="checkbox" required data-nojs-required=""/>{tick_text.clone()}</label>
             })}
-            <button type="submit" class="danger" disabled=move || !can_delete.get() || pending.get() on:click=confirm_delete>"Delete machine"</button>
+            <button type="submit" class="danger" disabled=move || !can_delete.get() || pending.get() data-confirm=question data-confirm-ticked=question_keeping data-confirm-box="keep_volume">"Delete machine"</button>
         </ActionForm>
         {move || (!(can_restart.get() || can_delete.get())).then(|| {
             view! { <p class="muted small">"The machine is " {state.get()} "; operations are possible once it is running, stopped or failed."</p> }

@@ -51,11 +51,6 @@ fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, j
                 {list.into_iter().map(|v| {
                     let question = format!("Delete volume {}? Its data is removed from node {} for good.", v.name, v.node);
                     let delete_label = format!("Delete volume {}", v.name);
-                    let confirm = move |ev: leptos::ev::MouseEvent| {
-                        if !window().confirm_with_message(&question).unwrap_or(false) {
-                            ev.prevent_default();
-                        }
-                    };
                     view! {
                         <tr data-testid="kept-volume" data-name=v.name.clone()>
                             <td><code>{v.name.clone()}</code></td>
@@ -71,9 +66,9 @@ fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, j
                                 <ActionForm action=delete attr:class="inline wrap">
                                     <input type="hidden" name="volume_id" value=v.id/>
                                     {move || (!js.get()).then(|| view! {
-                                        <label class="check small"><input type="checkbox" required/>" delete its data"</label>
+                                        <label class="check small nojs-only"><input type="checkbox" required data-nojs-required=""/>" delete its data"</label>
                                     })}
-                                    <button type="submit" class="danger" disabled=pending on:click=confirm
+                                    <button type="submit" class="danger" disabled=pending data-confirm=question
                                         aria-label=delete_label>"Delete"</button>
                                 </ActionForm>
                             </td>

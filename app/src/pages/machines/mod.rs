@@ -51,9 +51,10 @@ pub fn MachinesPage() -> impl IntoView {
         }
     });
     // Poll quickly while any machine is between states.
-    poll(tick, busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))));
+    let live = poll(tick, busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))));
 
     view! {
+        {live}
         <Title text="My machines"/>
         <h1>"My machines"</h1>
         <reclaim::ReclaimBanner/>

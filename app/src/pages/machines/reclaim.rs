@@ -56,8 +56,9 @@ pub fn ReclaimBanner() -> impl IntoView {
     let restore = ServerAction::<RestoreMachine>::new();
     let tick = RwSignal::new(0u64);
     let notices = Resource::new(move || (tick.get(), extend.version().get(), restore.version().get()), |_| reclaim_notices());
-    poll(tick, Signal::derive(|| false));
+    let live = poll(tick, Signal::derive(|| false));
     view! {
+        {live}
         <Transition fallback=|| ()>
             {move || notices.get().and_then(Result::ok).filter(|l| !l.is_empty()).map(|list| view! {
                 <section class="card reclaim-banner stack" data-testid="reclaim-banner" role="status">
@@ -95,7 +96,7 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
             }
         },
     );
-    poll(tick, Signal::derive(|| false));
+    let live = poll(tick, Signal::derive(|| false));
     // The owner's choice in the opt-out box until the page changes machine:
     // the card below is drawn afresh whenever the answer changes, and the
     // box must show what was ticked, not the saved value a poll brings back.
@@ -105,6 +106,7 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
         ticked.set(None);
     });
     view! {
+        {live}
         <Transition fallback=|| ()>
             <ReclaimCard data=data extend=extend restore=restore opt=opt ticked=ticked/>
         </Transition>

@@ -7,7 +7,7 @@
 use crate::{
     api::snapshots::{list_snapshots, machine_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
     components::{
-        confirm::{ask_first, hydrated, TickToConfirm},
+        confirm::tick_to_confirm,
         form_error::{error_text, FormError},
         poll::poll,
         polled::{busy_when, Polled},
@@ -44,7 +44,6 @@ impl SnapshotCardData {
                 None => Ok(Vec::new()),
             }
         });
-        poll(tick, busy_when(list, |l| creating(l)));
         Self { list, take, reinstall }
     }
 }
@@ -60,6 +59,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
     let taking = take.pending();
     view! {
         <section class="card stack" data-testid="machine-snapshots">
+            {poll(RwSignal::new(0), busy_when(list, |l| creating(l)))}
             <h2>"Snapshots"</h2>
             <FormError message=Signal::derive(move || take.value().with(error_text).or_else(|| reinstall.value().with(error_text)))/>
             {move || reinstall.value().get().and_then(Result::ok).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
@@ -113,8 +113,7 @@ pub fn SnapshotsPage() -> impl IntoView {
     let create = ServerAction::<MachineFromSnapshot>::new();
     let tick = RwSignal::new(0u64);
     let list = Resource::new(move || (tick.get(), delete.version().get(), create.version().get()), |_| list_snapshots());
-    poll(tick, busy_when(list, |l| creating(l)));
-    let js = hydrated();
+    let live = poll(tick, busy_when(list, |l| creating(l)));
     // The error of whichever action answered last: an old refusal of a
     // delete must not hide (or pose as) a new one of a create.
     let latest = RwSignal::new(None::<bool>);
@@ -126,6 +125,7 @@ pub fn SnapshotsPage() -> impl IntoView {
         None => delete.value().with(error_text).or_else(|| create.value().with(error_text)),
     });
     view! {
+        {live}
         <Title text="Snapshots"/>
         <h1>"Snapshots"</h1>
         <section class="card stack" data-testid="snapshots">
@@ -135,7 +135,7 @@ pub fn SnapshotsPage() -> impl IntoView {
                 <p class="form-ok" role="status" data-testid="snapshot-machine-created">"Machine created: " <a href=format!("/machines/{id}")>"open it"</a></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                <SnapshotTable list=list delete=delete create=create js=js/>
+                <SnapshotTable list=list delete=delete create=create/>
             </Transition>
         </section>
     }
@@ -148,7 +148,7 @@ pub fn SnapshotsPage() -> impl IntoView {
 /// row's "new machine from it" inputs to another snapshot's row. While a
 /// refetch runs, or after one fails, the rows stay as they were.
 #[component]
-fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
+fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>) -> impl IntoView {
     let ids = stable(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
         let now = list.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|s| s.id).collect::<Vec<_>>()).map_err(Clone::clone)));
         match (now, prev.cloned().flatten()) {
@@ -165,7 +165,7 @@ fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnap
                 <thead><tr><th>"Name"</th><th>"Machine"</th><th>"Taken (UTC)"</th><th>"Size"</th><th>"Origin"</th><th>"State"</th><th>"New machine from it"</th><th></th></tr></thead>
                 <tbody>
                     <For each=move || ids.get().and_then(Result::ok).unwrap_or_default() key=|id| *id let:id>
-                        <SnapshotLine id=id list=list delete=delete create=create js=js/>
+                        <SnapshotLine id=id list=list delete=delete create=create/>
                     </For>
                 </tbody>
             </table>
@@ -176,7 +176,7 @@ fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnap
 }
 
 #[component]
-fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>, js: RwSignal<bool>) -> impl IntoView {
+fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>) -> impl IntoView {
     // The row's latest data; a snapshot missing from one answer keeps its last.
     let row = stable(move |prev: Option<&Option<SnapshotRow>>| {
         let latest = list.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|s| s.id == id).cloned()));
@@ -216,8 +216,8 @@ fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<De
                 view! {
                     <ActionForm action=delete attr:class="inline">
                         <input type="hidden" name="snapshot_id" value=id/>
-                        <TickToConfirm js=js text="delete it"/>
-                        <button type="submit" class="danger" aria-label=delete_label disabled=move || deleting.get() on:click=ask_first(question)>"Delete"</button>
+                        {tick_to_confirm("delete it")}
+                        <button type="submit" class="danger" aria-label=delete_label disabled=move || deleting.get() data-confirm=question>"Delete"</button>
                     </ActionForm>
                 }
                 .into_any()

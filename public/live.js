@@ -1,0 +1,342 @@
+// Gantry's pages are rendered on the server only; this module makes them
+// live without shipping the pages to the browser. It
+//  - follows links and posts forms with fetch, and puts the answer into the
+//    page with `morph` (what the user typed, ticked or focused stays where
+//    the server's HTML did not change it);
+//  - refreshes a page that has a `[data-live]` element: every 2 s while one
+//    says "busy", every 10 s otherwise; never while the tab is hidden (a
+//    check it missed runs when it is shown again), never two at once;
+//  - asks before a form with `data-confirm` posts;
+//  - loads the wasm only for pages with islands (upload, terminal), and
+//    hydrates islands that a later answer brings.
+// Without JavaScript every link and form still works as plain HTML.
+
+const BUSY_MS = 2000;
+const IDLE_EVERY = 5;
+
+// ---- morph: make the page's DOM match new HTML, keeping what it can ----
+
+// Rows that can move (a row added above) carry `data-key` or an id, so
+// what was typed into a row stays with that row.
+function keyOf(node) {
+  if (node.nodeType !== Node.ELEMENT_NODE) return null;
+  return node.getAttribute("data-key") || node.id || null;
+}
+
+function sameKind(a, b) {
+  if (a.nodeType !== b.nodeType) return false;
+  if (a.nodeType !== Node.ELEMENT_NODE) return true;
+  return a.tagName === b.tagName && a.getAttribute("type") === b.getAttribute("type") && !keyOf(a) && !keyOf(b);
+}
+
+function islandKey(el) {
+  return el.getAttribute("data-component") + "\u0000" + (el.getAttribute("data-props") || "");
+}
+
+function morphAttributes(from, to) {
+  for (const attr of Array.from(from.attributes)) {
+    // An open <details> is the user's choice, not the server's.
+    if (attr.name === "open" && from.tagName === "DETAILS") continue;
+    if (!to.hasAttribute(attr.name)) from.removeAttribute(attr.name);
+  }
+  for (const attr of Array.from(to.attributes)) {
+    if (from.getAttribute(attr.name) !== attr.value) from.setAttribute(attr.name, attr.value);
+  }
+}
+
+function morphNode(from, to) {
+  if (from.nodeType !== Node.ELEMENT_NODE) {
+    if (from.nodeValue !== to.nodeValue) from.nodeValue = to.nodeValue;
+    return from;
+  }
+  // The terminal and the followed log belong to workspace.js.
+  if (from.hasAttribute("data-gantry-terminal") || from.hasAttribute("data-gantry-logs")) return from;
+  if (from.tagName === "LEPTOS-ISLAND") {
+    // An island owns its DOM; it is replaced only when its props change.
+    if (islandKey(from) === islandKey(to)) return from;
+    const fresh = adopt(to);
+    from.replaceWith(fresh);
+    return fresh;
+  }
+  morphAttributes(from, to);
+  // Setting the `value`/`checked` attributes above changes what a control
+  // shows only until the user edits it (the browser's dirty flag), so a
+  // refresh never overwrites what is being typed.
+  morphChildren(from, to);
+  return from;
+}
+
+// A node the old page did not have. Scripts from parsed HTML never run, so
+// a script it brings (`/vendor/gantry-workspace.js`) is made afresh, once.
+function adopt(node) {
+  const copy = document.importNode(node, true);
+  const scripts = copy.nodeType === Node.ELEMENT_NODE ? (copy.tagName === "SCRIPT" ? [copy] : Array.from(copy.querySelectorAll("script"))) : [];
+  for (const old of scripts) {
+    const src = old.getAttribute("src");
+    if (!src || loadedScripts.has(src)) continue;
+    loadedScripts.add(src);
+    const fresh = document.createElement("script");
+    for (const attr of Array.from(old.attributes)) fresh.setAttribute(attr.name, attr.value);
+    old.replaceWith(fresh);
+  }
+  return copy;
+}
+
+const loadedScripts = new Set(Array.from(document.querySelectorAll("script[src]"), (s) => s.getAttribute("src")));
+
+function morphChildren(parent, source) {
+  const wanted = new Set();
+  for (const n of source.childNodes) {
+    const k = keyOf(n);
+    if (k) wanted.add(k);
+  }
+  const keyed = new Map();
+  for (const n of Array.from(parent.childNodes)) {
+    const k = keyOf(n);
+    if (!k) continue;
+    if (wanted.has(k) && !keyed.has(k)) keyed.set(k, n);
+    else n.remove();
+  }
+  let cursor = parent.firstChild;
+  for (const next of Array.from(source.childNodes)) {
+    const k = keyOf(next);
+    let match = null;
+    if (k) {
+      match = keyed.get(k) || null;
+      keyed.delete(k);
+    } else if (cursor && sameKind(cursor, next)) {
+      match = cursor;
+    }
+    if (match) {
+      if (match === cursor) cursor = cursor.nextSibling;
+      else parent.insertBefore(match, cursor);
+      morphNode(match, next);
+    } else {
+      parent.insertBefore(adopt(next), cursor);
+    }
+  }
+  while (cursor) {
+    const after = cursor.nextSibling;
+    cursor.remove();
+    cursor = after;
+  }
+}
+
+function morphDocument(html) {
+  const doc = new DOMParser().parseFromString(html, "text/html");
+  if (doc.title !== document.title) document.title = doc.title;
+  morphChildren(document.body, doc.body);
+  liftNoJsBoxes();
+  hydrateIslands();
+}
+
+// The boxes a form without JavaScript needs ticked: the dialog asks instead.
+function liftNoJsBoxes() {
+  for (const box of document.querySelectorAll("input[data-nojs-required]")) box.required = false;
+}
+
+// ---- islands: the wasm, loaded only where a page has one ----
+
+let wasm = null;
+
+function hydrateIslands() {
+  const islands = Array.from(document.querySelectorAll("leptos-island")).filter((el) => !el.gantryHydrated);
+  if (islands.length === 0) {
+    document.body.setAttribute("data-hydrated", "true");
+    return Promise.resolve();
+  }
+  const boot = document.querySelector("script[data-wasm]");
+  wasm = wasm || import(boot.getAttribute("data-js")).then(async (mod) => {
+    await mod.default({ module_or_path: boot.getAttribute("data-wasm") });
+    mod.hydrate();
+    return mod;
+  });
+  return wasm.then((mod) => {
+    for (const el of islands) {
+      if (el.gantryHydrated || !el.isConnected) continue;
+      el.gantryHydrated = true;
+      const start = mod[el.getAttribute("data-component")];
+      if (start) start(el);
+      else console.warn("no island named", el.getAttribute("data-component"));
+    }
+    document.body.setAttribute("data-hydrated", "true");
+  });
+}
+
+// ---- navigation: links, forms and history through fetch ----
+
+let navigation = null; // the AbortController of the navigation in flight
+
+function isPage(response) {
+  return (response.headers.get("content-type") || "").startsWith("text/html");
+}
+
+async function navigate(request, { push = true, form = null } = {}) {
+  if (navigation) navigation.abort();
+  if (poll.controller) poll.controller.abort();
+  const controller = (navigation = new AbortController());
+  let response;
+  try {
+    response = await fetch(request, { signal: controller.signal });
+  } catch (e) {
+    if (controller.signal.aborted) return;
+    // The server could not be reached: let the browser show it.
+    if (form) form.submit();
+    else location.assign(request.url);
+    return;
+  }
+  if (!isPage(response)) {
+    // A download or an API answer: the browser handles it.
+    if (navigation === controller) navigation = null;
+    if (request.method === "GET") location.assign(response.url);
+    return;
+  }
+  const html = await response.text();
+  if (navigation !== controller) return;
+  navigation = null;
+  const url = new URL(response.url);
+  // A refused form keeps what was typed (its error comes back in the
+  // URL); one that worked starts empty, as the server renders it.
+  if (form && !url.searchParams.has("__err")) form.reset();
+  const samePage = url.pathname === location.pathname;
+  if (push && url.href !== location.href) history.pushState(null, "", url.href);
+  else if (!push || url.href !== location.href) history.replaceState(null, "", url.href);
+  morphDocument(html);
+  if (!samePage && !url.hash) window.scrollTo(0, 0);
+  restartPolling();
+}
+
+function linkRequest(event) {
+  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return null;
+  const a = event.target.closest && event.target.closest("a[href]");
+  if (!a || a.target || a.hasAttribute("download") || a.getAttribute("rel") === "external") return null;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin || url.pathname.startsWith("/api/") || url.pathname.startsWith("/pkg/")) return null;
+  // A jump within this page.
+  if (url.pathname === location.pathname && url.search === location.search && url.hash) return null;
+  return new Request(url.href, { headers: { Accept: "text/html" } });
+}
+
+function formRequest(form, submitter) {
+  const method = (submitter?.getAttribute("formmethod") || form.getAttribute("method") || "get").toUpperCase();
+  const action = new URL(submitter?.getAttribute("formaction") || form.getAttribute("action") || location.href, location.href);
+  if (action.origin !== location.origin || (method !== "GET" && method !== "POST")) return null;
+  const data = new FormData(form, submitter || undefined);
+  if (method === "GET") {
+    action.search = new URLSearchParams(data).toString();
+    return new Request(action.href, { headers: { Accept: "text/html" } });
+  }
+  const multipart = (form.getAttribute("enctype") || "").toLowerCase() === "multipart/form-data";
+  const body = multipart ? data : new URLSearchParams(data);
+  return new Request(action.href, { method, body, headers: { Accept: "text/html" } });
+}
+
+document.addEventListener("click", (event) => {
+  const request = linkRequest(event);
+  if (!request) return;
+  event.preventDefault();
+  navigate(request);
+});
+
+document.addEventListener("submit", (event) => {
+  if (event.defaultPrevented) return;
+  const form = event.target;
+  if (form.hasAttribute("data-native")) return;
+  const button = event.submitter;
+  let question = button?.getAttribute("data-confirm") || form.getAttribute("data-confirm");
+  // A second question for when a box of the form is ticked ("keep the volume").
+  const box = button?.getAttribute("data-confirm-box");
+  if (box && form.elements[box]?.checked) question = button.getAttribute("data-confirm-ticked") || question;
+  if (question && !window.confirm(question)) {
+    event.preventDefault();
+    return;
+  }
+  const request = formRequest(form, event.submitter);
+  if (!request) return;
+  event.preventDefault();
+  navigate(request, { form });
+});
+
+window.addEventListener("popstate", () => {
+  navigate(new Request(location.href, { headers: { Accept: "text/html" } }), { push: false });
+});
+
+// ---- polling ----
+
+const poll = { timer: null, periods: 0, missed: false, controller: null };
+
+function liveState() {
+  const marks = document.querySelectorAll("[data-live]");
+  if (marks.length === 0) return null;
+  return Array.from(marks).some((m) => m.getAttribute("data-live") === "busy") ? "busy" : "idle";
+}
+
+async function refresh() {
+  if (poll.controller || navigation) return;
+  const controller = (poll.controller = new AbortController());
+  const here = location.href;
+  try {
+    const response = await fetch(here, { signal: controller.signal, headers: { Accept: "text/html", "X-Gantry-Poll": "1" } });
+    if (response.redirected && new URL(response.url).pathname === "/login") {
+      // The session ended: sign in again, then come back here.
+      location.assign(response.url);
+      return;
+    }
+    if (!response.ok || !isPage(response)) throw new Error(`refresh answered ${response.status}`);
+    const html = await response.text();
+    // A navigation since the request started owns the page now.
+    if (controller.signal.aborted || location.href !== here) return;
+    morphDocument(html);
+    document.body.removeAttribute("data-stale");
+  } catch (e) {
+    // Keep the page as it is (with what the user is doing) and say so.
+    if (!controller.signal.aborted) document.body.setAttribute("data-stale", "true");
+  } finally {
+    if (poll.controller === controller) poll.controller = null;
+    if (poll.again) {
+      poll.again = false;
+      setTimeout(refresh, 0);
+    }
+    const n = Number(document.body.getAttribute("data-polls") || 0);
+    document.body.setAttribute("data-polls", String(n + 1));
+  }
+}
+
+function restartPolling() {
+  poll.periods = 0;
+  if (poll.timer || liveState() === null) return;
+  poll.timer = setInterval(() => {
+    const state = liveState();
+    if (state === null) {
+      clearInterval(poll.timer);
+      poll.timer = null;
+      return;
+    }
+    poll.periods += 1;
+    if (state === "busy" || poll.periods % IDLE_EVERY === 0) {
+      if (document.hidden) poll.missed = true;
+      else refresh();
+    }
+  }, BUSY_MS);
+}
+
+// An island changed what the page shows (an upload finished): refresh now,
+// or right after the refresh in flight.
+document.addEventListener("gantry:refresh", () => {
+  if (poll.controller) poll.again = true;
+  else refresh();
+});
+
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden && poll.missed) {
+    poll.missed = false;
+    poll.periods = 0;
+    refresh();
+  }
+});
+
+// JavaScript runs: the stand-ins for dialogs go (see `confirm.rs`).
+document.documentElement.classList.add("js");
+liftNoJsBoxes();
+restartPolling();
+hydrateIslands();
