@@ -16,11 +16,16 @@ const IDLE_EVERY = 5;
 
 // ---- morph: make the page's DOM match new HTML, keeping what it can ----
 
-// Rows that can move (a row added above) carry `data-key` or an id, so
-// what was typed into a row stays with that row.
+// Rows that can move (a row added above) are matched by `data-key`, an id
+// or their `data-name` (the rows of every list carry one), so what was
+// typed into a row stays with that row.
 function keyOf(node) {
   if (node.nodeType !== Node.ELEMENT_NODE) return null;
-  return node.getAttribute("data-key") || node.id || null;
+  const key = node.getAttribute("data-key");
+  if (key) return "k:" + key;
+  if (node.id) return "#" + node.id;
+  const name = node.getAttribute("data-name");
+  return name ? node.tagName + ":" + name : null;
 }
 
 function sameKind(a, b) {
@@ -84,9 +89,30 @@ function adopt(node) {
 
 const loadedScripts = new Set(Array.from(document.querySelectorAll("script[src]"), (s) => s.getAttribute("src")));
 
+// The keyed rows inside an element: two containers (a card, a table)
+// holding the same rows are the same container, wherever it moved.
+let keysInside = new WeakMap(); // afresh for every morph
+function innerKeys(el) {
+  if (el.nodeType !== Node.ELEMENT_NODE) return null;
+  let keys = keysInside.get(el);
+  if (!keys) {
+    keys = new Set();
+    for (const d of el.querySelectorAll("[data-key],[id],[data-name]")) keys.add(keyOf(d));
+    keysInside.set(el, keys);
+  }
+  return keys;
+}
+
+function overlaps(a, b) {
+  if (!a || !b) return false;
+  for (const k of a) if (b.has(k)) return true;
+  return false;
+}
+
 function morphChildren(parent, source) {
+  const incoming = Array.from(source.childNodes);
   const wanted = new Set();
-  for (const n of source.childNodes) {
+  for (const n of incoming) {
     const k = keyOf(n);
     if (k) wanted.add(k);
   }
@@ -98,14 +124,27 @@ function morphChildren(parent, source) {
     else n.remove();
   }
   let cursor = parent.firstChild;
-  for (const next of Array.from(source.childNodes)) {
+  incoming.forEach((next, i) => {
     const k = keyOf(next);
     let match = null;
     if (k) {
       match = keyed.get(k) || null;
       keyed.delete(k);
-    } else if (cursor && sameKind(cursor, next)) {
-      match = cursor;
+    } else {
+      const mine = innerKeys(next);
+      // The old container that holds this one's rows, if it is further on
+      // (something new was put above it)...
+      if (mine && mine.size) {
+        for (let c = cursor; c && !match; c = c.nextSibling) {
+          if (!keyOf(c) && sameKind(c, next) && overlaps(innerKeys(c), mine)) match = c;
+        }
+      }
+      // ...else the one in its place, unless that holds rows a later one has.
+      if (!match && cursor && sameKind(cursor, next)) {
+        const theirs = innerKeys(cursor);
+        const later = theirs && theirs.size && incoming.slice(i + 1).some((n) => !keyOf(n) && overlaps(theirs, innerKeys(n)));
+        if (!later) match = cursor;
+      }
     }
     if (match) {
       if (match === cursor) cursor = cursor.nextSibling;
@@ -114,7 +153,7 @@ function morphChildren(parent, source) {
     } else {
       parent.insertBefore(adopt(next), cursor);
     }
-  }
+  });
   while (cursor) {
     const after = cursor.nextSibling;
     cursor.remove();
@@ -124,6 +163,7 @@ function morphChildren(parent, source) {
 
 function morphDocument(html) {
   const doc = new DOMParser().parseFromString(html, "text/html");
+  keysInside = new WeakMap();
   if (doc.title !== document.title) document.title = doc.title;
   morphChildren(document.body, doc.body);
   liftNoJsBoxes();
@@ -145,6 +185,8 @@ function hydrateIslands() {
     document.body.setAttribute("data-hydrated", "true");
     return Promise.resolve();
   }
+  // Not interactive until the new islands are.
+  document.body.removeAttribute("data-hydrated");
   const boot = document.querySelector("script[data-wasm]");
   wasm = wasm || import(boot.getAttribute("data-js")).then(async (mod) => {
     await mod.default({ module_or_path: boot.getAttribute("data-wasm") });
@@ -180,8 +222,10 @@ async function navigate(request, { push = true, form = null } = {}) {
     response = await fetch(request, { signal: controller.signal });
   } catch (e) {
     if (controller.signal.aborted) return;
-    // The server could not be reached: let the browser show it.
-    if (form) form.submit();
+    if (navigation === controller) navigation = null;
+    // A post is never sent twice: the first may have arrived. The page
+    // stays as it is, with what was typed, and says so.
+    if (form) notice("Could not reach the server: what you sent may not have arrived. Check the page, then try again.");
     else location.assign(request.url);
     return;
   }
@@ -242,6 +286,11 @@ document.addEventListener("submit", (event) => {
   if (event.defaultPrevented) return;
   const form = event.target;
   if (form.hasAttribute("data-native")) return;
+  // A second click while the first post is on its way posts nothing.
+  if (form.gantryPending) {
+    event.preventDefault();
+    return;
+  }
   const button = event.submitter;
   let question = button?.getAttribute("data-confirm") || form.getAttribute("data-confirm");
   // A second question for when a box of the form is ticked ("keep the volume").
@@ -254,12 +303,31 @@ document.addEventListener("submit", (event) => {
   const request = formRequest(form, event.submitter);
   if (!request) return;
   event.preventDefault();
-  navigate(request, { form });
+  form.gantryPending = true;
+  navigate(request, { form }).finally(() => {
+    form.gantryPending = false;
+  });
 });
 
 window.addEventListener("popstate", () => {
   navigate(new Request(location.href, { headers: { Accept: "text/html" } }), { push: false });
 });
+
+// A line at the top of the page about the connection; the next answer
+// that arrives replaces the page's content, and the line with it.
+function notice(text) {
+  let line = document.getElementById("live-notice");
+  if (!line) {
+    line = document.createElement("p");
+    line.id = "live-notice";
+    line.className = "notice small";
+    line.setAttribute("role", "alert");
+    line.setAttribute("data-testid", "live-notice");
+    const main = document.querySelector("main") || document.body;
+    main.prepend(line);
+  }
+  line.textContent = text;
+}
 
 // ---- polling ----
 
@@ -282,15 +350,14 @@ async function refresh() {
       location.assign(response.url);
       return;
     }
-    if (!response.ok || !isPage(response)) throw new Error(`refresh answered ${response.status}`);
+    if (!response.ok || !isPage(response)) throw new Error(`the server answered ${response.status}`);
     const html = await response.text();
     // A navigation since the request started owns the page now.
     if (controller.signal.aborted || location.href !== here) return;
     morphDocument(html);
-    document.body.removeAttribute("data-stale");
   } catch (e) {
     // Keep the page as it is (with what the user is doing) and say so.
-    if (!controller.signal.aborted) document.body.setAttribute("data-stale", "true");
+    if (!controller.signal.aborted) notice(`Could not refresh (${e.message || "no connection"}); showing the last data received.`);
   } finally {
     if (poll.controller === controller) poll.controller = null;
     if (poll.again) {

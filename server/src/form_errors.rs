@@ -164,8 +164,19 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
     let html_form = req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     let mut res = next.run(req).await;
     if api {
+        let endpoint = &path["/api/".len()..];
         sign_location(&key, &mut res);
-        crate::form_done::mark_location(&key, &path["/api/".len()..], html_form, &mut res);
+        // A form that worked comes back with its function's answer, when
+        // its page shows it (server_fn leaves the reply's JSON as the body).
+        let mut answer = None;
+        if html_form && res.status().is_redirection() && crate::form_done::answers(endpoint) {
+            let (mut parts, body) = res.into_parts();
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let bytes = axum::body::to_bytes(body, crate::form_done::ANSWER_MAX_BYTES + 1).await.ok();
+            answer = bytes.and_then(|b| String::from_utf8(b.to_vec()).ok());
+            res = Response::from_parts(parts, axum::body::Body::empty());
+        }
+        crate::form_done::mark_location(&key, endpoint, html_form, answer.as_deref(), &mut res);
     }
     if upload_form {
         sign_messages_in_location(&key, &mut res);

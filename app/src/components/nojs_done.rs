@@ -17,6 +17,68 @@ use leptos_router::hooks::use_query_map;
 
 /// The query key of the marker.
 pub const DONE_KEY: &str = "done";
+/// The query key of the function's answer (its JSON), next to the marker.
+pub const ANSWER_KEY: &str = "answer";
+
+/// The endpoints whose pages show the function's own answer (read with
+/// [`answer`]): their redirects carry it, signed with the marker, and the
+/// fixed line below is not shown for them.
+pub const ANSWERED: &[&str] = &[
+    "admin/create_user",
+    "admin/set_user_enabled",
+    "admin/reset_password",
+    "admin/set_user_role",
+    "admin/set_user_group",
+    "admin/update_group",
+    "admin/set_dataset_quota",
+    "admin/add_node",
+    "admin/mark_node_lost",
+    "admin/remove_node",
+    "admin/create_image",
+    "admin/create_region",
+    "admin/create_region_image",
+    "admin/create_master_image",
+    "save_reclaim_settings",
+    "create_machine",
+    "machine_operation",
+    "cancel_task",
+    "cancel_compute",
+    "extend_reclaim",
+    "take_snapshot",
+    "delete_snapshot",
+    "machine_from_snapshot",
+    "reinstall_from_snapshot",
+    "delete_kept_volume",
+    "change_password",
+];
+
+/// The answer of `action`'s function, when the page's URL carries it (a
+/// form of this page posted and worked). The server wrote and signed it;
+/// a page whose URL it did not sign is redirected before it renders.
+#[cfg(feature = "ssr")]
+pub fn answer<S>(_action: ServerAction<S>) -> Option<S::Output>
+where
+    S: leptos::server_fn::ServerFn + Clone + Send + Sync + 'static,
+    S::Output: serde::de::DeserializeOwned + Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    let endpoint = S::PATH.strip_prefix("/api/")?;
+    let query = use_query_map();
+    query.with(|q| {
+        (q.get_str(DONE_KEY) == Some(endpoint)).then(|| q.get_str(ANSWER_KEY).and_then(|a| serde_json::from_str(a).ok())).flatten()
+    })
+}
+
+/// In the browser (where no page renders) there is never an answer.
+#[cfg(not(feature = "ssr"))]
+pub fn answer<S>(_action: ServerAction<S>) -> Option<S::Output>
+where
+    S: leptos::server_fn::ServerFn + Clone + Send + Sync + 'static,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    None
+}
 
 /// A server function's endpoint (its path after `/api/`) → what its
 /// success means to the person who sent the form.
@@ -72,7 +134,8 @@ pub fn done_message(endpoint: &str) -> Option<&'static str> {
 pub fn NoJsDone() -> impl IntoView {
     let query = use_query_map();
     move || {
-        let message = query.with(|q| q.get_str(DONE_KEY).and_then(done_message));
+        // A page that shows the function's answer says it itself.
+        let message = query.with(|q| q.get_str(DONE_KEY).filter(|e| !ANSWERED.contains(e)).and_then(done_message));
         message.map(|m| view! { <p class="form-ok" role="status" data-testid="nojs-done">{m}</p> })
     }
 }
@@ -89,6 +152,9 @@ mod tests {
         assert_eq!(done_message("admin/update_group"), Some("Group policy saved."));
         assert_eq!(done_message("login"), None, "sign-in carries its own result");
         assert_eq!(done_message("<b>locked</b>"), None);
+        for endpoint in ANSWERED {
+            assert!(done_message(endpoint).is_some(), "{endpoint} answers but has no marker");
+        }
     }
 
     /// A misspelt endpoint would never be marked: each must be a server function's.

@@ -20,8 +20,8 @@ pub fn ChangePasswordPage() -> impl IntoView {
         }
     });
     let forced = move || me.with(|m| m.as_ref().is_some_and(|m| m.must_change_password));
-    // After a no-JS post the page frame's signed `done` line says it.
-    let changed = move || change.value().with(|v| matches!(v, Some(Ok(_))));
+    // The form came back with its answer (signed in the redirect).
+    let changed = move || crate::components::nojs_done::answer(change).is_some();
     let pending = change.pending();
     view! {
         <Title text="Change password"/>

@@ -34,7 +34,7 @@ pub fn TasksPage() -> impl IntoView {
         <section class="card stack">
             <p class="muted small">"Every operation on a machine is a task: pending → scheduled → running → succeeded, failed or cancelled. Refused requests are listed as failed with the reason. A task can be cancelled until it starts running."</p>
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-            {move || cancel.value().get().and_then(Result::ok).map(|id| view! {
+            {move || crate::components::nojs_done::answer(cancel).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="cancel-ok">"Task #" {id} " cancelled."</p>
             })}
             {move || view! { <FilterForm base="/tasks" query=query.get() kinds=task_kinds() user_label="Requested by"/> }}

@@ -24,7 +24,7 @@ pub fn TokensPage() -> impl IntoView {
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
     let created = move || {
-        create.value().get().and_then(Result::ok).or_else(|| flashed.get().and_then(Result::ok).flatten())
+        crate::components::nojs_done::answer(create).or_else(|| flashed.get().and_then(Result::ok).flatten())
     };
     view! {
         <Title text="API tokens"/>

@@ -55,7 +55,7 @@ pub fn CataloguePage() -> impl IntoView {
                     <label>"Interpreter version" <input type="text" name="interpreter_version" required maxlength="32" placeholder="e.g. 3.11"/></label>
                 </div>
                 <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                {move || create.value().get().and_then(Result::ok).map(|id| view! {
+                {move || crate::components::nojs_done::answer(create).map(|id| view! {
                     <p class="form-ok" role="status" data-testid="master-image-created">"Master image #" {id} " added; link region images to it above."</p>
                 })}
                 <button type="submit" class="primary">"Add master image"</button>

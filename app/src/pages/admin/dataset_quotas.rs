@@ -27,7 +27,7 @@ pub fn DatasetQuotas() -> impl IntoView {
                 "Lowering a quota deletes nothing: new uploads are refused, with the numbers, until enough is removed."
             </p>
             <FormError message=Signal::derive(move || set.value().with(error_text))/>
-            {move || set.value().get().and_then(Result::ok).map(|g| view! {
+            {move || crate::components::nojs_done::answer(set).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="dataset-quota-saved">"Saved the dataset quota of " <strong>{g}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -87,7 +87,7 @@ pub fn GroupsPage() -> impl IntoView {
                 "Machines already placed keep their image and region."
             </p>
             <FormError message=Signal::derive(move || update.value().with(error_text))/>
-            {move || update.value().get().and_then(Result::ok).map(|g| view! {
+            {move || crate::components::nojs_done::answer(update).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="group-saved">"Saved group " <strong>{g.name}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -27,7 +27,7 @@ pub fn ImagesPage() -> impl IntoView {
                     <label class="check"><input type="checkbox" name="make_default"/>" Make this the default image"</label>
                     <p class="muted small">"The image must exist on the worker nodes' Docker Engines (there is no registry pull)."</p>
                     <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                    {move || create.value().get().and_then(Result::ok).map(|i| view! {
+                    {move || crate::components::nojs_done::answer(create).map(|i| view! {
                         <p class="form-ok" role="status">"Added " <strong>{i.name}</strong></p>
                     })}
                     <button type="submit" class="primary">"Add image"</button>

@@ -69,10 +69,10 @@ pub fn NodesPage() -> impl IntoView {
             <FormError message=Signal::derive(move || set_state.value().with(error_text))/>
             <FormError message=Signal::derive(move || mark_lost.value().with(error_text))/>
             <FormError message=Signal::derive(move || remove.value().with(error_text))/>
-            {move || remove.value().get().and_then(Result::ok).map(|name| view! {
+            {move || crate::components::nojs_done::answer(remove).map(|name| view! {
                 <p class="form-ok" role="status" data-testid="node-removed">"Removed node " <strong>{name}</strong></p>
             })}
-            {move || mark_lost.value().get().and_then(Result::ok).map(|l| view! {
+            {move || crate::components::nojs_done::answer(mark_lost).map(|l| view! {
                 <p class="form-ok" role="status" data-testid="node-lost-ok">{lost_summary(&l)}</p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -246,7 +246,7 @@ fn AddNodeForm(add: ServerAction<AddNode>, regions: Vec<RegionRow>) -> impl Into
                 <label>"GPU model" <input type="text" name="gpu_model" maxlength="64" placeholder="e.g. A100-80GB"/></label>
             </div>
             <FormError message=Signal::derive(move || add.value().with(error_text))/>
-            {move || add.value().get().and_then(Result::ok).map(|id| view! {
+            {move || crate::components::nojs_done::answer(add).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="node-added">"Node #" {id} " added; it is listed above."</p>
             })}
             <button type="submit" class="primary" disabled=pending>

@@ -55,7 +55,7 @@ fn ReclaimAdmin(data: Polled<ReclaimAdminView>, save: ServerAction<SaveReclaimSe
             <h2>"Settings"</h2>
             {move || unwatchable.data.get().unwrap_or_default().into_iter().map(|why| view! { <p class="form-error" data-testid="reclaim-unwatchable">{why}</p> }).collect_view()}
             <FormError message=Signal::derive(move || save.value().with(error_text))/>
-            {move || save.value().get().and_then(Result::ok).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
+            {move || crate::components::nojs_done::answer(save).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
             <For each=move || settings.data.get().unwrap_or_default() key=|s| s.key let:s>
                 <SettingsForm r=s.data.0 h=s.data.1 save=save/>
             </For>

@@ -71,7 +71,7 @@ fn ImageForm(create: ServerAction<CreateRegionImage>, regions: Vec<RegionRow>) -
             </div>
             <p class="muted small">"The image must be present on the region's nodes' Docker Engines (there is no registry pull)."</p>
             <FormError message=Signal::derive(move || create.value().with(error_text))/>
-            {move || create.value().get().and_then(Result::ok).map(|i| view! {
+            {move || crate::components::nojs_done::answer(create).map(|i| view! {
                 <p class="form-ok" role="status" data-testid="region-image-created">
                     "Added " <code>{i.reference}</code> " to region " <strong>{i.region}</strong> " (#" {i.id} ")."
                 </p>

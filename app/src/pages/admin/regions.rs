@@ -53,7 +53,7 @@ pub fn RegionsPage() -> impl IntoView {
                 <label>"Description" <input type="text" name="description" maxlength="500"/></label>
                 <p class="muted small">"The code is lower-case letters, digits, - _ and ., starting with a letter; it cannot change later."</p>
                 <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                {move || create.value().get().and_then(Result::ok).map(|code| view! {
+                {move || crate::components::nojs_done::answer(create).map(|code| view! {
                     <p class="form-ok" role="status" data-testid="region-created">"Region " <strong>{code}</strong> " added."</p>
                 })}
                 <button type="submit" class="primary">"Add region"</button>

@@ -58,12 +58,18 @@ pub fn UsersPage() -> impl IntoView {
         let n = name.get();
         (!n.is_empty()).then(|| gantry_core::validate::username(n.trim()).err().map(|e| e.to_string())).flatten()
     };
-    // The latest change's outcome, whichever form made it: its success, or
-    // its error alone — an older message (another user, another form) goes.
-    // Set on the client; a no-JS post shows the one error it came back with.
-    let outcome = RwSignal::new(None::<String>);
-    let latest = RwSignal::new(None::<u8>);
+    // The change a form of this page just made (carried back signed in the
+    // redirect), or the error it came back with.
+    use crate::components::nojs_done::answer;
     let a = actions;
+    let outcome = move || {
+        answer(a.enabled)
+            .map(|u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" }))
+            .or_else(|| answer(a.reset).map(|u| format!("{} has a temporary password; they must change it at their next sign-in", u.username)))
+            .or_else(|| answer(a.role).map(|u| format!("{} is now {}", u.username, u.role)))
+            .or_else(|| answer(a.group).map(|u| format!("{} is now in group {}", u.username, u.group)))
+    };
+    let latest = RwSignal::new(None::<u8>);
     type Answer = Signal<Option<Result<UserRow, AppError>>>;
     let values: [Answer; 4] = [
         Signal::derive(move || a.enabled.value().get()),
@@ -71,18 +77,6 @@ pub fn UsersPage() -> impl IntoView {
         Signal::derive(move || a.role.value().get()),
         Signal::derive(move || a.group.value().get()),
     ];
-    let watch = move |which: u8, value: Answer, say: fn(&UserRow) -> String| {
-        Effect::new(move |_| {
-            if let Some(r) = value.get() {
-                latest.set(Some(which));
-                outcome.set(r.as_ref().ok().map(say));
-            }
-        });
-    };
-    watch(0, values[0], |u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" }));
-    watch(1, values[1], |u| format!("{} has a temporary password; they must change it at their next sign-in", u.username));
-    watch(2, values[2], |u| format!("{} is now {}", u.username, u.role));
-    watch(3, values[3], |u| format!("{} is now in group {}", u.username, u.group));
     let error_of = move |which: u8| {
         let value = values[usize::from(which)];
         Signal::derive(move || if latest.get().is_none_or(|l| l == which) { value.with(error_text) } else { None })
@@ -120,7 +114,7 @@ pub fn UsersPage() -> impl IntoView {
                         </select>
                     </label>
                     <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                    {move || create.value().get().and_then(Result::ok).map(|u| view! {
+                    {move || crate::components::nojs_done::answer(create).map(|u| view! {
                         <p class="form-ok" role="status">"Created " <strong>{u.username}</strong></p>
                     })}
                     <button type="submit" class="primary" disabled=move || creating.get()>"Create user"</button>
@@ -132,7 +126,7 @@ pub fn UsersPage() -> impl IntoView {
                 <FormError message=error_of(1)/>
                 <FormError message=error_of(2)/>
                 <FormError message=error_of(3)/>
-                {move || outcome.get().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
+                {move || outcome().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
                 {move || view! { <FilterForm base="/admin" query=query.get() user_label="Username"/> }}
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     <UserTable users=users groups=groups query=query actions=actions/>

@@ -62,7 +62,7 @@ pub fn ComputePage() -> impl IntoView {
                 "it holds its GPUs (from the group's quota) while it runs and gives them back when it ends."
             </p>
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-            {move || cancel.value().get().and_then(Result::ok).map(|id| view! {
+            {move || crate::components::nojs_done::answer(cancel).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="cancel-ok">"Cancel of task #" {id} " requested."</p>
             })}
             {move || view! { <FilterForm base="/compute" query=query.get() user_label="Requested by"/> }}

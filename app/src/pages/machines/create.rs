@@ -90,7 +90,7 @@ pub fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions, k
                 "Empty CPUs and memory mean " {DEFAULT_CPUS} " CPUs and " {DEFAULT_MEMORY_MB} " MB."
             </p>
             <FormError message=Signal::derive(move || create.value().with(error_text))/>
-            {move || create.value().get().and_then(Result::ok).map(|c| view! {
+            {move || crate::components::nojs_done::answer(create).map(|c| view! {
                 <p class="form-ok" role="status" data-testid="create-ok">
                     "Machine " <a href=format!("/machines/{}", c.machine_id)><strong>{c.name.clone()}</strong></a>
                     " admitted: " {gpu_summary(c.gpu_indexes.len() as i64, &c.model, &c.gpu_indexes)} " on " {c.node.clone()}

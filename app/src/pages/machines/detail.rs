@@ -338,7 +338,7 @@ fn MachineActions(
                 {owner_only}
             </div>
             <FormError message=Signal::derive(move || op.value().with(error_text))/>
-            {move || op.value().get().and_then(Result::ok).map(|task| view! {
+            {move || crate::components::nojs_done::answer(op).map(|task| view! {
                 <p class="form-ok" role="status" data-testid="operation-ok">"Task #" {task} " queued."</p>
             })}
         </section>

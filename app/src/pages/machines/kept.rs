@@ -23,7 +23,7 @@ pub fn KeptVolumes(kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>, delete:
         <section class="card stack" data-testid="kept-volumes">
             <h2>"Kept volumes"</h2>
             <FormError message=Signal::derive(move || delete.value().with(error_text))/>
-            {move || delete.value().get().and_then(Result::ok).map(|name| view! {
+            {move || crate::components::nojs_done::answer(delete).map(|name| view! {
                 <p class="form-ok" role="status" data-testid="kept-deleted">"Volume " <code>{name}</code> " deleted."</p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -143,7 +143,7 @@ fn ReclaimCard(
                         <p class="notice small" role="status" data-testid="reclaim-refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
                     })}
                     <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
-                    {move || extend.value().get().and_then(Result::ok).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
+                    {move || crate::components::nojs_done::answer(extend).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
                     {shown.then(|| view! {
                         <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
                     })}

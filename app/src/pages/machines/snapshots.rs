@@ -62,7 +62,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
             {poll(RwSignal::new(0), busy_when(list, |l| creating(l)))}
             <h2>"Snapshots"</h2>
             <FormError message=Signal::derive(move || take.value().with(error_text).or_else(|| reinstall.value().with(error_text)))/>
-            {move || reinstall.value().get().and_then(Result::ok).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
+            {move || crate::components::nojs_done::answer(reinstall).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
             {can_operate.then(|| view! {
                 <ActionForm action=take attr:class="inline">
                     <input type="hidden" name="machine_id" value=machine_id/>
@@ -130,8 +130,8 @@ pub fn SnapshotsPage() -> impl IntoView {
         <h1>"Snapshots"</h1>
         <section class="card stack" data-testid="snapshots">
             <FormError message=error/>
-            {move || delete.value().get().and_then(Result::ok).map(|n| view! { <p class="form-ok" role="status" data-testid="snapshot-deleted">"Snapshot " {n} " deleted."</p> })}
-            {move || create.value().get().and_then(Result::ok).map(|id| view! {
+            {move || crate::components::nojs_done::answer(delete).map(|n| view! { <p class="form-ok" role="status" data-testid="snapshot-deleted">"Snapshot " {n} " deleted."</p> })}
+            {move || crate::components::nojs_done::answer(create).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="snapshot-machine-created">"Machine created: " <a href=format!("/machines/{id}")>"open it"</a></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
