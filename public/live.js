@@ -75,16 +75,19 @@ function morphNode(from, to) {
 // a script it brings (`/vendor/gantry-workspace.js`) is made afresh, once.
 function adopt(node) {
   const copy = document.importNode(node, true);
-  const scripts = copy.nodeType === Node.ELEMENT_NODE ? (copy.tagName === "SCRIPT" ? [copy] : Array.from(copy.querySelectorAll("script"))) : [];
-  for (const old of scripts) {
-    const src = old.getAttribute("src");
-    if (!src || loadedScripts.has(src)) continue;
-    loadedScripts.add(src);
-    const fresh = document.createElement("script");
-    for (const attr of Array.from(old.attributes)) fresh.setAttribute(attr.name, attr.value);
-    old.replaceWith(fresh);
-  }
+  if (copy.nodeType !== Node.ELEMENT_NODE) return copy;
+  if (copy.tagName === "SCRIPT") return runnable(copy);
+  for (const old of Array.from(copy.querySelectorAll("script"))) old.replaceWith(runnable(old));
   return copy;
+}
+
+function runnable(script) {
+  const src = script.getAttribute("src");
+  if (!src || loadedScripts.has(src)) return script;
+  loadedScripts.add(src);
+  const fresh = document.createElement("script");
+  for (const attr of Array.from(script.attributes)) fresh.setAttribute(attr.name, attr.value);
+  return fresh;
 }
 
 const loadedScripts = new Set(Array.from(document.querySelectorAll("script[src]"), (s) => s.getAttribute("src")));

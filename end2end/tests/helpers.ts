@@ -54,3 +54,10 @@ export async function createUser(page: Page, username: string, password: string)
   await form.getByRole('button', { name: 'Create user' }).click();
   await expect(page.getByTestId('users')).toContainText(username);
 }
+
+/** Waits until live.js has refreshed the page `n` more times (counted on `<body>`, not slept through). */
+export async function afterPolls(page: Page, n = 2) {
+  const count = async () => Number((await page.locator('body').getAttribute('data-polls')) ?? 0);
+  const from = await count();
+  await expect.poll(count, { timeout: 30_000 * n }).toBeGreaterThanOrEqual(from + n);
+}

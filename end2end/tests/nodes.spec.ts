@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { ADMIN_PASSWORD, hydrated, navLink, signIn, signInOk, uniqueName, setDefaultQuota, createUser } from './helpers';
+import { ADMIN_PASSWORD, hydrated, navLink, signIn, signInOk, uniqueName, setDefaultQuota, createUser, afterPolls } from './helpers';
 
 // A node's whole life as the admin console drives it: added by its engine
 // endpoint (a second dockerd, scripts/dockerd2.sh), given a machine,
@@ -90,9 +90,7 @@ test('admin adds a node, drains it and marks it lost; its machine is released', 
   const why = row.getByLabel(`Why ${node} is lost`);
   await why.fill(reason);
   await why.evaluate((el) => ((el as any).__typedInto = true));
-  for (let i = 0; i < 2; i++) {
-    await page.waitForResponse((r) => r.url().includes('/api/admin/nodes'), { timeout: 30_000 });
-  }
+  await afterPolls(page, 2);
   await expect(why).toHaveValue(reason);
   expect(await why.evaluate((el) => (el as any).__typedInto === true)).toBe(true);
 

@@ -1,4 +1,4 @@
-import { test, expect, type Page, type APIRequestContext } from '@playwright/test';
+import { test, expect, type Page, type APIRequestContext, type Route } from '@playwright/test';
 import { ADMIN_PASSWORD, hydrated, navLink, signInOk, uniqueName, setDefaultQuota, createUser } from './helpers';
 
 // Idle reclaim in Chromium: the admin sets a one-minute idle window (the
@@ -124,9 +124,11 @@ test('the opt-out box and a snapshot row\'s inputs keep what the user did across
   await expect(page).toHaveURL(/\/machines\/\d+$/);
   const id = page.url().split('/').pop()!;
   await hydrated(page);
-  // Two answers of a poll: by the second, the first has certainly been rendered.
-  const twoAnswers = async (fn: string) => {
-    for (let i = 0; i < 2; i++) await page.waitForResponse((r) => r.url().includes(`/api/${fn}`), { timeout: 30_000 });
+  // Two refreshes of the page: by the second, the first has certainly been merged.
+  const twoPolls = async () => {
+    const polls = async () => Number((await page.locator('body').getAttribute('data-polls')) ?? 0);
+    const from = await polls();
+    await expect.poll(polls, { timeout: 30_000 }).toBeGreaterThanOrEqual(from + 2);
   };
   try {
     await expect(page.getByTestId('machine-state')).toHaveText('running', { timeout: 60_000 });
@@ -136,12 +138,14 @@ test('the opt-out box and a snapshot row\'s inputs keep what the user did across
     const box = page.getByTestId('rebalance-opt-out');
     await expect(box).not.toBeChecked();
     await box.check();
-    await page.route('**/api/machine_reclaim', (r) => r.fulfill({ status: 500, contentType: 'text/plain', body: 'busy' }));
-    await expect(page.getByTestId('reclaim-refresh-failed')).toBeVisible({ timeout: 30_000 });
+    // The page's refreshes (not its other requests) answer 500.
+    const failRefresh = (r: Route) => (r.request().headers()['x-gantry-poll'] ? r.fulfill({ status: 500, contentType: 'text/plain', body: 'busy' }) : r.continue());
+    await page.route(`**/machines/${id}`, failRefresh);
+    await expect(page.getByTestId('live-notice')).toContainText('Could not refresh', { timeout: 30_000 });
     await expect(page.getByTestId('machine-reclaim')).toBeVisible();
     await expect(box).toBeChecked();
-    await page.unroute('**/api/machine_reclaim');
-    await expect(page.getByTestId('reclaim-refresh-failed')).toHaveCount(0, { timeout: 30_000 });
+    await page.unroute(`**/machines/${id}`, failRefresh);
+    await expect(page.getByTestId('live-notice')).toHaveCount(0, { timeout: 30_000 });
     await expect.soft(box).toBeChecked();
 
     // A name typed into a snapshot's "new machine from it" form stays.
@@ -157,7 +161,7 @@ test('the opt-out box and a snapshot row\'s inputs keep what the user did across
     await serverFn(page.request, '/api/take_snapshot', { machine_id: id, name: 'later' });
     const later = page.locator('[data-testid="snapshot"][data-name="later"]').filter({ hasText: name });
     await expect(later).toContainText('ready', { timeout: 60_000 });
-    await twoAnswers('list_snapshots');
+    await twoPolls();
     await expect(input).toHaveValue('from-typed');
     expect(await input.evaluate((el) => (el as any).__typedInto === true)).toBe(true);
   } finally {

@@ -64,10 +64,10 @@ test('the keep-volume box survives three polls and the volume is kept', async ({
   // A refresh that fails (the network drops) keeps the page as it was and
   // says so; once back, the notice goes and the box is still ticked.
   await page.context().setOffline(true);
-  await expect(page.getByTestId('refresh-failed')).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByTestId('live-notice')).toBeVisible({ timeout: 60_000 });
   await expect(keep).toBeChecked();
   await page.context().setOffline(false);
-  await expect(page.getByTestId('refresh-failed')).toHaveCount(0, { timeout: 60_000 });
+  await expect(page.getByTestId('live-notice')).toHaveCount(0, { timeout: 60_000 });
   await expect(keep).toBeChecked();
 
   let question = '';

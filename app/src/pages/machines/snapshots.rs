@@ -82,7 +82,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
                                     // not something to reinstall from (the server refuses).
                                     let ready = s.state == "ready" && can_operate && may_reinstall && s.origin != "reclaim";
                                     view! {
-                                        <tr data-testid="machine-snapshot" data-name=s.name.clone()>
+                                        <tr data-testid="machine-snapshot" data-name=s.name.clone() data-key=format!("snapshot-{}", s.id)>
                                             <td>{s.name.clone()}</td>
                                             <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
                                             <td>{size_text(s.size_bytes)}</td>
@@ -196,7 +196,7 @@ fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<De
     let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);
     let (creating, deleting) = (create.pending(), delete.pending());
     view! {
-        <tr data-testid="snapshot" data-name=s.name.clone()>
+        <tr data-testid="snapshot" data-name=s.name.clone() data-key=format!("snapshot-{}", s.id)>
             <td>{s.name.clone()}{s.parent_id.map(|p| view! { <span class="muted small">{format!(" (from snapshot #{p})")}</span> })}</td>
             <td><a href=format!("/machines/{}", s.machine_id)>{s.machine_name.clone()}</a></td>
             <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
