@@ -233,9 +233,11 @@ async function navigate(request, { push = true, form = null } = {}) {
     return;
   }
   if (!isPage(response)) {
-    // A download or an API answer: the browser handles it.
+    // Not a page (a download, a bare error): its body is not read here.
     if (navigation === controller) navigation = null;
+    controller.abort();
     if (request.method === "GET") location.assign(response.url);
+    else notice(`The server answered ${response.status} without a page; check the page, then try again.`);
     return;
   }
   const html = await response.text();

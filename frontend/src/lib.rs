@@ -1,4 +1,4 @@
-//! The wasm bundle: only the pages' islands (upload, terminal) run here;
+//! The wasm bundle: only the pages' islands (the dataset upload area) run here;
 //! `public/live.js` loads it on the pages that have one and calls
 //! `hydrate` once, then each island's own entry point.
 

@@ -102,7 +102,7 @@ fn Panels(id: i64, info: WorkspaceInfo) -> impl IntoView {
                         "Up to " {info.upload_max_mb} " MiB. A file of the same name is replaced; missing folders are created."
                     </p>
                 </form>
-                <form method="get" action=files_url class="stack" data-testid="download-form">
+                <form method="get" action=files_url class="stack" data-testid="download-form" data-native="">
                     <label>"Path in /data"
                         <input type="text" name="path" required placeholder="e.g. results/model.pt" autocomplete="off"/>
                     </label>
