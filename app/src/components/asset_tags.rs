@@ -59,6 +59,12 @@ fn hashed_names(base: &str, hashes: &str) -> AssetNames {
 pub fn AssetTags(options: LeptosOptions) -> impl IntoView {
     let n = names(&options);
     let pkg = format!("/{}", options.site_pkg_dir);
+    // Islands mode: from here on nothing is hydrated but the islands, so the
+    // pages' resources are not serialized into the HTML for a browser that
+    // never reads them (what Leptos' own `HydrationScripts` does here).
+    if let Some(context) = Owner::current_shared_context() {
+        context.set_is_hydrating(false);
+    }
     view! {
         <link id="leptos" rel="stylesheet" href=format!("{pkg}/{}.css", n.css)/>
         <script
