@@ -78,12 +78,6 @@ pub fn SubmitForm(submit: ServerAction<SubmitCompute>, options: ComputeOptions) 
                 "a task past its time limit is stopped and fails."
             </p>
             <FormError message=Signal::derive(move || submit.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(submit).map(|t| view! {
-                <p class="form-ok" role="status" data-testid="submit-ok">
-                    "Task " <a href=format!("/compute/{}", t.id)><strong>"#" {t.id} " " {t.name.clone()}</strong></a>
-                    " is " {t.state.clone()} {(!t.message.is_empty()).then(|| format!(": {}", t.message))}
-                </p>
-            })}
             <button type="submit" class="primary" disabled=pending>
                 {move || if pending.get() { "Submitting…" } else { "Submit task" }}
             </button>
