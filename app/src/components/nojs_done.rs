@@ -21,8 +21,9 @@ pub const DONE_KEY: &str = "done";
 pub const ANSWER_KEY: &str = "answer";
 
 /// The endpoints whose pages show the function's own answer (read with
-/// [`answer`]): their redirects carry it, signed with the marker, and the
-/// fixed line below is not shown for them.
+/// [`answer`]) — every page that posts one of them, or the answer would go
+/// unsaid: their redirects carry it, signed with the marker, and the fixed
+/// line below is not shown for them.
 pub const ANSWERED: &[&str] = &[
     "admin/create_user",
     "admin/set_user_enabled",

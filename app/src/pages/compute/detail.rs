@@ -47,6 +47,9 @@ pub fn ComputeTaskPage() -> impl IntoView {
         {live}
         <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
         <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
+        {move || crate::components::nojs_done::answer(cancel).map(|id| view! {
+            <p class="form-ok" role="status" data-testid="cancel-ok">"Cancel of task #" {id} " requested."</p>
+        })}
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             <TaskBody detail=detail cancel=cancel/>
         </Transition>

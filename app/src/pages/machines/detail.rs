@@ -157,6 +157,9 @@ fn MachineView(
         <section class="card stack">
             <h2>"Task history"</h2>
             <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
+            {move || crate::components::nojs_done::answer(cancel).map(|id| view! {
+                <p class="form-ok" role="status" data-testid="cancel-ok">"Task #" {id} " cancelled."</p>
+            })}
             {move || view! { <TaskTable tasks=tasks.get() cancel=cancel/> }}
         </section>
         {id.map(|id| view! { <MachineSnapshots machine_id=id data=snapshots can_operate=can_operate reinstall=matches!(job, JobNote::None)/> })}

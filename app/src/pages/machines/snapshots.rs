@@ -62,6 +62,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
             {poll(RwSignal::new(0), busy_when(list, |l| creating(l)))}
             <h2>"Snapshots"</h2>
             <FormError message=Signal::derive(move || take.value().with(error_text).or_else(|| reinstall.value().with(error_text)))/>
+            {move || crate::components::nojs_done::answer(take).map(|_| view! { <p class="form-ok" role="status" data-testid="snapshot-taken">"Snapshot requested: it is listed below as it is made."</p> })}
             {move || crate::components::nojs_done::answer(reinstall).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
             {can_operate.then(|| view! {
                 <ActionForm action=take attr:class="inline">
