@@ -42,6 +42,10 @@ fn public_internal(s: &str) -> &str {
     }
 }
 
+/// Marks a rendered page that met an internal error, so the server's page
+/// cache does not serve it again; the cache removes it before answering.
+pub const NOT_KEPT_HEADER: &str = "x-gantry-not-kept";
+
 /// The id the server gave this request (the `X-Request-Id` header); error
 /// messages name it so a report can be matched with the log.
 #[derive(Clone, Debug)]
@@ -57,6 +61,10 @@ impl AppError {
                 .and_then(|p| p.extensions.get::<RequestId>().map(|r| r.0.clone()))
                 .unwrap_or_else(|| "none".into());
             tracing::error!(request_id = %id, error = %detail, "request failed");
+            // A page that shows this is not served again (`page_cache`).
+            if let Some(opts) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+                opts.insert_header(http::HeaderName::from_static(NOT_KEPT_HEADER), http::HeaderValue::from_static("1"));
+            }
             AppError::Internal(format!("{INTERNAL_TEXT} (request id {id})")).respond()
         }
         #[cfg(not(feature = "ssr"))]

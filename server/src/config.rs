@@ -104,6 +104,10 @@ pub struct ServeArgs {
     /// scheme://host[:port], kept as browsers write an origin (lower case, no default port, no slash).
     #[arg(long, env = "GANTRY_PUBLIC_ORIGIN", value_parser = crate::http_guard::normalize_origin)]
     pub public_origin: Option<String>,
+    /// How long (ms) a rendered page may be served again to the same session
+    /// while no commit has been made since; 0 renders every request.
+    #[arg(long, env = "GANTRY_PAGE_CACHE_MS", default_value_t = crate::router::PAGE_CACHE_MS, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub page_cache_ms: u64,
     /// Seconds a connection may take to send a whole request head, from
     /// when it opens or its previous response ended; slower (or idle)
     /// connections are closed, so a silent client cannot hold a socket.

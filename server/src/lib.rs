@@ -18,6 +18,7 @@ pub mod http_serve;
 pub mod matching_bench;
 pub mod metrics;
 pub mod multipart_guard;
+pub mod page_cache;
 pub mod reclaim_loop;
 pub mod request_id;
 pub mod logs;

@@ -7,6 +7,7 @@ use crate::{
     form_errors::{signed_form_errors, FormErrorKey},
     http_guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
     http_limits::lift_body_deadline,
+    page_cache::{keep_pages, PageCache},
     request_id::request_id,
     security::Security,
     security_headers::{security_headers, CspNonce, HeaderPolicy},
@@ -48,7 +49,13 @@ pub struct Options {
     pub site_addr: SocketAddr,
     pub secure_cookies: bool,
     pub public_origin: Option<String>,
+    /// How long a rendered page may be served again with no commit in
+    /// between (`page_cache`); 0 renders every request.
+    pub page_cache_ms: u64,
 }
+
+/// `--page-cache-ms`' default.
+pub const PAGE_CACHE_MS: u64 = 1000;
 
 impl Options {
     pub fn from_args(args: &ServeArgs) -> Self {
@@ -57,6 +64,7 @@ impl Options {
             site_addr: args.listen,
             secure_cookies: args.secure_cookies,
             public_origin: args.public_origin.clone(),
+            page_cache_ms: args.page_cache_ms,
         }
     }
 }
@@ -160,8 +168,14 @@ pub async fn build_secured(
     // followed logs, machine files, dataset transfers) once it ends.
     let session_watch = crate::workspace::SessionWatch::start(state.pool.clone(), &security);
     let metrics = crate::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
-    let app = Router::new()
-        .leptos_routes_with_context(&state, routes, context, page_shell)
+    let pages = Router::new().leptos_routes_with_context(&state, routes, context, page_shell);
+    // Pages only: a rendered page is served again while nothing it shows
+    // can have changed (inside the sign-in checks below).
+    let pages = match opts.page_cache_ms {
+        0 => pages,
+        ms => pages.route_layer(from_fn_with_state(PageCache::new(Duration::from_millis(ms), gantry_platform::db_commits::commits), keep_pages)),
+    };
+    let app = pages
         .merge(crate::api_v1::routes())
         // The streamed uploads (datasets; a machine's files, below) take
         // gigabytes and cut a body that stalls themselves (60 s without a

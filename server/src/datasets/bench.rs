@@ -85,7 +85,7 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
     datasets::create_version(&pool, &user, "bench", "v1").await.map_err(|e| fail(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(fail)?;
     let addr = listener.local_addr().map_err(fail)?;
-    let opts = crate::router::Options { site_root: root.join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+    let opts = crate::router::Options { site_root: root.join("site"), site_addr: addr, secure_cookies: false, public_origin: None, page_cache_ms: crate::router::PAGE_CACHE_MS };
     let app = crate::router::build(opts, pool.clone()).await?.layer(axum::Extension(stores));
     tokio::spawn(async move {
         let _ = crate::router::serve(listener, app).await;

@@ -36,6 +36,7 @@ impl TestServer {
             site_addr: addr,
             secure_cookies,
             public_origin: None,
+            page_cache_ms: router::PAGE_CACHE_MS,
         };
         let app = router::build(opts, pool.clone()).await.unwrap();
         let task = tokio::spawn(async move {

@@ -53,7 +53,7 @@ pub async fn start_with(limits: Limits, region: Option<Arc<dyn Store>>) -> Serve
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+    let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None, page_cache_ms: router::PAGE_CACHE_MS };
     let app = router::build(opts, pool.clone()).await.unwrap().layer(axum::Extension(stores));
     tokio::spawn(async move {
         let _ = router::serve(listener, app).await;

@@ -39,6 +39,7 @@ pub async fn start(dir: &tempfile::TempDir, security: Security, secure_cookies: 
         site_addr: addr,
         secure_cookies,
         public_origin: None,
+        page_cache_ms: router::PAGE_CACHE_MS,
     };
     let dispatch = Arc::new(tokio::sync::Notify::new());
     let admissions = Admissions::start(pool.clone(), dispatch.clone());

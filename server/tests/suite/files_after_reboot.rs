@@ -63,7 +63,7 @@ gantry_testkit::timed_test! {
         let dispatcher = Dispatcher::new(pool.clone(), Fleet::new(), wake.clone(), 4);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+        let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None, page_cache_ms: router::PAGE_CACHE_MS };
         let app = router::build_full(opts, Limits::default(), pool.clone(), admissions.clone(), wake, Fleet::new()).await.unwrap();
         tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
 

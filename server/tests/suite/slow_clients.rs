@@ -257,7 +257,7 @@ gantry_testkit::timed_test! {
         gantry_platform::db::migrate(&pool).await.unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let opts = gantry_server::router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None };
+        let opts = gantry_server::router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None, page_cache_ms: gantry_server::router::PAGE_CACHE_MS };
         let app = gantry_server::router::build(opts, pool).await.unwrap();
         let limits = ConnLimits { request_body: SHORT, ..NO_HEADER_LIMIT };
         tokio::spawn(serve_connections(listener, app, std::future::pending(), limits));

@@ -165,6 +165,7 @@ pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
         site_addr: addr,
         secure_cookies: false,
         public_origin: None,
+        page_cache_ms: router::PAGE_CACHE_MS,
     };
     let app = router::build_secured(
         opts,

@@ -1,0 +1,96 @@
+//! Rendered pages kept while nothing they show can have changed.
+//!
+//! A page is rendered from the database (and the clock), and most requests
+//! for it — a tab's refresh every few seconds, the same list opened again —
+//! find the database as it was. So a rendered page is kept with the commit
+//! count it was rendered at (`gantry_platform::db_commits`, moved after
+//! every commit this process makes) and served again while the count has
+//! not moved **and** it is under `--page-cache-ms` old (a second): the count covers every
+//! change made through Gantry, the age the rest (relative times, a running
+//! task's output read from its engine, a write by another process).
+//!
+//! Kept per session and address (path and query), after the sign-in checks
+//! have run (`resolve_user`, `guard_pages` sit outside this layer), so a
+//! page is only ever served to the session it was rendered for, and one
+//! whose account was disabled or signed out meanwhile never gets past them.
+//! The CSP nonce, different on every response, is put back fresh. Kept:
+//! only `200 text/html` answers to `GET` that did not meet an internal
+//! error ([`NOT_KEPT`]). While one request renders a page, the others for
+//! it wait for that render (`kept.rs`).
+
+mod kept;
+mod tee;
+#[cfg(test)]
+mod tests;
+
+pub use kept::PageCache;
+
+use crate::security_headers::CspNonce;
+use app::state::RequestUser;
+use axum::{
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{header, HeaderName, Method, StatusCode},
+    middleware::Next,
+    response::Response,
+};
+use kept::{Key, Lookup, Page};
+use std::time::{Duration, Instant};
+use tee::Tee;
+
+/// Set by a render that met an internal error (`AppError::internal`): its
+/// page names a request id and is not to be shown again. Never sent.
+pub const NOT_KEPT: HeaderName = HeaderName::from_static(app::error::NOT_KEPT_HEADER);
+/// How long a request waits for another's render of its page before it
+/// renders the page itself.
+const WAIT_FOR_RENDER: Duration = Duration::from_secs(10);
+
+/// The layer: serves a kept page, or renders and keeps it.
+pub async fn keep_pages(State(cache): State<PageCache>, req: Request, next: Next) -> Response {
+    let nonce = req.extensions().get::<CspNonce>().map(|n| n.0.clone());
+    let (Some(nonce), true) = (nonce, req.method() == Method::GET) else {
+        return next.run(req).await;
+    };
+    let key = Key {
+        session: req.extensions().get::<tower_sessions::Session>().and_then(|s| s.id()).map(|id| id.to_string()),
+        user: req.extensions().get::<RequestUser>().and_then(|u| u.0.as_ref().map(|u| u.id)),
+        uri: req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default(),
+        html: req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html")),
+    };
+    // Read before rendering: a commit during the render moves the count
+    // past this, and the page is not served again.
+    let commits = (cache.commits)();
+    let at = Instant::now();
+    let ticket = match cache.lookup(&key, commits, at, &nonce) {
+        Lookup::Kept(res) => return res,
+        Lookup::Render(ticket) => Some(ticket),
+        Lookup::Wait(mut done) => {
+            // Woken when that render is kept or given up (its ticket dropped).
+            let _ = tokio::time::timeout(WAIT_FOR_RENDER, done.changed()).await;
+            if let Some(res) = cache.current(&key, commits, at, &nonce) {
+                return res;
+            }
+            None
+        }
+    };
+    let res = next.run(req).await;
+    let keepable = res.status() == StatusCode::OK
+        && !res.headers().contains_key(NOT_KEPT)
+        && res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/html"));
+    let (mut parts, body) = res.into_parts();
+    if !keepable {
+        parts.headers.remove(NOT_KEPT);
+        return Response::from_parts(parts, body);
+    }
+    let headers = parts.headers.clone();
+    let done = move |body: Vec<Bytes>| {
+        let body: Vec<u8> = body.concat();
+        // The nonce is fresh randomness: it appears only where the render put it.
+        if let Ok(text) = std::str::from_utf8(&body) {
+            let pieces = text.split(nonce.as_str()).map(|p| Bytes::copy_from_slice(p.as_bytes())).collect();
+            cache.keep(key, Page { commits, at, headers, pieces, len: body.len() });
+        }
+        drop(ticket);
+    };
+    Response::from_parts(parts, Body::from_stream(Tee::new(body.into_data_stream(), Box::new(done))))
+}
