@@ -96,10 +96,15 @@ impl TryFrom<UserRow> for User {
 }
 
 // `reclaim_notices` is the banner's own test (`reclaim::NOTICE_SQL`).
+/// Read on every request (`resolve_user`). The middle condition of the
+/// EXISTS is implied by the last; it is there, word for word the partial
+/// index `machines_reclaim`'s own, so that SQLite walks that index (the
+/// group's few warned machines) instead of every machine of the group.
 const USER_SELECT: &str = "SELECT u.id, u.username, u.role, u.group_id, g.name AS group_name,
                                   g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine,
                                   u.disabled, u.must_change_password, u.session_gen,
                                   EXISTS (SELECT 1 FROM machines m WHERE m.group_id = u.group_id
+                                          AND (m.reclaim_deadline IS NOT NULL OR m.state = 'reclaimed')
                                           AND ((m.reclaim_deadline IS NOT NULL AND m.state IN ('running', 'stopped')) OR m.state = 'reclaimed')) AS reclaim_notices
                            FROM users u JOIN groups g ON g.id = u.group_id";
 

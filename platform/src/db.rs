@@ -52,8 +52,6 @@ pub async fn connect(url: &str) -> Result<Pool, PlatformError> {
         // sees only transactions sqlx counts, and only when the connection
         // is next handed out — until then its lock holds.)
         .before_acquire(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
-        // Kept pages are checked against the commit count (`db_commits`).
-        .after_connect(|conn, _| Box::pin(crate::db_commits::count_commits(conn)))
         .connect_with(opts)
         .await?;
     Ok(pool)

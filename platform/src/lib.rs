@@ -9,7 +9,7 @@ pub mod compute;
 pub mod contained;
 pub mod datasets;
 pub mod db;
-pub mod db_commits;
+pub mod db_version;
 pub mod error;
 pub mod executor;
 pub mod first_run;

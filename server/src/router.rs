@@ -7,7 +7,7 @@ use crate::{
     form_errors::{signed_form_errors, FormErrorKey},
     http_guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
     http_limits::lift_body_deadline,
-    page_cache::{keep_pages, PageCache},
+    page_cache::{keep_pages, PageCache, VersionSource},
     request_id::request_id,
     security::Security,
     security_headers::{security_headers, CspNonce, HeaderPolicy},
@@ -173,7 +173,14 @@ pub async fn build_secured(
     // can have changed (inside the sign-in checks below).
     let pages = match opts.page_cache_ms {
         0 => pages,
-        ms => pages.route_layer(from_fn_with_state(PageCache::new(Duration::from_millis(ms), gantry_platform::db_commits::commits), keep_pages)),
+        ms => {
+            let version = Arc::new(gantry_platform::db_version::DataVersion::open(&state.pool).await?);
+            let version: VersionSource = Arc::new(move || {
+                let version = version.clone();
+                Box::pin(async move { version.read().await.ok() })
+            });
+            pages.route_layer(from_fn_with_state(PageCache::new(Duration::from_millis(ms), version), keep_pages))
+        }
     };
     let app = pages
         .merge(crate::api_v1::routes())

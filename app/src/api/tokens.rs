@@ -41,7 +41,14 @@ pub async fn create_token(name: String) -> Result<CreatedToken, AppError> {
 pub async fn take_new_token() -> Result<Option<CreatedToken>, AppError> {
     crate::state::auth()?;
     let session = session().await?;
-    session.remove::<CreatedToken>(FLASH_KEY).await.map_err(|e| AppError::Internal(e.to_string()))
+    let failed = |e: tower_sessions::session::Error| AppError::internal(e);
+    // Looked at first: a removal marks the session changed even when there
+    // was nothing to remove, and saving it on every view would make the
+    // page new on every view (`page_cache`).
+    if session.get::<CreatedToken>(FLASH_KEY).await.map_err(failed)?.is_none() {
+        return Ok(None);
+    }
+    session.remove::<CreatedToken>(FLASH_KEY).await.map_err(failed)
 }
 
 /// Revokes one of the user's own tokens; another's is "not found".

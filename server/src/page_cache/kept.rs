@@ -14,6 +14,7 @@ use std::{
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
+use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 /// A page over this size is not kept (a list is paged well below it).
@@ -26,9 +27,12 @@ const MAX_PAGES: usize = 4096;
 pub struct PageCache {
     kept: Arc<Mutex<Kept>>,
     pub(super) max_age: Duration,
-    /// The commit count (`db_commits::commits`; tests count their own).
-    pub(super) commits: fn() -> u64,
+    /// The database's data version (`db_version`; tests count their own);
+    /// `None` when it cannot be read — then nothing is served again.
+    pub(super) version: VersionSource,
 }
+
+pub type VersionSource = Arc<dyn Fn() -> BoxFuture<'static, Option<i64>> + Send + Sync>;
 
 #[derive(Default)]
 struct Kept {
@@ -49,7 +53,7 @@ pub(super) struct Key {
 }
 
 pub(super) struct Page {
-    pub commits: u64,
+    pub version: i64,
     pub at: Instant,
     pub headers: HeaderMap,
     /// The body split where the nonce stood.
@@ -58,7 +62,7 @@ pub(super) struct Page {
 }
 
 struct Rendering {
-    commits: u64,
+    version: i64,
     ticket: u64,
     /// Dropped with this entry: its receivers (the waiters) wake.
     done: watch::Sender<()>,
@@ -92,8 +96,8 @@ impl Drop for Ticket {
 }
 
 impl PageCache {
-    pub fn new(max_age: Duration, commits: fn() -> u64) -> Self {
-        PageCache { kept: Arc::default(), max_age, commits }
+    pub fn new(max_age: Duration, version: VersionSource) -> Self {
+        PageCache { kept: Arc::default(), max_age, version }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
@@ -101,17 +105,17 @@ impl PageCache {
     }
 
     /// The page for `key` if it is still current, else who renders it.
-    pub(super) fn lookup(&self, key: &Key, commits: u64, now: Instant, nonce: &str) -> Lookup {
-        if let Some(res) = self.current(key, commits, now, nonce) {
+    pub(super) fn lookup(&self, key: &Key, version: i64, now: Instant, nonce: &str) -> Lookup {
+        if let Some(res) = self.current(key, version, now, nonce) {
             return Lookup::Kept(res);
         }
         let mut kept = self.lock();
-        if let Some(r) = kept.rendering.get(key).filter(|r| r.commits == commits) {
+        if let Some(r) = kept.rendering.get(key).filter(|r| r.version == version) {
             return Lookup::Wait(r.done.subscribe());
         }
         kept.tickets += 1;
         let number = kept.tickets;
-        kept.rendering.insert(key.clone(), Rendering { commits, ticket: number, done: watch::Sender::new(()) });
+        kept.rendering.insert(key.clone(), Rendering { version, ticket: number, done: watch::Sender::new(()) });
         Lookup::Render(Ticket { cache: self.clone(), key: key.clone(), number })
     }
 
@@ -122,10 +126,10 @@ impl PageCache {
     }
 
     /// The page for `key` if it is still current.
-    pub(super) fn current(&self, key: &Key, commits: u64, now: Instant, nonce: &str) -> Option<Response> {
+    pub(super) fn current(&self, key: &Key, version: i64, now: Instant, nonce: &str) -> Option<Response> {
         let (headers, pieces, len) = {
             let kept = self.lock();
-            let page = kept.pages.get(key).filter(|p| p.commits == commits && now.saturating_duration_since(p.at) < self.max_age)?;
+            let page = kept.pages.get(key).filter(|p| p.version == version && now.saturating_duration_since(p.at) < self.max_age)?;
             (page.headers.clone(), page.pieces.clone(), page.len)
         };
         let mut body = Vec::with_capacity(len + pieces.len() * nonce.len());
@@ -142,15 +146,16 @@ impl PageCache {
 
     pub(super) fn keep(&self, key: Key, page: Page) {
         let mut kept = self.lock();
-        // A slow render finishing after a newer one keeps the newer.
-        if kept.pages.get(&key).is_some_and(|old| old.commits > page.commits) {
+        // A slow render finishing after a newer one keeps the newer (the
+        // version only grows).
+        if kept.pages.get(&key).is_some_and(|old| old.version > page.version) {
             return;
         }
         if let Some(old) = kept.pages.remove(&key) {
             kept.bytes -= old.len;
         }
         if kept.pages.len() >= MAX_PAGES || kept.bytes + page.len > MAX_BYTES {
-            kept.make_room(page.commits, self.max_age, page.len);
+            kept.make_room(page.version, self.max_age, page.len);
         }
         kept.bytes += page.len;
         kept.pages.insert(key, page);
@@ -160,9 +165,9 @@ impl PageCache {
 impl Kept {
     /// Drops every page that can no longer be served, then the oldest
     /// until `len` more bytes fit.
-    fn make_room(&mut self, commits: u64, max_age: Duration, len: usize) {
+    fn make_room(&mut self, version: i64, max_age: Duration, len: usize) {
         let now = Instant::now();
-        self.pages.retain(|_, p| p.commits == commits && now.saturating_duration_since(p.at) < max_age);
+        self.pages.retain(|_, p| p.version == version && now.saturating_duration_since(p.at) < max_age);
         self.bytes = self.pages.values().map(|p| p.len).sum();
         let mut by_age: Vec<(Instant, Key)> = self.pages.iter().map(|(k, p)| (p.at, k.clone())).collect();
         by_age.sort_by_key(|(at, _)| *at);

@@ -2,12 +2,13 @@
 //!
 //! A page is rendered from the database (and the clock), and most requests
 //! for it — a tab's refresh every few seconds, the same list opened again —
-//! find the database as it was. So a rendered page is kept with the commit
-//! count it was rendered at (`gantry_platform::db_commits`, moved after
-//! every commit this process makes) and served again while the count has
-//! not moved **and** it is under `--page-cache-ms` old (a second): the count covers every
-//! change made through Gantry, the age the rest (relative times, a running
-//! task's output read from its engine, a write by another process).
+//! find the database as it was. So a rendered page is kept with the
+//! database's data version read before its render
+//! (`gantry_platform::db_version`: it changes with every commit by any
+//! connection of any process) and served again while the version is the
+//! same **and** the page is under `--page-cache-ms` old (a second): the
+//! version covers every change to the database, the age what else a page
+//! shows (relative times, a running task's output read from its engine).
 //!
 //! Kept per session and address (path and query), after the sign-in checks
 //! have run (`resolve_user`, `guard_pages` sit outside this layer), so a
@@ -23,7 +24,7 @@ mod tee;
 #[cfg(test)]
 mod tests;
 
-pub use kept::PageCache;
+pub use kept::{PageCache, VersionSource};
 
 use crate::security_headers::CspNonce;
 use app::state::RequestUser;
@@ -57,17 +58,19 @@ pub async fn keep_pages(State(cache): State<PageCache>, req: Request, next: Next
         uri: req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default(),
         html: req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html")),
     };
-    // Read before rendering: a commit during the render moves the count
+    // Read before rendering: a commit during the render moves the version
     // past this, and the page is not served again.
-    let commits = (cache.commits)();
+    let Some(version) = (cache.version)().await else {
+        return next.run(req).await;
+    };
     let at = Instant::now();
-    let ticket = match cache.lookup(&key, commits, at, &nonce) {
+    let ticket = match cache.lookup(&key, version, at, &nonce) {
         Lookup::Kept(res) => return res,
         Lookup::Render(ticket) => Some(ticket),
         Lookup::Wait(mut done) => {
             // Woken when that render is kept or given up (its ticket dropped).
             let _ = tokio::time::timeout(WAIT_FOR_RENDER, done.changed()).await;
-            if let Some(res) = cache.current(&key, commits, at, &nonce) {
+            if let Some(res) = cache.current(&key, version, at, &nonce) {
                 return res;
             }
             None
@@ -88,7 +91,7 @@ pub async fn keep_pages(State(cache): State<PageCache>, req: Request, next: Next
         // The nonce is fresh randomness: it appears only where the render put it.
         if let Ok(text) = std::str::from_utf8(&body) {
             let pieces = text.split(nonce.as_str()).map(|p| Bytes::copy_from_slice(p.as_bytes())).collect();
-            cache.keep(key, Page { commits, at, headers, pieces, len: body.len() });
+            cache.keep(key, Page { version, at, headers, pieces, len: body.len() });
         }
         drop(ticket);
     };

@@ -10,19 +10,20 @@ use axum::{
     Router,
 };
 use gantry_platform::accounts::User;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{
+    atomic::{AtomicI64, AtomicUsize, Ordering},
+    Arc,
+};
 use tower::ServiceExt;
 
 /// Each test owns its commit count and render count (tests run in
 /// parallel; the process-wide commit count moves with any test's database).
 macro_rules! counters {
     () => {{
-        static COMMITS: AtomicU64 = AtomicU64::new(0);
+        static COMMITS: AtomicI64 = AtomicI64::new(0);
         static RENDERS: AtomicUsize = AtomicUsize::new(0);
-        fn commits() -> u64 {
-            COMMITS.load(Ordering::SeqCst)
-        }
-        (&COMMITS, &RENDERS, commits as fn() -> u64)
+        let version: VersionSource = Arc::new(|| Box::pin(async { Some(COMMITS.load(Ordering::SeqCst)) }));
+        (&COMMITS, &RENDERS, version)
     }};
 }
 
