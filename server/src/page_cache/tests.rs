@@ -16,8 +16,8 @@ use std::sync::{
 };
 use tower::ServiceExt;
 
-/// Each test owns its commit count and render count (tests run in
-/// parallel; the process-wide commit count moves with any test's database).
+/// Each test owns its data version and render count (tests run in
+/// parallel; a real database's version would move with any test's writes).
 macro_rules! counters {
     () => {{
         static COMMITS: AtomicI64 = AtomicI64::new(0);
