@@ -52,6 +52,9 @@ pub async fn security_headers(State(policy): State<HeaderPolicy>, mut req: Reque
 }
 
 fn apply(h: &mut HeaderMap, nonce: &str, api: bool, policy: HeaderPolicy) {
+    // The page cache's marker (a render met an internal error) is for this
+    // server only; server functions set it too.
+    h.remove(crate::page_cache::NOT_KEPT);
     let mut set_default = |name: HeaderName, value: &str| {
         if let (false, Ok(v)) = (h.contains_key(&name), HeaderValue::from_str(value)) {
             h.insert(name, v);
@@ -78,7 +81,9 @@ mod tests {
     fn html_and_api_are_not_stored_other_answers_keep_theirs() {
         let mut page = HeaderMap::new();
         page.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+        page.insert(crate::page_cache::NOT_KEPT, HeaderValue::from_static("1"));
         apply(&mut page, "n1", false, HeaderPolicy { hsts: true });
+        assert!(!page.contains_key(crate::page_cache::NOT_KEPT), "the page cache's marker never leaves the server");
         assert_eq!(page[header::CACHE_CONTROL], "no-store");
         assert!(page[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("'nonce-n1'"));
         assert_eq!(page[header::STRICT_TRANSPORT_SECURITY], "max-age=31536000");

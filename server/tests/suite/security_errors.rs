@@ -77,6 +77,22 @@ gantry_testkit::timed_test! {
         for leak in ["no such table", "audit_log", "sqlx", "SELECT"] {
             assert!(!body.contains(leak), "{leak} leaked: {body}");
         }
+        let res = c.post(server.url("/api/admin/audit_page")).send().await.unwrap();
+        assert!(!res.headers().contains_key("x-gantry-not-kept"), "the page cache's marker stays in the server");
+        // A page that met the error (as a browser gets it: 200, the error in
+        // the page) is rendered anew each time, never kept with an old id.
+        // Three: the first view may still renew the session (a commit).
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let res = c.get(server.url("/admin/audit")).header("accept", "text/html").send().await.unwrap();
+            assert_eq!(res.status(), 200);
+            assert!(!res.headers().contains_key("x-gantry-not-kept"), "the marker stays in the server");
+            let id = res.headers()["x-request-id"].to_str().unwrap().to_string();
+            let body = res.text().await.unwrap();
+            assert!(body.contains(&format!("request id {id}")), "this answer's own request id: {body}");
+            ids.push(id);
+        }
+        assert!(ids[0] != ids[1] && ids[1] != ids[2], "{ids:?}");
 
         server.pool.close().await;
         let health = c.get(server.url("/healthz")).send().await.unwrap();
@@ -84,3 +100,4 @@ gantry_testkit::timed_test! {
         assert_eq!(health.text().await.unwrap(), "database unavailable; see the server log");
     }
 }
+
