@@ -150,11 +150,8 @@ fn family(out: &mut String, name: &str, help: &str) {
 /// the series stale instead of graphing a dead card's last value for
 /// ever; `gantry_nodes{state="lost"}` says why they went.
 pub async fn render(pool: &Pool) -> Result<String, PlatformError> {
+    // Every gauge of a GPU comes from one reading, read in one statement.
     let cells = overview::heatmap(pool, gantry_platform::telemetry::now_ms()).await?;
-    // Looked up only for the cells above that have a reading, so a lost
-    // node's rows here are never written out.
-    let latest: Vec<(i64, i64, i64, f64)> = sqlx::query_as("SELECT gpu_id, mem_used_mb, mem_total_mb, power_w FROM gpu_latest").fetch_all(pool).await?;
-    let by_gpu: std::collections::HashMap<i64, (i64, i64, f64)> = latest.into_iter().map(|(g, u, t, p)| (g, (u, t, p))).collect();
     let mut out = String::new();
     let gpu_families: [(&str, &str); 5] = [
         ("gantry_gpu_utilization_percent", "GPU utilisation at the latest sample."),
@@ -166,13 +163,13 @@ pub async fn render(pool: &Pool) -> Result<String, PlatformError> {
     for (i, (name, help)) in gpu_families.iter().enumerate() {
         family(&mut out, name, help);
         for c in cells.iter().filter(|c| c.util.is_some()) {
-            let (used, total, power) = by_gpu.get(&c.gpu_id).copied().unwrap_or_default();
+            let mib = |v: Option<i64>| (v.unwrap_or(0) * 1024 * 1024) as f64;
             let value = match i {
                 0 => c.util.unwrap_or(0.0),
-                1 => (used * 1024 * 1024) as f64,
-                2 => (total * 1024 * 1024) as f64,
+                1 => mib(c.mem_used_mb),
+                2 => mib(c.mem_total_mb),
                 3 => c.temp_c.unwrap_or(0.0),
-                _ => power,
+                _ => c.power_w.unwrap_or(0.0),
             };
             let _ = writeln!(
                 out,

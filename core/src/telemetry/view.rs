@@ -61,6 +61,11 @@ pub struct HeatCell {
     /// None: never sampled.
     pub util: Option<f64>,
     pub temp_c: Option<f64>,
+    /// From the same reading as `util` (one row, one statement: `/metrics`
+    /// never pairs one sample's utilisation with another's memory).
+    pub mem_used_mb: Option<i64>,
+    pub mem_total_mb: Option<i64>,
+    pub power_w: Option<f64>,
     pub at_ms: Option<i64>,
     pub machine_id: Option<i64>,
     pub machine: Option<String>,

@@ -7,7 +7,24 @@ use gantry_core::telemetry::{
     HOUR_MS,
 };
 
-type CellRow = (i64, i64, String, i64, String, bool, Option<f64>, Option<f64>, Option<i64>, Option<i64>, Option<String>, Option<String>, Option<String>);
+type CellRow = (
+    i64,
+    i64,
+    String,
+    i64,
+    String,
+    bool,
+    Option<f64>,
+    Option<f64>,
+    Option<i64>,
+    Option<i64>,
+    Option<f64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 /// A reading older than this is not current: the sampler writes one every
 /// interval, so a GPU whose latest is this old has gone silent (its NVML,
@@ -29,7 +46,7 @@ pub fn stale_after_ms(config: &super::TelemetryConfig) -> i64 {
 /// `/metrics` builds on these cells and so omits those GPUs' gauges.
 pub async fn heatmap(pool: &Pool, now_ms: i64) -> Result<Vec<HeatCell>, PlatformError> {
     let rows: Vec<CellRow> = sqlx::query_as(
-        "SELECT g.id, g.node_id, n.name, g.idx, g.model, g.simulated, l.util_pct, l.temp_c, l.at_ms, m.id, m.name, u.username, gr.name \
+        "SELECT g.id, g.node_id, n.name, g.idx, g.model, g.simulated, l.util_pct, l.temp_c, l.mem_used_mb, l.mem_total_mb, l.power_w, l.at_ms, m.id, m.name, u.username, gr.name \
          FROM gpus g JOIN nodes n ON n.id = g.node_id \
          LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN machines m ON m.id = mg.machine_id \
          LEFT JOIN gpu_latest l ON l.gpu_id = g.id AND n.state <> 'lost' AND l.at_ms > ? AND l.machine_id IS mg.machine_id \
@@ -50,11 +67,14 @@ pub async fn heatmap(pool: &Pool, now_ms: i64) -> Result<Vec<HeatCell>, Platform
             simulated: r.5,
             util: r.6,
             temp_c: r.7,
-            at_ms: r.8,
-            machine_id: r.9,
-            machine: r.10,
-            owner: r.11,
-            group: r.12,
+            mem_used_mb: r.8,
+            mem_total_mb: r.9,
+            power_w: r.10,
+            at_ms: r.11,
+            machine_id: r.12,
+            machine: r.13,
+            owner: r.14,
+            group: r.15,
         })
         .collect())
 }

@@ -235,3 +235,24 @@ gantry_testkit::timed_test! {
         assert_eq!(cells.iter().find(|c| c.gpu_id == f.gpu_ids[0]).unwrap().at_ms, Some(T0 + 10_000));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_cell_carries_every_figure_of_one_reading() {
+        let f = telemetry_common::fixture(2).await;
+        f.machine("cooker", "running", &f.gpu_ids[0..1], Some("hot")).await;
+        assert_eq!(telemetry::sample_once(&f.pool, T0).await.unwrap(), 2);
+        let cells = overview::heatmap(&f.pool, T0).await.unwrap();
+        for c in &cells {
+            // `/metrics` writes all five gauges from the cell: they must be
+            // the one `gpu_latest` row the utilisation came from.
+            let row: (f64, f64, i64, i64, f64, i64) =
+                sqlx::query_as("SELECT util_pct, temp_c, mem_used_mb, mem_total_mb, power_w, at_ms FROM gpu_latest WHERE gpu_id = ?").bind(c.gpu_id).fetch_one(&f.pool).await.unwrap();
+            assert_eq!((c.util, c.temp_c, c.mem_used_mb, c.mem_total_mb, c.power_w, c.at_ms), (Some(row.0), Some(row.1), Some(row.2), Some(row.3), Some(row.4), Some(row.5)));
+            assert!(row.3 > 0 && row.4 > 0.0, "a sampled card has memory and draws power: {c:?}");
+        }
+        // A reading that is no longer current takes all its figures with it.
+        let stale = overview::stale_after_ms(&telemetry::config());
+        let cells = overview::heatmap(&f.pool, T0 + stale + 1).await.unwrap();
+        assert!(cells.iter().all(|c| (c.mem_used_mb, c.mem_total_mb, c.power_w) == (None, None, None)), "{cells:?}");
+    }
+}

@@ -33,6 +33,8 @@ gantry_testkit::timed_test! {
         assert!(value(&text, free) < 5.0);
         assert_eq!(value(&text, "gantry_gpu_memory_total_bytes{node=\"mnode\",gpu=\"1\""), 1024.0 * 1024.0 * 1024.0);
         assert!(value(&text, "gantry_gpu_temperature_celsius{node=\"mnode\",gpu=\"0\"") >= 84.0);
+        assert!(value(&text, "gantry_gpu_memory_used_bytes{node=\"mnode\",gpu=\"0\"") > 0.0, "the hot card uses memory");
+        assert!(value(&text, "gantry_gpu_power_watts{node=\"mnode\",gpu=\"0\"") > 0.0, "the hot card draws power");
         assert_eq!(value(&text, "gantry_machines{state=\"running\"}"), 1.0);
         assert_eq!(value(&text, "gantry_group_gpu_quota{group=\"default\"}"), 0.0);
         assert!(text.contains("# TYPE gantry_tasks gauge"));
