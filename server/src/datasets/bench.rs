@@ -1,9 +1,9 @@
 //! `gantry bench upload`: figures, not assertions. A file of `--size-mib`
 //! goes over loopback into the real router (one streamed `PUT`, stored in
 //! both directory stores, each copy read back and checked), next to `cp`
-//! of the same file to two places on the same disk, in the same run: three
-//! rounds, each step timed after a `sync` so no step pays for another's
-//! writeback. The process's peak resident memory during
+//! of the same file to two places on the same disk, in the same run: four
+//! rounds, in alternating order, each step timed after a `sync` so no step
+//! pays for another's writeback. The process's peak resident memory during
 //! the upload is printed too (the router runs in this process; the client
 //! sends the file with `sendfile`, holding no buffer).
 
@@ -96,35 +96,21 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let mut ratios: Vec<[f64; 2]> = Vec::new();
     for round in 1..=ROUNDS {
-        // Two cp's of the same file on the same disk, then their sync.
-        std::fs::create_dir_all(root.join("cp-a")).map_err(fail)?;
-        std::fs::create_dir_all(root.join("cp-b")).map_err(fail)?;
-        let started = Instant::now();
-        for to in ["cp-a/x", "cp-b/x"] {
-            let ok = std::process::Command::new("cp").arg(&source).arg(root.join(to)).status().map_err(fail)?.success();
-            if !ok {
-                return Err(fail("cp failed"));
-            }
+        // Whichever step comes first meets the page cache as the last
+        // round's clean-up left it: the order alternates, so neither side
+        // always gets that.
+        let upload_first = round % 2 == 0;
+        let mut up_secs = 0.0;
+        if upload_first {
+            up_secs = time_upload(addr, &token, &source, size, round, root).await?;
         }
-        let cp_secs = started.elapsed().as_secs_f64();
-        let sync_secs = sync();
-        let _ = std::fs::remove_dir_all(root.join("cp-a"));
-        let _ = std::fs::remove_dir_all(root.join("cp-b"));
-        sync();
-
-        let started = Instant::now();
-        let answer = put_file(addr, token.clone(), source.clone(), size, format!("big-{round}.bin")).await?;
-        let up_secs = started.elapsed().as_secs_f64();
-        if !answer.starts_with("HTTP/1.1 201") {
-            return Err(fail(format!("the upload was refused: {}", answer.lines().next().unwrap_or(""))));
+        let (cp_secs, sync_secs) = time_cps(root, &source)?;
+        if !upload_first {
+            up_secs = time_upload(addr, &token, &source, size, round, root).await?;
         }
-        // The next round starts from the same disk and cache state.
-        for store in ["central", "regions"] {
-            let _ = std::fs::remove_dir_all(root.join(store).join("bench"));
-        }
-        sync();
         println!(
-            "round {round}: 2 x cp {cp_secs:5.2} s (+ sync {sync_secs:.2} s); upload into both stores {up_secs:5.2} s ({:6.1} MiB/s): {:.2}x ({:.2}x counting cp's sync)",
+            "round {round}{}: 2 x cp {cp_secs:5.2} s (+ sync {sync_secs:.2} s); upload into both stores {up_secs:5.2} s ({:6.1} MiB/s): {:.2}x ({:.2}x counting cp's sync)",
+            if upload_first { " (upload first)" } else { "" },
             mib / up_secs,
             cp_secs / up_secs,
             (cp_secs + sync_secs) / up_secs
@@ -135,7 +121,7 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
     let [cp, cp_sync] = [0, 1].map(|i| {
         let mut r: Vec<f64> = ratios.iter().map(|x| x[i]).collect();
         r.sort_by(f64::total_cmp);
-        r[r.len() / 2]
+        (r[(r.len() - 1) / 2] + r[r.len() / 2]) / 2.0
     });
     println!("upload / 2 x cp, median of {ROUNDS} rounds: {cp:.2}x   (counting cp's sync: {cp_sync:.2}x)");
     println!("process RSS: {} MiB before, peak {} MiB during the uploads", rss_before / 1024, peak / 1024);
@@ -143,7 +129,44 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
 }
 
 /// Rounds of (two cp's, one upload): the page cache makes one round noisy.
-const ROUNDS: usize = 3;
+/// Even, so each order is timed as often.
+const ROUNDS: usize = 4;
+
+/// Two cp's of the source on the same disk; their time and their sync's.
+/// The copies are removed (and that synced) before it returns.
+fn time_cps(root: &Path, source: &Path) -> Result<(f64, f64), PlatformError> {
+    std::fs::create_dir_all(root.join("cp-a")).map_err(fail)?;
+    std::fs::create_dir_all(root.join("cp-b")).map_err(fail)?;
+    let started = Instant::now();
+    for to in ["cp-a/x", "cp-b/x"] {
+        let ok = std::process::Command::new("cp").arg(source).arg(root.join(to)).status().map_err(fail)?.success();
+        if !ok {
+            return Err(fail("cp failed"));
+        }
+    }
+    let cp_secs = started.elapsed().as_secs_f64();
+    let sync_secs = sync();
+    let _ = std::fs::remove_dir_all(root.join("cp-a"));
+    let _ = std::fs::remove_dir_all(root.join("cp-b"));
+    sync();
+    Ok((cp_secs, sync_secs))
+}
+
+/// One upload of the source into both stores; its time. The stored copies
+/// are removed (and that synced) before it returns.
+async fn time_upload(addr: std::net::SocketAddr, token: &str, source: &Path, size: u64, round: usize, root: &Path) -> Result<f64, PlatformError> {
+    let started = Instant::now();
+    let answer = put_file(addr, token.to_string(), source.to_path_buf(), size, format!("big-{round}.bin")).await?;
+    let up_secs = started.elapsed().as_secs_f64();
+    if !answer.starts_with("HTTP/1.1 201") {
+        return Err(fail(format!("the upload was refused: {}", answer.lines().next().unwrap_or(""))));
+    }
+    for store in ["central", "regions"] {
+        let _ = std::fs::remove_dir_all(root.join(store).join("bench"));
+    }
+    sync();
+    Ok(up_secs)
+}
 
 /// Runs `sync`; returns the seconds it took.
 fn sync() -> f64 {
