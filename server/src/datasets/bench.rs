@@ -184,20 +184,34 @@ async fn put_file(addr: std::net::SocketAddr, token: String, source: std::path::
         use std::io::Read;
         let mut sock = std::net::TcpStream::connect(addr)?;
         let _ = sock.set_nodelay(true);
+        // A server that stops reading or answering ends the bench with an
+        // error instead of holding it (the upload's own idle limit is 60 s).
+        sock.set_write_timeout(Some(SILENCE))?;
+        sock.set_read_timeout(Some(SILENCE))?;
         let head = format!(
             "PUT /api/v1/datasets/bench/versions/v1/files/{name} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
         );
         sock.write_all(head.as_bytes())?;
         let file = std::fs::File::open(&source)?;
-        send_file(&sock, &file, size)?;
+        let silent = |what: &str| {
+            let what = what.to_string();
+            move |e: std::io::Error| match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => std::io::Error::other(format!("the server {what} for {} s", SILENCE.as_secs())),
+                _ => e,
+            }
+        };
+        send_file(&sock, &file, size).map_err(silent("took no bytes"))?;
         let mut answer = Vec::new();
-        sock.read_to_end(&mut answer)?;
+        sock.read_to_end(&mut answer).map_err(silent("did not answer"))?;
         Ok::<_, std::io::Error>(String::from_utf8_lossy(&answer).into_owned())
     })
     .await
     .map_err(fail)?
     .map_err(fail)
 }
+
+/// How long the client waits for the socket to take or give a byte.
+const SILENCE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// `size` bytes of `file` from its start into `sock`.
 fn send_file(sock: &std::net::TcpStream, file: &std::fs::File, size: u64) -> std::io::Result<()> {
