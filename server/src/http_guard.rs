@@ -63,8 +63,10 @@ pub async fn resolve_user(
 /// session is emptied, which also removes its cookie. Its last-seen time is
 /// renewed at most every `renew_after_secs`.
 async fn session_user(g: &Guard, session: &Session) -> Option<User> {
-    let id = session.get::<i64>(SESSION_USER_KEY).await.ok().flatten()?;
+    // Before the session is read: a session renewed by a parallel request
+    // just after a read must not be judged on its old stamp at a later time.
     let now = g.security.clock.now();
+    let id = session.get::<i64>(SESSION_USER_KEY).await.ok().flatten()?;
     let seen = session.get::<i64>(SESSION_SEEN_KEY).await.ok().flatten();
     let gen = session
         .get::<i64>(SESSION_GEN_KEY)

@@ -182,6 +182,10 @@ impl SessionWatch {
     /// One pass: reads each watched account and session once, then tells
     /// everything that ended. A database error is no verdict.
     pub async fn check_once(&self) {
+        // The time is read before any row: a row read later can only be
+        // newer. Read after, a session renewed between its row's read and
+        // the clock's would be judged on its old stamp and a later time.
+        let now = self.inner.clock.now();
         let (users, sessions): (Vec<i64>, Vec<Id>) = {
             let watched = self.inner.lock();
             let mut users: Vec<i64> = watched.values().map(|e| e.user_id).collect();
@@ -203,7 +207,7 @@ impl SessionWatch {
         }
         let mut ended_sessions = HashMap::new();
         for id in sessions {
-            if let Some(ended) = self.session_ended(&id).await {
+            if let Some(ended) = self.session_ended(&id, now).await {
                 ended_sessions.insert(id, ended);
             }
         }
@@ -233,12 +237,14 @@ impl SessionWatch {
     /// Whether session `id` still lasts, read now: false once signed out or
     /// idle too long; true too when its row could not be read (no verdict).
     pub async fn session_lasts(&self, id: &Id) -> bool {
-        self.session_ended(id).await.is_none()
+        let now = self.inner.clock.now();
+        self.session_ended(id, now).await.is_none()
     }
 
-    /// Whether a session has ended; `None` while it lasts (or when its row
-    /// could not be read). One read of its row by primary key.
-    async fn session_ended(&self, id: &Id) -> Option<Ended> {
+    /// Whether a session has ended by `now` (read before the row); `None`
+    /// while it lasts (or when its row could not be read). One read of its
+    /// row by primary key.
+    async fn session_ended(&self, id: &Id, now: i64) -> Option<Ended> {
         match self.inner.store.load(id).await {
             // Deleted (signed out, or emptied by the page guard), or past
             // the store's own expiry.
@@ -258,7 +264,7 @@ impl SessionWatch {
                     .data
                     .get(SESSION_SEEN_KEY)
                     .and_then(serde_json::Value::as_i64);
-                seen.is_some_and(|seen| self.inner.clock.now() - seen > self.inner.idle_secs)
+                seen.is_some_and(|seen| now - seen > self.inner.idle_secs)
                     .then_some(Ended::Expired)
             }
             Err(e) => {
