@@ -6,7 +6,7 @@
 //! stores hold the listed file again. While the server runs,
 //! [`super::sweep()`] does the part that is safe beside live uploads.
 
-use super::{store::{self, Store}, writing, DatasetError, Datasets};
+use super::{listing, store::{self, Store}, writing, DatasetError, Datasets};
 use crate::{db::Pool, now};
 use gantry_core::datasets as rules;
 use std::sync::Arc;
@@ -34,6 +34,8 @@ pub async fn clean_after_start(pool: &Pool, stores: &Datasets, started: i64) -> 
     let ended = ended_at_start(started);
     put_back_interrupted(pool, stores, &ended, at, expiry).await?;
     sqlx::query(&format!("DELETE FROM dataset_uploads WHERE {ended}")).bind(expiry).bind(at).execute(pool).await?;
+    // Those uploads' files are back as listed: downloads may read them again.
+    listing::clear_stale_placing(pool).await?;
     put_back_resumable(pool, stores).await?;
     let regions: Vec<String> = sqlx::query_scalar("SELECT code FROM regions").fetch_all(pool).await?;
     let mut all: Vec<Arc<dyn Store>> = vec![stores.central()?];
@@ -151,20 +153,24 @@ async fn kept_aside(s: &Arc<dyn Store>, temp: &str) -> Result<bool, DatasetError
 /// (409, and retries) rather than having its file moved under it; one
 /// whose lease is held is being placed or written, and left alone.
 pub(super) async fn put_back_resumable(pool: &Pool, stores: &Datasets) -> Result<usize, DatasetError> {
-    let rows: Vec<(i64, String, String, String, String, String, String)> = sqlx::query_as(
-        "SELECT u.id, u.temp_key, d.code, v.name, d.category, u.name, r.code FROM dataset_uploads u
+    type Row = (i64, String, String, String, String, String, String, bool);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT u.id, u.temp_key, d.code, v.name, d.category, u.name, r.code, COALESCE(f.placing, 0) FROM dataset_uploads u
            JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
+           LEFT JOIN dataset_files f ON f.version_id = u.version_id AND f.name = u.name
          WHERE u.replace = 1 AND u.resumable = 1 AND (u.writer IS NULL OR u.writer_expires <= ?) ORDER BY u.id",
     )
     .bind(now())
     .fetch_all(pool)
     .await?;
     let mut restored = 0;
-    for (id, temp, code, version, category, name, region) in rows {
+    for (id, temp, code, version, category, name, region, placing) in rows {
         let both = [stores.central()?, stores.region_store(&region)?];
         // Looked at first without the lease: a healthy upload (nearly all)
-        // is never taken from its client.
-        let mut any = false;
+        // is never taken from its client. One marked placing (downloads of
+        // the listed file wait) is taken even with nothing aside: its
+        // placing may have died before it set anything aside.
+        let mut any = placing;
         for s in &both {
             any |= kept_aside(s, &temp).await?;
         }
@@ -185,7 +191,10 @@ pub(super) async fn put_back_resumable(pool: &Pool, stores: &Datasets) -> Result
             continue;
         }
         let key = rules::storage_key(&code, &version, &category, &name);
-        let put_back = put_back_in(&both, &temp, &key).await;
+        let put_back = match put_back_in(&both, &temp, &key).await {
+            Ok(n) => listing::placed_back(pool, id, &temp).await.map(|_| n),
+            Err(e) => Err(e),
+        };
         sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&owner).execute(pool).await?;
         restored += put_back?;
     }

@@ -24,6 +24,10 @@ pub enum DatasetError {
     /// Another request is writing this upload now; try again shortly.
     #[error("{0}")]
     Busy(String),
+    /// The file is being replaced: its stored bytes may be the new file's
+    /// or the old one's for a moment; try again shortly.
+    #[error("{0}")]
+    Replacing(String),
     /// The body ended before its declared length (a cut connection).
     #[error("{0}")]
     Incomplete(String),
@@ -69,7 +73,7 @@ impl DatasetError {
             DatasetError::Quota(_) | DatasetError::TooLarge { .. } => 413,
             DatasetError::Checksum(_) => 422,
             DatasetError::Store(_) => 502,
-            DatasetError::Unconfigured => 503,
+            DatasetError::Unconfigured | DatasetError::Replacing(_) => 503,
             DatasetError::Platform(P::Invalid(_) | P::BadRequest(_)) => 400,
             DatasetError::Platform(P::NotFound(_)) => 404,
             DatasetError::Platform(P::Conflict(_) | P::Refused(_)) => 409,

@@ -8,6 +8,11 @@
 //!   bytes are reserved until the file is listed;
 //! - after: the file is listed and the upload's row goes.
 //!
+//! A replace marks the listed file's row as placing in the first and
+//! clears the mark in the second (or, failed, once the listed file is back:
+//! [`end_upload`]), so downloads never pair the row with bytes moving under
+//! it ([`super::reading`]).
+//!
 //! Uploads finishing at once are counted one after the other.
 
 use super::{catalog, upload::Upload, DatasetError, FileView};
@@ -51,6 +56,13 @@ pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<b
         check_quota(&d.group_name, quota, used, others, growth)?;
     }
     sqlx::query("UPDATE dataset_uploads SET total_size = ? WHERE id = ?").bind(size as i64).bind(upload.id).execute(&mut *tx).await?;
+    if listed.is_some() {
+        sqlx::query("UPDATE dataset_files SET placing = 1, placings = placings + 1 WHERE version_id = ? AND name = ?")
+            .bind(upload.version_id)
+            .bind(&upload.name)
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     Ok(listed.is_some())
 }
@@ -66,7 +78,7 @@ pub(super) async fn list(pool: &Pool, upload: &Upload, size: u64, sha256: &str) 
     sqlx::query(
         "INSERT INTO dataset_files (version_id, name, size, sha256, uploaded_by, uploaded_at) VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT (version_id, name) DO UPDATE SET size = excluded.size, sha256 = excluded.sha256,
-           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at",
+           uploaded_by = excluded.uploaded_by, uploaded_at = excluded.uploaded_at, placing = 0",
     )
     .bind(upload.version_id)
     .bind(&upload.name)
@@ -80,6 +92,44 @@ pub(super) async fn list(pool: &Pool, upload: &Upload, size: u64, sha256: &str) 
     let uploaded_by: String = sqlx::query_scalar("SELECT username FROM users WHERE id = ?").bind(upload.user_id).fetch_one(&mut *tx).await?;
     tx.commit().await?;
     Ok(FileView { name: upload.name.clone(), size: size as i64, sha256: sha256.to_string(), uploaded_by, uploaded_at: at })
+}
+
+/// Ends upload `id` (its row, named by id and temporary object) that was
+/// not listed: a replace's placing mark on the listed file goes with it.
+/// Call it once the listed file is back in both stores.
+pub(super) async fn end_upload(pool: &Pool, id: i64, temp: &str) -> Result<(), DatasetError> {
+    let mut tx = crate::db::begin_immediate(pool).await?;
+    placed_back(&mut *tx, id, temp).await?;
+    sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(id).bind(temp).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Clears the placing mark upload `id` (with temporary object `temp`) set
+/// on the file it replaces: the listed file is back in both stores. Only
+/// while the row is the upload's own (the writer's lease held, or ended
+/// in the same transaction): another upload of the name may be placing.
+pub(super) async fn placed_back(db: impl sqlx::SqliteExecutor<'_>, id: i64, temp: &str) -> Result<(), DatasetError> {
+    sqlx::query("UPDATE dataset_files SET placing = 0 WHERE (version_id, name) IN (SELECT version_id, name FROM dataset_uploads WHERE id = ? AND temp_key = ?)")
+        .bind(id)
+        .bind(temp)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Clears the placing mark of every file no upload is placing any more
+/// (its upload ended with its process, or expired). The mark and the
+/// upload's row otherwise go in one transaction: this only mends what a
+/// crash left.
+pub(super) async fn clear_stale_placing(pool: &Pool) -> Result<u64, DatasetError> {
+    let cleared = sqlx::query(
+        "UPDATE dataset_files SET placing = 0 WHERE placing = 1
+           AND NOT EXISTS (SELECT 1 FROM dataset_uploads u WHERE u.version_id = dataset_files.version_id AND u.name = dataset_files.name)",
+    )
+    .execute(pool)
+    .await?;
+    Ok(cleared.rows_affected())
 }
 
 /// The upload's row is no longer its own: it was cancelled, its version

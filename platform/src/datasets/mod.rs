@@ -19,6 +19,7 @@ pub mod mounts;
 mod pipeline;
 mod placing;
 mod purge;
+pub mod reading;
 pub mod quotas;
 pub mod store;
 mod sweep;
@@ -27,6 +28,7 @@ pub mod writing;
 
 pub use catalog::*;
 pub use error::DatasetError;
+pub use reading::{listed_file, Listed};
 pub use in_progress::{uploads_in_progress, UploadInProgress};
 pub use cleanup::{clean_after_start, clean_at_start};
 pub use sweep::{sweep, Swept, SWEEP_EVERY};

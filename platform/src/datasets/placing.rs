@@ -217,8 +217,7 @@ pub(super) fn upload_ended(upload: &Upload) -> DatasetError {
 /// (its own row only: the id and the temporary object together).
 pub(super) async fn discard(pool: &Pool, upload: &Upload) {
     remove_temps(&upload.stores, &upload.temp).await;
-    let removed = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload.id).bind(&upload.temp).execute(pool).await;
-    if let Err(e) = removed {
+    if let Err(e) = listing::end_upload(pool, upload.id, &upload.temp).await {
         tracing::warn!(error = %e, upload = upload.id, "could not remove an upload's row; it is removed at the next start");
     }
 }

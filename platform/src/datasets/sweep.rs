@@ -119,6 +119,10 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
     if let Err(e) = cleanup::put_back_resumable(pool, stores).await {
         tracing::warn!(error = %e, "could not put back a file an interrupted resumable replace had set aside; tried again at the next sweep");
     }
+    // The files of the replaces that expired above are back as listed.
+    if let Err(e) = super::listing::clear_stale_placing(pool).await {
+        tracing::warn!(error = %e, "could not let downloads read files whose replace ended; tried again at the next sweep");
+    }
     Ok(Swept { expired, purged })
 }
 

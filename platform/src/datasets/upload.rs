@@ -5,7 +5,7 @@
 //! leaves nothing; a resumable one keeps its temporary objects (invisible)
 //! until it is resumed, cancelled or expires.
 
-use super::{access::Access, begin::held, catalog, cleanup, failure, pipeline, placing::{self, Streamed}, store::Store, writing, DatasetError, DatasetView, Datasets, FileView};
+use super::{access::Access, begin::held, catalog, cleanup, failure, listing, pipeline, placing::{self, Streamed}, store::Store, writing, DatasetError, DatasetView, Datasets, FileView};
 use crate::{accounts::User, db::Pool};
 use bytes::Bytes;
 use futures_util::Stream;
@@ -109,7 +109,11 @@ where
     // the listed file back first: placing again would keep aside, as the
     // listed file, what that placing had moved into place.
     if upload.resumable && upload.replace {
-        if let Err(e) = cleanup::put_back_in(&upload.stores, &upload.temp, &upload.key).await {
+        let put_back = match cleanup::put_back_in(&upload.stores, &upload.temp, &upload.key).await {
+            Ok(_) => listing::placed_back(pool, upload.id, &upload.temp).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = put_back {
             claim.release().await;
             return Err(e);
         }
@@ -229,10 +233,9 @@ pub(super) async fn discard_held(pool: &Pool, both: &[Arc<dyn Store>; 2], id: i6
     }
     placing::remove_temps(both, temp).await;
     placing::remove_aside(both, temp).await;
-    let removed = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(id).bind(temp).execute(pool).await;
+    let removed = listing::end_upload(pool, id, temp).await;
     claim.release().await;
-    removed?;
-    Ok(())
+    removed
 }
 
 /// Removes an upload this request began and could not finish (its

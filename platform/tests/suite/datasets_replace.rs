@@ -22,6 +22,9 @@ async fn still_listed(env: &Env, region_root: &Path, data: &[u8]) {
     }
     let (_, file) = datasets::file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.unwrap();
     assert_eq!((file.size as usize, file.sha256), (data.len(), sha(data)));
+    // Not left marked as being replaced: downloads read it.
+    let listed = datasets::listed_file(&env.pool, &env.alice, "coco", "v1", "a.txt").await.expect("readable");
+    assert!(listed.still_listed(&env.pool).await.unwrap());
     assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
 }
 
@@ -46,8 +49,8 @@ gantry_testkit::timed_test! {
     async fn a_replace_that_fails_to_be_listed_keeps_the_listed_file() {
         let env = env().await;
         assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
-        // Both copies are in place when the listing fails.
-        sqlx::query("CREATE TRIGGER refuse_listing BEFORE UPDATE ON dataset_files BEGIN SELECT RAISE(ABORT, 'listing refused'); END")
+        // Both copies are in place when the listing (its new checksum) fails.
+        sqlx::query("CREATE TRIGGER refuse_listing BEFORE UPDATE OF sha256 ON dataset_files BEGIN SELECT RAISE(ABORT, 'listing refused'); END")
             .execute(&env.pool)
             .await
             .unwrap();

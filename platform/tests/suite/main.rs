@@ -33,6 +33,7 @@ mod dataset_version_ids;
 mod datasets_expiry;
 mod datasets_juicefs;
 mod datasets_purge;
+mod datasets_read_during_replace;
 mod datasets_replace;
 mod datasets_resume_faults;
 mod datasets_stored_names;

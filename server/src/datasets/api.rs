@@ -1,6 +1,6 @@
 //! `/api/v1/datasets/…`: JSON and streamed files for scripts.
 
-use super::{api_user, error_json, no_store, stores, transfer};
+use super::{api_user, download, error_json, no_store, stores, transfer};
 use app::state::AppState;
 use axum::{
     extract::{FromRequestParts, Path, Query, Request, State},
@@ -141,7 +141,7 @@ pub async fn get_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePat
         Ok(x) => x,
         Err(r) => return r,
     };
-    transfer::download_as(&state.pool, &stores, &user, access(&user, &parts), &p.code, &p.version, &p.name, &parts.headers).await
+    download::download_as(&state.pool, &stores, &user, access(&user, &parts), &p.code, &p.version, &p.name, &parts.headers).await
 }
 
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetError> {

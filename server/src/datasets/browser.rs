@@ -2,7 +2,7 @@
 //! page's script sends with a progress bar, the same as a plain multipart
 //! form without JavaScript, and the download link.
 
-use super::{error_json, no_store, session_user, stores, transfer};
+use super::{download, error_json, no_store, session_user, stores, transfer};
 use crate::multipart_guard;
 use app::state::AppState;
 use axum::{
@@ -65,7 +65,7 @@ pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>,
         Ok(s) => s,
         Err(r) => return r,
     };
-    transfer::download_as(&state.pool, &stores, &user, super::session_access(&parts, &user), &p.code, &p.version, q.name.as_deref().unwrap_or(""), &parts.headers).await
+    download::download_as(&state.pool, &stores, &user, super::session_access(&parts, &user), &p.code, &p.version, q.name.as_deref().unwrap_or(""), &parts.headers).await
 }
 
 /// `POST /datasets/{code}/{version}/upload` from the page's form

@@ -23,6 +23,7 @@ mod api;
 mod args;
 pub mod bench;
 mod browser;
+mod download;
 mod transfer;
 
 pub use args::DatasetArgs;
@@ -63,9 +64,16 @@ pub fn routes() -> Router<AppState> {
 pub fn error_json(e: &DatasetError) -> Response {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut res = no_store((status, Json(serde_json::json!({ "error": e.public_message() }))).into_response());
-    // Another request holds the upload: the client may simply try again.
-    if matches!(e, DatasetError::Busy(_)) {
-        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    // Another request holds the upload, or a replace is moving the file:
+    // the client may simply try again (the second lasts a moment).
+    match e {
+        DatasetError::Busy(_) => {
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        }
+        DatasetError::Replacing(_) => {
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        _ => {}
     }
     res
 }

@@ -215,26 +215,40 @@ pub fn status_kib(field: &str) -> u64 {
     text.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap()
 }
 
-/// A directory store that runs a test's step before its next `temp_len`:
-/// the one moment a race needs (asking how much of an upload is held).
-pub struct BeforeTempLen {
+/// A directory store that runs a test's step before its next `temp_len`
+/// (asking how much of an upload is held) or its next `rename_into_place`
+/// (moving a copy onto its key): the one moment a race needs.
+pub struct Stepped {
     dir: DirStore,
-    step: std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
+    before_temp_len: std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
+    before_rename: std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
 }
 
-impl BeforeTempLen {
+impl Stepped {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        BeforeTempLen { dir: DirStore::new(root), step: std::sync::Mutex::new(None) }
+        Stepped { dir: DirStore::new(root), before_temp_len: std::sync::Mutex::new(None), before_rename: std::sync::Mutex::new(None) }
     }
 
     /// `step` runs (once) before the next `temp_len` answers.
-    pub fn once(&self, step: impl std::future::Future<Output = ()> + Send + 'static) {
-        *self.step.lock().unwrap() = Some(Box::pin(step));
+    pub fn before_temp_len(&self, step: impl std::future::Future<Output = ()> + Send + 'static) {
+        *self.before_temp_len.lock().unwrap() = Some(Box::pin(step));
+    }
+
+    /// `step` runs (once) before the next move into place.
+    pub fn before_rename(&self, step: impl std::future::Future<Output = ()> + Send + 'static) {
+        *self.before_rename.lock().unwrap() = Some(Box::pin(step));
+    }
+}
+
+async fn run_step(slot: &std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>) {
+    let step = slot.lock().unwrap().take();
+    if let Some(step) = step {
+        step.await;
     }
 }
 
 #[gantry_platform::datasets::store::async_trait]
-impl Store for BeforeTempLen {
+impl Store for Stepped {
     fn describe(&self) -> String {
         "test store".into()
     }
@@ -245,13 +259,11 @@ impl Store for BeforeTempLen {
         self.dir.put_temp(temp, offset).await
     }
     async fn temp_len(&self, temp: &str) -> std::io::Result<Option<u64>> {
-        let step = self.step.lock().unwrap().take();
-        if let Some(step) = step {
-            step.await;
-        }
+        run_step(&self.before_temp_len).await;
         self.dir.temp_len(temp).await
     }
     async fn rename_into_place(&self, temp: &str, key: &str) -> std::io::Result<()> {
+        run_step(&self.before_rename).await;
         self.dir.rename_into_place(temp, key).await
     }
     async fn get(&self, key: &str, range: Option<(u64, u64)>) -> std::io::Result<ByteStream> {

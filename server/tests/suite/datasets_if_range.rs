@@ -40,3 +40,51 @@ gantry_testkit::timed_test! {
         assert_eq!(res.text().await.unwrap(), "BBBBBBBBBB");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_download_while_a_replace_moves_its_copies_is_refused_for_that_moment() {
+        let scratch = tempfile::tempdir().unwrap();
+        let region = std::sync::Arc::new(Stepped::new(scratch.path()));
+        let s = start_with(limits(), Some(region.clone())).await;
+        let http = reqwest::Client::new();
+        let res = http.put(s.file_url("f")).bearer_auth(&s.alice_token).body("AAAAAAAAAA").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let old_etag = http.get(s.file_url("f")).bearer_auth(&s.alice_token).send().await.unwrap().headers()["etag"].to_str().unwrap().to_string();
+
+        // The replace's move into the region's store waits: the central
+        // store's key holds the new bytes, the listed row the old file's.
+        let (entered, at_move) = tokio::sync::oneshot::channel();
+        let (go, wait_go) = tokio::sync::oneshot::channel::<()>();
+        region.before_rename(async move {
+            let _ = entered.send(());
+            let _ = wait_go.await;
+        });
+        let replace = tokio::spawn(http.put(s.file_url("f?replace=1")).bearer_auth(&s.alice_token).body("BBBBBBBBBBBB").send());
+        at_move.await.unwrap();
+        // Neither the old tag with the new bytes nor a range of them spliced
+        // onto the old file: a refusal to try again in a moment.
+        for range in [None, Some("bytes=2-5")] {
+            let mut get = http.get(s.file_url("f")).bearer_auth(&s.alice_token);
+            if let Some(r) = range {
+                get = get.header("Range", r).header("If-Range", &old_etag);
+            }
+            let res = get.send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "{range:?}");
+            assert_eq!(res.headers()["retry-after"], "1");
+            let body: serde_json::Value = res.json().await.unwrap();
+            assert_eq!(body["error"], "f is being replaced right now; try again in a moment");
+        }
+
+        go.send(()).unwrap();
+        assert_eq!(replace.await.unwrap().unwrap().status(), StatusCode::CREATED);
+        let res = http.get(s.file_url("f")).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["etag"], format!("\"{}\"", sha256_hex(b"BBBBBBBBBBBB")));
+        assert_eq!(res.text().await.unwrap(), "BBBBBBBBBBBB");
+    }
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -46,7 +46,9 @@ pub trait Store: Send + Sync + 'static {
     /// Moves a complete temporary object to `key`, replacing what is there.
     async fn rename_into_place(&self, temp: &str, key: &str) -> io::Result<()>;
     /// Streams `key` (a temporary object too, through [`temp_key`]), or
-    /// bytes `start..=end` of it.
+    /// bytes `start..=end` of it: the bytes `key` held when this returns (a
+    /// directory's file is open by then, an object store's request
+    /// answered), whatever moves onto `key` later.
     async fn get(&self, key: &str, range: Option<(u64, u64)>) -> io::Result<ByteStream>;
     /// Every key under `prefix` with its size.
     async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>>;
