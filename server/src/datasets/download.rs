@@ -5,8 +5,8 @@
 //!
 //! The `ETag` and the length promised are the listed row's, and the bytes
 //! are that file's: the file is opened between two reads of its row, and
-//! a replace that came between is noticed and the whole read again
-//! ([`datasets::reading`]).
+//! a replace that came between is noticed and the whole read again, for a
+//! moment, before the download is refused ([`datasets::reading`]).
 
 use super::error_json;
 use axum::{
@@ -23,9 +23,11 @@ use gantry_platform::{
 };
 use std::time::{Duration, Instant};
 
-/// Replaces that come between a download's two reads of the row are rare
-/// and brief: after this many the download is refused (503, try again).
-const READ_TRIES: usize = 3;
+/// A replace's moves take a moment (a rename per store in a directory, a
+/// copy per store in a bucket): a download that meets one looks again
+/// every `WAIT_STEP` for this long before it is refused (503, try again).
+const WAIT_FOR_PLACING: Duration = Duration::from_secs(2);
+const WAIT_STEP: Duration = Duration::from_millis(50);
 
 /// The file's bytes from the central store (the region's copy if the
 /// central one cannot be read), whole or the requested range — the range
@@ -42,23 +44,30 @@ pub async fn download_as(
     name: &str,
     headers: &HeaderMap,
 ) -> Response {
-    for _ in 0..READ_TRIES {
+    let until = Instant::now() + WAIT_FOR_PLACING;
+    loop {
         let listed = match datasets::listed_file(pool, user, code, version, name).await {
-            Ok(l) => l,
+            Ok(l) => Some(l),
+            Err(DatasetError::Replacing(_)) => None,
             Err(e) => return error_json(&e),
         };
-        let opened = match open(stores, &listed, version, headers).await {
-            Ok(o) => o,
-            Err(res) => return res,
-        };
-        match listed.still_listed(pool).await {
-            Ok(true) => return respond(pool, user, access, listed, opened),
-            // Opened beside a replace: the bytes may not be the row's.
-            Ok(false) => continue,
-            Err(e) => return error_json(&e),
+        if let Some(listed) = listed {
+            let opened = match open(stores, &listed, version, headers).await {
+                Ok(o) => o,
+                Err(res) => return res,
+            };
+            match listed.still_listed(pool).await {
+                Ok(true) => return respond(pool, user, access, listed, opened),
+                // Opened beside a replace: the bytes may not be the row's.
+                Ok(false) => {}
+                Err(e) => return error_json(&e),
+            }
         }
+        if Instant::now() >= until {
+            return error_json(&being_replaced(name));
+        }
+        tokio::time::sleep(WAIT_STEP).await;
     }
-    error_json(&being_replaced(name))
 }
 
 /// What [`open`] found: the answer's status, the range (inclusive) if one

@@ -62,7 +62,8 @@ gantry_testkit::timed_test! {
         let replace = tokio::spawn(http.put(s.file_url("f?replace=1")).bearer_auth(&s.alice_token).body("BBBBBBBBBBBB").send());
         at_move.await.unwrap();
         // Neither the old tag with the new bytes nor a range of them spliced
-        // onto the old file: a refusal to try again in a moment.
+        // onto the old file: after waiting a moment for the moves, a
+        // refusal to try again.
         for range in [None, Some("bytes=2-5")] {
             let mut get = http.get(s.file_url("f")).bearer_auth(&s.alice_token);
             if let Some(r) = range {
