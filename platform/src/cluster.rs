@@ -294,6 +294,10 @@ pub struct NodeSummary {
     pub gpu_gone: i64,
     pub gpu_models: String,
     pub simulated: bool,
+    /// Machines with a volume on the node whose size is not enforced: a
+    /// plain Docker volume, because loop-device volumes were unavailable
+    /// there when it was made (the node's log says why).
+    pub unenforced_volumes: i64,
 }
 
 pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> {
@@ -305,7 +309,9 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
                              AND g.id NOT IN (SELECT gpu_id FROM gpus_left_to_collector)), 0) AS gpu_free,
                 COUNT(x.gpu_id) AS gpu_gone,
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,
-                COALESCE(MAX(g.simulated), 0) AS simulated
+                COALESCE(MAX(g.simulated), 0) AS simulated,
+                (SELECT COUNT(*) FROM machines m WHERE m.node_id = n.id AND m.volume_enforced = 0
+                   AND m.state IN ('running', 'stopped', 'restarting', 'reinstalling')) AS unenforced_volumes
          FROM nodes n JOIN regions r ON r.id = n.region_id
          LEFT JOIN gpus g ON g.node_id = n.id LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN gpus_gone x ON x.gpu_id = g.id
          GROUP BY n.id ORDER BY n.name",

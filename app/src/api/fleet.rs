@@ -37,6 +37,7 @@ pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
             gpu_total: n.gpu_total,
             gpu_free: n.gpu_free,
             simulated: n.simulated,
+            unenforced_volumes: n.unenforced_volumes,
         })
         .collect())
 }

@@ -24,6 +24,9 @@ pub struct NodeRow {
     pub gpu_free: i64,
     pub gpu_models: Vec<String>,
     pub simulated: bool,
+    /// Machines on the node whose volume's size is not enforced (plain
+    /// Docker volumes: loop devices were unavailable there).
+    pub unenforced_volumes: i64,
 }
 
 /// What marking a node lost did, for the admin's confirmation line.

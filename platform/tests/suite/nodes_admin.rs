@@ -232,3 +232,23 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_node_counts_the_machines_whose_volume_size_it_does_not_enforce() {
+        let env = env("simulated", 2, 2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let unenforced = || async { cluster::list_nodes(&env.pool).await.unwrap().into_iter().find(|n| n.id == env.node_id).unwrap().unenforced_volumes };
+        assert_eq!(unenforced().await, 0);
+        env.admissions.create(env.create(&alice, "dev", 1)).await.unwrap();
+        assert_eq!(unenforced().await, 0, "no volume yet");
+        env.drive().await;
+        // The simulated executor makes plain volumes (no loop device).
+        assert_eq!(env.text("SELECT state FROM machines WHERE name = 'dev'").await, "running");
+        assert_eq!(unenforced().await, 1, "told to the admin, not only the owner");
+        env.admissions.create(env.create(&alice, "sized", 1)).await.unwrap();
+        env.drive().await;
+        // One whose volume is a loop device does not count.
+        sqlx::query("UPDATE machines SET volume_enforced = 1 WHERE name = 'sized'").execute(&env.pool).await.unwrap();
+        assert_eq!(unenforced().await, 1);
+    }
+}

@@ -289,6 +289,7 @@ gantry_testkit::timed_test! {
         assert_eq!((nodes[0]["gpu_total"].as_i64(), nodes[0]["gpu_free"].as_i64()), (Some(2), Some(2)));
         assert_eq!(nodes[0]["gpu_models"], serde_json::json!([MODEL]));
         assert_eq!((nodes[0]["simulated"].as_bool(), nodes[0]["heartbeat_fresh"].as_bool()), (Some(true), Some(true)));
+        assert_eq!(nodes[0]["unenforced_volumes"].as_i64(), Some(0), "no machine yet");
         let (status, body) = post(&server, &admin, "/api/admin/set_node_state", &[("node_id", &node_id), ("state", "sideways")]).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
         assert!(body.contains("unknown node state"), "{body}");
@@ -391,9 +392,13 @@ gantry_testkit::timed_test! {
         assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM audit_log").await, audit, "refused limits change nothing");
         assert_eq!(count(&server.pool, "SELECT max_cpus_per_machine FROM groups WHERE name = 'default'").await, 8);
 
-        // The admin pages render.
+        // The admin pages render. Alice's machine is running on a plain
+        // volume (no loop device): the node says so.
+        sqlx::query("UPDATE machines SET state = 'running', volume_enforced = 0 WHERE name = 'box-1'").execute(&server.pool).await.unwrap();
         for (path, needle) in [
             ("/admin/nodes", r#"data-testid="node-row" data-name="node-a""#),
+            ("/admin/nodes", r#"data-testid="node-unenforced""#),
+            ("/admin/nodes", "1 volume without a size limit"),
             ("/admin/images", r#"data-testid="image-row" data-name="cuda""#),
             ("/admin/groups", r#"data-testid="group-policy""#),
         ] {

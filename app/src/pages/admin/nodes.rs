@@ -145,6 +145,13 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
         row.with(|n| n.simulated)
             .then(|| view! { " " {tag("simulated", "no NVIDIA driver seen: the GPUs are simulated or declared by an administrator")} })
     };
+    let unenforced = move || {
+        let n = row.with(|n| n.unenforced_volumes);
+        (n > 0).then(|| {
+            let text = if n == 1 { "1 volume without a size limit".to_string() } else { format!("{n} volumes without a size limit") };
+            view! { " " <span class="tag" data-testid="node-unenforced" title="loop-device volumes were unavailable on this node (its log says why): these machines' volumes are plain Docker volumes, and their size is not a hard limit">{text}</span> }
+        })
+    };
     let removing = actions.remove.pending();
     let manage = {
         let name = name.clone();
@@ -167,7 +174,7 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
         <tr data-testid="node-row" data-name=name.clone() data-state=move || state.get()>
             <td><strong>{name.clone()}</strong></td>
             <td>{move || row.with(|n| n.region.clone())}</td>
-            <td>{move || row.with(|n| n.executor.clone())} {simulated}</td>
+            <td>{move || row.with(|n| n.executor.clone())} {simulated} {unenforced}</td>
             <td><code>{move || row.with(|n| endpoint_label(&n.docker_endpoint))}</code></td>
             <td>
                 <span class=badge data-testid="node-state">{move || state.get()}</span>
