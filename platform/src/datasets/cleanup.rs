@@ -146,8 +146,8 @@ async fn kept_aside(s: &Arc<dyn Store>, temp: &str) -> Result<bool, DatasetError
 /// Resumable replace uploads that are not over but whose placing stopped
 /// between its moves (their process died, or their placing task): the
 /// listed file goes back into every store now, not when the upload
-/// expires a week later — meanwhile downloads would get bytes nobody
-/// listed. The upload stays, to be resumed from what both stores hold.
+/// expires a week later — meanwhile the file, marked placing, is refused
+/// to downloads. The upload stays, to be resumed from what both stores hold.
 /// Each is taken under its writer's lease (without touching it: this is
 /// not the client's activity), so a client resuming it now is refused
 /// (409, and retries) rather than having its file moved under it; one

@@ -115,7 +115,8 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
     }
     // After the expiries, which may have put back some themselves: a
     // resumable replace whose placing died on a server that never came
-    // back would otherwise leave the unlisted file served until it expires.
+    // back would otherwise leave its file refused to downloads (marked
+    // placing) until it expires.
     if let Err(e) = cleanup::put_back_resumable(pool, stores).await {
         tracing::warn!(error = %e, "could not put back a file an interrupted resumable replace had set aside; tried again at the next sweep");
     }
