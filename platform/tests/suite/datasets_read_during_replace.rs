@@ -23,10 +23,15 @@ async fn begin_replace(env: &Env, resumable: bool) -> datasets::Upload {
     datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap()
 }
 
-/// What `listing::reserve` writes for a replace, left behind as by a
-/// process that died before it moved anything.
-async fn mark_placing(env: &Env) {
+/// The listed file `OLD` and a replace of it whose process died placing
+/// it before it moved anything: the upload's row and the mark
+/// `listing::reserve` writes. The file is refused meanwhile.
+async fn died_placing(env: &Env, resumable: bool) -> datasets::Upload {
+    assert!(matches!(env.put("a.txt", OLD).await.unwrap(), UploadState::Done(_)));
+    let upload = begin_replace(env, resumable).await;
     sqlx::query("UPDATE dataset_files SET placing = 1, placings = placings + 1 WHERE name = 'a.txt'").execute(&env.pool).await.unwrap();
+    assert_eq!(listed_sha(env).await.unwrap_err().status(), 503);
+    upload
 }
 
 gantry_testkit::timed_test! {
@@ -77,10 +82,7 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn a_replace_that_died_while_placing_is_refused_until_the_start_puts_it_back() {
         let env = env().await;
-        assert!(matches!(env.put("a.txt", OLD).await.unwrap(), UploadState::Done(_)));
-        let _upload = begin_replace(&env, false).await;
-        mark_placing(&env).await;
-        assert_eq!(listed_sha(&env).await.unwrap_err().status(), 503);
+        died_placing(&env, false).await;
         datasets::clean_at_start(&env.pool, &env.stores).await.unwrap();
         assert_eq!(env.count("SELECT COUNT(*) FROM dataset_uploads").await, 0, "the dead process's upload ended");
         assert_eq!(listed_sha(&env).await.unwrap(), sha(OLD), "readable again");
@@ -90,11 +92,8 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn a_resumable_replace_whose_placing_died_is_readable_after_the_sweep_and_resumes() {
         let env = env().await;
-        assert!(matches!(env.put("a.txt", OLD).await.unwrap(), UploadState::Done(_)));
-        let upload = begin_replace(&env, true).await;
         // Its placing died before it set anything aside: the mark alone.
-        mark_placing(&env).await;
-        assert_eq!(listed_sha(&env).await.unwrap_err().status(), 503);
+        let upload = died_placing(&env, true).await;
         let swept = datasets::sweep(&env.pool, &env.stores, gantry_platform::now()).await.unwrap();
         assert_eq!(swept.expired, 0, "not idle: it stays, to be resumed");
         assert_eq!(listed_sha(&env).await.unwrap(), sha(OLD), "readable again");

@@ -35,6 +35,12 @@ pub async fn start(limits: Limits) -> Server {
 /// `region`: the store of region `local` instead of the directory at
 /// [`Server::region`].
 pub async fn start_with(limits: Limits, region: Option<Arc<dyn Store>>) -> Server {
+    start_with_stores(limits, None, region).await
+}
+
+/// [`start_with`], and `central`: the central store instead of the
+/// directory at [`Server::central`].
+pub async fn start_with_stores(limits: Limits, central_store: Option<Arc<dyn Store>>, region: Option<Arc<dyn Store>>) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
@@ -46,7 +52,8 @@ pub async fn start_with(limits: Limits, region: Option<Arc<dyn Store>>) -> Serve
     let (_, carol_token) = tokens::create(&pool, &carol, "ci").await.unwrap();
     let central = dir.path().join("central");
     let regions = dir.path().join("regions");
-    let stores = Datasets::new(Arc::new(DirStore::new(&central)), region.map(|r| ("local".to_string(), r)).into_iter().collect(), Some(regions.clone()), limits);
+    let central_store = central_store.unwrap_or_else(|| Arc::new(DirStore::new(&central)));
+    let stores = Datasets::new(central_store, region.map(|r| ("local".to_string(), r)).into_iter().collect(), Some(regions.clone()), limits);
     let new = NewDataset { code: "coco", name: "COCO", region: "local", category: "images", description: "", visibility: "group" };
     datasets::create_dataset(&pool, &alice, &new).await.unwrap();
     datasets::create_version(&pool, &alice, "coco", "v1").await.unwrap();
@@ -216,17 +223,19 @@ pub fn status_kib(field: &str) -> u64 {
 }
 
 /// A directory store that runs a test's step before its next `temp_len`
-/// (asking how much of an upload is held) or its next `rename_into_place`
-/// (moving a copy onto its key): the one moment a race needs.
+/// (asking how much of an upload is held), its next `rename_into_place`
+/// (moving a copy onto its key) or its next `get` (opening a file): the one
+/// moment a race needs.
 pub struct Stepped {
     dir: DirStore,
     before_temp_len: std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
     before_rename: std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
+    before_get: std::sync::Mutex<Option<futures_util::future::BoxFuture<'static, ()>>>,
 }
 
 impl Stepped {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Stepped { dir: DirStore::new(root), before_temp_len: std::sync::Mutex::new(None), before_rename: std::sync::Mutex::new(None) }
+        Stepped { dir: DirStore::new(root), before_temp_len: Default::default(), before_rename: Default::default(), before_get: Default::default() }
     }
 
     /// `step` runs (once) before the next `temp_len` answers.
@@ -237,6 +246,11 @@ impl Stepped {
     /// `step` runs (once) before the next move into place.
     pub fn before_rename(&self, step: impl std::future::Future<Output = ()> + Send + 'static) {
         *self.before_rename.lock().unwrap() = Some(Box::pin(step));
+    }
+
+    /// `step` runs (once) before the next `get` opens its file.
+    pub fn before_get(&self, step: impl std::future::Future<Output = ()> + Send + 'static) {
+        *self.before_get.lock().unwrap() = Some(Box::pin(step));
     }
 }
 
@@ -267,6 +281,7 @@ impl Store for Stepped {
         self.dir.rename_into_place(temp, key).await
     }
     async fn get(&self, key: &str, range: Option<(u64, u64)>) -> std::io::Result<ByteStream> {
+        run_step(&self.before_get).await;
         self.dir.get(key, range).await
     }
     async fn list(&self, prefix: &str) -> std::io::Result<Vec<(String, u64)>> {

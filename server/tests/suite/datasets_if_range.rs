@@ -89,3 +89,35 @@ fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
+
+gantry_testkit::timed_test! {
+    async fn a_download_that_read_the_row_before_a_replace_reads_again_and_sends_the_new_file_under_its_tag() {
+        let scratch = tempfile::tempdir().unwrap();
+        let central = std::sync::Arc::new(Stepped::new(scratch.path()));
+        let s = start_with_stores(limits(), Some(central.clone()), None).await;
+        let http = reqwest::Client::new();
+        let res = http.put(s.file_url("f")).bearer_auth(&s.alice_token).body("AAAAAAAAAA").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+
+        // The download has read the old file's row and is about to open the
+        // file when a whole replace runs: it opens the new bytes.
+        let (entered, at_open) = tokio::sync::oneshot::channel();
+        let (go, wait_go) = tokio::sync::oneshot::channel::<()>();
+        central.before_get(async move {
+            let _ = entered.send(());
+            let _ = wait_go.await;
+        });
+        let download = tokio::spawn(http.get(s.file_url("f")).bearer_auth(&s.alice_token).send());
+        at_open.await.unwrap();
+        let res = http.put(s.file_url("f?replace=1")).bearer_auth(&s.alice_token).body("BBBBBBBBBBBB").send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        go.send(()).unwrap();
+        // Its second look at the row sees the replace: it reads again and
+        // sends the new file under the new file's tag and length.
+        let res = download.await.unwrap().unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["etag"], format!("\"{}\"", sha256_hex(b"BBBBBBBBBBBB")));
+        assert_eq!(res.headers()["content-length"], "12");
+        assert_eq!(res.text().await.unwrap(), "BBBBBBBBBBBB");
+    }
+}
