@@ -91,10 +91,7 @@ impl AppError {
     pub fn respond(self) -> Self {
         #[cfg(feature = "ssr")]
         let form_post = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|p| {
-            p.headers
-                .get(http::header::ACCEPT)
-                .and_then(|a| a.to_str().ok())
-                .is_some_and(|a| a.contains("text/html"))
+            p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
         });
         #[cfg(feature = "ssr")]
         if form_post {
@@ -118,22 +115,12 @@ impl AppError {
 /// theirs. So the message stops at its first quote; only a missing field
 /// keeps its name (the function's own, never the caller's).
 pub fn argument_error_text(msg: &str) -> String {
-    let plain = |f: &str| {
-        !f.is_empty() && f.len() <= 32 && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    if let Some(field) = msg
-        .strip_prefix("missing field `")
-        .and_then(|r| r.strip_suffix('`'))
-        .filter(|f| plain(f))
-    {
+    let plain = |f: &str| !f.is_empty() && f.len() <= 32 && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')).filter(|f| plain(f)) {
         return format!("missing field `{field}`");
     }
     let cut = msg.find(['"', '`', '\'']).unwrap_or(msg.len());
-    let mut out: String = msg[..cut]
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(160)
-        .collect();
+    let mut out: String = msg[..cut].chars().filter(|c| !c.is_control()).take(160).collect();
     if cut < msg.len() {
         out = out.trim_end().to_string();
         out.push_str(" …");
@@ -177,9 +164,8 @@ impl FromServerFnError for AppError {
     /// signed out elsewhere): go to the sign-in page, coming back here after.
     fn de(data: leptos::server_fn::Bytes) -> Self {
         use leptos::server_fn::{error::IntoAppError, Decodes};
-        let e = JsonEncoding::decode(data).unwrap_or_else(|e| {
-            server_fn::error::ServerFnErrorErr::Deserialization(e.to_string()).into_app_error()
-        });
+        let e = JsonEncoding::decode(data)
+            .unwrap_or_else(|e| server_fn::error::ServerFnErrorErr::Deserialization(e.to_string()).into_app_error());
         #[cfg(feature = "hydrate")]
         if e == AppError::Unauthorized {
             crate::api::auth::go_to_login();
@@ -225,32 +211,19 @@ mod argument_error_tests {
     #[test]
     fn the_callers_words_are_not_repeated_but_field_names_are() {
         assert_eq!(
-            argument_error_text(
-                r#"Multiple values for one key: "Security notice: reset at evil.example""#
-            ),
+            argument_error_text(r#"Multiple values for one key: "Security notice: reset at evil.example""#),
             "Multiple values for one key: …"
         );
         // A quote of its own in the key cannot end the quote early.
-        let sneaky =
-            r#"Multiple values for one key: "x"Sign in again at https://evil.example/login"""#;
-        assert!(
-            !argument_error_text(sneaky).contains("evil"),
-            "{}",
-            argument_error_text(sneaky)
-        );
+        let sneaky = r#"Multiple values for one key: "x"Sign in again at https://evil.example/login"""#;
+        assert!(!argument_error_text(sneaky).contains("evil"), "{}", argument_error_text(sneaky));
         assert_eq!(
             argument_error_text("unknown variant `call +1 555 now`, expected `user` or `admin`"),
             "unknown variant …"
         );
-        assert_eq!(
-            argument_error_text("missing field `machine_id`"),
-            "missing field `machine_id`"
-        );
+        assert_eq!(argument_error_text("missing field `machine_id`"), "missing field `machine_id`");
         assert!(!argument_error_text("missing field `x` and then evil`").contains("evil"));
-        assert_eq!(
-            argument_error_text("invalid digit found in string"),
-            "invalid digit found in string"
-        );
+        assert_eq!(argument_error_text("invalid digit found in string"), "invalid digit found in string");
         assert!(argument_error_text(&"x".repeat(500)).chars().count() <= 160);
     }
 }

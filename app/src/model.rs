@@ -5,10 +5,10 @@ pub mod compute;
 pub mod datasets;
 pub mod fleet;
 pub mod lists;
-pub mod telemetry;
 pub mod machines;
 pub mod reclaim;
 pub mod snapshots;
+pub mod telemetry;
 pub mod tokens;
 
 use gantry_core::Role;
@@ -104,7 +104,13 @@ pub fn session_user_on_server() -> Option<Me> {
 #[cfg(feature = "ssr")]
 impl From<gantry_platform::accounts::User> for Me {
     fn from(u: gantry_platform::accounts::User) -> Self {
-        Me { id: u.id, username: u.username, role: u.role, group: u.group_name, must_change_password: u.must_change_password }
+        Me {
+            id: u.id,
+            username: u.username,
+            role: u.role,
+            group: u.group_name,
+            must_change_password: u.must_change_password,
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 //!
 //! cargo run --release -p gantry-core --example alloc_bench
 
-use gantry_core::alloc::{self, AllocationRequest, ClusterIndex, ClusterView, GpuView, GroupPolicy, NodeState, NodeView};
+use gantry_core::alloc::{
+    self, AllocationRequest, ClusterIndex, ClusterView, GpuView, GroupPolicy, NodeState, NodeView,
+};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -84,7 +86,11 @@ fn main() {
 
     println!("cluster: {NODES} nodes x {GPUS} GPUs (2 models), {CALLS} one-GPU allocations with apply");
     println!("allocate on view:       {:>9.3} µs/call (+ apply {:.3} µs)", per_call(view_alloc), per_call(view_apply));
-    println!("ClusterIndex::allocate: {:>9.3} µs/call (+ apply {:.3} µs)", per_call(index_alloc), per_call(index_apply));
+    println!(
+        "ClusterIndex::allocate: {:>9.3} µs/call (+ apply {:.3} µs)",
+        per_call(index_alloc),
+        per_call(index_apply)
+    );
     println!("ClusterIndex::new:      {:>9.3} ms", build.as_secs_f64() * 1e3);
     let index_total = per_call(index_alloc + index_apply);
     println!("index admits ~{:.0} allocate+apply per second in one thread", 1e6 / index_total);

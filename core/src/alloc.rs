@@ -134,7 +134,11 @@ pub enum Refusal {
 }
 
 fn gpus(n: &i64) -> String {
-    if *n == 1 { "1 GPU".to_string() } else { format!("{n} GPUs") }
+    if *n == 1 {
+        "1 GPU".to_string()
+    } else {
+        format!("{n} GPUs")
+    }
 }
 
 fn model_gpus(model: &Option<String>, n: &u32) -> String {
@@ -168,7 +172,11 @@ pub(crate) fn check_policy(policy: &GroupPolicy, request: &AllocationRequest) ->
 pub fn check_ceilings(policy: &GroupPolicy, request: &AllocationRequest) -> Result<(), Refusal> {
     check_fixed_rules(policy, request)?;
     if i64::from(request.gpu_count) > policy.gpu_quota {
-        return Err(Refusal::OverQuotaCeiling { group: policy.group_name.clone(), quota: policy.gpu_quota, asked: request.gpu_count });
+        return Err(Refusal::OverQuotaCeiling {
+            group: policy.group_name.clone(),
+            quota: policy.gpu_quota,
+            asked: request.gpu_count,
+        });
     }
     Ok(())
 }

@@ -8,7 +8,9 @@ pub fn can_transition(from: TaskState, to: TaskState) -> bool {
     use TaskState::*;
     matches!(
         (from, to),
-        (Pending, Scheduled | Failed | Cancelled) | (Scheduled, Running | Failed | Cancelled) | (Running, Succeeded | Failed | Cancelled)
+        (Pending, Scheduled | Failed | Cancelled)
+            | (Scheduled, Running | Failed | Cancelled)
+            | (Running, Succeeded | Failed | Cancelled)
     )
 }
 

@@ -79,7 +79,8 @@ pub fn version(value: &str) -> Result<(), DatasetRuleError> {
     if value.len() > VERSION_MAX {
         return Err(DatasetRuleError::TooLong { field: "version name", max: VERSION_MAX });
     }
-    let ok = !value.starts_with('.') && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    let ok =
+        !value.starts_with('.') && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
     if ok {
         Ok(())
     } else {
@@ -127,7 +128,19 @@ impl Visibility {
 /// characters that display as blanks or nothing (the Hangul fillers, the
 /// combining grapheme joiner, the Khmer inherent vowels).
 fn invisible(c: char) -> bool {
-    format_character(c) || matches!(c, '\u{2028}' | '\u{2029}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}' | '\u{3164}' | '\u{FFA0}')
+    format_character(c)
+        || matches!(
+            c,
+            '\u{2028}'
+                | '\u{2029}'
+                | '\u{034F}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{3164}'
+                | '\u{FFA0}'
+        )
 }
 
 /// General category Cf (std has no table of it), with the unassigned code
@@ -146,7 +159,10 @@ fn format_character(c: char) -> bool {
 /// bytes and `#` 3. The limits hold for every store: a name that fits one
 /// fits all.
 pub fn stored_len(segment: &str) -> usize {
-    segment.bytes().map(|b| if b >= 0x80 || b.is_ascii_control() || b"\"#%*<>?[\\]^`{|}~".contains(&b) { 3 } else { 1 }).sum()
+    segment
+        .bytes()
+        .map(|b| if b >= 0x80 || b.is_ascii_control() || b"\"#%*<>?[\\]^`{|}~".contains(&b) { 3 } else { 1 })
+        .sum()
 }
 
 /// How a name's length is counted, for its refusal.
@@ -183,7 +199,9 @@ pub fn file_name(value: &str) -> Result<(), DatasetRuleError> {
         match segment {
             "" => return bad("empty path segments are not allowed"),
             "." | ".." => return bad("'.' and '..' are not allowed"),
-            s if stored_len(s) > SEGMENT_MAX => return bad(concat!("a path segment is longer than 255 bytes as stored", as_stored!())),
+            s if stored_len(s) > SEGMENT_MAX => {
+                return bad(concat!("a path segment is longer than 255 bytes as stored", as_stored!()))
+            }
             _ => {}
         }
     }

@@ -53,7 +53,17 @@ mod tests {
 
     #[test]
     fn what_is_no_engine_address_is_refused() {
-        for raw in ["", "ftp://host", "tcp://", "tcp://host:2375/v1.41", "tcp://ho st", "unix://relative.sock", "unix:///", "unix:///a/../b", "tcp://h\u{7}"] {
+        for raw in [
+            "",
+            "ftp://host",
+            "tcp://",
+            "tcp://host:2375/v1.41",
+            "tcp://ho st",
+            "unix://relative.sock",
+            "unix:///",
+            "unix:///a/../b",
+            "tcp://h\u{7}",
+        ] {
             assert!(engine_endpoint(raw).unwrap_err().starts_with("endpoint must be"), "{raw:?}");
         }
         assert!(engine_endpoint(&format!("tcp://{}", "h".repeat(200))).is_err());

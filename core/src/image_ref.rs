@@ -14,8 +14,10 @@ pub fn check(reference: &str) -> Result<(), String> {
         None => (reference, None),
     };
     if let Some(digest) = digest {
-        let (algorithm, hex) = digest.split_once(':').ok_or("a digest is algorithm:hex, e.g. sha256:<64 hex digits>")?;
-        let algorithm_ok = !algorithm.is_empty() && algorithm.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+._-".contains(&b));
+        let (algorithm, hex) =
+            digest.split_once(':').ok_or("a digest is algorithm:hex, e.g. sha256:<64 hex digits>")?;
+        let algorithm_ok = !algorithm.is_empty()
+            && algorithm.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+._-".contains(&b));
         if !algorithm_ok || hex.len() < 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err("a digest is algorithm:hex, e.g. sha256:<64 hex digits>".into());
         }
@@ -28,9 +30,14 @@ pub fn check(reference: &str) -> Result<(), String> {
     };
     if let Some(tag) = tag {
         let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-        let ok = !tag.is_empty() && tag.len() <= 128 && word(tag.as_bytes()[0]) && tag.bytes().all(|b| word(b) || b == b'.' || b == b'-');
+        let ok = !tag.is_empty()
+            && tag.len() <= 128
+            && word(tag.as_bytes()[0])
+            && tag.bytes().all(|b| word(b) || b == b'.' || b == b'-');
         if !ok {
-            return Err(format!("the tag {tag:?} must be letters, digits, '_', '.' or '-' (at most 128, not starting with '.' or '-')"));
+            return Err(format!(
+                "the tag {tag:?} must be letters, digits, '_', '.' or '-' (at most 128, not starting with '.' or '-')"
+            ));
         }
     }
     let mut parts: Vec<&str> = name.split('/').collect();
@@ -51,7 +58,10 @@ fn domain(d: &str) -> Result<(), String> {
         None => (d, None),
     };
     let label_ok = |l: &str| {
-        !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') && !l.starts_with('-') && !l.ends_with('-')
+        !l.is_empty()
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
     };
     if !host.split('.').all(label_ok) || port.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
         return Err(format!("the registry {d:?} is not a host name with an optional :port"));
@@ -61,7 +71,9 @@ fn domain(d: &str) -> Result<(), String> {
 
 /// Lower-case letters and digits, joined by '.', '_', '__' or dashes.
 fn path_component(c: &str) -> Result<(), String> {
-    let bad = || Err(format!("the repository part {c:?} must be lower-case letters and digits, joined by '.', '_', '__' or '-'"));
+    let bad = || {
+        Err(format!("the repository part {c:?} must be lower-case letters and digits, joined by '.', '_', '__' or '-'"))
+    };
     let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     let bytes = c.as_bytes();
     if bytes.is_empty() || !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {

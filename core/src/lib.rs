@@ -3,16 +3,16 @@
 
 pub mod alloc;
 pub mod compute;
+pub mod datasets;
 pub mod endpoint;
 pub mod image_ref;
-pub mod datasets;
 pub mod machine;
 pub mod matching;
 pub mod paging;
 pub mod rebalance;
 pub mod reclaim;
-pub mod shuffle;
 pub mod role;
+pub mod shuffle;
 pub mod task;
 pub mod telemetry;
 pub mod throttle;

@@ -32,7 +32,9 @@ pub fn can_become(from: MachineState, to: MachineState) -> bool {
         // A failed restore goes back to reclaimed (and may be tried again).
         Creating => matches!(to, Running | Stopped | Failed | Lost | Deleting | Deleted | Reclaimed),
         // Only a machine that ran can be idle long enough to be reclaimed.
-        Running | Stopped => matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed),
+        Running | Stopped => {
+            matches!(to, Running | Stopped | Failed | Restarting | Reinstalling | Deleting | Lost | Reclaimed)
+        }
         // A restore whose container did not stay up is seen `failed`
         // before it gives up; giving up must still put it back to
         // reclaimed (GPUs returned, snapshot kept), or it holds them for ever.

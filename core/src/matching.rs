@@ -106,7 +106,13 @@ impl NodeCapacity {
     fn fits(&self, req: &TaskRequest, allowed_models: &[String]) -> bool {
         let gpus = match &req.gpu_model {
             Some(model) => self.free_gpus.get(model).copied().unwrap_or(0),
-            None => self.free_gpus.iter().filter(|(m, _)| allowed_models.is_empty() || allowed_models.contains(m)).map(|(_, n)| *n).max().unwrap_or(0),
+            None => self
+                .free_gpus
+                .iter()
+                .filter(|(m, _)| allowed_models.is_empty() || allowed_models.contains(m))
+                .map(|(_, n)| *n)
+                .max()
+                .unwrap_or(0),
         };
         gpus >= req.gpus && self.free_cpu_millis >= req.cpu_millis && self.free_memory_mb >= req.memory_mb
     }
@@ -130,7 +136,13 @@ pub fn decide(catalogue: &[MasterImage], regions: &[RegionCapacity], req: &TaskR
 /// (empty: every model). A task naming no model then counts only free
 /// GPUs of those models, or its decision would choose a region whose free
 /// GPUs admission must refuse it, and say so as if it were placed.
-pub fn decide_for_group(catalogue: &[MasterImage], regions: &[RegionCapacity], req: &TaskRequest, allowed_models: &[String], seed: u64) -> Decision {
+pub fn decide_for_group(
+    catalogue: &[MasterImage],
+    regions: &[RegionCapacity],
+    req: &TaskRequest,
+    allowed_models: &[String],
+    seed: u64,
+) -> Decision {
     // Region → its matching images, sorted by id for a stable choice.
     let mut images: BTreeMap<&str, Vec<&RegionImage>> = BTreeMap::new();
     for image in catalogue.iter().filter(|m| matches(m, req)).flat_map(|m| &m.region_images) {
@@ -188,19 +200,30 @@ pub fn decide_for_group(catalogue: &[MasterImage], regions: &[RegionCapacity], r
     Decision { image_set, resource_set, intersection, shuffled, seed, outcome }
 }
 
-fn pending_reason(image_set: &[String], resource_set: &[String], req: &TaskRequest, allowed_models: &[String]) -> String {
+fn pending_reason(
+    image_set: &[String],
+    resource_set: &[String],
+    req: &TaskRequest,
+    allowed_models: &[String],
+) -> String {
     let gpus = match &req.gpu_model {
         Some(m) => format!("{} free {m} GPU(s)", req.gpus),
         None if allowed_models.is_empty() => format!("{} free GPU(s) of one model", req.gpus),
         None => format!("{} free GPU(s) of one model the group may use ({})", req.gpus, allowed_models.join(", ")),
     };
-    let wanted = format!("{gpus}, {} CPU(s) and {} MB of memory on one ready node", req.cpu_millis as f64 / 1000.0, req.memory_mb);
+    let wanted = format!(
+        "{gpus}, {} CPU(s) and {} MB of memory on one ready node",
+        req.cpu_millis as f64 / 1000.0,
+        req.memory_mb
+    );
     let both: Vec<&String> = image_set.iter().filter(|r| resource_set.contains(r)).collect();
     if both.is_empty() {
         format!("regions with a matching image: {}; none has {wanted}", image_set.join(", "))
     } else {
         let list = both.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
-        format!("regions with a matching image and room: {list}; but no node there with room has that image's architecture")
+        format!(
+            "regions with a matching image and room: {list}; but no node there with room has that image's architecture"
+        )
     }
 }
 

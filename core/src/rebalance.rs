@@ -139,23 +139,47 @@ pub fn is_hot(g: &GpuWindow, t: &HotSettings, now: i64) -> bool {
 
 fn mean(g: &GpuWindow, from: i64, now: i64, f: impl Fn(&HotSample) -> f64) -> f64 {
     let v: Vec<f64> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).map(f).collect();
-    if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 }
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
 }
 
 /// Verdicts for the hot, contended machines of one node, hottest first;
 /// GPUs given to one move are not offered to the next.
-pub fn decide_node(node: &str, gpus: &[GpuWindow], machines: &[MachineOnNode], t: &HotSettings, now: i64) -> Vec<Verdict> {
+pub fn decide_node(
+    node: &str,
+    gpus: &[GpuWindow],
+    machines: &[MachineOnNode],
+    t: &HotSettings,
+    now: i64,
+) -> Vec<Verdict> {
     if !t.enabled {
         return Vec::new();
     }
     let from = now - t.window_secs;
     let hot: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder.is_some() && is_hot(g, t, now)).collect();
-    let mut free: Vec<&GpuWindow> = gpus.iter().filter(|g| g.holder.is_none() && !is_hot(g, t, now) && heat(g, from, now).is_some()).collect();
-    free.sort_by(|a, b| heat(a, from, now).partial_cmp(&heat(b, from, now)).unwrap_or(std::cmp::Ordering::Equal).then(a.index.cmp(&b.index)));
+    let mut free: Vec<&GpuWindow> =
+        gpus.iter().filter(|g| g.holder.is_none() && !is_hot(g, t, now) && heat(g, from, now).is_some()).collect();
+    free.sort_by(|a, b| {
+        heat(a, from, now)
+            .partial_cmp(&heat(b, from, now))
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.index.cmp(&b.index))
+    });
     let mut candidates: Vec<(&MachineOnNode, f64)> = machines
         .iter()
         .filter(|m| !m.opted_out && hot.iter().any(|g| g.holder == Some(m.id)))
-        .map(|m| (m, hot.iter().filter(|g| g.holder == Some(m.id)).filter_map(|g| heat(g, from, now)).fold(f64::MIN, f64::max)))
+        .map(|m| {
+            (
+                m,
+                hot.iter()
+                    .filter(|g| g.holder == Some(m.id))
+                    .filter_map(|g| heat(g, from, now))
+                    .fold(f64::MIN, f64::max),
+            )
+        })
         .collect();
     candidates.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal).then(a.0.id.cmp(&b.0.id)));
 
@@ -200,11 +224,18 @@ pub fn decide_node(node: &str, gpus: &[GpuWindow], machines: &[MachineOnNode], t
         // Allocation gives a machine GPUs of one model; anything else is a
         // record this rule cannot pair GPU for GPU, so it stays put.
         if own.iter().any(|g| &g.model != model) {
-            verdicts.push(Verdict::Refuse { machine_id: m.id, reason: format!("{why_hot}; it holds GPUs of more than one model, so no like-for-like move exists") });
+            verdicts.push(Verdict::Refuse {
+                machine_id: m.id,
+                reason: format!("{why_hot}; it holds GPUs of more than one model, so no like-for-like move exists"),
+            });
             continue;
         }
-        let fits: Vec<&GpuWindow> =
-            free.iter().copied().filter(|f| &f.model == model && heat(f, from, now).is_some_and(|h| h < coolest_own)).take(own.len()).collect();
+        let fits: Vec<&GpuWindow> = free
+            .iter()
+            .copied()
+            .filter(|f| &f.model == model && heat(f, from, now).is_some_and(|h| h < coolest_own))
+            .take(own.len())
+            .collect();
         if fits.len() < own.len() {
             verdicts.push(Verdict::Refuse {
                 machine_id: m.id,
@@ -217,10 +248,19 @@ pub fn decide_node(node: &str, gpus: &[GpuWindow], machines: &[MachineOnNode], t
             });
             continue;
         }
-        let to_desc = fits.iter().map(|f| format!("GPU {} ({:.0} °C)", f.index, heat(f, from, now).unwrap_or_default())).collect::<Vec<_>>().join(", ");
+        let to_desc = fits
+            .iter()
+            .map(|f| format!("GPU {} ({:.0} °C)", f.index, heat(f, from, now).unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(", ");
         let to: Vec<i64> = fits.iter().map(|f| f.gpu_id).collect();
         free.retain(|f| !to.contains(&f.gpu_id));
-        verdicts.push(Verdict::Move { machine_id: m.id, from: own.iter().map(|g| g.gpu_id).collect(), to, why: format!("{why_hot}; moved to {to_desc} on node {node}") });
+        verdicts.push(Verdict::Move {
+            machine_id: m.id,
+            from: own.iter().map(|g| g.gpu_id).collect(),
+            to,
+            why: format!("{why_hot}; moved to {to_desc} on node {node}"),
+        });
     }
     verdicts
 }

@@ -151,10 +151,18 @@ pub fn decide_gpus(per_gpu: &[&[UtilSample]], settings: &ReclaimSettings, standi
         return if warned { Decision::Clear { reason: "exempt from idle reclaim".into() } } else { Decision::Ok };
     }
     let from = now - settings.window_secs;
-    let busy = samples.iter().filter(|s| s.at >= from && s.at <= now).find(|s| s.util_pct > settings.threshold_pct || s.util_pct.is_nan());
+    let busy = samples
+        .iter()
+        .filter(|s| s.at >= from && s.at <= now)
+        .find(|s| s.util_pct > settings.threshold_pct || s.util_pct.is_nan());
     if let Some(busy) = busy {
         return if warned {
-            Decision::Clear { reason: format!("GPU utilisation {:.0} % is above the idle threshold of {:.0} % again", busy.util_pct, settings.threshold_pct) }
+            Decision::Clear {
+                reason: format!(
+                    "GPU utilisation {:.0} % is above the idle threshold of {:.0} % again",
+                    busy.util_pct, settings.threshold_pct
+                ),
+            }
         } else {
             Decision::Ok
         };
@@ -162,7 +170,8 @@ pub fn decide_gpus(per_gpu: &[&[UtilSample]], settings: &ReclaimSettings, standi
     if per_gpu.is_empty() {
         return Decision::Ok;
     }
-    let peaks: Option<Vec<f64>> = per_gpu.iter().map(|s| covered_peak(s, settings, standing.active_since, now)).collect();
+    let peaks: Option<Vec<f64>> =
+        per_gpu.iter().map(|s| covered_peak(s, settings, standing.active_since, now)).collect();
     let Some(peak_pct) = peaks.map(|p| p.into_iter().fold(f64::MIN, f64::max)) else {
         return Decision::Ok;
     };

@@ -126,14 +126,19 @@ impl TaskState {
     pub fn cancellable(self) -> Result<(), String> {
         match self {
             TaskState::Pending | TaskState::Scheduled => Ok(()),
-            TaskState::Running => Err("the task is running: its node may be half-way through it, so it cannot be cancelled; \
+            TaskState::Running => {
+                Err("the task is running: its node may be half-way through it, so it cannot be cancelled; \
                  wait for it to finish (a machine can be deleted afterwards)"
-                .into()),
-            done => Err(format!("the task has already {}", match done {
-                TaskState::Succeeded => "succeeded",
-                TaskState::Failed => "failed",
-                _ => "been cancelled",
-            })),
+                    .into())
+            }
+            done => Err(format!(
+                "the task has already {}",
+                match done {
+                    TaskState::Succeeded => "succeeded",
+                    TaskState::Failed => "failed",
+                    _ => "been cancelled",
+                }
+            )),
         }
     }
 }

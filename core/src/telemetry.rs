@@ -76,7 +76,8 @@ pub fn point_step_ms(span_ms: i64, resolution_step_ms: i64) -> i64 {
 }
 
 /// Periods the held-vs-used table offers, as (text, milliseconds).
-pub const USAGE_PERIODS: [(&str, i64); 3] = [("24h", 24 * HOUR_MS), ("7d", 7 * 24 * HOUR_MS), ("30d", 30 * 24 * HOUR_MS)];
+pub const USAGE_PERIODS: [(&str, i64); 3] =
+    [("24h", 24 * HOUR_MS), ("7d", 7 * 24 * HOUR_MS), ("30d", 30 * 24 * HOUR_MS)];
 
 pub fn usage_period_ms(s: &str) -> Option<i64> {
     USAGE_PERIODS.iter().find(|(name, _)| *name == s).map(|(_, ms)| *ms)
@@ -124,7 +125,8 @@ impl ChartRange {
 mod tests {
     use super::*;
 
-    const KEEP: Retention = Retention { raw_ms: 24 * HOUR_MS, minute_ms: 8 * 24 * HOUR_MS, hour_ms: 400 * 24 * HOUR_MS };
+    const KEEP: Retention =
+        Retention { raw_ms: 24 * HOUR_MS, minute_ms: 8 * 24 * HOUR_MS, hour_ms: 400 * 24 * HOUR_MS };
     const NOW: i64 = 1_000 * 24 * HOUR_MS;
 
     fn pick(range: ChartRange) -> Resolution {

@@ -122,7 +122,11 @@ mod tests {
     #[test]
     fn ipv6_clients_count_by_their_64_and_ipv4_by_address() {
         assert_eq!(counted_address("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
-        assert_eq!(counted_address("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64", "one subscriber, one count");
+        assert_eq!(
+            counted_address("2001:db8:1:2:ffff:ffff:ffff:ffff"),
+            "2001:db8:1:2::/64",
+            "one subscriber, one count"
+        );
         assert_ne!(counted_address("2001:db8:1:3::1"), counted_address("2001:db8:1:2::1"));
         assert_eq!(counted_address("::ffff:192.0.2.7"), "192.0.2.7");
         assert_eq!(counted_address("192.0.2.7"), "192.0.2.7");

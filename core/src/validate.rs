@@ -154,10 +154,7 @@ mod tests {
     fn refuses_bad_names_with_the_rule() {
         assert_eq!(name("username", ""), Err(ValidationError::Required { field: "username" }));
         assert_eq!(name("username", "a"), Err(ValidationError::TooShort { field: "username", min: 2 }));
-        assert_eq!(
-            name("username", &"a".repeat(33)),
-            Err(ValidationError::TooLong { field: "username", max: 32 })
-        );
+        assert_eq!(name("username", &"a".repeat(33)), Err(ValidationError::TooLong { field: "username", max: 32 }));
         for bad in ["Alice", "1abc", "-x", "a b", "ünï", "a/b", "a;drop"] {
             assert_eq!(name("username", bad), Err(ValidationError::BadName { field: "username" }), "{bad}");
         }
@@ -167,10 +164,7 @@ mod tests {
     fn password_rules() {
         assert_eq!(new_password(""), Err(ValidationError::Required { field: "password" }));
         assert_eq!(new_password("short"), Err(ValidationError::TooShort { field: "password", min: 8 }));
-        assert_eq!(
-            new_password(&"x".repeat(129)),
-            Err(ValidationError::TooLong { field: "password", max: 128 })
-        );
+        assert_eq!(new_password(&"x".repeat(129)), Err(ValidationError::TooLong { field: "password", max: 128 }));
         assert_eq!(new_password("correct horse"), Ok(()));
         // Login must not apply the minimum length.
         assert_eq!(present_password("short"), Ok(()));
@@ -189,10 +183,7 @@ mod tests {
             ValidationError::TooShort { field: "password", min: 8 }.to_string(),
             "password must be at least 8 characters"
         );
-        assert_eq!(
-            in_range("quota", 9, 0, 8).unwrap_err().to_string(),
-            "quota must be a whole number between 0 and 8"
-        );
+        assert_eq!(in_range("quota", 9, 0, 8).unwrap_err().to_string(), "quota must be a whole number between 0 and 8");
     }
 
     proptest! {

@@ -139,12 +139,7 @@ pub struct NewUser<'a> {
     pub group: Option<&'a str>,
 }
 
-pub async fn create_group(
-    pool: &Pool,
-    actor: Option<i64>,
-    name: &str,
-    gpu_quota: i64,
-) -> Result<Group, PlatformError> {
+pub async fn create_group(pool: &Pool, actor: Option<i64>, name: &str, gpu_quota: i64) -> Result<Group, PlatformError> {
     validate::name("group name", name)?;
     validate::in_range("GPU quota", gpu_quota, 0, 100_000)?;
     let mut tx = crate::transitions::begin(pool).await?;
@@ -162,13 +157,7 @@ pub async fn create_group(
             }
         })?
         .last_insert_rowid();
-    audit::record(
-        &mut *tx,
-        actor,
-        "group.create",
-        &format!("group {name} with GPU quota {gpu_quota}"),
-    )
-    .await?;
+    audit::record(&mut *tx, actor, "group.create", &format!("group {name} with GPU quota {gpu_quota}")).await?;
     tx.commit().await?;
     group_by_id(pool, id).await
 }
@@ -180,10 +169,8 @@ pub async fn ensure_default_group(pool: &Pool) -> Result<i64, PlatformError> {
         .bind(now())
         .execute(pool)
         .await?;
-    let (id,): (i64,) = sqlx::query_as("SELECT id FROM groups WHERE name = ?")
-        .bind(DEFAULT_GROUP)
-        .fetch_one(pool)
-        .await?;
+    let (id,): (i64,) =
+        sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(DEFAULT_GROUP).fetch_one(pool).await?;
     Ok(id)
 }
 
@@ -196,56 +183,44 @@ pub async fn group_by_id(pool: &Pool, id: i64) -> Result<Group, PlatformError> {
 }
 
 pub async fn list_groups(pool: &Pool) -> Result<Vec<Group>, PlatformError> {
-    Ok(sqlx::query_as(&format!("{GROUP_SELECT} ORDER BY g.name"))
-        .fetch_all(pool)
-        .await?)
+    Ok(sqlx::query_as(&format!("{GROUP_SELECT} ORDER BY g.name")).fetch_all(pool).await?)
 }
 
-pub async fn create_user(
-    pool: &Pool,
-    actor: Option<i64>,
-    new: NewUser<'_>,
-) -> Result<User, PlatformError> {
+pub async fn create_user(pool: &Pool, actor: Option<i64>, new: NewUser<'_>) -> Result<User, PlatformError> {
     validate::username(new.username)?;
     validate::new_password(new.password)?;
     let group_id = match new.group {
         None => ensure_default_group(pool).await?,
         Some(name) => {
-            let row: Option<(i64,)> = sqlx::query_as("SELECT id FROM groups WHERE name = ?")
-                .bind(name)
-                .fetch_optional(pool)
-                .await?;
+            let row: Option<(i64,)> =
+                sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(name).fetch_optional(pool).await?;
             row.ok_or_else(|| {
-                PlatformError::NotFound(format!(
-                    "group \"{}\"",
-                    name.chars().take(40).collect::<String>()
-                ))
+                PlatformError::NotFound(format!("group \"{}\"", name.chars().take(40).collect::<String>()))
             })?
             .0
         }
     };
     let hash = password::hash(new.password).await?;
     let mut tx = crate::transitions::begin(pool).await?;
-    let id = sqlx::query("INSERT INTO users (username, password_hash, role, group_id, created_at) VALUES (?, ?, ?, ?, ?)")
-        .bind(new.username)
-        .bind(&hash)
-        .bind(new.role.as_str())
-        .bind(group_id)
-        .bind(now())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                PlatformError::Conflict(format!("the username \"{}\" is taken", new.username))
-            } else {
-                e.into()
-            }
-        })?
-        .last_insert_rowid();
-    let group_name: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?")
-        .bind(group_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let id =
+        sqlx::query("INSERT INTO users (username, password_hash, role, group_id, created_at) VALUES (?, ?, ?, ?, ?)")
+            .bind(new.username)
+            .bind(&hash)
+            .bind(new.role.as_str())
+            .bind(group_id)
+            .bind(now())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    PlatformError::Conflict(format!("the username \"{}\" is taken", new.username))
+                } else {
+                    e.into()
+                }
+            })?
+            .last_insert_rowid();
+    let group_name: String =
+        sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(group_id).fetch_one(&mut *tx).await?;
     audit::record(
         &mut *tx,
         actor,
@@ -254,30 +229,22 @@ pub async fn create_user(
     )
     .await?;
     tx.commit().await?;
-    user_by_id(pool, id)
-        .await?
-        .ok_or_else(|| PlatformError::NotFound("user".into()))
+    user_by_id(pool, id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
 }
 
 pub async fn user_by_id(pool: &Pool, id: i64) -> Result<Option<User>, PlatformError> {
-    let row: Option<UserRow> = sqlx::query_as(&format!("{USER_SELECT} WHERE u.id = ?"))
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<UserRow> =
+        sqlx::query_as(&format!("{USER_SELECT} WHERE u.id = ?")).bind(id).fetch_optional(pool).await?;
     row.map(User::try_from).transpose()
 }
 
 pub async fn list_users(pool: &Pool) -> Result<Vec<User>, PlatformError> {
-    let rows: Vec<UserRow> = sqlx::query_as(&format!("{USER_SELECT} ORDER BY u.username"))
-        .fetch_all(pool)
-        .await?;
+    let rows: Vec<UserRow> = sqlx::query_as(&format!("{USER_SELECT} ORDER BY u.username")).fetch_all(pool).await?;
     rows.into_iter().map(User::try_from).collect()
 }
 
 pub async fn count_admins(pool: &Pool) -> Result<i64, PlatformError> {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin'")
-        .fetch_one(pool)
-        .await?;
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(pool).await?;
     Ok(n)
 }
 
@@ -326,11 +293,10 @@ pub async fn authenticate_with(
     validate::present_password(password)?;
     let counted = throttle::count_attempt(pool, &throttle::keys(username, address)).await?;
 
-    let row: Option<(i64, String)> =
-        sqlx::query_as("SELECT id, password_hash FROM users WHERE username = ?")
-            .bind(username)
-            .fetch_optional(pool)
-            .await?;
+    let row: Option<(i64, String)> = sqlx::query_as("SELECT id, password_hash FROM users WHERE username = ?")
+        .bind(username)
+        .fetch_optional(pool)
+        .await?;
     let (id, stored) = match row {
         Some((id, h)) => (Some(id), h),
         None => (None, password::DUMMY_HASH.clone()),
@@ -339,13 +305,9 @@ pub async fn authenticate_with(
     match (id, ok) {
         (Some(id), true) => {
             throttle::forgive(pool, &counted).await?;
-            let user = user_by_id(pool, id)
-                .await?
-                .ok_or(PlatformError::BadCredentials)?;
+            let user = user_by_id(pool, id).await?.ok_or(PlatformError::BadCredentials)?;
             if user.disabled {
-                return Err(PlatformError::Refused(
-                    "this account is disabled; ask an administrator".into(),
-                ));
+                return Err(PlatformError::Refused("this account is disabled; ask an administrator".into()));
             }
             Ok(user)
         }

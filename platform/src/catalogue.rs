@@ -41,9 +41,7 @@ pub struct MasterImageRow {
 fn text(field: &str, value: &str, max: usize) -> Result<String, PlatformError> {
     let v = value.trim();
     if v.is_empty() || v.chars().count() > max || v.chars().any(char::is_control) {
-        return Err(PlatformError::BadRequest(format!(
-            "{field} must be 1 to {max} printable characters"
-        )));
+        return Err(PlatformError::BadRequest(format!("{field} must be 1 to {max} printable characters")));
     }
     Ok(v.to_string())
 }
@@ -65,11 +63,8 @@ pub async fn create_region(
 ) -> Result<Region, PlatformError> {
     validate::name("region code", code.trim())?;
     let name = text("region name", name, 64)?;
-    let description = if description.trim().is_empty() {
-        String::new()
-    } else {
-        text("description", description, 500)?
-    };
+    let description =
+        if description.trim().is_empty() { String::new() } else { text("description", description, 500)? };
     let mut tx = crate::transitions::begin(pool).await?;
     let region: Region = sqlx::query_as("INSERT INTO regions (code, name, description, created_at) VALUES (?, ?, ?, ?) RETURNING id, code, name, description")
         .bind(code.trim())
@@ -79,23 +74,13 @@ pub async fn create_region(
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, format!("a region with code {} exists already", code.trim())))?;
-    audit::record(
-        &mut *tx,
-        Some(actor),
-        "region.create",
-        &format!("region {} ({name})", region.code),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(actor), "region.create", &format!("region {} ({name})", region.code)).await?;
     tx.commit().await?;
     Ok(region)
 }
 
 pub async fn list_regions(pool: &Pool) -> Result<Vec<Region>, PlatformError> {
-    Ok(
-        sqlx::query_as("SELECT id, code, name, description FROM regions ORDER BY code")
-            .fetch_all(pool)
-            .await?,
-    )
+    Ok(sqlx::query_as("SELECT id, code, name, description FROM regions ORDER BY code").fetch_all(pool).await?)
 }
 
 pub async fn create_region_image(
@@ -110,42 +95,34 @@ pub async fn create_region_image(
     // What a task's container is made from, as for a machine's image: an
     // engine never sees an option (`--…`) or a path in its place.
     crate::images::validate_reference(&reference)?;
-    let arch: Arch = arch
-        .trim()
-        .parse()
-        .map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?;
+    let arch: Arch =
+        arch.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?;
     let kind = kind.trim();
     if !IMAGE_KINDS.contains(&kind) {
-        return Err(PlatformError::BadRequest(format!(
-            "image type must be one of: {}",
-            IMAGE_KINDS.join(", ")
-        )));
+        return Err(PlatformError::BadRequest(format!("image type must be one of: {}", IMAGE_KINDS.join(", "))));
     }
     let mut tx = crate::transitions::begin(pool).await?;
     let region: i64 = sqlx::query_scalar("SELECT id FROM regions WHERE code = ?")
         .bind(region_code.trim())
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| {
-            PlatformError::BadRequest(format!("unknown region {:?}", region_code.trim()))
-        })?;
-    let id: i64 = sqlx::query_scalar("INSERT INTO region_images (region_id, reference, arch, kind, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id")
-        .bind(region)
-        .bind(&reference)
-        .bind(arch.as_str())
-        .bind(kind)
-        .bind(now())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(|e| conflict(e, format!("region {} already has {reference} for {arch}", region_code.trim())))?;
+        .ok_or_else(|| PlatformError::BadRequest(format!("unknown region {:?}", region_code.trim())))?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO region_images (region_id, reference, arch, kind, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(region)
+    .bind(&reference)
+    .bind(arch.as_str())
+    .bind(kind)
+    .bind(now())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| conflict(e, format!("region {} already has {reference} for {arch}", region_code.trim())))?;
     audit::record(
         &mut *tx,
         Some(actor),
         "region_image.create",
-        &format!(
-            "region {}: {reference} ({arch}, {kind})",
-            region_code.trim()
-        ),
+        &format!("region {}: {reference} ({arch}, {kind})", region_code.trim()),
     )
     .await?;
     tx.commit().await?;
@@ -174,11 +151,7 @@ pub struct NewMasterImage<'a> {
     pub framework_version: &'a str,
 }
 
-pub async fn create_master_image(
-    pool: &Pool,
-    actor: i64,
-    m: &NewMasterImage<'_>,
-) -> Result<i64, PlatformError> {
+pub async fn create_master_image(pool: &Pool, actor: i64, m: &NewMasterImage<'_>) -> Result<i64, PlatformError> {
     let name = text("name", m.name, 64)?;
     let fields = [
         text("interpreter", m.interpreter, 32)?,
@@ -199,10 +172,7 @@ pub async fn create_master_image(
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| conflict(e, format!("a master image named {name} exists already")))?;
-    let detail = format!(
-        "master image {name}: {} {} / {} {}",
-        fields[2], fields[3], fields[0], fields[1]
-    );
+    let detail = format!("master image {name}: {} {} / {} {}", fields[2], fields[3], fields[0], fields[1]);
     audit::record(&mut *tx, Some(actor), "master_image.create", &detail).await?;
     tx.commit().await?;
     Ok(id)
@@ -234,8 +204,8 @@ pub async fn set_link(
     .bind(region_image_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (master, region_image) = names
-        .ok_or_else(|| PlatformError::BadRequest("unknown master image or region image".into()))?;
+    let (master, region_image) =
+        names.ok_or_else(|| PlatformError::BadRequest("unknown master image or region image".into()))?;
     let sql = if linked {
         "INSERT INTO master_image_links (master_image_id, region_image_id) VALUES (?, ?)"
     } else {
@@ -251,13 +221,7 @@ pub async fn set_link(
         return Err(PlatformError::NotFound("link".into()));
     }
     let verb = if linked { "linked to" } else { "unlinked from" };
-    audit::record(
-        &mut *tx,
-        Some(actor),
-        "master_image.link",
-        &format!("{master} {verb} {region_image}"),
-    )
-    .await?;
+    audit::record(&mut *tx, Some(actor), "master_image.link", &format!("{master} {verb} {region_image}")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -298,17 +262,9 @@ pub async fn region_resources(pool: &Pool) -> Result<Vec<RegionResources>, Platf
     Ok(regions
         .into_iter()
         .map(|r| {
-            let n = nodes
-                .iter()
-                .find(|n| n.0 == r.code)
-                .cloned()
-                .unwrap_or_default();
+            let n = nodes.iter().find(|n| n.0 == r.code).cloned().unwrap_or_default();
             RegionResources {
-                gpus: gpus
-                    .iter()
-                    .filter(|g| g.0 == r.code)
-                    .map(|g| (g.1.clone(), g.2, g.3))
-                    .collect(),
+                gpus: gpus.iter().filter(|g| g.0 == r.code).map(|g| (g.1.clone(), g.2, g.3)).collect(),
                 nodes: n.1,
                 ready_nodes: n.2,
                 cpus: n.3,

@@ -50,17 +50,22 @@ pub async fn register_node_as(
         // An admin's add is a new node: checked under the write lock, so
         // two adds at once (a double submit, two servers) cannot both pass
         // and the second overwrite the first through the upsert below.
-        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(reg.name).fetch_optional(&mut *tx).await?;
+        let exists: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(reg.name).fetch_optional(&mut *tx).await?;
         if exists.is_some() {
             return Err(PlatformError::Conflict(format!("a node named {} exists already", reg.name)));
         }
         let twin: Option<String> =
             sqlx::query_scalar(crate::nodes::TWIN).bind(reg.docker_endpoint).fetch_optional(&mut *tx).await?;
         if let Some(twin) = twin {
-            return Err(PlatformError::Conflict(format!("node {twin} already has the engine at {}", reg.docker_endpoint)));
+            return Err(PlatformError::Conflict(format!(
+                "node {twin} already has the engine at {}",
+                reg.docker_endpoint
+            )));
         }
     }
-    let region: Option<(i64,)> = sqlx::query_as("SELECT id FROM regions WHERE code = ?").bind(reg.region_code).fetch_optional(&mut *tx).await?;
+    let region: Option<(i64,)> =
+        sqlx::query_as("SELECT id FROM regions WHERE code = ?").bind(reg.region_code).fetch_optional(&mut *tx).await?;
     let region_id = region.ok_or_else(|| PlatformError::NotFound(format!("region {}", reg.region_code)))?.0;
     let now = now();
     let (node_id,): (i64,) = sqlx::query_as(
@@ -83,9 +88,19 @@ pub async fn register_node_as(
     .await?;
     sync_gpus(&mut *tx, node_id, reg.gpus).await?;
     if let Some(arch) = arch {
-        sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?").bind(arch.as_str()).bind(node_id).execute(&mut *tx).await?;
+        sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?")
+            .bind(arch.as_str())
+            .bind(node_id)
+            .execute(&mut *tx)
+            .await?;
     }
-    audit::record(&mut *tx, None, "node.register", &format!("node {} with {} GPU(s), executor {}", reg.name, reg.gpus.len(), reg.executor)).await?;
+    audit::record(
+        &mut *tx,
+        None,
+        "node.register",
+        &format!("node {} with {} GPU(s), executor {}", reg.name, reg.gpus.len(), reg.executor),
+    )
+    .await?;
     if let Some((actor, detail)) = added_by {
         audit::record(&mut *tx, Some(actor), "node.add", detail).await?;
     }
@@ -180,10 +195,19 @@ async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[Discov
         sqlx::query("DELETE FROM gpus_gone WHERE gpu_id = ?").bind(id).execute(&mut *conn).await?;
     }
     for (id, idx) in &plan.keep_held {
-        tracing::warn!(node_id, gpu_id = id, idx, "a GPU a machine holds is no longer reported; kept until the machine lets it go");
+        tracing::warn!(
+            node_id,
+            gpu_id = id,
+            idx,
+            "a GPU a machine holds is no longer reported; kept until the machine lets it go"
+        );
         sqlx::query("UPDATE gpus SET idx = ? WHERE id = ?").bind(idx).bind(id).execute(&mut *conn).await?;
         // The first time it was missed stays: how long it has been gone.
-        sqlx::query("INSERT OR IGNORE INTO gpus_gone (gpu_id, since) VALUES (?, ?)").bind(id).bind(now()).execute(&mut *conn).await?;
+        sqlx::query("INSERT OR IGNORE INTO gpus_gone (gpu_id, since) VALUES (?, ?)")
+            .bind(id)
+            .bind(now())
+            .execute(&mut *conn)
+            .await?;
     }
     for pos in &plan.insert {
         let g = &reported[*pos];
@@ -207,7 +231,10 @@ async fn sync_gpus(conn: &mut SqliteConnection, node_id: i64, reported: &[Discov
 /// machines and GPU history stay as they are until an admin removes it.
 async fn refuse_if_elsewhere(conn: &mut SqliteConnection, uuid: &str) -> Result<(), PlatformError> {
     let holder: Option<(String, String)> =
-        sqlx::query_as("SELECT n.name, n.state FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?").bind(uuid).fetch_optional(&mut *conn).await?;
+        sqlx::query_as("SELECT n.name, n.state FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE g.uuid = ?")
+            .bind(uuid)
+            .fetch_optional(&mut *conn)
+            .await?;
     match holder {
         None => Ok(()),
         Some((node, state)) => Err(PlatformError::Conflict(format!(
@@ -322,7 +349,11 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
 
 /// GPU models present in the cluster, for the create form.
 pub async fn gpu_models(pool: &Pool) -> Result<Vec<String>, PlatformError> {
-    Ok(sqlx::query_scalar("SELECT DISTINCT model FROM gpus WHERE id NOT IN (SELECT gpu_id FROM gpus_gone) ORDER BY model").fetch_all(pool).await?)
+    Ok(sqlx::query_scalar(
+        "SELECT DISTINCT model FROM gpus WHERE id NOT IN (SELECT gpu_id FROM gpus_gone) ORDER BY model",
+    )
+    .fetch_all(pool)
+    .await?)
 }
 
 #[cfg(test)]
@@ -334,7 +365,13 @@ mod tests {
     }
 
     fn reported(uuids: &[&str]) -> Vec<DiscoveredGpu> {
-        let gpu = |(i, u): (usize, &&str)| DiscoveredGpu { index: i as u32, uuid: u.to_string(), model: "M".into(), memory_mb: 1, simulated: false };
+        let gpu = |(i, u): (usize, &&str)| DiscoveredGpu {
+            index: i as u32,
+            uuid: u.to_string(),
+            model: "M".into(),
+            memory_mb: 1,
+            simulated: false,
+        };
         uuids.iter().enumerate().map(gpu).collect()
     }
 
@@ -342,7 +379,10 @@ mod tests {
     fn rows_follow_their_uuid_not_their_position() {
         let rows = [row(10, 0, "A", false), row(11, 1, "B", false), row(12, 2, "C", true)];
         let plan = plan_gpus(&rows, &reported(&["C", "A", "N"]));
-        assert_eq!(plan, GpuPlan { update: vec![(12, 0), (10, 1)], insert: vec![2], delete: vec![11], keep_held: vec![] });
+        assert_eq!(
+            plan,
+            GpuPlan { update: vec![(12, 0), (10, 1)], insert: vec![2], delete: vec![11], keep_held: vec![] }
+        );
     }
 
     #[test]

@@ -105,7 +105,10 @@ pub async fn migrate(pool: &Pool) -> Result<(), PlatformError> {
     sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
     let applied = MIGRATOR.run(&mut *conn).await;
     let broken: Vec<(String, i64, String)> =
-        sqlx::query_as("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check").fetch_all(&mut *conn).await.unwrap_or_default();
+        sqlx::query_as("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap_or_default();
     sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
     applied?;
     if let Some((table, rowid, parent)) = broken.first() {

@@ -29,12 +29,13 @@ pub async fn grant_first_node_gpus(pool: &Pool, node_name: &str, gpus: i64) -> R
     }
     let group_id = accounts::ensure_default_group(pool).await?;
     let mut tx = crate::transitions::begin(pool).await?;
-    let changed = sqlx::query("UPDATE groups SET gpu_quota = ?, policy_rev = policy_rev + 1 WHERE id = ? AND gpu_quota = 0")
-        .bind(gpus)
-        .bind(group_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    let changed =
+        sqlx::query("UPDATE groups SET gpu_quota = ?, policy_rev = policy_rev + 1 WHERE id = ? AND gpu_quota = 0")
+            .bind(gpus)
+            .bind(group_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
     if changed == 0 {
         return Ok(None);
     }

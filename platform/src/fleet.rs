@@ -44,10 +44,11 @@ impl Fleet {
         if let Some(e) = self.executors.lock().expect("fleet lock").get(&node_id) {
             return Ok(e.clone());
         }
-        let row: Option<(String, String, String)> = sqlx::query_as("SELECT executor, docker_endpoint, volume_dir FROM nodes WHERE id = ?")
-            .bind(node_id)
-            .fetch_optional(pool)
-            .await?;
+        let row: Option<(String, String, String)> =
+            sqlx::query_as("SELECT executor, docker_endpoint, volume_dir FROM nodes WHERE id = ?")
+                .bind(node_id)
+                .fetch_optional(pool)
+                .await?;
         let (kind, endpoint, volume_dir) = row.ok_or_else(|| PlatformError::NotFound(format!("node #{node_id}")))?;
         let executor = executor_for(&kind, &endpoint, &volume_dir)?;
         Ok(self.executors.lock().expect("fleet lock").entry(node_id).or_insert(executor).clone())
@@ -56,7 +57,8 @@ impl Fleet {
     /// Every node with its executor (or the reason it has none), for the
     /// reconciler: one misconfigured node never hides the others.
     pub async fn all(&self, pool: &Pool) -> Result<Vec<FleetNode>, PlatformError> {
-        let nodes: Vec<(i64, String, String)> = sqlx::query_as("SELECT id, name, state FROM nodes ORDER BY id").fetch_all(pool).await?;
+        let nodes: Vec<(i64, String, String)> =
+            sqlx::query_as("SELECT id, name, state FROM nodes ORDER BY id").fetch_all(pool).await?;
         let mut out = Vec::with_capacity(nodes.len());
         for (id, name, state) in nodes {
             out.push(FleetNode { executor: self.executor(pool, id).await, id, name, state });

@@ -35,19 +35,11 @@ pub fn discover(node_name: &str, sim: &SimulatedGpus) -> (GpuSource, Vec<Discove
     match nvml_gpus() {
         Ok((driver, count, gpus)) if count > 0 => {
             if gpus.is_empty() {
-                tracing::warn!(
-                    listed = count,
-                    "NVML lists GPUs but none could be read: this node has no usable GPU"
-                );
+                tracing::warn!(listed = count, "NVML lists GPUs but none could be read: this node has no usable GPU");
             }
             (GpuSource::Nvml { driver }, gpus)
         }
-        Ok(_) => (
-            GpuSource::Simulated {
-                reason: "NVML found no GPUs".into(),
-            },
-            simulated(node_name, sim),
-        ),
+        Ok(_) => (GpuSource::Simulated { reason: "NVML found no GPUs".into() }, simulated(node_name, sim)),
         Err(reason) => (GpuSource::Simulated { reason }, simulated(node_name, sim)),
     }
 }
@@ -84,26 +76,15 @@ fn nvml_gpus() -> Result<(String, u32, Vec<DiscoveredGpu>), String> {
     use nvml_wrapper::Nvml;
     // Loads libnvidia-ml.so at run time; absent on machines without the driver.
     let nvml = Nvml::init().map_err(|e| format!("NVML unavailable ({e})"))?;
-    let driver = nvml
-        .sys_driver_version()
-        .unwrap_or_else(|_| "unknown".into());
-    let count = nvml
-        .device_count()
-        .map_err(|e| format!("NVML device count failed ({e})"))?;
+    let driver = nvml.sys_driver_version().unwrap_or_else(|_| "unknown".into());
+    let count = nvml.device_count().map_err(|e| format!("NVML device count failed ({e})"))?;
     let gpus = readable(count, |i| {
-        let dev = nvml
-            .device_by_index(i)
-            .map_err(|e| format!("NVML device {i} failed ({e})"))?;
+        let dev = nvml.device_by_index(i).map_err(|e| format!("NVML device {i} failed ({e})"))?;
         Ok(DiscoveredGpu {
             index: dev.index().unwrap_or(i),
-            uuid: dev
-                .uuid()
-                .map_err(|e| format!("NVML uuid of device {i} failed ({e})"))?,
+            uuid: dev.uuid().map_err(|e| format!("NVML uuid of device {i} failed ({e})"))?,
             model: dev.name().unwrap_or_else(|_| "NVIDIA GPU".into()),
-            memory_mb: dev
-                .memory_info()
-                .map(|m| (m.total / (1024 * 1024)) as i64)
-                .unwrap_or(0),
+            memory_mb: dev.memory_info().map(|m| (m.total / (1024 * 1024)) as i64).unwrap_or(0),
             simulated: false,
         })
     });
@@ -123,23 +104,13 @@ mod tests {
             memory_mb: 143_771,
             simulated: false,
         };
-        let found = readable(3, |i| {
-            if i == 1 {
-                Err("GPU is lost".into())
-            } else {
-                Ok(gpu(i))
-            }
-        });
+        let found = readable(3, |i| if i == 1 { Err("GPU is lost".into()) } else { Ok(gpu(i)) });
         assert_eq!(found, vec![gpu(0), gpu(2)]);
     }
 
     #[test]
     fn simulated_gpus_are_labelled_and_stable() {
-        let sim = SimulatedGpus {
-            count: 3,
-            model: "SIM-A100".into(),
-            memory_mb: 81920,
-        };
+        let sim = SimulatedGpus { count: 3, model: "SIM-A100".into(), memory_mb: 81920 };
         let a = simulated("node-a", &sim);
         assert_eq!(a.len(), 3);
         assert!(a.iter().all(|g| g.simulated && g.model == "SIM-A100"));
@@ -150,11 +121,7 @@ mod tests {
     #[test]
     fn without_a_driver_discovery_falls_back_to_simulated() {
         // This machine has no NVIDIA driver; on one that has, NVML wins.
-        let sim = SimulatedGpus {
-            count: 2,
-            model: "SIM".into(),
-            memory_mb: 1,
-        };
+        let sim = SimulatedGpus { count: 2, model: "SIM".into(), memory_mb: 1 };
         let (source, gpus) = discover("n", &sim);
         match source {
             GpuSource::Simulated { reason } => {

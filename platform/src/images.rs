@@ -36,48 +36,35 @@ pub async fn create_image(
     validate::name("image name", name)?;
     validate_reference(reference)?;
     if description.chars().count() > 500 {
-        return Err(gantry_core::ValidationError::TooLong {
-            field: "description",
-            max: 500,
-        }
-        .into());
+        return Err(gantry_core::ValidationError::TooLong { field: "description", max: 500 }.into());
     }
     // Shown to every user in the create form's image list: one line of
     // printable text, as every other admin text field.
     if description.chars().any(char::is_control) {
-        return Err(PlatformError::BadRequest(
-            "image description must be printable characters on one line".into(),
-        ));
+        return Err(PlatformError::BadRequest("image description must be printable characters on one line".into()));
     }
     let mut tx = crate::transitions::begin(pool).await?;
     if make_default {
-        sqlx::query("UPDATE images SET is_default = 0")
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("UPDATE images SET is_default = 0").execute(&mut *tx).await?;
     }
-    let id = sqlx::query("INSERT INTO images (name, reference, description, is_default, created_at) VALUES (?, ?, ?, ?, ?)")
-        .bind(name)
-        .bind(reference)
-        .bind(description)
-        .bind(make_default)
-        .bind(now())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                PlatformError::Conflict(format!("an image named \"{name}\" already exists"))
-            } else {
-                e.into()
-            }
-        })?
-        .last_insert_rowid();
-    audit::record(
-        &mut *tx,
-        actor,
-        "image.create",
-        &format!("image {name} = {reference}"),
-    )
-    .await?;
+    let id =
+        sqlx::query("INSERT INTO images (name, reference, description, is_default, created_at) VALUES (?, ?, ?, ?, ?)")
+            .bind(name)
+            .bind(reference)
+            .bind(description)
+            .bind(make_default)
+            .bind(now())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| {
+                if is_unique_violation(&e) {
+                    PlatformError::Conflict(format!("an image named \"{name}\" already exists"))
+                } else {
+                    e.into()
+                }
+            })?
+            .last_insert_rowid();
+    audit::record(&mut *tx, actor, "image.create", &format!("image {name} = {reference}")).await?;
     tx.commit().await?;
     image_by_id(pool, id).await
 }
@@ -90,24 +77,12 @@ pub async fn ensure_default_image(
     reference: &str,
     description: &str,
 ) -> Result<(), PlatformError> {
-    let exists: Option<(i64,)> = sqlx::query_as("SELECT id FROM images WHERE name = ?")
-        .bind(name)
-        .fetch_optional(pool)
-        .await?;
+    let exists: Option<(i64,)> =
+        sqlx::query_as("SELECT id FROM images WHERE name = ?").bind(name).fetch_optional(pool).await?;
     if exists.is_none() {
         let has_default: Option<(i64,)> =
-            sqlx::query_as("SELECT id FROM images WHERE is_default = 1")
-                .fetch_optional(pool)
-                .await?;
-        create_image(
-            pool,
-            None,
-            name,
-            reference,
-            description,
-            has_default.is_none(),
-        )
-        .await?;
+            sqlx::query_as("SELECT id FROM images WHERE is_default = 1").fetch_optional(pool).await?;
+        create_image(pool, None, name, reference, description, has_default.is_none()).await?;
     }
     Ok(())
 }
@@ -141,10 +116,7 @@ pub async fn images_for_group(pool: &Pool, group_id: i64) -> Result<Vec<Image>, 
 
 /// The internal image row a compute task's machine points to for a region
 /// image's reference (made on first use; never offered for dev machines).
-pub async fn internal_image_for(
-    conn: &mut sqlx::SqliteConnection,
-    reference: &str,
-) -> Result<i64, PlatformError> {
+pub async fn internal_image_for(conn: &mut sqlx::SqliteConnection, reference: &str) -> Result<i64, PlatformError> {
     let name = format!("job:{reference}");
     sqlx::query("INSERT INTO images (name, reference, description, is_default, internal, created_at) VALUES (?, ?, 'compute task image', 0, 1, ?) ON CONFLICT(name) DO NOTHING")
         .bind(&name)
@@ -152,8 +124,5 @@ pub async fn internal_image_for(
         .bind(crate::now())
         .execute(&mut *conn)
         .await?;
-    Ok(sqlx::query_scalar("SELECT id FROM images WHERE name = ?")
-        .bind(&name)
-        .fetch_one(&mut *conn)
-        .await?)
+    Ok(sqlx::query_scalar("SELECT id FROM images WHERE name = ?").bind(&name).fetch_one(&mut *conn).await?)
 }

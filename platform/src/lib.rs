@@ -10,12 +10,11 @@ pub mod contained;
 pub mod datasets;
 pub mod db;
 pub mod db_version;
+pub mod dispatch;
 pub mod error;
 pub mod executor;
 pub mod first_run;
 pub mod fleet;
-pub mod dispatch;
-pub mod reconcile;
 pub mod gpus;
 pub mod images;
 pub mod machines;
@@ -24,6 +23,7 @@ pub mod password;
 pub mod policy;
 pub mod policy_access;
 pub mod reclaim;
+pub mod reconcile;
 pub mod snapshots;
 pub mod telemetry;
 pub mod throttle;
@@ -35,8 +35,5 @@ pub use error::PlatformError;
 
 /// Current UTC time as unix seconds, the unit every table stores.
 pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }

@@ -46,7 +46,8 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
     if req.gpu_count > 0 && (model.is_empty() || model.len() > 64) {
         return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
     }
-    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(&req.name).fetch_optional(pool).await?;
+    let exists: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM nodes WHERE name = ?").bind(&req.name).fetch_optional(pool).await?;
     if exists.is_some() {
         return Err(PlatformError::Conflict(format!("a node named {} exists already", req.name)));
     }
@@ -62,7 +63,8 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
         .ping()
         .await
         .map_err(|e| PlatformError::BadRequest(format!("connection test failed, nothing saved: {e}")))?;
-    let found = gpus::simulated(&req.name, &SimulatedGpus { count: req.gpu_count, model: model.to_string(), memory_mb: 0 });
+    let found =
+        gpus::simulated(&req.name, &SimulatedGpus { count: req.gpu_count, model: model.to_string(), memory_mb: 0 });
     let added = format!("node {} at {endpoint} (Docker {}), {} declared GPU(s)", req.name, info.version, req.gpu_count);
     let id = cluster::register_node_as(
         pool,
@@ -124,7 +126,9 @@ pub async fn monitor(pool: Pool, fleet: Fleet, period: Duration) {
         tick.tick().await;
         let (p, f) = (pool.clone(), fleet.clone());
         match crate::contained::pass("node monitor", async move { monitor_once(&p, &f).await }).await {
-            Some(Ok(silent)) if !silent.is_empty() => tracing::warn!(?silent, "engines not answering; heartbeats withheld"),
+            Some(Ok(silent)) if !silent.is_empty() => {
+                tracing::warn!(?silent, "engines not answering; heartbeats withheld")
+            }
             Some(Ok(_)) | None => {}
             Some(Err(e)) => tracing::error!(error = %e, "node monitor failed"),
         }

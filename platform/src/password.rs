@@ -131,10 +131,7 @@ pub async fn verify_with(gate: &Gate, stored: &str, password: &str) -> Result<bo
 /// unknown usernames as on known ones.
 pub(crate) static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| {
     let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(b"not a password anyone has", &salt)
-        .map(|h| h.to_string())
-        .unwrap_or_default()
+    Argon2::default().hash_password(b"not a password anyone has", &salt).map(|h| h.to_string()).unwrap_or_default()
 });
 
 #[cfg(test)]

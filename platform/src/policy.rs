@@ -27,10 +27,14 @@ pub fn normalize_models(models: &[String]) -> Result<Vec<String>, PlatformError>
             continue;
         }
         if m.chars().count() > MODEL_NAME_MAX {
-            return Err(PlatformError::BadRequest(format!("a GPU model name must be at most {MODEL_NAME_MAX} characters")));
+            return Err(PlatformError::BadRequest(format!(
+                "a GPU model name must be at most {MODEL_NAME_MAX} characters"
+            )));
         }
         if m.chars().any(|c| c.is_control() || c == ',') {
-            return Err(PlatformError::BadRequest("a GPU model name may not contain commas or control characters".into()));
+            return Err(PlatformError::BadRequest(
+                "a GPU model name may not contain commas or control characters".into(),
+            ));
         }
         out.insert(m.to_string());
     }
@@ -52,7 +56,18 @@ pub async fn update_group_policy(
     max_gpus_per_machine: i64,
     models: &[String],
 ) -> Result<Group, PlatformError> {
-    update_group_policy_and_access(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, &AccessChange::default(), None, None).await
+    update_group_policy_and_access(
+        pool,
+        actor,
+        group_id,
+        gpu_quota,
+        max_gpus_per_machine,
+        models,
+        &AccessChange::default(),
+        None,
+        None,
+    )
+    .await
 }
 
 /// [`update_group_policy`] and the group's allowed images and regions
@@ -74,7 +89,19 @@ pub async fn update_group_policy_and_access(
     limits: Option<(i64, i64)>,
     snapshot_quota: Option<i64>,
 ) -> Result<Group, PlatformError> {
-    update_group_policy_at_rev(pool, actor, group_id, gpu_quota, max_gpus_per_machine, models, access, limits, snapshot_quota, None).await
+    update_group_policy_at_rev(
+        pool,
+        actor,
+        group_id,
+        gpu_quota,
+        max_gpus_per_machine,
+        models,
+        access,
+        limits,
+        snapshot_quota,
+        None,
+    )
+    .await
 }
 
 /// [`update_group_policy_and_access`], when the group is still at
@@ -112,7 +139,8 @@ pub async fn update_group_policy_at_rev(
             .bind(group_id)
             .fetch_optional(&mut *tx)
             .await?;
-    let (name, old_quota, in_use, old_max, old_snapshots, rev) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
+    let (name, old_quota, in_use, old_max, old_snapshots, rev) =
+        old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
     if let Some(expected) = expected_rev.filter(|e| *e != rev) {
         // Dropping `tx` rolls back: nothing was written yet anyway.
         return Err(PlatformError::Conflict(format!(
@@ -120,10 +148,11 @@ pub async fn update_group_policy_at_rev(
              it is now at revision {rev}): reload to see it; nothing was saved"
         )));
     }
-    let old_models: Vec<String> = sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
-        .bind(group_id)
-        .fetch_all(&mut *tx)
-        .await?;
+    let old_models: Vec<String> =
+        sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
+            .bind(group_id)
+            .fetch_all(&mut *tx)
+            .await?;
 
     let snapshots = snapshot_quota.unwrap_or(old_snapshots);
     // One bump for the whole edit (access lists and limits included).
@@ -136,7 +165,11 @@ pub async fn update_group_policy_at_rev(
         .await?;
     sqlx::query("DELETE FROM group_gpu_models WHERE group_id = ?").bind(group_id).execute(&mut *tx).await?;
     for m in &models {
-        sqlx::query("INSERT INTO group_gpu_models (group_id, model) VALUES (?, ?)").bind(group_id).bind(m).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO group_gpu_models (group_id, model) VALUES (?, ?)")
+            .bind(group_id)
+            .bind(m)
+            .execute(&mut *tx)
+            .await?;
     }
 
     let access_words = crate::policy_access::apply(&mut tx, group_id, access).await?;
@@ -166,12 +199,16 @@ pub async fn update_group_policy_at_rev(
 
 /// The GPU models a group may use; empty means any.
 pub async fn allowed_models(pool: &Pool, group_id: i64) -> Result<Vec<String>, PlatformError> {
-    Ok(sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model").bind(group_id).fetch_all(pool).await?)
+    Ok(sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
+        .bind(group_id)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// Every group's allow-list, keyed by group id (groups without one absent).
 pub async fn all_allowed_models(pool: &Pool) -> Result<HashMap<i64, Vec<String>>, PlatformError> {
-    let rows: Vec<(i64, String)> = sqlx::query_as("SELECT group_id, model FROM group_gpu_models ORDER BY group_id, model").fetch_all(pool).await?;
+    let rows: Vec<(i64, String)> =
+        sqlx::query_as("SELECT group_id, model FROM group_gpu_models ORDER BY group_id, model").fetch_all(pool).await?;
     let mut map: HashMap<i64, Vec<String>> = HashMap::new();
     for (g, m) in rows {
         map.entry(g).or_default().push(m);
@@ -201,7 +238,13 @@ mod tests {
 
 /// Per-machine container limits a group may ask for: CPUs and memory (GB).
 /// Machines already running keep the limits they were created with.
-pub async fn update_machine_limits(pool: &Pool, actor: Option<i64>, group_id: i64, max_cpus: i64, max_memory_gb: i64) -> Result<(), PlatformError> {
+pub async fn update_machine_limits(
+    pool: &Pool,
+    actor: Option<i64>,
+    group_id: i64,
+    max_cpus: i64,
+    max_memory_gb: i64,
+) -> Result<(), PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     set_machine_limits(&mut tx, actor, group_id, max_cpus, max_memory_gb).await?;
     bump_rev(&mut tx, group_id).await?;
@@ -209,13 +252,20 @@ pub async fn update_machine_limits(pool: &Pool, actor: Option<i64>, group_id: i6
     Ok(())
 }
 
-async fn set_machine_limits(tx: &mut sqlx::SqliteConnection, actor: Option<i64>, group_id: i64, max_cpus: i64, max_memory_gb: i64) -> Result<(), PlatformError> {
+async fn set_machine_limits(
+    tx: &mut sqlx::SqliteConnection,
+    actor: Option<i64>,
+    group_id: i64,
+    max_cpus: i64,
+    max_memory_gb: i64,
+) -> Result<(), PlatformError> {
     validate::in_range("CPUs per machine", max_cpus, 1, 256)?;
     validate::in_range("memory per machine (GB)", max_memory_gb, 1, 4096)?;
-    let old: Option<(String, i64, i64)> = sqlx::query_as("SELECT name, max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
-        .bind(group_id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let old: Option<(String, i64, i64)> =
+        sqlx::query_as("SELECT name, max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
+            .bind(group_id)
+            .fetch_optional(&mut *tx)
+            .await?;
     let (name, old_cpus, old_mem) = old.ok_or_else(|| PlatformError::NotFound("group".into()))?;
     sqlx::query("UPDATE groups SET max_cpus_per_machine = ?, max_memory_gb_per_machine = ? WHERE id = ?")
         .bind(max_cpus)
@@ -223,7 +273,9 @@ async fn set_machine_limits(tx: &mut sqlx::SqliteConnection, actor: Option<i64>,
         .bind(group_id)
         .execute(&mut *tx)
         .await?;
-    let detail = format!("group {name}: CPUs per machine {old_cpus} → {max_cpus}, memory per machine {old_mem} → {max_memory_gb} GB");
+    let detail = format!(
+        "group {name}: CPUs per machine {old_cpus} → {max_cpus}, memory per machine {old_mem} → {max_memory_gb} GB"
+    );
     crate::audit::record(&mut *tx, actor, "group.limits", &detail).await?;
     Ok(())
 }
@@ -233,11 +285,17 @@ async fn set_machine_limits(tx: &mut sqlx::SqliteConnection, actor: Option<i64>,
 /// this (or bumps `policy_rev` in its own UPDATE), so a form loaded before
 /// the edit is refused by [`update_group_policy_at_rev`].
 pub(crate) async fn bump_rev(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE groups SET policy_rev = policy_rev + 1 WHERE id = ?").bind(group_id).execute(&mut *conn).await?;
+    sqlx::query("UPDATE groups SET policy_rev = policy_rev + 1 WHERE id = ?")
+        .bind(group_id)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
 /// (max CPUs, max memory GB) per machine for a group.
 pub async fn machine_limits(pool: &Pool, group_id: i64) -> Result<(i64, i64), PlatformError> {
-    Ok(sqlx::query_as("SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?").bind(group_id).fetch_one(pool).await?)
+    Ok(sqlx::query_as("SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
+        .bind(group_id)
+        .fetch_one(pool)
+        .await?)
 }

@@ -114,7 +114,9 @@ async fn replace(conn: &mut SqliteConnection, list: List, group_id: i64, ids: &[
     let mut new = Vec::with_capacity(ids.len());
     for id in &ids {
         let name: Option<String> = sqlx::query_scalar(list.lookup_sql()).bind(id).fetch_optional(&mut *conn).await?;
-        let name = name.ok_or_else(|| PlatformError::BadRequest(format!("there is no {} #{id} a group can be allowed", list.what())))?;
+        let name = name.ok_or_else(|| {
+            PlatformError::BadRequest(format!("there is no {} #{id} a group can be allowed", list.what()))
+        })?;
         new.push(name);
     }
     new.sort();
@@ -129,7 +131,11 @@ async fn replace(conn: &mut SqliteConnection, list: List, group_id: i64, ids: &[
 /// Applies `change` to group `group_id` inside the caller's transaction
 /// (which must hold the write lock); returns the audit words, empty when
 /// nothing was asked. Unknown ids fail it with `BadRequest`.
-pub(crate) async fn apply(conn: &mut SqliteConnection, group_id: i64, change: &AccessChange) -> Result<Vec<String>, PlatformError> {
+pub(crate) async fn apply(
+    conn: &mut SqliteConnection,
+    group_id: i64,
+    change: &AccessChange,
+) -> Result<Vec<String>, PlatformError> {
     let mut words = Vec::new();
     if let Some(images) = &change.images {
         words.push(replace(conn, List::Images, group_id, images).await?);
@@ -142,9 +148,15 @@ pub(crate) async fn apply(conn: &mut SqliteConnection, group_id: i64, change: &A
 
 /// Sets a group's allowed images and/or regions alone, in one transaction
 /// with an audit row naming old and new lists.
-pub async fn set_group_access(pool: &Pool, actor: Option<i64>, group_id: i64, change: &AccessChange) -> Result<(), PlatformError> {
+pub async fn set_group_access(
+    pool: &Pool,
+    actor: Option<i64>,
+    group_id: i64,
+    change: &AccessChange,
+) -> Result<(), PlatformError> {
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let name: Option<String> = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(group_id).fetch_optional(&mut *tx).await?;
+    let name: Option<String> =
+        sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(group_id).fetch_optional(&mut *tx).await?;
     let name = name.ok_or_else(|| PlatformError::NotFound("group".into()))?;
     let words = apply(&mut tx, group_id, change).await?;
     if words.is_empty() {
@@ -160,7 +172,10 @@ pub async fn set_group_access(pool: &Pool, actor: Option<i64>, group_id: i64, ch
 /// One group's lists; empty means all.
 pub async fn group_access(pool: &Pool, group_id: i64) -> Result<GroupAccess, PlatformError> {
     let mut conn = pool.acquire().await?;
-    Ok(GroupAccess { images: current(&mut conn, List::Images, group_id).await?, regions: current(&mut conn, List::Regions, group_id).await? })
+    Ok(GroupAccess {
+        images: current(&mut conn, List::Images, group_id).await?,
+        regions: current(&mut conn, List::Regions, group_id).await?,
+    })
 }
 
 /// Every group's lists, keyed by group id (groups allowed everything absent).
@@ -180,20 +195,31 @@ pub async fn all_group_access(pool: &Pool) -> Result<HashMap<i64, GroupAccess>, 
 }
 
 /// The regions group `group_id` may use, (id, code); empty means all.
-pub(crate) async fn allowed_regions(conn: &mut SqliteConnection, group_id: i64) -> Result<Vec<(i64, String)>, PlatformError> {
+pub(crate) async fn allowed_regions(
+    conn: &mut SqliteConnection,
+    group_id: i64,
+) -> Result<Vec<(i64, String)>, PlatformError> {
     current(conn, List::Regions, group_id).await
 }
 
 /// The nodes of the regions group `group_id` may use; `None`: every region.
-pub(crate) async fn allowed_nodes(conn: &mut SqliteConnection, group_id: i64) -> Result<Option<Vec<i64>>, PlatformError> {
-    let ruled: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM group_regions WHERE group_id = ?)").bind(group_id).fetch_one(&mut *conn).await?;
+pub(crate) async fn allowed_nodes(
+    conn: &mut SqliteConnection,
+    group_id: i64,
+) -> Result<Option<Vec<i64>>, PlatformError> {
+    let ruled: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM group_regions WHERE group_id = ?)")
+        .bind(group_id)
+        .fetch_one(&mut *conn)
+        .await?;
     if !ruled {
         return Ok(None);
     }
-    let nodes = sqlx::query_scalar("SELECT n.id FROM nodes n JOIN group_regions g ON g.region_id = n.region_id WHERE g.group_id = ? ORDER BY n.id")
-        .bind(group_id)
-        .fetch_all(&mut *conn)
-        .await?;
+    let nodes = sqlx::query_scalar(
+        "SELECT n.id FROM nodes n JOIN group_regions g ON g.region_id = n.region_id WHERE g.group_id = ? ORDER BY n.id",
+    )
+    .bind(group_id)
+    .fetch_all(&mut *conn)
+    .await?;
     Ok(Some(nodes))
 }
 
@@ -205,14 +231,20 @@ pub(crate) fn may_use(allowed: &[(i64, String)]) -> String {
 /// Why group `group_name` may use none of `regions` (ids), naming them and
 /// the regions it may use; `None` when it may use one of them, or every
 /// region.
-pub(crate) async fn refusal_for_regions(conn: &mut SqliteConnection, group_id: i64, group_name: &str, regions: &[i64]) -> Result<Option<String>, PlatformError> {
+pub(crate) async fn refusal_for_regions(
+    conn: &mut SqliteConnection,
+    group_id: i64,
+    group_name: &str,
+    regions: &[i64],
+) -> Result<Option<String>, PlatformError> {
     let allowed = allowed_regions(conn, group_id).await?;
     if allowed.is_empty() || regions.iter().any(|r| allowed.iter().any(|(id, _)| id == r)) {
         return Ok(None);
     }
     let mut codes = BTreeSet::new();
     for r in regions {
-        let code: Option<String> = sqlx::query_scalar("SELECT code FROM regions WHERE id = ?").bind(r).fetch_optional(&mut *conn).await?;
+        let code: Option<String> =
+            sqlx::query_scalar("SELECT code FROM regions WHERE id = ?").bind(r).fetch_optional(&mut *conn).await?;
         codes.insert(code.unwrap_or_else(|| format!("#{r}")));
     }
     let codes: Vec<String> = codes.into_iter().collect();
@@ -221,10 +253,16 @@ pub(crate) async fn refusal_for_regions(conn: &mut SqliteConnection, group_id: i
 }
 
 /// The same for the regions of `nodes` (where a machine could go).
-pub(crate) async fn refusal_for_nodes(conn: &mut SqliteConnection, group_id: i64, group_name: &str, nodes: &[i64]) -> Result<Option<String>, PlatformError> {
+pub(crate) async fn refusal_for_nodes(
+    conn: &mut SqliteConnection,
+    group_id: i64,
+    group_name: &str,
+    nodes: &[i64],
+) -> Result<Option<String>, PlatformError> {
     let mut regions = BTreeSet::new();
     for n in nodes {
-        let r: Option<i64> = sqlx::query_scalar("SELECT region_id FROM nodes WHERE id = ?").bind(n).fetch_optional(&mut *conn).await?;
+        let r: Option<i64> =
+            sqlx::query_scalar("SELECT region_id FROM nodes WHERE id = ?").bind(n).fetch_optional(&mut *conn).await?;
         regions.extend(r);
     }
     let regions: Vec<i64> = regions.into_iter().collect();
@@ -233,7 +271,11 @@ pub(crate) async fn refusal_for_nodes(conn: &mut SqliteConnection, group_id: i64
 
 /// "(group ml may use only region east)" for a refusal among the nodes
 /// left after the region rule; empty when the group has no rule.
-pub(crate) async fn region_note(conn: &mut SqliteConnection, group_id: i64, group_name: &str) -> Result<String, PlatformError> {
+pub(crate) async fn region_note(
+    conn: &mut SqliteConnection,
+    group_id: i64,
+    group_name: &str,
+) -> Result<String, PlatformError> {
     let allowed = allowed_regions(conn, group_id).await?;
     if allowed.is_empty() {
         return Ok(String::new());

@@ -64,9 +64,7 @@ pub async fn reconcile_once(pool: &Pool, fleet: &Fleet) -> Result<Report, Platfo
     let instance = crate::machines::instance_id(pool).await?;
     for node in fleet.all(pool).await? {
         let outcome = match &node.executor {
-            Ok(exec) => {
-                reconcile_node(pool, exec, &instance, node.id, &node.name, &mut report).await
-            }
+            Ok(exec) => reconcile_node(pool, exec, &instance, node.id, &node.name, &mut report).await,
             Err(e) => Err(e.to_string()),
         };
         if let Err(why) = outcome {
@@ -104,16 +102,7 @@ async fn reconcile_node(
     report: &mut Report,
 ) -> Result<(), String> {
     let db = |e: PlatformError| e.to_string();
-    type Row = (
-        i64,
-        String,
-        String,
-        i64,
-        Option<String>,
-        bool,
-        String,
-        Option<i64>,
-    );
+    type Row = (i64, String, String, i64, Option<String>, bool, String, Option<i64>);
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT m.id, m.name, m.state, m.rev, m.container_id, EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id), m.volume_name,
                 CASE WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.state IN ('pending', 'scheduled', 'running')) THEN NULL
@@ -126,30 +115,22 @@ async fn reconcile_node(
     .map_err(|e| db(e.into()))?;
     let known: Vec<Known> = rows
         .into_iter()
-        .filter_map(
-            |(id, name, state, rev, container_id, holds_gpus, volume, settled_after_task)| {
-                Some(Known {
-                    id,
-                    name,
-                    state: state.parse().ok()?,
-                    rev,
-                    container_id,
-                    holds_gpus,
-                    volume,
-                    settled_after_task,
-                })
-            },
-        )
+        .filter_map(|(id, name, state, rev, container_id, holds_gpus, volume, settled_after_task)| {
+            Some(Known {
+                id,
+                name,
+                state: state.parse().ok()?,
+                rev,
+                container_id,
+                holds_gpus,
+                volume,
+                settled_after_task,
+            })
+        })
         .collect();
     // A black-holed engine must not hold up the other nodes' pass.
-    let bounded = |what: &'static str| {
-        move |_| {
-            format!(
-                "engine did not answer {what} within {} s",
-                LIST_TIMEOUT.as_secs()
-            )
-        }
-    };
+    let bounded =
+        |what: &'static str| move |_| format!("engine did not answer {what} within {} s", LIST_TIMEOUT.as_secs());
     // GPUs left to the collector after this read may belong to a container
     // the list below does not show yet: they are not freed this pass.
     let left_before: HashSet<(i64, i64)> = sqlx::query_as(
@@ -171,10 +152,7 @@ async fn reconcile_node(
         .map_err(|e| e.to_string())?;
 
     // 1. Machines follow their containers.
-    let by_id: HashMap<&str, ContainerStatus> = containers
-        .iter()
-        .map(|c| (c.id.as_str(), c.status))
-        .collect();
+    let by_id: HashMap<&str, ContainerStatus> = containers.iter().map(|c| (c.id.as_str(), c.status)).collect();
     for m in known.iter().filter(|m| m.holds_gpus) {
         let Some(container_id) = &m.container_id else {
             continue;
@@ -190,45 +168,27 @@ async fn reconcile_node(
             // does not move the machine's `rev`: no observation.
             Some(ContainerStatus::Paused) => continue,
             Some(ContainerStatus::Running) => (MachineState::Running, None, String::new()),
-            Some(ContainerStatus::Exited { code }) => (
-                MachineState::Stopped,
-                Some(*code),
-                format!("container exited with code {code}"),
-            ),
-            Some(other) => (
-                MachineState::Failed,
-                None,
-                format!("container is {other:?}"),
-            ),
-            None => (
-                MachineState::Failed,
-                None,
-                format!("container vanished from node {node_name}"),
-            ),
+            Some(ContainerStatus::Exited { code }) => {
+                (MachineState::Stopped, Some(*code), format!("container exited with code {code}"))
+            }
+            Some(other) => (MachineState::Failed, None, format!("container is {other:?}")),
+            None => (MachineState::Failed, None, format!("container vanished from node {node_name}")),
         };
         if next == m.state {
             continue;
         }
         let mut tx = transitions::begin(pool).await.map_err(db)?;
-        if transitions::machine::observe_if_unchanged(
-            &mut tx, m.id, m.rev, next, exit_code, &message,
-        )
-        .await
-        .map_err(db)?
+        if transitions::machine::observe_if_unchanged(&mut tx, m.id, m.rev, next, exit_code, &message)
+            .await
+            .map_err(db)?
         {
             let change = format!(
                 "machine {}: {} → {next}{}",
                 m.name,
                 m.state,
-                if message.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({message})")
-                }
+                if message.is_empty() { String::new() } else { format!(" ({message})") }
             );
-            audit::record(&mut *tx, None, "reconcile.drift", &change)
-                .await
-                .map_err(db)?;
+            audit::record(&mut *tx, None, "reconcile.drift", &change).await.map_err(db)?;
             tx.commit().await.map_err(|e| db(e.into()))?;
             report.changes.push(change);
         }
@@ -236,11 +196,7 @@ async fn reconcile_node(
 
     // 2. Containers of machines that hold no GPUs are garbage, wherever
     //    they came from. Re-checked at removal time against the database.
-    let holders: HashSet<i64> = known
-        .iter()
-        .filter(|m| m.holds_gpus)
-        .map(|m| m.id)
-        .collect();
+    let holders: HashSet<i64> = known.iter().filter(|m| m.holds_gpus).map(|m| m.id).collect();
     let mut collected: HashSet<&str> = HashSet::new();
     for c in &containers {
         if c.machine_id.is_some_and(|id| holders.contains(&id)) {
@@ -259,32 +215,21 @@ async fn reconcile_node(
                     c.name,
                     &c.id[..c.id.len().min(12)]
                 );
-                audit::record(pool, None, "collect.container", &what)
-                    .await
-                    .map_err(db)?;
+                audit::record(pool, None, "collect.container", &what).await.map_err(db)?;
                 tracing::warn!("collected {what}");
                 report.containers_collected.push(what);
             }
             Err(e) => {
                 tracing::warn!(container = %c.id, error = %e, "collector: could not remove container");
-                report
-                    .not_collected
-                    .push(format!("container {} on node {node_name}: {e}", c.name));
+                report.not_collected.push(format!("container {} on node {node_name}: {e}", c.name));
             }
         }
     }
 
     // 2b. GPUs a given-up task left with its container are free once the
     //     engine has no such container any more.
-    let remaining: Vec<&ManagedContainer> = containers
-        .iter()
-        .filter(|c| !collected.contains(c.id.as_str()))
-        .collect();
-    report.gpus_freed.extend(
-        free_left_gpus(pool, node_id, node_name, &remaining, &left_before)
-            .await
-            .map_err(db)?,
-    );
+    let remaining: Vec<&ManagedContainer> = containers.iter().filter(|c| !collected.contains(c.id.as_str())).collect();
+    report.gpus_freed.extend(free_left_gpus(pool, node_id, node_name, &remaining, &left_before).await.map_err(db)?);
 
     // 3. Volumes no live machine mounts and nobody kept.
     let mounted: HashSet<&str> = known.iter().map(|m| m.volume.as_str()).collect();
@@ -295,18 +240,14 @@ async fn reconcile_node(
         match exec.remove_volume(name).await {
             Ok(()) => {
                 let what = format!("volume {name} on node {node_name}: no live machine mounts it and it was not kept");
-                audit::record(pool, None, "collect.volume", &what)
-                    .await
-                    .map_err(db)?;
+                audit::record(pool, None, "collect.volume", &what).await.map_err(db)?;
                 tracing::warn!("collected {what}");
                 report.volumes_collected.push(what);
             }
             // In use by a container that is itself about to be collected.
             Err(e) => {
                 tracing::warn!(volume = %name, error = %e, "collector: could not remove volume");
-                report
-                    .not_collected
-                    .push(format!("volume {name} on node {node_name}: {e}"));
+                report.not_collected.push(format!("volume {name} on node {node_name}: {e}"));
             }
         }
     }
@@ -330,21 +271,17 @@ async fn reconcile_node(
                     format!("loop device {} detached", devices.join(", "))
                 };
                 let what = format!("volume image {name}.img on node {node_name} ({devices}): no machine, kept volume or Docker volume names it");
-                audit::record(pool, None, "collect.image", &what)
-                    .await
-                    .map_err(db)?;
+                audit::record(pool, None, "collect.image", &what).await.map_err(db)?;
                 tracing::warn!("collected {what}");
                 report.images_collected.push(what);
             }
             Ok(Err(e)) => {
                 tracing::warn!(volume = %name, error = %e, "collector: could not remove volume image");
-                report
-                    .not_collected
-                    .push(format!("volume image {name}.img on node {node_name}: {e}"));
+                report.not_collected.push(format!("volume image {name}.img on node {node_name}: {e}"));
             }
-            Err(_) => report.not_collected.push(format!(
-                "volume image {name}.img on node {node_name}: engine did not answer"
-            )),
+            Err(_) => {
+                report.not_collected.push(format!("volume image {name}.img on node {node_name}: engine did not answer"))
+            }
         }
     }
     Ok(())
@@ -378,11 +315,7 @@ async fn free_left_gpus(
         if !left_before.contains(&(machine_id, gpu_id)) {
             continue;
         }
-        by_machine
-            .entry(machine_id)
-            .or_insert((current, holds, Vec::new()))
-            .2
-            .push(gpu_id);
+        by_machine.entry(machine_id).or_insert((current, holds, Vec::new())).2.push(gpu_id);
     }
     let mut freed = Vec::new();
     for (machine_id, (current, holds, gpus)) in by_machine {
@@ -397,9 +330,7 @@ async fn free_left_gpus(
         let n = transitions::machine::left_gpus_collected(&mut tx, machine_id, &gpus).await?;
         tx.commit().await?;
         if n > 0 {
-            freed.push(format!(
-                "{n} GPU(s) on node {node_name}: machine #{machine_id}'s container is gone"
-            ));
+            freed.push(format!("{n} GPU(s) on node {node_name}: machine #{machine_id}'s container is gone"));
         }
     }
     Ok(freed)
@@ -409,12 +340,10 @@ async fn free_left_gpus(
 /// name one engine (a node renamed at start, an engine added twice), and a
 /// container this node's engine lists may be another node's live machine.
 async fn holds_gpus_now(pool: &Pool, machine_id: i64) -> Result<bool, PlatformError> {
-    Ok(
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM machine_gpus WHERE machine_id = ?)")
-            .bind(machine_id)
-            .fetch_one(pool)
-            .await?,
-    )
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM machine_gpus WHERE machine_id = ?)")
+        .bind(machine_id)
+        .fetch_one(pool)
+        .await?)
 }
 
 async fn volume_in_use_now(pool: &Pool, name: &str) -> Result<bool, PlatformError> {
@@ -433,8 +362,7 @@ pub async fn run(pool: Pool, fleet: Fleet, period: std::time::Duration) {
     loop {
         tick.tick().await;
         let (p, f) = (pool.clone(), fleet.clone());
-        match crate::contained::pass("reconcile", async move { reconcile_once(&p, &f).await }).await
-        {
+        match crate::contained::pass("reconcile", async move { reconcile_once(&p, &f).await }).await {
             Some(Ok(r))
                 if !r.changes.is_empty()
                     || !r.containers_collected.is_empty()

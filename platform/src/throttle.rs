@@ -70,7 +70,10 @@ pub async fn count_attempt(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Re
 }
 
 async fn record<'c, E: sqlx::SqliteExecutor<'c>>(conn: E, key: &str) -> Result<Option<FailureRecord>, PlatformError> {
-    let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?").bind(key).fetch_optional(conn).await?;
+    let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?")
+        .bind(key)
+        .fetch_optional(conn)
+        .await?;
     Ok(row.map(|(f, w)| FailureRecord { failures: f.clamp(0, u32::MAX as i64) as u32, window_start: w }))
 }
 
@@ -79,7 +82,11 @@ async fn record<'c, E: sqlx::SqliteExecutor<'c>>(conn: E, key: &str) -> Result<O
 /// guessed names would otherwise pile up for ever.
 pub async fn prune(pool: &Pool, now: i64) -> Result<u64, PlatformError> {
     let longest = ThrottlePolicy::PER_ACCOUNT_CLIENT.window_secs.max(ThrottlePolicy::PER_ADDRESS.window_secs);
-    Ok(sqlx::query("DELETE FROM login_failures WHERE window_start <= ?").bind(now - longest).execute(pool).await?.rows_affected())
+    Ok(sqlx::query("DELETE FROM login_failures WHERE window_start <= ?")
+        .bind(now - longest)
+        .execute(pool)
+        .await?
+        .rows_affected())
 }
 
 /// [`prune`] every `every`, for as long as the process runs.
@@ -89,7 +96,9 @@ pub async fn prune_loop(pool: Pool, every: std::time::Duration) {
     loop {
         tick.tick().await;
         let p = pool.clone();
-        if let Some(Err(e)) = crate::contained::pass("sign-in throttle prune", async move { prune(&p, now()).await }).await {
+        if let Some(Err(e)) =
+            crate::contained::pass("sign-in throttle prune", async move { prune(&p, now()).await }).await
+        {
             tracing::warn!(error = %e, "could not prune the sign-in throttle's old counts");
         }
     }
@@ -138,7 +147,10 @@ async fn take_back(tx: &mut crate::transitions::Tx, key: &str, rec: &FailureReco
 /// Forgets every count of one account (an admin reset its password).
 pub async fn clear_user(conn: &mut sqlx::SqliteConnection, username: &str) -> Result<(), PlatformError> {
     sqlx::query("DELETE FROM login_failures WHERE key LIKE ? ESCAPE '\\'")
-        .bind(format!("user:{}|%", username.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")))
+        .bind(format!(
+            "user:{}|%",
+            username.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+        ))
         .execute(&mut *conn)
         .await?;
     Ok(())

@@ -2,7 +2,12 @@
 //! kept only as a SHA-256 hash, scoped to their owner, revocable. A token
 //! is 32 random bytes, so a fast hash is enough: there is nothing to guess.
 
-use crate::{accounts::{self, User}, audit, db::Pool, now, PlatformError};
+use crate::{
+    accounts::{self, User},
+    audit,
+    db::Pool,
+    now, PlatformError,
+};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -89,19 +94,22 @@ pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, Pla
     if !secret.starts_with(PREFIX) || secret.len() != PREFIX.len() + 64 {
         return Ok(None);
     }
-    let user_id: Option<i64> = sqlx::query_scalar("SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL")
-        .bind(hash(secret))
-        .fetch_optional(pool)
-        .await?;
+    let user_id: Option<i64> =
+        sqlx::query_scalar("SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL")
+            .bind(hash(secret))
+            .fetch_optional(pool)
+            .await?;
     let Some(user_id) = user_id else { return Ok(None) };
     // Coarse "last used": one write a minute per token at most, and only a
     // note: a request is not refused because the database was too busy to
     // take it (a read-only call would have answered 500 under write load).
-    let noted = sqlx::query("UPDATE api_tokens SET last_used_at = ?1 WHERE secret_hash = ?2 AND COALESCE(last_used_at, 0) < ?1 - 60")
-        .bind(now())
-        .bind(hash(secret))
-        .execute(pool)
-        .await;
+    let noted = sqlx::query(
+        "UPDATE api_tokens SET last_used_at = ?1 WHERE secret_hash = ?2 AND COALESCE(last_used_at, 0) < ?1 - 60",
+    )
+    .bind(now())
+    .bind(hash(secret))
+    .execute(pool)
+    .await;
     if let Err(e) = noted {
         tracing::warn!(user_id, error = %e, "could not note an API token's last use");
     }

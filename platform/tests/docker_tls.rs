@@ -7,20 +7,79 @@ use gantry_platform::executor::{DockerExecutor, ExecError, Executor};
 use std::{path::Path, process::Command, time::Duration};
 
 fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl is installed (scripts/setup.sh)");
+    let out =
+        Command::new("openssl").args(args).current_dir(dir).output().expect("openssl is installed (scripts/setup.sh)");
     assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A CA, a server certificate for 127.0.0.1 and a client certificate, in
 /// the file layout the docker CLI uses.
 fn make_certs(dir: &Path) {
-    openssl(dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2",
-        "-subj", "/CN=gantry-test-ca", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
-    for (name, usage, san) in [("server", "serverAuth", "subjectAltName=IP:127.0.0.1,DNS:localhost\n"), ("client", "clientAuth", "")] {
-        std::fs::write(dir.join(format!("{name}.ext")), format!("{san}extendedKeyUsage={usage}\nbasicConstraints=CA:FALSE\n")).unwrap();
-        openssl(dir, &["req", "-newkey", "rsa:2048", "-nodes", "-keyout", &format!("{name}-key.pem"), "-out", &format!("{name}.csr"), "-subj", &format!("/CN={name}")]);
-        openssl(dir, &["x509", "-req", "-in", &format!("{name}.csr"), "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
-            "-out", &format!("{name}-cert.pem"), "-days", "2", "-extfile", &format!("{name}.ext")]);
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca-key.pem",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=gantry-test-ca",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+    for (name, usage, san) in
+        [("server", "serverAuth", "subjectAltName=IP:127.0.0.1,DNS:localhost\n"), ("client", "clientAuth", "")]
+    {
+        std::fs::write(
+            dir.join(format!("{name}.ext")),
+            format!("{san}extendedKeyUsage={usage}\nbasicConstraints=CA:FALSE\n"),
+        )
+        .unwrap();
+        openssl(
+            dir,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{name}-key.pem"),
+                "-out",
+                &format!("{name}.csr"),
+                "-subj",
+                &format!("/CN={name}"),
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca-key.pem",
+                "-CAcreateserial",
+                "-out",
+                &format!("{name}-cert.pem"),
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{name}.ext"),
+            ],
+        );
     }
     let client = dir.join("client-dir");
     std::fs::create_dir_all(&client).unwrap();

@@ -29,7 +29,9 @@ async fn rev(env: &Env, machine_id: i64) -> i64 {
 /// operation finished: it must be refused.
 async fn stale_observation(env: &Env, machine_id: i64, read_rev: i64, seen: MachineState) -> bool {
     let mut tx = transitions::begin(&env.pool).await.unwrap();
-    let applied = transitions::machine::observe_if_unchanged(&mut tx, machine_id, read_rev, seen, Some(0), "stale").await.unwrap();
+    let applied = transitions::machine::observe_if_unchanged(&mut tx, machine_id, read_rev, seen, Some(0), "stale")
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     applied
 }

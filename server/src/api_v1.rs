@@ -55,7 +55,10 @@ impl From<PlatformError> for ApiError {
             PlatformError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
             PlatformError::Database(_) | PlatformError::Internal(_) | PlatformError::LeaseLost(_) => {
                 tracing::error!(error = %e, "API request failed");
-                return ApiError(StatusCode::INTERNAL_SERVER_ERROR, "something went wrong on the server; the error has been logged".into());
+                return ApiError(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "something went wrong on the server; the error has been logged".into(),
+                );
             }
         };
         ApiError(status, e.to_string())
@@ -63,7 +66,8 @@ impl From<PlatformError> for ApiError {
 }
 
 async fn bearer(state: &AppState, headers: &HeaderMap) -> Result<User, ApiError> {
-    let unauthorized = || ApiError(StatusCode::UNAUTHORIZED, "a valid API token is required: Authorization: Bearer <token>".into());
+    let unauthorized =
+        || ApiError(StatusCode::UNAUTHORIZED, "a valid API token is required: Authorization: Bearer <token>".into());
     let value = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).ok_or_else(unauthorized)?;
     let token = tokens::bearer(value).ok_or_else(unauthorized)?;
     tokens::authenticate(&state.pool, token).await?.ok_or_else(unauthorized)
@@ -79,7 +83,8 @@ struct TaskJson(serde_json::Value);
 
 impl From<ComputeTaskView> for TaskJson {
     fn from(task: ComputeTaskView) -> Self {
-        let decision = task.decision.as_deref().and_then(|d| serde_json::from_str(d).ok()).unwrap_or(serde_json::Value::Null);
+        let decision =
+            task.decision.as_deref().and_then(|d| serde_json::from_str(d).ok()).unwrap_or(serde_json::Value::Null);
         let command: serde_json::Value = serde_json::from_str(&task.command).unwrap_or_default();
         let mut row = serde_json::to_value(&task).unwrap_or_default();
         if let Some(fields) = row.as_object_mut() {
@@ -106,7 +111,12 @@ impl ListParams {
         let bad = |m: String| ApiError(StatusCode::BAD_REQUEST, m);
         let limit = match self.limit.as_deref() {
             None => LIST_MAX,
-            Some(v) => v.trim().parse().ok().filter(|n| (1..=LIST_MAX).contains(n)).ok_or_else(|| bad(format!("limit must be a whole number from 1 to {LIST_MAX}")))?,
+            Some(v) => v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=LIST_MAX).contains(n))
+                .ok_or_else(|| bad(format!("limit must be a whole number from 1 to {LIST_MAX}")))?,
         };
         let before = match self.before.as_deref() {
             None => None,
@@ -118,15 +128,25 @@ impl ListParams {
 
 /// The tasks this token's user may see, newest first: a JSON array, as
 /// before paging came (no parameters: the newest 500).
-async fn list(State(state): State<AppState>, headers: HeaderMap, params: Result<Query<ListParams>, QueryRejection>) -> Result<Json<Vec<TaskJson>>, ApiError> {
+async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<Vec<TaskJson>>, ApiError> {
     let user = bearer(&state, &headers).await?;
-    let Query(params) = params.map_err(|_| ApiError(StatusCode::BAD_REQUEST, "the query string must be at most one limit=N and one before=ID".into()))?;
+    let Query(params) = params.map_err(|_| {
+        ApiError(StatusCode::BAD_REQUEST, "the query string must be at most one limit=N and one before=ID".into())
+    })?;
     let (before, limit) = params.parse()?;
     let tasks = compute::list_compute_tasks(&state.pool, &user, before, limit).await?;
     Ok(Json(tasks.into_iter().map(TaskJson::from).collect()))
 }
 
-async fn one(State(state): State<AppState>, headers: HeaderMap, id: Result<Path<i64>, PathRejection>) -> Result<Json<TaskJson>, ApiError> {
+async fn one(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<TaskJson>, ApiError> {
     let user = bearer(&state, &headers).await?;
     let id = task_id(id)?;
     Ok(Json(compute::compute_task(&state.pool, &user, id).await?.into()))
@@ -176,11 +196,18 @@ async fn submit(
     body: Result<Json<Submission>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
     let user = bearer(&state, &headers).await?;
-    let Json(s) = body.map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("the body must be a compute task in JSON: {}", e.body_text())))?;
+    let Json(s) = body.map_err(|e| {
+        ApiError(StatusCode::BAD_REQUEST, format!("the body must be a compute task in JSON: {}", e.body_text()))
+    })?;
     let command = match (s.command, s.shell) {
         (Some(argv), None) => Command::Argv(argv),
         (None, Some(script)) => Command::Shell(script),
-        _ => return Err(ApiError(StatusCode::BAD_REQUEST, "give exactly one of \"command\" (an argv) or \"shell\" (a script)".into())),
+        _ => {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                "give exactly one of \"command\" (an argv) or \"shell\" (a script)".into(),
+            ))
+        }
     };
     // In CPUs, as the caller wrote them (the platform's check counts
     // thousandths: "between 100 and 256000" read as CPUs is 1,000 times off).
@@ -190,7 +217,8 @@ async fn submit(
     if s.datasets.iter().any(|d| d.contains(',') || d.trim().is_empty()) {
         return Err(ApiError(StatusCode::BAD_REQUEST, "each entry of \"datasets\" is one dataset-code/version".into()));
     }
-    let datasets = mounts::resolve_named(&state.pool, stores.as_ref().map(|e| &e.0), &user, &s.datasets.join(",")).await?;
+    let datasets =
+        mounts::resolve_named(&state.pool, stores.as_ref().map(|e| &e.0), &user, &s.datasets.join(",")).await?;
     let req = SubmitCompute {
         name: s.name,
         framework: s.framework,
@@ -213,19 +241,29 @@ async fn submit(
 /// A task id from the path; anything else is the API's JSON 400 — after
 /// the token is checked, so a caller without one learns only that (401).
 fn task_id(id: Result<Path<i64>, PathRejection>) -> Result<i64, ApiError> {
-    id.map(|Path(id)| id).map_err(|_| ApiError(StatusCode::BAD_REQUEST, "a task id is a whole number (as in /api/v1/compute-tasks/7)".into()))
+    id.map(|Path(id)| id).map_err(|_| {
+        ApiError(StatusCode::BAD_REQUEST, "a task id is a whole number (as in /api/v1/compute-tasks/7)".into())
+    })
 }
 
 /// The output: live from the container while the task runs, else what was
 /// kept when it ended.
-async fn logs(State(state): State<AppState>, headers: HeaderMap, id: Result<Path<i64>, PathRejection>) -> Result<Response, ApiError> {
+async fn logs(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Response, ApiError> {
     let user = bearer(&state, &headers).await?;
     let id = task_id(id)?;
     let text = compute::output(&state.pool, &state.fleet, &user, id).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
-async fn cancel(State(state): State<AppState>, headers: HeaderMap, id: Result<Path<i64>, PathRejection>) -> Result<Json<TaskJson>, ApiError> {
+async fn cancel(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<TaskJson>, ApiError> {
     let user = bearer(&state, &headers).await?;
     let id = task_id(id)?;
     compute::cancel(&state.pool, &user, id).await?;

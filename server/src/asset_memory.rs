@@ -115,7 +115,9 @@ fn accepts_encoding(headers: &HeaderMap, name: &str) -> bool {
         for item in value.split(',') {
             let mut parts = item.split(';');
             let coding = parts.next().unwrap_or("").trim();
-            let zero = parts.any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0));
+            let zero = parts.any(|p| {
+                p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0)
+            });
             if coding.eq_ignore_ascii_case(name) {
                 return !zero;
             }
@@ -149,7 +151,13 @@ mod tests {
     #[test]
     fn only_plain_paths_are_taken() {
         assert!(plain("/pkg/gantry.0123456789abcdef.css"));
-        for bad in ["/pkg/../secret.0123456789.txt", "//etc/x.0123456789.y", "/pkg/a%2e%2e.0123456789.js", "/pkg/./a.0123456789.js", "pkg/a.0123456789.js"] {
+        for bad in [
+            "/pkg/../secret.0123456789.txt",
+            "//etc/x.0123456789.y",
+            "/pkg/a%2e%2e.0123456789.js",
+            "/pkg/./a.0123456789.js",
+            "pkg/a.0123456789.js",
+        ] {
             assert!(!plain(bad), "{bad}");
         }
     }

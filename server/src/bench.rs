@@ -52,7 +52,12 @@ async fn setup(nodes: u32, gpus_per_node: u32, executor: &str, quota: i64) -> Re
     }
     images::ensure_default_image(&pool, "devbox", "gantry/devbox:latest", "bench").await?;
     accounts::create_group(&pool, None, "bench", quota).await?;
-    let user = accounts::create_user(&pool, None, NewUser { username: "bench", password: "bench-password", role: Role::User, group: Some("bench") }).await?;
+    let user = accounts::create_user(
+        &pool,
+        None,
+        NewUser { username: "bench", password: "bench-password", role: Role::User, group: Some("bench") },
+    )
+    .await?;
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
     Ok(Setup { _dir: tmp, pool, admissions, wake, user })
@@ -80,7 +85,8 @@ pub async fn admissions(nodes: u32, gpus_per_node: u32, requests: usize) -> Resu
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    let in_use: i64 = sqlx::query_scalar("SELECT gpus_in_use FROM groups WHERE name = 'bench'").fetch_one(&s.pool).await?;
+    let in_use: i64 =
+        sqlx::query_scalar("SELECT gpus_in_use FROM groups WHERE name = 'bench'").fetch_one(&s.pool).await?;
     println!("admissions: {requests} requests, {ok} admitted, {refused} refused in {secs:.3} s");
     println!("admissions/s: {:.0}  (group now holds {in_use} GPUs; each admission = machine + GPUs + quota + task + audit rows, committed)", requests as f64 / secs);
     Ok(())
@@ -108,15 +114,20 @@ pub async fn docker(machines: usize) -> Result<(), PlatformError> {
     }
     // Wait for the dispatcher by watching the task table.
     loop {
-        let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE state NOT IN ('succeeded', 'failed', 'cancelled')").fetch_one(&s.pool).await?;
+        let open: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE state NOT IN ('succeeded', 'failed', 'cancelled')")
+                .fetch_one(&s.pool)
+                .await?;
         if open == 0 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     let gantry_secs = started.elapsed().as_secs_f64();
-    let running: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE state = 'running'").fetch_one(&s.pool).await?;
-    let enforced: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE volume_enforced = 1").fetch_one(&s.pool).await?;
+    let running: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE state = 'running'").fetch_one(&s.pool).await?;
+    let enforced: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE volume_enforced = 1").fetch_one(&s.pool).await?;
     println!("raw Engine API: {machines} x (volume + create + start) at once: {raw:.3} s");
     println!("gantry: {machines} machines admitted and running ({running} running, {enforced} with size-enforced volumes): {gantry_secs:.3} s");
     println!("ratio gantry/raw: {:.2}", gantry_secs / raw);
@@ -152,11 +163,17 @@ async fn raw_engine(n: usize) -> Result<f64, PlatformError> {
             docker.create_volume(VolumeCreateRequest { name: Some(volume.clone()), ..Default::default() }).await?;
             let body = ContainerCreateBody {
                 image: Some("gantry/devbox:latest".into()),
-                host_config: Some(HostConfig { network_mode: Some("none".into()), binds: Some(vec![format!("{volume}:/data")]), ..Default::default() }),
+                host_config: Some(HostConfig {
+                    network_mode: Some("none".into()),
+                    binds: Some(vec![format!("{volume}:/data")]),
+                    ..Default::default()
+                }),
                 ..Default::default()
             };
             let name = format!("gantry-rawbench-{tag}-{i}");
-            let c = docker.create_container(Some(CreateContainerOptions { name: Some(name), ..Default::default() }), body).await?;
+            let c = docker
+                .create_container(Some(CreateContainerOptions { name: Some(name), ..Default::default() }), body)
+                .await?;
             docker.start_container(&c.id, None::<StartContainerOptions>).await?;
             Ok::<_, bollard::errors::Error>((c.id, volume))
         });

@@ -200,7 +200,12 @@ mod tests {
     fn numeric_settings_outside_their_range_are_refused_when_read() {
         let defaults = serve(&[]).unwrap();
         assert_eq!(
-            (defaults.node.dispatch_parallel, defaults.node.sim_gpus, defaults.node.lease_secs, defaults.security.session_idle_hours),
+            (
+                defaults.node.dispatch_parallel,
+                defaults.node.sim_gpus,
+                defaults.node.lease_secs,
+                defaults.security.session_idle_hours
+            ),
             (32, 4, 30, 168)
         );
         // Each bound is accepted...

@@ -12,7 +12,11 @@
 //! uploads at once, the server [`SPOOLS_MAX`]. An upload cut short can leave a partial file. One
 //! whose session ends (`SessionWatch`) stops, answered 401; a download is cut.
 
-use crate::{multipart_guard, terminal::Full, workspace::{enter, executor, exec_error, internal, refuse, refusal, wants_html, Watched, WsState}};
+use crate::{
+    multipart_guard,
+    terminal::Full,
+    workspace::{enter, exec_error, executor, internal, refusal, refuse, wants_html, Watched, WsState},
+};
 use axum::{
     body::Body,
     extract::{Path, Query, Request, State},
@@ -58,7 +62,10 @@ async fn walk(exec: &Executor, container: &str, path: &VolumePath) -> Result<Wal
                 return Ok(Walk { missing, is_dir: false });
             }
             Some(s) if s.link_target.is_some() => {
-                return Err(refuse(StatusCode::BAD_REQUEST, format!("{abs} is a symbolic link; Gantry does not follow links in the volume")));
+                return Err(refuse(
+                    StatusCode::BAD_REQUEST,
+                    format!("{abs} is a symbolic link; Gantry does not follow links in the volume"),
+                ));
             }
             Some(s) if !last && !s.is_dir => {
                 return Err(refuse(StatusCode::CONFLICT, format!("{abs} is a file, not a directory")));
@@ -105,7 +112,12 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
     Ok((target, Place { exec, container, session: st.session_watch.watch_request(parts, &user), user_id: user.id }))
 }
 
-pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
+pub async fn download(
+    State(st): State<WsState>,
+    Path(id): Path<i64>,
+    Query(q): Query<FileQuery>,
+    req: Request,
+) -> Response {
     let (parts, _body) = req.into_parts();
     let (_target, p) = match place(&st, &parts, id).await {
         Ok(x) => x,
@@ -116,12 +128,16 @@ pub async fn download(State(st): State<WsState>, Path(id): Path<i64>, Query(q): 
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
     };
     match walk(&p.exec, &p.container, &path).await {
-        Ok(w) if !w.missing.is_empty() => return refuse(StatusCode::NOT_FOUND, format!("no such file: {}", path.absolute())),
+        Ok(w) if !w.missing.is_empty() => {
+            return refuse(StatusCode::NOT_FOUND, format!("no such file: {}", path.absolute()))
+        }
         Ok(_) => {}
         Err(r) => return r,
     }
     match p.exec.download(&p.container, &path.absolute()).await {
-        Ok(Download::File { name, size, body }) => attachment(&name, "application/octet-stream", Some(size), p.session.cut(body)),
+        Ok(Download::File { name, size, body }) => {
+            attachment(&name, "application/octet-stream", Some(size), p.session.cut(body))
+        }
         Ok(Download::Directory { name, tar }) => {
             let name = if name.is_empty() || path.is_root() { "data".to_string() } else { name };
             attachment(&format!("{name}.tar"), "application/x-tar", None, p.session.cut(tar))
@@ -150,7 +166,8 @@ fn attachment(name: &str, content_type: &'static str, size: Option<u64>, body: B
 
 /// `attachment; filename="ascii"; filename*=UTF-8''percent-encoded`.
 fn content_disposition(name: &str) -> String {
-    let ascii: String = name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+    let ascii: String =
+        name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
     let mut encoded = String::new();
     for b in name.bytes() {
         match b {
@@ -162,7 +179,12 @@ fn content_disposition(name: &str) -> String {
 }
 
 /// `PUT /machines/{id}/files?path=dir/name`: the body is the file.
-pub async fn upload_body(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<FileQuery>, req: Request) -> Response {
+pub async fn upload_body(
+    State(st): State<WsState>,
+    Path(id): Path<i64>,
+    Query(q): Query<FileQuery>,
+    req: Request,
+) -> Response {
     let (parts, body) = req.into_parts();
     let (_target, p) = match place(&st, &parts, id).await {
         Ok(x) => x,
@@ -173,7 +195,9 @@ pub async fn upload_body(State(st): State<WsState>, Path(id): Path<i64>, Query(q
         Ok(_) => return refuse(StatusCode::BAD_REQUEST, "say where the file goes: ?path=dir/name"),
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
     };
-    let Some(size) = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok()) else {
+    let Some(size) =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok())
+    else {
         return refuse(StatusCode::LENGTH_REQUIRED, "an upload needs a Content-Length (or use the form upload)");
     };
     if size > st.limits.upload_max_bytes {
@@ -187,7 +211,10 @@ pub async fn upload_body(State(st): State<WsState>, Path(id): Path<i64>, Query(q
 }
 
 fn too_large(st: &WsState) -> Response {
-    refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the file is larger than the upload limit of {} MiB", st.limits.upload_max_bytes / (1024 * 1024)))
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the file is larger than the upload limit of {} MiB", st.limits.upload_max_bytes / (1024 * 1024)),
+    )
 }
 
 async fn put(p: &Place, path: &VolumePath, size: u64, body: ByteStream) -> Result<(), Response> {
@@ -198,8 +225,17 @@ async fn put(p: &Place, path: &VolumePath, size: u64, body: ByteStream) -> Resul
     // The directories to create: every missing component but the file.
     let mut missing = w.missing;
     missing.retain(|m| *m != path.relative());
-    let upload = Upload { root: DATA_MOUNT.to_string(), missing_dirs: missing, path: path.relative(), size, body: p.session.clone().cut(body) };
-    p.exec.upload(&p.container, upload).await.map_err(|e| p.session.ended().map_or_else(|| exec_error(e), |ended| ended.refusal()))
+    let upload = Upload {
+        root: DATA_MOUNT.to_string(),
+        missing_dirs: missing,
+        path: path.relative(),
+        size,
+        body: p.session.clone().cut(body),
+    };
+    p.exec
+        .upload(&p.container, upload)
+        .await
+        .map_err(|e| p.session.ended().map_or_else(|| exec_error(e), |ended| ended.refusal()))
 }
 
 /// `POST /machines/{id}/files` from the machine page's form (multipart:
@@ -209,7 +245,8 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
     let (parts, body) = req.into_parts();
     let html = wants_html(&parts);
     let back = |key: &str, value: &str| {
-        Redirect::to(&format!("/machines/{id}?{key}={}#files", crate::http_guard::encode_query_value(value))).into_response()
+        Redirect::to(&format!("/machines/{id}?{key}={}#files", crate::http_guard::encode_query_value(value)))
+            .into_response()
     };
     let result = form_upload(&st, id, parts, body).await;
     match (result, html) {
@@ -218,7 +255,10 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
         (Err(r), false) => r,
         (Err(r), true) => {
             let status = r.status();
-            let text = axum::body::to_bytes(r.into_body(), 4096).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+            let text = axum::body::to_bytes(r.into_body(), 4096)
+                .await
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
             back("upload_error", if text.is_empty() { status.as_str() } else { &text })
         }
     }
@@ -239,16 +279,25 @@ async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<
     // Taken before a byte of the body is read, held until the file is in
     // the volume (or refused).
     let _spool = st.spool_slots.take(p.user_id, SPOOLS_MAX, SPOOLS_PER_USER).map_err(|full| match full {
-        Full::User(n) => refuse(StatusCode::TOO_MANY_REQUESTS, format!("you have {n} form uploads on their way in, the limit per user; wait for one to finish")),
-        Full::Server(n) => refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server is receiving {n} form uploads, its limit; try again shortly")),
+        Full::User(n) => refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("you have {n} form uploads on their way in, the limit per user; wait for one to finish"),
+        ),
+        Full::Server(n) => refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("this server is receiving {n} form uploads, its limit; try again shortly"),
+        ),
     })?;
     // This route has no body limit (files may be large): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
-    let (mut multipart, tripped) = multipart_guard::multipart(Request::from_parts(parts, body), st, multipart_guard::Limits::default())
-        .await
-        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
+    let (mut multipart, tripped) =
+        multipart_guard::multipart(Request::from_parts(parts, body), st, multipart_guard::Limits::default())
+            .await
+            .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
     // A multer error after the guard cut the body: the guard's reason.
-    let failed = |e: axum::extract::multipart::MultipartError| refuse(StatusCode::BAD_REQUEST, tripped.reason().map_or_else(|| e.to_string(), |why| why.to_string()));
+    let failed = |e: axum::extract::multipart::MultipartError| {
+        refuse(StatusCode::BAD_REQUEST, tripped.reason().map_or_else(|| e.to_string(), |why| why.to_string()))
+    };
     let mut dir = VolumePath::parse("").expect("the volume root parses");
     while let Some(mut field) = multipart.next_field().await.map_err(failed)? {
         match field.name() {
@@ -259,11 +308,15 @@ async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<
                 let mut text = Vec::new();
                 while let Some(chunk) = field.chunk().await.map_err(failed)? {
                     if text.len() + chunk.len() > MAX_DIR_FIELD {
-                        return Err(refuse(StatusCode::BAD_REQUEST, format!("the folder is longer than {MAX_DIR_FIELD} bytes")));
+                        return Err(refuse(
+                            StatusCode::BAD_REQUEST,
+                            format!("the folder is longer than {MAX_DIR_FIELD} bytes"),
+                        ));
                     }
                     text.extend_from_slice(&chunk);
                 }
-                let text = String::from_utf8(text).map_err(|_| refuse(StatusCode::BAD_REQUEST, "the folder is not UTF-8"))?;
+                let text =
+                    String::from_utf8(text).map_err(|_| refuse(StatusCode::BAD_REQUEST, "the folder is not UTF-8"))?;
                 dir = VolumePath::parse(&text).map_err(|e| refuse(StatusCode::BAD_REQUEST, e))?;
             }
             Some("file") => {
@@ -309,7 +362,10 @@ fn file_stream(file: tokio::fs::File) -> ByteStream {
 mod tests {
     #[test]
     fn dispositions_are_safe() {
-        assert_eq!(super::content_disposition("a b.txt"), "attachment; filename=\"a b.txt\"; filename*=UTF-8''a%20b.txt");
+        assert_eq!(
+            super::content_disposition("a b.txt"),
+            "attachment; filename=\"a b.txt\"; filename*=UTF-8''a%20b.txt"
+        );
         assert_eq!(super::content_disposition("é\"x"), "attachment; filename=\"__x\"; filename*=UTF-8''%C3%A9%22x");
     }
 }

@@ -65,7 +65,11 @@ pub fn drop_forged_marker(key: &FormErrorKey, path: &str, query: &str) -> Option
     let (markers, rest) = split(query);
     let genuine = match markers.as_slice() {
         [] => return None,
-        [done, sig] => key_of(done) == DONE_KEY && key_of(sig) == SIG_KEY && value_of(sig) == key.sign_done(path, value_of(done), ""),
+        [done, sig] => {
+            key_of(done) == DONE_KEY
+                && key_of(sig) == SIG_KEY
+                && value_of(sig) == key.sign_done(path, value_of(done), "")
+        }
         [done, answer, sig] => {
             key_of(done) == DONE_KEY
                 && key_of(answer) == ANSWER_KEY
@@ -153,8 +157,10 @@ mod tests {
         mark_location(&key, "admin/update_group", true, None, &mut res);
         let sig = key.sign_done("/admin/groups", "admin/update_group", "");
         assert_eq!(location(&res), format!("http://h/admin/groups?page=2&done=admin/update_group&__dsig={sig}#g3"));
-        assert!(drop_forged_marker(&key, "/admin/groups", &format!("page=2&done=admin/update_group&__dsig={sig}")).is_none());
-        let moved = drop_forged_marker(&key, "/admin/nodes", &format!("page=2&done=admin/update_group&__dsig={sig}")).unwrap();
+        assert!(drop_forged_marker(&key, "/admin/groups", &format!("page=2&done=admin/update_group&__dsig={sig}"))
+            .is_none());
+        let moved =
+            drop_forged_marker(&key, "/admin/nodes", &format!("page=2&done=admin/update_group&__dsig={sig}")).unwrap();
         assert_eq!(location(&moved), "/admin/nodes?page=2");
     }
 
@@ -162,7 +168,12 @@ mod tests {
     fn failures_hydrated_posts_and_functions_without_a_message_carry_no_marker() {
         let key = FormErrorKey::random();
         let cases = [
-            ("admin/update_group", true, "/admin/groups?done=x&__path=p&__err=e&__sig=s", "/admin/groups?__path=p&__err=e&__sig=s"),
+            (
+                "admin/update_group",
+                true,
+                "/admin/groups?done=x&__path=p&__err=e&__sig=s",
+                "/admin/groups?__path=p&__err=e&__sig=s",
+            ),
             ("admin/update_group", false, "/admin/groups", "/admin/groups"),
             ("login", true, "/machines?done=admin/update_group", "/machines"),
         ];
@@ -177,7 +188,11 @@ mod tests {
     fn unsigned_repeated_or_unknown_markers_are_dropped() {
         let key = FormErrorKey::random();
         let sig = key.sign_done("/p", "admin/update_group", "");
-        for query in ["done=admin/update_group", "done=hello%20world&__dsig=00", &format!("done=admin/update_group&__dsig={sig}&done=x")] {
+        for query in [
+            "done=admin/update_group",
+            "done=hello%20world&__dsig=00",
+            &format!("done=admin/update_group&__dsig={sig}&done=x"),
+        ] {
             let back = drop_forged_marker(&key, "/p", &format!("a=1&{query}")).unwrap();
             assert_eq!(location(&back), "/p?a=1", "{query}");
         }

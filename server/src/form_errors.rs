@@ -37,7 +37,8 @@ impl FormErrorKey {
     /// A keyed hash of the raw (still percent-encoded) query values,
     /// nested so that it cannot be extended.
     pub(crate) fn sign(&self, path: &str, err: &str) -> String {
-        let inner = Sha256::new().chain_update(&self.0[..]).chain_update(path).chain_update([0]).chain_update(err).finalize();
+        let inner =
+            Sha256::new().chain_update(&self.0[..]).chain_update(path).chain_update([0]).chain_update(err).finalize();
         let outer = Sha256::new().chain_update(&self.0[..]).chain_update(inner).finalize();
         outer[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -161,7 +162,8 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
     }
     let upload_form = is_upload_form(req.method(), &path);
     // A form posted without JavaScript accepts HTML (server_fn's own test).
-    let html_form = req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    let html_form =
+        req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     let mut res = next.run(req).await;
     if api {
         let endpoint = &path["/api/".len()..];

@@ -40,10 +40,7 @@ fn client_of(ip: IpAddr) -> IpAddr {
 
 impl ClientPlaces {
     pub fn new(max: usize) -> Self {
-        ClientPlaces {
-            max,
-            open: Arc::default(),
-        }
+        ClientPlaces { max, open: Arc::default() }
     }
 
     /// A place for one more connection from `ip`, or `None` when it has
@@ -59,9 +56,7 @@ impl ClientPlaces {
             return None;
         }
         *count += 1;
-        Some(ClientPlace {
-            held: Some((ip, Arc::clone(&self.open))),
-        })
+        Some(ClientPlace { held: Some((ip, Arc::clone(&self.open))) })
     }
 
     /// Client addresses with a connection open (a figure for tests).
@@ -97,10 +92,7 @@ mod tests {
         let (a, b): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
         let first = places.enter(a).unwrap();
         let _second = places.enter(a).unwrap();
-        assert!(
-            places.enter(a).is_none(),
-            "a third connection from one client"
-        );
+        assert!(places.enter(a).is_none(), "a third connection from one client");
         // As an IPv4-mapped IPv6 address it is the same client.
         assert!(places.enter("::ffff:192.0.2.1".parse().unwrap()).is_none());
         let _other = places.enter(b).expect("another client is not affected");
@@ -114,15 +106,8 @@ mod tests {
         let places = ClientPlaces::new(2);
         let _a = places.enter("2001:db8:1:2::1".parse().unwrap()).unwrap();
         let _b = places.enter("2001:db8:1:2::2".parse().unwrap()).unwrap();
-        assert!(
-            places
-                .enter("2001:db8:1:2:ffff::3".parse().unwrap())
-                .is_none(),
-            "another address of the same /64"
-        );
-        let _c = places
-            .enter("2001:db8:1:3::1".parse().unwrap())
-            .expect("another /64 is another client");
+        assert!(places.enter("2001:db8:1:2:ffff::3".parse().unwrap()).is_none(), "another address of the same /64");
+        let _c = places.enter("2001:db8:1:3::1".parse().unwrap()).expect("another /64 is another client");
         assert_eq!(places.clients(), 2);
     }
 

@@ -26,30 +26,13 @@ pub struct Guard {
 /// Looks up the session's account once per request and leaves it in the
 /// request's extensions for pages and server functions, with the client's
 /// address (see `--trusted-proxy`) and the argon2 gate for sign-ins.
-pub async fn resolve_user(
-    State(g): State<Guard>,
-    session: Session,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let user = if is_asset(req.uri().path()) {
-        None
-    } else {
-        session_user(&g, &session).await
-    };
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip().to_string());
+pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Request, next: Next) -> Response {
+    let user = if is_asset(req.uri().path()) { None } else { session_user(&g, &session).await };
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string());
     // Every line: a proxy may append its own after the client's (an
     // unreadable line reads as empty, so it can never promote an earlier one).
-    let forwarded = req
-        .headers()
-        .get_all("x-forwarded-for")
-        .iter()
-        .map(|v| v.to_str().unwrap_or(""));
-    let address = peer
-        .map(|p| gantry_core::throttle::client_address(&p, forwarded, g.security.trusted_proxy));
+    let forwarded = req.headers().get_all("x-forwarded-for").iter().map(|v| v.to_str().unwrap_or(""));
+    let address = peer.map(|p| gantry_core::throttle::client_address(&p, forwarded, g.security.trusted_proxy));
     req.extensions_mut().insert(ClientAddress(address));
     req.extensions_mut().insert(g.security.gate.clone());
     req.extensions_mut().insert(RequestUser(user));
@@ -68,12 +51,7 @@ async fn session_user(g: &Guard, session: &Session) -> Option<User> {
     let now = g.security.clock.now();
     let id = session.get::<i64>(SESSION_USER_KEY).await.ok().flatten()?;
     let seen = session.get::<i64>(SESSION_SEEN_KEY).await.ok().flatten();
-    let gen = session
-        .get::<i64>(SESSION_GEN_KEY)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or(0);
+    let gen = session.get::<i64>(SESSION_GEN_KEY).await.ok().flatten().unwrap_or(0);
     let idle = seen.is_some_and(|s| now - s > g.security.session_idle_secs);
     let user = if idle {
         None
@@ -82,9 +60,7 @@ async fn session_user(g: &Guard, session: &Session) -> Option<User> {
         // session signed out (and saved again by a request that was still
         // running) has no account.
         let sid = session.id().map(|s| s.to_string()).unwrap_or_default();
-        accounts::user_for_session(&g.state.pool, id, &sid)
-            .await
-            .ok()?
+        accounts::user_for_session(&g.state.pool, id, &sid).await.ok()?
     };
     match user {
         Some(u) if !u.disabled && u.session_gen == gen => {
@@ -102,32 +78,21 @@ async fn session_user(g: &Guard, session: &Session) -> Option<User> {
 
 /// Where an account with a temporary password must go first.
 pub const CHANGE_PASSWORD_PAGE: &str = "/account/password";
-const OPEN_TO_TEMPORARY: [&str; 5] = [
-    CHANGE_PASSWORD_PAGE,
-    "/api/change_password",
-    "/api/logout",
-    "/api/login",
-    "/healthz",
-];
+const OPEN_TO_TEMPORARY: [&str; 5] =
+    [CHANGE_PASSWORD_PAGE, "/api/change_password", "/api/logout", "/api/login", "/healthz"];
 
 /// Anonymous visitors to a page are sent to the sign-in page; signed-in
 /// non-admins get 403 on admin pages (the page itself says why); an account
 /// with a temporary password can only change it (or sign out).
 pub async fn guard_pages(req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
-    let user = req
-        .extensions()
-        .get::<RequestUser>()
-        .and_then(|u| u.0.clone());
+    let user = req.extensions().get::<RequestUser>().and_then(|u| u.0.clone());
     if user.as_ref().is_some_and(|u| u.must_change_password)
         && !OPEN_TO_TEMPORARY.contains(&path.as_str())
         && !is_asset(&path)
     {
-        let html = req
-            .headers()
-            .get(header::ACCEPT)
-            .and_then(|a| a.to_str().ok())
-            .is_some_and(|a| a.contains("text/html"));
+        let html =
+            req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"));
         if !path.starts_with("/api/") || html {
             return Redirect::to(CHANGE_PASSWORD_PAGE).into_response();
         }
@@ -143,13 +108,8 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
         return next.run(req).await;
     }
     let Some(user) = user else {
-        let target = req
-            .uri()
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/");
-        return Redirect::to(&format!("/login?next={}", encode_query_value(target)))
-            .into_response();
+        let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        return Redirect::to(&format!("/login?next={}", encode_query_value(target))).into_response();
     };
     let admin_page = path == "/admin" || path.starts_with("/admin/");
     let mut res = next.run(req).await;
@@ -162,11 +122,7 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
 /// Refuses state-changing requests that a browser sent from another site.
 /// Browsers always send `Origin` on cross-site POSTs; it must name this
 /// host (or the configured public origin).
-pub async fn same_origin(
-    State(public_origin): State<Option<String>>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn same_origin(State(public_origin): State<Option<String>>, req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
@@ -209,10 +165,7 @@ pub fn normalize_origin(value: &str) -> Result<String, String> {
         format!("{value:?} is not an origin ({why}); write it as scheme://host[:port], e.g. https://gantry.example.org")
     };
     let uri: axum::http::Uri = value.trim().parse().map_err(|_| bad("not a URL"))?;
-    let scheme = uri
-        .scheme_str()
-        .ok_or_else(|| bad("no scheme"))?
-        .to_ascii_lowercase();
+    let scheme = uri.scheme_str().ok_or_else(|| bad("no scheme"))?.to_ascii_lowercase();
     if scheme != "http" && scheme != "https" {
         return Err(bad("the scheme must be http or https"));
     }
@@ -240,9 +193,7 @@ pub fn normalize_origin(value: &str) -> Result<String, String> {
 /// `baseline.1` (its page is `/datasets/coco/baseline.1`), a dataset file's
 /// resumable upload (`…/uploads/train.bin`) — and the session counts there.
 pub fn is_asset(path: &str) -> bool {
-    let at_root = path
-        .strip_prefix('/')
-        .is_some_and(|rest| !rest.contains('/') && rest.contains('.'));
+    let at_root = path.strip_prefix('/').is_some_and(|rest| !rest.contains('/') && rest.contains('.'));
     path.starts_with("/pkg/") || path.starts_with("/vendor/") || at_root
 }
 
@@ -251,9 +202,7 @@ pub(crate) fn encode_query_value(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                out.push(b as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -270,14 +219,8 @@ mod tests {
         assert!(is_asset("/favicon.svg"));
         assert!(!is_asset("/admin/groups"));
         assert!(!is_asset("/"));
-        assert!(
-            !is_asset("/api/v1/datasets/coco/versions/v1/uploads/train.bin"),
-            "API names may have dots"
-        );
-        assert!(
-            !is_asset("/datasets/coco/baseline.1"),
-            "a version's page, whose name has a dot"
-        );
+        assert!(!is_asset("/api/v1/datasets/coco/versions/v1/uploads/train.bin"), "API names may have dots");
+        assert!(!is_asset("/datasets/coco/baseline.1"), "a version's page, whose name has a dot");
         assert!(is_asset("/vendor/xterm.js"));
     }
 
@@ -289,41 +232,17 @@ mod tests {
             h.insert(header::ORIGIN, origin.parse().unwrap());
             h
         };
-        assert!(origin_allowed(
-            &with("https://gantry.example.org"),
-            Some("https://Gantry.Example.org/")
-        ));
-        assert!(origin_allowed(
-            &with("https://gantry.example.org"),
-            Some("https://gantry.example.org:443")
-        ));
-        assert!(!origin_allowed(
-            &with("https://gantry.example.org:8443"),
-            Some("https://gantry.example.org")
-        ));
-        assert!(!origin_allowed(
-            &with("http://gantry.example.org"),
-            Some("https://gantry.example.org")
-        ));
-        assert!(!origin_allowed(
-            &with("null"),
-            Some("https://gantry.example.org")
-        ));
-        assert!(!origin_allowed(
-            &with("https://gantry.example.org"),
-            Some("not an origin")
-        ));
-        assert!(
-            origin_allowed(&with("http://127.0.0.1:3000"), None),
-            "this host"
-        );
+        assert!(origin_allowed(&with("https://gantry.example.org"), Some("https://Gantry.Example.org/")));
+        assert!(origin_allowed(&with("https://gantry.example.org"), Some("https://gantry.example.org:443")));
+        assert!(!origin_allowed(&with("https://gantry.example.org:8443"), Some("https://gantry.example.org")));
+        assert!(!origin_allowed(&with("http://gantry.example.org"), Some("https://gantry.example.org")));
+        assert!(!origin_allowed(&with("null"), Some("https://gantry.example.org")));
+        assert!(!origin_allowed(&with("https://gantry.example.org"), Some("not an origin")));
+        assert!(origin_allowed(&with("http://127.0.0.1:3000"), None), "this host");
     }
 
     #[test]
     fn next_is_query_encoded() {
-        assert_eq!(
-            encode_query_value("/admin?x=1&y=2"),
-            "/admin%3Fx%3D1%26y%3D2"
-        );
+        assert_eq!(encode_query_value("/admin?x=1&y=2"), "/admin%3Fx%3D1%26y%3D2");
     }
 }

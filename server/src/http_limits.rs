@@ -138,7 +138,14 @@ where
 pub fn body_timed_out(res: Response, limit: Duration) -> Response {
     let (mut parts, _) = res.into_parts();
     parts.status = StatusCode::REQUEST_TIMEOUT;
-    for name in [header::CONTENT_LENGTH, header::CONTENT_ENCODING, header::TRANSFER_ENCODING, header::CONTENT_DISPOSITION, header::ETAG, header::LOCATION] {
+    for name in [
+        header::CONTENT_LENGTH,
+        header::CONTENT_ENCODING,
+        header::TRANSFER_ENCODING,
+        header::CONTENT_DISPOSITION,
+        header::ETAG,
+        header::LOCATION,
+    ] {
         parts.headers.remove(name);
     }
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
@@ -162,7 +169,14 @@ pub struct ConnIo {
 
 impl ConnIo {
     pub fn new(tcp: TcpStream, place: OwnedSemaphorePermit, client: ClientPlace, write_stall: Duration) -> Self {
-        ConnIo { tcp, write_stall, stall: Box::pin(tokio::time::sleep(write_stall)), stalling: false, _place: place, _client: client }
+        ConnIo {
+            tcp,
+            write_stall,
+            stall: Box::pin(tokio::time::sleep(write_stall)),
+            stalling: false,
+            _place: place,
+            _client: client,
+        }
     }
 
     /// A write's outcome, or TimedOut once writes have stayed pending for
@@ -178,7 +192,10 @@ impl ConnIo {
             self.stall.as_mut().reset(until);
         }
         match self.stall.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, format!("the client read nothing for {:?}", self.write_stall)))),
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the client read nothing for {:?}", self.write_stall),
+            ))),
             Poll::Pending => Poll::Pending,
         }
     }
@@ -197,7 +214,11 @@ impl AsyncWrite for ConnIo {
         this.watch(cx, polled)
     }
 
-    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.tcp).poll_write_vectored(cx, bufs);
         this.watch(cx, polled)
@@ -261,7 +282,12 @@ pub fn connection_cap(wanted: usize, fd_limit: Option<u64>) -> usize {
     let Some(limit) = fd_limit else { return wanted };
     let fits = usize::try_from(limit.saturating_sub(RESERVED_FDS) / 2).unwrap_or(usize::MAX).max(1);
     if fits < wanted {
-        tracing::warn!(wanted, fd_limit = limit, cap = fits, "--max-connections lowered to what the open-file limit holds");
+        tracing::warn!(
+            wanted,
+            fd_limit = limit,
+            cap = fits,
+            "--max-connections lowered to what the open-file limit holds"
+        );
     }
     wanted.min(fits)
 }

@@ -79,7 +79,12 @@ impl Default for ConnLimits {
 /// Serves `app` until `stop` resolves, then until every open connection has
 /// ended: each is told to finish the request it is answering and close
 /// (the caller decides how long to wait for that).
-pub async fn serve_connections(listener: TcpListener, app: Router, stop: impl Future<Output = ()> + Send + 'static, limits: ConnLimits) -> io::Result<()> {
+pub async fn serve_connections(
+    listener: TcpListener,
+    app: Router,
+    stop: impl Future<Output = ()> + Send + 'static,
+    limits: ConnLimits,
+) -> io::Result<()> {
     // Every connection holds a receiver: `closed()` below resolves once the
     // last one has ended.
     let (stopping, stop_seen) = watch::channel(false);
@@ -110,7 +115,10 @@ pub async fn serve_connections(listener: TcpListener, app: Router, stop: impl Fu
             // Dropping the socket closes it: the client learns at once
             // rather than waiting, and it holds nothing here.
             if !refusing {
-                tracing::warn!(max = limits.max_connections, "connection cap reached: closing new connections until some end");
+                tracing::warn!(
+                    max = limits.max_connections,
+                    "connection cap reached: closing new connections until some end"
+                );
                 refusing = true;
             }
             continue;

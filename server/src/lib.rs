@@ -15,19 +15,19 @@ pub mod http_clients;
 pub mod http_guard;
 pub mod http_limits;
 pub mod http_serve;
+pub mod logs;
 pub mod matching_bench;
 pub mod metrics;
 pub mod multipart_guard;
 pub mod page_cache;
 pub mod reclaim_loop;
 pub mod request_id;
-pub mod logs;
 pub mod router;
 pub mod security;
 pub mod security_headers;
 pub mod services;
-pub mod terminal;
 pub mod telemetry_bench;
+pub mod terminal;
 pub mod terminal_bench;
 pub mod vendor;
 pub mod workspace;
@@ -47,7 +47,9 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
         Command::Bench { command: BenchCommand::Matching } => return matching_bench::run().await,
         Command::Bench { command: BenchCommand::Terminal(args) } => return terminal_bench::run(args).await,
         Command::Bench { command: BenchCommand::Telemetry(args) } => return telemetry_bench::run(args).await,
-        Command::Bench { command: BenchCommand::Upload(args) } => return datasets::bench::run(args, &cli.db.data_dir).await,
+        Command::Bench { command: BenchCommand::Upload(args) } => {
+            return datasets::bench::run(args, &cli.db.data_dir).await
+        }
         other => other,
     };
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
@@ -93,7 +95,16 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             let services = node.start(&pool, &args.node);
             let opts = router::Options::from_args(&args);
             let security = security::Security::from_args(&args.security);
-            let app = router::build_secured(opts, security, args.workspace.limits(), pool, services.admissions, services.dispatch, services.fleet).await?;
+            let app = router::build_secured(
+                opts,
+                security,
+                args.workspace.limits(),
+                pool,
+                services.admissions,
+                services.dispatch,
+                services.fleet,
+            )
+            .await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
             let limits = http_serve::ConnLimits {
@@ -101,8 +112,15 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 request_body: std::time::Duration::from_secs(args.request_body_timeout_secs),
                 // The cap must fit the descriptors the process may open:
                 // raise the soft limit (often 1024) first.
-                max_connections: http_limits::connection_cap(usize::try_from(args.max_connections).unwrap_or(usize::MAX), http_limits::raise_fd_limit()),
-                max_per_client: if args.security.trusted_proxy { 0 } else { usize::try_from(args.max_connections_per_client).unwrap_or(usize::MAX) },
+                max_connections: http_limits::connection_cap(
+                    usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+                    http_limits::raise_fd_limit(),
+                ),
+                max_per_client: if args.security.trusted_proxy {
+                    0
+                } else {
+                    usize::try_from(args.max_connections_per_client).unwrap_or(usize::MAX)
+                },
                 ..http_serve::ConnLimits::DEFAULT
             };
             tracing::info!("Gantry listening on http://{local_addr}");
@@ -120,7 +138,12 @@ const DRAIN_SECS: u64 = 5;
 /// dispatcher's grace period and hand-back run while connections drain:
 /// a connection that never ends must not keep the work from being handed
 /// back) and waits a little longer for the connections.
-async fn serve_then_stop(listener: tokio::net::TcpListener, app: axum::Router, limits: http_serve::ConnLimits, shutdown: services::Shutdown) -> Result<(), PlatformError> {
+async fn serve_then_stop(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: http_serve::ConnLimits,
+    shutdown: services::Shutdown,
+) -> Result<(), PlatformError> {
     let (signalled, stopping) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -159,7 +182,8 @@ fn ensure_data_dir(args: &config::DbArgs) -> Result<String, PlatformError> {
     if args.database_url.is_none() {
         use std::os::unix::fs::PermissionsExt;
         let dir = &args.data_dir;
-        std::fs::create_dir_all(dir).map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| PlatformError::Internal(format!("cannot create {}: {e}", dir.display())))?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| PlatformError::Internal(format!("cannot make {} private: {e}", dir.display())))?;
         gantry_platform::db::private_file(&dir.join("gantry.db"))?;

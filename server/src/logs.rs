@@ -38,12 +38,7 @@ pub struct LogQuery {
     follow: Option<String>,
 }
 
-pub async fn logs(
-    State(st): State<WsState>,
-    Path(id): Path<i64>,
-    Query(q): Query<LogQuery>,
-    req: Request,
-) -> Response {
+pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Query<LogQuery>, req: Request) -> Response {
     let (parts, _body) = req.into_parts();
     let (user, target) = match enter(&st, &parts, id, false).await {
         Ok(t) => t,
@@ -58,12 +53,7 @@ pub async fn logs(
         Some("all") => None,
         Some(n) => match n.parse::<u64>() {
             Ok(n) => Some(n.min(MAX_TAIL)),
-            Err(_) => {
-                return refuse(
-                    StatusCode::BAD_REQUEST,
-                    "tail must be a number of lines or \"all\"",
-                )
-            }
+            Err(_) => return refuse(StatusCode::BAD_REQUEST, "tail must be a number of lines or \"all\""),
         },
     };
     let follow = matches!(q.follow.as_deref(), Some("1" | "true" | "on" | "yes"));
@@ -101,10 +91,7 @@ pub async fn logs(
         let session = st.session_watch.watch_request(&parts, &user);
         let ended = session.wait();
         let events = lines(stream)
-            .take_until(futures_util::future::select(
-                Box::pin(stopped),
-                Box::pin(ended),
-            ))
+            .take_until(futures_util::future::select(Box::pin(stopped), Box::pin(ended)))
             .map(|line| Ok::<_, Infallible>(Event::default().data(line)))
             .chain(stream::once(async move {
                 // Given back when the stream ends or the client leaves.
@@ -118,9 +105,7 @@ pub async fn logs(
                 };
                 Ok(Event::default().event("end").data(why))
             }));
-        return Sse::new(events)
-            .keep_alive(KeepAlive::default())
-            .into_response();
+        return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
     }
     // A short tail is read here and the engine let go before the client
     // reads a byte: 200 lines can still be megabytes, and a client reading
@@ -148,25 +133,16 @@ pub async fn logs(
     }
     // Cut when the session ends, as a followed one; the slot (if any) is
     // given back when the body ends or the client leaves.
-    let rest = if ended {
-        stream::empty().boxed()
-    } else {
-        st.session_watch.watch_request(&parts, &user).cut(stream)
-    };
+    let rest = if ended { stream::empty().boxed() } else { st.session_watch.watch_request(&parts, &user).cut(stream) };
     let give_back = stream::once(async move {
         drop(slot);
         None
     })
     .filter_map(std::future::ready);
-    let body = stream::iter(head)
-        .chain(rest)
-        .chain(give_back)
-        .map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
+    let body =
+        stream::iter(head).chain(rest).chain(give_back).map(|r| r.map_err(|e| std::io::Error::other(e.to_string())));
     (
-        [
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
         Body::from_stream(body),
     )
         .into_response()
@@ -193,12 +169,7 @@ pub fn lines(input: ByteStream) -> impl Stream<Item = String> + Send {
         ready: std::collections::VecDeque<String>,
         done: bool,
     }
-    let st = St {
-        input,
-        buf: BytesMut::new(),
-        ready: Default::default(),
-        done: false,
-    };
+    let st = St { input, buf: BytesMut::new(), ready: Default::default(), done: false };
     stream::unfold(st, |mut st| async move {
         loop {
             if let Some(line) = st.ready.pop_front() {

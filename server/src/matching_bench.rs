@@ -37,7 +37,10 @@ fn cluster(regions: usize, nodes: usize, gpus: u32) -> (Vec<MasterImage>, Vec<Re
                 .map(|n| NodeCapacity {
                     name: format!("r{r}-n{n}"),
                     arch: if n % 10 == 0 { Arch::Arm64 } else { Arch::Amd64 },
-                    free_gpus: BTreeMap::from([((if n % 2 == 0 { "A100" } else { "H100" }).to_string(), ((r + n) % (gpus as usize + 1)) as u32)]),
+                    free_gpus: BTreeMap::from([(
+                        (if n % 2 == 0 { "A100" } else { "H100" }).to_string(),
+                        ((r + n) % (gpus as usize + 1)) as u32,
+                    )]),
                     free_cpu_millis: 64_000,
                     free_memory_mb: 512_000,
                 })
@@ -54,7 +57,12 @@ fn cluster(regions: usize, nodes: usize, gpus: u32) -> (Vec<MasterImage>, Vec<Re
             framework: "PyTorch".into(),
             framework_version: format!("2.{}", m % 10),
             region_images: (0..3)
-                .map(|k| RegionImage { id: (m * 3 + k) as i64, region: format!("r{:03}", (m * 7 + k * 31) % regions), reference: format!("img{m}:{k}"), arch: Arch::Amd64 })
+                .map(|k| RegionImage {
+                    id: (m * 3 + k) as i64,
+                    region: format!("r{:03}", (m * 7 + k * 31) % regions),
+                    reference: format!("img{m}:{k}"),
+                    arch: Arch::Amd64,
+                })
                 .collect(),
         })
         .collect();
@@ -68,7 +76,10 @@ pub async fn run() -> Result<(), PlatformError> {
     let started = Instant::now();
     let mut placed = 0;
     for i in 0..n {
-        if matches!(decide(&catalogue, &regions, &request(i), i as u64).outcome, gantry_core::matching::Outcome::Placed { .. }) {
+        if matches!(
+            decide(&catalogue, &regions, &request(i), i as u64).outcome,
+            gantry_core::matching::Outcome::Placed { .. }
+        ) {
             placed += 1;
         }
     }
@@ -79,7 +90,17 @@ pub async fn run() -> Result<(), PlatformError> {
     let tmp = tempfile::tempdir().map_err(|e| PlatformError::Internal(e.to_string()))?;
     let pool = db::connect_file(&tmp.path().join("bench.db")).await?;
     db::migrate(&pool).await?;
-    let admin = accounts::create_user(&pool, None, accounts::NewUser { username: "bench", password: "bench-password", role: gantry_core::Role::Admin, group: None }).await?;
+    let admin = accounts::create_user(
+        &pool,
+        None,
+        accounts::NewUser {
+            username: "bench",
+            password: "bench-password",
+            role: gantry_core::Role::Admin,
+            group: None,
+        },
+    )
+    .await?;
     let setup = Instant::now();
     for r in 0..100 {
         catalogue::create_region(&pool, admin.id, &format!("region{r:02}"), &format!("Region {r}"), "").await?;
@@ -87,11 +108,39 @@ pub async fn run() -> Result<(), PlatformError> {
             let name = format!("r{r}-n{n}");
             let gpus = gpus::simulated(&name, &SimulatedGpus { count: 8, model: "A100".into(), memory_mb: 0 });
             let endpoint = format!("simulated://{name}");
-            let reg = NodeRegistration { name: &name, region_code: &format!("region{r:02}"), docker_endpoint: &endpoint, volume_dir: "", executor: "simulated", cpu_count: 64, memory_mb: 512_000, gpus: &gpus };
+            let reg = NodeRegistration {
+                name: &name,
+                region_code: &format!("region{r:02}"),
+                docker_endpoint: &endpoint,
+                volume_dir: "",
+                executor: "simulated",
+                cpu_count: 64,
+                memory_mb: 512_000,
+                gpus: &gpus,
+            };
             cluster::register_node(&pool, reg).await?;
         }
-        let image = catalogue::create_region_image(&pool, admin.id, &format!("region{r:02}"), "bench/image:1", "amd64", "training").await?;
-        let master = catalogue::create_master_image(&pool, admin.id, &catalogue::NewMasterImage { name: &format!("m{r}"), interpreter: "Python", interpreter_version: "3.11", framework: "PyTorch", framework_version: "2.4" }).await?;
+        let image = catalogue::create_region_image(
+            &pool,
+            admin.id,
+            &format!("region{r:02}"),
+            "bench/image:1",
+            "amd64",
+            "training",
+        )
+        .await?;
+        let master = catalogue::create_master_image(
+            &pool,
+            admin.id,
+            &catalogue::NewMasterImage {
+                name: &format!("m{r}"),
+                interpreter: "Python",
+                interpreter_version: "3.11",
+                framework: "PyTorch",
+                framework_version: "2.4",
+            },
+        )
+        .await?;
         catalogue::set_link(&pool, admin.id, master, image.id, true).await?;
     }
     sqlx::query("UPDATE nodes SET last_heartbeat = strftime('%s', 'now')").execute(&pool).await?;
@@ -99,7 +148,19 @@ pub async fn run() -> Result<(), PlatformError> {
     let mut users = Vec::new();
     for g in 0..100 {
         accounts::create_group(&pool, None, &format!("g{g:03}"), 1000).await?;
-        users.push(accounts::create_user(&pool, None, accounts::NewUser { username: &format!("u{g:03}"), password: "bench-password", role: gantry_core::Role::User, group: Some(&format!("g{g:03}")) }).await?);
+        users.push(
+            accounts::create_user(
+                &pool,
+                None,
+                accounts::NewUser {
+                    username: &format!("u{g:03}"),
+                    password: "bench-password",
+                    role: gantry_core::Role::User,
+                    group: Some(&format!("g{g:03}")),
+                },
+            )
+            .await?,
+        );
     }
     for i in 0..10_000 {
         let req = compute::SubmitCompute {
@@ -118,10 +179,16 @@ pub async fn run() -> Result<(), PlatformError> {
         };
         compute::record(&pool, &users[i % 100], &req).await?;
     }
-    println!("setup: 100 regions x 100 nodes x 8 GPUs, 10,000 queued tasks in 100 groups ({:.1} s)", setup.elapsed().as_secs_f64());
+    println!(
+        "setup: 100 regions x 100 nodes x 8 GPUs, 10,000 queued tasks in 100 groups ({:.1} s)",
+        setup.elapsed().as_secs_f64()
+    );
     let admissions = Admissions::start(pool.clone(), Arc::new(tokio::sync::Notify::new()));
     let started = Instant::now();
     compute::evaluate_queue(&pool, &admissions).await?;
-    println!("queue pass after a release (100 group heads decided and recorded, 10,000 queued): {:.3} s", started.elapsed().as_secs_f64());
+    println!(
+        "queue pass after a release (100 group heads decided and recorded, 10,000 queued): {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }

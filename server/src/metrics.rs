@@ -61,7 +61,11 @@ static TOKEN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
 pub fn start(pool: &Pool, args: &TelemetryArgs) {
     let _ = TOKEN.set(args.metrics_token.clone().filter(|t| !t.is_empty()));
     let config = args.config();
-    tracing::info!(interval_s = args.telemetry_interval_secs, raw_hours = args.telemetry_raw_hours, "GPU telemetry sampler started");
+    tracing::info!(
+        interval_s = args.telemetry_interval_secs,
+        raw_hours = args.telemetry_raw_hours,
+        "GPU telemetry sampler started"
+    );
     tokio::spawn(telemetry::service::run(pool.clone(), config));
 }
 
@@ -91,15 +95,29 @@ struct Access {
 
 /// Headers a proxy adds (or a client that wants to look like one): any of
 /// them means the request did not start on this host, whatever the peer.
-const PROXY_HEADERS: [&str; 8] = ["forwarded", "via", "x-real-ip", "x-client-ip", "true-client-ip", "cf-connecting-ip", "x-cluster-client-ip", "fastly-client-ip"];
+const PROXY_HEADERS: [&str; 8] = [
+    "forwarded",
+    "via",
+    "x-real-ip",
+    "x-client-ip",
+    "true-client-ip",
+    "cf-connecting-ip",
+    "x-cluster-client-ip",
+    "fastly-client-ip",
+];
 
 fn proxied(headers: &axum::http::HeaderMap) -> bool {
-    PROXY_HEADERS.iter().any(|h| headers.contains_key(*h)) || headers.keys().any(|k| k.as_str().starts_with("x-forwarded-"))
+    PROXY_HEADERS.iter().any(|h| headers.contains_key(*h))
+        || headers.keys().any(|k| k.as_str().starts_with("x-forwarded-"))
 }
 
 fn allowed(req: &Request, access: &Access) -> bool {
     if let Some(token) = &access.token {
-        let sent = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(gantry_platform::tokens::bearer);
+        let sent = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(gantry_platform::tokens::bearer);
         return sent.is_some_and(|s| constant_time_eq(s.as_bytes(), token.as_bytes()));
     }
     if access.behind_proxy {

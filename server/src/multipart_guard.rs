@@ -85,7 +85,11 @@ impl Tripped {
 /// The request's form, its body guarded. A request that is not a
 /// multipart form (no boundary) goes as it is: `Multipart` refuses it
 /// without reading the body.
-pub async fn multipart<S: Send + Sync>(req: Request, state: &S, limits: Limits) -> Result<(Multipart, Tripped), MultipartRejection> {
+pub async fn multipart<S: Send + Sync>(
+    req: Request,
+    state: &S,
+    limits: Limits,
+) -> Result<(Multipart, Tripped), MultipartRejection> {
     let (req, tripped) = guard(req, limits);
     let form = Multipart::from_request(req, state).await?;
     Ok((form, tripped))
@@ -95,7 +99,8 @@ pub async fn multipart<S: Send + Sync>(req: Request, state: &S, limits: Limits) 
 pub fn guard(req: Request, limits: Limits) -> (Request, Tripped) {
     let tripped = Tripped::default();
     // The boundary exactly as axum finds it for multer.
-    let boundary = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| multer::parse_boundary(ct).ok());
+    let boundary =
+        req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).and_then(|ct| multer::parse_boundary(ct).ok());
     let Some(boundary) = boundary else {
         return (req, tripped);
     };
@@ -350,7 +355,9 @@ mod tests {
 
     fn form() -> Vec<u8> {
         let mut f = Vec::new();
-        f.extend_from_slice(format!("--{B}\r\nContent-Disposition: form-data; name=\"replace\"\r\n\r\non\r\n").as_bytes());
+        f.extend_from_slice(
+            format!("--{B}\r\nContent-Disposition: form-data; name=\"replace\"\r\n\r\non\r\n").as_bytes(),
+        );
         f.extend_from_slice(format!("--{B}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
         // Contents that look like framing but are not a delimiter.
         f.extend_from_slice(b"\r\n\r\n--XyQ\r\n--");

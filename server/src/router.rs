@@ -12,11 +12,7 @@ use crate::{
     security::Security,
     security_headers::{security_headers, CspNonce, HeaderPolicy},
 };
-use app::{
-    shell,
-    state::AppState,
-    App,
-};
+use app::{shell, state::AppState, App};
 use axum::{
     body::Body,
     extract::{Request, State},
@@ -142,13 +138,7 @@ pub async fn build_secured(
         .with_secure(opts.secure_cookies)
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(store_idle)));
 
-    let state = AppState {
-        leptos_options: leptos_options(&opts),
-        pool,
-        admissions,
-        dispatch,
-        fleet,
-    };
+    let state = AppState { leptos_options: leptos_options(&opts), pool, admissions, dispatch, fleet };
     let routes = route_list();
     let context = {
         let state = state.clone();
@@ -190,7 +180,10 @@ pub async fn build_secured(
         .merge(crate::datasets::routes().route_layer(from_fn(lift_body_deadline)))
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
-        .merge(crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone(), session_watch.clone()).route_layer(from_fn(lift_body_deadline)))
+        .merge(
+            crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone(), session_watch.clone())
+                .route_layer(from_fn(lift_body_deadline)),
+        )
         .fallback(fallback)
         .layer(axum::Extension(workspace))
         // The dataset routes' transfers end with their session too.
@@ -279,7 +272,10 @@ async fn fallback(State(state): State<AppState>, req: Request<Body>) -> Response
         };
     }
     let options = state.leptos_options.clone();
-    let render = leptos_axum::render_app_to_stream_with_context(move || provide_page_context(&state), move || shell(options.clone()));
+    let render = leptos_axum::render_app_to_stream_with_context(
+        move || provide_page_context(&state),
+        move || shell(options.clone()),
+    );
     render(req).await.into_response()
 }
 
@@ -293,7 +289,11 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::R
 /// Serves until `stop` resolves, then until every open connection has
 /// ended (the caller decides how long to wait for that), with the default
 /// connection limits.
-pub async fn serve_until(listener: tokio::net::TcpListener, app: Router, stop: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+pub async fn serve_until(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     crate::http_serve::serve_connections(listener, app, stop, Default::default()).await
 }
 

@@ -172,8 +172,10 @@ struct Registered {
 }
 
 async fn registered(pool: &Pool, name: &str) -> Result<Option<Registered>, PlatformError> {
-    let row: Option<(String, i64)> =
-        sqlx::query_as("SELECT executor, last_heartbeat FROM nodes WHERE name = ?").bind(name).fetch_optional(pool).await?;
+    let row: Option<(String, i64)> = sqlx::query_as("SELECT executor, last_heartbeat FROM nodes WHERE name = ?")
+        .bind(name)
+        .fetch_optional(pool)
+        .await?;
     Ok(row.map(|(executor, last_heartbeat)| Registered { executor, last_heartbeat }))
 }
 
@@ -238,7 +240,10 @@ async fn probe_engine(args: &NodeArgs, volume_dir: &Path) -> Engine {
     };
     match docker.ping().await {
         Ok(info) => {
-            let version = format!("Docker {} (API {}), nvidia runtime: {}", info.version, info.api_version, info.has_nvidia_runtime);
+            let version = format!(
+                "Docker {} (API {}), nvidia runtime: {}",
+                info.version, info.api_version, info.has_nvidia_runtime
+            );
             Engine { docker: Some(docker), answered: true, error: String::new(), version }
         }
         Err(e) => silent(Some(docker), e.to_string()),

@@ -44,7 +44,11 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
     db::migrate(&pool).await?;
     let setup = Instant::now();
     let gpus = setup_cluster(&pool).await?;
-    println!("setup: {NODES} nodes x {GPUS_PER_NODE} GPUs = {} GPUs, 3/4 held by 10 groups' machines ({:.1} s)", gpus.len(), setup.elapsed().as_secs_f64());
+    println!(
+        "setup: {NODES} nodes x {GPUS_PER_NODE} GPUs = {} GPUs, 3/4 held by 10 groups' machines ({:.1} s)",
+        gpus.len(),
+        setup.elapsed().as_secs_f64()
+    );
 
     let now = telemetry::now_ms().div_euclid(HOUR_MS) * HOUR_MS;
     let raw_from = now - raw_hours * HOUR_MS;
@@ -58,7 +62,10 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
     );
     let started = Instant::now();
     let rows = rollup::roll_up_range(&pool, raw_from, now).await?;
-    println!("roll-up of those {raw_hours} h: {rows} minute rows (and their hours) in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "roll-up of those {raw_hours} h: {rows} minute rows (and their hours) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     let started = Instant::now();
     let (minutes, hours) = older_rollups(&pool, raw_from, now).await?;
     println!("older history written as rollups: {minutes} minute rows (24 h - {raw_hours} h), {hours} hour rows (7 d - {raw_hours} h) in {:.1} s", started.elapsed().as_secs_f64());
@@ -66,7 +73,9 @@ pub async fn run(args: TelemetryBenchArgs) -> Result<(), PlatformError> {
     // Charts of one 8-GPU node: median of 21 runs each.
     let node_id: i64 = sqlx::query_scalar("SELECT MIN(id) FROM nodes").fetch_one(&pool).await?;
     for range in [ChartRange::Week, ChartRange::Day, ChartRange::Hour] {
-        let ms = median_ms(21, || async { query::chart(&pool, query::Scope::Node(node_id), range, now).await.map(|_| ()) }).await?;
+        let ms =
+            median_ms(21, || async { query::chart(&pool, query::Scope::Node(node_id), range, now).await.map(|_| ()) })
+                .await?;
         let chart = query::chart(&pool, query::Scope::Node(node_id), range, now).await?;
         let points: usize = chart.series.iter().map(|s| s.points.len()).sum();
         println!("chart of one 8-GPU node over {}: {ms:.2} ms median ({points} points)", range.as_str());
@@ -90,21 +99,37 @@ type Gpu = (i64, i64, Option<i64>, Option<SimPattern>);
 async fn setup_cluster(pool: &Pool) -> Result<Vec<Gpu>, PlatformError> {
     for n in 0..NODES {
         let name = format!("n{n:03}");
-        let found = gpus::simulated(&name, &SimulatedGpus { count: GPUS_PER_NODE, model: "A100".into(), memory_mb: 81_920 });
+        let found =
+            gpus::simulated(&name, &SimulatedGpus { count: GPUS_PER_NODE, model: "A100".into(), memory_mb: 81_920 });
         let endpoint = format!("simulated://{name}");
-        let reg = NodeRegistration { name: &name, region_code: "local", docker_endpoint: &endpoint, volume_dir: "", executor: "simulated", cpu_count: 64, memory_mb: 512_000, gpus: &found };
+        let reg = NodeRegistration {
+            name: &name,
+            region_code: "local",
+            docker_endpoint: &endpoint,
+            volume_dir: "",
+            executor: "simulated",
+            cpu_count: 64,
+            memory_mb: 512_000,
+            gpus: &found,
+        };
         cluster::register_node(pool, reg).await?;
     }
     images::ensure_default_image(pool, "devbox", "gantry/devbox:latest", "bench").await?;
     for g in 0..10 {
         let group = format!("team{g}");
         accounts::create_group(pool, None, &group, 1000).await?;
-        let new = accounts::NewUser { username: &format!("u{g}"), password: "bench-password", role: gantry_core::Role::User, group: Some(&group) };
+        let new = accounts::NewUser {
+            username: &format!("u{g}"),
+            password: "bench-password",
+            role: gantry_core::Role::User,
+            group: Some(&group),
+        };
         accounts::create_user(pool, None, new).await?;
     }
     // Machines of 2 GPUs on the first 6 GPUs of every node (3/4 held),
     // owned in turn by the ten users, in turn idle/training/notebook/hot.
-    let node_gpus: Vec<(i64, i64, i64)> = sqlx::query_as("SELECT id, node_id, idx FROM gpus ORDER BY node_id, idx").fetch_all(pool).await?;
+    let node_gpus: Vec<(i64, i64, i64)> =
+        sqlx::query_as("SELECT id, node_id, idx FROM gpus ORDER BY node_id, idx").fetch_all(pool).await?;
     let mut out = Vec::with_capacity(node_gpus.len());
     let mut tx = pool.begin().await?;
     let mut machine = None;
@@ -126,7 +151,11 @@ async fn setup_cluster(pool: &Pool) -> Result<Vec<Gpu>, PlatformError> {
         }
         let held = if idx < 6 { machine } else { None };
         if let Some((m, _)) = held {
-            sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)").bind(gpu).bind(m).execute(&mut *tx).await?;
+            sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)")
+                .bind(gpu)
+                .bind(m)
+                .execute(&mut *tx)
+                .await?;
         }
         out.push((gpu, node, held.map(|h| h.0), held.map(|h| h.1)));
     }
@@ -190,7 +219,15 @@ async fn older_rollups(pool: &Pool, raw_from: i64, now: i64) -> Result<(u64, u64
                     (g.id * 131 + b.ms / ?2) % 81920 * 1.0, (g.id * 131 + b.ms / ?2) % 81920, 81920, 40.5, 52, 150.5, 210 \
              FROM gpus g CROSS JOIN b LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id"
         );
-        let rows = sqlx::query(&sql).bind(from).bind(step).bind(raw_from).bind(samples).bind(minutes).execute(pool).await?.rows_affected();
+        let rows = sqlx::query(&sql)
+            .bind(from)
+            .bind(step)
+            .bind(raw_from)
+            .bind(samples)
+            .bind(minutes)
+            .execute(pool)
+            .await?
+            .rows_affected();
         Ok::<u64, PlatformError>(rows)
     };
     let minutes = insert("gpu_rollup_1m", MINUTE_MS, 6, 1, now - 24 * HOUR_MS).await?;

@@ -13,6 +13,7 @@
 //! 2. the child server's resident memory with 0 and with M terminals open
 //!    (each one live: it answers an `echo`), per terminal.
 
+use futures_util::{SinkExt, StreamExt};
 use gantry_core::Role;
 use gantry_platform::{
     accounts::{self, NewUser},
@@ -23,7 +24,6 @@ use gantry_platform::{
     },
     policy, PlatformError,
 };
-use futures_util::{SinkExt, StreamExt};
 use std::{
     net::SocketAddr,
     process::Stdio,
@@ -118,7 +118,12 @@ impl Child {
         let pid = self.process.id().unwrap_or(0);
         std::fs::read_to_string(format!("/proc/{pid}/status"))
             .ok()
-            .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|n| n.parse().ok()))
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|n| n.parse().ok())
+            })
             .unwrap_or(0)
     }
 
@@ -136,15 +141,30 @@ async fn bench(args: &TerminalBenchArgs, child: &Child, docker: Executor) -> Res
     // A user with room for one machine.
     let group = accounts::ensure_default_group(&child.pool).await?;
     policy::update_group_policy(&child.pool, None, group, 8, 8, &[]).await?;
-    accounts::create_user(&child.pool, None, NewUser { username: "bench", password: PASSWORD, role: Role::User, group: None }).await?;
+    accounts::create_user(
+        &child.pool,
+        None,
+        NewUser { username: "bench", password: PASSWORD, role: Role::User, group: None },
+    )
+    .await?;
     let cookie = sign_in(addr, "bench").await?;
     let http = reqwest::Client::new();
     let post = |path: &str, form: Vec<(&'static str, String)>| {
-        http.post(format!("http://{addr}{path}")).header("Cookie", &cookie).header("Origin", format!("http://{addr}")).form(&form).send()
+        http.post(format!("http://{addr}{path}"))
+            .header("Cookie", &cookie)
+            .header("Origin", format!("http://{addr}"))
+            .form(&form)
+            .send()
     };
     let created = post(
         "/api/create_machine",
-        vec![("name", "termbench".into()), ("image_id", String::new()), ("gpu_count", "1".into()), ("gpu_model", String::new()), ("volume_size_gb", "1".into())],
+        vec![
+            ("name", "termbench".into()),
+            ("image_id", String::new()),
+            ("gpu_count", "1".into()),
+            ("gpu_model", String::new()),
+            ("volume_size_gb", "1".into()),
+        ],
     )
     .await
     .map_err(fail)?;
@@ -163,9 +183,27 @@ async fn bench(args: &TerminalBenchArgs, child: &Child, docker: Executor) -> Res
     drop(shell);
     let cli = echo_docker_cli(&container, n).await?;
     println!("keystroke echo into `cat` on the machine's TTY, {n} keystrokes one at a time (ms):");
-    println!("  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}", "gantry (browser WebSocket -> server -> exec)", pct(&gantry, 50.0), pct(&gantry, 99.0), pct(&gantry, 100.0));
-    println!("  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}", "executor exec attach (no WebSocket/server)", pct(&direct, 50.0), pct(&direct, 99.0), pct(&direct, 100.0));
-    println!("  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}", "docker exec -it (under script)", pct(&cli, 50.0), pct(&cli, 99.0), pct(&cli, 100.0));
+    println!(
+        "  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}",
+        "gantry (browser WebSocket -> server -> exec)",
+        pct(&gantry, 50.0),
+        pct(&gantry, 99.0),
+        pct(&gantry, 100.0)
+    );
+    println!(
+        "  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}",
+        "executor exec attach (no WebSocket/server)",
+        pct(&direct, 50.0),
+        pct(&direct, 99.0),
+        pct(&direct, 100.0)
+    );
+    println!(
+        "  {:<44} p50 {:>7.3}  p99 {:>7.3}  max {:>7.3}",
+        "docker exec -it (under script)",
+        pct(&cli, 50.0),
+        pct(&cli, 99.0),
+        pct(&cli, 100.0)
+    );
 
     // 2. Memory per open terminal. Let the closes above settle first.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -182,7 +220,9 @@ async fn bench(args: &TerminalBenchArgs, child: &Child, docker: Executor) -> Res
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let during = child.rss_kib();
-    let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM terminal_sessions WHERE closed_at IS NULL").fetch_one(&child.pool).await?;
+    let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM terminal_sessions WHERE closed_at IS NULL")
+        .fetch_one(&child.pool)
+        .await?;
     for ws in open.iter_mut() {
         let _ = ws.close(None).await;
     }
@@ -194,14 +234,20 @@ async fn bench(args: &TerminalBenchArgs, child: &Child, docker: Executor) -> Res
     println!("  per open terminal: {:.1} KiB", (during.saturating_sub(before)) as f64 / m.max(1) as f64);
 
     // Clean up the way a user would.
-    let res = post("/api/machine_operation", vec![("machine_id", machine_id.to_string()), ("operation", "delete".into())]).await.map_err(fail)?;
+    let res =
+        post("/api/machine_operation", vec![("machine_id", machine_id.to_string()), ("operation", "delete".into())])
+            .await
+            .map_err(fail)?;
     if !res.status().is_success() {
         println!("(deleting the machine was refused: {})", res.text().await.unwrap_or_default());
         return Ok(());
     }
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(60) {
-        let state: String = sqlx::query_scalar("SELECT state FROM machines WHERE id = ?").bind(machine_id).fetch_one(&child.pool).await?;
+        let state: String = sqlx::query_scalar("SELECT state FROM machines WHERE id = ?")
+            .bind(machine_id)
+            .fetch_one(&child.pool)
+            .await?;
         if state == "deleted" {
             break;
         }
@@ -246,18 +292,24 @@ async fn wait_running(pool: &db::Pool, machine_id: i64) -> Result<String, Platfo
     let started = Instant::now();
     loop {
         let (state, container, message): (String, Option<String>, String) =
-            sqlx::query_as("SELECT state, container_id, message FROM machines WHERE id = ?").bind(machine_id).fetch_one(pool).await?;
+            sqlx::query_as("SELECT state, container_id, message FROM machines WHERE id = ?")
+                .bind(machine_id)
+                .fetch_one(pool)
+                .await?;
         match (state.as_str(), container) {
             ("running", Some(c)) => return Ok(c),
             ("failed" | "deleted" | "lost", _) => return Err(fail(format!("the machine is {state}: {message}"))),
-            _ if started.elapsed() > Duration::from_secs(120) => return Err(fail("the machine did not run within 120 s")),
+            _ if started.elapsed() > Duration::from_secs(120) => {
+                return Err(fail("the machine did not run within 120 s"))
+            }
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
 }
 
 async fn open_ws(addr: SocketAddr, cookie: &str, machine_id: i64) -> Result<Ws, PlatformError> {
-    let mut req = format!("ws://{addr}/machines/{machine_id}/terminal?cols=120&rows=40").into_client_request().map_err(fail)?;
+    let mut req =
+        format!("ws://{addr}/machines/{machine_id}/terminal?cols=120&rows=40").into_client_request().map_err(fail)?;
     req.headers_mut().insert("Cookie", cookie.parse().map_err(fail)?);
     req.headers_mut().insert("Origin", format!("http://{addr}").parse().map_err(fail)?);
     let (mut ws, _) = tokio_tungstenite::connect_async_with_config(req, None, true).await.map_err(fail)?;
@@ -403,7 +455,9 @@ async fn echo_docker_cli(container: &str, n: usize) -> Result<Vec<f64>, Platform
                 }
             }
         };
-        tokio::time::timeout(Duration::from_secs(30), read).await.map_err(|_| fail("no echo from docker exec within 30 s"))?
+        tokio::time::timeout(Duration::from_secs(30), read)
+            .await
+            .map_err(|_| fail("no echo from docker exec within 30 s"))?
     }
     until(&mut stdout, b"READY").await?;
     let mut out = Vec::with_capacity(n);

@@ -44,7 +44,9 @@ pub async fn serve(Path(name): Path<String>, headers: HeaderMap) -> Response {
     if bytes.is_empty() {
         return (
             StatusCode::NOT_FOUND,
-            format!("{name} was not bundled into this build of Gantry: run `npm ci` (scripts/setup.sh does) and rebuild"),
+            format!(
+                "{name} was not bundled into this build of Gantry: run `npm ci` (scripts/setup.sh does) and rebuild"
+            ),
         )
             .into_response();
     }

@@ -98,7 +98,12 @@ impl WsState {
 
 /// The routes, merged into the main router before its layers (sessions,
 /// the signed-in user, tracing) so they get the same treatment.
-pub fn routes(app: AppState, limits: Limits, public_origin: Option<String>, session_watch: SessionWatch) -> Router<AppState> {
+pub fn routes(
+    app: AppState,
+    limits: Limits,
+    public_origin: Option<String>,
+    session_watch: SessionWatch,
+) -> Router<AppState> {
     let terminals = Registry::start(app.pool.clone());
     let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -170,7 +175,10 @@ pub fn exec_error(e: ExecError) -> Response {
     };
     if let ExecError::Unavailable(detail) = &e {
         tracing::warn!(error = %detail, "a machine's engine is unavailable");
-        return refuse(status, "the machine's node does not answer now; try again in a moment (the error has been logged)");
+        return refuse(
+            status,
+            "the machine's node does not answer now; try again in a moment (the error has been logged)",
+        );
     }
     // The engine mounts a stopped container's volumes for each archive
     // call; its mount error names host paths and devices: logged only.
@@ -226,7 +234,12 @@ pub fn internal(e: impl std::fmt::Display) -> Response {
 /// The signed-in user and the machine they may enter, or the response
 /// that refuses them. `check_origin`: for requests the same-origin layer
 /// does not cover (GETs that do something: the WebSocket upgrade).
-pub async fn enter(st: &WsState, parts: &Parts, machine_id: i64, check_origin: bool) -> Result<(User, Target), Response> {
+pub async fn enter(
+    st: &WsState,
+    parts: &Parts,
+    machine_id: i64,
+    check_origin: bool,
+) -> Result<(User, Target), Response> {
     if check_origin && !origin_allowed(&parts.headers, st.public_origin.as_deref()) {
         return Err(refuse(StatusCode::FORBIDDEN, "cross-origin request refused"));
     }
@@ -256,9 +269,5 @@ pub async fn executor(st: &WsState, node_id: i64, what: &str) -> Result<Executor
 
 /// True when the client asked for HTML (a form post without JavaScript).
 pub fn wants_html(parts: &Parts) -> bool {
-    parts
-        .headers
-        .get(axum::http::header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(|a| a.contains("text/html"))
+    parts.headers.get(axum::http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
 }

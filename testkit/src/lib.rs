@@ -38,14 +38,21 @@ where
     match finished.recv_timeout(limit) {
         Ok(Ok(())) => {}
         Ok(Err(panic)) => panic::resume_unwind(panic),
-        Err(_) => panic!("{name} did not finish within {} s: it hangs (see the log above for where it stopped)", limit.as_secs()),
+        Err(_) => panic!(
+            "{name} did not finish within {} s: it hangs (see the log above for where it stopped)",
+            limit.as_secs()
+        ),
     }
 }
 
 /// The `gantry_session=…` pair among a response's `Set-Cookie` values:
 /// what a test sends back as `Cookie` on a raw request.
 pub fn session_cookie<'a>(set_cookies: impl IntoIterator<Item = &'a str>) -> Option<String> {
-    set_cookies.into_iter().find(|c| c.starts_with("gantry_session=")).and_then(|c| c.split(';').next()).map(str::to_string)
+    set_cookies
+        .into_iter()
+        .find(|c| c.starts_with("gantry_session="))
+        .and_then(|c| c.split(';').next())
+        .map(str::to_string)
 }
 
 /// `timed_test!` turns `async fn name() { … }` into a `#[test]` that runs
@@ -85,7 +92,8 @@ mod tests {
 
     #[test]
     fn a_failing_assertion_is_passed_on() {
-        let caught = panic::catch_unwind(|| run("fails", DEFAULT_LIMIT, || async { assert_eq!(1 + 1, 3, "arithmetic") }));
+        let caught =
+            panic::catch_unwind(|| run("fails", DEFAULT_LIMIT, || async { assert_eq!(1 + 1, 3, "arithmetic") }));
         assert!(caught.is_err());
     }
 

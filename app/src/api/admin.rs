@@ -20,12 +20,8 @@ pub async fn create_user(username: String, password: String, role: String, group
     let admin = crate::state::require_admin()?;
     let role: gantry_core::Role = role.parse()?;
     let group = group.trim();
-    let new = NewUser {
-        username: username.trim(),
-        password: &password,
-        role,
-        group: (!group.is_empty()).then_some(group),
-    };
+    let new =
+        NewUser { username: username.trim(), password: &password, role, group: (!group.is_empty()).then_some(group) };
     let u = accounts::create_user(&crate::state::pool()?, Some(admin.id), new).await?;
     Ok(user_row(u))
 }
@@ -92,10 +88,8 @@ pub async fn list_groups() -> Result<Vec<GroupRow>, AppError> {
 #[server(prefix = "/api", endpoint = "admin/create_group")]
 pub async fn create_group(name: String, gpu_quota: String) -> Result<GroupRow, AppError> {
     let admin = crate::state::require_admin()?;
-    let quota: i64 = gpu_quota
-        .trim()
-        .parse()
-        .map_err(|_| AppError::Invalid("GPU quota must be a whole number".into()).respond())?;
+    let quota: i64 =
+        gpu_quota.trim().parse().map_err(|_| AppError::Invalid("GPU quota must be a whole number".into()).respond())?;
     let g = gantry_platform::accounts::create_group(&crate::state::pool()?, Some(admin.id), name.trim(), quota).await?;
     Ok(group_row(g, Vec::new()))
 }
@@ -136,7 +130,9 @@ pub async fn audit_page(
     let day = |v: Option<String>, what: &str| -> Result<Option<i64>, AppError> {
         match text(v) {
             None => Ok(None),
-            Some(d) => parse_date(&d).map(Some).ok_or_else(|| AppError::Invalid(format!("{what} must be a date like 2026-11-30")).respond()),
+            Some(d) => parse_date(&d)
+                .map(Some)
+                .ok_or_else(|| AppError::Invalid(format!("{what} must be a date like 2026-11-30")).respond()),
         }
     };
     let filter = gantry_platform::accounts::AuditFilter {
@@ -148,7 +144,11 @@ pub async fn audit_page(
     };
     let page = gantry_platform::accounts::search_audit(&crate::state::pool()?, &filter, AUDIT_PAGE_SIZE).await?;
     Ok(AuditPageView {
-        rows: page.rows.into_iter().map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail }).collect(),
+        rows: page
+            .rows
+            .into_iter()
+            .map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail })
+            .collect(),
         next_before: page.next_before,
     })
 }

@@ -22,12 +22,7 @@ pub const CHANGE_PASSWORD_PAGE: &str = "/account/password";
 pub fn safe_next(next: Option<&str>) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-._~/?=&%+,:;@!*".contains(c);
     match next {
-        Some(n)
-            if n.starts_with('/')
-                && !n.starts_with("//")
-                && n.len() <= 512
-                && n.chars().all(plain) =>
-        {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && n.len() <= 512 && n.chars().all(plain) => {
             n.to_string()
         }
         _ => "/".to_string(),
@@ -39,9 +34,7 @@ pub fn login_url(next: &str) -> String {
     let mut out = String::from("/login?next=");
     for b in next.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                out.push(b as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }
@@ -52,11 +45,7 @@ pub fn login_url(next: &str) -> String {
 #[cfg(feature = "hydrate")]
 pub fn go_to_login() {
     let location = window().location();
-    let here = format!(
-        "{}{}",
-        location.pathname().unwrap_or_default(),
-        location.search().unwrap_or_default()
-    );
+    let here = format!("{}{}", location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
     if !here.starts_with("/login") {
         let _ = location.assign(&login_url(&here));
     }
@@ -64,10 +53,7 @@ pub fn go_to_login() {
 
 #[cfg(feature = "ssr")]
 fn request_extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
-    use_context::<http::request::Parts>()?
-        .extensions
-        .get::<T>()
-        .cloned()
+    use_context::<http::request::Parts>()?.extensions.get::<T>().cloned()
 }
 
 #[cfg(feature = "ssr")]
@@ -88,38 +74,19 @@ async fn session() -> Result<tower_sessions::Session, AppError> {
 }
 
 #[server(prefix = "/api", endpoint = "login")]
-pub async fn login(
-    username: String,
-    password: String,
-    next: Option<String>,
-) -> Result<Me, AppError> {
+pub async fn login(username: String, password: String, next: Option<String>) -> Result<Me, AppError> {
     use crate::state::{pool, SESSION_USER_KEY};
     let pool = pool()?;
-    let user = gantry_platform::accounts::authenticate_with(
-        &pool,
-        &gate(),
-        &username,
-        &password,
-        client_address().as_deref(),
-    )
-    .await?;
+    let user =
+        gantry_platform::accounts::authenticate_with(&pool, &gate(), &username, &password, client_address().as_deref())
+            .await?;
     let session = session().await?;
     // A new id on sign-in, so a planted session id is worth nothing.
     session.cycle_id().await.map_err(AppError::internal)?;
-    session
-        .insert(SESSION_USER_KEY, user.id)
-        .await
-        .map_err(AppError::internal)?;
-    session
-        .insert(SESSION_GEN_KEY, user.session_gen)
-        .await
-        .map_err(AppError::internal)?;
+    session.insert(SESSION_USER_KEY, user.id).await.map_err(AppError::internal)?;
+    session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;
     tracing::info!(user = %user.username, "signed in");
-    let to = if user.must_change_password {
-        CHANGE_PASSWORD_PAGE.to_string()
-    } else {
-        safe_next(next.as_deref())
-    };
+    let to = if user.must_change_password { CHANGE_PASSWORD_PAGE.to_string() } else { safe_next(next.as_deref()) };
     redirect_form_post(&to);
     Ok(user.into())
 }
@@ -132,12 +99,7 @@ pub async fn logout() -> Result<(), AppError> {
         // would have expired anyway, with a day to spare.
         if let Some(id) = session.id() {
             let until = session.expiry_date().unix_timestamp() + 24 * 3600;
-            gantry_platform::accounts::note_signed_out(
-                &crate::state::pool()?,
-                &id.to_string(),
-                until,
-            )
-            .await?;
+            gantry_platform::accounts::note_signed_out(&crate::state::pool()?, &id.to_string(), until).await?;
         }
         session.flush().await.map_err(AppError::internal)?;
     }
@@ -154,21 +116,12 @@ pub async fn change_password(current: String, new: String, repeat: String) -> Re
         return Err(AppError::Invalid("the two new passwords differ".into()).respond());
     }
     let pool = crate::state::pool()?;
-    let user = gantry_platform::accounts::change_password(
-        &pool,
-        &gate(),
-        &me,
-        &current,
-        &new,
-        client_address().as_deref(),
-    )
-    .await?;
+    let user =
+        gantry_platform::accounts::change_password(&pool, &gate(), &me, &current, &new, client_address().as_deref())
+            .await?;
     let session = session().await?;
     session.cycle_id().await.map_err(AppError::internal)?;
-    session
-        .insert(SESSION_GEN_KEY, user.session_gen)
-        .await
-        .map_err(AppError::internal)?;
+    session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;
     // Without JavaScript the page says so through the signed `done` marker
     // (an unsigned `?changed=1` let a bare link claim the password changed).
     redirect_form_post("/account/password");
@@ -180,10 +133,7 @@ pub async fn change_password(current: String, new: String, repeat: String) -> Re
 #[cfg(feature = "ssr")]
 fn redirect_form_post(path: &str) {
     let form_post = use_context::<http::request::Parts>().is_some_and(|p| {
-        p.headers
-            .get(http::header::ACCEPT)
-            .and_then(|a| a.to_str().ok())
-            .is_some_and(|a| a.contains("text/html"))
+        p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
     });
     if form_post {
         leptos_axum::redirect(path);
@@ -197,10 +147,7 @@ mod tests {
     #[test]
     fn next_stays_on_this_site() {
         assert_eq!(safe_next(Some("/admin")), "/admin");
-        assert_eq!(
-            safe_next(Some("/machines/3?tab=logs&x=1")),
-            "/machines/3?tab=logs&x=1"
-        );
+        assert_eq!(safe_next(Some("/machines/3?tab=logs&x=1")), "/machines/3?tab=logs&x=1");
         for bad in [
             "//evil.example",
             "/\\evil.example",

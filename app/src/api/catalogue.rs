@@ -35,7 +35,8 @@ pub async fn list_regions() -> Result<Vec<RegionRow>, AppError> {
 pub async fn create_region(code: String, name: String, description: Option<String>) -> Result<String, AppError> {
     let admin = crate::state::require_admin()?;
     let description = description.unwrap_or_default();
-    let r = gantry_platform::catalogue::create_region(&crate::state::pool()?, admin.id, &code, &name, &description).await?;
+    let r =
+        gantry_platform::catalogue::create_region(&crate::state::pool()?, admin.id, &code, &name, &description).await?;
     Ok(r.code)
 }
 
@@ -47,10 +48,16 @@ pub async fn list_region_images() -> Result<Vec<RegionImageRow>, AppError> {
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_region_image")]
-pub async fn create_region_image(region_code: String, reference: String, arch: String, kind: String) -> Result<RegionImageRow, AppError> {
+pub async fn create_region_image(
+    region_code: String,
+    reference: String,
+    arch: String,
+    kind: String,
+) -> Result<RegionImageRow, AppError> {
     let admin = crate::state::require_admin()?;
     let pool = crate::state::pool()?;
-    let row = gantry_platform::catalogue::create_region_image(&pool, admin.id, &region_code, &reference, &arch, &kind).await?;
+    let row = gantry_platform::catalogue::create_region_image(&pool, admin.id, &region_code, &reference, &arch, &kind)
+        .await?;
     Ok(region_image_row(row))
 }
 
@@ -61,7 +68,10 @@ pub async fn catalogue() -> Result<Catalogue, AppError> {
     let pool = crate::state::pool()?;
     let masters = gantry_platform::catalogue::list_master_images(&pool).await?;
     let images = gantry_platform::catalogue::list_region_images(&pool).await?;
-    Ok(Catalogue { masters: masters.into_iter().map(master_row).collect(), region_images: images.into_iter().map(region_image_row).collect() })
+    Ok(Catalogue {
+        masters: masters.into_iter().map(master_row).collect(),
+        region_images: images.into_iter().map(region_image_row).collect(),
+    })
 }
 
 /// Returns the new master image's id.
@@ -90,15 +100,18 @@ pub async fn create_master_image(
 #[server(prefix = "/api", endpoint = "admin/link_image")]
 pub async fn link_image(master_image_id: i64, region_image_id: String) -> Result<(), AppError> {
     let admin = crate::state::require_admin()?;
-    let region_image_id = crate::model::catalogue::parse_choice("a region image", &region_image_id).map_err(|m| AppError::Invalid(m).respond())?;
-    gantry_platform::catalogue::set_link(&crate::state::pool()?, admin.id, master_image_id, region_image_id, true).await?;
+    let region_image_id = crate::model::catalogue::parse_choice("a region image", &region_image_id)
+        .map_err(|m| AppError::Invalid(m).respond())?;
+    gantry_platform::catalogue::set_link(&crate::state::pool()?, admin.id, master_image_id, region_image_id, true)
+        .await?;
     Ok(())
 }
 
 #[server(prefix = "/api", endpoint = "admin/unlink_image")]
 pub async fn unlink_image(master_image_id: i64, region_image_id: i64) -> Result<(), AppError> {
     let admin = crate::state::require_admin()?;
-    gantry_platform::catalogue::set_link(&crate::state::pool()?, admin.id, master_image_id, region_image_id, false).await?;
+    gantry_platform::catalogue::set_link(&crate::state::pool()?, admin.id, master_image_id, region_image_id, false)
+        .await?;
     Ok(())
 }
 

@@ -34,7 +34,8 @@ pub async fn compute_options() -> Result<ComputeOptions, AppError> {
     }
     frameworks.sort_by_key(|f| f.label.to_lowercase());
     let allowed = policy::allowed_models(&pool, user.group_id).await?;
-    let gpu_models = cluster::gpu_models(&pool).await?.into_iter().filter(|m| allowed.is_empty() || allowed.contains(m)).collect();
+    let gpu_models =
+        cluster::gpu_models(&pool).await?.into_iter().filter(|m| allowed.is_empty() || allowed.contains(m)).collect();
     Ok(ComputeOptions {
         frameworks,
         gpu_models,
@@ -121,13 +122,18 @@ pub async fn compute_detail(id: i64) -> Result<ComputeDetail, AppError> {
     let pool = crate::state::pool()?;
     let t = gantry_platform::compute::compute_task(&pool, &user, id).await?;
     let command: Vec<String> = serde_json::from_str(&t.command).unwrap_or_default();
-    let why = t.decision.as_deref().and_then(|d| serde_json::from_str::<Decision>(d).ok()).map(|d| explain(&d, &t.state, &t.message));
+    let why = t
+        .decision
+        .as_deref()
+        .and_then(|d| serde_json::from_str::<Decision>(d).ok())
+        .map(|d| explain(&d, &t.state, &t.message));
     let running = t.state == "running" && t.exit_code.is_none();
     let live = match (running, t.machine_id) {
         (true, Some(machine)) => live_output(&pool, &user, machine).await,
         _ => None,
     };
-    let log_url = (running && live.is_some()).then(|| t.machine_id.map(|m| format!("/machines/{m}/logs?tail=all"))).flatten();
+    let log_url =
+        (running && live.is_some()).then(|| t.machine_id.map(|m| format!("/machines/{m}/logs?tail=all"))).flatten();
     let (output, output_live) = match live {
         Some(text) => (text, true),
         None => (t.logs_tail.clone(), false),
@@ -148,7 +154,11 @@ pub async fn cancel_compute(task_id: i64) -> Result<i64, AppError> {
 /// The running job container's last lines, when this user may read the
 /// machine's log and the engine answers; `None` means "show the kept tail".
 #[cfg(feature = "ssr")]
-async fn live_output(pool: &gantry_platform::db::Pool, user: &gantry_platform::accounts::User, machine_id: i64) -> Option<String> {
+async fn live_output(
+    pool: &gantry_platform::db::Pool,
+    user: &gantry_platform::accounts::User,
+    machine_id: i64,
+) -> Option<String> {
     let target = gantry_platform::workspace::target(pool, user, machine_id).await.ok()?.ok()?;
     let (container, node) = target.require_container().ok()?;
     let exec = crate::state::fleet().ok()?.executor(pool, node).await.ok()?;

@@ -12,7 +12,12 @@ pub async fn my_quota() -> Result<QuotaView, AppError> {
     // The request's user was read with its group's quota, this request.
     let user = crate::state::auth()?;
     let q = user.group_quota;
-    Ok(QuotaView { group: user.group_name, gpu_quota: q.gpu_quota, gpus_in_use: q.gpus_in_use, max_gpus_per_machine: q.max_gpus_per_machine })
+    Ok(QuotaView {
+        group: user.group_name,
+        gpu_quota: q.gpu_quota,
+        gpus_in_use: q.gpus_in_use,
+        max_gpus_per_machine: q.max_gpus_per_machine,
+    })
 }
 
 /// The front page's data in one answer: the group's quota, and whether
@@ -24,6 +29,7 @@ pub async fn dashboard() -> Result<DashboardView, AppError> {
     let pool = crate::state::pool()?;
     let quota = my_quota().await?;
     let ready_nodes = gantry_platform::first_run::ready_nodes(&pool).await?;
-    let next = crate::model::NextSteps { group: quota.group.clone(), group_has_quota: quota.gpu_quota > 0, ready_nodes };
+    let next =
+        crate::model::NextSteps { group: quota.group.clone(), group_has_quota: quota.gpu_quota > 0, ready_nodes };
     Ok(DashboardView { quota, next })
 }

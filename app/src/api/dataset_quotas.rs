@@ -39,7 +39,8 @@ pub async fn set_dataset_quota(group: String, quota_gb: String) -> Result<String
 /// `quota_gb` as bytes: a non-negative number of GB (2^30 bytes), at most a
 /// million GB.
 pub fn parse_quota_gb(text: &str) -> Result<u64, String> {
-    let gb: f64 = text.trim().parse().map_err(|_| format!("the dataset quota must be a number of GB, not {:?}", text.trim()))?;
+    let gb: f64 =
+        text.trim().parse().map_err(|_| format!("the dataset quota must be a number of GB, not {:?}", text.trim()))?;
     if !gb.is_finite() || !(0.0..=1_000_000.0).contains(&gb) {
         return Err("the dataset quota must be between 0 and 1,000,000 GB".into());
     }

@@ -18,12 +18,20 @@ pub async fn load_datasets(q: String, region: String, category: String) -> Resul
         category: Some(category).filter(|c| !c.is_empty()),
     };
     let list = gantry_platform::datasets::list_datasets(&pool, &user, &filter).await.map_err(app_error)?;
-    let regions = gantry_platform::catalogue::list_regions(&pool).await?.into_iter().map(|r| (r.code, r.name)).collect();
+    let regions =
+        gantry_platform::catalogue::list_regions(&pool).await?.into_iter().map(|r| (r.code, r.name)).collect();
     Ok(DatasetList { datasets: list.into_iter().map(ssr::row).collect(), regions })
 }
 
 #[server(prefix = "/api", endpoint = "create_dataset")]
-pub async fn create_dataset(code: String, name: String, region: String, category: String, description: String, visibility: String) -> Result<String, AppError> {
+pub async fn create_dataset(
+    code: String,
+    name: String,
+    region: String,
+    category: String,
+    description: String,
+    visibility: String,
+) -> Result<String, AppError> {
     let user = crate::state::auth()?;
     let new = gantry_platform::datasets::NewDataset {
         code: &code,
@@ -43,7 +51,8 @@ pub async fn create_dataset(code: String, name: String, region: String, category
 #[server(prefix = "/api", endpoint = "load_dataset")]
 pub async fn load_dataset(code: String) -> Result<DatasetDetail, AppError> {
     let user = crate::state::auth()?;
-    let (d, versions) = gantry_platform::datasets::versions(&crate::state::pool()?, &user, &code).await.map_err(app_error)?;
+    let (d, versions) =
+        gantry_platform::datasets::versions(&crate::state::pool()?, &user, &code).await.map_err(app_error)?;
     let may_write = gantry_platform::datasets::may_write(&user, &d).is_ok();
     Ok(DatasetDetail { dataset: ssr::row(d), versions: versions.into_iter().map(ssr::version).collect(), may_write })
 }
@@ -51,7 +60,9 @@ pub async fn load_dataset(code: String) -> Result<DatasetDetail, AppError> {
 #[server(prefix = "/api", endpoint = "create_dataset_version")]
 pub async fn create_dataset_version(code: String, name: String) -> Result<String, AppError> {
     let user = crate::state::auth()?;
-    let v = gantry_platform::datasets::create_version(&crate::state::pool()?, &user, &code, &name).await.map_err(app_error)?;
+    let v = gantry_platform::datasets::create_version(&crate::state::pool()?, &user, &code, &name)
+        .await
+        .map_err(app_error)?;
     if crate::api::compute::form_post() {
         leptos_axum::redirect(&crate::model::datasets::version_url(&code, &v.name));
     }
@@ -69,7 +80,9 @@ pub async fn seal_dataset_version(code: String, version: String) -> Result<(), A
 pub async fn delete_dataset_version(code: String, version: String) -> Result<(), AppError> {
     let user = crate::state::auth()?;
     let stores = ssr::stores()?;
-    gantry_platform::datasets::delete_version(&crate::state::pool()?, &stores, &user, &code, &version).await.map_err(app_error)?;
+    gantry_platform::datasets::delete_version(&crate::state::pool()?, &stores, &user, &code, &version)
+        .await
+        .map_err(app_error)?;
     if crate::api::compute::form_post() {
         leptos_axum::redirect(&format!("/datasets/{}", crate::model::datasets::encode(&code)));
     }
@@ -79,13 +92,16 @@ pub async fn delete_dataset_version(code: String, version: String) -> Result<(),
 #[server(prefix = "/api", endpoint = "load_dataset_version")]
 pub async fn load_dataset_version(code: String, version: String) -> Result<VersionDetail, AppError> {
     let user = crate::state::auth()?;
-    let (d, v, files) = gantry_platform::datasets::files(&crate::state::pool()?, &user, &code, &version).await.map_err(app_error)?;
+    let (d, v, files) =
+        gantry_platform::datasets::files(&crate::state::pool()?, &user, &code, &version).await.map_err(app_error)?;
     let may_write = gantry_platform::datasets::may_write(&user, &d).is_ok();
     let stores = ssr::stores().unwrap_or_else(|_| gantry_platform::datasets::Datasets::unconfigured());
     let upload_max_bytes = if stores.is_configured() { stores.limits().upload_max_bytes } else { 0 };
     // Readers of a public dataset see its files, never its uploads.
     let uploads = if may_write {
-        gantry_platform::datasets::uploads_in_progress(&crate::state::pool()?, &stores, &user, &code, &version).await.map_err(app_error)?
+        gantry_platform::datasets::uploads_in_progress(&crate::state::pool()?, &stores, &user, &code, &version)
+            .await
+            .map_err(app_error)?
     } else {
         Vec::new()
     };
@@ -172,7 +188,14 @@ pub(crate) mod ssr {
     }
 
     pub fn version(v: ds::VersionView) -> VersionRow {
-        VersionRow { name: v.name, sealed_at: v.sealed_at, created_by: v.created_by, created_at: v.created_at, files: v.files, bytes: v.bytes }
+        VersionRow {
+            name: v.name,
+            sealed_at: v.sealed_at,
+            created_by: v.created_by,
+            created_at: v.created_at,
+            files: v.files,
+            bytes: v.bytes,
+        }
     }
 
     pub fn file(f: ds::FileView) -> FileRow {

@@ -75,12 +75,19 @@ pub async fn add_node(
 pub async fn set_node_state(node_id: i64, state: String, reason: Option<String>) -> Result<(), AppError> {
     use gantry_core::alloc::NodeState;
     let admin = crate::state::require_admin()?;
-    let state: NodeState = state.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| AppError::Invalid(e.to_string()).respond())?;
+    let state: NodeState = state
+        .trim()
+        .parse()
+        .map_err(|e: gantry_core::task::UnknownVariant| AppError::Invalid(e.to_string()).respond())?;
     if state == NodeState::Lost {
-        return Err(AppError::Invalid("a node is marked lost with \"Mark lost\", which asks for a reason and a confirmation".into()).respond());
+        return Err(AppError::Invalid(
+            "a node is marked lost with \"Mark lost\", which asks for a reason and a confirmation".into(),
+        )
+        .respond());
     }
     let reason = reason.as_deref().unwrap_or("").trim();
-    gantry_platform::transitions::node::set_state(&crate::state::pool()?, Some(admin.id), node_id, state, reason).await?;
+    gantry_platform::transitions::node::set_state(&crate::state::pool()?, Some(admin.id), node_id, state, reason)
+        .await?;
     Ok(())
 }
 
@@ -91,12 +98,25 @@ pub async fn set_node_state(node_id: i64, state: String, reason: Option<String>)
 pub async fn mark_node_lost(node_id: i64, reason: String, confirm: Option<String>) -> Result<LostNode, AppError> {
     let admin = crate::state::require_admin()?;
     if !crate::model::machines::checkbox(confirm.as_deref()) {
-        return Err(AppError::Invalid("tick \"I understand its machines will be released\" to mark the node lost".into()).respond());
+        return Err(AppError::Invalid(
+            "tick \"I understand its machines will be released\" to mark the node lost".into(),
+        )
+        .respond());
     }
     let pool = crate::state::pool()?;
     let report = gantry_platform::transitions::node::mark_lost(&pool, Some(admin.id), node_id, reason.trim()).await?;
-    let node = gantry_platform::cluster::list_nodes(&pool).await?.into_iter().find(|n| n.id == node_id).map(|n| n.name).unwrap_or_default();
-    Ok(LostNode { node, machines: report.machines, gpus_refunded: report.gpus_refunded, tasks_ended: report.tasks_ended })
+    let node = gantry_platform::cluster::list_nodes(&pool)
+        .await?
+        .into_iter()
+        .find(|n| n.id == node_id)
+        .map(|n| n.name)
+        .unwrap_or_default();
+    Ok(LostNode {
+        node,
+        machines: report.machines,
+        gpus_refunded: report.gpus_refunded,
+        tasks_ended: report.tasks_ended,
+    })
 }
 
 /// Forgets a node that holds no live machine (a lost one, or one drained
@@ -117,7 +137,12 @@ pub async fn list_images() -> Result<Vec<ImageRow>, AppError> {
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_image")]
-pub async fn create_image(name: String, reference: String, description: String, make_default: Option<String>) -> Result<ImageRow, AppError> {
+pub async fn create_image(
+    name: String,
+    reference: String,
+    description: String,
+    make_default: Option<String>,
+) -> Result<ImageRow, AppError> {
     let admin = crate::state::require_admin()?;
     let make_default = crate::model::machines::checkbox(make_default.as_deref());
     let image = gantry_platform::images::create_image(
@@ -169,8 +194,14 @@ pub async fn update_group(
     let max = parse_whole("GPUs per machine", &max_gpus_per_machine).map_err(invalid)?;
     let models = split_models(&allowed_models);
     let ids = |label: &str, list: Option<Vec<String>>| -> Result<Option<Vec<i64>>, AppError> {
-        list.map(|l| l.iter().map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| parse_whole(label, v).map_err(invalid)).collect())
-            .transpose()
+        list.map(|l| {
+            l.iter()
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+                .map(|v| parse_whole(label, v).map_err(invalid))
+                .collect()
+        })
+        .transpose()
     };
     let access = gantry_platform::policy_access::AccessChange {
         images: ids("an allowed image", allowed_images)?,
@@ -187,12 +218,24 @@ pub async fn update_group(
         (None, None) => None,
         _ => return Err(invalid("give both the CPUs and the memory per machine, or neither".into())),
     };
-    let snapshot_quota = given(&snapshot_quota).map(|q| parse_whole("snapshot quota", &q)).transpose().map_err(invalid)?;
+    let snapshot_quota =
+        given(&snapshot_quota).map(|q| parse_whole("snapshot quota", &q)).transpose().map_err(invalid)?;
     let expected_rev = given(&policy_rev).map(|r| parse_whole("policy revision", &r)).transpose().map_err(invalid)?;
     let pool = crate::state::pool()?;
     // One transaction: a limit out of range refuses the whole edit.
-    let g = gantry_platform::policy::update_group_policy_at_rev(&pool, Some(admin.id), group_id, quota, max, &models, &access, limits, snapshot_quota, expected_rev)
-        .await?;
+    let g = gantry_platform::policy::update_group_policy_at_rev(
+        &pool,
+        Some(admin.id),
+        group_id,
+        quota,
+        max,
+        &models,
+        &access,
+        limits,
+        snapshot_quota,
+        expected_rev,
+    )
+    .await?;
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
     Ok(crate::api::admin::group_row(g, allowed))
 }
@@ -220,7 +263,11 @@ pub struct GroupAccessRow {
 impl GroupAccessChoices {
     /// The row of group `group_id` (an empty one, "all", when it has none).
     pub fn of(&self, group_id: i64) -> GroupAccessRow {
-        self.groups.iter().find(|g| g.group_id == group_id).cloned().unwrap_or(GroupAccessRow { group_id, ..Default::default() })
+        self.groups
+            .iter()
+            .find(|g| g.group_id == group_id)
+            .cloned()
+            .unwrap_or(GroupAccessRow { group_id, ..Default::default() })
     }
 }
 
@@ -229,7 +276,8 @@ pub async fn group_access() -> Result<GroupAccessChoices, AppError> {
     crate::state::require_admin()?;
     let pool = crate::state::pool()?;
     let images = gantry_platform::images::list_images(&pool).await?.into_iter().map(|i| (i.id, i.name)).collect();
-    let regions = gantry_platform::catalogue::list_regions(&pool).await?.into_iter().map(|r| (r.id, r.code, r.name)).collect();
+    let regions =
+        gantry_platform::catalogue::list_regions(&pool).await?.into_iter().map(|r| (r.id, r.code, r.name)).collect();
     let mut groups: Vec<GroupAccessRow> = gantry_platform::policy_access::all_group_access(&pool)
         .await?
         .into_iter()

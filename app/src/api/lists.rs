@@ -76,7 +76,11 @@ pub async fn users_window(
     use gantry_platform::accounts::{UserFilter, USER_STATES};
     crate::state::require_admin()?;
     let status = choice("state", state.as_deref(), &USER_STATES).map_err(|m| AppError::Invalid(m).respond())?;
-    let filter = UserFilter { name: name_filter(user.as_deref()), group: name_filter(group.as_deref()), status: status.map(str::to_string) };
+    let filter = UserFilter {
+        name: name_filter(user.as_deref()),
+        group: name_filter(group.as_deref()),
+        status: status.map(str::to_string),
+    };
     let page = PageRequest::parse(page.as_deref(), None);
     let window = gantry_platform::accounts::users_window(&crate::state::pool()?, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_status);
@@ -85,7 +89,10 @@ pub async fn users_window(
 
 #[cfg(feature = "ssr")]
 pub(crate) mod server {
-    use crate::{error::AppError, model::lists::{ListCounts, ListQuery}};
+    use crate::{
+        error::AppError,
+        model::lists::{ListCounts, ListQuery},
+    };
     use gantry_core::paging::{choice, name_filter, page_count, PageRequest};
     use gantry_platform::machines::ListFilter;
 
@@ -101,11 +108,18 @@ pub(crate) mod server {
             Some(kinds) => choice("kind", q.kind.as_deref(), kinds).map_err(bad)?.map(str::to_string),
             None => None,
         };
-        let filter = ListFilter { state, kind, user: name_filter(q.user.as_deref()), group: name_filter(q.group.as_deref()) };
+        let filter =
+            ListFilter { state, kind, user: name_filter(q.user.as_deref()), group: name_filter(q.group.as_deref()) };
         Ok((filter, PageRequest::parse(q.page.as_deref(), None)))
     }
 
     pub fn counts(total: i64, page: PageRequest, by_state: Vec<(String, i64)>) -> ListCounts {
-        ListCounts { total, page: page.page, per_page: page.per_page, pages: page_count(total, page.per_page), by_state }
+        ListCounts {
+            total,
+            page: page.page,
+            per_page: page.per_page,
+            pages: page_count(total, page.per_page),
+            by_state,
+        }
     }
 }

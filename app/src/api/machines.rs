@@ -27,7 +27,8 @@ pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
     let pool = crate::state::pool()?;
     let machine = machines::machine_detail(&pool, &user, id).await?;
     let tasks = machines::list_tasks(&pool, &user, Some(id), MACHINE_TASKS_LIMIT).await?;
-    let datasets = gantry_platform::datasets::mounts::of_machine(&pool, id).await.map_err(gantry_platform::PlatformError::from)?;
+    let datasets =
+        gantry_platform::datasets::mounts::of_machine(&pool, id).await.map_err(gantry_platform::PlatformError::from)?;
     // The page offers the owner's actions only to those the platform lets act.
     let (can_operate, job, mine) = (machine.may_operate(&user), machine.is_job(), machine.owner_id == user.id);
     Ok(MachineDetail {
@@ -58,11 +59,8 @@ pub async fn create_options() -> Result<CreateOptions, AppError> {
     let images = images::images_for_group(&pool, user.group_id).await?;
     let allowed = policy::allowed_models(&pool, user.group_id).await?;
     let kept = gantry_platform::machines::list_kept_volumes(&pool, &user).await?;
-    let gpu_models = cluster::gpu_models(&pool)
-        .await?
-        .into_iter()
-        .filter(|m| allowed.is_empty() || allowed.contains(m))
-        .collect();
+    let gpu_models =
+        cluster::gpu_models(&pool).await?.into_iter().filter(|m| allowed.is_empty() || allowed.contains(m)).collect();
     Ok(CreateOptions {
         images: images.into_iter().map(crate::api::fleet::image_row).collect(),
         gpu_models,
@@ -141,14 +139,19 @@ pub async fn cancel_task(task_id: i64) -> Result<i64, AppError> {
 /// Queues restart, reinstall or delete; returns the task id. Another
 /// group's machine is "not found" (404).
 #[server(prefix = "/api", endpoint = "machine_operation")]
-pub async fn machine_operation(machine_id: i64, operation: String, keep_volume: Option<String>) -> Result<i64, AppError> {
+pub async fn machine_operation(
+    machine_id: i64,
+    operation: String,
+    keep_volume: Option<String>,
+) -> Result<i64, AppError> {
     use crate::model::machines::{checkbox, parse_operation};
     use gantry_core::task::TaskKind;
     use gantry_platform::machines::{request_operation, OperationRequest};
     let user = crate::state::auth()?;
     let kind = parse_operation(&operation).map_err(|m| AppError::Invalid(m).respond())?;
     let keep_volume = kind == TaskKind::Delete && checkbox(keep_volume.as_deref());
-    let task_id = request_operation(&crate::state::pool()?, &user, OperationRequest { machine_id, kind, keep_volume }).await?;
+    let task_id =
+        request_operation(&crate::state::pool()?, &user, OperationRequest { machine_id, kind, keep_volume }).await?;
     crate::state::wake_dispatcher();
     Ok(task_id)
 }

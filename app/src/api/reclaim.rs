@@ -44,7 +44,10 @@ pub async fn machine_reclaim(machine_id: i64) -> Result<(ReclaimNotice, Vec<Mach
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
     let (status, events) = gantry_platform::reclaim::standing(&pool, &user, machine_id, 50).await?;
-    Ok((notice(status, &user), events.into_iter().map(|e| MachineEventRow { at_ms: e.at_ms, kind: e.kind, detail: e.detail }).collect()))
+    Ok((
+        notice(status, &user),
+        events.into_iter().map(|e| MachineEventRow { at_ms: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
+    ))
 }
 
 /// Pushes the reclaim deadline back (limited); returns the new deadline's text.
@@ -84,7 +87,10 @@ pub async fn reclaim_admin(page: Option<String>) -> Result<ReclaimAdminView, App
     let page = PageRequest::parse(page.as_deref(), None);
     let s = gantry_platform::reclaim::load_settings(&pool).await?;
     let db = |e: sqlx::Error| AppError::from(gantry_platform::PlatformError::from(e));
-    let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name").fetch_all(&pool).await.map_err(db)?;
+    let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name")
+        .fetch_all(&pool)
+        .await
+        .map_err(db)?;
     let machines = sqlx::query_as(
         "SELECT m.id, m.name, u.username, m.state, m.reclaim_exempt, m.rebalance_opt_out, m.reclaim_deadline
          FROM machines m JOIN users u ON u.id = m.owner_id WHERE m.state NOT IN ('deleted', 'lost') AND m.workload = 'dev' ORDER BY m.id DESC LIMIT ? OFFSET ?",
@@ -95,10 +101,12 @@ pub async fn reclaim_admin(page: Option<String>) -> Result<ReclaimAdminView, App
     .await
     .map_err(db)?;
     // The count tables (migration 0014) say how many without reading them.
-    let total: i64 = sqlx::query_scalar("SELECT COALESCE(SUM(n), 0) FROM machine_counts WHERE state NOT IN ('deleted', 'lost') AND workload = 'dev'")
-        .fetch_one(&pool)
-        .await
-        .map_err(db)?;
+    let total: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(SUM(n), 0) FROM machine_counts WHERE state NOT IN ('deleted', 'lost') AND workload = 'dev'",
+    )
+    .fetch_one(&pool)
+    .await
+    .map_err(db)?;
     let counts = crate::api::lists::server::counts(total, page, Vec::new());
     let raw_keep = gantry_platform::reclaim::raw_retention_secs(&pool).await?;
     let unwatchable = gantry_core::reclaim::windows_outlast_samples(&s.reclaim, &s.hot, raw_keep);
@@ -138,7 +146,12 @@ pub async fn save_reclaim_settings(
         ("hot_window_min", hot_window_min.as_str()),
     ];
     let (reclaim, hot) = crate::model::reclaim::parse_settings(&fields).map_err(|m| AppError::Invalid(m).respond())?;
-    gantry_platform::reclaim::save_settings(&crate::state::pool()?, &admin, &gantry_platform::reclaim::Settings { reclaim, hot }).await?;
+    gantry_platform::reclaim::save_settings(
+        &crate::state::pool()?,
+        &admin,
+        &gantry_platform::reclaim::Settings { reclaim, hot },
+    )
+    .await?;
     Ok("Settings saved.".into())
 }
 

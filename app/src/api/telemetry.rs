@@ -2,7 +2,10 @@
 //! period arrive as text ("1h", "24h", "7d"; "24h", "7d", "30d") and
 //! unknown values are refused.
 
-use crate::{error::AppError, model::telemetry::{ChartData, Overview}};
+use crate::{
+    error::AppError,
+    model::telemetry::{ChartData, Overview},
+};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
@@ -62,9 +65,14 @@ pub async fn set_sim_pattern(machine_id: i64, pattern: String) -> Result<(), App
         "default" | "" => None,
         p => Some(p.to_string()),
     };
-    gantry_platform::telemetry::overview::set_sim_pattern(&crate::state::pool()?, admin.id, machine_id, pattern.as_deref())
-        .await
-        .map_err(|e| AppError::from(e).respond())
+    gantry_platform::telemetry::overview::set_sim_pattern(
+        &crate::state::pool()?,
+        admin.id,
+        machine_id,
+        pattern.as_deref(),
+    )
+    .await
+    .map_err(|e| AppError::from(e).respond())
 }
 
 /// The machine's simulated pattern as set ("default" when unset), for the

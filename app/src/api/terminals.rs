@@ -117,7 +117,9 @@ async fn log_tail(exec: &gantry_platform::executor::Executor, container: &str) -
         Ok(Ok(text)) => text,
         // The engine's own text names its address and host paths: logged
         // only (as the workspace routes' `exec_error` does).
-        Ok(Err(gantry_platform::executor::ExecError::NotFound(_))) => "(the machine's container is not there)".to_string(),
+        Ok(Err(gantry_platform::executor::ExecError::NotFound(_))) => {
+            "(the machine's container is not there)".to_string()
+        }
         Ok(Err(e)) => {
             tracing::warn!(container, error = %e, "could not read a machine's logs for its page");
             "(the logs cannot be read now: the machine's node does not answer; the error has been logged)".to_string()

@@ -61,10 +61,19 @@ pub async fn revoke_token(token_id: i64) -> Result<i64, AppError> {
 
 #[cfg(feature = "ssr")]
 async fn session() -> Result<tower_sessions::Session, AppError> {
-    leptos_axum::extract::<tower_sessions::Session>().await.map_err(|e| AppError::Internal(format!("session unavailable: {e}")))
+    leptos_axum::extract::<tower_sessions::Session>()
+        .await
+        .map_err(|e| AppError::Internal(format!("session unavailable: {e}")))
 }
 
 #[cfg(feature = "ssr")]
 fn token_row(t: gantry_platform::tokens::TokenView) -> TokenRow {
-    TokenRow { id: t.id, name: t.name, prefix: t.prefix, created_at: t.created_at, last_used_at: t.last_used_at, revoked_at: t.revoked_at }
+    TokenRow {
+        id: t.id,
+        name: t.name,
+        prefix: t.prefix,
+        created_at: t.created_at,
+        last_used_at: t.last_used_at,
+        revoked_at: t.revoked_at,
+    }
 }

@@ -80,7 +80,12 @@ fn time_label(at_ms: i64, span_ms: i64) -> String {
 /// One chart: `data`'s series as lines, with the thresholds (utilisation
 /// only) and the machine's events.
 #[component]
-pub fn SeriesChart(data: ChartData, metric: Metric, #[prop(into)] title: String, #[prop(into)] testid: String) -> impl IntoView {
+pub fn SeriesChart(
+    data: ChartData,
+    metric: Metric,
+    #[prop(into)] title: String,
+    #[prop(into)] testid: String,
+) -> impl IntoView {
     let (from, to) = (data.from_ms, data.to_ms);
     let span = (to - from).max(1);
     let points: usize = data.series.iter().map(|s| s.points.len()).sum();
@@ -129,7 +134,11 @@ pub fn SeriesChart(data: ChartData, metric: Metric, #[prop(into)] title: String,
             </path>
         }
     });
-    let label = format!("{title}, {} to {} UTC", gantry_core::time::format_utc(from / 1000), gantry_core::time::format_utc(to / 1000));
+    let label = format!(
+        "{title}, {} to {} UTC",
+        gantry_core::time::format_utc(from / 1000),
+        gantry_core::time::format_utc(to / 1000)
+    );
     view! {
         <figure class="chart">
             <figcaption>{title}</figcaption>
@@ -168,7 +177,12 @@ mod tests {
     #[test]
     fn points_map_time_to_x_and_percent_to_y_inside_the_plot() {
         let p = |at_ms, util, mem_mb| ChartPoint { at_ms, util, util_max: util, mem_mb };
-        let s = GpuSeries { gpu_id: 1, label: "g".into(), mem_total_mb: 1000, points: vec![p(0, 0.0, 500.0), p(1000, 100.0, 1000.0), p(2000, 150.0, 0.0)] };
+        let s = GpuSeries {
+            gpu_id: 1,
+            label: "g".into(),
+            mem_total_mb: 1000,
+            points: vec![p(0, 0.0, 500.0), p(1000, 100.0, 1000.0), p(2000, 150.0, 0.0)],
+        };
         assert_eq!(path(&s, Metric::Util, 0, 2000, 1000), format!("M{LEFT:.1},162.0 L337.0,0.0 L{WIDTH:.1},0.0"));
         assert_eq!(path(&s, Metric::Memory, 0, 2000, 1000), format!("M{LEFT:.1},81.0 L337.0,0.0 L{WIDTH:.1},162.0"));
         assert_eq!(time_label(3_600_000 * 25 + 60_000, 3_600_000), "01:01");
@@ -178,7 +192,12 @@ mod tests {
     fn a_gap_of_more_than_two_steps_breaks_the_line_and_a_lone_point_still_shows() {
         let p = |at_ms| ChartPoint { at_ms, util: 50.0, util_max: 50.0, mem_mb: 0.0 };
         // Steps of 10; one missing point (a gap of 20) is joined; a gap of 40 is not.
-        let s = GpuSeries { gpu_id: 1, label: "g".into(), mem_total_mb: 1, points: vec![p(0), p(10), p(30), p(70), p(110), p(120)] };
+        let s = GpuSeries {
+            gpu_id: 1,
+            label: "g".into(),
+            mem_total_mb: 1,
+            points: vec![p(0), p(10), p(30), p(70), p(110), p(120)],
+        };
         let d = path(&s, Metric::Util, 0, 120, 10);
         let moves: Vec<&str> = d.split(' ').filter(|c| c.starts_with('M')).collect();
         assert_eq!(moves.len(), 3, "{d}");

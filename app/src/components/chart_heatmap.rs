@@ -16,7 +16,12 @@ const PER_ROW: usize = 8;
 /// sampled is light grey.
 pub fn util_fill(util: Option<f64>) -> String {
     let Some(u) = util else { return "#eaecf0".into() };
-    let stops: [(f64, [f64; 3]); 4] = [(0.0, [208.0, 213.0, 221.0]), (40.0, [74.0, 222.0, 128.0]), (75.0, [250.0, 204.0, 21.0]), (100.0, [220.0, 38.0, 38.0])];
+    let stops: [(f64, [f64; 3]); 4] = [
+        (0.0, [208.0, 213.0, 221.0]),
+        (40.0, [74.0, 222.0, 128.0]),
+        (75.0, [250.0, 204.0, 21.0]),
+        (100.0, [220.0, 38.0, 38.0]),
+    ];
     let u = u.clamp(0.0, 100.0);
     let i = stops.iter().rposition(|(at, _)| *at <= u).unwrap_or(0).min(stops.len() - 2);
     let ((a, ca), (b, cb)) = (stops[i], stops[i + 1]);

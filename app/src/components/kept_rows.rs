@@ -77,7 +77,10 @@ pub struct KeptRow<K, T> {
 
 /// The rows of `answer` with their keys (`id_of`: a row's id, unique in
 /// the list).
-pub fn kept_rows<K, T>(answer: impl Fn() -> Option<Result<Vec<T>, AppError>> + Send + Sync + 'static, id_of: fn(&T) -> K) -> Kept<Vec<KeptRow<K, T>>>
+pub fn kept_rows<K, T>(
+    answer: impl Fn() -> Option<Result<Vec<T>, AppError>> + Send + Sync + 'static,
+    id_of: fn(&T) -> K,
+) -> Kept<Vec<KeptRow<K, T>>>
 where
     K: Clone + Eq + Hash + Send + Sync + 'static,
     T: Clone + PartialEq + Send + Sync + 'static,
@@ -97,7 +100,11 @@ where
 
 /// Each row of `now` keyed by its id and a revision: the one it had in
 /// `last` if its data is the same, the next one if it changed, 0 if new.
-fn revise<K: Clone + Eq + Hash, T: PartialEq>(last: &[KeptRow<K, T>], now: Vec<T>, id_of: fn(&T) -> K) -> Vec<KeptRow<K, T>> {
+fn revise<K: Clone + Eq + Hash, T: PartialEq>(
+    last: &[KeptRow<K, T>],
+    now: Vec<T>,
+    id_of: fn(&T) -> K,
+) -> Vec<KeptRow<K, T>> {
     let before: HashMap<&K, &KeptRow<K, T>> = last.iter().map(|r| (&r.key.0, r)).collect();
     now.into_iter()
         .map(|data| {
@@ -138,7 +145,13 @@ mod tests {
         let owner = Owner::new();
         owner.set();
         let resource = ArcRwSignal::new(Some(Ok(vec![(1, "a")])));
-        let rows = kept_rows({ let resource = resource.clone(); move || resource.get() }, |r: &(i64, &'static str)| r.0);
+        let rows = kept_rows(
+            {
+                let resource = resource.clone();
+                move || resource.get()
+            },
+            |r: &(i64, &'static str)| r.0,
+        );
         assert_eq!(rows.data.get().map(|r| keys(&r)), Some(vec![(1, 0)]));
         resource.set(Some(Err(AppError::Internal("down".into()))));
         assert_eq!(rows.data.get().map(|r| keys(&r)), Some(vec![(1, 0)]));

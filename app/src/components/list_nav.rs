@@ -27,7 +27,12 @@ pub fn use_list_query() -> Memo<ListQuery> {
 /// Owner/group text filters (group for admins only) and, for tasks, the
 /// kind; the state is kept in a hidden field and chosen by the links.
 #[component]
-pub fn FilterForm(base: &'static str, query: ListQuery, #[prop(optional)] kinds: Option<Vec<&'static str>>, user_label: &'static str) -> impl IntoView {
+pub fn FilterForm(
+    base: &'static str,
+    query: ListQuery,
+    #[prop(optional)] kinds: Option<Vec<&'static str>>,
+    user_label: &'static str,
+) -> impl IntoView {
     let admin = use_session().0.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
     let kind_select = kinds.map(|kinds| {
         let chosen = query.kind.clone().unwrap_or_default();

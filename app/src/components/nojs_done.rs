@@ -66,7 +66,9 @@ where
     let endpoint = S::PATH.strip_prefix("/api/")?;
     let query = use_query_map();
     query.with(|q| {
-        (q.get_str(DONE_KEY) == Some(endpoint)).then(|| q.get_str(ANSWER_KEY).and_then(|a| serde_json::from_str(a).ok())).flatten()
+        (q.get_str(DONE_KEY) == Some(endpoint))
+            .then(|| q.get_str(ANSWER_KEY).and_then(|a| serde_json::from_str(a).ok()))
+            .flatten()
     })
 }
 

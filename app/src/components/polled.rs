@@ -70,10 +70,12 @@ where
             (now, _) => now,
         }
     });
-    let refresh_failed = stable(move |_| resource.with(|r| match r {
-        Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
-        _ => None,
-    }));
+    let refresh_failed = stable(move |_| {
+        resource.with(|r| match r {
+            Some(Err(e)) if !matches!(e, AppError::NotFound(_)) => Some(e.to_string()),
+            _ => None,
+        })
+    });
     let data = stable(move |prev: Option<&Option<T>>| {
         resource.with(|r| match r {
             Some(Ok(d)) => Some(d.clone()),
@@ -86,7 +88,9 @@ where
 /// The notice a [`KeptDetail`] page shows while its latest refetch failed.
 #[component]
 pub fn RefreshFailed(message: Signal<Option<String>>) -> impl IntoView {
-    move || message.get().map(|e| view! {
+    move || {
+        message.get().map(|e| view! {
         <p class="notice small" role="status" data-testid="refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
     })
+    }
 }

@@ -12,14 +12,19 @@ use crate::{
 use leptos::prelude::*;
 
 #[component]
-pub fn TaskTable(tasks: Vec<TaskRow>, cancel: ServerAction<CancelTask>, #[prop(optional)] show_machine: bool) -> impl IntoView {
+pub fn TaskTable(
+    tasks: Vec<TaskRow>,
+    cancel: ServerAction<CancelTask>,
+    #[prop(optional)] show_machine: bool,
+) -> impl IntoView {
     if tasks.is_empty() {
         return view! { <p class="muted" data-testid="no-tasks">"No tasks yet."</p> }.into_any();
     }
     let me = use_session().0;
     // The server decides; this only hides a button it would refuse.
     let may_cancel = move |t: &TaskRow| {
-        task_cancellable(&t.state) && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
+        task_cancellable(&t.state)
+            && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
     };
     let pending = cancel.pending();
     view! {

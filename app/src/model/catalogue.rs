@@ -118,10 +118,19 @@ mod tests {
     #[test]
     fn labels_read_as_people_say_them() {
         assert_eq!(combo_label(&master(vec![])), "PyTorch 2.4 · Python 3.11");
-        let i = RegionImageRow { id: 3, region: "local".into(), reference: "gantry/devbox:latest".into(), arch: "amd64".into(), kind: "training".into() };
+        let i = RegionImageRow {
+            id: 3,
+            region: "local".into(),
+            reference: "gantry/devbox:latest".into(),
+            arch: "amd64".into(),
+            kind: "training".into(),
+        };
         assert_eq!(region_image_label(&i), "local · gantry/devbox:latest (amd64, training)");
         assert_eq!(gpus_label(&[]), "no GPUs");
-        let g = [GpuCount { model: "A100".into(), total: 8, free: 6 }, GpuCount { model: "H100".into(), total: 2, free: 0 }];
+        let g = [
+            GpuCount { model: "A100".into(), total: 8, free: 6 },
+            GpuCount { model: "H100".into(), total: 2, free: 0 },
+        ];
         assert_eq!(gpus_label(&g), "8 × A100 (6 free), 2 × H100 (0 free)");
         assert_eq!(nodes_label(0, 0), "no nodes");
         assert_eq!(nodes_label(3, 2), "2 of 3 ready");

@@ -88,7 +88,12 @@ pub fn duration_label(secs: i64) -> String {
 pub fn resources_label(t: &ComputeRow) -> String {
     let model = t.gpu_model.as_deref().unwrap_or("any GPU");
     let cpus = t.cpu_millis as f64 / 1000.0;
-    format!("{} × {model} · {cpus} CPU · {} MB · time limit {}", t.gpu_count, t.memory_mb, duration_label(t.time_limit_secs))
+    format!(
+        "{} × {model} · {cpus} CPU · {} MB · time limit {}",
+        t.gpu_count,
+        t.memory_mb,
+        duration_label(t.time_limit_secs)
+    )
 }
 
 /// How to show a stored argv: a `/bin/sh -c` script as the script, else
@@ -116,9 +121,17 @@ mod tests {
         assert_eq!(duration_label(600), "10 min");
         assert_eq!(duration_label(7200), "2 h");
         assert_eq!(duration_label(5400), "1 h 30 min");
-        let t = ComputeRow { gpu_count: 1, cpu_millis: 500, memory_mb: 256, time_limit_secs: 600, ..Default::default() };
+        let t =
+            ComputeRow { gpu_count: 1, cpu_millis: 500, memory_mb: 256, time_limit_secs: 600, ..Default::default() };
         assert_eq!(resources_label(&t), "1 × any GPU · 0.5 CPU · 256 MB · time limit 10 min");
-        let t = ComputeRow { gpu_model: Some("A100".into()), gpu_count: 2, cpu_millis: 2000, memory_mb: 1024, time_limit_secs: 60, ..t };
+        let t = ComputeRow {
+            gpu_model: Some("A100".into()),
+            gpu_count: 2,
+            cpu_millis: 2000,
+            memory_mb: 1024,
+            time_limit_secs: 60,
+            ..t
+        };
         assert_eq!(resources_label(&t), "2 × A100 · 2 CPU · 1024 MB · time limit 1 min");
     }
 

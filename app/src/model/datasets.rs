@@ -122,7 +122,10 @@ pub const FINGERPRINT_SAMPLE_BYTES: f64 = (64u64 << 10) as f64;
 /// file, which would read all of it before the first byte is sent; FNV-1a
 /// because it only has to tell files apart, not resist forgery.
 pub fn file_fingerprint(last_modified_ms: f64, head: &[u8], tail: &[u8]) -> String {
-    let hash = head.iter().chain(tail).fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3));
+    let hash = head
+        .iter()
+        .chain(tail)
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3));
     format!("{}-{hash:016x}", last_modified_ms.max(0.0) as u64)
 }
 
@@ -161,7 +164,10 @@ mod tests {
 
     #[test]
     fn urls_and_labels() {
-        assert_eq!(upload_url("coco", "v1", "a b/c.jpg", true), "/datasets/coco/v1/upload?name=a%20b%2Fc.jpg&replace=1");
+        assert_eq!(
+            upload_url("coco", "v1", "a b/c.jpg", true),
+            "/datasets/coco/v1/upload?name=a%20b%2Fc.jpg&replace=1"
+        );
         assert_eq!(download_url("coco", "v1", "x.bin"), "/datasets/coco/v1/download?name=x.bin");
         assert_eq!(rate_label(2048.0, 4096.0, 2.0), "1.0 KiB/s · 2 s left");
         assert_eq!(rate_label(0.0, 10.0, 1.0), "");

@@ -57,7 +57,13 @@ pub const SETTABLE_STATES: [NodeState; 3] = [NodeState::Ready, NodeState::Draini
 
 /// Parses the add-node form's text fields: names trimmed, an empty region
 /// means [`DEFAULT_REGION`], an empty GPU count means none.
-pub fn parse_add_node(name: &str, region_code: &str, endpoint: &str, gpu_count: &str, gpu_model: &str) -> Result<AddNodeInput, String> {
+pub fn parse_add_node(
+    name: &str,
+    region_code: &str,
+    endpoint: &str,
+    gpu_count: &str,
+    gpu_model: &str,
+) -> Result<AddNodeInput, String> {
     let count = match gpu_count.trim() {
         "" => 0,
         c => super::machines::parse_whole("GPU count", c)?,
@@ -121,19 +127,34 @@ mod tests {
         let ok = parse_add_node(" gpu-2 ", "", " unix:///tmp/d.sock ", "2", " A100 ").unwrap();
         assert_eq!(
             ok,
-            AddNodeInput { name: "gpu-2".into(), region_code: "local".into(), endpoint: "unix:///tmp/d.sock".into(), gpu_count: 2, gpu_model: "A100".into() }
+            AddNodeInput {
+                name: "gpu-2".into(),
+                region_code: "local".into(),
+                endpoint: "unix:///tmp/d.sock".into(),
+                gpu_count: 2,
+                gpu_model: "A100".into()
+            }
         );
         assert_eq!(parse_add_node("n", "eu", "tcp://h:1", "", "").unwrap().gpu_count, 0);
         assert_eq!(parse_add_node("n", "eu", "tcp://h:1", "", "").unwrap().region_code, "eu");
         assert_eq!(parse_add_node("n", "", "x", "two", "").unwrap_err(), "GPU count must be a whole number");
-        assert_eq!(parse_add_node("n", "", "x", "65", "").unwrap_err(), "GPU count must be a whole number between 0 and 64");
-        assert_eq!(parse_add_node("n", "", "x", "-1", "").unwrap_err(), "GPU count must be a whole number between 0 and 64");
+        assert_eq!(
+            parse_add_node("n", "", "x", "65", "").unwrap_err(),
+            "GPU count must be a whole number between 0 and 64"
+        );
+        assert_eq!(
+            parse_add_node("n", "", "x", "-1", "").unwrap_err(),
+            "GPU count must be a whole number between 0 and 64"
+        );
     }
 
     #[test]
     fn lost_is_never_offered_in_the_state_select() {
         assert!(!SETTABLE_STATES.contains(&NodeState::Lost));
         let l = LostNode { node: "gpu-2".into(), machines: vec!["box-1".into()], gpus_refunded: 1, tasks_ended: 0 };
-        assert_eq!(lost_summary(&l), "node gpu-2 marked lost: 1 machine(s) released (box-1), 1 GPU(s) refunded, 0 task(s) ended");
+        assert_eq!(
+            lost_summary(&l),
+            "node gpu-2 marked lost: 1 machine(s) released (box-1), 1 GPU(s) refunded, 0 task(s) ended"
+        );
     }
 }

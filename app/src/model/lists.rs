@@ -28,7 +28,13 @@ impl ListQuery {
             None => self.state.clone(),
         };
         let page = page.filter(|p| *p > 1).map(|p| p.to_string());
-        let pairs = [("state", state), ("user", self.user.clone()), ("group", self.group.clone()), ("kind", self.kind.clone()), ("page", page)];
+        let pairs = [
+            ("state", state),
+            ("user", self.user.clone()),
+            ("group", self.group.clone()),
+            ("kind", self.kind.clone()),
+            ("page", page),
+        ];
         let query: Vec<String> = pairs
             .iter()
             .filter_map(|(k, v)| v.as_deref().filter(|v| !v.is_empty()).map(|v| format!("{k}={}", encode(v))))
@@ -89,7 +95,12 @@ mod tests {
 
     #[test]
     fn links_keep_filters_and_encode_values() {
-        let q = ListQuery { state: Some("running".into()), user: Some("a b&c".into()), page: Some("3".into()), ..Default::default() };
+        let q = ListQuery {
+            state: Some("running".into()),
+            user: Some("a b&c".into()),
+            page: Some("3".into()),
+            ..Default::default()
+        };
         assert_eq!(q.href("/machines", None, Some(2)), "/machines?state=running&user=a%20b%26c&page=2");
         assert_eq!(q.href("/machines", Some(None), None), "/machines?user=a%20b%26c");
         assert_eq!(ListQuery::default().href("/tasks", Some(Some("failed")), Some(1)), "/tasks?state=failed");

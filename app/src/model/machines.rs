@@ -30,7 +30,13 @@ pub fn parse_whole(label: &str, value: &str) -> Result<i64, String> {
 
 /// Parses the create form's text fields. Empty image and model mean the
 /// default image and any allowed model; an empty volume size means the default.
-pub fn parse_create(name: &str, image_id: &str, gpu_count: &str, gpu_model: &str, volume_size_gb: &str) -> Result<CreateInput, String> {
+pub fn parse_create(
+    name: &str,
+    image_id: &str,
+    gpu_count: &str,
+    gpu_model: &str,
+    volume_size_gb: &str,
+) -> Result<CreateInput, String> {
     let name = name.trim().to_string();
     gantry_core::validate::name("machine name", &name).map_err(|e| e.to_string())?;
     let image_id = match image_id.trim() {
@@ -87,7 +93,8 @@ pub fn parse_memory_mb(value: &str) -> Result<Option<i64>, String> {
         "" => Ok(None),
         v => {
             let mb = parse_whole("memory (MB)", v)?;
-            gantry_core::validate::in_range("memory (MB)", mb, MEMORY_MB_MIN, MEMORY_MB_MAX).map_err(|e| e.to_string())?;
+            gantry_core::validate::in_range("memory (MB)", mb, MEMORY_MB_MIN, MEMORY_MB_MAX)
+                .map_err(|e| e.to_string())?;
             Ok(Some(mb))
         }
     }
@@ -216,14 +223,23 @@ mod tests {
     #[test]
     fn create_form_parses_with_clear_messages() {
         let ok = parse_create(" box-1 ", "", "2", "", "").unwrap();
-        assert_eq!(ok, CreateInput { name: "box-1".into(), image_id: None, gpu_count: 2, gpu_model: None, volume_size_gb: 10 });
+        assert_eq!(
+            ok,
+            CreateInput { name: "box-1".into(), image_id: None, gpu_count: 2, gpu_model: None, volume_size_gb: 10 }
+        );
         let ok = parse_create("box", "7", "1", " A100 ", "20").unwrap();
         assert_eq!((ok.image_id, ok.gpu_model.as_deref(), ok.volume_size_gb), (Some(7), Some("A100"), 20));
 
         assert_eq!(parse_create("box", "", "abc", "", "10").unwrap_err(), "GPU count must be a whole number");
         assert_eq!(parse_create("box", "", "1.5", "", "10").unwrap_err(), "GPU count must be a whole number");
-        assert_eq!(parse_create("box", "", "0", "", "10").unwrap_err(), "GPU count must be a whole number between 1 and 64");
-        assert_eq!(parse_create("box", "", "-3", "", "10").unwrap_err(), "GPU count must be a whole number between 1 and 64");
+        assert_eq!(
+            parse_create("box", "", "0", "", "10").unwrap_err(),
+            "GPU count must be a whole number between 1 and 64"
+        );
+        assert_eq!(
+            parse_create("box", "", "-3", "", "10").unwrap_err(),
+            "GPU count must be a whole number between 1 and 64"
+        );
         assert_eq!(parse_create("box", "", "1", "", "ten").unwrap_err(), "volume size (GB) must be a whole number");
         assert_eq!(parse_create("box", "x", "1", "", "10").unwrap_err(), "choose an image from the list");
         assert_eq!(parse_create("", "", "1", "", "10").unwrap_err(), "machine name is required");
@@ -239,12 +255,19 @@ mod tests {
         assert_eq!(parse_cpus("1.125"), Ok(Some(1125)));
         assert_eq!(parse_cpus("3."), Ok(Some(3000)));
         for bad in ["abc", "1,5", "-1", "1.2345", ".", "1e3", "1.2.3", "+2"] {
-            assert_eq!(parse_cpus(bad).unwrap_err(), "CPUs must be a number such as 2 or 0.5 (at most three decimals)", "{bad}");
+            assert_eq!(
+                parse_cpus(bad).unwrap_err(),
+                "CPUs must be a number such as 2 or 0.5 (at most three decimals)",
+                "{bad}"
+            );
         }
         assert_eq!(parse_cpus("0").unwrap_err(), "CPUs must be between 0.1 and 256");
         assert_eq!(parse_cpus("0.05").unwrap_err(), "CPUs must be between 0.1 and 256");
         assert_eq!(parse_cpus("300").unwrap_err(), "CPUs must be between 0.1 and 256");
-        assert_eq!(parse_cpus("99999999").unwrap_err(), "CPUs must be a number such as 2 or 0.5 (at most three decimals)");
+        assert_eq!(
+            parse_cpus("99999999").unwrap_err(),
+            "CPUs must be a number such as 2 or 0.5 (at most three decimals)"
+        );
 
         assert_eq!(parse_memory_mb(" "), Ok(None));
         assert_eq!(parse_memory_mb("8192"), Ok(Some(8192)));

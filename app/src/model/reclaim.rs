@@ -99,7 +99,8 @@ fn on(fields: &[(&str, &str)], name: &str) -> bool {
 /// The admin's settings form (times in minutes) into the core's settings,
 /// checked by the core: a bad value is refused with the field's name.
 pub fn parse_settings(f: &[(&str, &str)]) -> Result<(ReclaimSettings, HotSettings), String> {
-    let minutes = |name: &str, label: &str| -> Result<i64, String> { Ok((num::<f64>(f, name, label)? * 60.0).round() as i64) };
+    let minutes =
+        |name: &str, label: &str| -> Result<i64, String> { Ok((num::<f64>(f, name, label)? * 60.0).round() as i64) };
     let reclaim = ReclaimSettings {
         enabled: on(f, "enabled"),
         threshold_pct: num(f, "threshold_pct", "idle threshold")?,

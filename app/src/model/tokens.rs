@@ -38,7 +38,14 @@ mod tests {
 
     #[test]
     fn labels() {
-        let t = TokenRow { id: 1, name: "ci".into(), prefix: "gnt_abc123".into(), created_at: 0, last_used_at: None, revoked_at: None };
+        let t = TokenRow {
+            id: 1,
+            name: "ci".into(),
+            prefix: "gnt_abc123".into(),
+            created_at: 0,
+            last_used_at: None,
+            revoked_at: None,
+        };
         assert_eq!(last_used_label(&t), "never");
         assert_eq!(curl_example("gnt_x"), "curl -H 'Authorization: Bearer gnt_x' \"$GANTRY_URL/api/v1/compute-tasks\"");
     }

@@ -4,7 +4,11 @@
 //! URL (after a no-JS post) is signed by the server, and the server strips
 //! one it did not sign.
 
-use crate::{api::auth::Login, components::form_error::{error_text, FormError}, use_session};
+use crate::{
+    api::auth::Login,
+    components::form_error::{error_text, FormError},
+    use_session,
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::Redirect, hooks::use_query_map};

@@ -23,9 +23,8 @@ pub fn TokensPage() -> impl IntoView {
     let creating = create.pending();
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
-    let created = move || {
-        crate::components::nojs_done::answer(create).or_else(|| flashed.get().and_then(Result::ok).flatten())
-    };
+    let created =
+        move || crate::components::nojs_done::answer(create).or_else(|| flashed.get().and_then(Result::ok).flatten());
     view! {
         <Title text="API tokens"/>
         <h1>"API tokens"</h1>

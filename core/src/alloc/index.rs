@@ -106,7 +106,15 @@ impl ClusterIndex {
             }
             slots.push(Slot { node: node.clone(), schedulable, rank: rank[pos], group: group[pos], first, free });
         }
-        ClusterIndex { heartbeat_timeout_secs: view.heartbeat_timeout_secs, slots, by_id, models, model_ids, by_free, by_rank }
+        ClusterIndex {
+            heartbeat_timeout_secs: view.heartbeat_timeout_secs,
+            slots,
+            by_id,
+            models,
+            model_ids,
+            by_free,
+            by_rank,
+        }
     }
 
     /// The same decision as [`allocate`](super::allocate) on the view this index stands for, at
@@ -154,7 +162,8 @@ impl ClusterIndex {
             });
         };
         let slot = &self.slots[self.by_rank[rank]];
-        let gpus = slot.free[&model].iter().take(asked).map(|index| slot.node.gpus[slot.first[index].0].clone()).collect();
+        let gpus =
+            slot.free[&model].iter().take(asked).map(|index| slot.node.gpus[slot.first[index].0].clone()).collect();
         Ok(Allocation {
             node_id: slot.node.id,
             node_name: slot.node.name.clone(),

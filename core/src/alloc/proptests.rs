@@ -80,7 +80,11 @@ fn arb_ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 /// Free GPUs of `model` on every node allocate may use, counted the simple way.
-fn free_counts<'c>(c: &'c ClusterView, p: &GroupPolicy, r: &AllocationRequest) -> Vec<(usize, &'c NodeView, &'static str)> {
+fn free_counts<'c>(
+    c: &'c ClusterView,
+    p: &GroupPolicy,
+    r: &AllocationRequest,
+) -> Vec<(usize, &'c NodeView, &'static str)> {
     let mut out = Vec::new();
     for n in &c.nodes {
         let fresh = NOW - n.last_heartbeat <= c.heartbeat_timeout_secs;

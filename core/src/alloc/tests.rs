@@ -72,9 +72,15 @@ fn machine_limit_message() {
         allocate(&c, &p, &req(4, None), NOW),
         Err(Refusal::OverMachineLimit { group: "ml-team".into(), asked: 4, max: 2 })
     );
-    assert_eq!(refusal(&c, &p, &req(4, None)), "group ml-team may use at most 2 GPUs per machine; this machine asks for 4");
+    assert_eq!(
+        refusal(&c, &p, &req(4, None)),
+        "group ml-team may use at most 2 GPUs per machine; this machine asks for 4"
+    );
     let p = policy(8, 0, 1, &[]);
-    assert_eq!(refusal(&c, &p, &req(2, None)), "group ml-team may use at most 1 GPU per machine; this machine asks for 2");
+    assert_eq!(
+        refusal(&c, &p, &req(2, None)),
+        "group ml-team may use at most 1 GPU per machine; this machine asks for 2"
+    );
 }
 
 #[test]
@@ -103,7 +109,10 @@ fn lowered_quota_grants_nothing() {
     assert_eq!(p.available(), -2);
     let c = cluster(vec![node(1, "a", &free("A100", 8))]);
     assert_eq!(refusal(&c, &p, &req(1, None)), "group ml-team holds 10 of 8 GPUs; this machine asks for 1");
-    assert_eq!(refusal(&c, &policy(1, 0, 8, &[]), &req(2, None)), "group ml-team holds 0 of 1 GPU; this machine asks for 2");
+    assert_eq!(
+        refusal(&c, &policy(1, 0, 8, &[]), &req(2, None)),
+        "group ml-team holds 0 of 1 GPU; this machine asks for 2"
+    );
 }
 
 #[test]
@@ -116,10 +125,16 @@ fn capacity_messages() {
         allocate(&c, &open(), &req(4, Some("A100")), NOW),
         Err(Refusal::NoCapacity { asked: 4, model: Some("A100".into()), best_free: 2 })
     );
-    assert_eq!(refusal(&c, &open(), &req(4, Some("A100"))), "no ready node has 4 free A100 GPUs (most free on one node: 2)");
+    assert_eq!(
+        refusal(&c, &open(), &req(4, Some("A100"))),
+        "no ready node has 4 free A100 GPUs (most free on one node: 2)"
+    );
     // "Most free" is per model: a node's 2 A100 and 3 L4 cannot form one machine.
     assert_eq!(refusal(&c, &open(), &req(4, None)), "no ready node has 4 free GPUs (most free on one node: 3)");
-    assert_eq!(refusal(&cluster(vec![]), &open(), &req(1, None)), "no ready node has 1 free GPU (most free on one node: 0)");
+    assert_eq!(
+        refusal(&cluster(vec![]), &open(), &req(1, None)),
+        "no ready node has 1 free GPU (most free on one node: 0)"
+    );
 }
 
 #[test]
@@ -241,7 +256,10 @@ fn an_index_listed_twice_is_not_handed_out_twice() {
     assert_eq!(refusal(&c, &open(), &req(2, None)), "no ready node has 2 free GPUs (most free on one node: 1)");
     // If either listing says taken, it is taken.
     n.gpus[1].taken = true;
-    assert_eq!(refusal(&cluster(vec![n]), &open(), &req(1, None)), "no ready node has 1 free GPU (most free on one node: 0)");
+    assert_eq!(
+        refusal(&cluster(vec![n]), &open(), &req(1, None)),
+        "no ready node has 1 free GPU (most free on one node: 0)"
+    );
 }
 
 #[test]
@@ -252,7 +270,10 @@ fn heartbeat_must_be_fresh() {
     stale.last_heartbeat = NOW - TIMEOUT - 1;
     let c = cluster(vec![stale.clone(), edge]);
     assert_eq!(allocate(&c, &open(), &req(1, None), NOW).unwrap().node_name, "edge");
-    assert_eq!(refusal(&cluster(vec![stale]), &open(), &req(1, None)), "no ready node has 1 free GPU (most free on one node: 0)");
+    assert_eq!(
+        refusal(&cluster(vec![stale]), &open(), &req(1, None)),
+        "no ready node has 1 free GPU (most free on one node: 0)"
+    );
 }
 
 #[test]

@@ -37,7 +37,8 @@ pub fn parse_mounts(input: &str) -> Result<Vec<MountRef>, DatasetRuleError> {
     let mut out: Vec<MountRef> = Vec::new();
     for item in input.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
         let bad = |why: String| DatasetRuleError::BadMount { item: item.chars().take(80).collect(), why };
-        let (c, v) = item.split_once('/').ok_or_else(|| bad("write it as dataset-code/version, e.g. imagenet/v1".into()))?;
+        let (c, v) =
+            item.split_once('/').ok_or_else(|| bad("write it as dataset-code/version, e.g. imagenet/v1".into()))?;
         code(c).map_err(|e| bad(e.to_string()))?;
         version(v).map_err(|e| bad(e.to_string()))?;
         let parsed = MountRef { code: c.to_string(), version: v.to_string() };
@@ -67,7 +68,17 @@ mod tests {
 
     #[test]
     fn anything_that_could_leave_the_mount_root_is_refused() {
-        for bad in ["imagenet", "imagenet/", "/v1", "../etc/v1", "imagenet/..", "imagenet/.hidden", "Imagenet/v1", "a/b/c", "a/v1\0"] {
+        for bad in [
+            "imagenet",
+            "imagenet/",
+            "/v1",
+            "../etc/v1",
+            "imagenet/..",
+            "imagenet/.hidden",
+            "Imagenet/v1",
+            "a/b/c",
+            "a/v1\0",
+        ] {
             let err = parse_mounts(bad).unwrap_err();
             assert!(matches!(err, DatasetRuleError::BadMount { .. }), "{bad:?} gave {err:?}");
         }

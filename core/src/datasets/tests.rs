@@ -29,7 +29,9 @@ fn file_names_cannot_climb_out() {
     for bad in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a/.", "a\\..\\b", "nl\nx", "tab\tx", "a/"] {
         assert!(file_name(bad).is_err(), "{bad:?}");
     }
-    for disguised in ["report\u{202E}fdp.exe", "a\u{200B}b.txt", "\u{2066}x\u{2069}.bin", "\u{FEFF}a.txt", "soft\u{AD}hyphen.txt"] {
+    for disguised in
+        ["report\u{202E}fdp.exe", "a\u{200B}b.txt", "\u{2066}x\u{2069}.bin", "\u{FEFF}a.txt", "soft\u{AD}hyphen.txt"]
+    {
         let refused = file_name(disguised).unwrap_err().to_string();
         assert!(refused.contains("invisible and text-direction characters"), "{disguised:?}: {refused}");
     }
@@ -48,7 +50,10 @@ fn keys_put_the_category_between_version_and_file() {
 fn quota_counts_reservations_and_names_the_numbers() {
     assert!(check_quota("ml", 100, 40, 10, 50).is_ok());
     let refusal = check_quota("ml", 2048, 1024, 0, 2048).unwrap_err();
-    assert_eq!(refusal.to_string(), "group ml holds 1.0 KiB of its 2.0 KiB dataset quota; this file needs 2.0 KiB more");
+    assert_eq!(
+        refusal.to_string(),
+        "group ml holds 1.0 KiB of its 2.0 KiB dataset quota; this file needs 2.0 KiB more"
+    );
     let refusal = check_quota("ml", 100, 40, 30, 31).unwrap_err();
     assert!(refusal.to_string().contains("(and 30 B reserved by uploads in progress)"), "{refusal}");
     assert!(check_quota("ml", u64::MAX, u64::MAX, u64::MAX, 1).is_err());

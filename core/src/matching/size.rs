@@ -41,7 +41,13 @@ impl NodeSize {
     fn gpus_for(&self, need: &Need, allowed_models: &[String]) -> u32 {
         match &need.gpu_model {
             Some(model) => self.gpus.get(model).copied().unwrap_or(0),
-            None => self.gpus.iter().filter(|(m, _)| allowed_models.is_empty() || allowed_models.contains(m)).map(|(_, n)| *n).max().unwrap_or(0),
+            None => self
+                .gpus
+                .iter()
+                .filter(|(m, _)| allowed_models.is_empty() || allowed_models.contains(m))
+                .map(|(_, n)| *n)
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -80,7 +86,9 @@ pub fn never_fits(nodes: &[NodeSize], need: &Need, allowed_models: &[String], pl
     // Enough of each somewhere, just not on one node: say so, or the
     // numbers would read as if it fit.
     let each_enough = max_gpus >= need.gpus as i64
-        && (undeclared.is_some() || declared().any(|n| n.cpu_millis >= need.cpu_millis) && declared().any(|n| n.memory_mb >= need.memory_mb));
+        && (undeclared.is_some()
+            || declared().any(|n| n.cpu_millis >= need.cpu_millis)
+                && declared().any(|n| n.memory_mb >= need.memory_mb));
     let together = if each_enough { "; no one node has all of it" } else { "" };
     Some(format!(
         "no node {place} could hold it even with nothing else running: it asks for {} {kind}, {} CPU(s) and {} MB of memory on one node; \
@@ -104,8 +112,14 @@ pub fn unknown_model(asked: &str, models: &BTreeSet<String>) -> Option<String> {
         return None;
     }
     let list = models.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
-    let hint = models.iter().find(|m| m.eq_ignore_ascii_case(asked)).map(|m| format!("; did you mean {m:?}?")).unwrap_or_default();
-    Some(format!("no GPU in the cluster is of model {asked:?}: models are matched exactly, and the cluster has {list}{hint}"))
+    let hint = models
+        .iter()
+        .find(|m| m.eq_ignore_ascii_case(asked))
+        .map(|m| format!("; did you mean {m:?}?"))
+        .unwrap_or_default();
+    Some(format!(
+        "no GPU in the cluster is of model {asked:?}: models are matched exactly, and the cluster has {list}{hint}"
+    ))
 }
 
 #[cfg(test)]

@@ -18,7 +18,13 @@ fn torch(id: i64, images: Vec<RegionImage>) -> MasterImage {
 }
 
 fn node(name: &str, arch: Arch, model: &str, free: u32) -> NodeCapacity {
-    NodeCapacity { name: name.into(), arch, free_gpus: BTreeMap::from([(model.to_string(), free)]), free_cpu_millis: 16_000, free_memory_mb: 65_536 }
+    NodeCapacity {
+        name: name.into(),
+        arch,
+        free_gpus: BTreeMap::from([(model.to_string(), free)]),
+        free_cpu_millis: 16_000,
+        free_memory_mb: 65_536,
+    }
 }
 
 fn region(code: &str, nodes: Vec<NodeCapacity>) -> RegionCapacity {
@@ -52,13 +58,17 @@ fn no_matching_image_is_rejected_with_the_versions() {
     req.framework_version = "2.5".into();
     let d = decide(&catalogue, &[region("a", vec![node("n", Arch::Amd64, "A100", 4)])], &req, 1);
     assert!(d.image_set.is_empty());
-    assert_eq!(d.outcome, Outcome::Rejected { reason: "no image matches framework pytorch 2.5 / interpreter python 3.11".into() });
+    assert_eq!(
+        d.outcome,
+        Outcome::Rejected { reason: "no image matches framework pytorch 2.5 / interpreter python 3.11".into() }
+    );
 }
 
 #[test]
 fn no_region_with_room_leaves_the_task_pending_with_the_reason() {
     let catalogue = vec![torch(1, vec![image(10, "a", Arch::Amd64), image(11, "b", Arch::Amd64)])];
-    let regions = [region("a", vec![node("n1", Arch::Amd64, "A100", 2)]), region("b", vec![node("n2", Arch::Amd64, "H100", 8)])];
+    let regions =
+        [region("a", vec![node("n1", Arch::Amd64, "A100", 2)]), region("b", vec![node("n2", Arch::Amd64, "H100", 8)])];
     let d = decide(&catalogue, &regions, &request(4, Some("A100")), 1);
     assert_eq!(d.image_set, ["a", "b"]);
     assert!(d.resource_set.is_empty() && d.intersection.is_empty());
@@ -94,7 +104,8 @@ fn the_image_must_fit_the_node_architecture() {
 #[test]
 fn a_task_needing_an_image_only_one_region_has_always_lands_there() {
     let catalogue = vec![torch(1, vec![image(11, "b", Arch::Amd64)])];
-    let regions = [region("a", vec![node("n1", Arch::Amd64, "A100", 8)]), region("b", vec![node("n2", Arch::Amd64, "A100", 8)])];
+    let regions =
+        [region("a", vec![node("n1", Arch::Amd64, "A100", 8)]), region("b", vec![node("n2", Arch::Amd64, "A100", 8)])];
     for seed in 0..200 {
         assert_eq!(placed(&decide(&catalogue, &regions, &request(1, None), seed)), "b");
     }
@@ -120,7 +131,9 @@ fn every_region_of_the_intersection_is_chosen_equally_often() {
     let trials = 20_000u64;
     let mut counts: HashMap<String, u64> = HashMap::new();
     for seed in 0..trials {
-        *counts.entry(placed(&decide(&catalogue, &regions, &request(1, None), seed.wrapping_mul(0x9E37_79B9))).to_string()).or_default() += 1;
+        *counts
+            .entry(placed(&decide(&catalogue, &regions, &request(1, None), seed.wrapping_mul(0x9E37_79B9))).to_string())
+            .or_default() += 1;
     }
     assert_eq!(counts.len(), 5);
     let expected = trials as f64 / 5.0;
@@ -140,7 +153,10 @@ fn cpu_and_memory_count_too() {
 #[test]
 fn a_task_naming_no_model_counts_only_the_models_its_group_may_use() {
     let catalogue = vec![torch(1, vec![image(10, "a", Arch::Amd64), image(11, "b", Arch::Amd64)])];
-    let regions = vec![region("a", vec![node("a1", Arch::Amd64, "H100", 4)]), region("b", vec![node("b1", Arch::Amd64, "A100", 1)])];
+    let regions = vec![
+        region("a", vec![node("a1", Arch::Amd64, "H100", 4)]),
+        region("b", vec![node("b1", Arch::Amd64, "A100", 1)]),
+    ];
     let a100 = vec!["A100".to_string()];
     for seed in 0..20 {
         assert_eq!(placed(&decide_for_group(&catalogue, &regions, &request(1, None), &a100, seed)), "b", "seed {seed}");

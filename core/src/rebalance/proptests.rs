@@ -4,17 +4,30 @@ use proptest::prelude::*;
 const NOW: i64 = 50_000;
 
 fn arb_gpu(id: i64) -> impl Strategy<Value = GpuWindow> {
-    (prop::option::of(1i64..4), 0.0f64..100.0, 0.0f64..=100.0, 30.0f64..100.0, any::<bool>(), 0usize..3, prop::bool::weighted(0.8)).prop_map(
-        move |(holder, util, mem, temp, throttled, model, dense)| {
+    (
+        prop::option::of(1i64..4),
+        0.0f64..100.0,
+        0.0f64..=100.0,
+        30.0f64..100.0,
+        any::<bool>(),
+        0usize..3,
+        prop::bool::weighted(0.8),
+    )
+        .prop_map(move |(holder, util, mem, temp, throttled, model, dense)| {
             let step = if dense { 10 } else { 250 };
             let samples = (NOW - 600..=NOW)
                 .step_by(step)
                 .enumerate()
-                .map(|(i, at)| HotSample { at, util_pct: util, mem_pct: mem, temp_c: temp + (i % 3) as f64, throttled: throttled && i % 7 == 0 })
+                .map(|(i, at)| HotSample {
+                    at,
+                    util_pct: util,
+                    mem_pct: mem,
+                    temp_c: temp + (i % 3) as f64,
+                    throttled: throttled && i % 7 == 0,
+                })
                 .collect();
             GpuWindow { gpu_id: id, index: id as u32, model: ["A", "B", "C"][model].into(), holder, samples }
-        },
-    )
+        })
 }
 
 fn arb_node() -> impl Strategy<Value = Vec<GpuWindow>> {
@@ -27,7 +40,12 @@ fn arb_machines() -> impl Strategy<Value = Vec<MachineOnNode>> {
     prop::collection::vec((any::<bool>(), prop::option::of(0..2 * MOVE_COOLDOWN_SECS)), 3).prop_map(|v| {
         v.into_iter()
             .zip(1..)
-            .map(|((opted_out, ago), id)| MachineOnNode { id, name: format!("m{id}"), opted_out, last_moved_at: ago.map(|a| NOW - a) })
+            .map(|((opted_out, ago), id)| MachineOnNode {
+                id,
+                name: format!("m{id}"),
+                opted_out,
+                last_moved_at: ago.map(|a| NOW - a),
+            })
             .collect()
     })
 }

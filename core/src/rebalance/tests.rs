@@ -7,7 +7,10 @@ fn settings() -> HotSettings {
 }
 
 fn gpu(id: i64, holder: Option<i64>, util: f64, temp: f64, throttled: bool) -> GpuWindow {
-    let samples = (NOW - 600..=NOW).step_by(10).map(|at| HotSample { at, util_pct: util, mem_pct: 10.0, temp_c: temp, throttled }).collect();
+    let samples = (NOW - 600..=NOW)
+        .step_by(10)
+        .map(|at| HotSample { at, util_pct: util, mem_pct: 10.0, temp_c: temp, throttled })
+        .collect();
     GpuWindow { gpu_id: id, index: id as u32, model: "A100".into(), holder, samples }
 }
 
@@ -22,11 +25,25 @@ fn with_memory(mut g: GpuWindow, mem_pct: f64) -> GpuWindow {
 
 #[test]
 fn hot_and_contended_moves_to_the_coolest_free_gpu() {
-    let gpus = vec![gpu(0, Some(1), 99.0, 88.0, false), gpu(1, Some(2), 97.0, 86.0, false), gpu(2, None, 0.0, 50.0, false), gpu(3, None, 0.0, 40.0, false)];
+    let gpus = vec![
+        gpu(0, Some(1), 99.0, 88.0, false),
+        gpu(1, Some(2), 97.0, 86.0, false),
+        gpu(2, None, 0.0, 50.0, false),
+        gpu(3, None, 0.0, 40.0, false),
+    ];
     let v = decide_node("n1", &gpus, &[machine(1), machine(2)], &settings(), NOW);
     let Verdict::Move { machine_id, from, to, why } = &v[0] else { panic!("{v:?}") };
-    assert_eq!((*machine_id, from.as_slice(), to.as_slice()), (1, &[0][..], &[3][..]), "hottest machine first, to the coolest GPU");
-    assert!(why.contains("GPU 0 ran hot for 10 min") && why.contains("99 % utilisation") && why.contains("GPU 1 of another machine is also hot"), "{why}");
+    assert_eq!(
+        (*machine_id, from.as_slice(), to.as_slice()),
+        (1, &[0][..], &[3][..]),
+        "hottest machine first, to the coolest GPU"
+    );
+    assert!(
+        why.contains("GPU 0 ran hot for 10 min")
+            && why.contains("99 % utilisation")
+            && why.contains("GPU 1 of another machine is also hot"),
+        "{why}"
+    );
     assert!(why.contains("moved to GPU 3 (40 °C)"), "{why}");
     // The second hot machine gets the next GPU, not the same one.
     assert!(matches!(&v[1], Verdict::Move { machine_id: 2, to, .. } if to == &vec![2]), "{v:?}");
@@ -48,7 +65,10 @@ fn never_to_a_hotter_or_unknown_gpu_and_refusal_says_why() {
     let gpus = vec![gpu(0, Some(1), 99.0, 70.0, true), gpu(2, None, 0.0, 75.0, false), unknown];
     let v = decide_node("n1", &gpus, &[machine(1)], &settings(), NOW);
     let [Verdict::Refuse { machine_id: 1, reason }] = &v[..] else { panic!("{v:?}") };
-    assert!(reason.contains("0 free A100 GPU(s) cooler than 70 °C, 1 needed") && reason.contains("another node"), "{reason}");
+    assert!(
+        reason.contains("0 free A100 GPU(s) cooler than 70 °C, 1 needed") && reason.contains("another node"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -86,7 +106,12 @@ fn model_must_match() {
 #[test]
 fn full_memory_at_zero_utilisation_is_never_hot() {
     let idle_full = |id, holder| with_memory(gpu(id, holder, 0.0, 45.0, false), 99.0);
-    let gpus = vec![idle_full(0, Some(1)), idle_full(1, Some(2)), gpu(2, None, 0.0, 30.0, false), gpu(3, None, 0.0, 30.0, false)];
+    let gpus = vec![
+        idle_full(0, Some(1)),
+        idle_full(1, Some(2)),
+        gpu(2, None, 0.0, 30.0, false),
+        gpu(3, None, 0.0, 30.0, false),
+    ];
     assert!(gpus.iter().all(|g| !is_hot(g, &settings(), NOW)));
     assert_eq!(decide_node("n1", &gpus, &[machine(1), machine(2)], &settings(), NOW), vec![]);
     // Not even when it throttles: an idle GPU gains nothing from a move.
@@ -96,16 +121,24 @@ fn full_memory_at_zero_utilisation_is_never_hot() {
 
 #[test]
 fn temperature_alone_is_not_hot() {
-    let gpus = vec![gpu(0, Some(1), 10.0, 95.0, true), gpu(1, Some(2), 10.0, 95.0, false), gpu(2, None, 0.0, 30.0, false)];
+    let gpus =
+        vec![gpu(0, Some(1), 10.0, 95.0, true), gpu(1, Some(2), 10.0, 95.0, false), gpu(2, None, 0.0, 30.0, false)];
     assert_eq!(decide_node("n1", &gpus, &[machine(1), machine(2)], &settings(), NOW), vec![]);
 }
 
 #[test]
 fn moved_within_the_cooldown_is_refused_and_leaves_the_gpus_to_others() {
-    let gpus = vec![gpu(0, Some(1), 99.0, 88.0, false), gpu(1, Some(2), 97.0, 86.0, false), gpu(2, None, 0.0, 50.0, false), gpu(3, None, 0.0, 40.0, false)];
+    let gpus = vec![
+        gpu(0, Some(1), 99.0, 88.0, false),
+        gpu(1, Some(2), 97.0, 86.0, false),
+        gpu(2, None, 0.0, 50.0, false),
+        gpu(3, None, 0.0, 40.0, false),
+    ];
     let recent = MachineOnNode { last_moved_at: Some(NOW - 3600), ..machine(1) };
     let v = decide_node("n1", &gpus, &[recent, machine(2)], &settings(), NOW);
-    let [Verdict::Refuse { machine_id: 1, reason }, Verdict::Move { machine_id: 2, to, .. }] = &v[..] else { panic!("{v:?}") };
+    let [Verdict::Refuse { machine_id: 1, reason }, Verdict::Move { machine_id: 2, to, .. }] = &v[..] else {
+        panic!("{v:?}")
+    };
     assert!(reason.contains("moved 1 h 00 min ago") && reason.contains("within 6 h"), "{reason}");
     assert_eq!(to, &vec![3], "the coolest GPU goes to the machine that may move");
     // Once the cooldown is over it moves again.

@@ -4,24 +4,35 @@ use proptest::prelude::*;
 const NOW: i64 = 1_000_000;
 
 fn arb_settings() -> impl Strategy<Value = ReclaimSettings> {
-    (0.0f64..50.0, 60i64..20_000, 0i64..5_000, 0u32..4).prop_map(|(threshold_pct, window_secs, grace_secs, extensions_allowed)| ReclaimSettings {
-        enabled: true,
-        threshold_pct,
-        window_secs,
-        grace_secs,
-        extensions_allowed,
-        extension_secs: 600,
-    })
+    (0.0f64..50.0, 60i64..20_000, 0i64..5_000, 0u32..4).prop_map(
+        |(threshold_pct, window_secs, grace_secs, extensions_allowed)| ReclaimSettings {
+            enabled: true,
+            threshold_pct,
+            window_secs,
+            grace_secs,
+            extensions_allowed,
+            extension_secs: 600,
+        },
+    )
 }
 
 /// Samples anywhere around the window, utilisation anywhere in 0..100.
 fn arb_samples() -> impl Strategy<Value = Vec<UtilSample>> {
-    prop::collection::vec((NOW - 25_000..=NOW, 0.0f64..100.0).prop_map(|(at, util_pct)| UtilSample { at, util_pct }), 0..200)
+    prop::collection::vec(
+        (NOW - 25_000..=NOW, 0.0f64..100.0).prop_map(|(at, util_pct)| UtilSample { at, util_pct }),
+        0..200,
+    )
 }
 
 fn arb_standing() -> impl Strategy<Value = Standing> {
-    (NOW - 30_000..=NOW, prop::option::of(NOW - 10_000..NOW + 10_000), 0u32..5, any::<bool>())
-        .prop_map(|(active_since, deadline, extensions_used, exempt)| Standing { active_since, deadline, extensions_used, exempt })
+    (NOW - 30_000..=NOW, prop::option::of(NOW - 10_000..NOW + 10_000), 0u32..5, any::<bool>()).prop_map(
+        |(active_since, deadline, extensions_used, exempt)| Standing {
+            active_since,
+            deadline,
+            extensions_used,
+            exempt,
+        },
+    )
 }
 
 proptest! {

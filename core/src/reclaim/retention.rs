@@ -35,7 +35,10 @@ mod tests {
     use super::*;
 
     fn settings(idle: i64, hot: i64) -> (ReclaimSettings, HotSettings) {
-        (ReclaimSettings { window_secs: idle, ..ReclaimSettings::default() }, HotSettings { window_secs: hot, ..HotSettings::default() })
+        (
+            ReclaimSettings { window_secs: idle, ..ReclaimSettings::default() },
+            HotSettings { window_secs: hot, ..HotSettings::default() },
+        )
     }
 
     #[test]
@@ -51,7 +54,11 @@ mod tests {
         let (r, h) = settings(3660, 600);
         let why = windows_outlast_samples(&r, &h, 3600);
         assert_eq!(why.len(), 1, "{why:?}");
-        assert!(why[0].starts_with("the idle window (1 h 01 min) is longer than raw GPU samples are kept (1 h 00 min"), "{}", why[0]);
+        assert!(
+            why[0].starts_with("the idle window (1 h 01 min) is longer than raw GPU samples are kept (1 h 00 min"),
+            "{}",
+            why[0]
+        );
         assert!(why[0].contains("no machine would ever be reclaimed"), "{}", why[0]);
         let (r, h) = settings(48 * 3600, 86_400);
         let why = windows_outlast_samples(&r, &h, 12 * 3600);

@@ -1,7 +1,13 @@
 use super::*;
 
 fn settings() -> ReclaimSettings {
-    ReclaimSettings { window_secs: 3600, grace_secs: 600, extensions_allowed: 2, extension_secs: 1800, ..ReclaimSettings::default() }
+    ReclaimSettings {
+        window_secs: 3600,
+        grace_secs: 600,
+        extensions_allowed: 2,
+        extension_secs: 1800,
+        ..ReclaimSettings::default()
+    }
 }
 
 /// One sample every `step` seconds from `from` to `to`, at `pct`.
@@ -112,7 +118,8 @@ fn every_gpu_must_show_idleness_on_its_own() {
     // One GPU unread (NVML could not read it: no samples): not evidence.
     assert_eq!(decide_gpus(&[&idle, &[]], &s, &standing, now), Decision::Ok);
     // One GPU with a gap: not evidence either.
-    let gappy: Vec<UtilSample> = idle.iter().copied().filter(|x| x.at < now - s.window_secs / 2 || x.at > now - s.window_secs / 4).collect();
+    let gappy: Vec<UtilSample> =
+        idle.iter().copied().filter(|x| x.at < now - s.window_secs / 2 || x.at > now - s.window_secs / 4).collect();
     assert_eq!(decide_gpus(&[&idle, &gappy], &s, &standing, now), Decision::Ok);
     // No GPUs at all: nothing to decide.
     assert_eq!(decide_gpus(&[], &s, &standing, now), Decision::Ok);

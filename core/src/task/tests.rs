@@ -27,7 +27,18 @@ fn text_forms_are_lowercase_words() {
     let texts: Vec<&str> = MachineState::ALL.iter().map(|m| m.as_str()).collect();
     assert_eq!(
         texts,
-        ["creating", "running", "stopped", "restarting", "reinstalling", "deleting", "deleted", "failed", "lost", "reclaimed"]
+        [
+            "creating",
+            "running",
+            "stopped",
+            "restarting",
+            "reinstalling",
+            "deleting",
+            "deleted",
+            "failed",
+            "lost",
+            "reclaimed"
+        ]
     );
 }
 

@@ -57,7 +57,9 @@ pub async fn search_audit(pool: &Pool, filter: &AuditFilter, limit: i64) -> Resu
             texts.push(action.to_string());
         }
     }
-    for (value, clause) in [(filter.since, " AND a.at >= ?"), (filter.until, " AND a.at < ?"), (filter.before, " AND a.id < ?")] {
+    for (value, clause) in
+        [(filter.since, " AND a.at >= ?"), (filter.until, " AND a.at < ?"), (filter.before, " AND a.id < ?")]
+    {
         if let Some(v) = value {
             sql.push_str(clause);
             ints.push(v);

@@ -20,43 +20,31 @@ async fn target(tx: &mut Tx, user_id: i64) -> Result<(String, String, bool), Pla
 
 /// Refuses a change that would leave no enabled administrator.
 async fn keep_an_admin(tx: &mut Tx, user_id: i64) -> Result<(), PlatformError> {
-    let (others,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?",
-    )
-    .bind(user_id)
-    .fetch_one(&mut **tx)
-    .await?;
+    let (others,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled = 0 AND id <> ?")
+            .bind(user_id)
+            .fetch_one(&mut **tx)
+            .await?;
     if others == 0 {
-        return Err(PlatformError::Refused(
-            "this is the last enabled administrator; make another one first".into(),
-        ));
+        return Err(PlatformError::Refused("this is the last enabled administrator; make another one first".into()));
     }
     Ok(())
 }
 
 async fn finish(pool: &Pool, tx: Tx, user_id: i64) -> Result<User, PlatformError> {
     tx.commit().await?;
-    user_by_id(pool, user_id)
-        .await?
-        .ok_or_else(|| PlatformError::NotFound("user".into()))
+    user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
 }
 
 /// Disables (its sessions end at once) or enables an account. Disabling
 /// cancels its compute tasks not yet placed, in the same commit: they would
 /// start later and use the group's quota for an account nobody may use.
 /// Its machines and placed tasks are left to an admin.
-pub async fn set_disabled(
-    pool: &Pool,
-    actor: i64,
-    user_id: i64,
-    disabled: bool,
-) -> Result<User, PlatformError> {
+pub async fn set_disabled(pool: &Pool, actor: i64, user_id: i64, disabled: bool) -> Result<User, PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     let (name, role, was) = target(&mut tx, user_id).await?;
     if disabled && user_id == actor {
-        return Err(PlatformError::Refused(
-            "you cannot disable your own account".into(),
-        ));
+        return Err(PlatformError::Refused("you cannot disable your own account".into()));
     }
     if disabled && role == Role::Admin.as_str() {
         keep_an_admin(&mut tx, user_id).await?;
@@ -67,16 +55,10 @@ pub async fn set_disabled(
             .bind(user_id)
             .execute(&mut *tx)
             .await?;
-        let action = if disabled {
-            "user.disable"
-        } else {
-            "user.enable"
-        };
+        let action = if disabled { "user.disable" } else { "user.enable" };
         let mut detail = format!("user {name}");
         if disabled {
-            let cancelled =
-                crate::transitions::compute::cancel_pending_of_disabled(&mut tx, Some(user_id))
-                    .await?;
+            let cancelled = crate::transitions::compute::cancel_pending_of_disabled(&mut tx, Some(user_id)).await?;
             if cancelled > 0 {
                 detail.push_str(&format!("; {cancelled} pending compute task(s) cancelled"));
             }
@@ -90,29 +72,24 @@ pub async fn set_disabled(
 /// tokens are revoked (a reset is what follows a leaked password, and a
 /// token made by whoever had it must not outlive it), and its next sign-in
 /// must choose a new password before anything else.
-pub async fn reset_password(
-    pool: &Pool,
-    actor: i64,
-    user_id: i64,
-    temporary: &str,
-) -> Result<User, PlatformError> {
+pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &str) -> Result<User, PlatformError> {
     validate::new_password(temporary)?;
     let hash = password::hash(temporary).await?;
     let mut tx = crate::transitions::begin(pool).await?;
     let (name, _, _) = target(&mut tx, user_id).await?;
-    sqlx::query("UPDATE users SET password_hash = ?, must_change_password = 1, session_gen = session_gen + 1 WHERE id = ?")
-        .bind(&hash)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    let revoked = sqlx::query(
-        "UPDATE api_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL",
+    sqlx::query(
+        "UPDATE users SET password_hash = ?, must_change_password = 1, session_gen = session_gen + 1 WHERE id = ?",
     )
-    .bind(crate::now())
+    .bind(&hash)
     .bind(user_id)
     .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .await?;
+    let revoked = sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL")
+        .bind(crate::now())
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
     let detail = match revoked {
         0 => format!("temporary password for user {name}"),
         n => format!("temporary password for user {name}; {n} API token(s) revoked"),
@@ -144,19 +121,13 @@ pub async fn change_password(
     validate::present_password(current)?;
     validate::new_password(new)?;
     if current == new {
-        return Err(PlatformError::BadRequest(
-            "the new password must differ from the current one".into(),
-        ));
+        return Err(PlatformError::BadRequest("the new password must differ from the current one".into()));
     }
     let counted = throttle::count_attempt(pool, &throttle::keys(&who.username, address)).await?;
-    let (stored,): (String,) = sqlx::query_as("SELECT password_hash FROM users WHERE id = ?")
-        .bind(who.id)
-        .fetch_one(pool)
-        .await?;
+    let (stored,): (String,) =
+        sqlx::query_as("SELECT password_hash FROM users WHERE id = ?").bind(who.id).fetch_one(pool).await?;
     if !super::verify_counted(pool, gate, &counted, &stored, current).await? {
-        return Err(PlatformError::BadRequest(
-            "the current password is wrong".into(),
-        ));
+        return Err(PlatformError::BadRequest("the current password is wrong".into()));
     }
     throttle::forgive(pool, &counted).await?;
     let hash = password::hash_with(gate, new).await?;
@@ -188,12 +159,7 @@ pub async fn change_password(
 }
 
 /// Makes an account a user or an admin. A demoted admin's sessions end.
-pub async fn set_role(
-    pool: &Pool,
-    actor: i64,
-    user_id: i64,
-    role: Role,
-) -> Result<User, PlatformError> {
+pub async fn set_role(pool: &Pool, actor: i64, user_id: i64, role: Role) -> Result<User, PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     let (name, was, _) = target(&mut tx, user_id).await?;
     if was != role.as_str() {
@@ -205,13 +171,7 @@ pub async fn set_role(
             .bind(user_id)
             .execute(&mut *tx)
             .await?;
-        audit::record(
-            &mut *tx,
-            Some(actor),
-            "user.role",
-            &format!("user {name}: {was} → {role}"),
-        )
-        .await?;
+        audit::record(&mut *tx, Some(actor), "user.role", &format!("user {name}: {was} → {role}")).await?;
     }
     finish(pool, tx, user_id).await
 }
@@ -222,44 +182,21 @@ pub async fn set_role(
 /// the old group, where its owner (now outside it) could no longer see
 /// them and its old colleagues may not act on them, and a queued task
 /// would wait in the old group's queue but be charged to the new one.
-pub async fn set_group(
-    pool: &Pool,
-    actor: i64,
-    user_id: i64,
-    group: &str,
-) -> Result<User, PlatformError> {
+pub async fn set_group(pool: &Pool, actor: i64, user_id: i64, group: &str) -> Result<User, PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     let (name, _, _) = target(&mut tx, user_id).await?;
-    let gid: Option<(i64,)> = sqlx::query_as("SELECT id FROM groups WHERE name = ?")
-        .bind(group)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let (gid,) = gid.ok_or_else(|| {
-        PlatformError::NotFound(format!(
-            "group \"{}\"",
-            group.chars().take(40).collect::<String>()
-        ))
-    })?;
-    let (current,): (i64,) = sqlx::query_as("SELECT group_id FROM users WHERE id = ?")
-        .bind(user_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let gid: Option<(i64,)> =
+        sqlx::query_as("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(&mut *tx).await?;
+    let (gid,) = gid
+        .ok_or_else(|| PlatformError::NotFound(format!("group \"{}\"", group.chars().take(40).collect::<String>())))?;
+    let (current,): (i64,) =
+        sqlx::query_as("SELECT group_id FROM users WHERE id = ?").bind(user_id).fetch_one(&mut *tx).await?;
     if current == gid {
         return finish(pool, tx, user_id).await;
     }
     refuse_if_owning(&mut tx, user_id, &name).await?;
-    sqlx::query("UPDATE users SET group_id = ? WHERE id = ?")
-        .bind(gid)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(
-        &mut *tx,
-        Some(actor),
-        "user.group",
-        &format!("user {name} → group {group}"),
-    )
-    .await?;
+    sqlx::query("UPDATE users SET group_id = ? WHERE id = ?").bind(gid).bind(user_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, Some(actor), "user.group", &format!("user {name} → group {group}")).await?;
     finish(pool, tx, user_id).await
 }
 

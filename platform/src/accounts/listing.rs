@@ -29,7 +29,8 @@ pub struct UsersWindow {
 
 /// `LIKE` with the user's text taken literally.
 fn like(fragment: &str) -> String {
-    let escaped: String = fragment.chars().flat_map(|c| if matches!(c, '%' | '_' | '\\') { vec!['\\', c] } else { vec![c] }).collect();
+    let escaped: String =
+        fragment.chars().flat_map(|c| if matches!(c, '%' | '_' | '\\') { vec!['\\', c] } else { vec![c] }).collect();
     format!("%{escaped}%")
 }
 
@@ -45,7 +46,8 @@ pub async fn users_window(pool: &Pool, filter: &UserFilter, page: PageRequest) -
     .bind(&filter.group)
     .fetch_all(pool)
     .await?;
-    let by_status: Vec<(String, i64)> = counts.iter().map(|(d, n)| (USER_STATES[(*d != 0) as usize].to_string(), *n)).collect();
+    let by_status: Vec<(String, i64)> =
+        counts.iter().map(|(d, n)| (USER_STATES[(*d != 0) as usize].to_string(), *n)).collect();
     let total = counts.iter().filter(|(d, _)| disabled.is_none_or(|want| want == *d)).map(|(_, n)| n).sum();
     let rows: Vec<UserRow> = sqlx::query_as(&format!(
         "{USER_SELECT} WHERE {WHERE} AND (?3 IS NULL OR u.disabled = ?3) ORDER BY u.username LIMIT ?4 OFFSET ?5"

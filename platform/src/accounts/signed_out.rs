@@ -12,10 +12,7 @@ use crate::{db::Pool, PlatformError};
 /// forgets notes whose time has passed.
 pub async fn note_signed_out(pool: &Pool, id: &str, until: i64) -> Result<(), PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
-    sqlx::query("DELETE FROM signed_out_sessions WHERE until < ?")
-        .bind(crate::now())
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query("DELETE FROM signed_out_sessions WHERE until < ?").bind(crate::now()).execute(&mut *tx).await?;
     sqlx::query("INSERT OR REPLACE INTO signed_out_sessions (id, until) VALUES (?, ?)")
         .bind(id)
         .bind(until)
@@ -27,22 +24,16 @@ pub async fn note_signed_out(pool: &Pool, id: &str, until: i64) -> Result<(), Pl
 
 /// Whether session `id` was signed out.
 pub async fn signed_out(pool: &Pool, id: &str) -> Result<bool, PlatformError> {
-    Ok(
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM signed_out_sessions WHERE id = ?)")
-            .bind(id)
-            .fetch_one(pool)
-            .await?,
-    )
+    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM signed_out_sessions WHERE id = ?)")
+        .bind(id)
+        .fetch_one(pool)
+        .await?)
 }
 
 /// The account of user `user_id` for a request of session `session_id`:
 /// `None` when there is no such account or the session was signed out (one
 /// read, as [`super::user_by_id`]).
-pub async fn user_for_session(
-    pool: &Pool,
-    user_id: i64,
-    session_id: &str,
-) -> Result<Option<User>, PlatformError> {
+pub async fn user_for_session(pool: &Pool, user_id: i64, session_id: &str) -> Result<Option<User>, PlatformError> {
     let row: Option<UserRow> = sqlx::query_as(&format!(
         "{USER_SELECT} WHERE u.id = ? AND NOT EXISTS (SELECT 1 FROM signed_out_sessions s WHERE s.id = ?)"
     ))

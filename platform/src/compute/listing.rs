@@ -39,7 +39,12 @@ pub fn compute_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
 
 /// One page of the compute tasks `viewer` may see (own group; admins all),
 /// narrowed by `filter` (its `kind` does not apply).
-pub async fn compute_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<ComputeTaskView>, PlatformError> {
+pub async fn compute_window(
+    pool: &Pool,
+    viewer: &User,
+    filter: &ListFilter,
+    page: PageRequest,
+) -> Result<Window<ComputeTaskView>, PlatformError> {
     let (ids, bind) = compute_ids_sql(viewer, filter);
     let rows = sqlx::query_as(&format!("{} WHERE c.id IN ({ids}) ORDER BY c.id DESC", list_select()))
         .bind(bind)
@@ -59,6 +64,7 @@ pub async fn compute_window(pool: &Pool, viewer: &User, filter: &ListFilter, pag
     .bind(&filter.group)
     .fetch_all(pool)
     .await?;
-    let total = by_state.iter().filter(|(s, _)| filter.state.as_deref().is_none_or(|want| want == s)).map(|(_, n)| n).sum();
+    let total =
+        by_state.iter().filter(|(s, _)| filter.state.as_deref().is_none_or(|want| want == s)).map(|(_, n)| n).sum();
     Ok(Window { rows, total, by_state })
 }

@@ -14,7 +14,9 @@ use crate::{
     machines::{Admissions, CreateMachine, Job},
     now, transitions, PlatformError,
 };
-use gantry_core::matching::{decide_for_group, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest};
+use gantry_core::matching::{
+    decide_for_group, Arch, MasterImage, NodeCapacity, Outcome, RegionCapacity, RegionImage, TaskRequest,
+};
 use gantry_core::{machine::may_have_container, task::MachineState};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -28,8 +30,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// full to compute tasks until someone deleted them. Derived from the
 /// core's rule, so the two cannot drift apart.
 pub(crate) fn has_container_sql() -> String {
-    let never: Vec<String> = MachineState::ALL.iter().filter(|s| !may_have_container(**s, true)).map(|s| format!("'{s}'")).collect();
-    format!("m.state NOT IN ({}) AND EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id)", never.join(", "))
+    let never: Vec<String> =
+        MachineState::ALL.iter().filter(|s| !may_have_container(**s, true)).map(|s| format!("'{s}'")).collect();
+    format!(
+        "m.state NOT IN ({}) AND EXISTS (SELECT 1 FROM machine_gpus mg WHERE mg.machine_id = m.id)",
+        never.join(", ")
+    )
 }
 
 /// The catalogue and capacity the matcher decides from.
@@ -58,7 +64,9 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
             region_images: links
                 .iter()
                 .filter(|l| l.0 == id)
-                .filter_map(|l| Some(RegionImage { id: l.1, region: l.2.clone(), reference: l.3.clone(), arch: l.4.parse().ok()? }))
+                .filter_map(|l| {
+                    Some(RegionImage { id: l.1, region: l.2.clone(), reference: l.3.clone(), arch: l.4.parse().ok()? })
+                })
                 .collect(),
             id,
             name,
@@ -90,9 +98,12 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
     )
     .fetch_all(pool)
     .await?;
-    let all_regions: Vec<(i64, String)> = sqlx::query_as("SELECT id, code FROM regions ORDER BY code").fetch_all(pool).await?;
-    let mut regions: BTreeMap<String, RegionCapacity> =
-        all_regions.iter().map(|(_, code)| (code.clone(), RegionCapacity { code: code.clone(), nodes: Vec::new() })).collect();
+    let all_regions: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, code FROM regions ORDER BY code").fetch_all(pool).await?;
+    let mut regions: BTreeMap<String, RegionCapacity> = all_regions
+        .iter()
+        .map(|(_, code)| (code.clone(), RegionCapacity { code: code.clone(), nodes: Vec::new() }))
+        .collect();
     for (id, name, region, _, cpu_free, mem_free, cpu_count, arch) in nodes {
         let unknown = cpu_count == 0;
         let node = NodeCapacity {
@@ -102,9 +113,17 @@ pub async fn snapshot(pool: &Pool) -> Result<Snapshot, PlatformError> {
             free_cpu_millis: if unknown { i64::MAX } else { cpu_free },
             free_memory_mb: if unknown { i64::MAX } else { mem_free },
         };
-        regions.entry(region).or_insert_with_key(|code| RegionCapacity { code: code.clone(), nodes: Vec::new() }).nodes.push(node);
+        regions
+            .entry(region)
+            .or_insert_with_key(|code| RegionCapacity { code: code.clone(), nodes: Vec::new() })
+            .nodes
+            .push(node);
     }
-    Ok(Snapshot { catalogue, regions: regions.into_values().collect(), region_ids: all_regions.into_iter().map(|(id, c)| (c, id)).collect() })
+    Ok(Snapshot {
+        catalogue,
+        regions: regions.into_values().collect(),
+        region_ids: all_regions.into_iter().map(|(id, c)| (c, id)).collect(),
+    })
 }
 
 /// id, requester, name, framework (+version), interpreter (+version), GPUs,
@@ -118,7 +137,11 @@ pub async fn evaluate_queue(pool: &Pool, admissions: &Admissions) -> Result<usiz
 }
 
 /// The same with the shuffle seeds from `seeds` (tests replay choices).
-pub async fn evaluate_queue_seeded(pool: &Pool, admissions: &Admissions, seeds: &mut (dyn FnMut() -> u64 + Send)) -> Result<usize, PlatformError> {
+pub async fn evaluate_queue_seeded(
+    pool: &Pool,
+    admissions: &Admissions,
+    seeds: &mut (dyn FnMut() -> u64 + Send),
+) -> Result<usize, PlatformError> {
     // A disabled account's tasks never start (disabling cancels them; this
     // catches any left pending), and are not failed as impossible either.
     super::rules::cancel_disabled(pool, None).await?;
@@ -170,8 +193,11 @@ struct Admit {
 /// Every requester's allowed GPU models through their group, sorted (users
 /// of groups allowed every model absent), as admission reads them.
 async fn models_by_user(pool: &Pool) -> Result<HashMap<i64, Vec<String>>, PlatformError> {
-    let rows: Vec<(i64, String)> =
-        sqlx::query_as("SELECT u.id, g.model FROM users u JOIN group_gpu_models g ON g.group_id = u.group_id ORDER BY u.id, g.model").fetch_all(pool).await?;
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT u.id, g.model FROM users u JOIN group_gpu_models g ON g.group_id = u.group_id ORDER BY u.id, g.model",
+    )
+    .fetch_all(pool)
+    .await?;
     let mut map: HashMap<i64, Vec<String>> = HashMap::new();
     for (user, model) in rows {
         map.entry(user).or_default().push(model);
@@ -192,31 +218,75 @@ async fn decide_one(
     t: Pending,
     seed: u64,
 ) -> Result<Option<Admit>, PlatformError> {
-    let (id, _, _, framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb, _, _, _) = t.clone();
-    let req = TaskRequest { framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb };
-    let decide = |catalogue: &[MasterImage], regions: &[RegionCapacity]| decide_for_group(catalogue, regions, &req, may_use, seed);
+    let (
+        id,
+        _,
+        _,
+        framework,
+        framework_version,
+        interpreter,
+        interpreter_version,
+        gpus,
+        gpu_model,
+        cpu_millis,
+        memory_mb,
+        _,
+        _,
+        _,
+    ) = t.clone();
+    let req = TaskRequest {
+        framework,
+        framework_version,
+        interpreter,
+        interpreter_version,
+        gpus,
+        gpu_model,
+        cpu_millis,
+        memory_mb,
+    };
+    let decide = |catalogue: &[MasterImage], regions: &[RegionCapacity]| {
+        decide_for_group(catalogue, regions, &req, may_use, seed)
+    };
     let mut decision = match only {
         None => decide(&snap.catalogue, &snap.regions),
         Some(only) => {
             let catalogue: Vec<MasterImage> = snap
                 .catalogue
                 .iter()
-                .map(|m| MasterImage { region_images: m.region_images.iter().filter(|i| only.contains(&i.region)).cloned().collect(), ..m.clone() })
+                .map(|m| MasterImage {
+                    region_images: m.region_images.iter().filter(|i| only.contains(&i.region)).cloned().collect(),
+                    ..m.clone()
+                })
                 .collect();
-            let regions: Vec<RegionCapacity> = snap.regions.iter().filter(|r| only.contains(&r.code)).cloned().collect();
+            let regions: Vec<RegionCapacity> =
+                snap.regions.iter().filter(|r| only.contains(&r.code)).cloned().collect();
             decide(&catalogue, &regions)
         }
     };
     if let (Some(only), Outcome::Rejected { reason } | Outcome::Pending { reason }) = (only, &mut decision.outcome) {
-        reason.push_str(&format!(" (the group may use only region(s) {})", only.iter().cloned().collect::<Vec<_>>().join(", ")));
+        reason.push_str(&format!(
+            " (the group may use only region(s) {})",
+            only.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
     }
     let json = serde_json::to_string(&decision).unwrap_or_default();
     match decision.outcome {
-        Outcome::Rejected { reason } => transitions::compute::decided(tx, id, &json, None, Err(&reason)).await.map(|_| None),
-        Outcome::Pending { reason } => transitions::compute::decided(tx, id, &json, None, Ok(&reason)).await.map(|_| None),
+        Outcome::Rejected { reason } => {
+            transitions::compute::decided(tx, id, &json, None, Err(&reason)).await.map(|_| None)
+        }
+        Outcome::Pending { reason } => {
+            transitions::compute::decided(tx, id, &json, None, Ok(&reason)).await.map(|_| None)
+        }
         Outcome::Placed { region: code, region_image_id, reference } => {
             let region = (snap.region_ids[&code], region_image_id);
-            transitions::compute::decided(tx, id, &json, Some(region), Ok(&format!("region {code} chosen; placing on a node"))).await?;
+            transitions::compute::decided(
+                tx,
+                id,
+                &json,
+                Some(region),
+                Ok(&format!("region {code} chosen; placing on a node")),
+            )
+            .await?;
             Ok(Some(Admit { t, json, region, code, reference }))
         }
     }
@@ -225,7 +295,8 @@ async fn decide_one(
 async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Admit) -> Result<bool, PlatformError> {
     let Admit { t, json, region, code, reference } = admit;
     let (id, requester_id, name, _, _, _, _, gpus, gpu_model, cpu_millis, memory_mb, command, _, datasets) = t;
-    let requester = accounts::user_by_id(pool, requester_id).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
+    let requester =
+        accounts::user_by_id(pool, requester_id).await?.ok_or_else(|| PlatformError::NotFound("requester".into()))?;
     // Disabled since this pass began: the machine would use the quota of
     // a group for an account nobody may use.
     if requester.disabled {
@@ -253,7 +324,9 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
         Ok(_) => Ok(true),
         Err(PlatformError::Refused(why) | PlatformError::Conflict(why)) => {
             // Cancelled or placed elsewhere meanwhile: nothing left to decide.
-            if transitions::compute::find_state(&mut *pool.acquire().await?, id).await? != Some(gantry_core::task::TaskState::Pending) {
+            if transitions::compute::find_state(&mut *pool.acquire().await?, id).await?
+                != Some(gantry_core::task::TaskState::Pending)
+            {
                 return Ok(false);
             }
             // Refused for good (the group's rules changed since the queue
@@ -263,7 +336,9 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
             let never = {
                 let mut conn = pool.acquire().await?;
                 match crate::datasets::mounts::first_missing(&mut conn, &mounts).await? {
-                    Some(gone) => Some(format!("dataset version {gone} it mounts was deleted after the task was submitted")),
+                    Some(gone) => {
+                        Some(format!("dataset version {gone} it mounts was deleted after the task was submitted"))
+                    }
                     None => super::rules::never_admitted_task(&mut conn, &requester, id, &ask).await?,
                 }
             };
@@ -272,7 +347,14 @@ async fn place(pool: &Pool, admissions: &Admissions, snap: &Snapshot, admit: Adm
                 return Ok(false);
             }
             let mut tx = transitions::begin(pool).await?;
-            transitions::compute::decided(&mut tx, id, &json, Some(region), Ok(&format!("region {code} chosen, but: {why}"))).await?;
+            transitions::compute::decided(
+                &mut tx,
+                id,
+                &json,
+                Some(region),
+                Ok(&format!("region {code} chosen, but: {why}")),
+            )
+            .await?;
             tx.commit().await?;
             Ok(false)
         }

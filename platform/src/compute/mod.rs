@@ -11,8 +11,8 @@ mod size;
 mod views;
 mod watch;
 
-pub(crate) use matcher::has_container_sql;
 pub use listing::{compute_ids_sql, compute_window};
+pub(crate) use matcher::has_container_sql;
 pub use matcher::{evaluate_queue, evaluate_queue_seeded, snapshot, Snapshot};
 pub use views::{compute_task, list_compute_tasks, ComputeTaskView, LIST_TAIL_CHARS};
 pub use watch::{run_loops, watch_once};
@@ -101,8 +101,15 @@ impl SubmitCompute {
         // Counted in arguments as well as bytes: 700,000 empty strings are
         // few bytes but megabytes of JSON in every list that shows the task.
         let total: usize = argv.iter().map(String::len).sum();
-        if argv.is_empty() || argv[0].trim().is_empty() || argv.len() > MAX_ARGS || total > 16 * 1024 || argv.iter().any(|a| a.contains('\0')) {
-            return Err(PlatformError::BadRequest(format!("command must be a non-empty program and at most {MAX_ARGS} arguments, 16 KB at most")));
+        if argv.is_empty()
+            || argv[0].trim().is_empty()
+            || argv.len() > MAX_ARGS
+            || total > 16 * 1024
+            || argv.iter().any(|a| a.contains('\0'))
+        {
+            return Err(PlatformError::BadRequest(format!(
+                "command must be a non-empty program and at most {MAX_ARGS} arguments, 16 KB at most"
+            )));
         }
         Ok(argv)
     }
@@ -110,7 +117,12 @@ impl SubmitCompute {
 
 /// Records the task (`pending`) and lets the matcher decide at once; the
 /// task is returned in whatever state that left it.
-pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, requester: &User, req: &SubmitCompute) -> Result<ComputeTaskView, PlatformError> {
+pub async fn submit(
+    pool: &Pool,
+    admissions: &crate::machines::Admissions,
+    requester: &User,
+    req: &SubmitCompute,
+) -> Result<ComputeTaskView, PlatformError> {
     let id = record(pool, requester, req).await?;
     // The task is recorded: from here on an error (a busy database) is
     // logged, not answered — an error would make a script submit it again,
@@ -121,12 +133,19 @@ pub async fn submit(pool: &Pool, admissions: &crate::machines::Admissions, reque
     match reject_if_no_image(pool, id, req).await {
         Ok(true) => {}
         Ok(false) => {
-            let ask = rules::Ask { gpus: req.gpu_count, gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()), cpu_millis: req.cpu_millis, memory_mb: req.memory_mb };
+            let ask = rules::Ask {
+                gpus: req.gpu_count,
+                gpu_model: req.gpu_model.as_deref().map(|m| m.trim().to_string()),
+                cpu_millis: req.cpu_millis,
+                memory_mb: req.memory_mb,
+            };
             if let Err(e) = rules::fail_if_never_admitted(pool, requester, id, &ask).await {
                 tracing::warn!(task = id, error = %e, "checking a new task's rules failed; the queue loop checks again");
             }
         }
-        Err(e) => tracing::warn!(task = id, error = %e, "checking a new task's image failed; the queue loop decides it again"),
+        Err(e) => {
+            tracing::warn!(task = id, error = %e, "checking a new task's image failed; the queue loop decides it again")
+        }
     }
     if let Err(e) = evaluate_queue(pool, admissions).await {
         tracing::warn!(task = id, error = %e, "matching right after a submit failed; the queue loop tries again");
@@ -150,7 +169,14 @@ async fn reject_if_no_image(pool: &Pool, id: i64, req: &SubmitCompute) -> Result
     let decision = gantry_core::matching::decide(&snap.catalogue, &[], &request, 0);
     if let gantry_core::matching::Outcome::Rejected { reason } = &decision.outcome {
         let mut tx = transitions::begin(pool).await?;
-        transitions::compute::decided(&mut tx, id, &serde_json::to_string(&decision).unwrap_or_default(), None, Err(reason)).await?;
+        transitions::compute::decided(
+            &mut tx,
+            id,
+            &serde_json::to_string(&decision).unwrap_or_default(),
+            None,
+            Err(reason),
+        )
+        .await?;
         tx.commit().await?;
         return Ok(true);
     }
@@ -178,7 +204,9 @@ pub async fn record(pool: &Pool, requester: &User, req: &SubmitCompute) -> Resul
     // would refuse every admission. Deleting one checks for pending tasks
     // under the same write lock, so once recorded the task keeps it.
     if let Some(gone) = crate::datasets::mounts::first_missing(&mut tx, &req.datasets).await? {
-        return Err(PlatformError::Conflict(format!("dataset version {gone} was deleted while the task was being submitted; nothing was recorded")));
+        return Err(PlatformError::Conflict(format!(
+            "dataset version {gone} was deleted while the task was being submitted; nothing was recorded"
+        )));
     }
     let id = transitions::compute::insert(
         &mut tx,
@@ -199,7 +227,13 @@ pub async fn record(pool: &Pool, requester: &User, req: &SubmitCompute) -> Resul
         },
     )
     .await?;
-    crate::audit::record(&mut *tx, Some(requester.id), "compute.submit", &format!("compute task #{id} {}", req.name.trim())).await?;
+    crate::audit::record(
+        &mut *tx,
+        Some(requester.id),
+        "compute.submit",
+        &format!("compute task #{id} {}", req.name.trim()),
+    )
+    .await?;
     tx.commit().await?;
     Ok(id)
 }
@@ -222,7 +256,10 @@ pub async fn output(pool: &Pool, fleet: &crate::fleet::Fleet, viewer: &User, id:
     }
     let Some(machine_id) = task.machine_id else { return Ok(task.logs_tail) };
     let row: Option<(Option<String>, Option<i64>)> =
-        sqlx::query_as("SELECT container_id, node_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(pool).await?;
+        sqlx::query_as("SELECT container_id, node_id FROM machines WHERE id = ?")
+            .bind(machine_id)
+            .fetch_optional(pool)
+            .await?;
     if let Some((Some(container), Some(node))) = row {
         if let Ok(exec) = fleet.executor(pool, node).await {
             if let Ok(live) = exec.output_tail(&container, 1000).await {

@@ -26,7 +26,11 @@ pub(super) struct Ask {
 /// Why the requester's group (the one admission would charge) can never
 /// admit the task's machine, with the numbers; `None` when it may, some day.
 /// The same checks as admission, so the two cannot disagree.
-pub(super) async fn never_admitted(conn: &mut SqliteConnection, requester: &User, ask: &Ask) -> Result<Option<String>, PlatformError> {
+pub(super) async fn never_admitted(
+    conn: &mut SqliteConnection,
+    requester: &User,
+    ask: &Ask,
+) -> Result<Option<String>, PlatformError> {
     let policy = load_policy(conn, requester.group_id).await?;
     let request = AllocationRequest { gpu_count: ask.gpus, model: ask.gpu_model.clone() };
     if let Err(refusal) = check_ceilings(&policy, &request) {
@@ -43,7 +47,12 @@ pub(super) async fn never_admitted(conn: &mut SqliteConnection, requester: &User
 /// even idle (too many GPUs of its model, a model none has, more CPUs or
 /// memory than any) can never run either. The group's own rules are told
 /// first, as they are what the requester can change least.
-pub(super) async fn never_admitted_task(conn: &mut SqliteConnection, requester: &User, id: i64, ask: &Ask) -> Result<Option<String>, PlatformError> {
+pub(super) async fn never_admitted_task(
+    conn: &mut SqliteConnection,
+    requester: &User,
+    id: i64,
+    ask: &Ask,
+) -> Result<Option<String>, PlatformError> {
     if let Some(why) = never_admitted(conn, requester, ask).await? {
         return Ok(Some(why));
     }
@@ -82,7 +91,12 @@ type TaskAsk = (String, String, String, String, i64, Option<String>, i64, i64);
 /// is free now), are regions the group may not use. `None` when the group
 /// may use every region or one of those; a task no region at all could
 /// run is not the rule's doing, and is left to `size::no_node_can_hold`.
-async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64, images: &[ImagePlace]) -> Result<Option<String>, PlatformError> {
+async fn region_rule(
+    conn: &mut SqliteConnection,
+    requester: &User,
+    id: i64,
+    images: &[ImagePlace],
+) -> Result<Option<String>, PlatformError> {
     let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
     if allowed.is_empty() {
         return Ok(None);
@@ -93,7 +107,11 @@ async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64, ima
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb)) = task else { return Ok(None) };
+    let Some((framework, framework_version, interpreter, interpreter_version, gpus, gpu_model, cpu_millis, memory_mb)) =
+        task
+    else {
+        return Ok(None);
+    };
     let mut with_image: Vec<(i64, String)> = images.iter().map(|(r, code, _)| (*r, code.clone())).collect();
     with_image.dedup();
     // Nodes not lost (a down or draining one may come back), of a size that
@@ -112,7 +130,8 @@ async fn region_rule(conn: &mut SqliteConnection, requester: &User, id: i64, ima
     .bind(gpus)
     .fetch_all(&mut *conn)
     .await?;
-    let ruled_out = |set: &[(i64, String)]| !set.is_empty() && !set.iter().any(|(r, _)| allowed.iter().any(|(a, _)| a == r));
+    let ruled_out =
+        |set: &[(i64, String)]| !set.is_empty() && !set.iter().any(|(r, _)| allowed.iter().any(|(a, _)| a == r));
     let named = |set: &[(i64, String)]| {
         let codes = set.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ");
         match set.len() {
@@ -149,7 +168,12 @@ pub(super) async fn fail(pool: &Pool, id: i64, why: &str) -> Result<bool, Platfo
 }
 
 /// Checks a task now, at submit (before it can queue behind anything).
-pub(super) async fn fail_if_never_admitted(pool: &Pool, requester: &User, id: i64, ask: &Ask) -> Result<(), PlatformError> {
+pub(super) async fn fail_if_never_admitted(
+    pool: &Pool,
+    requester: &User,
+    id: i64,
+    ask: &Ask,
+) -> Result<(), PlatformError> {
     let why = never_admitted_task(&mut *pool.acquire().await?, requester, id, ask).await?;
     if let Some(why) = why {
         fail(pool, id, &why).await?;

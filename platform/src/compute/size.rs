@@ -15,11 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 /// while a machine holds it, and it may be reported again (a reseated
 /// card); once let go for good, its row is gone too.
 pub(super) async fn model_unknown(conn: &mut SqliteConnection, model: &str) -> Result<Option<String>, PlatformError> {
-    let models: BTreeSet<String> = sqlx::query_scalar("SELECT DISTINCT g.model FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost'")
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .collect();
+    let models: BTreeSet<String> = sqlx::query_scalar(
+        "SELECT DISTINCT g.model FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.state <> 'lost'",
+    )
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .collect();
     Ok(unknown_model(model, &models))
 }
 
@@ -34,14 +36,23 @@ pub(super) async fn model_unknown(conn: &mut SqliteConnection, model: &str) -> R
 /// task only where a node with room has an image of its architecture: a
 /// big node in a region without the image, or of another architecture,
 /// would otherwise keep the task waiting for ever.
-pub(super) async fn no_node_can_hold(conn: &mut SqliteConnection, requester: &User, ask: &Ask, images: &[ImagePlace]) -> Result<Option<String>, PlatformError> {
+pub(super) async fn no_node_can_hold(
+    conn: &mut SqliteConnection,
+    requester: &User,
+    ask: &Ask,
+    images: &[ImagePlace],
+) -> Result<Option<String>, PlatformError> {
     let allowed = crate::policy_access::allowed_regions(conn, requester.group_id).await?;
-    let allowed_models: Vec<String> = sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
-        .bind(requester.group_id)
-        .fetch_all(&mut *conn)
-        .await?;
-    let nodes: Vec<(i64, String, i64, i64, i64, String)> =
-        sqlx::query_as("SELECT id, name, cpu_count, memory_mb, region_id, arch FROM nodes WHERE state <> 'lost' ORDER BY name, id").fetch_all(&mut *conn).await?;
+    let allowed_models: Vec<String> =
+        sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
+            .bind(requester.group_id)
+            .fetch_all(&mut *conn)
+            .await?;
+    let nodes: Vec<(i64, String, i64, i64, i64, String)> = sqlx::query_as(
+        "SELECT id, name, cpu_count, memory_mb, region_id, arch FROM nodes WHERE state <> 'lost' ORDER BY name, id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
     let gpus: Vec<(i64, String, i64)> = sqlx::query_as(
         "SELECT g.node_id, g.model, COUNT(*) FROM gpus g JOIN nodes n ON n.id = g.node_id
          WHERE n.state <> 'lost' GROUP BY g.node_id, g.model",
@@ -55,12 +66,25 @@ pub(super) async fn no_node_can_hold(conn: &mut SqliteConnection, requester: &Us
     let may_use = |region: i64| allowed.is_empty() || allowed.iter().any(|(r, _)| *r == region);
     let usable: Vec<_> = nodes.into_iter().filter(|n| may_use(n.4)).collect();
     // No image at all is refused at submit; one deleted since only waits.
-    let runs_image = |n: &(i64, String, i64, i64, i64, String)| images.is_empty() || images.iter().any(|(r, _, a)| *r == n.4 && *a == n.5);
+    let runs_image = |n: &(i64, String, i64, i64, i64, String)| {
+        images.is_empty() || images.iter().any(|(r, _, a)| *r == n.4 && *a == n.5)
+    };
     let runnable: Vec<_> = usable.iter().filter(|n| runs_image(n)).cloned().collect();
-    let where_images = || images.iter().filter(|(r, ..)| may_use(*r)).map(|(_, code, arch)| format!("{code} ({arch})")).collect::<Vec<_>>().join(", ");
+    let where_images = || {
+        images
+            .iter()
+            .filter(|(r, ..)| may_use(*r))
+            .map(|(_, code, arch)| format!("{code} ({arch})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut place = match allowed.len() {
         0 => "in any region".to_string(),
-        _ => format!("in the region(s) group {} may use ({})", requester.group_name, allowed.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "in the region(s) group {} may use ({})",
+            requester.group_name,
+            allowed.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ")
+        ),
     };
     if runnable.is_empty() && !usable.is_empty() {
         return Ok(Some(format!(
@@ -73,8 +97,14 @@ pub(super) async fn no_node_can_hold(conn: &mut SqliteConnection, requester: &Us
     }
     let sizes: Vec<NodeSize> = runnable
         .into_iter()
-        .map(|(id, name, cpus, memory_mb, ..)| NodeSize { name, gpus: by_node.remove(&id).unwrap_or_default(), cpu_millis: cpus * 1000, memory_mb })
+        .map(|(id, name, cpus, memory_mb, ..)| NodeSize {
+            name,
+            gpus: by_node.remove(&id).unwrap_or_default(),
+            cpu_millis: cpus * 1000,
+            memory_mb,
+        })
         .collect();
-    let need = Need { gpus: ask.gpus, gpu_model: ask.gpu_model.clone(), cpu_millis: ask.cpu_millis, memory_mb: ask.memory_mb };
+    let need =
+        Need { gpus: ask.gpus, gpu_model: ask.gpu_model.clone(), cpu_millis: ask.cpu_millis, memory_mb: ask.memory_mb };
     Ok(never_fits(&sizes, &need, &allowed_models, &place))
 }

@@ -58,7 +58,12 @@ pub(super) const SELECT: &str = "SELECT c.id, c.name, u.username AS requester, c
 /// Each listed task carries only the end of its kept output
 /// ([`LIST_TAIL_CHARS`]): 500 whole 64 KiB tails are tens of MB in one
 /// answer, built in memory. The task's own answer has it whole.
-pub async fn list_compute_tasks(pool: &Pool, viewer: &User, before: Option<i64>, limit: i64) -> Result<Vec<ComputeTaskView>, PlatformError> {
+pub async fn list_compute_tasks(
+    pool: &Pool,
+    viewer: &User,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<ComputeTaskView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "c.group_id");
     Ok(sqlx::query_as(&format!("{} WHERE ({cond}) AND c.id < ? ORDER BY c.id DESC LIMIT ?", list_select()))
         .bind(bind)

@@ -6,7 +6,9 @@
 //! second one queueing the same delete finds the machine busy and changes
 //! nothing.
 
-use crate::{accounts, db::Pool, executor::ContainerStatus, fleet::Fleet, machines::Admissions, now, transitions, PlatformError};
+use crate::{
+    accounts, db::Pool, executor::ContainerStatus, fleet::Fleet, machines::Admissions, now, transitions, PlatformError,
+};
 use std::{collections::BTreeMap, time::Duration};
 
 /// Lines of output kept with a finished task.
@@ -94,7 +96,11 @@ async fn watch_one(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<bool, Pla
     let (id, machine_id, exit_code) = (row.0, row.1, row.8);
     let ended = match exit_code {
         Some(code) => {
-            tracing::info!(task = id, machine = machine_id, "compute watcher: exit {code} recorded earlier; queueing its delete again");
+            tracing::info!(
+                task = id,
+                machine = machine_id,
+                "compute watcher: exit {code} recorded earlier; queueing its delete again"
+            );
             None
         }
         None => match observe_end(pool, fleet, row).await? {
@@ -188,7 +194,9 @@ async fn cancel_unstarted(pool: &Pool) -> Result<(), PlatformError> {
             // Never abort the pass: the jobs after this one are watched too.
             match transitions::task::cancel(pool, &user, task_id).await {
                 Ok(()) | Err(PlatformError::Conflict(_)) => {}
-                Err(e) => tracing::warn!(task = task_id, error = %e, "compute watcher: could not cancel the create of a cancelled job"),
+                Err(e) => {
+                    tracing::warn!(task = task_id, error = %e, "compute watcher: could not cancel the create of a cancelled job")
+                }
             }
         }
     }
@@ -203,7 +211,9 @@ pub async fn run_loops(pool: Pool, fleet: Fleet, admissions: Admissions, period:
     let watcher = every(period, move || {
         let (p, f) = (pool.clone(), fleet.clone());
         async move {
-            if let Some(Err(e)) = crate::contained::pass("compute watcher", async move { watch_once(&p, &f).await }).await {
+            if let Some(Err(e)) =
+                crate::contained::pass("compute watcher", async move { watch_once(&p, &f).await }).await
+            {
                 tracing::error!(error = %e, "compute watcher failed");
             }
         }
@@ -211,7 +221,9 @@ pub async fn run_loops(pool: Pool, fleet: Fleet, admissions: Admissions, period:
     let matcher = every(period, move || {
         let (p, a) = (matcher_pool.clone(), admissions.clone());
         async move {
-            if let Some(Err(e)) = crate::contained::pass("compute matcher", async move { super::evaluate_queue(&p, &a).await }).await {
+            if let Some(Err(e)) =
+                crate::contained::pass("compute matcher", async move { super::evaluate_queue(&p, &a).await }).await
+            {
                 tracing::error!(error = %e, "compute matcher failed");
             }
         }

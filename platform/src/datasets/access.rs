@@ -35,18 +35,9 @@ impl SessionProbe {
 pub enum Access {
     /// A signed-in session, made in this generation of the account's
     /// sessions; with a probe, also only while that very session lasts.
-    Session {
-        user_id: i64,
-        session_gen: i64,
-        probe: Option<SessionProbe>,
-        granted: Granted,
-    },
+    Session { user_id: i64, session_gen: i64, probe: Option<SessionProbe>, granted: Granted },
     /// A personal API token, by its hash as stored (never the secret).
-    Token {
-        user_id: i64,
-        secret_hash: String,
-        granted: Granted,
-    },
+    Token { user_id: i64, secret_hash: String, granted: Granted },
 }
 
 /// What the right rests on: membership of a group (`group_id`), being an
@@ -62,22 +53,14 @@ impl Granted {
     /// As the account was when the transfer began: its group, and admin if
     /// it was one (see [`Access::reading`] for a download's own rule).
     fn of(user: &User) -> Self {
-        Granted {
-            group_id: Some(user.group_id),
-            admin: user.role.is_admin(),
-        }
+        Granted { group_id: Some(user.group_id), admin: user.role.is_admin() }
     }
 }
 
 impl Access {
     /// A browser session's right: `user` as the session guard let it in.
     pub fn session(user: &User) -> Self {
-        Access::Session {
-            user_id: user.id,
-            session_gen: user.session_gen,
-            probe: None,
-            granted: Granted::of(user),
-        }
+        Access::Session { user_id: user.id, session_gen: user.session_gen, probe: None, granted: Granted::of(user) }
     }
 
     /// [`Access::session`] that also ends when `probe` says the request's
@@ -93,11 +76,7 @@ impl Access {
 
     /// A bearer token's right: `user` is the account it authenticated as.
     pub fn token(user: &User, secret: &str) -> Self {
-        Access::Token {
-            user_id: user.id,
-            secret_hash: tokens::hash(secret),
-            granted: Granted::of(user),
-        }
+        Access::Token { user_id: user.id, secret_hash: tokens::hash(secret), granted: Granted::of(user) }
     }
 
     /// The right to read a dataset of group `dataset_group` (public or not)
@@ -105,20 +84,11 @@ impl Access {
     /// on the membership, anyone else's on being an admin.
     pub fn reading(mut self, user: &User, dataset_group: i64, public: bool) -> Self {
         let rule = if public {
-            Granted {
-                group_id: None,
-                admin: false,
-            }
+            Granted { group_id: None, admin: false }
         } else if user.group_id == dataset_group {
-            Granted {
-                group_id: Some(dataset_group),
-                admin: false,
-            }
+            Granted { group_id: Some(dataset_group), admin: false }
         } else {
-            Granted {
-                group_id: None,
-                admin: true,
-            }
+            Granted { group_id: None, admin: true }
         };
         match &mut self {
             Access::Session { granted, .. } | Access::Token { granted, .. } => *granted = rule,
@@ -140,10 +110,7 @@ impl Access {
             user_id,
             session_gen,
             probe: None,
-            granted: Granted {
-                group_id: Some(group_id),
-                admin: role == "admin",
-            },
+            granted: Granted { group_id: Some(group_id), admin: role == "admin" },
         })
     }
 

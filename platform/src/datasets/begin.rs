@@ -12,7 +12,12 @@
 //! file that never existed. Scripts send no fingerprint and find their
 //! upload by name and length.
 
-use super::{catalog, store::{self, Store}, upload::{self, QuotaRoom, Upload, BODY_IDLE}, writing, DatasetError, Datasets};
+use super::{
+    catalog,
+    store::{self, Store},
+    upload::{self, QuotaRoom, Upload, BODY_IDLE},
+    writing, DatasetError, Datasets,
+};
 use crate::{accounts::User, db::Pool, now};
 use gantry_core::datasets::{self as rules, check_quota};
 use sqlx::SqliteConnection;
@@ -30,7 +35,12 @@ pub struct BeginUpload<'a> {
 
 /// Begins an upload, or finds the user's unfinished resumable upload of
 /// that name and length (asking again for it).
-pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>) -> Result<Upload, DatasetError> {
+pub async fn begin_upload(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    b: &BeginUpload<'_>,
+) -> Result<Upload, DatasetError> {
     begin_upload_of_file(pool, stores, user, b, None).await
 }
 
@@ -39,7 +49,13 @@ pub async fn begin_upload(pool: &Pool, stores: &Datasets, user: &User, b: &Begin
 /// file. One holding another file's (another fingerprint, or none: a
 /// script's, whose bytes nobody can vouch for) is thrown away as Cancel
 /// would, and this upload starts at 0.
-pub async fn begin_upload_of_file(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, fingerprint: Option<&str>) -> Result<Upload, DatasetError> {
+pub async fn begin_upload_of_file(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    b: &BeginUpload<'_>,
+    fingerprint: Option<&str>,
+) -> Result<Upload, DatasetError> {
     if let Some(f) = fingerprint {
         check_fingerprint(f)?;
     }
@@ -49,7 +65,10 @@ pub async fn begin_upload_of_file(pool: &Pool, stores: &Datasets, user: &User, b
     }
     match open(pool, stores, user, b, fingerprint, false).await? {
         Opened::Upload(up) => Ok(up),
-        Opened::OtherFile(_) => Err(DatasetError::Conflict(format!("another upload of {} into {}/{} began meanwhile", b.name, b.code, b.version))),
+        Opened::OtherFile(_) => Err(DatasetError::Conflict(format!(
+            "another upload of {} into {}/{} began meanwhile",
+            b.name, b.code, b.version
+        ))),
     }
 }
 
@@ -58,7 +77,15 @@ pub async fn begin_upload_of_file(pool: &Pool, stores: &Datasets, user: &User, b
 /// cancelled or expired meanwhile must not start a new one in its place
 /// (404). With a fingerprint, only the upload of that file: a piece of
 /// one file is never written into another's.
-pub async fn resume_upload(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str, fingerprint: Option<&str>) -> Result<Upload, DatasetError> {
+pub async fn resume_upload(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    code: &str,
+    version: &str,
+    name: &str,
+    fingerprint: Option<&str>,
+) -> Result<Upload, DatasetError> {
     if let Some(f) = fingerprint {
         check_fingerprint(f)?;
     }
@@ -76,7 +103,9 @@ const FINGERPRINT_MAX: usize = 128;
 
 fn check_fingerprint(f: &str) -> Result<(), DatasetError> {
     if f.is_empty() || f.len() > FINGERPRINT_MAX || !f.bytes().all(|c| c.is_ascii_graphic()) {
-        return Err(DatasetError::BadRequest(format!("a file's fingerprint must be 1 to {FINGERPRINT_MAX} visible ASCII characters")));
+        return Err(DatasetError::BadRequest(format!(
+            "a file's fingerprint must be 1 to {FINGERPRINT_MAX} visible ASCII characters"
+        )));
     }
     Ok(())
 }
@@ -110,7 +139,14 @@ async fn start_over(pool: &Pool, held: Held, name: &str) -> Result<(), DatasetEr
     }
 }
 
-async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, fingerprint: Option<&str>, find_only: bool) -> Result<Opened, DatasetError> {
+async fn open(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    b: &BeginUpload<'_>,
+    fingerprint: Option<&str>,
+    find_only: bool,
+) -> Result<Opened, DatasetError> {
     rules::file_name(b.name)?;
     let (d, v) = catalog::version(pool, user, b.code, b.version).await?;
     catalog::may_write(user, &d)?;
@@ -126,10 +162,18 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
     let mut tx = crate::db::begin_immediate(pool).await?;
     // Read under the write lock: a seal that landed after the read above
     // must not get an upload (seal_version refuses while one exists).
-    let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;
+    let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?")
+        .bind(v.id)
+        .fetch_optional(&mut *tx)
+        .await?;
     match sealed {
         None => return Err(DatasetError::NotFound(format!("version {} of dataset {}", b.version, b.code))),
-        Some(Some(_)) => return Err(DatasetError::Conflict(format!("version {} of {} is sealed: it is read-only", b.version, b.code))),
+        Some(Some(_)) => {
+            return Err(DatasetError::Conflict(format!(
+                "version {} of {} is sealed: it is read-only",
+                b.version, b.code
+            )))
+        }
         Some(None) => {}
     }
     let open: Option<(i64, String, i64, Option<i64>, i64, bool, Option<String>)> =
@@ -167,7 +211,10 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
             let total = total.map(|t| t.max(0) as u64);
             let same = resumable == 1 && b.resumable && owner == user.id && (find_only || total == b.total);
             if !same {
-                return Err(DatasetError::Conflict(format!("an upload of {} into {}/{} is already in progress", b.name, b.code, b.version)));
+                return Err(DatasetError::Conflict(format!(
+                    "an upload of {} into {}/{} is already in progress",
+                    b.name, b.code, b.version
+                )));
             }
             if fingerprint.is_some_and(|f| held_file.as_deref() != Some(f)) {
                 return Ok(Opened::OtherFile(Held { id, temp, replace, key: upload.key, stores: upload.stores }));
@@ -175,7 +222,11 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
             // Resuming: its own reservation is already counted. Asking for the
             // upload is activity too: it does not expire under a client that
             // is about to continue it.
-            sqlx::query("UPDATE dataset_uploads SET touched_at = ? WHERE id = ?").bind(now()).bind(id).execute(&mut *tx).await?;
+            sqlx::query("UPDATE dataset_uploads SET touched_at = ? WHERE id = ?")
+                .bind(now())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
             upload.id = id;
             upload.temp = temp;
             upload.replace = replace;
@@ -185,11 +236,16 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
             upload.offset = held(&upload.stores, &upload.temp).await?;
             return Ok(Opened::Upload(upload));
         }
-        None if find_only => return Err(DatasetError::NotFound(format!("upload of {} into {}/{}", b.name, b.code, b.version))),
+        None if find_only => {
+            return Err(DatasetError::NotFound(format!("upload of {} into {}/{}", b.name, b.code, b.version)))
+        }
         None => {}
     }
     if old_size.is_some() && !b.replace {
-        return Err(DatasetError::Conflict(format!("{} already exists in {}/{}; choose replace to overwrite it", b.name, b.code, b.version)));
+        return Err(DatasetError::Conflict(format!(
+            "{} already exists in {}/{}; choose replace to overwrite it",
+            b.name, b.code, b.version
+        )));
     }
     refuse_folder_clash(&mut tx, v.id, b).await?;
     let quota = catalog::quota_bytes(&mut *tx, d.group_id, limits.default_quota_bytes).await?;
@@ -230,15 +286,24 @@ async fn open(pool: &Pool, stores: &Datasets, user: &User, b: &BeginUpload<'_>, 
 /// directory store cannot hold both, and the file page could not show
 /// them. Refused with the duplicates, before a byte is received — listed
 /// files and uploads in progress alike (their names are taken too).
-async fn refuse_folder_clash(tx: &mut SqliteConnection, version_id: i64, b: &BeginUpload<'_>) -> Result<(), DatasetError> {
+async fn refuse_folder_clash(
+    tx: &mut SqliteConnection,
+    version_id: i64,
+    b: &BeginUpload<'_>,
+) -> Result<(), DatasetError> {
     // `?2` lies under `name`, or `name` under `?2`.
     const CLASH: &str = "version_id = ?1 AND (substr(?2, 1, length(name) + 1) = name || '/' OR substr(name, 1, length(?2) + 1) = ?2 || '/')";
-    let sql = format!("SELECT name FROM dataset_files WHERE {CLASH} UNION ALL SELECT name FROM dataset_uploads WHERE {CLASH} LIMIT 1");
+    let sql = format!(
+        "SELECT name FROM dataset_files WHERE {CLASH} UNION ALL SELECT name FROM dataset_uploads WHERE {CLASH} LIMIT 1"
+    );
     let clash: Option<String> = sqlx::query_scalar(&sql).bind(version_id).bind(b.name).fetch_optional(&mut *tx).await?;
     let Some(other) = clash else { return Ok(()) };
     let at = format!("{}/{}", b.code, b.version);
     Err(DatasetError::Conflict(if other.len() < b.name.len() {
-        format!("{} cannot be stored in {at}: {other} is a file there, so it cannot also be a folder; choose another name", b.name)
+        format!(
+            "{} cannot be stored in {at}: {other} is a file there, so it cannot also be a folder; choose another name",
+            b.name
+        )
     } else {
         format!("{} cannot be stored in {at}: it is a folder there, holding {other}; choose another name", b.name)
     }))

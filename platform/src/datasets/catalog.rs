@@ -87,7 +87,8 @@ pub async fn create_dataset(pool: &Pool, user: &User, new: &NewDataset<'_>) -> R
     rules::category(new.category)?;
     let visibility = Visibility::parse(new.visibility)?;
     let description = text("the description", new.description, 0, 2000)?;
-    let region: Option<i64> = sqlx::query_scalar("SELECT id FROM regions WHERE code = ?").bind(new.region).fetch_optional(pool).await?;
+    let region: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM regions WHERE code = ?").bind(new.region).fetch_optional(pool).await?;
     let region = region.ok_or_else(|| DatasetError::BadRequest(format!("unknown region \"{}\"", new.region)))?;
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
@@ -106,10 +107,18 @@ pub async fn create_dataset(pool: &Pool, user: &User, new: &NewDataset<'_>) -> R
     .execute(&mut *tx)
     .await;
     match inserted {
-        Err(e) if is_unique_violation(&e) => return Err(DatasetError::Conflict(format!("a dataset with the code {code} already exists"))),
+        Err(e) if is_unique_violation(&e) => {
+            return Err(DatasetError::Conflict(format!("a dataset with the code {code} already exists")))
+        }
         other => other?,
     };
-    audit::record(&mut *tx, Some(user.id), "dataset.create", &format!("dataset {code} ({}, region {})", visibility.as_str(), new.region)).await?;
+    audit::record(
+        &mut *tx,
+        Some(user.id),
+        "dataset.create",
+        &format!("dataset {code} ({}, region {})", visibility.as_str(), new.region),
+    )
+    .await?;
     tx.commit().await?;
     dataset(pool, user, code).await
 }
@@ -129,7 +138,11 @@ pub async fn list_datasets(pool: &Pool, user: &User, filter: &Filter) -> Result<
     if q.chars().count() > SEARCH_MAX {
         return Err(DatasetError::BadRequest(format!("the search text is longer than {SEARCH_MAX} characters")));
     }
-    let pattern = if q.is_empty() { String::new() } else { format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")) };
+    let pattern = if q.is_empty() {
+        String::new()
+    } else {
+        format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"))
+    };
     Ok(sqlx::query_as(&sql)
         .bind(user.group_id)
         .bind(user.role.is_admin() as i64)
@@ -143,8 +156,12 @@ pub async fn list_datasets(pool: &Pool, user: &User, filter: &Filter) -> Result<
 /// A dataset the user may see, or "not found".
 pub async fn dataset(pool: &Pool, user: &User, code: &str) -> Result<DatasetView, DatasetError> {
     let sql = format!("{DATASET_SELECT} WHERE {VISIBLE} AND d.code = ?3");
-    let found: Option<DatasetView> =
-        sqlx::query_as(&sql).bind(user.group_id).bind(user.role.is_admin() as i64).bind(code).fetch_optional(pool).await?;
+    let found: Option<DatasetView> = sqlx::query_as(&sql)
+        .bind(user.group_id)
+        .bind(user.role.is_admin() as i64)
+        .bind(code)
+        .fetch_optional(pool)
+        .await?;
     found.ok_or_else(|| DatasetError::NotFound(format!("dataset {code}")))
 }
 
@@ -153,7 +170,10 @@ pub fn may_write(user: &User, d: &DatasetView) -> Result<(), DatasetError> {
     if user.role.is_admin() || user.group_id == d.group_id {
         Ok(())
     } else {
-        Err(DatasetError::Forbidden(format!("dataset {} belongs to group {}; only its members may change it", d.code, d.group_name)))
+        Err(DatasetError::Forbidden(format!(
+            "dataset {} belongs to group {}; only its members may change it",
+            d.code, d.group_name
+        )))
     }
 }
 
@@ -169,7 +189,12 @@ pub async fn versions(pool: &Pool, user: &User, code: &str) -> Result<(DatasetVi
     Ok((d, list))
 }
 
-pub async fn version(pool: &Pool, user: &User, code: &str, name: &str) -> Result<(DatasetView, VersionView), DatasetError> {
+pub async fn version(
+    pool: &Pool,
+    user: &User,
+    code: &str,
+    name: &str,
+) -> Result<(DatasetView, VersionView), DatasetError> {
     let d = dataset(pool, user, code).await?;
     let sql = format!("{VERSION_SELECT} WHERE v.dataset_id = ? AND v.name = ?");
     let v: Option<VersionView> = sqlx::query_as(&sql).bind(d.id).bind(name).fetch_optional(pool).await?;
@@ -186,15 +211,18 @@ pub async fn create_version(pool: &Pool, user: &User, code: &str, name: &str) ->
     // purge in the transaction that frees the name.
     let mut tx = crate::db::begin_immediate(pool).await?;
     super::purge::refuse_while_pending(&mut tx, &d.code, name).await?;
-    let inserted = sqlx::query("INSERT INTO dataset_versions (dataset_id, name, created_by, created_at) VALUES (?, ?, ?, ?)")
-        .bind(d.id)
-        .bind(name)
-        .bind(user.id)
-        .bind(now())
-        .execute(&mut *tx)
-        .await;
+    let inserted =
+        sqlx::query("INSERT INTO dataset_versions (dataset_id, name, created_by, created_at) VALUES (?, ?, ?, ?)")
+            .bind(d.id)
+            .bind(name)
+            .bind(user.id)
+            .bind(now())
+            .execute(&mut *tx)
+            .await;
     match inserted {
-        Err(e) if is_unique_violation(&e) => return Err(DatasetError::Conflict(format!("dataset {code} already has a version {name}"))),
+        Err(e) if is_unique_violation(&e) => {
+            return Err(DatasetError::Conflict(format!("dataset {code} already has a version {name}")))
+        }
         other => other?,
     };
     audit::record(&mut *tx, Some(user.id), "dataset.version.create", &format!("dataset {code} version {name}")).await?;
@@ -207,17 +235,25 @@ pub async fn seal_version(pool: &Pool, user: &User, code: &str, name: &str) -> R
     let (d, v) = version(pool, user, code, name).await?;
     may_write(user, &d)?;
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_one(&mut *tx).await?;
+    let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dataset_uploads WHERE version_id = ?")
+        .bind(v.id)
+        .fetch_one(&mut *tx)
+        .await?;
     if open > 0 {
         return Err(DatasetError::Conflict(format!(
             "version {name} has {open} upload(s) in progress; finish them, or cancel them under \"Uploads in progress\" on the version's page, before sealing"
         )));
     }
-    let sealed = sqlx::query("UPDATE dataset_versions SET sealed_at = ? WHERE id = ? AND sealed_at IS NULL").bind(now()).bind(v.id).execute(&mut *tx).await?;
+    let sealed = sqlx::query("UPDATE dataset_versions SET sealed_at = ? WHERE id = ? AND sealed_at IS NULL")
+        .bind(now())
+        .bind(v.id)
+        .execute(&mut *tx)
+        .await?;
     if sealed.rows_affected() == 0 {
         return Err(DatasetError::Conflict(format!("version {name} is already sealed")));
     }
-    audit::record(&mut *tx, Some(user.id), "dataset.version.seal", &format!("dataset {code} version {name} sealed")).await?;
+    audit::record(&mut *tx, Some(user.id), "dataset.version.seal", &format!("dataset {code} version {name} sealed"))
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -227,7 +263,13 @@ pub async fn seal_version(pool: &Pool, user: &User, code: &str, name: &str) -> R
 /// task of its own (see [`super::purge`]), waiting for it. A store that
 /// fails is named in the error; the version is gone from the list either
 /// way, and its files are removed later.
-pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &str, name: &str) -> Result<(), DatasetError> {
+pub async fn delete_version(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    code: &str,
+    name: &str,
+) -> Result<(), DatasetError> {
     let (d, v) = version(pool, user, code, name).await?;
     may_write(user, &d)?;
     // Refused before anything changes when a store is not configured.
@@ -236,7 +278,8 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     // The version read above, still there under the write lock: a delete
     // that waited for the lock behind another delete of it (a double click),
     // while the name was made again, must not purge the new version's files.
-    let still: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;
+    let still: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(v.id).fetch_optional(&mut *tx).await?;
     if still.is_none() {
         return Err(DatasetError::NotFound(format!("version {name} of dataset {code}")));
     }
@@ -246,16 +289,32 @@ pub async fn delete_version(pool: &Pool, stores: &Datasets, user: &User, code: &
     if !mounted_by.is_empty() {
         return Err(DatasetError::Conflict(mounted_by.refusal(name)));
     }
-    let temps: Vec<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads WHERE version_id = ?").bind(v.id).fetch_all(&mut *tx).await?;
+    let temps: Vec<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads WHERE version_id = ?")
+        .bind(v.id)
+        .fetch_all(&mut *tx)
+        .await?;
     sqlx::query("DELETE FROM dataset_versions WHERE id = ?").bind(v.id).execute(&mut *tx).await?;
-    let purge = super::purge::record(&mut tx, d.id, &v.name, &rules::version_prefix(&d.code, &v.name), &d.region, &temps).await?;
-    audit::record(&mut *tx, Some(user.id), "dataset.version.delete", &format!("dataset {code} version {name} deleted ({} files)", v.files)).await?;
+    let purge =
+        super::purge::record(&mut tx, d.id, &v.name, &rules::version_prefix(&d.code, &v.name), &d.region, &temps)
+            .await?;
+    audit::record(
+        &mut *tx,
+        Some(user.id),
+        "dataset.version.delete",
+        &format!("dataset {code} version {name} deleted ({} files)", v.files),
+    )
+    .await?;
     tx.commit().await?;
     // False: a sweep took the purge first and finishes it.
     super::purge::run_detached(pool, stores, purge).await.map(drop)
 }
 
-pub async fn files(pool: &Pool, user: &User, code: &str, version_name: &str) -> Result<(DatasetView, VersionView, Vec<FileView>), DatasetError> {
+pub async fn files(
+    pool: &Pool,
+    user: &User,
+    code: &str,
+    version_name: &str,
+) -> Result<(DatasetView, VersionView, Vec<FileView>), DatasetError> {
     let (d, v) = version(pool, user, code, version_name).await?;
     let list = sqlx::query_as(
         "SELECT f.name, f.size, f.sha256, u.username AS uploaded_by, f.uploaded_at
@@ -267,7 +326,13 @@ pub async fn files(pool: &Pool, user: &User, code: &str, version_name: &str) -> 
     Ok((d, v, list))
 }
 
-pub async fn file(pool: &Pool, user: &User, code: &str, version_name: &str, name: &str) -> Result<(DatasetView, FileView), DatasetError> {
+pub async fn file(
+    pool: &Pool,
+    user: &User,
+    code: &str,
+    version_name: &str,
+    name: &str,
+) -> Result<(DatasetView, FileView), DatasetError> {
     let (d, v) = version(pool, user, code, version_name).await?;
     let f: Option<FileView> = sqlx::query_as(
         "SELECT f.name, f.size, f.sha256, u.username AS uploaded_by, f.uploaded_at
@@ -283,7 +348,10 @@ pub async fn file(pool: &Pool, user: &User, code: &str, version_name: &str, name
 
 /// The group's byte quota: its own row, else the server's default.
 pub async fn quota_bytes(db: impl sqlx::SqliteExecutor<'_>, group_id: i64, default: u64) -> Result<u64, DatasetError> {
-    let own: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?").bind(group_id).fetch_optional(db).await?;
+    let own: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?")
+        .bind(group_id)
+        .fetch_optional(db)
+        .await?;
     Ok(own.map(|b| b.max(0) as u64).unwrap_or(default))
 }
 
@@ -293,17 +361,27 @@ pub async fn set_quota(pool: &Pool, admin: &User, group: &str, bytes: u64) -> Re
         return Err(DatasetError::Forbidden("only administrators set dataset quotas".into()));
     }
     let bytes = i64::try_from(bytes).map_err(|_| DatasetError::BadRequest("the quota is too large".into()))?;
-    let group_id: Option<i64> = sqlx::query_scalar("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(pool).await?;
+    let group_id: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM groups WHERE name = ?").bind(group).fetch_optional(pool).await?;
     let group_id = group_id.ok_or_else(|| DatasetError::NotFound(format!("group {group}")))?;
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let old: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?").bind(group_id).fetch_optional(&mut *tx).await?;
+    let old: Option<i64> = sqlx::query_scalar("SELECT max_bytes FROM dataset_quotas WHERE group_id = ?")
+        .bind(group_id)
+        .fetch_optional(&mut *tx)
+        .await?;
     sqlx::query("INSERT INTO dataset_quotas (group_id, max_bytes) VALUES (?, ?) ON CONFLICT (group_id) DO UPDATE SET max_bytes = excluded.max_bytes")
         .bind(group_id)
         .bind(bytes)
         .execute(&mut *tx)
         .await?;
     let was = old.map_or_else(|| "the default".to_string(), |b| format!("{b} bytes"));
-    audit::record(&mut *tx, Some(admin.id), "dataset.quota", &format!("group {group} dataset quota {was} → {bytes} bytes")).await?;
+    audit::record(
+        &mut *tx,
+        Some(admin.id),
+        "dataset.quota",
+        &format!("group {group} dataset quota {was} → {bytes} bytes"),
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }

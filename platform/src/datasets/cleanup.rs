@@ -6,7 +6,11 @@
 //! stores hold the listed file again. While the server runs,
 //! [`super::sweep()`] does the part that is safe beside live uploads.
 
-use super::{listing, store::{self, Store}, writing, DatasetError, Datasets};
+use super::{
+    listing,
+    store::{self, Store},
+    writing, DatasetError, Datasets,
+};
 use crate::{db::Pool, now};
 use gantry_core::datasets as rules;
 use std::sync::Arc;
@@ -45,17 +49,24 @@ pub async fn clean_after_start(pool: &Pool, stores: &Datasets, started: i64) -> 
     // objects are in the first (its row is written before its objects).
     let mut found = Vec::with_capacity(all.len());
     for s in all {
-        let temps = s.list(store::TEMP_DIR).await.map_err(|e| DatasetError::store("listing the temporary uploads of a store failed", format!("{}: {e}", s.describe())))?;
+        let temps = s.list(store::TEMP_DIR).await.map_err(|e| {
+            DatasetError::store("listing the temporary uploads of a store failed", format!("{}: {e}", s.describe()))
+        })?;
         found.push((s, temps));
     }
-    let live: std::collections::HashSet<String> = sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
+    let live: std::collections::HashSet<String> =
+        sqlx::query_scalar("SELECT temp_key FROM dataset_uploads").fetch_all(pool).await?.into_iter().collect();
     let mut removed = 0;
     for (s, temps) in found {
         for (key, _) in temps {
             let name = key.rsplit('/').next().unwrap_or("");
             // `.next`: a resumed S3 upload's new object (before pieces); `.old`: a replaced
             // file kept aside; `.part-{offset}`: a later request's piece of an S3 upload.
-            let upload = name.strip_suffix(".next").or_else(|| name.strip_suffix(".old")).or_else(|| name.split_once(".part-").map(|(u, _)| u)).unwrap_or(name);
+            let upload = name
+                .strip_suffix(".next")
+                .or_else(|| name.strip_suffix(".old"))
+                .or_else(|| name.split_once(".part-").map(|(u, _)| u))
+                .unwrap_or(name);
             if !live.contains(upload) && s.delete(&key).await.is_ok() {
                 removed += 1;
             }
@@ -84,13 +95,20 @@ fn ended_at_start(started: i64) -> String {
 /// was never changed, so it is what both stores must hold. `ended` picks
 /// the uploads that are over (unqualified columns of `dataset_uploads`;
 /// `?1`: the expiry, `?2`: now).
-pub(super) async fn put_back_interrupted(pool: &Pool, stores: &Datasets, ended: &str, at: i64, expiry: i64) -> Result<usize, DatasetError> {
+pub(super) async fn put_back_interrupted(
+    pool: &Pool,
+    stores: &Datasets,
+    ended: &str,
+    at: i64,
+    expiry: i64,
+) -> Result<usize, DatasetError> {
     let sql = format!(
         "SELECT u.temp_key, d.code, v.name, d.category, u.name, r.code FROM dataset_uploads u
            JOIN dataset_versions v ON v.id = u.version_id JOIN datasets d ON d.id = v.dataset_id JOIN regions r ON r.id = d.region_id
          WHERE u.replace = 1 AND {ended}"
     );
-    let dead: Vec<(String, String, String, String, String, String)> = sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
+    let dead: Vec<(String, String, String, String, String, String)> =
+        sqlx::query_as(&sql).bind(expiry).bind(at).fetch_all(pool).await?;
     let mut restored = 0;
     for (temp, code, version, category, name, region) in dead {
         let key = rules::storage_key(&code, &version, &category, &name);
@@ -102,7 +120,12 @@ pub(super) async fn put_back_interrupted(pool: &Pool, stores: &Datasets, ended: 
 /// One ended replace upload `temp` of the file at `key`: every store that
 /// still holds the listed file's copy aside gets it back at the key (see
 /// [`put_back_in`]). The number of stores where the new file had moved in.
-pub(super) async fn put_back_one(stores: &Datasets, temp: &str, key: &str, region: &str) -> Result<usize, DatasetError> {
+pub(super) async fn put_back_one(
+    stores: &Datasets,
+    temp: &str,
+    key: &str,
+    region: &str,
+) -> Result<usize, DatasetError> {
     put_back_in(&[stores.central()?, stores.region_store(region)?], temp, key).await
 }
 
@@ -119,7 +142,12 @@ pub(super) async fn put_back_in(both: &[Arc<dyn Store>; 2], temp: &str, key: &st
     let aside = format!("{temp}.old");
     let mut restored = 0;
     for s in both {
-        let failed = |e: std::io::Error| DatasetError::store("putting back a file an interrupted replace had set aside failed", format!("{}: {e}", s.describe()));
+        let failed = |e: std::io::Error| {
+            DatasetError::store(
+                "putting back a file an interrupted replace had set aside failed",
+                format!("{}: {e}", s.describe()),
+            )
+        };
         if s.temp_len(&aside).await.map_err(failed)?.is_none() {
             continue;
         }
@@ -140,7 +168,14 @@ pub(super) async fn put_back_in(both: &[Arc<dyn Store>; 2], temp: &str, key: &st
 /// `s`: its placing began and never ended.
 async fn kept_aside(s: &Arc<dyn Store>, temp: &str) -> Result<bool, DatasetError> {
     let aside = s.temp_len(&format!("{temp}.old")).await;
-    Ok(aside.map_err(|e| DatasetError::store("asking a store for a file an interrupted replace had set aside failed", format!("{}: {e}", s.describe())))?.is_some())
+    Ok(aside
+        .map_err(|e| {
+            DatasetError::store(
+                "asking a store for a file an interrupted replace had set aside failed",
+                format!("{}: {e}", s.describe()),
+            )
+        })?
+        .is_some())
 }
 
 /// Resumable replace uploads that are not over but whose placing stopped
@@ -195,7 +230,11 @@ pub(super) async fn put_back_resumable(pool: &Pool, stores: &Datasets) -> Result
             Ok(n) => listing::placed_back(pool, id, &temp).await.map(|_| n),
             Err(e) => Err(e),
         };
-        sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&owner).execute(pool).await?;
+        sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?")
+            .bind(id)
+            .bind(&owner)
+            .execute(pool)
+            .await?;
         restored += put_back?;
     }
     Ok(restored)

@@ -39,12 +39,22 @@ pub(super) enum Fault {
 /// on from there; if a store cannot even be put back, it is discarded.
 pub(super) async fn failed(upload: &Upload, offset: u64, fault: Fault) -> Failed {
     let kept = upload.resumable && back_to(upload, offset).await;
-    let outcome = |discarded: &str| if kept { format!("the upload keeps the {offset} bytes held before this request: continue from there") } else { discarded.to_string() };
+    let outcome = |discarded: &str| {
+        if kept {
+            format!("the upload keeps the {offset} bytes held before this request: continue from there")
+        } else {
+            discarded.to_string()
+        }
+    };
     let error = match fault {
         Fault::Store(i, e) => {
             let detail = format!("{}: {e}", upload.stores[i].describe());
-            let discarded = if i == 0 { "nothing was kept".to_string() } else { format!("the copy in {CENTRAL} was removed") };
-            DatasetError::store(format!("writing to {} failed; {}", if i == 0 { CENTRAL } else { REGION }, outcome(&discarded)), detail)
+            let discarded =
+                if i == 0 { "nothing was kept".to_string() } else { format!("the copy in {CENTRAL} was removed") };
+            DatasetError::store(
+                format!("writing to {} failed; {}", if i == 0 { CENTRAL } else { REGION }, outcome(&discarded)),
+                detail,
+            )
         }
         Fault::Hashing => DatasetError::Store(format!("hashing the upload failed; {}", outcome("nothing was kept"))),
         Fault::TooBig(size) => match upload.total {
@@ -59,7 +69,10 @@ pub(super) async fn failed(upload: &Upload, offset: u64, fault: Fault) -> Failed
                 None => DatasetError::TooLarge { limit: upload.max_bytes },
             },
         },
-        Fault::Cut(size, e) => DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); {}", outcome("nothing was kept"))),
+        Fault::Cut(size, e) => DatasetError::Incomplete(format!(
+            "the upload stopped after {size} bytes ({e}); {}",
+            outcome("nothing was kept")
+        )),
     };
     Failed { error, kept }
 }
@@ -74,8 +87,12 @@ async fn back_to(upload: &Upload, offset: u64) -> bool {
                 // bytes went to a new one, aborted); longer ones are cut.
                 Some(held) if held > offset && offset > 0 => s.put_temp(&upload.temp, offset).await?.finish().await,
                 Some(_) if offset == 0 => s.delete(&store::temp_key(&upload.temp)).await,
-                Some(held) if held < offset => Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}"))),
-                None if offset > 0 => Err(io::Error::new(io::ErrorKind::NotFound, "the upload's temporary object is gone")),
+                Some(held) if held < offset => {
+                    Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")))
+                }
+                None if offset > 0 => {
+                    Err(io::Error::new(io::ErrorKind::NotFound, "the upload's temporary object is gone"))
+                }
                 _ => Ok(()),
             }
         };

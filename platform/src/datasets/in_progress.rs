@@ -49,7 +49,13 @@ struct Row {
 /// The uploads in progress of a version, by name. Only its writers (the
 /// owning group, admins) see them: another group's private dataset is
 /// "not found", a public one's uploads are not its readers' business.
-pub async fn uploads_in_progress(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str) -> Result<Vec<UploadInProgress>, DatasetError> {
+pub async fn uploads_in_progress(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    code: &str,
+    version: &str,
+) -> Result<Vec<UploadInProgress>, DatasetError> {
     let (d, v) = catalog::version(pool, user, code, version).await?;
     catalog::may_write(user, &d)?;
     let rows: Vec<Row> = sqlx::query_as(

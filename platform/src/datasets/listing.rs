@@ -23,19 +23,29 @@ use gantry_core::datasets::check_quota;
 /// answers whether it replaces a listed file.
 pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<bool, DatasetError> {
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let own: Option<(Option<i64>, bool)> = sqlx::query_as("SELECT total_size, replace FROM dataset_uploads WHERE id = ? AND temp_key = ?")
-        .bind(upload.id)
-        .bind(&upload.temp)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let own: Option<(Option<i64>, bool)> =
+        sqlx::query_as("SELECT total_size, replace FROM dataset_uploads WHERE id = ? AND temp_key = ?")
+            .bind(upload.id)
+            .bind(&upload.temp)
+            .fetch_optional(&mut *tx)
+            .await?;
     let Some((own, replace)) = own else { return Err(gone(upload)) };
     // A seal is refused while this row exists, and the row was made with
     // the version open; read again all the same, as listing a file into a
     // sealed version must never happen, whatever removed that protection.
-    let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?").bind(upload.version_id).fetch_optional(&mut *tx).await?;
+    let sealed: Option<Option<i64>> = sqlx::query_scalar("SELECT sealed_at FROM dataset_versions WHERE id = ?")
+        .bind(upload.version_id)
+        .fetch_optional(&mut *tx)
+        .await?;
     match sealed {
         None => return Err(gone(upload)),
-        Some(Some(_)) => return Err(DatasetError::Conflict(format!("{} was sealed while {} was uploading; nothing was kept", version_of(upload), upload.name))),
+        Some(Some(_)) => {
+            return Err(DatasetError::Conflict(format!(
+                "{} was sealed while {} was uploading; nothing was kept",
+                version_of(upload),
+                upload.name
+            )))
+        }
         Some(None) => {}
     }
     let listed: Option<i64> = sqlx::query_scalar("SELECT size FROM dataset_files WHERE version_id = ? AND name = ?")
@@ -55,7 +65,11 @@ pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<b
     if growth > 0 {
         check_quota(&d.group_name, quota, used, others, growth)?;
     }
-    sqlx::query("UPDATE dataset_uploads SET total_size = ? WHERE id = ?").bind(size as i64).bind(upload.id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE dataset_uploads SET total_size = ? WHERE id = ?")
+        .bind(size as i64)
+        .bind(upload.id)
+        .execute(&mut *tx)
+        .await?;
     if listed.is_some() {
         sqlx::query("UPDATE dataset_files SET placing = 1, placings = placings + 1 WHERE version_id = ? AND name = ?")
             .bind(upload.version_id)
@@ -70,7 +84,11 @@ pub(super) async fn reserve(pool: &Pool, upload: &Upload, size: u64) -> Result<b
 /// Lists the file (replacing the row of the file it replaces) and ends the upload.
 pub(super) async fn list(pool: &Pool, upload: &Upload, size: u64, sha256: &str) -> Result<FileView, DatasetError> {
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let ended = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload.id).bind(&upload.temp).execute(&mut *tx).await?;
+    let ended = sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?")
+        .bind(upload.id)
+        .bind(&upload.temp)
+        .execute(&mut *tx)
+        .await?;
     if ended.rows_affected() == 0 {
         return Err(gone(upload));
     }
@@ -88,10 +106,23 @@ pub(super) async fn list(pool: &Pool, upload: &Upload, size: u64, sha256: &str) 
     .bind(at)
     .execute(&mut *tx)
     .await?;
-    audit::record(&mut *tx, Some(upload.user_id), "dataset.file.upload", &format!("{} ({size} bytes, sha256 {sha256})", upload.key)).await?;
-    let uploaded_by: String = sqlx::query_scalar("SELECT username FROM users WHERE id = ?").bind(upload.user_id).fetch_one(&mut *tx).await?;
+    audit::record(
+        &mut *tx,
+        Some(upload.user_id),
+        "dataset.file.upload",
+        &format!("{} ({size} bytes, sha256 {sha256})", upload.key),
+    )
+    .await?;
+    let uploaded_by: String =
+        sqlx::query_scalar("SELECT username FROM users WHERE id = ?").bind(upload.user_id).fetch_one(&mut *tx).await?;
     tx.commit().await?;
-    Ok(FileView { name: upload.name.clone(), size: size as i64, sha256: sha256.to_string(), uploaded_by, uploaded_at: at })
+    Ok(FileView {
+        name: upload.name.clone(),
+        size: size as i64,
+        sha256: sha256.to_string(),
+        uploaded_by,
+        uploaded_at: at,
+    })
 }
 
 /// Ends upload `id` (its row, named by id and temporary object) that was
@@ -100,7 +131,11 @@ pub(super) async fn list(pool: &Pool, upload: &Upload, size: u64, sha256: &str) 
 pub(super) async fn end_upload(pool: &Pool, id: i64, temp: &str) -> Result<(), DatasetError> {
     let mut tx = crate::db::begin_immediate(pool).await?;
     placed_back(&mut *tx, id, temp).await?;
-    sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(id).bind(temp).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM dataset_uploads WHERE id = ? AND temp_key = ?")
+        .bind(id)
+        .bind(temp)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -135,7 +170,11 @@ pub(super) async fn clear_stale_placing(pool: &Pool) -> Result<u64, DatasetError
 /// The upload's row is no longer its own: it was cancelled, its version
 /// deleted, or it expired.
 fn gone(upload: &Upload) -> DatasetError {
-    DatasetError::Conflict(format!("the upload of {} into {} was cancelled meanwhile; nothing was kept", upload.name, version_of(upload)))
+    DatasetError::Conflict(format!(
+        "the upload of {} into {} was cancelled meanwhile; nothing was kept",
+        upload.name,
+        version_of(upload)
+    ))
 }
 
 fn version_of(upload: &Upload) -> String {

@@ -19,20 +19,20 @@ pub mod mounts;
 mod pipeline;
 mod placing;
 mod purge;
-pub mod reading;
 pub mod quotas;
+pub mod reading;
 pub mod store;
 mod sweep;
 mod upload;
 pub mod writing;
 
-pub use catalog::*;
-pub use error::DatasetError;
-pub use reading::{listed_file, Listed};
-pub use in_progress::{uploads_in_progress, UploadInProgress};
-pub use cleanup::{clean_after_start, clean_at_start};
-pub use sweep::{sweep, Swept, SWEEP_EVERY};
 pub use begin::{begin_upload, begin_upload_of_file, resume_upload, BeginUpload};
+pub use catalog::*;
+pub use cleanup::{clean_after_start, clean_at_start};
+pub use error::DatasetError;
+pub use in_progress::{uploads_in_progress, UploadInProgress};
+pub use reading::{listed_file, Listed};
+pub use sweep::{sweep, Swept, SWEEP_EVERY};
 pub use upload::{abandon_upload, cancel_upload, upload_status, write_upload, write_upload_as, Upload, UploadState};
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
@@ -70,7 +70,12 @@ struct Inner {
 }
 
 impl Datasets {
-    pub fn new(central: Arc<dyn Store>, regions: HashMap<String, Arc<dyn Store>>, region_root: Option<PathBuf>, limits: Limits) -> Self {
+    pub fn new(
+        central: Arc<dyn Store>,
+        regions: HashMap<String, Arc<dyn Store>>,
+        region_root: Option<PathBuf>,
+        limits: Limits,
+    ) -> Self {
         Datasets(Some(Arc::new(Inner { central, regions, region_root, limits })))
     }
 

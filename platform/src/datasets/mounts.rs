@@ -34,7 +34,12 @@ impl DatasetMount {
 }
 
 /// Checks and resolves every requested version; nothing is written.
-pub async fn resolve(pool: &Pool, stores: &Datasets, user: &User, refs: &[MountRef]) -> Result<Vec<DatasetMount>, DatasetError> {
+pub async fn resolve(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    refs: &[MountRef],
+) -> Result<Vec<DatasetMount>, DatasetError> {
     let mut out = Vec::with_capacity(refs.len());
     for r in refs {
         let (d, v) = catalog::version(pool, user, &r.code, &r.version).await?;
@@ -56,8 +61,18 @@ pub async fn resolve(pool: &Pool, stores: &Datasets, user: &User, refs: &[MountR
         // A sealed version without files has no directory yet; the engine
         // refuses to bind a missing path.
         let created = tokio::fs::create_dir_all(&dir).await.and(tokio::fs::canonicalize(&dir).await);
-        let host_dir = created.map_err(|e| DatasetError::store(format!("the files of {r} cannot be mounted: their directory could not be made"), format!("{}: {e}", dir.display())))?;
-        out.push(DatasetMount { version_id: v.id, name: r.to_string(), host_dir: host_dir.display().to_string(), target: r.target() });
+        let host_dir = created.map_err(|e| {
+            DatasetError::store(
+                format!("the files of {r} cannot be mounted: their directory could not be made"),
+                format!("{}: {e}", dir.display()),
+            )
+        })?;
+        out.push(DatasetMount {
+            version_id: v.id,
+            name: r.to_string(),
+            host_dir: host_dir.display().to_string(),
+            target: r.target(),
+        });
     }
     Ok(out)
 }
@@ -65,9 +80,15 @@ pub async fn resolve(pool: &Pool, stores: &Datasets, user: &User, refs: &[MountR
 /// The first of `mounts` whose version no longer exists (deleted between
 /// the request's check and its admission), read inside the admission
 /// transaction so the answer holds until it commits.
-pub async fn first_missing(conn: &mut SqliteConnection, mounts: &[DatasetMount]) -> Result<Option<String>, sqlx::Error> {
+pub async fn first_missing(
+    conn: &mut SqliteConnection,
+    mounts: &[DatasetMount],
+) -> Result<Option<String>, sqlx::Error> {
     for m in mounts {
-        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(m.version_id).fetch_optional(&mut *conn).await?;
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?")
+            .bind(m.version_id)
+            .fetch_optional(&mut *conn)
+            .await?;
         if found.is_none() {
             return Ok(Some(m.name.clone()));
         }
@@ -101,7 +122,12 @@ pub async fn of_machine(db: impl sqlx::SqliteExecutor<'_>, machine_id: i64) -> R
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(version_id, code, version, host_dir, target)| DatasetMount { version_id, name: format!("{code}/{version}"), host_dir, target })
+        .map(|(version_id, code, version, host_dir, target)| DatasetMount {
+            version_id,
+            name: format!("{code}/{version}"),
+            host_dir,
+            target,
+        })
         .collect())
 }
 
@@ -115,7 +141,11 @@ pub async fn of_machine(db: impl sqlx::SqliteExecutor<'_>, machine_id: i64) -> R
 /// `group` — every one when `None` (an admin, who sees them all); those of
 /// other groups, whose names and ids are not the asker's to see (a public
 /// dataset is mounted across groups), are only counted.
-pub async fn live_users(conn: &mut SqliteConnection, version_id: i64, group: Option<i64>) -> Result<LiveUsers, sqlx::Error> {
+pub async fn live_users(
+    conn: &mut SqliteConnection,
+    version_id: i64,
+    group: Option<i64>,
+) -> Result<LiveUsers, sqlx::Error> {
     let rows: Vec<(String, bool)> = sqlx::query_as(
         "SELECT 'machine ' || m.name, ?2 IS NULL OR m.group_id = ?2 FROM machine_datasets md JOIN machines m ON m.id = md.machine_id
          WHERE md.version_id = ?1 AND m.state NOT IN ('deleted', 'lost')
@@ -181,7 +211,12 @@ impl LiveUsers {
 
 /// Parses `code/version` items (comma, space or line separated) and
 /// resolves them; no items need no stores.
-pub async fn resolve_named(pool: &Pool, stores: Option<&Datasets>, user: &User, names: &str) -> Result<Vec<DatasetMount>, DatasetError> {
+pub async fn resolve_named(
+    pool: &Pool,
+    stores: Option<&Datasets>,
+    user: &User,
+    names: &str,
+) -> Result<Vec<DatasetMount>, DatasetError> {
     let refs = gantry_core::datasets::parse_mounts(names)?;
     if refs.is_empty() {
         return Ok(Vec::new());

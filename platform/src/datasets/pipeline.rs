@@ -46,7 +46,12 @@ pub(super) struct Received {
 
 /// Writes `body` into both temporary objects from `offset`, unless `halt`
 /// says to stop first.
-pub(super) async fn stream_into<S>(upload: &Upload, offset: u64, mut body: S, mut halt: watch::Receiver<Option<Halt>>) -> Result<Received, Failed>
+pub(super) async fn stream_into<S>(
+    upload: &Upload,
+    offset: u64,
+    mut body: S,
+    mut halt: watch::Receiver<Option<Halt>>,
+) -> Result<Received, Failed>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
@@ -69,7 +74,10 @@ where
             next = tokio::time::timeout(upload.body_idle, body.next()) => next,
         };
         let Ok(next) = next else {
-            let idle = io::Error::new(io::ErrorKind::TimedOut, format!("no bytes arrived for {} s", upload.body_idle.as_secs()));
+            let idle = io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no bytes arrived for {} s", upload.body_idle.as_secs()),
+            );
             break Some(Stop::Body(idle));
         };
         match next {
@@ -122,7 +130,9 @@ where
                     Err(fault) => Err(fault),
                 };
                 if finished.is_ok() {
-                    let error = DatasetError::Incomplete(format!("the upload stopped after {size} bytes ({e}); resume from there"));
+                    let error = DatasetError::Incomplete(format!(
+                        "the upload stopped after {size} bytes ({e}); resume from there"
+                    ));
                     return Err(Failed { error, kept: true });
                 }
             } else {
@@ -153,8 +163,13 @@ async fn halted(upload: &Upload, offset: u64, size: u64, why: Halt) -> Failed {
         Halt::VersionDeleted => Failed { error: placing::version_deleted(upload), kept: false },
         Halt::UploadEnded => Failed { error: placing::upload_ended(upload), kept: false },
         Halt::AccessEnded => {
-            let Failed { kept, .. } = failed(upload, offset, Fault::Cut(size, io::Error::other("the uploader's access ended"))).await;
-            let outcome = if kept { format!("the upload keeps the {offset} bytes held before this request") } else { "nothing was kept".into() };
+            let Failed { kept, .. } =
+                failed(upload, offset, Fault::Cut(size, io::Error::other("the uploader's access ended"))).await;
+            let outcome = if kept {
+                format!("the upload keeps the {offset} bytes held before this request")
+            } else {
+                "nothing was kept".into()
+            };
             let why = format!(
                 "the upload of {} stopped: the account's access ended while it was uploading (it was disabled, its session ended — signed out, idle too long, or by a password change or reset — or its API token was revoked); {outcome}",
                 upload.name
@@ -179,7 +194,10 @@ fn both(results: Vec<Result<Written, tokio::task::JoinError>>) -> Result<Vec<(us
 
 /// Finishes both writers at once: everything written is in both stores.
 async fn finish(writers: Vec<(usize, Box<dyn TempWriter>)>) -> Result<(), Fault> {
-    let finished = futures_util::future::join_all(writers.into_iter().map(|(i, w)| async move { w.finish().await.map_err(|e| (i, e)) })).await;
+    let finished = futures_util::future::join_all(
+        writers.into_iter().map(|(i, w)| async move { w.finish().await.map_err(|e| (i, e)) }),
+    )
+    .await;
     match finished.into_iter().find_map(Result::err) {
         Some((i, e)) => Err(Fault::Store(i, e)),
         None => Ok(()),

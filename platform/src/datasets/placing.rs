@@ -30,7 +30,13 @@ pub(super) struct Streamed {
 
 /// Verifies, reserves, places and lists a complete upload; on any failure
 /// nothing of it is left and a replaced file is as it was.
-pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Option<&Streamed>, expected: Option<&str>) -> Result<FileView, DatasetError> {
+pub(super) async fn place(
+    pool: &Pool,
+    upload: &Upload,
+    size: u64,
+    streamed: Option<&Streamed>,
+    expected: Option<&str>,
+) -> Result<FileView, DatasetError> {
     let checked = async {
         let sha = verify(upload, size, streamed, expected).await?;
         Ok::<_, DatasetError>((sha, listing::reserve(pool, upload, size).await?))
@@ -53,7 +59,11 @@ pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Opt
                 Err(e) => {
                     remove_temps(&upload.stores, &aside).await;
                     discard(pool, upload).await;
-                    let public = format!("keeping the listed {} in {} while it is replaced failed; nothing was changed", upload.name, role(i));
+                    let public = format!(
+                        "keeping the listed {} in {} while it is replaced failed; nothing was changed",
+                        upload.name,
+                        role(i)
+                    );
                     return Err(DatasetError::store(public, format!("{}: {e}", s.describe())));
                 }
             }
@@ -61,10 +71,21 @@ pub(super) async fn place(pool: &Pool, upload: &Upload, size: u64, streamed: Opt
     }
     for (i, s) in upload.stores.iter().enumerate() {
         if let Err(e) = s.rename_into_place(&upload.temp, &upload.key).await {
-            let steps = [0, 1].map(|j| if j < i { Step::Placed } else if j == i { Step::Failed } else { Step::Untouched });
+            let steps = [0, 1].map(|j| {
+                if j < i {
+                    Step::Placed
+                } else if j == i {
+                    Step::Failed
+                } else {
+                    Step::Untouched
+                }
+            });
             let undone = undo(pool, upload, &aside, kept, steps).await;
             discard(pool, upload).await;
-            return Err(DatasetError::store(format!("placing the file in {} failed; {undone}", role(i)), format!("{}: {e}", s.describe())));
+            return Err(DatasetError::store(
+                format!("placing the file in {} failed; {undone}", role(i)),
+                format!("{}: {e}", s.describe()),
+            ));
         }
     }
     match listing::list(pool, upload, size, &sha).await {
@@ -96,13 +117,23 @@ enum Step {
 /// and answers the file's SHA-256, or why the copies cannot be listed.
 /// CRC-64 proves a copy holds the bytes received; SHA-256, the figure
 /// users see, is read back only when no single request streamed it all.
-async fn verify(upload: &Upload, size: u64, streamed: Option<&Streamed>, expected: Option<&str>) -> Result<String, DatasetError> {
+async fn verify(
+    upload: &Upload,
+    size: u64,
+    streamed: Option<&Streamed>,
+    expected: Option<&str>,
+) -> Result<String, DatasetError> {
     let read = |i: usize, with_sha256: bool| {
         let (s, key) = (upload.stores[i].clone(), store::temp_key(&upload.temp));
         async move {
             let which = s.describe();
             let task = tokio::spawn(async move { s.digest(&key, with_sha256).await });
-            let failed = |e: String| DatasetError::store(format!("reading the copy in {} back failed; nothing was kept", role(i)), format!("{which}: {e}"));
+            let failed = |e: String| {
+                DatasetError::store(
+                    format!("reading the copy in {} back failed; nothing was kept", role(i)),
+                    format!("{which}: {e}"),
+                )
+            };
             match task.await {
                 Ok(Ok(d)) => Ok(d),
                 Ok(Err(e)) => Err(failed(e.to_string())),
@@ -117,7 +148,11 @@ async fn verify(upload: &Upload, size: u64, streamed: Option<&Streamed>, expecte
     } else if a.crc64 != b.crc64 {
         Some(format!("the two copies differ (CRC-64 {} in {CENTRAL}, {} in {REGION})", a.crc64, b.crc64))
     } else if streamed.is_some_and(|s| s.crc64 != a.crc64) {
-        Some(format!("the stored copies (CRC-64 {}) differ from what was received ({})", a.crc64, streamed.map(|s| s.crc64.as_str()).unwrap_or_default()))
+        Some(format!(
+            "the stored copies (CRC-64 {}) differ from what was received ({})",
+            a.crc64,
+            streamed.map(|s| s.crc64.as_str()).unwrap_or_default()
+        ))
     } else if expected.is_some_and(|e| !e.eq_ignore_ascii_case(&sha)) {
         Some(format!("the file's SHA-256 is {sha}, not {} as the client said", expected.unwrap_or_default()))
     } else {
@@ -165,7 +200,11 @@ async fn undo(pool: &Pool, upload: &Upload, aside: &str, kept: [bool; 2], steps:
         (false, _) => "nothing was kept",
         (true, true) => "the listed file was kept as it was",
         (true, false) => {
-            let unlisted = sqlx::query("DELETE FROM dataset_files WHERE version_id = ? AND name = ?").bind(upload.version_id).bind(&upload.name).execute(pool).await;
+            let unlisted = sqlx::query("DELETE FROM dataset_files WHERE version_id = ? AND name = ?")
+                .bind(upload.version_id)
+                .bind(&upload.name)
+                .execute(pool)
+                .await;
             if let Err(e) = unlisted {
                 tracing::error!(error = %e, key = %upload.key, "could not unlist a file whose copies were lost");
             }
@@ -198,19 +237,28 @@ async fn put_back(s: &Arc<dyn Store>, upload: &Upload, aside: &str, step: Step) 
 
 /// Whether the upload's version is no more (a database error is no answer).
 async fn version_gone(pool: &Pool, upload: &Upload) -> bool {
-    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(upload.version_id).fetch_optional(pool).await;
+    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?")
+        .bind(upload.version_id)
+        .fetch_optional(pool)
+        .await;
     matches!(version, Ok(None))
 }
 
 /// The refusal of an upload whose version was deleted while it was under way.
 pub(super) fn version_deleted(upload: &Upload) -> DatasetError {
-    DatasetError::Conflict(format!("version {} of {} was deleted while {} was uploading; nothing was kept", upload.version, upload.dataset.code, upload.name))
+    DatasetError::Conflict(format!(
+        "version {} of {} was deleted while {} was uploading; nothing was kept",
+        upload.version, upload.dataset.code, upload.name
+    ))
 }
 
 /// The refusal of an upload whose row went while a request still wrote it
 /// (cancelled, or expired).
 pub(super) fn upload_ended(upload: &Upload) -> DatasetError {
-    DatasetError::Conflict(format!("the upload of {} into {}/{} was cancelled meanwhile; nothing was kept", upload.name, upload.dataset.code, upload.version))
+    DatasetError::Conflict(format!(
+        "the upload of {} into {}/{} was cancelled meanwhile; nothing was kept",
+        upload.name, upload.dataset.code, upload.version
+    ))
 }
 
 /// Removes an upload's temporary objects from both stores and its row

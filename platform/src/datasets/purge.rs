@@ -23,8 +23,16 @@ const RENEW_EVERY: Duration = Duration::from_secs(10);
 /// Records that `prefix` (and the unfinished uploads' `temps`) must go
 /// from the central store and `region`'s. Call it in the transaction that
 /// deletes the version's row.
-pub(super) async fn record(db: &mut SqliteConnection, dataset_id: i64, version: &str, prefix: &str, region: &str, temps: &[String]) -> Result<i64, DatasetError> {
-    let temps = serde_json::to_string(temps).map_err(|e| DatasetError::Platform(crate::PlatformError::Internal(e.to_string())))?;
+pub(super) async fn record(
+    db: &mut SqliteConnection,
+    dataset_id: i64,
+    version: &str,
+    prefix: &str,
+    region: &str,
+    temps: &[String],
+) -> Result<i64, DatasetError> {
+    let temps = serde_json::to_string(temps)
+        .map_err(|e| DatasetError::Platform(crate::PlatformError::Internal(e.to_string())))?;
     Ok(sqlx::query_scalar(
         "INSERT INTO dataset_purges (dataset_id, version_name, prefix, region_code, temp_keys, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
     )
@@ -39,9 +47,15 @@ pub(super) async fn record(db: &mut SqliteConnection, dataset_id: i64, version: 
 }
 
 /// Refuses a new version whose files would share a prefix still being removed.
-pub(super) async fn refuse_while_pending(db: &mut SqliteConnection, code: &str, name: &str) -> Result<(), DatasetError> {
-    let pending: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM dataset_purges WHERE prefix = ? LIMIT 1").bind(gantry_core::datasets::version_prefix(code, name)).fetch_optional(db).await?;
+pub(super) async fn refuse_while_pending(
+    db: &mut SqliteConnection,
+    code: &str,
+    name: &str,
+) -> Result<(), DatasetError> {
+    let pending: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_purges WHERE prefix = ? LIMIT 1")
+        .bind(gantry_core::datasets::version_prefix(code, name))
+        .fetch_optional(db)
+        .await?;
     match pending {
         None => Ok(()),
         Some(_) => Err(DatasetError::Conflict(format!(
@@ -58,7 +72,10 @@ pub(super) async fn run_detached(pool: &Pool, stores: &Datasets, id: i64) -> Res
     let (pool, stores) = (pool.clone(), stores.clone());
     match tokio::spawn(async move { run(&pool, &stores, id).await }).await {
         Ok(done) => done,
-        Err(e) => Err(DatasetError::store("removing a deleted version's files failed on the server; they are removed later", format!("purge task: {e}"))),
+        Err(e) => Err(DatasetError::store(
+            "removing a deleted version's files failed on the server; they are removed later",
+            format!("purge task: {e}"),
+        )),
     }
 }
 
@@ -67,13 +84,18 @@ pub(super) async fn run_detached(pool: &Pool, stores: &Datasets, id: i64) -> Res
 /// one is checked against the clock: a runner's lease is real time.)
 pub(super) async fn retry_pending(pool: &Pool, stores: &Datasets, at: i64) -> Result<usize, DatasetError> {
     let ids: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM dataset_purges WHERE runner IS NULL OR runner_expires <= ? ORDER BY id").bind(at).fetch_all(pool).await?;
+        sqlx::query_scalar("SELECT id FROM dataset_purges WHERE runner IS NULL OR runner_expires <= ? ORDER BY id")
+            .bind(at)
+            .fetch_all(pool)
+            .await?;
     let mut done = 0;
     for id in ids {
         match run_detached(pool, stores, id).await {
             Ok(true) => done += 1,
             Ok(false) => {}
-            Err(e) => tracing::warn!(error = %e, purge = id, "a deleted version's files are still not all removed; tried again later"),
+            Err(e) => {
+                tracing::warn!(error = %e, purge = id, "a deleted version's files are still not all removed; tried again later")
+            }
         }
     }
     if done > 0 {
@@ -108,7 +130,9 @@ async fn run(pool: &Pool, stores: &Datasets, id: i64) -> Result<bool, DatasetErr
     // Forgotten only when clean; otherwise let go at once, for the next try.
     let end = match result {
         Ok(()) => sqlx::query("DELETE FROM dataset_purges WHERE id = ? AND runner = ?"),
-        Err(_) => sqlx::query("UPDATE dataset_purges SET runner = NULL, runner_expires = 0 WHERE id = ? AND runner = ?"),
+        Err(_) => {
+            sqlx::query("UPDATE dataset_purges SET runner = NULL, runner_expires = 0 WHERE id = ? AND runner = ?")
+        }
     };
     end.bind(id).bind(&owner).execute(pool).await?;
     result.map(|()| true)
@@ -118,7 +142,10 @@ async fn run(pool: &Pool, stores: &Datasets, id: i64) -> Result<bool, DatasetErr
 /// tried, and the error names those that failed.
 async fn remove_files(pool: &Pool, stores: &Datasets, id: i64) -> Result<(), DatasetError> {
     let (version, prefix, region, temps): (String, String, String, String) =
-        sqlx::query_as("SELECT version_name, prefix, region_code, temp_keys FROM dataset_purges WHERE id = ?").bind(id).fetch_one(pool).await?;
+        sqlx::query_as("SELECT version_name, prefix, region_code, temp_keys FROM dataset_purges WHERE id = ?")
+            .bind(id)
+            .fetch_one(pool)
+            .await?;
     let temps: Vec<String> = serde_json::from_str(&temps).unwrap_or_default();
     let (mut failed, mut details) = (Vec::new(), Vec::new());
     for (role, s) in [(error::CENTRAL, stores.central()), (error::REGION, stores.region_store(&region))] {
@@ -146,7 +173,10 @@ async fn remove_files(pool: &Pool, stores: &Datasets, id: i64) -> Result<(), Dat
     if failed.is_empty() {
         Ok(())
     } else {
-        let public = format!("version {version} was deleted, but removing its files failed in {}; the server tries again later", failed.join(" and "));
+        let public = format!(
+            "version {version} was deleted, but removing its files failed in {}; the server tries again later",
+            failed.join(" and ")
+        );
         Err(DatasetError::store(public, details.join("; ")))
     }
 }
@@ -155,7 +185,12 @@ async fn remove_files(pool: &Pool, stores: &Datasets, id: i64) -> Result<(), Dat
 async fn renew(pool: &Pool, id: i64, owner: &str) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
-        let renewed = sqlx::query("UPDATE dataset_purges SET runner_expires = ? WHERE id = ? AND runner = ?").bind(now() + LEASE_SECS).bind(id).bind(owner).execute(pool).await;
+        let renewed = sqlx::query("UPDATE dataset_purges SET runner_expires = ? WHERE id = ? AND runner = ?")
+            .bind(now() + LEASE_SECS)
+            .bind(id)
+            .bind(owner)
+            .execute(pool)
+            .await;
         match renewed {
             Ok(r) if r.rows_affected() == 0 => return,
             Ok(_) => {}

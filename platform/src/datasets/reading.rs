@@ -28,7 +28,13 @@ pub struct Listed {
 /// The listed file `name` of `code`/`version` for `user` (not found if the
 /// dataset is invisible to them); refused while a replace of it is placing
 /// its copies (the stored bytes may not be the listed file's).
-pub async fn listed_file(pool: &Pool, user: &User, code: &str, version: &str, name: &str) -> Result<Listed, DatasetError> {
+pub async fn listed_file(
+    pool: &Pool,
+    user: &User,
+    code: &str,
+    version: &str,
+    name: &str,
+) -> Result<Listed, DatasetError> {
     let (dataset, v) = catalog::version(pool, user, code, version).await?;
     let row: Option<(FileView, bool, i64)> = sqlx::query_as::<_, FileRow>(
         "SELECT f.name, f.size, f.sha256, u.username AS uploaded_by, f.uploaded_at, f.placing, f.placings
@@ -38,8 +44,21 @@ pub async fn listed_file(pool: &Pool, user: &User, code: &str, version: &str, na
     .bind(name)
     .fetch_optional(pool)
     .await?
-    .map(|r| (FileView { name: r.name, size: r.size, sha256: r.sha256, uploaded_by: r.uploaded_by, uploaded_at: r.uploaded_at }, r.placing, r.placings));
-    let (file, placing, placings) = row.ok_or_else(|| DatasetError::NotFound(format!("file {name} in {code}/{version}")))?;
+    .map(|r| {
+        (
+            FileView {
+                name: r.name,
+                size: r.size,
+                sha256: r.sha256,
+                uploaded_by: r.uploaded_by,
+                uploaded_at: r.uploaded_at,
+            },
+            r.placing,
+            r.placings,
+        )
+    });
+    let (file, placing, placings) =
+        row.ok_or_else(|| DatasetError::NotFound(format!("file {name} in {code}/{version}")))?;
     if placing {
         return Err(being_replaced(&file.name));
     }
@@ -51,12 +70,16 @@ impl Listed {
     /// listed file — no replace began since [`listed_file`] and none is
     /// placing, the row unchanged. `Ok(false)`: read it all again.
     pub async fn still_listed(&self, pool: &Pool) -> Result<bool, DatasetError> {
-        let now: Option<(bool, i64, String, i64)> = sqlx::query_as("SELECT placing, placings, sha256, size FROM dataset_files WHERE version_id = ? AND name = ?")
-            .bind(self.version_id)
-            .bind(&self.file.name)
-            .fetch_optional(pool)
-            .await?;
-        Ok(now.is_some_and(|(placing, placings, sha, size)| !placing && placings == self.placings && sha == self.file.sha256 && size == self.file.size))
+        let now: Option<(bool, i64, String, i64)> = sqlx::query_as(
+            "SELECT placing, placings, sha256, size FROM dataset_files WHERE version_id = ? AND name = ?",
+        )
+        .bind(self.version_id)
+        .bind(&self.file.name)
+        .fetch_optional(pool)
+        .await?;
+        Ok(now.is_some_and(|(placing, placings, sha, size)| {
+            !placing && placings == self.placings && sha == self.file.sha256 && size == self.file.size
+        }))
     }
 }
 

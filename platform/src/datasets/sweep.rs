@@ -73,15 +73,18 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
         // client coming back now is refused (409, and it retries) instead
         // of having its file moved or its row removed under it.
         let sweeper = format!("sweep-{}", store::hex(&rand::random::<[u8; 8]>()));
-        let taken = sqlx::query(&format!("UPDATE dataset_uploads SET writer = ?3, writer_expires = ?4 WHERE id = ?5 AND temp_key = ?6 AND {}", idle()))
-            .bind(expiry)
-            .bind(at)
-            .bind(&sweeper)
-            .bind(now() + super::writing::LEASE_SECS)
-            .bind(id)
-            .bind(&temp)
-            .execute(pool)
-            .await?;
+        let taken = sqlx::query(&format!(
+            "UPDATE dataset_uploads SET writer = ?3, writer_expires = ?4 WHERE id = ?5 AND temp_key = ?6 AND {}",
+            idle()
+        ))
+        .bind(expiry)
+        .bind(at)
+        .bind(&sweeper)
+        .bind(now() + super::writing::LEASE_SECS)
+        .bind(id)
+        .bind(&temp)
+        .execute(pool)
+        .await?;
         if taken.rows_affected() == 0 {
             continue;
         }
@@ -90,7 +93,11 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
         if replace {
             let key = rules::storage_key(&code, &version, &category, &name);
             if let Err(e) = cleanup::put_back_one(stores, &temp, &key, &region).await {
-                sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(pool).await?;
+                sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?")
+                    .bind(id)
+                    .bind(&sweeper)
+                    .execute(pool)
+                    .await?;
                 return Err(e);
             }
         }
@@ -100,13 +107,18 @@ pub async fn sweep(pool: &Pool, stores: &Datasets, at: i64) -> Result<Swept, Dat
         let gone = sqlx::query(&still_idle()).bind(expiry).bind(at).bind(id).bind(&sweeper).execute(&mut *tx).await;
         if !matches!(gone, Ok(ref g) if g.rows_affected() == 1) {
             drop(tx);
-            sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?").bind(id).bind(&sweeper).execute(pool).await?;
+            sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0 WHERE id = ? AND writer = ?")
+                .bind(id)
+                .bind(&sweeper)
+                .execute(pool)
+                .await?;
             gone?;
             continue;
         }
         let idle_h = (at - touched).max(0) / 3600;
         let idle_for = if idle_h > 0 { format!("{idle_h} h") } else { "a lease period".into() };
-        let detail = format!("unfinished upload of {name} into {code}/{version} expired after {idle_for} without activity");
+        let detail =
+            format!("unfinished upload of {name} into {code}/{version} expired after {idle_for} without activity");
         audit::record(&mut *tx, None, "dataset.upload.expire", &detail).await?;
         tx.commit().await?;
         tracing::info!(upload = id, "{detail}");

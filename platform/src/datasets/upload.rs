@@ -5,7 +5,14 @@
 //! leaves nothing; a resumable one keeps its temporary objects (invisible)
 //! until it is resumed, cancelled or expires.
 
-use super::{access::Access, begin::held, catalog, cleanup, failure, listing, pipeline, placing::{self, Streamed}, store::Store, writing, DatasetError, DatasetView, Datasets, FileView};
+use super::{
+    access::Access,
+    begin::held,
+    catalog, cleanup, failure, listing, pipeline,
+    placing::{self, Streamed},
+    store::Store,
+    writing, DatasetError, DatasetView, Datasets, FileView,
+};
 use crate::{accounts::User, db::Pool};
 use bytes::Bytes;
 use futures_util::Stream;
@@ -71,14 +78,22 @@ pub const BODY_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl std::fmt::Debug for Upload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upload").field("id", &self.id).field("key", &self.key).field("offset", &self.offset).field("total", &self.total).finish()
+        f.debug_struct("Upload")
+            .field("id", &self.id)
+            .field("key", &self.key)
+            .field("offset", &self.offset)
+            .field("total", &self.total)
+            .finish()
     }
 }
 
 #[derive(Debug)]
 pub enum UploadState {
     /// A resumable upload holds `offset` of `total` bytes.
-    Partial { offset: u64, total: u64 },
+    Partial {
+        offset: u64,
+        total: u64,
+    },
     Done(FileView),
 }
 
@@ -88,7 +103,13 @@ pub enum UploadState {
 /// before it touches anything. It stops when the uploader's account is
 /// disabled or its sessions end meanwhile (a caller that knows what let
 /// its request in says so: [`write_upload_as`]).
-pub async fn write_upload<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>) -> Result<UploadState, DatasetError>
+pub async fn write_upload<S>(
+    pool: &Pool,
+    upload: &Upload,
+    offset: u64,
+    body: S,
+    expected_sha256: Option<&str>,
+) -> Result<UploadState, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
@@ -99,7 +120,14 @@ where
 /// [`write_upload`] for a request that came in with `access`: once that
 /// right ends, the upload stops at the next renewal of its lease, keeping
 /// none of this request's bytes.
-pub async fn write_upload_as<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, expected_sha256: Option<&str>, access: Access) -> Result<UploadState, DatasetError>
+pub async fn write_upload_as<S>(
+    pool: &Pool,
+    upload: &Upload,
+    offset: u64,
+    body: S,
+    expected_sha256: Option<&str>,
+    access: Access,
+) -> Result<UploadState, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
@@ -153,12 +181,21 @@ enum Received {
     Partial { offset: u64, total: u64 },
 }
 
-async fn receive<S>(pool: &Pool, upload: &Upload, offset: u64, body: S, halt: tokio::sync::watch::Receiver<Option<writing::Halt>>) -> Result<Received, DatasetError>
+async fn receive<S>(
+    pool: &Pool,
+    upload: &Upload,
+    offset: u64,
+    body: S,
+    halt: tokio::sync::watch::Receiver<Option<writing::Halt>>,
+) -> Result<Received, DatasetError>
 where
     S: Stream<Item = io::Result<Bytes>> + Unpin + Send,
 {
     if offset != upload.offset {
-        return Err(DatasetError::Conflict(format!("the server holds {} bytes of this upload, not {offset}; continue from {}", upload.offset, upload.offset)));
+        return Err(DatasetError::Conflict(format!(
+            "the server holds {} bytes of this upload, not {offset}; continue from {}",
+            upload.offset, upload.offset
+        )));
     }
     let (size, streamed) = match pipeline::stream_into(upload, offset, body, halt).await {
         Ok(r) => (r.size, r.hashes),
@@ -173,7 +210,9 @@ where
         Some(total) if size < total && upload.resumable => return Ok(Received::Partial { offset: size, total }),
         Some(total) if size < total => {
             placing::discard(pool, upload).await;
-            return Err(DatasetError::Incomplete(format!("the body ended after {size} of {total} bytes; nothing was kept")));
+            return Err(DatasetError::Incomplete(format!(
+                "the body ended after {size} of {total} bytes; nothing was kept"
+            )));
         }
         _ => {}
     }
@@ -183,14 +222,23 @@ where
 }
 
 /// Bytes held and declared of a resumable upload the user started.
-pub async fn upload_status(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str) -> Result<(u64, u64), DatasetError> {
+pub async fn upload_status(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    code: &str,
+    version: &str,
+    name: &str,
+) -> Result<(u64, u64), DatasetError> {
     let (d, v) = catalog::version(pool, user, code, version).await?;
     catalog::may_write(user, &d)?;
-    let row: Option<(String, Option<i64>)> = sqlx::query_as("SELECT temp_key, total_size FROM dataset_uploads WHERE version_id = ? AND name = ? AND resumable = 1")
-        .bind(v.id)
-        .bind(name)
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<(String, Option<i64>)> = sqlx::query_as(
+        "SELECT temp_key, total_size FROM dataset_uploads WHERE version_id = ? AND name = ? AND resumable = 1",
+    )
+    .bind(v.id)
+    .bind(name)
+    .fetch_optional(pool)
+    .await?;
     let (temp, total) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
     let both = catalog::stores_of(stores, &d)?;
     Ok((held(&both, &temp).await?, total.unwrap_or(0).max(0) as u64))
@@ -200,12 +248,24 @@ pub async fn upload_status(pool: &Pool, stores: &Datasets, user: &User, code: &s
 /// go. While another request writes it (holds its lease), cancel is
 /// refused: that request would go on writing into removed objects, and
 /// could still list the file.
-pub async fn cancel_upload(pool: &Pool, stores: &Datasets, user: &User, code: &str, version: &str, name: &str) -> Result<(), DatasetError> {
+pub async fn cancel_upload(
+    pool: &Pool,
+    stores: &Datasets,
+    user: &User,
+    code: &str,
+    version: &str,
+    name: &str,
+) -> Result<(), DatasetError> {
     let (d, v) = catalog::version(pool, user, code, version).await?;
     catalog::may_write(user, &d)?;
     let row: Option<(i64, String, bool)> =
-        sqlx::query_as("SELECT id, temp_key, replace FROM dataset_uploads WHERE version_id = ? AND name = ?").bind(v.id).bind(name).fetch_optional(pool).await?;
-    let (id, temp, replace) = row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
+        sqlx::query_as("SELECT id, temp_key, replace FROM dataset_uploads WHERE version_id = ? AND name = ?")
+            .bind(v.id)
+            .bind(name)
+            .fetch_optional(pool)
+            .await?;
+    let (id, temp, replace) =
+        row.ok_or_else(|| DatasetError::NotFound(format!("upload of {name} into {code}/{version}")))?;
     let both = catalog::stores_of(stores, &d)?;
     let key = rules::storage_key(&d.code, &v.name, &d.category, name);
     discard_held(pool, &both, id, &temp, replace, &key).await.map_err(|e| match e {
@@ -220,7 +280,14 @@ pub async fn cancel_upload(pool: &Pool, stores: &Datasets, user: &User, code: &s
 /// Throws away an unfinished upload, named by its row (id and temporary
 /// object): its temporary objects and its reservation go. Refused (Busy)
 /// while another request writes it.
-pub(super) async fn discard_held(pool: &Pool, both: &[Arc<dyn Store>; 2], id: i64, temp: &str, replace: bool, key: &str) -> Result<(), DatasetError> {
+pub(super) async fn discard_held(
+    pool: &Pool,
+    both: &[Arc<dyn Store>; 2],
+    id: i64,
+    temp: &str,
+    replace: bool,
+    key: &str,
+) -> Result<(), DatasetError> {
     let claim = writing::claim(pool, id, temp).await?;
     // A replace whose placing died between its moves: the listed file goes
     // back where it was moved away before the copy kept aside goes. If

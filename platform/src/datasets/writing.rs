@@ -63,7 +63,12 @@ pub(super) async fn claim(pool: &Pool, upload_id: i64, temp: &str) -> Result<Cla
 
 /// [`claim`] for a request that writes a body into the upload: its
 /// renewal also tells it ([`Claim::halted`]) when to stop.
-pub(super) async fn claim_to_write(pool: &Pool, upload_id: i64, temp: &str, watch: Watch) -> Result<Claim, DatasetError> {
+pub(super) async fn claim_to_write(
+    pool: &Pool,
+    upload_id: i64,
+    temp: &str,
+    watch: Watch,
+) -> Result<Claim, DatasetError> {
     take(pool, upload_id, temp, Some(watch)).await
 }
 
@@ -83,8 +88,11 @@ async fn take(pool: &Pool, upload_id: i64, temp: &str, watch: Option<Watch>) -> 
     .await?
     .rows_affected();
     if taken == 0 {
-        let exists: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM dataset_uploads WHERE id = ? AND temp_key = ?").bind(upload_id).bind(temp).fetch_optional(pool).await?;
+        let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM dataset_uploads WHERE id = ? AND temp_key = ?")
+            .bind(upload_id)
+            .bind(temp)
+            .fetch_optional(pool)
+            .await?;
         return Err(match exists {
             Some(_) => DatasetError::Busy(
                 "another request is writing this upload now; when it has ended, ask for the offset the server holds and continue from there".into(),
@@ -101,17 +109,24 @@ async fn take(pool: &Pool, upload_id: i64, temp: &str, watch: Option<Watch>) -> 
 /// once, when its upload or its right has ended. The lease is renewed
 /// after that all the same, until the writer lets go: a body that had
 /// ended is being placed, which runs to its end.
-async fn renew(pool: Pool, upload_id: i64, owner: String, mut watching: Option<Watch>, tell: watch::Sender<Option<Halt>>) {
+async fn renew(
+    pool: Pool,
+    upload_id: i64,
+    owner: String,
+    mut watching: Option<Watch>,
+    tell: watch::Sender<Option<Halt>>,
+) {
     loop {
         tokio::time::sleep(RENEW_EVERY).await;
         let at = now();
-        let renewed = sqlx::query("UPDATE dataset_uploads SET writer_expires = ?, touched_at = ? WHERE id = ? AND writer = ?")
-            .bind(at + LEASE_SECS)
-            .bind(at)
-            .bind(upload_id)
-            .bind(&owner)
-            .execute(&pool)
-            .await;
+        let renewed =
+            sqlx::query("UPDATE dataset_uploads SET writer_expires = ?, touched_at = ? WHERE id = ? AND writer = ?")
+                .bind(at + LEASE_SECS)
+                .bind(at)
+                .bind(upload_id)
+                .bind(&owner)
+                .execute(&pool)
+                .await;
         match renewed {
             // Placed, cancelled or deleted: nothing left to hold.
             Ok(r) if r.rows_affected() == 0 => {
@@ -121,7 +136,9 @@ async fn renew(pool: Pool, upload_id: i64, owner: String, mut watching: Option<W
                 return;
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, upload = upload_id, "could not renew an upload's writer lease; retrying"),
+            Err(e) => {
+                tracing::warn!(error = %e, upload = upload_id, "could not renew an upload's writer lease; retrying")
+            }
         }
         let Some(w) = &watching else { continue };
         match w.access.holds(&pool).await {
@@ -130,14 +147,17 @@ async fn renew(pool: Pool, upload_id: i64, owner: String, mut watching: Option<W
                 let _ = tell.send(Some(Halt::AccessEnded));
                 watching = None;
             }
-            Err(e) => tracing::warn!(error = %e, upload = upload_id, "could not look at an uploader's access; looking again at the next renewal"),
+            Err(e) => {
+                tracing::warn!(error = %e, upload = upload_id, "could not look at an uploader's access; looking again at the next renewal")
+            }
         }
     }
 }
 
 /// Why an upload's row is gone under its writer.
 async fn gone(pool: &Pool, version_id: i64) -> Halt {
-    let version: Result<Option<i64>, _> = sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(version_id).fetch_optional(pool).await;
+    let version: Result<Option<i64>, _> =
+        sqlx::query_scalar("SELECT id FROM dataset_versions WHERE id = ?").bind(version_id).fetch_optional(pool).await;
     if matches!(version, Ok(None)) {
         Halt::VersionDeleted
     } else {
@@ -177,12 +197,14 @@ impl Drop for Claim {
 }
 
 async fn release(pool: &Pool, upload_id: i64, owner: &str) {
-    let released = sqlx::query("UPDATE dataset_uploads SET writer = NULL, writer_expires = 0, touched_at = ? WHERE id = ? AND writer = ?")
-        .bind(now())
-        .bind(upload_id)
-        .bind(owner)
-        .execute(pool)
-        .await;
+    let released = sqlx::query(
+        "UPDATE dataset_uploads SET writer = NULL, writer_expires = 0, touched_at = ? WHERE id = ? AND writer = ?",
+    )
+    .bind(now())
+    .bind(upload_id)
+    .bind(owner)
+    .execute(pool)
+    .await;
     if let Err(e) = released {
         tracing::warn!(error = %e, upload = upload_id, "could not release an upload's writer lease; it expires by itself");
     }

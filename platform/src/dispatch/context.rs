@@ -14,7 +14,22 @@ pub struct MachineContext {
 }
 
 pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineContext, PlatformError> {
-    type Row = (String, String, String, String, Option<i64>, Option<String>, String, i64, Option<String>, i64, i64, i64, String, Option<String>);
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        Option<i64>,
+        Option<String>,
+        String,
+        i64,
+        Option<String>,
+        i64,
+        i64,
+        i64,
+        String,
+        Option<String>,
+    );
     let row: Option<Row> = sqlx::query_as(
         "SELECT m.name, u.username, g.name, i.reference, m.node_id, n.name, m.volume_name, m.volume_size_gb, m.container_id,
                 m.cpu_millis, m.memory_mb, m.pids_limit, m.workload, m.command
@@ -24,8 +39,22 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
     .bind(machine_id)
     .fetch_optional(pool)
     .await?;
-    let (name, owner, group, image, node_id, node_name, volume_name, volume_size_gb, container_id, cpu_millis, memory_mb, pids_limit, workload, command) =
-        row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
+    let (
+        name,
+        owner,
+        group,
+        image,
+        node_id,
+        node_name,
+        volume_name,
+        volume_size_gb,
+        container_id,
+        cpu_millis,
+        memory_mb,
+        pids_limit,
+        workload,
+        command,
+    ) = row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
     let node_id = node_id.ok_or_else(|| PlatformError::Internal(format!("machine {name} has no node")))?;
     let gpus: Vec<(i64, String)> = sqlx::query_as(
         "SELECT g.idx, g.uuid FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id WHERE mg.machine_id = ? ORDER BY g.idx",

@@ -6,8 +6,15 @@
 //! container was left behind are offered again only after the collector
 //! removed it (`transitions::machine::release_as`).
 
-use super::{steps::{self, Done, StepError}, ClaimedTask, Dispatcher, MAX_ATTEMPTS};
-use crate::{now, transitions::{machine::Container, run}, PlatformError};
+use super::{
+    steps::{self, Done, StepError},
+    ClaimedTask, Dispatcher, MAX_ATTEMPTS,
+};
+use crate::{
+    now,
+    transitions::{machine::Container, run},
+    PlatformError,
+};
 use gantry_core::task::{backoff_secs, TaskKind};
 use std::time::Duration;
 
@@ -30,7 +37,9 @@ pub async fn record(d: &Dispatcher, task: &ClaimedTask, outcome: Result<Done, St
             }
             // The lease runs out and another dispatcher (or this one)
             // resumes the task: it is never left running for ever.
-            Err(e) => tracing::error!(task = task.id, error = %e, "recording the outcome failed; the task resumes when its lease expires"),
+            Err(e) => {
+                tracing::error!(task = task.id, error = %e, "recording the outcome failed; the task resumes when its lease expires")
+            }
         }
     }
 }
@@ -97,12 +106,23 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
         TaskKind::Reclaim if unreachable && image_made(d, task).await? => {
             let snapshot_id = {
                 let mut conn = d.pool.acquire().await?;
-                crate::transitions::snapshot::payload(&mut conn, task.id).await?.get("snapshot_id").and_then(|v| v.as_i64())
+                crate::transitions::snapshot::payload(&mut conn, task.id)
+                    .await?
+                    .get("snapshot_id")
+                    .and_then(|v| v.as_i64())
             };
             match snapshot_id {
                 Some(snapshot_id) => {
                     let container = remove_containers(d, task).await;
-                    crate::transitions::reclaim::reclaimed_as(&d.pool, lease, task.machine_id, snapshot_id, 0, container).await?;
+                    crate::transitions::reclaim::reclaimed_as(
+                        &d.pool,
+                        lease,
+                        task.machine_id,
+                        snapshot_id,
+                        0,
+                        container,
+                    )
+                    .await?;
                 }
                 None => crate::transitions::snapshot::failed(&d.pool, lease, message).await?,
             }
@@ -134,7 +154,8 @@ async fn give_up(d: &Dispatcher, task: &ClaimedTask, message: &str, unreachable:
 /// Whether a reclaim got past its commit: its progress reached the step
 /// that removes the container, which follows only an image made (or found).
 async fn image_made(d: &Dispatcher, task: &ClaimedTask) -> Result<bool, PlatformError> {
-    let progress: i64 = sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?").bind(task.id).fetch_one(&d.pool).await?;
+    let progress: i64 =
+        sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?").bind(task.id).fetch_one(&d.pool).await?;
     Ok(progress >= REMOVING_PROGRESS)
 }
 
@@ -148,7 +169,14 @@ pub(super) const REMOVING_PROGRESS: i64 = 60;
 async fn remove_containers(d: &Dispatcher, task: &ClaimedTask) -> Container {
     let removed = match super::context::load(&d.pool, task.machine_id, task.id).await {
         Ok(ctx) => match d.fleet.executor(&d.pool, ctx.node_id).await {
-            Ok(exec) => steps::remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await.map_err(|e| e.to_string()),
+            Ok(exec) => steps::remove_machine_containers(
+                &exec,
+                &ctx.spec.instance,
+                task.machine_id,
+                ctx.container_id.as_deref(),
+            )
+            .await
+            .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         },
         Err(e) => Err(e.to_string()),

@@ -48,13 +48,7 @@ pub struct Dispatcher {
 /// A lease owner id unique to this process start.
 pub fn new_owner_id() -> Arc<str> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    format!(
-        "{}-{}-{:08x}",
-        host.trim(),
-        std::process::id(),
-        rand::random::<u32>()
-    )
-    .into()
+    format!("{}-{}-{:08x}", host.trim(), std::process::id(), rand::random::<u32>()).into()
 }
 
 impl Dispatcher {
@@ -92,11 +86,8 @@ impl Dispatcher {
             }
             while running.try_join_next().is_some() {}
         }
-        let finished = tokio::time::timeout(grace, async {
-            while running.join_next().await.is_some() {}
-        })
-        .await
-        .is_ok();
+        let finished =
+            tokio::time::timeout(grace, async { while running.join_next().await.is_some() {} }).await.is_ok();
         if !finished {
             tracing::warn!(
                 stopped = running.len(),
@@ -108,10 +99,7 @@ impl Dispatcher {
         // are ours too, and go back with the rest.
         match transitions::lease::release_all(&self.pool, &self.owner).await {
             Ok(0) => {}
-            Ok(n) => tracing::info!(
-                requeued = n,
-                "shutting down: unfinished tasks handed back to the queue"
-            ),
+            Ok(n) => tracing::info!(requeued = n, "shutting down: unfinished tasks handed back to the queue"),
             Err(e) => {
                 tracing::error!(error = %e, "shutting down: could not hand tasks back; they resume when their leases expire")
             }
@@ -120,12 +108,7 @@ impl Dispatcher {
 
     /// One turn of the loop: requeue expired leases now and then, claim
     /// what there is room for and start it, or wait to be woken.
-    async fn pass(
-        &self,
-        permits: &Arc<Semaphore>,
-        running: &mut JoinSet<()>,
-        last_expiry: &mut i64,
-    ) {
+    async fn pass(&self, permits: &Arc<Semaphore>, running: &mut JoinSet<()>, last_expiry: &mut i64) {
         let now = now();
         // Tasks whose runner stopped renewing (a crashed process) come
         // back to the queue; cheap, so every few seconds is fine.
@@ -143,12 +126,10 @@ impl Dispatcher {
         let claimed = if free > 0 {
             // Not `now`: the claim may wait for the write lock, and its
             // lease counts from when it got it.
-            transitions::lease::claim(&self.pool, &self.owner, free as i64, self.lease_secs)
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "claiming tasks failed");
-                    Vec::new()
-                })
+            transitions::lease::claim(&self.pool, &self.owner, free as i64, self.lease_secs).await.unwrap_or_else(|e| {
+                tracing::error!(error = %e, "claiming tasks failed");
+                Vec::new()
+            })
         } else {
             Vec::new()
         };
@@ -159,11 +140,7 @@ impl Dispatcher {
             return;
         }
         for task in claimed {
-            let permit = permits
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("semaphore never closes");
+            let permit = permits.clone().acquire_owned().await.expect("semaphore never closes");
             let me = self.clone();
             running.spawn(async move {
                 me.execute(task).await;
@@ -215,7 +192,10 @@ impl Dispatcher {
                     Some(true) => held_until = at + lease,
                     Some(false) => return,
                     None => {
-                        tracing::warn!(task = task.id, "lease renewal did not get through before the lease would run out; stopping");
+                        tracing::warn!(
+                            task = task.id,
+                            "lease renewal did not get through before the lease would run out; stopping"
+                        );
                         return;
                     }
                 }
@@ -245,11 +225,7 @@ impl Dispatcher {
     /// touched, since the claim's lease may be close to running out.
     /// `None`: the task is no longer ours, or the renewal did not get
     /// through; it resumes when its lease expires.
-    async fn renewed_if_late(
-        &self,
-        task: &ClaimedTask,
-        every: Duration,
-    ) -> Option<tokio::time::Instant> {
+    async fn renewed_if_late(&self, task: &ClaimedTask, every: Duration) -> Option<tokio::time::Instant> {
         if task.claimed_at.elapsed() < every {
             return Some(task.claimed_at);
         }
@@ -281,10 +257,6 @@ impl Dispatcher {
 
 /// Claims due tasks for `owner` with the default lease (tests drive the
 /// dispatcher with it).
-pub async fn claim(
-    pool: &Pool,
-    owner: &Arc<str>,
-    limit: i64,
-) -> Result<Vec<ClaimedTask>, PlatformError> {
+pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
     transitions::lease::claim(pool, owner, limit, LEASE_SECS).await
 }

@@ -15,12 +15,7 @@ use crate::{
 };
 use gantry_core::task::{MachineState, TaskKind};
 
-pub async fn run(
-    d: &Dispatcher,
-    task: &ClaimedTask,
-    ctx: MachineContext,
-    exec: &Executor,
-) -> Result<Done, StepError> {
+pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: &Executor) -> Result<Done, StepError> {
     let lease = &task.lease;
     let step = |pct: i64, msg: &'static str| async move {
         progress(&d.pool, lease, pct, msg).await?;
@@ -34,29 +29,16 @@ pub async fn run(
     match task.kind {
         TaskKind::Snapshot => {
             let id = ctx.container_id.clone().ok_or_else(|| {
-                StepError::Fail(
-                    "the machine has no container to snapshot; reinstall it first".into(),
-                )
+                StepError::Fail("the machine has no container to snapshot; reinstall it first".into())
             })?;
-            let snapshot_id =
-                snapshot_id.ok_or_else(|| StepError::Fail("the task names no snapshot".into()))?;
+            let snapshot_id = snapshot_id.ok_or_else(|| StepError::Fail("the task names no snapshot".into()))?;
             step(30, "committing the container to an image").await?;
-            let image = exec
-                .commit_container(&id, &snapshot::image_ref(&ctx.spec.instance, snapshot_id))
-                .await?;
-            snapshot::taken(
-                &d.pool,
-                lease,
-                task.machine_id,
-                snapshot_id,
-                image.size_bytes,
-            )
-            .await?;
+            let image = exec.commit_container(&id, &snapshot::image_ref(&ctx.spec.instance, snapshot_id)).await?;
+            snapshot::taken(&d.pool, lease, task.machine_id, snapshot_id, image.size_bytes).await?;
             Ok(Done::Recorded)
         }
         TaskKind::Reclaim => {
-            let snapshot_id =
-                snapshot_id.ok_or_else(|| StepError::Fail("the task names no snapshot".into()))?;
+            let snapshot_id = snapshot_id.ok_or_else(|| StepError::Fail("the task names no snapshot".into()))?;
             let reference = snapshot::image_ref(&ctx.spec.instance, snapshot_id);
             // The warning may have been withdrawn, extended or exempted
             // since the reclaim was queued: it stops while the machine is
@@ -90,29 +72,17 @@ pub async fn run(
             }
             let image = match committed {
                 Some(image) => image,
-                None => exec.image_info(&reference).await?.ok_or_else(|| {
-                    StepError::Fail("the machine has no container to snapshot".into())
-                })?,
+                None => exec
+                    .image_info(&reference)
+                    .await?
+                    .ok_or_else(|| StepError::Fail("the machine has no container to snapshot".into()))?,
             };
             // From here a runner that gives up ends the reclaim all the same
             // (`finish::image_made`): the image is made.
             step(super::finish::REMOVING_PROGRESS, "removing the container").await?;
-            remove_machine_containers(
-                exec,
-                &ctx.spec.instance,
-                task.machine_id,
-                ctx.container_id.as_deref(),
-            )
-            .await?;
+            remove_machine_containers(exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await?;
             step(90, "returning the GPUs").await?;
-            reclaim::reclaimed(
-                &d.pool,
-                lease,
-                task.machine_id,
-                snapshot_id,
-                image.size_bytes,
-            )
-            .await?;
+            reclaim::reclaimed(&d.pool, lease, task.machine_id, snapshot_id, image.size_bytes).await?;
             Ok(Done::Recorded)
         }
         TaskKind::Rebalance => {
@@ -123,30 +93,19 @@ pub async fn run(
                 Some(id) => exec.inspect_container(id).await?.status == ContainerStatus::Running,
                 None => false,
             };
-            if running
-                && rebalance::call_off_if_opted_out(&d.pool, lease, task.machine_id, &to).await?
-            {
+            if running && rebalance::call_off_if_opted_out(&d.pool, lease, task.machine_id, &to).await? {
                 return Ok(Done::Recorded);
             }
             step(10, "checking the data volume").await?;
             exec.ensure_volume(&ctx.spec).await?;
             step(30, "removing the container from the hot GPUs").await?;
-            remove_machine_containers(
-                exec,
-                &ctx.spec.instance,
-                task.machine_id,
-                ctx.container_id.as_deref(),
-            )
-            .await?;
+            remove_machine_containers(exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await?;
             step(45, "moving to the cooler GPUs").await?;
             // Taken meanwhile: the machine comes back on the GPUs it had.
             let moved = match rebalance::swap(&d.pool, lease, task.machine_id, &to).await {
                 Ok(()) => true,
                 Err(PlatformError::Conflict(m)) => {
-                    tracing::warn!(
-                        task = task.id,
-                        "rebalance target gone ({m}); recreating on the same GPUs"
-                    );
+                    tracing::warn!(task = task.id, "rebalance target gone ({m}); recreating on the same GPUs");
                     false
                 }
                 Err(e) => return Err(e.into()),
@@ -154,21 +113,13 @@ pub async fn run(
             let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
             step(60, "creating the container on the new GPUs").await?;
             let container = exec.create_container(&ctx.spec).await?;
-            crate::transitions::run::container_created(
-                &d.pool,
-                lease,
-                task.machine_id,
-                &container.id,
-            )
-            .await?;
+            crate::transitions::run::container_created(&d.pool, lease, task.machine_id, &container.id).await?;
             step(80, "starting the container").await?;
             exec.start_container(&container.id).await?;
             let state = observe(d, task, exec, &container.id).await?;
             rebalanced(d, task, state, moved, &why).await
         }
-        other => Err(StepError::Fail(format!(
-            "{other} is not a snapshot, reclaim or rebalance task"
-        ))),
+        other => Err(StepError::Fail(format!("{other} is not a snapshot, reclaim or rebalance task"))),
     }
 }
 
@@ -176,12 +127,7 @@ pub async fn run(
 /// [`reclaim::call_off_if_withdrawn`]); the image this or an earlier
 /// attempt committed is then nobody's and goes (best effort: a leftover
 /// tag only takes disk).
-async fn called_off(
-    d: &Dispatcher,
-    task: &ClaimedTask,
-    exec: &Executor,
-    reference: &str,
-) -> Result<bool, StepError> {
+async fn called_off(d: &Dispatcher, task: &ClaimedTask, exec: &Executor, reference: &str) -> Result<bool, StepError> {
     if !reclaim::call_off_if_withdrawn(&d.pool, &task.lease, task.machine_id).await? {
         return Ok(false);
     }
@@ -204,9 +150,7 @@ pub(super) async fn rebalanced(
     why: &str,
 ) -> Result<Done, StepError> {
     if state != MachineState::Running {
-        return Err(StepError::Fail(format!(
-            "the container did not stay running on the new GPUs (now {state})"
-        )));
+        return Err(StepError::Fail(format!("the container did not stay running on the new GPUs (now {state})")));
     }
     let why = if moved {
         why.to_string()
@@ -219,14 +163,7 @@ pub(super) async fn rebalanced(
 
 /// The GPUs a rebalance moves its machine to, and why (its task's payload).
 pub(super) fn planned_move(payload: &serde_json::Value) -> (Vec<i64>, String) {
-    let to = payload
-        .get("to")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
-    let why = payload
-        .get("why")
-        .and_then(|v| v.as_str())
-        .unwrap_or("hot GPU")
-        .to_string();
+    let to = payload.get("to").and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default();
+    let why = payload.get("why").and_then(|v| v.as_str()).unwrap_or("hot GPU").to_string();
     (to, why)
 }

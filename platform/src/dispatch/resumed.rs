@@ -20,14 +20,12 @@ pub(super) async fn record_observed(d: &Dispatcher, task: &ClaimedTask) -> Resul
     tracing::info!(task = task.id, %state, "resumed after its container's state was recorded; recording the outcome");
     match task.kind {
         TaskKind::Rebalance => {
-            let (mut to, why) =
-                reclaim_steps::planned_move(&snapshot::payload(&mut conn, task.id).await?);
-            let mut held: Vec<i64> =
-                sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?")
-                    .bind(task.machine_id)
-                    .fetch_all(&mut *conn)
-                    .await
-                    .map_err(PlatformError::from)?;
+            let (mut to, why) = reclaim_steps::planned_move(&snapshot::payload(&mut conn, task.id).await?);
+            let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?")
+                .bind(task.machine_id)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(PlatformError::from)?;
             drop(conn);
             to.sort_unstable();
             held.sort_unstable();

@@ -60,8 +60,12 @@ fn engine_reason(e: &ExecError) -> String {
     let refused = "the node's engine refused the step (the error has been logged)";
     match e {
         ExecError::Unavailable(_) => "the node's engine did not answer".into(),
-        ExecError::ImageMissing(_) => "the machine's image is not on its node; an admin must build or load it there (Gantry never pulls)".into(),
-        ExecError::Failed(detail) if is_volume_failure(detail) => "the data volume could not be mounted on the node (the error has been logged)".into(),
+        ExecError::ImageMissing(_) => {
+            "the machine's image is not on its node; an admin must build or load it there (Gantry never pulls)".into()
+        }
+        ExecError::Failed(detail) if is_volume_failure(detail) => {
+            "the data volume could not be mounted on the node (the error has been logged)".into()
+        }
         ExecError::Failed(detail) => match missing_program(detail) {
             Some(program) => format!("the container's command {program:?} is not in its image"),
             None => refused.into(),
@@ -76,7 +80,10 @@ async fn node_executor(d: &Dispatcher, node_id: i64) -> Result<Executor, StepErr
     d.fleet.executor(&d.pool, node_id).await.map_err(|e| match e {
         PlatformError::BadRequest(detail) => {
             tracing::error!(node = node_id, error = %detail, "the node's engine address cannot be used");
-            StepError::Fail("the node's engine address cannot be used; an admin must correct the node (the error has been logged)".into())
+            StepError::Fail(
+                "the node's engine address cannot be used; an admin must correct the node (the error has been logged)"
+                    .into(),
+            )
         }
         other => other.into(),
     })
@@ -91,9 +98,7 @@ impl From<PlatformError> for StepError {
             // a reclaim — container removed, snapshot marked failed. Any
             // other database error (a constraint, a missing row) is no
             // better on the next try.
-            PlatformError::Database(e) if transient(&e) => {
-                StepError::Busy(format!("the database was busy: {e}"))
-            }
+            PlatformError::Database(e) if transient(&e) => StepError::Busy(format!("the database was busy: {e}")),
             other => StepError::Fail(other.to_string()),
         }
     }
@@ -104,10 +109,9 @@ impl From<PlatformError> for StepError {
 fn transient(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(db) => db
-            .code()
-            .and_then(|c| c.parse::<i32>().ok())
-            .is_some_and(|c| matches!(c & 0xff, 5 | 6 | 10)),
+        sqlx::Error::Database(db) => {
+            db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6 | 10))
+        }
         _ => false,
     }
 }
@@ -116,9 +120,7 @@ fn transient(e: &sqlx::Error) -> bool {
 /// text among it) names the task.
 pub async fn run(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
     steps(d, task)
-        .instrument(
-            tracing::info_span!("task", id = task.id, kind = %task.kind, machine = task.machine_id),
-        )
+        .instrument(tracing::info_span!("task", id = task.id, kind = %task.kind, machine = task.machine_id))
         .await
 }
 
@@ -133,19 +135,11 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
     // node leaves its lost machines with none. A resumed delete finds the
     // machine `deleting`, so the node is asked, not only the state.
     if task.kind == TaskKind::Delete
-        && (before.state == MachineState::Lost
-            || context::node_gone(&d.pool, task.machine_id).await?)
+        && (before.state == MachineState::Lost || context::node_gone(&d.pool, task.machine_id).await?)
     {
         // Its node is gone; the collector removes whatever the engine still
         // has if it ever answers again. Deleting closes the record.
-        run::deleted(
-            &d.pool,
-            lease,
-            task.machine_id,
-            false,
-            "deleted (its node was lost)",
-        )
-        .await?;
+        run::deleted(&d.pool, lease, task.machine_id, false, "deleted (its node was lost)").await?;
         return Ok(Done::Recorded);
     }
     let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
@@ -162,9 +156,7 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
                 // A job's container that already started (a create retried
                 // or resumed after the start) is the job: running its
                 // command again would repeat whatever it did.
-                if let Some(started) =
-                    started_job_container(&exec, ctx.container_id.as_deref()).await?
-                {
+                if let Some(started) = started_job_container(&exec, ctx.container_id.as_deref()).await? {
                     let state = observe(d, task, &exec, &started).await?;
                     return Ok(Done::Succeeded(format!(
                         "created; its command had already started on {} ({state})",
@@ -176,13 +168,7 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
             let volume = exec.ensure_volume(&ctx.spec).await?;
             run::volume_ready(&d.pool, lease, task.machine_id, volume.size_enforced).await?;
             step(30, "removing any previous container").await?;
-            remove_machine_containers(
-                &exec,
-                &ctx.spec.instance,
-                task.machine_id,
-                ctx.container_id.as_deref(),
-            )
-            .await?;
+            remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await?;
             step(50, "creating the container").await?;
             let container = exec.create_container(&ctx.spec).await?;
             run::container_created(&d.pool, lease, task.machine_id, &container.id).await?;
@@ -195,9 +181,10 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
             started(task.kind, &ctx, state)
         }
         TaskKind::Restart => {
-            let id = ctx.container_id.clone().ok_or_else(|| {
-                StepError::Fail("the machine has no container to restart; reinstall it".into())
-            })?;
+            let id = ctx
+                .container_id
+                .clone()
+                .ok_or_else(|| StepError::Fail("the machine has no container to restart; reinstall it".into()))?;
             // The volume's block device is checked (and re-attached after a
             // host reboot) before every start.
             step(20, "checking the data volume").await?;
@@ -209,23 +196,13 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
         }
         TaskKind::Delete => {
             step(30, "stopping and removing the container").await?;
-            remove_machine_containers(
-                &exec,
-                &ctx.spec.instance,
-                task.machine_id,
-                ctx.container_id.as_deref(),
-            )
-            .await?;
+            remove_machine_containers(&exec, &ctx.spec.instance, task.machine_id, ctx.container_id.as_deref()).await?;
             if !task.keep_volume {
                 step(60, "removing the data volume").await?;
                 exec.remove_volume(&ctx.spec.volume_name).await?;
             }
             step(90, "returning the GPUs").await?;
-            let kept = if task.keep_volume {
-                format!("; volume {} kept", ctx.spec.volume_name)
-            } else {
-                String::new()
-            };
+            let kept = if task.keep_volume { format!("; volume {} kept", ctx.spec.volume_name) } else { String::new() };
             let held = before.held;
             run::deleted(
                 &d.pool,
@@ -246,25 +223,17 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
 /// The outcome of a create, restore, reinstall or restart whose container
 /// was observed in `state`: also what a task resumed after that
 /// observation records ([`super::resumed`]).
-pub(super) fn started(
-    kind: TaskKind,
-    ctx: &context::MachineContext,
-    state: MachineState,
-) -> Result<Done, StepError> {
+pub(super) fn started(kind: TaskKind, ctx: &context::MachineContext, state: MachineState) -> Result<Done, StepError> {
     let node = &ctx.node_name;
     if kind == TaskKind::Restart {
         return match state {
             MachineState::Running => Ok(Done::Succeeded(format!("restarted on {node}"))),
-            _ => Err(StepError::Fail(format!(
-                "the container did not come back (now {state})"
-            ))),
+            _ => Err(StepError::Fail(format!("the container did not come back (now {state})"))),
         };
     }
     // A job may well have finished already; the watcher takes it from here.
     if state != MachineState::Running && !(ctx.is_job && state == MachineState::Stopped) {
-        return Err(StepError::Fail(format!(
-            "the container did not stay running (now {state})"
-        )));
+        return Err(StepError::Fail(format!("the container did not stay running (now {state})")));
     }
     let verb = match kind {
         TaskKind::Create => "created",
@@ -285,31 +254,13 @@ pub(super) async fn observe(
     let state = exec.inspect_container(container_id).await?;
     let (machine_state, exit_code, message) = match state.status {
         ContainerStatus::Running => (MachineState::Running, None, String::new()),
-        ContainerStatus::Exited { code } => (
-            MachineState::Stopped,
-            Some(code),
-            format!("container exited with code {code}"),
-        ),
-        ContainerStatus::Missing => (
-            MachineState::Failed,
-            None,
-            "container not found".to_string(),
-        ),
-        other => (
-            MachineState::Failed,
-            None,
-            format!("container is {other:?}"),
-        ),
+        ContainerStatus::Exited { code } => {
+            (MachineState::Stopped, Some(code), format!("container exited with code {code}"))
+        }
+        ContainerStatus::Missing => (MachineState::Failed, None, "container not found".to_string()),
+        other => (MachineState::Failed, None, format!("container is {other:?}")),
     };
-    run::observed(
-        &d.pool,
-        &task.lease,
-        task.machine_id,
-        machine_state,
-        exit_code,
-        &message,
-    )
-    .await?;
+    run::observed(&d.pool, &task.lease, task.machine_id, machine_state, exit_code, &message).await?;
     d.checkpoint(task, "observed")?;
     Ok(machine_state)
 }
@@ -339,18 +290,13 @@ pub async fn remove_machine_containers(
 /// which removes what it made and ends the task `cancelled`.
 async fn refuse_if_job_cancelled(d: &Dispatcher, machine_id: i64) -> Result<(), StepError> {
     if crate::transitions::compute::cancel_requested(&d.pool, machine_id).await? {
-        return Err(StepError::Fail(
-            "cancelled before its command started".into(),
-        ));
+        return Err(StepError::Fail("cancelled before its command started".into()));
     }
     Ok(())
 }
 
 /// The job's recorded container, if it has started (running or exited).
-async fn started_job_container(
-    exec: &Executor,
-    known: Option<&str>,
-) -> Result<Option<String>, StepError> {
+async fn started_job_container(exec: &Executor, known: Option<&str>) -> Result<Option<String>, StepError> {
     let Some(id) = known else { return Ok(None) };
     Ok(match exec.inspect_container(id).await?.status {
         ContainerStatus::Running | ContainerStatus::Exited { .. } => Some(id.to_string()),
@@ -365,20 +311,10 @@ mod tests {
     #[test]
     fn a_busy_database_retries_the_task_and_other_errors_fail_it() {
         let busy = PlatformError::Database(sqlx::Error::PoolTimedOut);
-        assert!(
-            matches!(StepError::from(busy), StepError::Busy(m) if m.contains("pool timed out"))
-        );
+        assert!(matches!(StepError::from(busy), StepError::Busy(m) if m.contains("pool timed out")));
         let missing = PlatformError::Database(sqlx::Error::RowNotFound);
-        assert!(
-            matches!(StepError::from(missing), StepError::Fail(_)),
-            "a missing row is no better on the next try"
-        );
-        assert!(
-            matches!(StepError::from(PlatformError::Conflict("no".into())), StepError::Fail(m) if m == "no")
-        );
-        assert!(matches!(
-            StepError::from(PlatformError::LeaseLost("gone".into())),
-            StepError::LeaseLost(_)
-        ));
+        assert!(matches!(StepError::from(missing), StepError::Fail(_)), "a missing row is no better on the next try");
+        assert!(matches!(StepError::from(PlatformError::Conflict("no".into())), StepError::Fail(m) if m == "no"));
+        assert!(matches!(StepError::from(PlatformError::LeaseLost("gone".into())), StepError::LeaseLost(_)));
     }
 }

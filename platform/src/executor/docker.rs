@@ -69,7 +69,10 @@ enum Transport {
     Unix(String),
     Http(String),
     /// Mutual TLS; `cert_dir` holds ca.pem, cert.pem and key.pem.
-    Tls { addr: String, cert_dir: PathBuf },
+    Tls {
+        addr: String,
+        cert_dir: PathBuf,
+    },
 }
 
 impl std::fmt::Debug for DockerExecutor {
@@ -261,7 +264,8 @@ impl DockerExecutor {
 /// image could not be attached). They name host paths and devices, so
 /// callers give their users a plain reason instead.
 pub fn is_volume_failure(detail: &str) -> bool {
-    detail.starts_with("data volume ") || ["failed to mount local volume", "error while mounting volume"].iter().any(|p| detail.contains(p))
+    detail.starts_with("data volume ")
+        || ["failed to mount local volume", "error while mounting volume"].iter().any(|p| detail.contains(p))
 }
 
 /// The program a container was to run, when the engine did not find it in
@@ -297,7 +301,11 @@ fn tls_cert_dir(endpoint: &str) -> Result<PathBuf, ExecError> {
         .or_else(|| std::env::var_os("DOCKER_CERT_PATH"))
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker")))
-        .ok_or_else(|| ExecError::Failed(format!("Docker endpoint {endpoint}: set GANTRY_DOCKER_CERT_DIR to the TLS certificate directory")))?;
+        .ok_or_else(|| {
+            ExecError::Failed(format!(
+                "Docker endpoint {endpoint}: set GANTRY_DOCKER_CERT_DIR to the TLS certificate directory"
+            ))
+        })?;
     for file in ["ca.pem", "cert.pem", "key.pem"] {
         if !dir.join(file).is_file() {
             return Err(ExecError::Failed(format!(

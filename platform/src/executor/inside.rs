@@ -101,7 +101,9 @@ pub async fn read_up_to(mut stream: ByteStream, max: usize) -> Result<Vec<u8>, E
 }
 
 fn unsupported(what: &str) -> ExecError {
-    ExecError::Failed(format!("{what} need a Docker node: this machine runs on the simulated executor, which has no containers"))
+    ExecError::Failed(format!(
+        "{what} need a Docker node: this machine runs on the simulated executor, which has no containers"
+    ))
 }
 
 impl Executor {

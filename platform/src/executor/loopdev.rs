@@ -58,7 +58,8 @@ pub fn valid_volume_name(name: &str) -> bool {
 /// a label cannot smuggle in an option (`-D` would detach every device) or
 /// another disk.
 pub fn valid_device(dev: &str) -> bool {
-    dev.strip_prefix("/dev/loop").is_some_and(|n| !n.is_empty() && n.len() <= 6 && n.bytes().all(|b| b.is_ascii_digit()))
+    dev.strip_prefix("/dev/loop")
+        .is_some_and(|n| !n.is_empty() && n.len() <= 6 && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 pub fn image_path(dir: &Path, volume: &str) -> PathBuf {
@@ -91,7 +92,12 @@ pub async fn provision(dir: PathBuf, volume: String, size_gb: i64) -> Result<Loo
 /// mounts that device whenever it touches the container (start, the
 /// archive API): handing it to a new image would show that image's data
 /// to the other machine's owner.
-pub async fn provision_avoiding(dir: PathBuf, volume: String, size_gb: i64, recorded: Vec<String>) -> Result<LoopVolume, String> {
+pub async fn provision_avoiding(
+    dir: PathBuf,
+    volume: String,
+    size_gb: i64,
+    recorded: Vec<String>,
+) -> Result<LoopVolume, String> {
     blocking(move || {
         if size_gb <= 0 {
             return Err(format!("volume size must be positive, got {size_gb} GB"));
@@ -174,7 +180,8 @@ fn attach_unrecorded(image: &Path, recorded: &[String]) -> Result<String, String
 }
 
 fn is_attached(device: &str) -> bool {
-    run("losetup", &["--list", "--noheadings", "--output", "BACK-FILE", "--", device]).is_ok_and(|b| !b.trim().is_empty())
+    run("losetup", &["--list", "--noheadings", "--output", "BACK-FILE", "--", device])
+        .is_ok_and(|b| !b.trim().is_empty())
 }
 
 /// Before every start: `device` (recorded in the Docker volume) must be
@@ -192,7 +199,8 @@ pub async fn ensure_attached(image: PathBuf, device: String) -> Result<(), Strin
         if attached_devices(&image)?.contains(&device) {
             return Ok(());
         }
-        let backing = run("losetup", &["--list", "--noheadings", "--output", "BACK-FILE", "--", &device]).unwrap_or_default();
+        let backing =
+            run("losetup", &["--list", "--noheadings", "--output", "BACK-FILE", "--", &device]).unwrap_or_default();
         let backing = backing.trim();
         if !backing.is_empty() {
             return Err(format!(
@@ -257,7 +265,9 @@ pub fn old_images(dir: &Path, instance: &str, min_age: std::time::Duration) -> V
 /// one right now).
 pub fn remove_partials(dir: &Path, min_age: std::time::Duration) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    let old = |e: &std::fs::DirEntry| e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age));
+    let old = |e: &std::fs::DirEntry| {
+        e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age))
+    };
     entries
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".img.partial") && old(e))

@@ -26,11 +26,8 @@ pub struct SimulatedExecutor {
 
 /// Called before every (re)start with the machine and the GPU UUIDs its
 /// container is pinned to; tests assert there that the machine holds them.
-pub type StartCheck = Arc<
-    dyn Fn(i64, Vec<String>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
-        + Send
-        + Sync,
->;
+pub type StartCheck =
+    Arc<dyn Fn(i64, Vec<String>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
 
 impl std::fmt::Debug for SimulatedExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -139,16 +136,8 @@ impl SimulatedExecutor {
 
     /// Runs the start check (if any) for container `id`.
     async fn check_start(&self, id: &str) {
-        let check = self
-            .start_check
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let pinned = self
-            .lock()
-            .containers
-            .get(id)
-            .map(|c| (c.machine_id, c.gpu_uuids.clone()));
+        let check = self.start_check.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let pinned = self.lock().containers.get(id).map(|c| (c.machine_id, c.gpu_uuids.clone()));
         if let (Some(check), Some((machine_id, uuids))) = (check, pinned) {
             check(machine_id, uuids).await;
         }
@@ -180,34 +169,20 @@ impl SimulatedExecutor {
     fn state(&self) -> Result<std::sync::MutexGuard<'_, State>, ExecError> {
         let s = self.lock();
         if s.unavailable {
-            return Err(ExecError::Unavailable(
-                "simulated Docker Engine is unreachable (set_available(false))".into(),
-            ));
+            return Err(ExecError::Unavailable("simulated Docker Engine is unreachable (set_available(false))".into()));
         }
         Ok(s)
     }
 
     pub async fn ping(&self) -> Result<EngineInfo, ExecError> {
         drop(self.state()?);
-        Ok(EngineInfo {
-            version: "simulated".into(),
-            api_version: "1.41".into(),
-            has_nvidia_runtime: false,
-        })
+        Ok(EngineInfo { version: "simulated".into(), api_version: "1.41".into(), has_nvidia_runtime: false })
     }
 
     pub async fn ensure_volume(&self, spec: &MachineSpec) -> Result<VolumeInfo, ExecError> {
         let mut s = self.op("ensure_volume")?;
-        let info = VolumeInfo {
-            name: spec.volume_name.clone(),
-            size_enforced: false,
-            mountpoint: None,
-        };
-        Ok(s.volumes
-            .entry(spec.volume_name.clone())
-            .or_insert((info, spec.instance.clone()))
-            .0
-            .clone())
+        let info = VolumeInfo { name: spec.volume_name.clone(), size_enforced: false, mountpoint: None };
+        Ok(s.volumes.entry(spec.volume_name.clone()).or_insert((info, spec.instance.clone())).0.clone())
     }
 
     pub async fn remove_volume(&self, name: &str) -> Result<(), ExecError> {
@@ -225,9 +200,7 @@ impl SimulatedExecutor {
         }
         let name = spec.container_name();
         if s.containers.values().any(|c| c.name == name) {
-            return Err(ExecError::Failed(format!(
-                "container {name} already exists"
-            )));
+            return Err(ExecError::Failed(format!("container {name} already exists")));
         }
         let id = format!("sim{:016x}", CLOCK.fetch_add(1, Ordering::Relaxed));
         let c = SimContainer {
@@ -283,11 +256,7 @@ impl SimulatedExecutor {
         let s = self.op("inspect_container")?;
         Ok(match s.containers.get(id) {
             // Like Docker with restart policy "no": RestartCount stays 0.
-            Some(c) => ContainerState {
-                status: c.status,
-                restart_count: 0,
-                started_at: c.started_at.clone(),
-            },
+            Some(c) => ContainerState { status: c.status, restart_count: 0, started_at: c.started_at.clone() },
             None => ContainerState::missing(),
         })
     }
@@ -309,19 +278,12 @@ impl SimulatedExecutor {
     /// Nothing runs, so there is no output.
     pub async fn output_tail(&self, id: &str, _lines: usize) -> Result<String, ExecError> {
         let s = self.state()?;
-        s.containers
-            .get(id)
-            .map(|_| String::new())
-            .ok_or_else(|| not_found(id))
+        s.containers.get(id).map(|_| String::new()).ok_or_else(|| not_found(id))
     }
 
     pub async fn list_managed_volumes(&self, instance: &str) -> Result<Vec<String>, ExecError> {
         let s = self.state()?;
-        Ok(s.volumes
-            .iter()
-            .filter(|(_, (_, i))| i == instance)
-            .map(|(n, _)| n.clone())
-            .collect())
+        Ok(s.volumes.iter().filter(|(_, (_, i))| i == instance).map(|(n, _)| n.clone()).collect())
     }
 
     /// `echo ARGS…` prints them; anything else succeeds silently.
@@ -329,9 +291,7 @@ impl SimulatedExecutor {
         let s = self.state()?;
         let c = s.containers.get(id).ok_or_else(|| not_found(id))?;
         if c.status != ContainerStatus::Running {
-            return Err(ExecError::Failed(format!(
-                "exec in container {id} failed: container is not running"
-            )));
+            return Err(ExecError::Failed(format!("exec in container {id} failed: container is not running")));
         }
         match cmd.split_first() {
             Some((&"echo", args)) => Ok((0, format!("{}\n", args.join(" ")))),

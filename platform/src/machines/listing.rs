@@ -87,20 +87,30 @@ pub fn task_ids_sql(viewer: &User, filter: &ListFilter) -> (String, i64) {
     let (cond, bind) = visible_as_1(viewer, "t.group_id");
     let filters = task_filter(filter);
     let state = when(filter.state.is_some(), "t.state = ?5", "?5");
-    (format!("SELECT t.id FROM tasks t WHERE ({cond}) AND {filters} AND {state} ORDER BY t.id DESC LIMIT ?6 OFFSET ?7"), bind)
+    (
+        format!(
+            "SELECT t.id FROM tasks t WHERE ({cond}) AND {filters} AND {state} ORDER BY t.id DESC LIMIT ?6 OFFSET ?7"
+        ),
+        bind,
+    )
 }
 
-pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<MachineView>, PlatformError> {
+pub async fn machines_window(
+    pool: &Pool,
+    viewer: &User,
+    filter: &ListFilter,
+    page: PageRequest,
+) -> Result<Window<MachineView>, PlatformError> {
     let (ids, bind) = machine_ids_sql(viewer, filter);
     let rows = sqlx::query_as(&format!("{} WHERE m.id IN ({ids}) ORDER BY m.id DESC", machine_select()))
-    .bind(bind)
-    .bind(&filter.user)
-    .bind(&filter.group)
-    .bind(&filter.state)
-    .bind(page.per_page)
-    .bind(page.offset())
-    .fetch_all(pool)
-    .await?;
+        .bind(bind)
+        .bind(&filter.user)
+        .bind(&filter.group)
+        .bind(&filter.state)
+        .bind(page.per_page)
+        .bind(page.offset())
+        .fetch_all(pool)
+        .await?;
     let (cond, filters) = (visible_as_1(viewer, "m.group_id").0, machine_filter(filter));
     let by_state: Vec<(String, i64)> = sqlx::query_as(&format!(
         "SELECT m.state, SUM(m.n) FROM machine_counts m WHERE ({cond}) AND {filters} GROUP BY m.state HAVING SUM(m.n) > 0 ORDER BY m.state"
@@ -113,7 +123,12 @@ pub async fn machines_window(pool: &Pool, viewer: &User, filter: &ListFilter, pa
     Ok(Window { rows, total: total_for(&by_state, filter.state.as_deref()), by_state })
 }
 
-pub async fn tasks_window(pool: &Pool, viewer: &User, filter: &ListFilter, page: PageRequest) -> Result<Window<TaskView>, PlatformError> {
+pub async fn tasks_window(
+    pool: &Pool,
+    viewer: &User,
+    filter: &ListFilter,
+    page: PageRequest,
+) -> Result<Window<TaskView>, PlatformError> {
     let (ids, bind) = task_ids_sql(viewer, filter);
     let rows = sqlx::query_as(&format!(
         "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,

@@ -8,12 +8,12 @@ mod room;
 mod views;
 mod volumes;
 
-pub use admission::{Admissions, Admitted, CreateMachine, Job};
 pub(crate) use admission::{check_group_limits, check_limits, load_policy, record_admission};
-pub(crate) use room::check_node;
+pub use admission::{Admissions, Admitted, CreateMachine, Job};
 pub use listing::{machine_ids_sql, machines_window, task_ids_sql, tasks_window, ListFilter, Window};
 pub(crate) use ops::refuse_if_gpus_gone;
 pub use ops::{request_operation, OperationRequest};
+pub(crate) use room::check_node;
 pub use views::{list_machines, list_tasks, machine_detail, recent_tasks_sql, MachineView, TaskView};
 pub use volumes::{delete_kept_volume, list_kept_volumes, KeptVolumeView};
 

@@ -34,18 +34,21 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     }
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(requester, "group_id");
-    let row: Option<(i64, String, String)> = sqlx::query_as(&format!("SELECT owner_id, workload, name FROM machines WHERE id = ? AND ({cond})"))
-        .bind(op.machine_id)
-        .bind(bind)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let row: Option<(i64, String, String)> =
+        sqlx::query_as(&format!("SELECT owner_id, workload, name FROM machines WHERE id = ? AND ({cond})"))
+            .bind(op.machine_id)
+            .bind(bind)
+            .fetch_optional(&mut *tx)
+            .await?;
     // Another group's machine is "not found": its existence is not ours to know.
     let (owner, workload, name) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !requester.acts_for(owner) {
         return Err(PlatformError::Conflict(format!("only machine {name}'s owner, or an admin, can {} it", op.kind)));
     }
     if workload == "job" && !requester.role.is_admin() {
-        return Err(PlatformError::Conflict(format!("machine {name} runs a compute task: cancel the task instead (its machine goes with it)")));
+        return Err(PlatformError::Conflict(format!(
+            "machine {name} runs a compute task: cancel the task instead (its machine goes with it)"
+        )));
     }
     // A job's command runs at most once: a restart would run it again in
     // its container, and a reinstall's new container would too (the
@@ -60,18 +63,27 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     let cur = transitions::machine::current(&mut tx, op.machine_id).await?;
     accepts(&cur.name, cur.state, op.kind).map_err(PlatformError::Conflict)?;
     if matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall) {
-        gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Conflict)?;
+        gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32)
+            .map_err(PlatformError::Conflict)?;
         refuse_if_gpus_gone(&mut tx, op.machine_id, &cur.name).await?;
     }
     if op.kind == TaskKind::Delete && op.keep_volume && cur.state == MachineState::Lost {
-        return Err(PlatformError::Conflict(format!("machine {}'s node was lost; its volume cannot be kept", cur.name)));
+        return Err(PlatformError::Conflict(format!(
+            "machine {}'s node was lost; its volume cannot be kept",
+            cur.name
+        )));
     }
-    let busy: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running')")
-        .bind(op.machine_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let busy: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running')",
+    )
+    .bind(op.machine_id)
+    .fetch_one(&mut *tx)
+    .await?;
     if busy > 0 {
-        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
+        return Err(PlatformError::Conflict(format!(
+            "machine {} is busy with another operation; wait for it to finish",
+            cur.name
+        )));
     }
     let task_id = transitions::task::insert_pending(
         &mut tx,
@@ -101,7 +113,11 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
 /// A machine holding a GPU its node no longer reports cannot start on it:
 /// the container's start would fail with the GPU runtime's own error.
 /// Said plainly instead, with the way out.
-pub(crate) async fn refuse_if_gpus_gone(tx: &mut sqlx::SqliteConnection, machine_id: i64, name: &str) -> Result<(), PlatformError> {
+pub(crate) async fn refuse_if_gpus_gone(
+    tx: &mut sqlx::SqliteConnection,
+    machine_id: i64,
+    name: &str,
+) -> Result<(), PlatformError> {
     let gone: Vec<i64> = sqlx::query_scalar(
         "SELECT g.idx FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id
          WHERE mg.machine_id = ? AND g.id IN (SELECT gpu_id FROM gpus_gone) ORDER BY g.idx",

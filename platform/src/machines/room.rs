@@ -24,7 +24,8 @@ pub(crate) struct NodeCpus {
 
 /// Every node's declared CPU count, by name.
 pub(crate) async fn node_cpus(conn: &mut SqliteConnection) -> Result<Vec<NodeCpus>, PlatformError> {
-    let rows: Vec<(i64, String, i64)> = sqlx::query_as("SELECT id, name, cpu_count FROM nodes ORDER BY name").fetch_all(&mut *conn).await?;
+    let rows: Vec<(i64, String, i64)> =
+        sqlx::query_as("SELECT id, name, cpu_count FROM nodes ORDER BY name").fetch_all(&mut *conn).await?;
     Ok(rows.into_iter().map(|(id, name, cpus)| NodeCpus { id, name, cpus }).collect())
 }
 
@@ -36,7 +37,11 @@ fn fits(cpus: i64, limits: &Limits) -> bool {
 /// Narrows the nodes a machine may go to (`None`: any) to those whose size
 /// fits it. Returns the narrowed set and the nodes it left out for their
 /// size (empty: nothing left out, the set is as given).
-pub(crate) fn fitting<'a>(nodes: &'a [NodeCpus], only: Option<Vec<i64>>, limits: &Limits) -> (Option<Vec<i64>>, Vec<&'a NodeCpus>) {
+pub(crate) fn fitting<'a>(
+    nodes: &'a [NodeCpus],
+    only: Option<Vec<i64>>,
+    limits: &Limits,
+) -> (Option<Vec<i64>>, Vec<&'a NodeCpus>) {
     let out: Vec<&NodeCpus> =
         nodes.iter().filter(|n| !fits(n.cpus, limits) && only.as_ref().is_none_or(|ids| ids.contains(&n.id))).collect();
     if out.is_empty() {
@@ -63,7 +68,9 @@ pub(crate) async fn in_regions(
     let kept: Vec<i64> = candidates.iter().copied().filter(|id| allowed.contains(id)).collect();
     if kept.is_empty() && !candidates.is_empty() {
         let why = crate::policy_access::refusal_for_nodes(conn, group_id, group_name, &candidates).await?;
-        return Ok(Err(why.unwrap_or_else(|| format!("group {group_name} may not use the regions of the nodes that could take this machine"))));
+        return Ok(Err(why.unwrap_or_else(|| {
+            format!("group {group_name} may not use the regions of the nodes that could take this machine")
+        })));
     }
     let narrowed = kept.len() < candidates.len();
     Ok(Ok((Some(kept), narrowed)))
@@ -78,7 +85,11 @@ pub(crate) fn too_small(out: &[&NodeCpus], limits: &Limits) -> String {
 
 /// One node's size against a machine's limits: `Err` with the numbers
 /// when it cannot take it (create from a snapshot, restore).
-pub(crate) async fn check_node(conn: &mut SqliteConnection, node_id: i64, limits: &Limits) -> Result<Result<(), String>, PlatformError> {
+pub(crate) async fn check_node(
+    conn: &mut SqliteConnection,
+    node_id: i64,
+    limits: &Limits,
+) -> Result<Result<(), String>, PlatformError> {
     let nodes = node_cpus(conn).await?;
     let (_, out) = fitting(&nodes, Some(vec![node_id]), limits);
     Ok(if out.is_empty() { Ok(()) } else { Err(too_small(&out, limits)) })
@@ -89,7 +100,11 @@ pub(crate) async fn check_node(conn: &mut SqliteConnection, node_id: i64, limits
 /// machines that may have a container there (as the matcher counts them:
 /// `compute::has_container_sql`). Machines admitted earlier in the batch
 /// are already written, so they count.
-pub(crate) async fn job_nodes(conn: &mut SqliteConnection, job: &Job, limits: &Limits) -> Result<Vec<i64>, PlatformError> {
+pub(crate) async fn job_nodes(
+    conn: &mut SqliteConnection,
+    job: &Job,
+    limits: &Limits,
+) -> Result<Vec<i64>, PlatformError> {
     Ok(sqlx::query_scalar(&format!(
         "SELECT n.id FROM nodes n WHERE n.region_id = ?1 AND n.arch = (SELECT arch FROM region_images WHERE id = ?2)
            AND (n.cpu_count = 0 OR (

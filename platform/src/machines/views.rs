@@ -106,7 +106,12 @@ pub struct TaskView {
 }
 
 /// Tasks the viewer may see, newest first; optionally one machine's.
-pub async fn list_tasks(pool: &Pool, viewer: &User, machine_id: Option<i64>, limit: i64) -> Result<Vec<TaskView>, PlatformError> {
+pub async fn list_tasks(
+    pool: &Pool,
+    viewer: &User,
+    machine_id: Option<i64>,
+    limit: i64,
+) -> Result<Vec<TaskView>, PlatformError> {
     let (sql, bind) = recent_tasks_sql(viewer, machine_id.is_some());
     Ok(sqlx::query_as(&sql).bind(bind).bind(machine_id).bind(limit).fetch_all(pool).await?)
 }

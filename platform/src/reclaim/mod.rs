@@ -8,7 +8,10 @@ mod pass;
 mod settings;
 
 pub use pass::{pass, run, PassReport};
-pub use settings::{load_settings, note_raw_retention, raw_retention_secs, save_settings, set_group_exempt, set_machine_exempt, set_rebalance_opt_out, Settings};
+pub use settings::{
+    load_settings, note_raw_retention, raw_retention_secs, save_settings, set_group_exempt, set_machine_exempt,
+    set_rebalance_opt_out, Settings,
+};
 
 use crate::{accounts::User, db::Pool, machines::visibility, PlatformError};
 use serde::Serialize;
@@ -39,7 +42,8 @@ pub struct MachineEvent {
 /// A machine its group's banner shows (`m` is the machine): warned while
 /// it can still be reclaimed (running or stopped; a warning left on a
 /// machine that failed or went away is not one), or reclaimed.
-pub const NOTICE_SQL: &str = "(m.reclaim_deadline IS NOT NULL AND m.state IN ('running', 'stopped')) OR m.state = 'reclaimed'";
+pub const NOTICE_SQL: &str =
+    "(m.reclaim_deadline IS NOT NULL AND m.state IN ('running', 'stopped')) OR m.state = 'reclaimed'";
 
 /// Warned and reclaimed machines the viewer may see (the banner).
 pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, PlatformError> {
@@ -65,7 +69,10 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
 
 type Row = (i64, String, i64, String, Option<i64>, i64, bool, bool, Option<i64>);
 
-fn status_from((machine_id, machine_name, owner_id, state, deadline, used, exempt, opt_out, restore): Row, allowed: i64) -> ReclaimStatus {
+fn status_from(
+    (machine_id, machine_name, owner_id, state, deadline, used, exempt, opt_out, restore): Row,
+    allowed: i64,
+) -> ReclaimStatus {
     ReclaimStatus {
         machine_id,
         machine_name,
@@ -97,13 +104,19 @@ pub async fn status(pool: &Pool, viewer: &User, machine_id: i64) -> Result<Recla
 
 /// A machine's standing and its history of reclaim/rebalance/snapshot
 /// events, newest first: what its page shows, after one visibility check.
-pub async fn standing(pool: &Pool, viewer: &User, machine_id: i64, limit: i64) -> Result<(ReclaimStatus, Vec<MachineEvent>), PlatformError> {
+pub async fn standing(
+    pool: &Pool,
+    viewer: &User,
+    machine_id: i64,
+    limit: i64,
+) -> Result<(ReclaimStatus, Vec<MachineEvent>), PlatformError> {
     let status = status(pool, viewer, machine_id).await?;
-    let events = sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT ?")
-        .bind(machine_id)
-        .bind(limit.clamp(1, 500))
-        .fetch_all(pool)
-        .await?;
+    let events =
+        sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT ?")
+            .bind(machine_id)
+            .bind(limit.clamp(1, 500))
+            .fetch_all(pool)
+            .await?;
     Ok((status, events))
 }
 

@@ -33,9 +33,7 @@ pub async fn run(pool: Pool, wake: Arc<Notify>, interval: Duration) {
         tokio::time::sleep(interval).await;
         let p = pool.clone();
         match crate::contained::pass("reclaim", async move { pass(&p, crate::now()).await }).await {
-            Some(Ok(r)) if !r.reclaims_queued.is_empty() || !r.moves_queued.is_empty() => {
-                wake.notify_one()
-            }
+            Some(Ok(r)) if !r.reclaims_queued.is_empty() || !r.moves_queued.is_empty() => wake.notify_one(),
             Some(Ok(_)) | None => {}
             Some(Err(e)) => tracing::error!(error = %e, "reclaim pass failed"),
         }
@@ -53,12 +51,7 @@ pub async fn pass(pool: &Pool, now: i64) -> Result<PassReport, PlatformError> {
 
 type Candidate = (i64, String, Option<i64>, i64, bool, i64);
 
-async fn idle(
-    pool: &Pool,
-    settings: &Settings,
-    now: i64,
-    report: &mut PassReport,
-) -> Result<(), PlatformError> {
+async fn idle(pool: &Pool, settings: &Settings, now: i64, report: &mut PassReport) -> Result<(), PlatformError> {
     let s = &settings.reclaim;
     let machines: Vec<Candidate> = sqlx::query_as(&format!(
         "SELECT m.id, m.name, m.reclaim_deadline, m.reclaim_extensions, (m.reclaim_exempt OR g.reclaim_exempt), {}
@@ -71,10 +64,7 @@ async fn idle(
     .await?;
     for (id, name, deadline, used, exempt, active_since) in machines {
         let gpus: Vec<i64> =
-            sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?")
-                .bind(id)
-                .fetch_all(pool)
-                .await?;
+            sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?").bind(id).fetch_all(pool).await?;
         // Only readings taken while this machine held the GPU count, kept
         // per GPU: each must show idleness on its own.
         let window = gpu_window(pool, &gpus, (now - s.window_secs) * 1000, now * 1000).await?;
@@ -84,20 +74,12 @@ async fn idle(
                 window
                     .iter()
                     .filter(|x| x.gpu_id == *g && x.machine_id == Some(id))
-                    .map(|x| UtilSample {
-                        at: x.at_ms.div_euclid(1000),
-                        util_pct: x.util_pct,
-                    })
+                    .map(|x| UtilSample { at: x.at_ms.div_euclid(1000), util_pct: x.util_pct })
                     .collect()
             })
             .collect();
         let per_gpu: Vec<&[UtilSample]> = per_gpu.iter().map(Vec::as_slice).collect();
-        let standing = Standing {
-            active_since,
-            deadline,
-            extensions_used: used.max(0) as u32,
-            exempt,
-        };
+        let standing = Standing { active_since, deadline, extensions_used: used.max(0) as u32, exempt };
         match decide_gpus(&per_gpu, s, &standing, now) {
             Decision::Ok => {}
             Decision::Warn { until, peak_pct } => {
@@ -118,11 +100,11 @@ async fn idle(
                 }
             }
             Decision::Reclaim { peak_pct } => {
-                let why = format!("idle reclaim: at most {peak_pct:.1} % GPU utilisation for {} and the warning's deadline passed", format_left(s.window_secs));
-                if reclaim::queue(pool, id, now, Some(active_since), &why)
-                    .await?
-                    .is_some()
-                {
+                let why = format!(
+                    "idle reclaim: at most {peak_pct:.1} % GPU utilisation for {} and the warning's deadline passed",
+                    format_left(s.window_secs)
+                );
+                if reclaim::queue(pool, id, now, Some(active_since), &why).await?.is_some() {
                     report.reclaims_queued.push(id);
                 }
             }
@@ -131,20 +113,13 @@ async fn idle(
     Ok(())
 }
 
-async fn hot(
-    pool: &Pool,
-    settings: &Settings,
-    now: i64,
-    report: &mut PassReport,
-) -> Result<(), PlatformError> {
+async fn hot(pool: &Pool, settings: &Settings, now: i64, report: &mut PassReport) -> Result<(), PlatformError> {
     let t = &settings.hot;
     if !t.enabled {
         return Ok(());
     }
     let nodes: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, name FROM nodes WHERE state = 'ready' ORDER BY id")
-            .fetch_all(pool)
-            .await?;
+        sqlx::query_as("SELECT id, name FROM nodes WHERE state = 'ready' ORDER BY id").fetch_all(pool).await?;
     for (node_id, node_name) in nodes {
         let rows: Vec<(i64, i64, String, Option<i64>)> = sqlx::query_as(
             // A free GPU its node no longer reports is no target, nor one a
@@ -206,16 +181,8 @@ async fn hot(
         .collect();
         for verdict in decide_node(&node_name, &gpus, &machines, t, now) {
             match verdict {
-                Verdict::Move {
-                    machine_id,
-                    to,
-                    why,
-                    ..
-                } => {
-                    if rebalance::queue(pool, machine_id, &to, &why)
-                        .await?
-                        .is_some()
-                    {
+                Verdict::Move { machine_id, to, why, .. } => {
+                    if rebalance::queue(pool, machine_id, &to, &why).await?.is_some() {
                         report.moves_queued.push(machine_id);
                     }
                 }

@@ -47,7 +47,10 @@ pub async fn raw_retention_secs(db: impl sqlx::SqliteExecutor<'_>) -> Result<i64
 /// retention than before makes them outlast the samples (the settings are
 /// left as the admin saved them; the Reclaim page shows the same words).
 pub async fn note_raw_retention(pool: &Pool, raw_keep_secs: i64) -> Result<Vec<String>, PlatformError> {
-    sqlx::query("UPDATE reclaim_settings SET telemetry_raw_secs = ? WHERE id = 1").bind(raw_keep_secs).execute(pool).await?;
+    sqlx::query("UPDATE reclaim_settings SET telemetry_raw_secs = ? WHERE id = 1")
+        .bind(raw_keep_secs)
+        .execute(pool)
+        .await?;
     let s = load_settings(pool).await?;
     Ok(windows_outlast_samples(&s.reclaim, &s.hot, raw_keep_secs))
 }
@@ -119,7 +122,11 @@ pub async fn set_group_exempt(pool: &Pool, who: &User, group_id: i64, exempt: bo
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| PlatformError::NotFound("group".into()))?;
-    sqlx::query("UPDATE groups SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(group_id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE groups SET reclaim_exempt = ? WHERE id = ?")
+        .bind(exempt)
+        .bind(group_id)
+        .execute(&mut *tx)
+        .await?;
     let mut detail = format!("group {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" });
     if exempt {
         // Reclaims queued but not started are cancelled now; the next pass
@@ -153,13 +160,23 @@ pub async fn set_machine_exempt(pool: &Pool, who: &User, machine_id: i64, exempt
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    sqlx::query("UPDATE machines SET reclaim_exempt = ? WHERE id = ?").bind(exempt).bind(machine_id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE machines SET reclaim_exempt = ? WHERE id = ?")
+        .bind(exempt)
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
     let mut detail = format!("machine {name} {} idle reclaim", if exempt { "exempt from" } else { "subject to" });
     // A reclaim queued but not started is cancelled now (one under way is
     // stopped by its runner, which sees the exemption); the next pass
     // withdraws the warning.
     if exempt {
-        if let Some(task_id) = transitions::reclaim::exempted(&mut tx, machine_id, &format!("exempted from idle reclaim by {}", who.username)).await? {
+        if let Some(task_id) = transitions::reclaim::exempted(
+            &mut tx,
+            machine_id,
+            &format!("exempted from idle reclaim by {}", who.username),
+        )
+        .await?
+        {
             detail.push_str(&format!("; its queued reclaim (task #{task_id}) was cancelled"));
         }
     }
@@ -170,19 +187,29 @@ pub async fn set_machine_exempt(pool: &Pool, who: &User, machine_id: i64, exempt
 
 /// The owner (or an admin) keeps a machine where it is, or lets it move.
 /// Opting out cancels a move queued for it and not started; its id.
-pub async fn set_rebalance_opt_out(pool: &Pool, who: &User, machine_id: i64, opt_out: bool) -> Result<Option<i64>, PlatformError> {
+pub async fn set_rebalance_opt_out(
+    pool: &Pool,
+    who: &User,
+    machine_id: i64,
+    opt_out: bool,
+) -> Result<Option<i64>, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, i64)> = sqlx::query_as(&format!("SELECT name, owner_id FROM machines WHERE id = ? AND ({cond})"))
-        .bind(machine_id)
-        .bind(bind)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let row: Option<(String, i64)> =
+        sqlx::query_as(&format!("SELECT name, owner_id FROM machines WHERE id = ? AND ({cond})"))
+            .bind(machine_id)
+            .bind(bind)
+            .fetch_optional(&mut *tx)
+            .await?;
     let (name, owner) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can change this".into()));
     }
-    sqlx::query("UPDATE machines SET rebalance_opt_out = ? WHERE id = ?").bind(opt_out).bind(machine_id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE machines SET rebalance_opt_out = ? WHERE id = ?")
+        .bind(opt_out)
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
     let what = if opt_out { "opted out of" } else { "opted in to" };
     let mut detail = format!("machine {name} {what} hot-GPU rebalancing");
     // A move queued but not started is cancelled now; one a runner has

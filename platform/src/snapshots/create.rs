@@ -70,7 +70,8 @@ async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Resul
     if state != "ready" {
         return Err(PlatformError::Conflict(format!("snapshot {name} is {state}, not ready")));
     }
-    let node_id = node_id.ok_or_else(|| PlatformError::Conflict(format!("snapshot {name}'s node was removed; it cannot be used")))?;
+    let node_id = node_id
+        .ok_or_else(|| PlatformError::Conflict(format!("snapshot {name}'s node was removed; it cannot be used")))?;
     Ok((reference, node_id, name, model, cpu_millis, memory_mb))
 }
 
@@ -81,43 +82,60 @@ async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Resul
 pub async fn create_machine(pool: &Pool, mut req: CreateMachine, snapshot_id: i64) -> Result<Admitted, PlatformError> {
     validate::name("machine name", &req.name)?;
     validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
-    validate::in_range("volume size (GB)", req.volume_size_gb, crate::machines::VOLUME_GB_MIN, crate::machines::VOLUME_GB_MAX)?;
+    validate::in_range(
+        "volume size (GB)",
+        req.volume_size_gb,
+        crate::machines::VOLUME_GB_MIN,
+        crate::machines::VOLUME_GB_MAX,
+    )?;
     let mut tx = transitions::begin(pool).await?;
     // The account as it is now, under the write lock (as admission does).
     if let Some(why) = crate::machines::admission::requester_changed(&mut tx, &req.requester).await? {
         return Err(PlatformError::Refused(why));
     }
-    let (reference, node_id, snap_name, model, cpu_millis, memory_mb) = usable(&mut tx, &req.requester, snapshot_id).await?;
+    let (reference, node_id, snap_name, model, cpu_millis, memory_mb) =
+        usable(&mut tx, &req.requester, snapshot_id).await?;
     req.cpu_millis = req.cpu_millis.or(Some(cpu_millis));
     req.memory_mb = req.memory_mb.or(Some(memory_mb));
-    let refuse = |reason: String| PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {reason}", req.name));
+    let refuse =
+        |reason: String| PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {reason}", req.name));
     let policy = load_policy(&mut tx, req.requester.group_id).await?;
     check_limits(&mut tx, &req, &policy).await?.map_err(refuse)?;
     check_node(&mut tx, node_id, &req.limits()).await?.map_err(refuse)?;
     // The snapshot's node is fixed: its region must be one the group may use.
-    if let Some(why) = crate::policy_access::refusal_for_nodes(&mut tx, req.requester.group_id, &policy.group_name, &[node_id]).await? {
+    if let Some(why) =
+        crate::policy_access::refusal_for_nodes(&mut tx, req.requester.group_id, &policy.group_name, &[node_id]).await?
+    {
         return Err(refuse(format!("{why} (a snapshot's image lives on the node it was taken on)")));
     }
     // Its files come from an image the group may no longer use.
     let base = base_image(&mut tx, snapshot_id).await?;
     let base = base.as_ref().map(|(id, name)| (*id, name.as_str()));
-    if let Some(why) = crate::machines::admission::image_refusal(&mut tx, req.requester.group_id, &policy.group_name, base).await? {
+    if let Some(why) =
+        crate::machines::admission::image_refusal(&mut tx, req.requester.group_id, &policy.group_name, base).await?
+    {
         return Err(refuse(format!("{why}; snapshot {snap_name} comes from that image")));
     }
     let full = cluster::load_view(&mut tx).await?;
     let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| n.id == node_id).collect(), ..full };
     let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone().or(Some(model)) };
-    let alloc = allocate(&only, &policy, &request, now()).map_err(|r| refuse(format!("{r} (a snapshot's image lives on the node it was taken on)")))?;
+    let alloc = allocate(&only, &policy, &request, now())
+        .map_err(|r| refuse(format!("{r} (a snapshot's image lives on the node it was taken on)")))?;
     let image = snapshot::image_row(&mut tx, &reference).await?;
     let admitted = record_admission(&mut tx, &req, image, &alloc, None, now())
         .await?
         .ok_or_else(|| PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name)))?;
-    sqlx::query("UPDATE machines SET from_snapshot_id = ? WHERE id = ?").bind(snapshot_id).bind(admitted.machine_id).execute(&mut *tx).await?;
-    let done = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
-        .bind(i64::from(req.gpu_count))
-        .bind(req.requester.group_id)
+    sqlx::query("UPDATE machines SET from_snapshot_id = ? WHERE id = ?")
+        .bind(snapshot_id)
+        .bind(admitted.machine_id)
         .execute(&mut *tx)
         .await?;
+    let done =
+        sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
+            .bind(i64::from(req.gpu_count))
+            .bind(req.requester.group_id)
+            .execute(&mut *tx)
+            .await?;
     if done.rows_affected() != 1 {
         return Err(PlatformError::Internal("quota check failed; nothing was changed".into()));
     }
@@ -125,7 +143,10 @@ pub async fn create_machine(pool: &Pool, mut req: CreateMachine, snapshot_id: i6
         &mut *tx,
         Some(req.requester.id),
         "machine.admit",
-        &format!("machine {} from snapshot {snap_name} ({} × {}) on {}; group {} quota deducted", req.name, req.gpu_count, alloc.model, alloc.node_name, req.requester.group_name),
+        &format!(
+            "machine {} from snapshot {snap_name} ({} × {}) on {}; group {} quota deducted",
+            req.name, req.gpu_count, alloc.model, alloc.node_name, req.requester.group_name
+        ),
     )
     .await?;
     tx.commit().await?;
@@ -138,11 +159,12 @@ pub async fn create_machine(pool: &Pool, mut req: CreateMachine, snapshot_id: i6
 pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_id: i64) -> Result<i64, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = crate::machines::visibility(who, "group_id");
-    let row: Option<(i64, Option<i64>, String)> = sqlx::query_as(&format!("SELECT owner_id, node_id, workload FROM machines WHERE id = ? AND ({cond})"))
-        .bind(machine_id)
-        .bind(bind)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let row: Option<(i64, Option<i64>, String)> =
+        sqlx::query_as(&format!("SELECT owner_id, node_id, workload FROM machines WHERE id = ? AND ({cond})"))
+            .bind(machine_id)
+            .bind(bind)
+            .fetch_optional(&mut *tx)
+            .await?;
     let (owner, machine_node, workload) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can reinstall it".into()));
@@ -157,15 +179,22 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
     let (reference, node_id, snap_name, ..) = usable(&mut tx, who, snapshot_id).await?;
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Reinstall).map_err(PlatformError::Conflict)?;
-    gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32).map_err(PlatformError::Conflict)?;
+    gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32)
+        .map_err(PlatformError::Conflict)?;
     // As a plain reinstall: its container would be removed first, and the
     // new one fail to start on the GPU runtime's own error.
     crate::machines::refuse_if_gpus_gone(&mut tx, machine_id, &cur.name).await?;
     if machine_node != Some(node_id) {
-        return Err(PlatformError::Conflict(format!("snapshot {snap_name} lives on another node than machine {}; make a new machine from it instead", cur.name)));
+        return Err(PlatformError::Conflict(format!(
+            "snapshot {snap_name} lives on another node than machine {}; make a new machine from it instead",
+            cur.name
+        )));
     }
     if busy(&mut tx, machine_id).await? {
-        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
+        return Err(PlatformError::Conflict(format!(
+            "machine {} is busy with another operation; wait for it to finish",
+            cur.name
+        )));
     }
     // As a create from it would: a machine cannot take files of an image its
     // group may no longer use — unless it comes from that image itself (a
@@ -179,31 +208,60 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
     .fetch_one(&mut *tx)
     .await?;
     if base.as_ref().map(|b| b.0) != own || own.is_none() {
-        let group: String = sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(cur.group_id).fetch_one(&mut *tx).await?;
+        let group: String =
+            sqlx::query_scalar("SELECT name FROM groups WHERE id = ?").bind(cur.group_id).fetch_one(&mut *tx).await?;
         let base = base.as_ref().map(|(id, name)| (*id, name.as_str()));
         if let Some(why) = crate::machines::admission::image_refusal(&mut tx, cur.group_id, &group, base).await? {
-            return Err(PlatformError::Refused(format!("machine {} from snapshot {snap_name}: {why}; snapshot {snap_name} comes from that image", cur.name)));
+            return Err(PlatformError::Refused(format!(
+                "machine {} from snapshot {snap_name}: {why}; snapshot {snap_name} comes from that image",
+                cur.name
+            )));
         }
     }
     let image = snapshot::image_row(&mut tx, &reference).await?;
     let task_id = task::insert_pending(
         &mut tx,
-        &task::NewTask { kind: TaskKind::Reinstall, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
+        &task::NewTask {
+            kind: TaskKind::Reinstall,
+            machine_id: Some(machine_id),
+            machine_name: &cur.name,
+            requester_id: who.id,
+            group_id: cur.group_id,
+            keep_volume: false,
+            message: "accepted",
+        },
     )
     .await?;
     // The machine takes the image only when the reinstall begins (see
     // `transitions::run::begin`): a reinstall cancelled, or ended with its
     // node, before then leaves the machine on the image it had.
-    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "image_id": image, "from_snapshot_id": snapshot_id })).await?;
-    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, &format!("reinstall from snapshot {snap_name}")).await?;
-    audit::record(&mut *tx, Some(who.id), "machine.reinstall", &format!("machine {} from snapshot {snap_name} ({reference})", cur.name)).await?;
+    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "image_id": image, "from_snapshot_id": snapshot_id }))
+        .await?;
+    task::set_state(
+        &mut tx,
+        task_id,
+        TaskState::Pending,
+        TaskState::Scheduled,
+        &format!("reinstall from snapshot {snap_name}"),
+    )
+    .await?;
+    audit::record(
+        &mut *tx,
+        Some(who.id),
+        "machine.reinstall",
+        &format!("machine {} from snapshot {snap_name} ({reference})", cur.name),
+    )
+    .await?;
     tx.commit().await?;
     Ok(task_id)
 }
 
 /// The image snapshot `snapshot_id`'s files come from (id, name), which the
 /// group's image rule applies to; None when it is no longer known.
-async fn base_image(conn: &mut sqlx::SqliteConnection, snapshot_id: i64) -> Result<Option<(i64, String)>, PlatformError> {
+async fn base_image(
+    conn: &mut sqlx::SqliteConnection,
+    snapshot_id: i64,
+) -> Result<Option<(i64, String)>, PlatformError> {
     Ok(sqlx::query_as("SELECT i.id, i.name FROM snapshots s JOIN images i ON i.id = s.base_image_id WHERE s.id = ?")
         .bind(snapshot_id)
         .fetch_optional(&mut *conn)

@@ -30,13 +30,15 @@ pub async fn delete(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
 async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<String, PlatformError> {
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, String, i64, Option<i64>, String, String)> =
-        sqlx::query_as(&format!("SELECT name, image_ref, owner_id, node_id, state, message FROM snapshots WHERE id = ? AND ({cond})"))
-            .bind(id)
-            .bind(bind)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let (name, reference, owner, node_id, state, message) = row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let row: Option<(String, String, i64, Option<i64>, String, String)> = sqlx::query_as(&format!(
+        "SELECT name, image_ref, owner_id, node_id, state, message FROM snapshots WHERE id = ? AND ({cond})"
+    ))
+    .bind(id)
+    .bind(bind)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (name, reference, owner, node_id, state, message) =
+        row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the snapshot's owner, or an admin, can delete it".into()));
     }
@@ -54,7 +56,9 @@ async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(machine) = needed {
-        return Err(PlatformError::Conflict(format!("machine {machine} is restored from snapshot {name}; restore or delete the machine first")));
+        return Err(PlatformError::Conflict(format!(
+            "machine {machine} is restored from snapshot {name}; restore or delete the machine first"
+        )));
     }
     let users = image_users(&mut tx, id, &reference).await?;
     if !users.is_empty() {
@@ -94,7 +98,11 @@ pub(super) struct Marked {
 
 /// Keeps new users away (in the transaction that found it unneeded).
 pub(super) async fn mark(conn: &mut sqlx::SqliteConnection, id: i64) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ?").bind(DELETING).bind(id).execute(&mut *conn).await?;
+    sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ?")
+        .bind(DELETING)
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
@@ -104,18 +112,39 @@ pub(super) async fn mark(conn: &mut sqlx::SqliteConnection, id: i64) -> Result<(
 /// had back and is returned with the engine's own text (for the log and
 /// the collector's report, not for a user). `by` and `kind` are for the
 /// audit entry.
-pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Option<i64>, kind: &str, why: &str) -> Result<(), PlatformError> {
+pub(super) async fn remove_marked(
+    pool: &Pool,
+    fleet: &Fleet,
+    s: &Marked,
+    by: Option<i64>,
+    kind: &str,
+    why: &str,
+) -> Result<(), PlatformError> {
     // A lost node is gone for good (one repaired is added anew): its engine
     // will never answer, and asking it would leave the snapshot counted
     // against the quota, undeletable, and tried again at every sweep.
     let lost = match s.node_id {
-        Some(node_id) => sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = ?").bind(node_id).fetch_optional(pool).await?.as_deref() == Some("lost"),
+        Some(node_id) => {
+            sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = ?")
+                .bind(node_id)
+                .fetch_optional(pool)
+                .await?
+                .as_deref()
+                == Some("lost")
+        }
         None => false,
     };
-    let image = if lost { format!("image {} left on its lost node", s.reference) } else { format!("image {} removed", s.reference) };
+    let image = if lost {
+        format!("image {} left on its lost node", s.reference)
+    } else {
+        format!("image {} removed", s.reference)
+    };
     if let Some(node_id) = s.node_id.filter(|_| !lost) {
         let removed = match fleet.executor(pool, node_id).await {
-            Ok(exec) => exec.remove_image(&s.reference).await.map_err(|e| PlatformError::Conflict(format!("snapshot {} was not deleted: {e}", s.name))),
+            Ok(exec) => exec
+                .remove_image(&s.reference)
+                .await
+                .map_err(|e| PlatformError::Conflict(format!("snapshot {} was not deleted: {e}", s.name))),
             Err(e) => Err(e),
         };
         if let Err(e) = removed {
@@ -130,8 +159,14 @@ pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Op
         }
     }
     let mut tx = transitions::begin(pool).await?;
-    sqlx::query("UPDATE machines SET from_snapshot_id = NULL WHERE from_snapshot_id = ?").bind(s.id).execute(&mut *tx).await?;
-    sqlx::query("UPDATE machines SET restore_snapshot_id = NULL WHERE restore_snapshot_id = ?").bind(s.id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE machines SET from_snapshot_id = NULL WHERE from_snapshot_id = ?")
+        .bind(s.id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE machines SET restore_snapshot_id = NULL WHERE restore_snapshot_id = ?")
+        .bind(s.id)
+        .execute(&mut *tx)
+        .await?;
     // Two deletes of one snapshot may race (a user's and the sweep's): the
     // second finds no row and records nothing.
     if sqlx::query("DELETE FROM snapshots WHERE id = ?").bind(s.id).execute(&mut *tx).await?.rows_affected() == 1 {
@@ -148,7 +183,11 @@ pub(super) async fn remove_marked(pool: &Pool, fleet: &Fleet, s: &Marked, by: Op
 /// reclaimed machine's image is replaced by its restore snapshot's, so it
 /// is not one (its restore snapshot is checked above); a failed one is, as
 /// long as it is not deleted.
-pub(super) async fn image_users(conn: &mut sqlx::SqliteConnection, id: i64, reference: &str) -> Result<Vec<String>, PlatformError> {
+pub(super) async fn image_users(
+    conn: &mut sqlx::SqliteConnection,
+    id: i64,
+    reference: &str,
+) -> Result<Vec<String>, PlatformError> {
     Ok(sqlx::query_scalar(
         "SELECT m.name FROM machines m
          WHERE m.state NOT IN ('deleted', 'lost', 'reclaimed')

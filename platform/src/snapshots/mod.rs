@@ -54,14 +54,21 @@ const SELECT: &str = "SELECT s.id, s.name, s.image_ref, s.machine_id, s.machine_
 /// only ready ones, and failed ones stay (with why) until deleted.
 pub async fn list(pool: &Pool, viewer: &User) -> Result<Vec<SnapshotView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "s.group_id");
-    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY s.id DESC LIMIT {LIST_MAX}")).bind(bind).fetch_all(pool).await?)
+    Ok(sqlx::query_as(&format!("{SELECT} WHERE ({cond}) ORDER BY s.id DESC LIMIT {LIST_MAX}"))
+        .bind(bind)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// One machine's snapshots that the viewer may see, newest first (its
 /// page's card); another group's machine has none to show.
 pub async fn list_for_machine(pool: &Pool, viewer: &User, machine_id: i64) -> Result<Vec<SnapshotView>, PlatformError> {
     let (cond, bind) = visibility(viewer, "s.group_id");
-    Ok(sqlx::query_as(&format!("{SELECT} WHERE s.machine_id = ? AND ({cond}) ORDER BY s.id DESC")).bind(machine_id).bind(bind).fetch_all(pool).await?)
+    Ok(sqlx::query_as(&format!("{SELECT} WHERE s.machine_id = ? AND ({cond}) ORDER BY s.id DESC"))
+        .bind(machine_id)
+        .bind(bind)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// One snapshot the viewer may see; another group's is "not found".
@@ -113,12 +120,13 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
     }
     let mut tx = transitions::begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let (owner, workload): (i64, String) = sqlx::query_as(&format!("SELECT owner_id, workload FROM machines WHERE id = ? AND ({cond})"))
-        .bind(machine_id)
-        .bind(bind)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let (owner, workload): (i64, String) =
+        sqlx::query_as(&format!("SELECT owner_id, workload FROM machines WHERE id = ? AND ({cond})"))
+            .bind(machine_id)
+            .bind(bind)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can snapshot it".into()));
     }
@@ -126,21 +134,41 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Snapshot).map_err(PlatformError::Conflict)?;
     if busy(&mut tx, machine_id).await? {
-        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
+        return Err(PlatformError::Conflict(format!(
+            "machine {} is busy with another operation; wait for it to finish",
+            cur.name
+        )));
     }
     let (used, quota) = usage(&mut tx, cur.group_id).await?;
     if used >= quota {
-        return Err(PlatformError::Refused(format!("the group keeps {used} of its {quota} snapshot(s); delete one first")));
+        return Err(PlatformError::Refused(format!(
+            "the group keeps {used} of its {quota} snapshot(s); delete one first"
+        )));
     }
-    let (snapshot_id, reference) = snapshot::insert(&mut tx, &snapshot::NewSnapshot { name, machine_id, origin: "user" }).await?;
+    let (snapshot_id, reference) =
+        snapshot::insert(&mut tx, &snapshot::NewSnapshot { name, machine_id, origin: "user" }).await?;
     let task_id = task::insert_pending(
         &mut tx,
-        &task::NewTask { kind: TaskKind::Snapshot, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
+        &task::NewTask {
+            kind: TaskKind::Snapshot,
+            machine_id: Some(machine_id),
+            machine_name: &cur.name,
+            requester_id: who.id,
+            group_id: cur.group_id,
+            keep_volume: false,
+            message: "accepted",
+        },
     )
     .await?;
     snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "snapshot_id": snapshot_id })).await?;
     task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, "queued").await?;
-    audit::record(&mut *tx, Some(who.id), "snapshot.request", &format!("snapshot {name} of machine {} ({reference})", cur.name)).await?;
+    audit::record(
+        &mut *tx,
+        Some(who.id),
+        "snapshot.request",
+        &format!("snapshot {name} of machine {} ({reference})", cur.name),
+    )
+    .await?;
     tx.commit().await?;
     Ok((snapshot_id, task_id))
 }

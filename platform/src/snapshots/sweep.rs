@@ -59,11 +59,7 @@ const UNNEEDED: &str = "s.origin = 'reclaim' AND s.state <> 'creating'
 /// reclaim that gave up after the list was taken, says nothing about
 /// whether the container is still there — and if it is not, the snapshot
 /// holds the only copy of the machine's files.
-pub async fn sweep_reclaim(
-    pool: &Pool,
-    fleet: &Fleet,
-    seen: &HashMap<i64, i64>,
-) -> Result<Swept, PlatformError> {
+pub async fn sweep_reclaim(pool: &Pool, fleet: &Fleet, seen: &HashMap<i64, i64>) -> Result<Swept, PlatformError> {
     let mut swept = Swept::default();
     let candidates: Vec<(i64, i64, bool, i64)> = sqlx::query_as(&format!(
         "SELECT s.id, s.machine_id,
@@ -76,37 +72,26 @@ pub async fn sweep_reclaim(
     .fetch_all(pool)
     .await?;
     for (id, machine_id, needs_sight, reclaim_task) in candidates {
-        if needs_sight
-            && !seen
-                .get(&machine_id)
-                .is_some_and(|settled| reclaim_task <= *settled)
-        {
+        if needs_sight && !seen.get(&machine_id).is_some_and(|settled| reclaim_task <= *settled) {
             continue;
         }
         let Some((marked, machine)) = claim(pool, id).await? else {
             continue;
         };
         let why = "deleted: its machine no longer needs this restore point";
-        match tokio::time::timeout(
-            REMOVE_TIMEOUT,
-            remove_marked(pool, fleet, &marked, None, "snapshot.collect", why),
-        )
-        .await
+        match tokio::time::timeout(REMOVE_TIMEOUT, remove_marked(pool, fleet, &marked, None, "snapshot.collect", why))
+            .await
         {
             Ok(Ok(())) => {
-                let what = format!(
-                    "reclaim snapshot {} of machine {machine} (image {})",
-                    marked.name, marked.reference
-                );
+                let what =
+                    format!("reclaim snapshot {} of machine {machine} (image {})", marked.name, marked.reference);
                 tracing::info!("collected {what}");
                 swept.deleted.push(what);
             }
             // The database is the pass's to report; the engine's refusals
             // are this snapshot's, and the next pass tries it again.
             Ok(Err(PlatformError::Database(e))) => return Err(PlatformError::Database(e)),
-            Ok(Err(e)) => swept
-                .not_deleted
-                .push(format!("reclaim snapshot {}: {e}", marked.name)),
+            Ok(Err(e)) => swept.not_deleted.push(format!("reclaim snapshot {}: {e}", marked.name)),
             Err(_) => swept.not_deleted.push(format!(
                 "reclaim snapshot {}: the engine did not remove its image within {} s",
                 marked.name,
@@ -139,15 +124,5 @@ async fn claim(pool: &Pool, id: i64) -> Result<Option<(Marked, String)>, Platfor
     }
     mark(&mut tx, id).await?;
     tx.commit().await?;
-    Ok(Some((
-        Marked {
-            id,
-            name,
-            reference,
-            node_id,
-            state,
-            message,
-        },
-        machine,
-    )))
+    Ok(Some((Marked { id, name, reference, node_id, state, message }, machine)))
 }

@@ -2,8 +2,7 @@
 
 use gantry_core::telemetry::SimReading;
 use nvml_wrapper::{
-    bitmasks::device::ThrottleReasons, enum_wrappers::device::TemperatureSensor,
-    enums::device::UsedGpuMemory, Nvml,
+    bitmasks::device::ThrottleReasons, enum_wrappers::device::TemperatureSensor, enums::device::UsedGpuMemory, Nvml,
 };
 use std::sync::OnceLock;
 
@@ -52,13 +51,9 @@ pub fn read(uuid: &str) -> Option<NvmlReading> {
         tracing::debug!(gpu = uuid, error = %e, "NVML could not read utilisation or temperature: no sample");
     }
     let power_mw = dev.power_usage().unwrap_or(0);
-    let hot = ThrottleReasons::HW_SLOWDOWN
-        | ThrottleReasons::SW_THERMAL_SLOWDOWN
-        | ThrottleReasons::HW_THERMAL_SLOWDOWN;
-    let throttled = dev
-        .current_throttle_reasons()
-        .map(|r| r.intersects(hot))
-        .unwrap_or(false);
+    let hot =
+        ThrottleReasons::HW_SLOWDOWN | ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN;
+    let throttled = dev.current_throttle_reasons().map(|r| r.intersects(hot)).unwrap_or(false);
     let reading = reading_from(util.ok(), temp.ok(), power_mw, throttled, mem.used)?;
     let processes: Vec<String> = dev
         .running_compute_processes()
@@ -107,18 +102,9 @@ mod tests {
 
     #[test]
     fn an_unreadable_utilisation_or_temperature_is_no_sample_not_zero() {
-        assert!(
-            reading_from(None, Some(60), 250_000, false, 1 << 30).is_none(),
-            "never 0 % (idle)"
-        );
-        assert!(
-            reading_from(Some(90), None, 250_000, false, 1 << 30).is_none(),
-            "never 0 °C (coolest)"
-        );
+        assert!(reading_from(None, Some(60), 250_000, false, 1 << 30).is_none(), "never 0 % (idle)");
+        assert!(reading_from(Some(90), None, 250_000, false, 1 << 30).is_none(), "never 0 °C (coolest)");
         let r = reading_from(Some(140), Some(71), 249_600, true, 3 << 30).unwrap();
-        assert_eq!(
-            (r.util_pct, r.temp_c, r.power_w, r.mem_used_mb, r.throttled),
-            (100.0, 71.0, 250.0, 3072, true)
-        );
+        assert_eq!((r.util_pct, r.temp_c, r.power_w, r.mem_used_mb, r.throttled), (100.0, 71.0, 250.0, 3072, true));
     }
 }

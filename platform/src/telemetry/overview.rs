@@ -101,7 +101,10 @@ pub async fn held_vs_used(pool: &Pool, period_ms: i64, now_ms: i64) -> Result<Ve
     .bind(from)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(|(group, held_gpu_hours, used_gpu_hours)| GroupUsage { group, held_gpu_hours, used_gpu_hours }).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(group, held_gpu_hours, used_gpu_hours)| GroupUsage { group, held_gpu_hours, used_gpu_hours })
+        .collect())
 }
 
 /// Counts for `/metrics`: (state, count) of nodes, machines and tasks, and
@@ -116,19 +119,32 @@ pub struct Counts {
 
 pub async fn counts(pool: &Pool) -> Result<Counts, PlatformError> {
     Ok(Counts {
-        nodes: sqlx::query_as("SELECT state, COUNT(*) FROM nodes GROUP BY state ORDER BY state").fetch_all(pool).await?,
-        machines: sqlx::query_as("SELECT state, COUNT(*) FROM machines GROUP BY state ORDER BY state").fetch_all(pool).await?,
-        tasks: sqlx::query_as("SELECT state, COUNT(*) FROM tasks GROUP BY state ORDER BY state").fetch_all(pool).await?,
+        nodes: sqlx::query_as("SELECT state, COUNT(*) FROM nodes GROUP BY state ORDER BY state")
+            .fetch_all(pool)
+            .await?,
+        machines: sqlx::query_as("SELECT state, COUNT(*) FROM machines GROUP BY state ORDER BY state")
+            .fetch_all(pool)
+            .await?,
+        tasks: sqlx::query_as("SELECT state, COUNT(*) FROM tasks GROUP BY state ORDER BY state")
+            .fetch_all(pool)
+            .await?,
         groups: sqlx::query_as("SELECT name, gpu_quota, gpus_in_use FROM groups ORDER BY name").fetch_all(pool).await?,
     })
 }
 
 /// Sets the simulated pattern of a machine's GPUs (None: back to the
 /// default). Unknown patterns are refused and change nothing.
-pub async fn set_sim_pattern(pool: &Pool, actor_id: i64, machine_id: i64, pattern: Option<&str>) -> Result<(), PlatformError> {
+pub async fn set_sim_pattern(
+    pool: &Pool,
+    actor_id: i64,
+    machine_id: i64,
+    pattern: Option<&str>,
+) -> Result<(), PlatformError> {
     if let Some(p) = pattern {
         if gantry_core::telemetry::SimPattern::parse(p).is_none() {
-            return Err(PlatformError::BadRequest(format!("unknown simulated pattern \"{p}\" (idle, training, notebook or hot)")));
+            return Err(PlatformError::BadRequest(format!(
+                "unknown simulated pattern \"{p}\" (idle, training, notebook or hot)"
+            )));
         }
     }
     let mut tx = pool.begin().await?;

@@ -3,12 +3,12 @@
 
 use super::service::config;
 use crate::{db::Pool, PlatformError};
-use std::collections::HashMap;
 use gantry_core::telemetry::{
     choose_resolution, point_step_ms,
     view::{ChartData, ChartEvent, ChartPoint, GpuSeries},
     ChartRange, Resolution, DEFAULT_HOT_PCT, DEFAULT_RECLAIM_PCT,
 };
+use std::collections::HashMap;
 
 /// Whose GPUs a chart shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +32,9 @@ pub async fn chart(pool: &Pool, scope: Scope, range: ChartRange, now_ms: i64) ->
         Scope::Node(_) => 0,
     };
     let mut raw = match resolution {
-        Resolution::Raw => raw_points(pool, &gpus.iter().map(|g| g.0).collect::<Vec<_>>(), machine, from, to, step).await?,
+        Resolution::Raw => {
+            raw_points(pool, &gpus.iter().map(|g| g.0).collect::<Vec<_>>(), machine, from, to, step).await?
+        }
         _ => HashMap::new(),
     };
     let mut series = Vec::with_capacity(gpus.len());
@@ -95,7 +97,9 @@ async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, 
     Ok(rows
         .into_iter()
         .map(|row| match row {
-            (id, Some(node), Some(idx), Some(model), sim) => (id, format!("{node} GPU {idx} ({model})"), sim.unwrap_or(false)),
+            (id, Some(node), Some(idx), Some(model), sim) => {
+                (id, format!("{node} GPU {idx} ({model})"), sim.unwrap_or(false))
+            }
             // The GPU's node was removed since: its history still shows.
             (id, ..) => (id, format!("GPU #{id} (removed)"), false),
         })
@@ -105,7 +109,14 @@ async fn gpus_of(pool: &Pool, scope: Scope) -> Result<Vec<(i64, String, bool)>, 
 /// Points and memory size of each GPU from the raw samples, settled and
 /// recent, in one read: the recent table is keyed by time, so one scan
 /// serves every GPU of the chart.
-async fn raw_points(pool: &Pool, gpu_ids: &[i64], machine: i64, from: i64, to: i64, step: i64) -> Result<HashMap<i64, (Vec<ChartPoint>, i64)>, PlatformError> {
+async fn raw_points(
+    pool: &Pool,
+    gpu_ids: &[i64],
+    machine: i64,
+    from: i64,
+    to: i64,
+    step: i64,
+) -> Result<HashMap<i64, (Vec<ChartPoint>, i64)>, PlatformError> {
     let ids = serde_json::to_string(gpu_ids).unwrap_or_else(|_| "[]".into());
     let rows: Vec<(i64, i64, f64, f64, f64, i64)> = sqlx::query_as(
         "SELECT gpu_id, (at_ms / ?1) * ?1 AS b, AVG(util_pct), MAX(util_pct), AVG(mem_used_mb), MAX(mem_total_mb) FROM ( \
@@ -133,32 +144,50 @@ async fn raw_points(pool: &Pool, gpu_ids: &[i64], machine: i64, from: i64, to: i
 
 /// A GPU's points from a rollup, averaged over `step` wide spans (means
 /// weighted by the samples behind them), and its memory size.
-async fn rolled_points(pool: &Pool, res: Resolution, machine: i64, gpu_id: i64, from: i64, to: i64, step: i64) -> Result<(Vec<ChartPoint>, i64), PlatformError> {
+async fn rolled_points(
+    pool: &Pool,
+    res: Resolution,
+    machine: i64,
+    gpu_id: i64,
+    from: i64,
+    to: i64,
+    step: i64,
+) -> Result<(Vec<ChartPoint>, i64), PlatformError> {
     let table = if res == Resolution::Minute { "gpu_rollup_1m" } else { "gpu_rollup_1h" };
     let sql = format!(
         "SELECT (bucket_ms / ?1) * ?1 AS b, SUM(util_mean * samples) / SUM(samples), MAX(util_max), SUM(mem_mean * samples) / SUM(samples), MAX(mem_total) \
          FROM {table} WHERE gpu_id = ?2 AND bucket_ms BETWEEN ?3 AND ?4 AND (?5 = 0 OR machine_id = ?5) GROUP BY b ORDER BY b"
     );
-    let rows: Vec<(i64, f64, f64, f64, i64)> = sqlx::query_as(&sql).bind(step).bind(gpu_id).bind(from).bind(to).bind(machine).fetch_all(pool).await?;
+    let rows: Vec<(i64, f64, f64, f64, i64)> =
+        sqlx::query_as(&sql).bind(step).bind(gpu_id).bind(from).bind(to).bind(machine).fetch_all(pool).await?;
     let mem_total = rows.iter().map(|r| r.4).max().unwrap_or(0);
-    Ok((rows.into_iter().map(|(at_ms, util, util_max, mem_mb, _)| ChartPoint { at_ms, util, util_max, mem_mb }).collect(), mem_total))
+    Ok((
+        rows.into_iter()
+            .map(|(at_ms, util, util_max, mem_mb, _)| ChartPoint { at_ms, util, util_max, mem_mb })
+            .collect(),
+        mem_total,
+    ))
 }
 
 /// (reclaim threshold, hot threshold) in percent utilisation: the admin's
 /// reclaim settings where they exist, else the defaults.
 pub async fn thresholds(pool: &Pool) -> Result<(f64, f64), PlatformError> {
-    let row: Option<(f64, f64)> = sqlx::query_as("SELECT threshold_pct, hot_util_pct FROM reclaim_settings WHERE id = 1").fetch_optional(pool).await?;
+    let row: Option<(f64, f64)> =
+        sqlx::query_as("SELECT threshold_pct, hot_util_pct FROM reclaim_settings WHERE id = 1")
+            .fetch_optional(pool)
+            .await?;
     Ok(row.unwrap_or((DEFAULT_RECLAIM_PCT, DEFAULT_HOT_PCT)))
 }
 
 /// The machine's reclaim/rebalance events within the range.
 async fn events(pool: &Pool, machine_id: i64, from: i64, to: i64) -> Result<Vec<ChartEvent>, PlatformError> {
-    let rows: Vec<(i64, String, String)> =
-        sqlx::query_as("SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms")
-            .bind(machine_id)
-            .bind(from)
-            .bind(to)
-            .fetch_all(pool)
-            .await?;
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT at_ms, kind, detail FROM machine_events WHERE machine_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms",
+    )
+    .bind(machine_id)
+    .bind(from)
+    .bind(to)
+    .fetch_all(pool)
+    .await?;
     Ok(rows.into_iter().map(|(at_ms, kind, detail)| ChartEvent { at_ms, kind, detail }).collect())
 }

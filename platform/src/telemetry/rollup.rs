@@ -26,8 +26,11 @@ pub const ROLLUP_LAG_MS: i64 = 30_000;
 macro_rules! gpu_ids_of {
     ($table:literal) => {
         concat!(
-            "(WITH RECURSIVE ids(id) AS (SELECT MIN(gpu_id) FROM ", $table,
-            " UNION ALL SELECT (SELECT MIN(gpu_id) FROM ", $table, " WHERE gpu_id > ids.id) FROM ids WHERE ids.id IS NOT NULL) \
+            "(WITH RECURSIVE ids(id) AS (SELECT MIN(gpu_id) FROM ",
+            $table,
+            " UNION ALL SELECT (SELECT MIN(gpu_id) FROM ",
+            $table,
+            " WHERE gpu_id > ids.id) FROM ids WHERE ids.id IS NOT NULL) \
              SELECT id FROM ids WHERE id IS NOT NULL)"
         )
     };
@@ -85,7 +88,8 @@ async fn roll(conn: &mut SqliteConnection, from_ms: i64, to_ms: i64) -> Result<u
 /// or sees the new mark and rolls itself in ([`roll_in_late`]).
 pub async fn roll_up(pool: &Pool, now_ms: i64, raw_keep_ms: i64) -> Result<u64, PlatformError> {
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
+    let rolled: i64 =
+        sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
     let from = if rolled == 0 { floor(now_ms - raw_keep_ms, MINUTE_MS) } else { rolled };
     let to = floor(now_ms - ROLLUP_LAG_MS, MINUTE_MS);
     if to <= from {
@@ -103,7 +107,8 @@ pub async fn roll_up(pool: &Pool, now_ms: i64, raw_keep_ms: i64) -> Result<u64, 
 /// the charts and GPU-hours count them and pruning (which keeps only what
 /// is not yet rolled) cannot drop them unrolled.
 pub(super) async fn roll_in_late(tx: &mut SqliteConnection, oldest_ms: i64) -> Result<u64, PlatformError> {
-    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
+    let rolled: i64 =
+        sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
     if oldest_ms >= rolled {
         return Ok(0);
     }
@@ -124,11 +129,16 @@ pub struct Pruned {
 /// pruned once moved (they are younger than any retention).
 pub async fn prune(pool: &Pool, now_ms: i64, keep: Retention) -> Result<Pruned, PlatformError> {
     const RAW: &str = concat!("DELETE FROM gpu_samples WHERE gpu_id IN ", gpu_ids_of!("gpu_samples"), " AND at_ms < ?");
-    const MINUTES: &str = concat!("DELETE FROM gpu_rollup_1m WHERE gpu_id IN ", gpu_ids_of!("gpu_rollup_1m"), " AND bucket_ms < ?");
-    const HOURS: &str = concat!("DELETE FROM gpu_rollup_1h WHERE gpu_id IN ", gpu_ids_of!("gpu_rollup_1h"), " AND bucket_ms < ?");
-    let rolled: i64 = sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(pool).await?;
+    const MINUTES: &str =
+        concat!("DELETE FROM gpu_rollup_1m WHERE gpu_id IN ", gpu_ids_of!("gpu_rollup_1m"), " AND bucket_ms < ?");
+    const HOURS: &str =
+        concat!("DELETE FROM gpu_rollup_1h WHERE gpu_id IN ", gpu_ids_of!("gpu_rollup_1h"), " AND bucket_ms < ?");
+    let rolled: i64 =
+        sqlx::query_scalar("SELECT rolled_to_ms FROM telemetry_state WHERE id = 1").fetch_one(pool).await?;
     let raw_cut = (now_ms - keep.raw_ms).min(rolled);
-    let delete = |sql: &'static str, cut: i64| async move { Ok::<u64, PlatformError>(sqlx::query(sql).bind(cut).execute(pool).await?.rows_affected()) };
+    let delete = |sql: &'static str, cut: i64| async move {
+        Ok::<u64, PlatformError>(sqlx::query(sql).bind(cut).execute(pool).await?.rows_affected())
+    };
     Ok(Pruned {
         raw: delete(RAW, raw_cut).await?,
         minutes: delete(MINUTES, now_ms - keep.minute_ms).await?,

@@ -68,7 +68,9 @@ impl Ingest {
                 }
                 let oldest = batch.iter().map(|r| r.sample.at_ms).min().unwrap_or(0);
                 let (pool, readings) = (pool.clone(), batch.len());
-                match crate::contained::pass("telemetry writer", async move { sampler::write(&pool, &batch).await }).await {
+                match crate::contained::pass("telemetry writer", async move { sampler::write(&pool, &batch).await })
+                    .await
+                {
                     None => {}
                     Some(Err(e)) => tracing::warn!(error = %e, readings, "telemetry batch not written"),
                     // Charts show a pass only once it is committed: say so

@@ -30,11 +30,15 @@ pub async fn insert_samples(pool: &Pool, samples: &[GpuSample]) -> Result<(), Pl
         return Ok(());
     }
     if let Some(bad) = samples.iter().find(|s| !valid(s)) {
-        return Err(PlatformError::BadRequest(format!("invalid sample for GPU #{} at {}: {bad:?}", bad.gpu_id, bad.at_ms)));
+        return Err(PlatformError::BadRequest(format!(
+            "invalid sample for GPU #{} at {}: {bad:?}",
+            bad.gpu_id, bad.at_ms
+        )));
     }
     // IMMEDIATE: the horizon read below must still hold when we write.
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let moved_to: i64 = sqlx::query_scalar("SELECT moved_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
+    let moved_to: i64 =
+        sqlx::query_scalar("SELECT moved_to_ms FROM telemetry_state WHERE id = 1").fetch_one(&mut *tx).await?;
     let (late, recent): (Vec<&GpuSample>, Vec<&GpuSample>) = samples.iter().partition(|s| s.at_ms < moved_to);
     for (table, rows) in [("gpu_samples", late), ("gpu_samples_recent", recent)] {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
@@ -103,10 +107,16 @@ pub async fn move_settled(pool: &Pool, before_ms: i64) -> Result<u64, PlatformEr
 /// before anything is written.
 fn valid(s: &GpuSample) -> bool {
     let finite = [s.util_pct, s.temp_c, s.power_w].iter().all(|v| v.is_finite());
-    finite && (0.0..=100.0).contains(&s.util_pct) && s.mem_used_mb >= 0 && s.mem_total_mb >= 0 && s.power_w >= 0.0 && s.at_ms >= 0
+    finite
+        && (0.0..=100.0).contains(&s.util_pct)
+        && s.mem_used_mb >= 0
+        && s.mem_total_mb >= 0
+        && s.power_w >= 0.0
+        && s.at_ms >= 0
 }
 
-const COLUMNS: &str = "gpu_id, at_ms, node_id, machine_id, util_pct, mem_used_mb, mem_total_mb, temp_c, power_w, throttled";
+const COLUMNS: &str =
+    "gpu_id, at_ms, node_id, machine_id, util_pct, mem_used_mb, mem_total_mb, temp_c, power_w, throttled";
 
 type SampleRow = (i64, i64, i64, Option<i64>, f64, i64, i64, f64, f64, bool);
 
@@ -127,7 +137,12 @@ fn from_row(r: SampleRow) -> GpuSample {
 
 /// Raw samples of `gpu_ids` with `from_ms <= at_ms <= to_ms`, ordered by GPU
 /// then time. Only as far back as the raw retention keeps them.
-pub async fn gpu_window(pool: &Pool, gpu_ids: &[i64], from_ms: i64, to_ms: i64) -> Result<Vec<GpuSample>, PlatformError> {
+pub async fn gpu_window(
+    pool: &Pool,
+    gpu_ids: &[i64],
+    from_ms: i64,
+    to_ms: i64,
+) -> Result<Vec<GpuSample>, PlatformError> {
     let mut ids = gpu_ids.to_vec();
     ids.sort_unstable();
     ids.dedup();
@@ -138,12 +153,14 @@ pub async fn gpu_window(pool: &Pool, gpu_ids: &[i64], from_ms: i64, to_ms: i64) 
     let mut tx = pool.begin().await?;
     // One indexed range read per GPU of the settled samples (key: GPU, time)...
     for &id in &ids {
-        let rows: Vec<SampleRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM gpu_samples WHERE gpu_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms"))
-            .bind(id)
-            .bind(from_ms)
-            .bind(to_ms)
-            .fetch_all(&mut *tx)
-            .await?;
+        let rows: Vec<SampleRow> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM gpu_samples WHERE gpu_id = ? AND at_ms BETWEEN ? AND ? ORDER BY at_ms"
+        ))
+        .bind(id)
+        .bind(from_ms)
+        .bind(to_ms)
+        .fetch_all(&mut *tx)
+        .await?;
         out.extend(rows.into_iter().map(from_row));
     }
     // ...and one scan of the recent ones (key: time, GPU) for all of them;

@@ -57,27 +57,16 @@ pub async fn insert(conn: &mut SqliteConnection, t: &NewCompute<'_>) -> Result<i
 }
 
 /// A compute task's state; `None` when there is no such task.
-pub(crate) async fn find_state(
-    conn: &mut SqliteConnection,
-    id: i64,
-) -> Result<Option<TaskState>, PlatformError> {
-    let state: Option<String> = sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?")
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?;
+pub(crate) async fn find_state(conn: &mut SqliteConnection, id: i64) -> Result<Option<TaskState>, PlatformError> {
+    let state: Option<String> =
+        sqlx::query_scalar("SELECT state FROM compute_tasks WHERE id = ?").bind(id).fetch_optional(&mut *conn).await?;
     state
-        .map(|s| {
-            s.parse().map_err(|e: gantry_core::task::UnknownVariant| {
-                PlatformError::Internal(e.to_string())
-            })
-        })
+        .map(|s| s.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string())))
         .transpose()
 }
 
 async fn state_of(conn: &mut SqliteConnection, id: i64) -> Result<TaskState, PlatformError> {
-    find_state(conn, id)
-        .await?
-        .ok_or_else(|| PlatformError::NotFound("compute task".into()))
+    find_state(conn, id).await?.ok_or_else(|| PlatformError::NotFound("compute task".into()))
 }
 
 /// Compare-and-set along the compute lifecycle's edges.
@@ -89,9 +78,7 @@ async fn move_to(
 ) -> Result<TaskState, PlatformError> {
     let from = state_of(conn, id).await?;
     if !compute::can_transition(from, to) {
-        return Err(PlatformError::Conflict(format!(
-            "compute task #{id} is {from}; it cannot become {to}"
-        )));
+        return Err(PlatformError::Conflict(format!("compute task #{id} is {from}; it cannot become {to}")));
     }
     let finished = to.is_terminal().then(now);
     let started = (to == TaskState::Running).then(now);
@@ -126,14 +113,16 @@ pub async fn decided(
     if state_of(conn, id).await? != TaskState::Pending {
         return Ok(());
     }
-    sqlx::query("UPDATE compute_tasks SET decision = ?, region_id = ?, region_image_id = ?, updated_at = ? WHERE id = ?")
-        .bind(decision_json)
-        .bind(region.map(|r| r.0))
-        .bind(region.map(|r| r.1))
-        .bind(now())
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(
+        "UPDATE compute_tasks SET decision = ?, region_id = ?, region_image_id = ?, updated_at = ? WHERE id = ?",
+    )
+    .bind(decision_json)
+    .bind(region.map(|r| r.0))
+    .bind(region.map(|r| r.1))
+    .bind(now())
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
     match outcome {
         Ok(waiting) => {
             sqlx::query("UPDATE compute_tasks SET message = ? WHERE id = ? AND state = 'pending'")
@@ -152,22 +141,12 @@ pub async fn decided(
 /// A pending task its group's rules can never admit ends `failed` with
 /// why, rather than hold up its group's queue; `false` when it is no longer
 /// pending (cancelled meanwhile).
-pub async fn never_admitted(
-    conn: &mut SqliteConnection,
-    id: i64,
-    why: &str,
-) -> Result<bool, PlatformError> {
+pub async fn never_admitted(conn: &mut SqliteConnection, id: i64, why: &str) -> Result<bool, PlatformError> {
     if state_of(conn, id).await? != TaskState::Pending {
         return Ok(false);
     }
     move_to(conn, id, TaskState::Failed, why).await?;
-    audit::record(
-        &mut *conn,
-        None,
-        "compute.finished",
-        &format!("compute task #{id}: failed ({why})"),
-    )
-    .await?;
+    audit::record(&mut *conn, None, "compute.finished", &format!("compute task #{id}: failed ({why})")).await?;
     Ok(true)
 }
 
@@ -182,28 +161,26 @@ pub async fn scheduled(
     placed: &str,
 ) -> Result<(), PlatformError> {
     move_to(conn, job.compute_task_id, TaskState::Scheduled, placed).await?;
-    sqlx::query("UPDATE compute_tasks SET machine_id = ?, region_id = ?, region_image_id = ?, decision = ? WHERE id = ?")
-        .bind(machine_id)
-        .bind(job.region_id)
-        .bind(job.region_image_id)
-        .bind(&job.decision)
-        .bind(job.compute_task_id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(
+        "UPDATE compute_tasks SET machine_id = ?, region_id = ?, region_image_id = ?, decision = ? WHERE id = ?",
+    )
+    .bind(machine_id)
+    .bind(job.region_id)
+    .bind(job.region_image_id)
+    .bind(&job.decision)
+    .bind(job.compute_task_id)
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 
 /// The machine's create task succeeded: if it is a job, it now runs.
-pub async fn machine_started(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-) -> Result<(), PlatformError> {
-    let id: Option<i64> = sqlx::query_scalar(
-        "SELECT id FROM compute_tasks WHERE machine_id = ? AND state = 'scheduled'",
-    )
-    .bind(machine_id)
-    .fetch_optional(&mut *conn)
-    .await?;
+pub async fn machine_started(conn: &mut SqliteConnection, machine_id: i64) -> Result<(), PlatformError> {
+    let id: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM compute_tasks WHERE machine_id = ? AND state = 'scheduled'")
+            .bind(machine_id)
+            .fetch_optional(&mut *conn)
+            .await?;
     if let Some(id) = id {
         move_to(conn, id, TaskState::Running, "running").await?;
     }
@@ -236,10 +213,7 @@ pub async fn exited(
 /// A job's message once the watcher has decided to stop it for its time
 /// limit (`stopping`), and once it has.
 pub fn time_limit_message(limit_secs: i64, stopping: bool) -> String {
-    format!(
-        "time limit of {limit_secs} s reached; {}",
-        if stopping { "stopping" } else { "stopped" }
-    )
+    format!("time limit of {limit_secs} s reached; {}", if stopping { "stopping" } else { "stopped" })
 }
 
 /// The watcher is about to stop a running job for its time limit: recorded
@@ -268,17 +242,12 @@ pub async fn stopping_for_time_limit(
 /// queued, or its state refuses a delete); the watcher tries again on a
 /// later pass, because the exit code stays recorded — and again after a
 /// delete that failed or an admin cancelled (see [`queue_delete`]).
-pub async fn delete_job_machine(
-    conn: &mut SqliteConnection,
-    id: i64,
-    why: &str,
-) -> Result<Option<i64>, PlatformError> {
-    let machine_id: i64 = sqlx::query_scalar(
-        "SELECT machine_id FROM compute_tasks WHERE id = ? AND machine_id IS NOT NULL",
-    )
-    .bind(id)
-    .fetch_one(&mut *conn)
-    .await?;
+pub async fn delete_job_machine(conn: &mut SqliteConnection, id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+    let machine_id: i64 =
+        sqlx::query_scalar("SELECT machine_id FROM compute_tasks WHERE id = ? AND machine_id IS NOT NULL")
+            .bind(id)
+            .fetch_one(&mut *conn)
+            .await?;
     if super::reclaim::busy(conn, machine_id).await? {
         return Ok(None);
     }
@@ -289,26 +258,23 @@ pub async fn delete_job_machine(
 /// Each earlier delete of the machine that failed or was cancelled delays
 /// this one by the dispatcher's backoff, so a delete the engine keeps
 /// refusing is not tried again at every pass of the watcher.
-async fn queue_delete(
-    conn: &mut SqliteConnection,
-    id: i64,
-    why: &str,
-) -> Result<Option<i64>, PlatformError> {
+async fn queue_delete(conn: &mut SqliteConnection, id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
     let (machine_id, requester_id): (i64, i64) =
-        sqlx::query_as("SELECT machine_id, requester_id FROM compute_tasks WHERE id = ? AND machine_id IS NOT NULL").bind(id).fetch_one(&mut *conn).await?;
+        sqlx::query_as("SELECT machine_id, requester_id FROM compute_tasks WHERE id = ? AND machine_id IS NOT NULL")
+            .bind(id)
+            .fetch_one(&mut *conn)
+            .await?;
     let cur = super::machine::current(conn, machine_id).await?;
     if accepts(&cur.name, cur.state, TaskKind::Delete).is_err() {
         return Ok(None);
     }
-    let earlier: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE machine_id = ? AND kind = 'delete' AND state IN ('failed', 'cancelled')")
-        .bind(machine_id)
-        .fetch_one(&mut *conn)
-        .await?;
-    let delay = if earlier > 0 {
-        backoff_secs(earlier as u32)
-    } else {
-        0
-    };
+    let earlier: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM tasks WHERE machine_id = ? AND kind = 'delete' AND state IN ('failed', 'cancelled')",
+    )
+    .bind(machine_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let delay = if earlier > 0 { backoff_secs(earlier as u32) } else { 0 };
     let mut message = format!("compute task #{id} ended ({why}); removing its machine");
     if delay > 0 {
         message.push_str(&format!(" (try {} in {delay} s)", earlier + 1));
@@ -323,47 +289,30 @@ async fn queue_delete(
         message: &message,
     };
     let task_id = task::insert_pending(conn, &new).await?;
-    task::set_state(
-        conn,
-        task_id,
-        TaskState::Pending,
-        TaskState::Scheduled,
-        &message,
-    )
-    .await?;
+    task::set_state(conn, task_id, TaskState::Pending, TaskState::Scheduled, &message).await?;
     sqlx::query("UPDATE tasks SET not_before = ? WHERE id = ?")
         .bind(now() + delay)
         .bind(task_id)
         .execute(&mut *conn)
         .await?;
-    audit::record(
-        &mut *conn,
-        None,
-        "machine.delete",
-        &format!("machine {}: {message}", cur.name),
-    )
-    .await?;
+    audit::record(&mut *conn, None, "machine.delete", &format!("machine {}: {message}", cur.name)).await?;
     Ok(Some(task_id))
 }
 
 /// Called by `machine::release` for every machine it releases: a job's
 /// task ends here, in the commit that gives its GPUs back.
-pub async fn machine_released(
-    conn: &mut SqliteConnection,
-    machine_id: i64,
-    why: &str,
-) -> Result<(), PlatformError> {
-    let row: Option<(i64, String, bool, Option<i64>, String)> =
-        sqlx::query_as("SELECT id, state, cancel_requested, exit_code, message FROM compute_tasks WHERE machine_id = ?")
-            .bind(machine_id)
-            .fetch_optional(&mut *conn)
-            .await?;
+pub async fn machine_released(conn: &mut SqliteConnection, machine_id: i64, why: &str) -> Result<(), PlatformError> {
+    let row: Option<(i64, String, bool, Option<i64>, String)> = sqlx::query_as(
+        "SELECT id, state, cancel_requested, exit_code, message FROM compute_tasks WHERE machine_id = ?",
+    )
+    .bind(machine_id)
+    .fetch_optional(&mut *conn)
+    .await?;
     let Some((id, state, cancel_requested, exit_code, message)) = row else {
         return Ok(());
     };
-    let state: TaskState = state
-        .parse()
-        .map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    let state: TaskState =
+        state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     if state.is_terminal() {
         return Ok(());
     }
@@ -371,11 +320,12 @@ pub async fn machine_released(
     // A cancel is told by the rows (the task's request, or its machine's
     // create cancelled in this commit), never by the words of `why`: an
     // engine's error may say "cancelled" too.
-    let create_cancelled: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND kind = 'create' AND state = 'cancelled')")
-            .bind(machine_id)
-            .fetch_one(&mut *conn)
-            .await?;
+    let create_cancelled: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND kind = 'create' AND state = 'cancelled')",
+    )
+    .bind(machine_id)
+    .fetch_one(&mut *conn)
+    .await?;
     // A node marked lost ends its unstarted creates `cancelled` too; the
     // job did not start because of the node, so it failed (its node's
     // state is written first in that commit).
@@ -393,23 +343,15 @@ pub async fn machine_released(
         (TaskState::Failed, why.to_string())
     };
     move_to(conn, id, to, &text).await?;
-    audit::record(
-        &mut *conn,
-        None,
-        "compute.finished",
-        &format!("compute task #{id}: {to} ({text})"),
-    )
-    .await?;
+    audit::record(&mut *conn, None, "compute.finished", &format!("compute task #{id}: {to} ({text})")).await?;
     // A failed create leaves the machine `failed`: it would keep its node's
     // CPU and memory and its volume for ever, since nobody may delete a job
     // machine but the system. Its delete goes in this commit; the create
     // being failed is the only open task (it ends in this commit too).
-    let failed: bool = sqlx::query_scalar(
-        "SELECT state = 'failed' AND workload = 'job' FROM machines WHERE id = ?",
-    )
-    .bind(machine_id)
-    .fetch_one(&mut *conn)
-    .await?;
+    let failed: bool = sqlx::query_scalar("SELECT state = 'failed' AND workload = 'job' FROM machines WHERE id = ?")
+        .bind(machine_id)
+        .fetch_one(&mut *conn)
+        .await?;
     let other_open: bool =
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND kind <> 'create' AND state IN ('pending', 'scheduled', 'running'))")
             .bind(machine_id)
@@ -438,13 +380,7 @@ pub async fn cancel_pending_of_disabled(
     for (id, username) in &ids {
         let why = format!("cancelled: account {username} is disabled");
         move_to(conn, *id, TaskState::Cancelled, &why).await?;
-        audit::record(
-            &mut *conn,
-            None,
-            "compute.finished",
-            &format!("compute task #{id}: cancelled ({why})"),
-        )
-        .await?;
+        audit::record(&mut *conn, None, "compute.finished", &format!("compute task #{id}: cancelled ({why})")).await?;
     }
     Ok(ids.len() as u64)
 }
@@ -452,29 +388,22 @@ pub async fn cancel_pending_of_disabled(
 /// A user (the requester) or an admin cancels a compute task: a pending
 /// one at once; a scheduled or running one by asking the watcher to stop
 /// its machine, which ends the task when the GPUs are given back.
-pub async fn cancel(
-    conn: &mut SqliteConnection,
-    who: &User,
-    id: i64,
-) -> Result<TaskState, PlatformError> {
+pub async fn cancel(conn: &mut SqliteConnection, who: &User, id: i64) -> Result<TaskState, PlatformError> {
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(i64, String, Option<i64>)> = sqlx::query_as(&format!(
-        "SELECT requester_id, state, exit_code FROM compute_tasks WHERE id = ? AND ({cond})"
-    ))
-    .bind(id)
-    .bind(bind)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let (requester, state, exit_code) =
-        row.ok_or_else(|| PlatformError::NotFound("compute task".into()))?;
+    let row: Option<(i64, String, Option<i64>)> =
+        sqlx::query_as(&format!("SELECT requester_id, state, exit_code FROM compute_tasks WHERE id = ? AND ({cond})"))
+            .bind(id)
+            .bind(bind)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let (requester, state, exit_code) = row.ok_or_else(|| PlatformError::NotFound("compute task".into()))?;
     if requester != who.id && !who.role.is_admin() {
         return Err(PlatformError::Conflict(
             "only the person who submitted a compute task, or an admin, can cancel it".into(),
         ));
     }
-    let state: TaskState = state
-        .parse()
-        .map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    let state: TaskState =
+        state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     // Its command already ended (the watcher recorded how) and its machine
     // is being removed: a cancel now would turn a success into "cancelled".
     if let (TaskState::Running, Some(code)) = (state, exit_code) {
@@ -495,34 +424,19 @@ pub async fn cancel(
                 .execute(&mut *conn)
                 .await?;
         }
-        done => {
-            return Err(PlatformError::Conflict(format!(
-                "compute task #{id} has already finished ({done})"
-            )))
-        }
+        done => return Err(PlatformError::Conflict(format!("compute task #{id} has already finished ({done})"))),
     }
-    audit::record(
-        &mut *conn,
-        Some(who.id),
-        "compute.cancel",
-        &format!("compute task #{id} {by}"),
-    )
-    .await?;
+    audit::record(&mut *conn, Some(who.id), "compute.cancel", &format!("compute task #{id} {by}")).await?;
     Ok(state)
 }
 
 /// Whether the compute task that `machine_id` runs for was asked to be
 /// cancelled: its create checks before starting the command, so a task
 /// cancelled while its machine was being made never runs it.
-pub async fn cancel_requested(
-    db: impl sqlx::SqliteExecutor<'_>,
-    machine_id: i64,
-) -> Result<bool, PlatformError> {
-    Ok(sqlx::query_scalar::<_, bool>(
-        "SELECT cancel_requested FROM compute_tasks WHERE machine_id = ?",
-    )
-    .bind(machine_id)
-    .fetch_optional(db)
-    .await?
-    .unwrap_or(false))
+pub async fn cancel_requested(db: impl sqlx::SqliteExecutor<'_>, machine_id: i64) -> Result<bool, PlatformError> {
+    Ok(sqlx::query_scalar::<_, bool>("SELECT cancel_requested FROM compute_tasks WHERE machine_id = ?")
+        .bind(machine_id)
+        .fetch_optional(db)
+        .await?
+        .unwrap_or(false))
 }

@@ -47,7 +47,12 @@ pub struct ClaimedTask {
 /// from before: waiting for it (up to the busy timeout, or the pool's
 /// acquire timeout) would otherwise hand out a lease already run out, and
 /// the next expiry pass would give the task to a second runner.
-pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, lease_secs: i64) -> Result<Vec<ClaimedTask>, PlatformError> {
+pub async fn claim(
+    pool: &Pool,
+    owner: &Arc<str>,
+    limit: i64,
+    lease_secs: i64,
+) -> Result<Vec<ClaimedTask>, PlatformError> {
     let mut tx = begin(pool).await?;
     let claimed_at = tokio::time::Instant::now();
     let now = crate::now();
@@ -78,7 +83,13 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, lease_secs: i64) -
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        audit::record(&mut *tx, None, "task.claim", &format!("task #{id} ({kind}) claimed by {owner}, attempt {}", attempts + 1)).await?;
+        audit::record(
+            &mut *tx,
+            None,
+            "task.claim",
+            &format!("task #{id} ({kind}) claimed by {owner}, attempt {}", attempts + 1),
+        )
+        .await?;
         claimed.push(ClaimedTask {
             id,
             kind,
@@ -95,13 +106,15 @@ pub async fn claim(pool: &Pool, owner: &Arc<str>, limit: i64, lease_secs: i64) -
 
 /// Extends the lease; `false` when it is no longer ours.
 pub async fn renew(pool: &Pool, lease: &Lease, now: i64) -> Result<bool, PlatformError> {
-    let done = sqlx::query("UPDATE tasks SET lease_expires = ? WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?")
-        .bind(now + lease.secs)
-        .bind(lease.task_id)
-        .bind(lease.owner.as_ref())
-        .bind(lease.attempt)
-        .execute(pool)
-        .await?;
+    let done = sqlx::query(
+        "UPDATE tasks SET lease_expires = ? WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?",
+    )
+    .bind(now + lease.secs)
+    .bind(lease.task_id)
+    .bind(lease.owner.as_ref())
+    .bind(lease.attempt)
+    .execute(pool)
+    .await?;
     Ok(done.rows_affected() == 1)
 }
 
@@ -121,17 +134,23 @@ pub async fn fenced(pool: &Pool, lease: &Lease) -> Result<Tx, PlatformError> {
 /// task must not remove the container its successor made).
 pub async fn held(pool: &Pool, lease: &Lease) -> Result<bool, PlatformError> {
     let mut conn = pool.acquire().await?;
-    let unexpired: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND lease_expires > ?").bind(lease.task_id).bind(crate::now()).fetch_optional(&mut *conn).await?;
+    let unexpired: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND lease_expires > ?")
+        .bind(lease.task_id)
+        .bind(crate::now())
+        .fetch_optional(&mut *conn)
+        .await?;
     Ok(unexpired.is_some() && holds(&mut conn, lease).await?)
 }
 
 async fn holds(conn: &mut sqlx::SqliteConnection, lease: &Lease) -> Result<bool, PlatformError> {
-    let held: Option<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?")
-        .bind(lease.task_id)
-        .bind(lease.owner.as_ref())
-        .bind(lease.attempt)
-        .fetch_optional(&mut *conn)
-        .await?;
+    let held: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM tasks WHERE id = ? AND state = 'running' AND lease_owner = ? AND attempts = ?",
+    )
+    .bind(lease.task_id)
+    .bind(lease.owner.as_ref())
+    .bind(lease.attempt)
+    .fetch_optional(&mut *conn)
+    .await?;
     Ok(held.is_some())
 }
 
@@ -142,12 +161,22 @@ async fn holds(conn: &mut sqlx::SqliteConnection, lease: &Lease) -> Result<bool,
 /// the interrupted step, as after a crash (every step is idempotent).
 pub async fn release_all(pool: &Pool, owner: &str) -> Result<u64, PlatformError> {
     let mut tx = begin(pool).await?;
-    let held: Vec<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE state = 'running' AND lease_owner = ?").bind(owner).fetch_all(&mut *tx).await?;
+    let held: Vec<i64> = sqlx::query_scalar("SELECT id FROM tasks WHERE state = 'running' AND lease_owner = ?")
+        .bind(owner)
+        .fetch_all(&mut *tx)
+        .await?;
     for id in &held {
-        super::task::set_state(&mut tx, *id, TaskState::Running, TaskState::Scheduled, &format!("resumed: {owner} shut down before finishing it"))
-            .await?;
+        super::task::set_state(
+            &mut tx,
+            *id,
+            TaskState::Running,
+            TaskState::Scheduled,
+            &format!("resumed: {owner} shut down before finishing it"),
+        )
+        .await?;
         sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?").bind(id).execute(&mut *tx).await?;
-        audit::record(&mut *tx, None, "task.lease_released", &format!("task #{id}: {owner} shut down; requeued")).await?;
+        audit::record(&mut *tx, None, "task.lease_released", &format!("task #{id}: {owner} shut down; requeued"))
+            .await?;
     }
     tx.commit().await?;
     Ok(held.len() as u64)
@@ -158,13 +187,23 @@ pub async fn release_all(pool: &Pool, owner: &str) -> Result<u64, PlatformError>
 pub async fn expire(pool: &Pool, now: i64) -> Result<u64, PlatformError> {
     let mut tx = begin(pool).await?;
     let stale: Vec<(i64, Option<String>)> =
-        sqlx::query_as("SELECT id, lease_owner FROM tasks WHERE state = 'running' AND lease_expires < ?").bind(now).fetch_all(&mut *tx).await?;
+        sqlx::query_as("SELECT id, lease_owner FROM tasks WHERE state = 'running' AND lease_expires < ?")
+            .bind(now)
+            .fetch_all(&mut *tx)
+            .await?;
     for (id, owner) in &stale {
         let owner = owner.as_deref().unwrap_or("nobody");
-        super::task::set_state(&mut tx, *id, TaskState::Running, TaskState::Scheduled, &format!("resumed: {owner} stopped renewing its lease"))
-            .await?;
+        super::task::set_state(
+            &mut tx,
+            *id,
+            TaskState::Running,
+            TaskState::Scheduled,
+            &format!("resumed: {owner} stopped renewing its lease"),
+        )
+        .await?;
         sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?").bind(id).execute(&mut *tx).await?;
-        audit::record(&mut *tx, None, "task.lease_expired", &format!("task #{id}: lease of {owner} expired; requeued")).await?;
+        audit::record(&mut *tx, None, "task.lease_expired", &format!("task #{id}: lease of {owner} expired; requeued"))
+            .await?;
     }
     tx.commit().await?;
     Ok(stale.len() as u64)

@@ -26,7 +26,8 @@ pub async fn current(conn: &mut SqliteConnection, machine_id: i64) -> Result<Cur
     .bind(machine_id)
     .fetch_optional(&mut *conn)
     .await?;
-    let (name, state, rev, gpu_count, held, group_id, container_id) = row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
+    let (name, state, rev, gpu_count, held, group_id, container_id) =
+        row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
     let state = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     Ok(Current { name, state, rev, gpu_count, held, group_id, container_id })
 }
@@ -43,7 +44,10 @@ pub async fn move_to(
     let cur = current(conn, machine_id).await?;
     machine::transition(cur.state, to).map_err(|e| PlatformError::Conflict(format!("machine {}: {e}", cur.name)))?;
     if machine::holds_nothing(to) && cur.held > 0 {
-        return Err(PlatformError::Internal(format!("machine {} would be {to} while holding GPUs; use release", cur.name)));
+        return Err(PlatformError::Internal(format!(
+            "machine {} would be {to} while holding GPUs; use release",
+            cur.name
+        )));
     }
     write_state(conn, machine_id, cur.rev, to, exit_code, message).await?;
     Ok(cur.state)
@@ -53,8 +57,22 @@ pub async fn move_to(
 /// A machine that fails, is being deleted or is closed (deleted, lost,
 /// reclaimed) loses its idle warning here, in every path that gets it
 /// there: otherwise its group's banner would count it down for ever.
-async fn write_state(conn: &mut SqliteConnection, id: i64, rev: i64, to: MachineState, exit_code: Option<i64>, message: &str) -> Result<(), PlatformError> {
-    let keeps_warning = matches!(to, MachineState::Running | MachineState::Stopped | MachineState::Restarting | MachineState::Reinstalling | MachineState::Creating);
+async fn write_state(
+    conn: &mut SqliteConnection,
+    id: i64,
+    rev: i64,
+    to: MachineState,
+    exit_code: Option<i64>,
+    message: &str,
+) -> Result<(), PlatformError> {
+    let keeps_warning = matches!(
+        to,
+        MachineState::Running
+            | MachineState::Stopped
+            | MachineState::Restarting
+            | MachineState::Reinstalling
+            | MachineState::Creating
+    );
     let done = sqlx::query(
         "UPDATE machines SET state = ?1, exit_code = ?2, message = ?3, updated_at = ?4, rev = rev + 1,
                 reclaim_deadline = CASE WHEN ?7 THEN reclaim_deadline END, reclaim_extensions = CASE WHEN ?7 THEN reclaim_extensions ELSE 0 END
@@ -87,10 +105,12 @@ pub async fn observe_if_unchanged(
     message: &str,
 ) -> Result<bool, PlatformError> {
     let cur = current(conn, machine_id).await?;
-    let idle: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running'))")
-        .bind(machine_id)
-        .fetch_one(&mut *conn)
-        .await?;
+    let idle: bool = sqlx::query_scalar(
+        "SELECT NOT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running'))",
+    )
+    .bind(machine_id)
+    .fetch_one(&mut *conn)
+    .await?;
     if cur.rev != rev || !idle || !machine::can_become(cur.state, to) {
         return Ok(false);
     }
@@ -98,7 +118,11 @@ pub async fn observe_if_unchanged(
     Ok(true)
 }
 
-pub async fn set_container(conn: &mut SqliteConnection, machine_id: i64, container_id: Option<&str>) -> Result<(), PlatformError> {
+pub async fn set_container(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    container_id: Option<&str>,
+) -> Result<(), PlatformError> {
     sqlx::query("UPDATE machines SET container_id = ?, updated_at = ?, rev = rev + 1 WHERE id = ?")
         .bind(container_id)
         .bind(now())
@@ -108,8 +132,16 @@ pub async fn set_container(conn: &mut SqliteConnection, machine_id: i64, contain
     Ok(())
 }
 
-pub async fn set_volume_enforced(conn: &mut SqliteConnection, machine_id: i64, enforced: bool) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE machines SET volume_enforced = ?, rev = rev + 1 WHERE id = ?").bind(enforced).bind(machine_id).execute(&mut *conn).await?;
+pub async fn set_volume_enforced(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    enforced: bool,
+) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE machines SET volume_enforced = ?, rev = rev + 1 WHERE id = ?")
+        .bind(enforced)
+        .bind(machine_id)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
@@ -126,7 +158,13 @@ pub enum Container {
 /// are listed in `gpus_left_to_collector`: the group is refunded now, but
 /// the cards are offered to nobody until the collector has seen the node's
 /// engine without that container ([`left_gpus_collected`]).
-pub async fn release_as(conn: &mut SqliteConnection, machine_id: i64, to: MachineState, message: &str, container: Container) -> Result<i64, PlatformError> {
+pub async fn release_as(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    to: MachineState,
+    message: &str,
+    container: Container,
+) -> Result<i64, PlatformError> {
     if container == Container::LeftToCollector {
         sqlx::query("INSERT OR IGNORE INTO gpus_left_to_collector (gpu_id, machine_id, since) SELECT gpu_id, machine_id, ? FROM machine_gpus WHERE machine_id = ?")
             .bind(now())
@@ -140,14 +178,28 @@ pub async fn release_as(conn: &mut SqliteConnection, machine_id: i64, to: Machin
 /// The collector saw the node's engine without machine `machine_id`'s left
 /// container: the GPUs it left become free again. Only rows still naming
 /// that machine go, so a later leftover on the same card is not forgotten.
-pub async fn left_gpus_collected(conn: &mut SqliteConnection, machine_id: i64, gpu_ids: &[i64]) -> Result<u64, PlatformError> {
+pub async fn left_gpus_collected(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    gpu_ids: &[i64],
+) -> Result<u64, PlatformError> {
     let mut freed = 0;
     for gpu in gpu_ids {
-        let gone = sqlx::query("DELETE FROM gpus_left_to_collector WHERE gpu_id = ? AND machine_id = ?").bind(gpu).bind(machine_id).execute(&mut *conn).await?;
+        let gone = sqlx::query("DELETE FROM gpus_left_to_collector WHERE gpu_id = ? AND machine_id = ?")
+            .bind(gpu)
+            .bind(machine_id)
+            .execute(&mut *conn)
+            .await?;
         freed += gone.rows_affected();
     }
     if freed > 0 {
-        audit::record(&mut *conn, None, "collect.gpus", &format!("machine #{machine_id}: its container is gone; {freed} GPU(s) may be offered again")).await?;
+        audit::record(
+            &mut *conn,
+            None,
+            "collect.gpus",
+            &format!("machine #{machine_id}: its container is gone; {freed} GPU(s) may be offered again"),
+        )
+        .await?;
     }
     Ok(freed)
 }
@@ -158,7 +210,12 @@ pub async fn left_gpus_collected(conn: &mut SqliteConnection, machine_id: i64, g
 /// idempotent for a machine that holds nothing. A GPU its node no longer
 /// reports (in `gpus_gone`, kept only for this machine) is deleted, not
 /// freed: nothing else may be given a card that is not there.
-pub async fn release(conn: &mut SqliteConnection, machine_id: i64, to: MachineState, message: &str) -> Result<i64, PlatformError> {
+pub async fn release(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    to: MachineState,
+    message: &str,
+) -> Result<i64, PlatformError> {
     let cur = current(conn, machine_id).await?;
     machine::transition(cur.state, to).map_err(|e| PlatformError::Conflict(format!("machine {}: {e}", cur.name)))?;
     if cur.held > 0 {
@@ -174,15 +231,25 @@ pub async fn release(conn: &mut SqliteConnection, machine_id: i64, to: MachineSt
             tracing::info!(machine_id, gpu_id = id, "a GPU its node no longer reports was let go; its row is removed");
             sqlx::query("DELETE FROM gpus WHERE id = ?").bind(id).execute(&mut *conn).await?;
         }
-        let refunded = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use - ?1 WHERE id = ?2 AND gpus_in_use >= ?1")
-            .bind(cur.held)
-            .bind(cur.group_id)
-            .execute(&mut *conn)
-            .await?;
+        let refunded =
+            sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use - ?1 WHERE id = ?2 AND gpus_in_use >= ?1")
+                .bind(cur.held)
+                .bind(cur.group_id)
+                .execute(&mut *conn)
+                .await?;
         if refunded.rows_affected() != 1 {
-            return Err(PlatformError::Internal(format!("group #{} holds fewer GPUs than machine {} returns", cur.group_id, cur.name)));
+            return Err(PlatformError::Internal(format!(
+                "group #{} holds fewer GPUs than machine {} returns",
+                cur.group_id, cur.name
+            )));
         }
-        audit::record(&mut *conn, None, "quota.refund", &format!("machine {}: {} GPU(s) returned ({to})", cur.name, cur.held)).await?;
+        audit::record(
+            &mut *conn,
+            None,
+            "quota.refund",
+            &format!("machine {}: {} GPU(s) returned ({to})", cur.name, cur.held),
+        )
+        .await?;
     }
     sqlx::query("UPDATE machines SET container_id = NULL WHERE id = ?").bind(machine_id).execute(&mut *conn).await?;
     write_state(conn, machine_id, cur.rev, to, None, message).await?;

@@ -44,12 +44,11 @@ pub async fn set_state(
         return mark_lost(pool, actor, node_id, reason).await.map(|_| ());
     }
     let mut tx = begin(pool).await?;
-    let (name, was): (String, String) =
-        sqlx::query_as("SELECT name, state FROM nodes WHERE id = ?")
-            .bind(node_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| PlatformError::NotFound("node".into()))?;
+    let (name, was): (String, String) = sqlx::query_as("SELECT name, state FROM nodes WHERE id = ?")
+        .bind(node_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| PlatformError::NotFound("node".into()))?;
     if was == NodeState::Lost.as_str() {
         // Its machines were released; bringing it back is adding it anew.
         return Err(PlatformError::Conflict(format!(
@@ -68,11 +67,7 @@ pub async fn set_state(
         "node.state",
         &format!(
             "node {name}: {was} → {state}{}",
-            if reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({reason})")
-            }
+            if reason.is_empty() { String::new() } else { format!(" ({reason})") }
         ),
     )
     .await?;
@@ -91,11 +86,7 @@ pub async fn mark_lost(
     reason: &str,
 ) -> Result<LostReport, PlatformError> {
     let reason = checked_reason(reason)?;
-    let reason = if reason.is_empty() {
-        "marked lost by an administrator"
-    } else {
-        reason
-    };
+    let reason = if reason.is_empty() { "marked lost by an administrator" } else { reason };
     let mut tx = begin(pool).await?;
     let name: String = sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?")
         .bind(node_id)
@@ -116,16 +107,9 @@ pub async fn mark_lost(
     .fetch_all(&mut *tx)
     .await?;
     for (task_id, state, kind, machine_id, keep_volume) in open {
-        let from: TaskState = state
-            .parse()
-            .map_err(|e: gantry_core::task::UnknownVariant| {
-                PlatformError::Internal(e.to_string())
-            })?;
-        let to = if from == TaskState::Running {
-            TaskState::Failed
-        } else {
-            TaskState::Cancelled
-        };
+        let from: TaskState =
+            state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+        let to = if from == TaskState::Running { TaskState::Failed } else { TaskState::Cancelled };
         let why = format!("node {name} was lost: {reason}");
         task::set_state(&mut tx, task_id, from, to, &why).await?;
         // Its snapshot fails with it: a `creating` one could never be
@@ -149,13 +133,15 @@ pub async fn mark_lost(
         }
         report.tasks_ended += 1;
     }
-    let machines: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, name FROM machines WHERE node_id = ? AND state NOT IN ('deleted', 'lost') ORDER BY id").bind(node_id).fetch_all(&mut *tx).await?;
+    let machines: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, name FROM machines WHERE node_id = ? AND state NOT IN ('deleted', 'lost') ORDER BY id",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *tx)
+    .await?;
     for (machine_id, machine_name) in machines {
-        let message =
-            format!("node {name} was lost ({reason}); GPUs returned to the group's quota");
-        report.gpus_refunded +=
-            machine::release(&mut tx, machine_id, MachineState::Lost, &message).await?;
+        let message = format!("node {name} was lost ({reason}); GPUs returned to the group's quota");
+        report.gpus_refunded += machine::release(&mut tx, machine_id, MachineState::Lost, &message).await?;
         report.machines.push(machine_name);
     }
     audit::record(
@@ -178,23 +164,18 @@ pub async fn mark_lost(
 /// a lost one, or one drained empty): its GPUs go, its closed machines keep
 /// their history without it. Its engine is not touched: leftovers there are
 /// no longer Gantry's to collect.
-pub async fn remove(
-    pool: &Pool,
-    actor: Option<i64>,
-    node_id: i64,
-) -> Result<String, PlatformError> {
+pub async fn remove(pool: &Pool, actor: Option<i64>, node_id: i64) -> Result<String, PlatformError> {
     let mut tx = begin(pool).await?;
     let name: String = sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?")
         .bind(node_id)
         .fetch_optional(&mut *tx)
         .await?
         .ok_or_else(|| PlatformError::NotFound("node".into()))?;
-    let live: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM machines WHERE node_id = ? AND state NOT IN ('deleted', 'lost')",
-    )
-    .bind(node_id)
-    .fetch_one(&mut *tx)
-    .await?;
+    let live: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE node_id = ? AND state NOT IN ('deleted', 'lost')")
+            .bind(node_id)
+            .fetch_one(&mut *tx)
+            .await?;
     if live > 0 {
         return Err(PlatformError::Conflict(format!(
             "node {name} still has {live} machine(s); delete them, or mark the node lost, first"
@@ -211,35 +192,17 @@ pub async fn remove(
     .fetch_all(&mut *tx)
     .await?;
     if !kept.is_empty() {
-        let listed: Vec<String> = kept
-            .iter()
-            .map(|(volume, owner)| format!("{volume} ({owner})"))
-            .collect();
+        let listed: Vec<String> = kept.iter().map(|(volume, owner)| format!("{volume} ({owner})")).collect();
         return Err(PlatformError::Conflict(format!(
             "node {name} still holds {} kept data volume(s): {}; their owners or an admin delete them on the Volumes page first",
             kept.len(),
             listed.join(", ")
         )));
     }
-    sqlx::query("UPDATE machines SET node_id = NULL WHERE node_id = ?")
-        .bind(node_id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("DELETE FROM gpus WHERE node_id = ?")
-        .bind(node_id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("DELETE FROM nodes WHERE id = ?")
-        .bind(node_id)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(
-        &mut *tx,
-        actor,
-        "node.remove",
-        &format!("node {name} removed"),
-    )
-    .await?;
+    sqlx::query("UPDATE machines SET node_id = NULL WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM gpus WHERE node_id = ?").bind(node_id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM nodes WHERE id = ?").bind(node_id).execute(&mut *tx).await?;
+    audit::record(&mut *tx, actor, "node.remove", &format!("node {name} removed")).await?;
     tx.commit().await?;
     Ok(name)
 }

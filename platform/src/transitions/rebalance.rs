@@ -10,7 +10,8 @@ use sqlx::SqliteConnection;
 
 /// What the machine's history and the task say when its owner's opt-out
 /// stops a move before anything was done on the node.
-const OPTED_OUT: &str = "not moved: its owner opted out of hot-GPU rebalancing after the move was queued; it stays on its GPUs";
+const OPTED_OUT: &str =
+    "not moved: its owner opted out of hot-GPU rebalancing after the move was queued; it stays on its GPUs";
 
 /// Queues a rebalance task moving the machine to GPUs `to` (ids); `None`
 /// when the machine is busy, opted out, or not running any more.
@@ -18,13 +19,24 @@ pub async fn queue(pool: &Pool, machine_id: i64, to: &[i64], why: &str) -> Resul
     let mut tx = begin(pool).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
     let (owner, opted_out): (i64, bool) =
-        sqlx::query_as("SELECT owner_id, rebalance_opt_out FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+        sqlx::query_as("SELECT owner_id, rebalance_opt_out FROM machines WHERE id = ?")
+            .bind(machine_id)
+            .fetch_one(&mut *tx)
+            .await?;
     if opted_out || accepts(&cur.name, cur.state, TaskKind::Rebalance).is_err() || busy(&mut tx, machine_id).await? {
         return Ok(None);
     }
     let task_id = task::insert_pending(
         &mut tx,
-        &task::NewTask { kind: TaskKind::Rebalance, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: owner, group_id: cur.group_id, keep_volume: true, message: "accepted" },
+        &task::NewTask {
+            kind: TaskKind::Rebalance,
+            machine_id: Some(machine_id),
+            machine_name: &cur.name,
+            requester_id: owner,
+            group_id: cur.group_id,
+            keep_volume: true,
+            message: "accepted",
+        },
     )
     .await?;
     snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "to": to, "why": why })).await?;
@@ -38,7 +50,10 @@ pub async fn queue(pool: &Pool, machine_id: i64, to: &[i64], why: &str) -> Resul
 pub async fn refused(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool, PlatformError> {
     let mut tx = begin(pool).await?;
     let last: Option<(String, String)> =
-        sqlx::query_as("SELECT kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT 1").bind(machine_id).fetch_optional(&mut *tx).await?;
+        sqlx::query_as("SELECT kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id DESC LIMIT 1")
+            .bind(machine_id)
+            .fetch_optional(&mut *tx)
+            .await?;
     if last.is_some_and(|(k, _)| k == "rebalance_refused") {
         return Ok(false);
     }
@@ -53,7 +68,10 @@ pub async fn refused(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool,
 /// is not on the machine's node. The count is unchanged, so is the quota.
 pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ? ORDER BY gpu_id").bind(machine_id).fetch_all(&mut *tx).await?;
+    let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ? ORDER BY gpu_id")
+        .bind(machine_id)
+        .fetch_all(&mut *tx)
+        .await?;
     let mut wanted = to.to_vec();
     wanted.sort_unstable();
     held.sort_unstable();
@@ -61,7 +79,11 @@ pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Re
         return Ok(());
     }
     if wanted.len() != held.len() {
-        return Err(PlatformError::Conflict(format!("the move names {} GPU(s); the machine holds {}", wanted.len(), held.len())));
+        return Err(PlatformError::Conflict(format!(
+            "the move names {} GPU(s); the machine holds {}",
+            wanted.len(),
+            held.len()
+        )));
     }
     for gpu in &wanted {
         let (on_node, holder): (bool, Option<i64>) = sqlx::query_as(
@@ -86,10 +108,15 @@ pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Re
         .execute(&mut *tx)
         .await?;
     for gpu in &wanted {
-        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)").bind(gpu).bind(machine_id).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)")
+            .bind(gpu)
+            .bind(machine_id)
+            .execute(&mut *tx)
+            .await?;
     }
     sqlx::query("UPDATE machines SET rev = rev + 1 WHERE id = ?").bind(machine_id).execute(&mut *tx).await?;
-    audit::record(&mut *tx, None, "machine.gpus_moved", &format!("machine #{machine_id}: GPUs {held:?} → {wanted:?}")).await?;
+    audit::record(&mut *tx, None, "machine.gpus_moved", &format!("machine #{machine_id}: GPUs {held:?} → {wanted:?}"))
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -120,10 +147,21 @@ pub(crate) async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64) 
 /// `succeeded` with "not moved", and the machine shows running again;
 /// `true`. Once the container is gone or the GPUs are swapped the move is
 /// half made and finishes.
-pub async fn call_off_if_opted_out(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Result<bool, PlatformError> {
+pub async fn call_off_if_opted_out(
+    pool: &Pool,
+    lease: &Lease,
+    machine_id: i64,
+    to: &[i64],
+) -> Result<bool, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    let opted_out: bool = sqlx::query_scalar("SELECT rebalance_opt_out FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
-    let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?").bind(machine_id).fetch_all(&mut *tx).await?;
+    let opted_out: bool = sqlx::query_scalar("SELECT rebalance_opt_out FROM machines WHERE id = ?")
+        .bind(machine_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let mut held: Vec<i64> = sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?")
+        .bind(machine_id)
+        .fetch_all(&mut *tx)
+        .await?;
     let mut wanted = to.to_vec();
     held.sort_unstable();
     wanted.sort_unstable();
@@ -133,7 +171,13 @@ pub async fn call_off_if_opted_out(pool: &Pool, lease: &Lease, machine_id: i64, 
     machine::move_to(&mut tx, machine_id, MachineState::Running, None, "").await?;
     snapshot::event(&mut tx, machine_id, "rebalance_refused", OPTED_OUT).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, OPTED_OUT).await?;
-    audit::record(&mut *tx, None, "machine.rebalance_called_off", &format!("machine #{machine_id}, task #{}: {OPTED_OUT}", lease.task_id)).await?;
+    audit::record(
+        &mut *tx,
+        None,
+        "machine.rebalance_called_off",
+        &format!("machine #{machine_id}, task #{}: {OPTED_OUT}", lease.task_id),
+    )
+    .await?;
     tx.commit().await?;
     Ok(true)
 }

@@ -54,15 +54,21 @@ pub async fn clear(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool, P
 /// a running or stopped machine. A reclaim already queued for the passed
 /// deadline is cancelled in the same commit; one a runner has begun is
 /// not stopped: the extension is refused, saying so.
-pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_core::reclaim::ReclaimSettings) -> Result<i64, PlatformError> {
+pub async fn extend(
+    pool: &Pool,
+    who: &User,
+    machine_id: i64,
+    settings: &gantry_core::reclaim::ReclaimSettings,
+) -> Result<i64, PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, i64, Option<i64>, i64, String)> =
-        sqlx::query_as(&format!("SELECT name, owner_id, reclaim_deadline, reclaim_extensions, state FROM machines WHERE id = ? AND ({cond})"))
-            .bind(machine_id)
-            .bind(bind)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let row: Option<(String, i64, Option<i64>, i64, String)> = sqlx::query_as(&format!(
+        "SELECT name, owner_id, reclaim_deadline, reclaim_extensions, state FROM machines WHERE id = ? AND ({cond})"
+    ))
+    .bind(machine_id)
+    .bind(bind)
+    .fetch_optional(&mut *tx)
+    .await?;
     let (name, owner, deadline, used, state) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can extend it".into()));
@@ -111,12 +117,21 @@ pub async fn extend(pool: &Pool, who: &User, machine_id: i64, settings: &gantry_
 /// (see [`last_started`]); a start committed since — a restart that
 /// finished while the pass went through other machines — wins too: its
 /// idleness no longer covers the window.
-pub async fn queue(pool: &Pool, machine_id: i64, now: i64, decided_on_start: Option<i64>, why: &str) -> Result<Option<i64>, PlatformError> {
+pub async fn queue(
+    pool: &Pool,
+    machine_id: i64,
+    now: i64,
+    decided_on_start: Option<i64>,
+    why: &str,
+) -> Result<Option<i64>, PlatformError> {
     // Read before the transaction: it holds the only writer connection.
     let settings = crate::reclaim::load_settings(pool).await?.reclaim;
     let mut tx = begin(pool).await?;
     let cur = machine::current(&mut tx, machine_id).await?;
-    if accepts(&cur.name, cur.state, TaskKind::Reclaim).is_err() || busy(&mut tx, machine_id).await? || !still_due(&mut tx, machine_id, now).await? {
+    if accepts(&cur.name, cur.state, TaskKind::Reclaim).is_err()
+        || busy(&mut tx, machine_id).await?
+        || !still_due(&mut tx, machine_id, now).await?
+    {
         return Ok(None);
     }
     if let Some(decided) = decided_on_start {
@@ -129,16 +144,36 @@ pub async fn queue(pool: &Pool, machine_id: i64, now: i64, decided_on_start: Opt
         return Ok(None);
     }
     let stamp = gantry_core::time::format_utc(crate::now());
-    let (snapshot_id, _) = snapshot::insert(&mut tx, &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: "reclaim" }).await?;
+    let (snapshot_id, _) = snapshot::insert(
+        &mut tx,
+        &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: "reclaim" },
+    )
+    .await?;
     let (owner, deadline, extensions): (i64, Option<i64>, i64) =
-        sqlx::query_as("SELECT owner_id, reclaim_deadline, reclaim_extensions FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+        sqlx::query_as("SELECT owner_id, reclaim_deadline, reclaim_extensions FROM machines WHERE id = ?")
+            .bind(machine_id)
+            .fetch_one(&mut *tx)
+            .await?;
     let task_id = task::insert_pending(
         &mut tx,
-        &task::NewTask { kind: TaskKind::Reclaim, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: owner, group_id: cur.group_id, keep_volume: true, message: "accepted" },
+        &task::NewTask {
+            kind: TaskKind::Reclaim,
+            machine_id: Some(machine_id),
+            machine_name: &cur.name,
+            requester_id: owner,
+            group_id: cur.group_id,
+            keep_volume: true,
+            message: "accepted",
+        },
     )
     .await?;
     // The warning it was queued for: its runner stops if that changed.
-    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "snapshot_id": snapshot_id, "deadline": deadline, "extensions": extensions })).await?;
+    snapshot::set_payload(
+        &mut tx,
+        task_id,
+        &serde_json::json!({ "snapshot_id": snapshot_id, "deadline": deadline, "extensions": extensions }),
+    )
+    .await?;
     task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, why).await?;
     audit::record(&mut *tx, None, "machine.reclaim", &format!("machine {}: {why}", cur.name)).await?;
     tx.commit().await?;
@@ -149,12 +184,16 @@ pub async fn queue(pool: &Pool, machine_id: i64, now: i64, decided_on_start: Opt
 /// reinstall, restore or move, else its creation — what idleness must
 /// cover the window since.
 pub async fn last_started(conn: &mut SqliteConnection, machine_id: i64) -> Result<i64, PlatformError> {
-    Ok(sqlx::query_scalar(&format!("SELECT {LAST_STARTED} FROM machines m WHERE m.id = ?")).bind(machine_id).fetch_one(&mut *conn).await?)
+    Ok(sqlx::query_scalar(&format!("SELECT {LAST_STARTED} FROM machines m WHERE m.id = ?"))
+        .bind(machine_id)
+        .fetch_one(&mut *conn)
+        .await?)
 }
 
 /// [`last_started`] of machine `m`, as an SQL expression (the pass reads it
 /// for every machine in one query).
-pub const LAST_STARTED: &str = "COALESCE((SELECT MAX(t.updated_at) FROM tasks t WHERE t.machine_id = m.id AND t.state = 'succeeded'
+pub const LAST_STARTED: &str =
+    "COALESCE((SELECT MAX(t.updated_at) FROM tasks t WHERE t.machine_id = m.id AND t.state = 'succeeded'
                           AND t.kind IN ('create', 'restart', 'reinstall', 'restore', 'rebalance')), m.created_at)";
 
 /// Warned, past the deadline at `now`, and neither it nor its group exempt.
@@ -171,15 +210,23 @@ async fn still_due(conn: &mut SqliteConnection, machine_id: i64, now: i64) -> Re
 }
 
 pub(crate) async fn busy(conn: &mut SqliteConnection, machine_id: i64) -> Result<bool, PlatformError> {
-    Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running'))")
-        .bind(machine_id)
-        .fetch_one(&mut *conn)
-        .await?)
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running'))",
+    )
+    .bind(machine_id)
+    .fetch_one(&mut *conn)
+    .await?)
 }
 
 /// The end of a reclaim: snapshot ready, GPUs refunded, container
 /// forgotten (the caller removed it), state `reclaimed`, task succeeded.
-pub async fn reclaimed(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64, size_bytes: i64) -> Result<i64, PlatformError> {
+pub async fn reclaimed(
+    pool: &Pool,
+    lease: &Lease,
+    machine_id: i64,
+    snapshot_id: i64,
+    size_bytes: i64,
+) -> Result<i64, PlatformError> {
     reclaimed_as(pool, lease, machine_id, snapshot_id, size_bytes, machine::Container::Removed).await
 }
 
@@ -189,17 +236,26 @@ pub async fn reclaimed(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id:
 /// be there is left to the collector with its GPUs (see
 /// [`machine::release_as`]). Before, such a reclaim failed its snapshot and
 /// left the machine without a container and no way back but a reinstall.
-pub async fn reclaimed_as(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64, size_bytes: i64, container: machine::Container) -> Result<i64, PlatformError> {
+pub async fn reclaimed_as(
+    pool: &Pool,
+    lease: &Lease,
+    machine_id: i64,
+    snapshot_id: i64,
+    size_bytes: i64,
+    container: machine::Container,
+) -> Result<i64, PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     snapshot::mark_ready(&mut tx, snapshot_id, size_bytes).await?;
     let held = machine::current(&mut tx, machine_id).await?.held;
     let message = format!("reclaimed after being idle; snapshot kept and {held} GPU(s) returned to the group's quota; restore brings it back");
     let refunded = machine::release_as(&mut tx, machine_id, MachineState::Reclaimed, &message, container).await?;
-    sqlx::query("UPDATE machines SET restore_snapshot_id = ?, reclaim_deadline = NULL, reclaim_extensions = 0 WHERE id = ?")
-        .bind(snapshot_id)
-        .bind(machine_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "UPDATE machines SET restore_snapshot_id = ?, reclaim_deadline = NULL, reclaim_extensions = 0 WHERE id = ?",
+    )
+    .bind(snapshot_id)
+    .bind(machine_id)
+    .execute(&mut *tx)
+    .await?;
     snapshot::event(&mut tx, machine_id, "reclaimed", &message).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
     audit::record(&mut *tx, None, "machine.reclaimed", &format!("machine #{machine_id}: {message}")).await?;
@@ -221,7 +277,8 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     .bind(bind)
     .fetch_optional(&mut *tx)
     .await?;
-    let (owner, node_id, gpu_count, model, snapshot_id, cpu_millis, memory_mb, pids) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let (owner, node_id, gpu_count, model, snapshot_id, cpu_millis, memory_mb, pids) =
+        row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
     let limits = crate::executor::Limits { cpu_millis, memory_mb, pids };
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can restore it".into()));
@@ -229,12 +286,23 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     let cur = machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Restore).map_err(PlatformError::Conflict)?;
     if busy(&mut tx, machine_id).await? {
-        return Err(PlatformError::Conflict(format!("machine {} is busy with another operation; wait for it to finish", cur.name)));
+        return Err(PlatformError::Conflict(format!(
+            "machine {} is busy with another operation; wait for it to finish",
+            cur.name
+        )));
     }
-    let snap: Option<(String, String)> = sqlx::query_as("SELECT image_ref, state FROM snapshots WHERE id = ?").bind(snapshot_id).fetch_optional(&mut *tx).await?;
+    let snap: Option<(String, String)> = sqlx::query_as("SELECT image_ref, state FROM snapshots WHERE id = ?")
+        .bind(snapshot_id)
+        .fetch_optional(&mut *tx)
+        .await?;
     let reference = match (snap, node_id) {
         (Some((reference, state)), Some(_)) if state == "ready" => reference,
-        _ => return Err(PlatformError::Conflict(format!("machine {} has no snapshot to restore from; delete it", cur.name))),
+        _ => {
+            return Err(PlatformError::Conflict(format!(
+                "machine {} has no snapshot to restore from; delete it",
+                cur.name
+            )))
+        }
     };
     let policy = crate::machines::load_policy(&mut tx, cur.group_id).await?;
     let full = cluster::load_view(&mut tx).await?;
@@ -242,7 +310,15 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     let request = AllocationRequest { gpu_count: gpu_count as u32, model: Some(model) };
     let task_id = task::insert_pending(
         &mut tx,
-        &task::NewTask { kind: TaskKind::Restore, machine_id: Some(machine_id), machine_name: &cur.name, requester_id: who.id, group_id: cur.group_id, keep_volume: false, message: "accepted" },
+        &task::NewTask {
+            kind: TaskKind::Restore,
+            machine_id: Some(machine_id),
+            machine_name: &cur.name,
+            requester_id: who.id,
+            group_id: cur.group_id,
+            keep_volume: false,
+            message: "accepted",
+        },
     )
     .await?;
     // As for any create: the group's per-machine CPU and memory limits as
@@ -264,7 +340,8 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     let placed = match refused {
         Some(reason) => Err(reason),
         // Its volume and snapshot live on one node: only that node's GPUs will do.
-        None => allocate(&only, &policy, &request, now()).map_err(|r| format!("{r} (it can only run on its own node, where its volume is)")),
+        None => allocate(&only, &policy, &request, now())
+            .map_err(|r| format!("{r} (it can only run on its own node, where its volume is)")),
     };
     let alloc = match placed {
         Ok(alloc) => alloc,
@@ -277,22 +354,41 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     };
     machine::move_to(&mut tx, machine_id, MachineState::Creating, None, "restoring from its snapshot").await?;
     for gpu in &alloc.gpus {
-        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid = ?").bind(machine_id).bind(&gpu.uuid).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid = ?")
+            .bind(machine_id)
+            .bind(&gpu.uuid)
+            .execute(&mut *tx)
+            .await?;
     }
-    let done = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
-        .bind(gpu_count)
-        .bind(cur.group_id)
-        .execute(&mut *tx)
-        .await?;
+    let done =
+        sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
+            .bind(gpu_count)
+            .bind(cur.group_id)
+            .execute(&mut *tx)
+            .await?;
     if done.rows_affected() != 1 {
         return Err(PlatformError::Internal("quota check failed; nothing was changed".into()));
     }
     let image = snapshot::image_row(&mut tx, &reference).await?;
-    sqlx::query("UPDATE machines SET image_id = ?, from_snapshot_id = ? WHERE id = ?").bind(image).bind(snapshot_id).bind(machine_id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE machines SET image_id = ?, from_snapshot_id = ? WHERE id = ?")
+        .bind(image)
+        .bind(snapshot_id)
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
     let gpu_list = alloc.gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
-    let placed = format!("allocated {gpu_count} × {} on {} (GPU {gpu_list}); restoring from snapshot {reference}", alloc.model, alloc.node_name);
+    let placed = format!(
+        "allocated {gpu_count} × {} on {} (GPU {gpu_list}); restoring from snapshot {reference}",
+        alloc.model, alloc.node_name
+    );
     task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, &placed).await?;
-    audit::record(&mut *tx, Some(who.id), "machine.restore", &format!("machine {}: {placed}; group quota deducted", cur.name)).await?;
+    audit::record(
+        &mut *tx,
+        Some(who.id),
+        "machine.restore",
+        &format!("machine {}: {placed}; group quota deducted", cur.name),
+    )
+    .await?;
     tx.commit().await?;
     Ok(task_id)
 }
@@ -308,7 +404,13 @@ pub async fn restore_failed(pool: &Pool, lease: &Lease, machine_id: i64, message
 
 /// [`restore_failed`], saying whether its container was removed or left
 /// to the collector (an unreachable engine; see `machine::release_as`).
-pub async fn restore_given_up(pool: &Pool, lease: &Lease, machine_id: i64, message: &str, container: machine::Container) -> Result<(), PlatformError> {
+pub async fn restore_given_up(
+    pool: &Pool,
+    lease: &Lease,
+    machine_id: i64,
+    message: &str,
+    container: machine::Container,
+) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     let shown = format!("restore failed: {message}; GPUs returned, it can be restored again");
     machine::release_as(&mut tx, machine_id, MachineState::Reclaimed, &shown, container).await?;

@@ -24,11 +24,7 @@ pub async fn begin(
     let cur = machine::current(&mut tx, machine_id).await?;
     if matches!(
         kind,
-        TaskKind::Create
-            | TaskKind::Restart
-            | TaskKind::Reinstall
-            | TaskKind::Restore
-            | TaskKind::Rebalance
+        TaskKind::Create | TaskKind::Restart | TaskKind::Reinstall | TaskKind::Restore | TaskKind::Rebalance
     ) {
         gantry_core::machine::may_start(&cur.name, cur.held as u32, cur.gpu_count as u32)
             .map_err(PlatformError::Refused)?;
@@ -40,10 +36,7 @@ pub async fn begin(
     }
     if kind == TaskKind::Reinstall {
         let payload = super::snapshot::payload(&mut tx, lease.task_id).await?;
-        if let (Some(image), Some(snapshot)) = (
-            payload["image_id"].as_i64(),
-            payload["from_snapshot_id"].as_i64(),
-        ) {
+        if let (Some(image), Some(snapshot)) = (payload["image_id"].as_i64(), payload["from_snapshot_id"].as_i64()) {
             sqlx::query("UPDATE machines SET image_id = ?, from_snapshot_id = ? WHERE id = ?")
                 .bind(image)
                 .bind(snapshot)
@@ -68,12 +61,7 @@ pub async fn container_created(
     Ok(())
 }
 
-pub async fn volume_ready(
-    pool: &Pool,
-    lease: &Lease,
-    machine_id: i64,
-    enforced: bool,
-) -> Result<(), PlatformError> {
+pub async fn volume_ready(pool: &Pool, lease: &Lease, machine_id: i64, enforced: bool) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     machine::set_volume_enforced(&mut tx, machine_id, enforced).await?;
     tx.commit().await?;
@@ -113,32 +101,20 @@ pub async fn observed(
 /// stopped: the machine's state is then the task's outcome, to be recorded
 /// and not made again.
 pub async fn outcome_observed(pool: &Pool, lease: &Lease) -> Result<bool, PlatformError> {
-    let progress: i64 = sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?")
-        .bind(lease.task_id)
-        .fetch_one(pool)
-        .await?;
+    let progress: i64 =
+        sqlx::query_scalar("SELECT progress FROM tasks WHERE id = ?").bind(lease.task_id).fetch_one(pool).await?;
     Ok(progress >= OBSERVED_PROGRESS)
 }
 
 pub async fn succeed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    task::set_state(
-        &mut tx,
-        lease.task_id,
-        TaskState::Running,
-        TaskState::Succeeded,
-        message,
-    )
-    .await?;
-    let (kind, machine_id): (String, Option<i64>) =
-        sqlx::query_as("SELECT kind, machine_id FROM tasks WHERE id = ?")
-            .bind(lease.task_id)
-            .fetch_one(&mut *tx)
-            .await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
+    let (kind, machine_id): (String, Option<i64>) = sqlx::query_as("SELECT kind, machine_id FROM tasks WHERE id = ?")
+        .bind(lease.task_id)
+        .fetch_one(&mut *tx)
+        .await?;
     match (kind.parse().unwrap_or(TaskKind::Snapshot), machine_id) {
-        (TaskKind::Create, Some(machine_id)) => {
-            super::compute::machine_started(&mut tx, machine_id).await?
-        }
+        (TaskKind::Create, Some(machine_id)) => super::compute::machine_started(&mut tx, machine_id).await?,
         (TaskKind::Restore, Some(machine_id)) => {
             super::snapshot::event(&mut tx, machine_id, "restored", message).await?
         }
@@ -149,21 +125,9 @@ pub async fn succeed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), Pl
 }
 
 /// The engine could not be reached: back to `scheduled` until `not_before`.
-pub async fn retry(
-    pool: &Pool,
-    lease: &Lease,
-    not_before: i64,
-    message: &str,
-) -> Result<(), PlatformError> {
+pub async fn retry(pool: &Pool, lease: &Lease, not_before: i64, message: &str) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    task::set_state(
-        &mut tx,
-        lease.task_id,
-        TaskState::Running,
-        TaskState::Scheduled,
-        message,
-    )
-    .await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Scheduled, message).await?;
     sqlx::query("UPDATE tasks SET not_before = ? WHERE id = ?")
         .bind(not_before)
         .bind(lease.task_id)
@@ -193,21 +157,8 @@ pub async fn fail(
         machine::move_to(&mut tx, machine_id, MachineState::Failed, None, message).await?;
         0
     };
-    task::set_state(
-        &mut tx,
-        lease.task_id,
-        TaskState::Running,
-        TaskState::Failed,
-        message,
-    )
-    .await?;
-    audit::record(
-        &mut *tx,
-        None,
-        "task.failed",
-        &format!("task #{}: {message}", lease.task_id),
-    )
-    .await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Failed, message).await?;
+    audit::record(&mut *tx, None, "task.failed", &format!("task #{}: {message}", lease.task_id)).await?;
     tx.commit().await?;
     Ok(refunded)
 }
@@ -221,15 +172,7 @@ pub async fn deleted(
     keep_volume: bool,
     message: &str,
 ) -> Result<i64, PlatformError> {
-    deleted_as(
-        pool,
-        lease,
-        machine_id,
-        keep_volume,
-        message,
-        Container::Removed,
-    )
-    .await
+    deleted_as(pool, lease, machine_id, keep_volume, message, Container::Removed).await
 }
 
 /// [`deleted`], for a delete that gave up on an unreachable engine: its
@@ -241,15 +184,7 @@ pub async fn deleted_leaving_container(
     keep_volume: bool,
     message: &str,
 ) -> Result<i64, PlatformError> {
-    deleted_as(
-        pool,
-        lease,
-        machine_id,
-        keep_volume,
-        message,
-        Container::LeftToCollector,
-    )
-    .await
+    deleted_as(pool, lease, machine_id, keep_volume, message, Container::LeftToCollector).await
 }
 
 async fn deleted_as(
@@ -264,33 +199,11 @@ async fn deleted_as(
     if keep_volume {
         keep_machines_volume(&mut tx, machine_id, false).await?;
     }
-    let refunded = machine::release_as(
-        &mut tx,
-        machine_id,
-        MachineState::Deleted,
-        message,
-        container,
-    )
-    .await?;
-    task::set_state(
-        &mut tx,
-        lease.task_id,
-        TaskState::Running,
-        TaskState::Succeeded,
-        message,
-    )
-    .await?;
-    let name: String = sqlx::query_scalar("SELECT name FROM machines WHERE id = ?")
-        .bind(machine_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    audit::record(
-        &mut *tx,
-        None,
-        "machine.deleted",
-        &format!("machine {name}: {message}"),
-    )
-    .await?;
+    let refunded = machine::release_as(&mut tx, machine_id, MachineState::Deleted, message, container).await?;
+    task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, message).await?;
+    let name: String =
+        sqlx::query_scalar("SELECT name FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    audit::record(&mut *tx, None, "machine.deleted", &format!("machine {name}: {message}")).await?;
     tx.commit().await?;
     Ok(refunded)
 }

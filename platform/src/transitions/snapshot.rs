@@ -37,7 +37,11 @@ pub async fn insert(conn: &mut SqliteConnection, s: &NewSnapshot<'_>) -> Result<
     .fetch_one(&mut *conn)
     .await?;
     let reference = image_ref(&crate::machines::instance_id(&mut *conn).await?, id);
-    sqlx::query("UPDATE snapshots SET image_ref = ? WHERE id = ?").bind(&reference).bind(id).execute(&mut *conn).await?;
+    sqlx::query("UPDATE snapshots SET image_ref = ? WHERE id = ?")
+        .bind(&reference)
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
     Ok((id, reference))
 }
 
@@ -56,16 +60,29 @@ pub async fn image_row(conn: &mut SqliteConnection, reference: &str) -> Result<i
 
 /// A task's JSON payload (what it works with beyond its machine).
 pub async fn payload(conn: &mut SqliteConnection, task_id: i64) -> Result<serde_json::Value, PlatformError> {
-    let text: String = sqlx::query_scalar("SELECT payload FROM tasks WHERE id = ?").bind(task_id).fetch_one(&mut *conn).await?;
+    let text: String =
+        sqlx::query_scalar("SELECT payload FROM tasks WHERE id = ?").bind(task_id).fetch_one(&mut *conn).await?;
     serde_json::from_str(&text).map_err(|e| PlatformError::Internal(format!("task #{task_id} payload: {e}")))
 }
 
-pub async fn set_payload(conn: &mut SqliteConnection, task_id: i64, payload: &serde_json::Value) -> Result<(), PlatformError> {
-    sqlx::query("UPDATE tasks SET payload = ? WHERE id = ?").bind(payload.to_string()).bind(task_id).execute(&mut *conn).await?;
+pub async fn set_payload(
+    conn: &mut SqliteConnection,
+    task_id: i64,
+    payload: &serde_json::Value,
+) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE tasks SET payload = ? WHERE id = ?")
+        .bind(payload.to_string())
+        .bind(task_id)
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 
-pub(crate) async fn mark_ready(conn: &mut SqliteConnection, snapshot_id: i64, size_bytes: i64) -> Result<(), PlatformError> {
+pub(crate) async fn mark_ready(
+    conn: &mut SqliteConnection,
+    snapshot_id: i64,
+    size_bytes: i64,
+) -> Result<(), PlatformError> {
     sqlx::query("UPDATE snapshots SET state = 'ready', size_bytes = ?, message = '' WHERE id = ?")
         .bind(size_bytes)
         .bind(snapshot_id)
@@ -74,7 +91,12 @@ pub(crate) async fn mark_ready(conn: &mut SqliteConnection, snapshot_id: i64, si
     Ok(())
 }
 
-pub async fn event(conn: &mut SqliteConnection, machine_id: i64, kind: &str, detail: &str) -> Result<(), PlatformError> {
+pub async fn event(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    kind: &str,
+    detail: &str,
+) -> Result<(), PlatformError> {
     sqlx::query("INSERT INTO machine_events (machine_id, at_ms, kind, detail) VALUES (?, ?, ?, ?)")
         .bind(machine_id)
         .bind(crate::telemetry::now_ms())
@@ -86,11 +108,19 @@ pub async fn event(conn: &mut SqliteConnection, machine_id: i64, kind: &str, det
 }
 
 /// A user's snapshot was committed: ready, task succeeded, one commit.
-pub async fn taken(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64, size_bytes: i64) -> Result<(), PlatformError> {
+pub async fn taken(
+    pool: &Pool,
+    lease: &Lease,
+    machine_id: i64,
+    snapshot_id: i64,
+    size_bytes: i64,
+) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
     mark_ready(&mut tx, snapshot_id, size_bytes).await?;
-    let (name, reference): (String, String) =
-        sqlx::query_as("SELECT name, image_ref FROM snapshots WHERE id = ?").bind(snapshot_id).fetch_one(&mut *tx).await?;
+    let (name, reference): (String, String) = sqlx::query_as("SELECT name, image_ref FROM snapshots WHERE id = ?")
+        .bind(snapshot_id)
+        .fetch_one(&mut *tx)
+        .await?;
     let message = format!("snapshot {name} taken ({reference}, {} MB)", size_bytes / 1_000_000);
     event(&mut tx, machine_id, "snapshot", &message).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
@@ -103,7 +133,11 @@ pub async fn taken(pool: &Pool, lease: &Lease, machine_id: i64, snapshot_id: i64
 /// with it, so it is not shown as being taken for ever.
 pub async fn task_ended(conn: &mut SqliteConnection, task_id: i64, why: &str) -> Result<(), PlatformError> {
     if let Some(id) = payload(conn, task_id).await?.get("snapshot_id").and_then(|v| v.as_i64()) {
-        sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ? AND state = 'creating'").bind(why).bind(id).execute(&mut *conn).await?;
+        sqlx::query("UPDATE snapshots SET state = 'failed', message = ? WHERE id = ? AND state = 'creating'")
+            .bind(why)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(())
 }

@@ -38,7 +38,13 @@ pub async fn insert_pending(conn: &mut SqliteConnection, t: &NewTask<'_>) -> Res
 
 /// Compare-and-set of a task's state along an edge the core allows.
 /// Leaving `running` drops the lease; succeeding sets progress to 100.
-pub async fn set_state(conn: &mut SqliteConnection, task_id: i64, from: TaskState, to: TaskState, message: &str) -> Result<(), PlatformError> {
+pub async fn set_state(
+    conn: &mut SqliteConnection,
+    task_id: i64,
+    from: TaskState,
+    to: TaskState,
+    message: &str,
+) -> Result<(), PlatformError> {
     transition(from, to).map_err(|e| PlatformError::Internal(format!("task #{task_id}: {e}")))?;
     let done = sqlx::query(
         "UPDATE tasks SET state = ?1, message = ?2, updated_at = ?3,
@@ -85,24 +91,36 @@ pub async fn progress(pool: &Pool, lease: &Lease, pct: i64, message: &str) -> Re
 pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
-    let row: Option<(String, String, Option<i64>, i64, String, i64)> =
-        sqlx::query_as(&format!("SELECT kind, state, machine_id, requester_id, machine_name, attempts FROM tasks WHERE id = ? AND ({cond})"))
-            .bind(task_id)
-            .bind(bind)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let (kind, state, machine_id, requester_id, machine_name, attempts) = row.ok_or_else(|| PlatformError::NotFound("task".into()))?;
+    let row: Option<(String, String, Option<i64>, i64, String, i64)> = sqlx::query_as(&format!(
+        "SELECT kind, state, machine_id, requester_id, machine_name, attempts FROM tasks WHERE id = ? AND ({cond})"
+    ))
+    .bind(task_id)
+    .bind(bind)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (kind, state, machine_id, requester_id, machine_name, attempts) =
+        row.ok_or_else(|| PlatformError::NotFound("task".into()))?;
     if requester_id != who.id && !who.role.is_admin() {
         return Err(PlatformError::Conflict("only the person who asked for a task, or an admin, can cancel it".into()));
     }
     let parsed = kind.parse::<TaskKind>().ok();
     let on_job = match machine_id {
-        Some(id) => sqlx::query_scalar::<_, String>("SELECT workload FROM machines WHERE id = ?").bind(id).fetch_optional(&mut *tx).await?.as_deref() == Some("job"),
+        Some(id) => {
+            sqlx::query_scalar::<_, String>("SELECT workload FROM machines WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_deref()
+                == Some("job")
+        }
         None => false,
     };
     refuse_system_task(who, task_id, parsed, on_job)?;
-    let state: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
-    state.cancellable().map_err(|why| PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {why}")))?;
+    let state: TaskState =
+        state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+    state
+        .cancellable()
+        .map_err(|why| PlatformError::Conflict(format!("task #{task_id} cannot be cancelled: {why}")))?;
     // A create or restore waiting to retry may already have made its
     // container. Freeing its GPUs now would hand out a GPU that container
     // is pinned to, so the container must go first.
@@ -121,7 +139,8 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     // its machine `restarting` or `reinstalling` (and maybe without a
     // container): no operation is accepted from there, so cancelling would
     // strand the machine with its GPUs.
-    if let (Some(kind @ (TaskKind::Restart | TaskKind::Reinstall | TaskKind::Rebalance)), true) = (parsed, attempts > 0) {
+    if let (Some(kind @ (TaskKind::Restart | TaskKind::Reinstall | TaskKind::Rebalance)), true) = (parsed, attempts > 0)
+    {
         return Err(PlatformError::Conflict(format!(
             "task #{task_id} cannot be cancelled: the {kind} of machine {machine_name} has already begun on its node and is waiting to retry; \
              it finishes by itself once the node's engine answers (or after its last retry the machine shows failed, and can be reinstalled or deleted)"
@@ -129,7 +148,11 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     }
     let container = match (parsed, machine_id) {
         (Some(TaskKind::Create | TaskKind::Restore), Some(machine_id)) => {
-            sqlx::query_scalar::<_, Option<String>>("SELECT container_id FROM machines WHERE id = ?").bind(machine_id).fetch_optional(&mut *tx).await?.flatten()
+            sqlx::query_scalar::<_, Option<String>>("SELECT container_id FROM machines WHERE id = ?")
+                .bind(machine_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .flatten()
         }
         _ => None,
     };
@@ -153,12 +176,14 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
             if super::run::keep_machines_volume(&mut tx, machine_id, true).await? {
                 detail.push_str("; its kept volume is kept again");
             }
-            let refunded = machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
+            let refunded =
+                machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
             detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
         }
         // A restore holds the GPUs it was given: back, and reclaimed again.
         (Some(TaskKind::Restore), Some(machine_id)) => {
-            let refunded = machine::release(&mut tx, machine_id, MachineState::Reclaimed, &format!("restore {by}")).await?;
+            let refunded =
+                machine::release(&mut tx, machine_id, MachineState::Reclaimed, &format!("restore {by}")).await?;
             detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
         }
         (Some(TaskKind::Snapshot), _) => super::snapshot::task_ended(&mut tx, task_id, &by).await?,
@@ -205,7 +230,13 @@ fn refuse_system_task(who: &User, task_id: i64, kind: Option<TaskKind>, on_job: 
 /// back to running nor take another operation, so cancelling would leave
 /// it holding its GPUs for ever. It finishes by itself — when the engine
 /// answers, or by closing the machine after its last retry.
-async fn refuse_begun_delete(tx: &mut SqliteConnection, task_id: i64, machine_id: Option<i64>, machine_name: &str, attempts: i64) -> Result<(), PlatformError> {
+async fn refuse_begun_delete(
+    tx: &mut SqliteConnection,
+    task_id: i64,
+    machine_id: Option<i64>,
+    machine_name: &str,
+    attempts: i64,
+) -> Result<(), PlatformError> {
     let deleting = match machine_id {
         Some(id) => machine::current(tx, id).await?.state == MachineState::Deleting,
         None => false,
@@ -222,20 +253,48 @@ async fn refuse_begun_delete(tx: &mut SqliteConnection, task_id: i64, machine_id
 /// Queues the delete that replaces a cancelled create whose container
 /// exists: the machine shows `deleting` and keeps its GPUs until the
 /// dispatcher has removed the container (and the volume nobody used yet).
-async fn delete_instead(tx: &mut SqliteConnection, who: &User, machine_id: i64, machine_name: &str, create_id: i64) -> Result<i64, PlatformError> {
-    let group_id: i64 = sqlx::query_scalar("SELECT group_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
-    machine::move_to(tx, machine_id, MachineState::Deleting, None, &format!("create cancelled by {}; removing its container", who.username)).await?;
+async fn delete_instead(
+    tx: &mut SqliteConnection,
+    who: &User,
+    machine_id: i64,
+    machine_name: &str,
+    create_id: i64,
+) -> Result<i64, PlatformError> {
+    let group_id: i64 =
+        sqlx::query_scalar("SELECT group_id FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
+    machine::move_to(
+        tx,
+        machine_id,
+        MachineState::Deleting,
+        None,
+        &format!("create cancelled by {}; removing its container", who.username),
+    )
+    .await?;
     // A compute task waiting for this machine ends cancelled, not failed,
     // when the delete gives the GPUs back.
-    sqlx::query("UPDATE compute_tasks SET cancel_requested = 1 WHERE machine_id = ?").bind(machine_id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE compute_tasks SET cancel_requested = 1 WHERE machine_id = ?")
+        .bind(machine_id)
+        .execute(&mut *tx)
+        .await?;
     let message = format!("replaces the cancelled create #{create_id}");
     // The volume goes with the container, unless the machine was made on a
     // kept volume: that one is kept again when the delete ends.
-    let was_kept: bool = sqlx::query_scalar(&format!("SELECT volume_name <> {} FROM machines WHERE id = ?", crate::machines::VOLUME_NAME_SQL))
-        .bind(machine_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    let new = NewTask { kind: TaskKind::Delete, machine_id: Some(machine_id), machine_name, requester_id: who.id, group_id, keep_volume: was_kept, message: &message };
+    let was_kept: bool = sqlx::query_scalar(&format!(
+        "SELECT volume_name <> {} FROM machines WHERE id = ?",
+        crate::machines::VOLUME_NAME_SQL
+    ))
+    .bind(machine_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let new = NewTask {
+        kind: TaskKind::Delete,
+        machine_id: Some(machine_id),
+        machine_name,
+        requester_id: who.id,
+        group_id,
+        keep_volume: was_kept,
+        message: &message,
+    };
     let delete_id = insert_pending(tx, &new).await?;
     set_state(tx, delete_id, TaskState::Pending, TaskState::Scheduled, &message).await?;
     Ok(delete_id)
@@ -246,7 +305,12 @@ async fn delete_instead(tx: &mut SqliteConnection, who: &User, machine_id: i64, 
 /// each recorded with `why` and audited, in the caller's transaction;
 /// their ids. What a queued reclaim or move becomes when it is no longer
 /// wanted.
-pub(crate) async fn cancel_unclaimed(conn: &mut SqliteConnection, machine_id: i64, kind: TaskKind, why: &str) -> Result<Vec<i64>, PlatformError> {
+pub(crate) async fn cancel_unclaimed(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    kind: TaskKind,
+    why: &str,
+) -> Result<Vec<i64>, PlatformError> {
     let queued: Vec<(i64, String)> =
         sqlx::query_as("SELECT id, state FROM tasks WHERE machine_id = ? AND kind = ? AND state IN ('pending', 'scheduled') AND attempts = 0")
             .bind(machine_id)
@@ -255,9 +319,11 @@ pub(crate) async fn cancel_unclaimed(conn: &mut SqliteConnection, machine_id: i6
             .await?;
     let mut ids = Vec::with_capacity(queued.len());
     for (id, state) in queued {
-        let from: TaskState = state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
+        let from: TaskState =
+            state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
         set_state(conn, id, from, TaskState::Cancelled, why).await?;
-        audit::record(&mut *conn, None, "task.cancel", &format!("task #{id} ({kind} of machine #{machine_id}) {why}")).await?;
+        audit::record(&mut *conn, None, "task.cancel", &format!("task #{id} ({kind} of machine #{machine_id}) {why}"))
+            .await?;
         ids.push(id);
     }
     Ok(ids)

@@ -32,12 +32,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            upload_max_bytes: 1024 * 1024 * 1024,
-            idle_secs: 1800,
-            max_terminals: 256,
-            max_terminals_per_user: 8,
-        }
+        Limits { upload_max_bytes: 1024 * 1024 * 1024, idle_secs: 1800, max_terminals: 256, max_terminals_per_user: 8 }
     }
 }
 
@@ -86,9 +81,7 @@ pub enum Refusal {
     #[error("machine not found")]
     NotFound,
     /// 403: a group member who is not the owner.
-    #[error(
-        "only the owner of machine {0} or an administrator may open its terminal, logs and files"
-    )]
+    #[error("only the owner of machine {0} or an administrator may open its terminal, logs and files")]
     NotOwner(String),
     /// 409: the machine is not in a state that allows this.
     #[error("{0}")]
@@ -97,32 +90,23 @@ pub enum Refusal {
 
 /// Loads the machine for `user`: visibility (group isolation) first, then
 /// the owner-or-admin rule.
-pub async fn target(
-    pool: &Pool,
-    user: &User,
-    machine_id: i64,
-) -> Result<Result<Target, Refusal>, PlatformError> {
+pub async fn target(pool: &Pool, user: &User, machine_id: i64) -> Result<Result<Target, Refusal>, PlatformError> {
     let view = match machine_detail(pool, user, machine_id).await {
         Ok(v) => v,
         Err(PlatformError::NotFound(_)) => return Ok(Err(Refusal::NotFound)),
         Err(e) => return Err(e),
     };
-    let (owner_id, node_id, reclaiming): (i64, Option<i64>, bool) = sqlx::query_as(&format!(
-        "SELECT owner_id, node_id, {RECLAIMING_SQL} FROM machines m WHERE id = ?"
-    ))
-    .bind(machine_id)
-    .fetch_one(pool)
-    .await?;
+    let (owner_id, node_id, reclaiming): (i64, Option<i64>, bool) =
+        sqlx::query_as(&format!("SELECT owner_id, node_id, {RECLAIMING_SQL} FROM machines m WHERE id = ?"))
+            .bind(machine_id)
+            .fetch_one(pool)
+            .await?;
     let target = Target {
         machine_id,
         name: view.name,
         owner_id,
         owner: view.owner,
-        state: if reclaiming {
-            RECLAIMING.to_string()
-        } else {
-            view.state
-        },
+        state: if reclaiming { RECLAIMING.to_string() } else { view.state },
         container_id: view.container_id,
         node_id,
     };
@@ -165,10 +149,7 @@ impl Target {
     /// Logs and files need a container, running or stopped (the archive
     /// and log APIs work on a stopped container too).
     pub fn require_container(&self) -> Result<(&str, i64), Refusal> {
-        let live = matches!(
-            self.state.as_str(),
-            "running" | "stopped" | "failed" | "restarting"
-        );
+        let live = matches!(self.state.as_str(), "running" | "stopped" | "failed" | "restarting");
         match (live, self.container_id.as_deref(), self.node_id) {
             (true, Some(c), Some(n)) => Ok((c, n)),
             _ => Err(Refusal::State(format!(
@@ -213,39 +194,25 @@ pub mod close_code {
 
 impl CloseReason {
     pub fn new(code: u16, text: impl Into<String>) -> Self {
-        CloseReason {
-            code,
-            text: text.into(),
-        }
+        CloseReason { code, text: text.into() }
     }
 
     /// The reason for a machine that left `running`.
     pub fn for_state(name: &str, state: &str) -> CloseReason {
         match state {
-            "deleting" | "deleted" => CloseReason::new(
-                close_code::MACHINE_DELETED,
-                format!("machine {name} was deleted"),
-            ),
-            "restarting" => CloseReason::new(
-                close_code::MACHINE_STOPPED,
-                format!("machine {name} is restarting"),
-            ),
-            "reinstalling" => CloseReason::new(
-                close_code::MACHINE_STOPPED,
-                format!("machine {name} is being reinstalled"),
-            ),
+            "deleting" | "deleted" => {
+                CloseReason::new(close_code::MACHINE_DELETED, format!("machine {name} was deleted"))
+            }
+            "restarting" => CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is restarting")),
+            "reinstalling" => {
+                CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is being reinstalled"))
+            }
             RECLAIMING => CloseReason::new(
                 close_code::MACHINE_STOPPED,
                 format!("machine {name} is being reclaimed (idle); restore it from its page"),
             ),
-            "lost" => CloseReason::new(
-                close_code::MACHINE_DELETED,
-                format!("machine {name}'s node was lost"),
-            ),
-            other => CloseReason::new(
-                close_code::MACHINE_STOPPED,
-                format!("machine {name} is {other}"),
-            ),
+            "lost" => CloseReason::new(close_code::MACHINE_DELETED, format!("machine {name}'s node was lost")),
+            other => CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is {other}")),
         }
     }
 }

@@ -33,7 +33,10 @@ impl VolumePath {
         // sequence would forge or garble log lines that quote the path. (A
         // tab does neither, and files with one in their name exist.)
         if let Some(c) = input.chars().find(|c| c.is_control() && *c != '\t') {
-            return Err(format!("the path contains a control character ({:?}); only printable characters are allowed", c));
+            return Err(format!(
+                "the path contains a control character ({:?}); only printable characters are allowed",
+                c
+            ));
         }
         let trimmed = input.trim();
         let rest = if trimmed == DATA_MOUNT {
@@ -136,7 +139,8 @@ mod tests {
 
     #[test]
     fn traversal_and_outside_paths_are_refused() {
-        for bad in ["../../etc/passwd", "a/../../etc", "/etc/passwd", "/data/../etc/passwd", "/datax/y", "a/\0b", ".."] {
+        for bad in ["../../etc/passwd", "a/../../etc", "/etc/passwd", "/data/../etc/passwd", "/datax/y", "a/\0b", ".."]
+        {
             assert!(VolumePath::parse(bad).is_err(), "{bad:?} must be refused");
         }
         assert!(VolumePath::parse(&"a/".repeat(3000)).is_err(), "too long");

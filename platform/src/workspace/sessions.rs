@@ -96,10 +96,8 @@ pub async fn close(pool: &Pool, id: i64, reason: &str) -> Result<(), PlatformErr
     .fetch_optional(&mut *tx)
     .await?;
     if let Some((user_id, opened_at, machine)) = row {
-        let detail = format!(
-            "terminal #{id} on machine {machine} closed after {}: {reason}",
-            duration_text(at - opened_at)
-        );
+        let detail =
+            format!("terminal #{id} on machine {machine} closed after {}: {reason}", duration_text(at - opened_at));
         audit::record(&mut *tx, Some(user_id), "terminal.close", &detail).await?;
     }
     tx.commit().await?;
@@ -111,9 +109,7 @@ pub async fn close(pool: &Pool, id: i64, reason: &str) -> Result<(), PlatformErr
 /// no-op; an unknown one is "not found".
 pub async fn request_close(pool: &Pool, admin: &User, id: i64) -> Result<(), PlatformError> {
     if !admin.role.is_admin() {
-        return Err(PlatformError::Refused(
-            "only administrators may close other people's terminals".into(),
-        ));
+        return Err(PlatformError::Refused("only administrators may close other people's terminals".into()));
     }
     let mut tx = pool.begin().await?;
     let row: Option<(Option<i64>, String, String)> = sqlx::query_as(
@@ -123,18 +119,15 @@ pub async fn request_close(pool: &Pool, admin: &User, id: i64) -> Result<(), Pla
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (closed_at, user, machine) =
-        row.ok_or_else(|| PlatformError::NotFound(format!("terminal session #{id}")))?;
+    let (closed_at, user, machine) = row.ok_or_else(|| PlatformError::NotFound(format!("terminal session #{id}")))?;
     if closed_at.is_some() {
         return Ok(());
     }
-    sqlx::query(
-        "UPDATE terminal_sessions SET close_requested_by = ? WHERE id = ? AND closed_at IS NULL",
-    )
-    .bind(admin.id)
-    .bind(id)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query("UPDATE terminal_sessions SET close_requested_by = ? WHERE id = ? AND closed_at IS NULL")
+        .bind(admin.id)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut *tx,
         Some(admin.id),
@@ -146,25 +139,24 @@ pub async fn request_close(pool: &Pool, admin: &User, id: i64) -> Result<(), Pla
     Ok(())
 }
 
-const VIEW_SELECT: &str = "SELECT ts.id, ts.machine_id, m.name AS machine, u.username AS user, ts.client_addr, ts.server,
+const VIEW_SELECT: &str =
+    "SELECT ts.id, ts.machine_id, m.name AS machine, u.username AS user, ts.client_addr, ts.server,
         ts.opened_at, ts.closed_at, ts.close_reason, ts.close_requested_by IS NOT NULL AS close_requested
     FROM terminal_sessions ts JOIN machines m ON m.id = ts.machine_id JOIN users u ON u.id = ts.user_id";
 
 /// Open sessions, oldest first.
 pub async fn list_open(pool: &Pool) -> Result<Vec<SessionView>, PlatformError> {
-    Ok(sqlx::query_as(&format!(
-        "{VIEW_SELECT} WHERE ts.closed_at IS NULL ORDER BY ts.id"
-    ))
-    .fetch_all(pool)
-    .await?)
+    Ok(sqlx::query_as(&format!("{VIEW_SELECT} WHERE ts.closed_at IS NULL ORDER BY ts.id")).fetch_all(pool).await?)
 }
 
 /// The most recently closed sessions, newest first.
 pub async fn list_closed(pool: &Pool, limit: i64) -> Result<Vec<SessionView>, PlatformError> {
-    Ok(sqlx::query_as(&format!("{VIEW_SELECT} WHERE ts.closed_at IS NOT NULL ORDER BY ts.closed_at DESC, ts.id DESC LIMIT ?"))
-        .bind(limit)
-        .fetch_all(pool)
-        .await?)
+    Ok(sqlx::query_as(&format!(
+        "{VIEW_SELECT} WHERE ts.closed_at IS NOT NULL ORDER BY ts.closed_at DESC, ts.id DESC LIMIT ?"
+    ))
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
 }
 
 /// "3 s", "4 min 2 s", "2 h 5 min".
@@ -200,12 +192,7 @@ pub struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.registry
-            .inner
-            .sessions
-            .lock()
-            .expect("terminal registry")
-            .remove(&self.id);
+        self.registry.inner.sessions.lock().expect("terminal registry").remove(&self.id);
     }
 }
 
@@ -213,13 +200,8 @@ impl Registry {
     /// A registry with its watcher running on the current Tokio runtime.
     pub fn start(pool: Pool) -> Registry {
         let server = format!("{}-{:08x}", std::process::id(), rand::random::<u32>());
-        let registry = Registry {
-            inner: Arc::new(RegistryInner {
-                pool,
-                server,
-                sessions: Mutex::new(HashMap::new()),
-            }),
-        };
+        let registry =
+            Registry { inner: Arc::new(RegistryInner { pool, server, sessions: Mutex::new(HashMap::new()) }) };
         tokio::spawn(watch_loop(Arc::downgrade(&registry.inner)));
         registry
     }
@@ -234,27 +216,13 @@ impl Registry {
 
     pub fn register(&self, id: i64) -> Registration {
         let (tx, rx) = watch::channel(None);
-        self.inner
-            .sessions
-            .lock()
-            .expect("terminal registry")
-            .insert(id, tx);
-        Registration {
-            registry: self.clone(),
-            id,
-            closed: rx,
-        }
+        self.inner.sessions.lock().expect("terminal registry").insert(id, tx);
+        Registration { registry: self.clone(), id, closed: rx }
     }
 
     /// Signals one session of this process (no-op if it is not here).
     pub fn signal(&self, id: i64, reason: CloseReason) {
-        if let Some(tx) = self
-            .inner
-            .sessions
-            .lock()
-            .expect("terminal registry")
-            .get(&id)
-        {
+        if let Some(tx) = self.inner.sessions.lock().expect("terminal registry").get(&id) {
             tx.send_if_modified(|cur| {
                 if cur.is_none() {
                     *cur = Some(reason);
@@ -268,14 +236,7 @@ impl Registry {
 
     /// One watcher pass (see the module docs).
     pub async fn watch_once(&self, renew: bool) -> Result<(), PlatformError> {
-        let ids: Vec<i64> = self
-            .inner
-            .sessions
-            .lock()
-            .expect("terminal registry")
-            .keys()
-            .copied()
-            .collect();
+        let ids: Vec<i64> = self.inner.sessions.lock().expect("terminal registry").keys().copied().collect();
         let pool = &self.inner.pool;
         if !ids.is_empty() {
             // The account's generation too: a terminal opened before it was
@@ -304,10 +265,7 @@ impl Registry {
                     );
                 } else if account_changed {
                     let why = "your account was changed (disabled, its role or its password): sign in again";
-                    self.signal(
-                        id,
-                        CloseReason::new(super::close_code::ACCOUNT_CHANGED, why),
-                    );
+                    self.signal(id, CloseReason::new(super::close_code::ACCOUNT_CHANGED, why));
                 } else if state != "running" {
                     self.signal(id, CloseReason::for_state(&machine, &state));
                 }
@@ -328,27 +286,25 @@ impl Registry {
             // open — and an admin's close would reach nobody — until this
             // process stops. (A session ending normally closes its row
             // before it leaves the registry.)
-            let ours: Vec<i64> = sqlx::query_scalar("SELECT id FROM terminal_sessions WHERE server = ? AND closed_at IS NULL AND opened_at < ?")
-                .bind(&self.inner.server)
-                .bind(at - STALE_AFTER_SECS)
-                .fetch_all(pool)
-                .await?;
+            let ours: Vec<i64> = sqlx::query_scalar(
+                "SELECT id FROM terminal_sessions WHERE server = ? AND closed_at IS NULL AND opened_at < ?",
+            )
+            .bind(&self.inner.server)
+            .bind(at - STALE_AFTER_SECS)
+            .fetch_all(pool)
+            .await?;
             for id in ours {
-                if !self
-                    .inner
-                    .sessions
-                    .lock()
-                    .expect("terminal registry")
-                    .contains_key(&id)
-                {
+                if !self.inner.sessions.lock().expect("terminal registry").contains_key(&id) {
                     close(pool, id, "its request ended before the terminal started").await?;
                 }
             }
-            let stale: Vec<i64> = sqlx::query_scalar("SELECT id FROM terminal_sessions WHERE closed_at IS NULL AND seen_at < ? AND server <> ?")
-                .bind(at - STALE_AFTER_SECS)
-                .bind(&self.inner.server)
-                .fetch_all(pool)
-                .await?;
+            let stale: Vec<i64> = sqlx::query_scalar(
+                "SELECT id FROM terminal_sessions WHERE closed_at IS NULL AND seen_at < ? AND server <> ?",
+            )
+            .bind(at - STALE_AFTER_SECS)
+            .bind(&self.inner.server)
+            .fetch_all(pool)
+            .await?;
             for id in stale {
                 close(pool, id, "its server process stopped").await?;
             }
@@ -365,10 +321,7 @@ async fn watch_loop(inner: std::sync::Weak<RegistryInner>) {
         tick.tick().await;
         let Some(inner) = inner.upgrade() else { return };
         let registry = Registry { inner };
-        if let Err(e) = registry
-            .watch_once(n.is_multiple_of(RENEW_EVERY_TICKS))
-            .await
-        {
+        if let Err(e) = registry.watch_once(n.is_multiple_of(RENEW_EVERY_TICKS)).await {
             tracing::warn!(error = %e, "terminal session watcher");
         }
         n = n.wrapping_add(1);

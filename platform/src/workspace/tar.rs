@@ -134,9 +134,19 @@ pub enum Item {
 enum State {
     Header,
     /// PAX (`x`/`g`) or GNU long-name (`L`) data being collected.
-    Meta { typeflag: u8, remaining: u64, pad: usize, data: Vec<u8> },
-    Data { remaining: u64, pad: usize },
-    Pad { remaining: usize },
+    Meta {
+        typeflag: u8,
+        remaining: u64,
+        pad: usize,
+        data: Vec<u8>,
+    },
+    Data {
+        remaining: u64,
+        pad: usize,
+    },
+    Pad {
+        remaining: usize,
+    },
     Done,
 }
 
@@ -247,7 +257,12 @@ impl Reader {
                 if size > MAX_META {
                     return Err(format!("tar metadata record of {size} bytes is too large"));
                 }
-                self.state = State::Meta { typeflag, remaining: size, pad: padding(size), data: Vec::with_capacity(size as usize) };
+                self.state = State::Meta {
+                    typeflag,
+                    remaining: size,
+                    pad: padding(size),
+                    data: Vec::with_capacity(size as usize),
+                };
                 return Ok(());
             }
             _ => {}
@@ -300,13 +315,17 @@ fn pax_records(mut data: &[u8]) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     while !data.is_empty() && data[0] != 0 {
         let space = data.iter().position(|b| *b == b' ').ok_or("bad PAX record")?;
-        let len: usize = std::str::from_utf8(&data[..space]).ok().and_then(|s| s.parse().ok()).ok_or("bad PAX record length")?;
+        let len: usize =
+            std::str::from_utf8(&data[..space]).ok().and_then(|s| s.parse().ok()).ok_or("bad PAX record length")?;
         if len > data.len() || len <= space + 1 {
             return Err("bad PAX record length".into());
         }
         let record = &data[space + 1..len - 1];
         let eq = record.iter().position(|b| *b == b'=').ok_or("bad PAX record")?;
-        out.push((String::from_utf8_lossy(&record[..eq]).into_owned(), String::from_utf8_lossy(&record[eq + 1..]).into_owned()));
+        out.push((
+            String::from_utf8_lossy(&record[..eq]).into_owned(),
+            String::from_utf8_lossy(&record[eq + 1..]).into_owned(),
+        ));
         data = &data[len..];
     }
     Ok(out)
@@ -336,8 +355,10 @@ fn number(field: &[u8]) -> Result<u64, String> {
 
 fn verify_checksum(h: &[u8]) -> Result<(), String> {
     let stored = number(&h[148..156])?;
-    let unsigned: u64 = h.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u64::from(*b) }).sum();
-    let signed: i64 = h.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { i64::from(*b as i8) }).sum();
+    let unsigned: u64 =
+        h.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u64::from(*b) }).sum();
+    let signed: i64 =
+        h.iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { i64::from(*b as i8) }).sum();
     if stored == unsigned || stored as i64 == signed {
         Ok(())
     } else {
@@ -386,7 +407,8 @@ mod tests {
     fn round_trip_in_any_chunking() {
         let long = format!("{}/file.bin", "d".repeat(150));
         let data: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8).collect();
-        let bytes = archive(&[("dir", Kind::Dir, b""), ("dir/a.txt", Kind::File, b"hello\n"), (&long, Kind::File, &data)]);
+        let bytes =
+            archive(&[("dir", Kind::Dir, b""), ("dir/a.txt", Kind::File, b"hello\n"), (&long, Kind::File, &data)]);
         for chunk in [1, 7, 512, 513, 4096, bytes.len()] {
             let items = read_all(&bytes, chunk);
             assert_eq!(
@@ -422,7 +444,15 @@ mod tests {
         assert_eq!(h.len(), 3 * BLOCK, "PAX header, its data, ustar header");
         let mut r = Reader::new();
         let items = r.push(Bytes::from(h)).unwrap();
-        assert_eq!(items, vec![Item::Entry(Entry { path: "big".into(), kind: Kind::File, size: 20 * 1024 * 1024 * 1024, mode: 0o644 })]);
+        assert_eq!(
+            items,
+            vec![Item::Entry(Entry {
+                path: "big".into(),
+                kind: Kind::File,
+                size: 20 * 1024 * 1024 * 1024,
+                mode: 0o644
+            })]
+        );
     }
 
     #[test]

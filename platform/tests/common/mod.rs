@@ -50,11 +50,7 @@ pub enum LoopDevices {
 
 /// `executor`: "docker" (the real local engine) or "simulated".
 pub async fn env(executor: &str, gpus_on_node: u32, quota: i64) -> Env {
-    let devices = if executor == "docker" {
-        Some(LoopDevices::Shared(loop_devices().read().await))
-    } else {
-        None
-    };
+    let devices = if executor == "docker" { Some(LoopDevices::Shared(loop_devices().read().await)) } else { None };
     env_holding(executor, gpus_on_node, quota, devices).await
 }
 
@@ -64,29 +60,17 @@ pub async fn docker_env_alone(gpus_on_node: u32, quota: i64) -> Env {
     env_holding("docker", gpus_on_node, quota, Some(devices)).await
 }
 
-async fn env_holding(
-    executor: &str,
-    gpus_on_node: u32,
-    quota: i64,
-    devices: Option<LoopDevices>,
-) -> Env {
+async fn env_holding(executor: &str, gpus_on_node: u32, quota: i64, devices: Option<LoopDevices>) -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
-    let sim = SimulatedGpus {
-        count: gpus_on_node,
-        model: "SIM-A100".into(),
-        memory_mb: 81920,
-    };
+    let sim = SimulatedGpus { count: gpus_on_node, model: "SIM-A100".into(), memory_mb: 81920 };
     let node_name = format!("node-{}", rand::random::<u32>());
     let gpus = gpus::simulated(&node_name, &sim);
     let (endpoint, volume_dir) = match executor {
-        "docker" => (
-            "unix:///var/run/docker.sock".to_string(),
-            dir.path().join("volumes").to_string_lossy().into_owned(),
-        ),
+        "docker" => {
+            ("unix:///var/run/docker.sock".to_string(), dir.path().join("volumes").to_string_lossy().into_owned())
+        }
         _ => (format!("simulated://{node_name}"), String::new()),
     };
     let node_id = cluster::register_node(
@@ -104,23 +88,12 @@ async fn env_holding(
     )
     .await
     .unwrap();
-    images::ensure_default_image(&pool, "devbox", IMAGE, "demo")
-        .await
-        .unwrap();
-    accounts::create_group(&pool, None, "ml-team", quota)
-        .await
-        .unwrap();
+    images::ensure_default_image(&pool, "devbox", IMAGE, "demo").await.unwrap();
+    accounts::create_group(&pool, None, "ml-team", quota).await.unwrap();
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
     let dispatcher = Dispatcher::new(pool.clone(), Fleet::new(), wake, 8);
-    Env {
-        _loop_devices: devices,
-        dir,
-        pool,
-        admissions,
-        dispatcher,
-        node_id,
-    }
+    Env { _loop_devices: devices, dir, pool, admissions, dispatcher, node_id }
 }
 
 /// Registers (or, as a restarted `gantry serve` does, registers again) a
@@ -149,7 +122,9 @@ pub async fn register_simulated(
 pub async fn docker_env(gpus_on_node: u32, quota: i64) -> Env {
     let env = env("docker", gpus_on_node, quota).await;
     if let Err(e) = env.executor().await.ping().await {
-        panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`.");
+        panic!(
+            "{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`."
+        );
     }
     env
 }
@@ -157,23 +132,14 @@ pub async fn docker_env(gpus_on_node: u32, quota: i64) -> Env {
 impl Env {
     /// The executor the dispatcher uses for the test's node.
     pub async fn executor(&self) -> Executor {
-        self.dispatcher
-            .fleet
-            .executor(&self.pool, self.node_id)
-            .await
-            .unwrap()
+        self.dispatcher.fleet.executor(&self.pool, self.node_id).await.unwrap()
     }
 
     pub async fn user(&self, name: &str, group: &str) -> User {
         accounts::create_user(
             &self.pool,
             None,
-            NewUser {
-                username: name,
-                password: "password-123",
-                role: Role::User,
-                group: Some(group),
-            },
+            NewUser { username: name, password: "password-123", role: Role::User, group: Some(group) },
         )
         .await
         .unwrap()
@@ -192,9 +158,7 @@ impl Env {
     pub async fn drive(&self) -> usize {
         let mut ran = 0;
         loop {
-            let claimed = dispatch::claim(&self.pool, &self.dispatcher.owner, 16)
-                .await
-                .unwrap();
+            let claimed = dispatch::claim(&self.pool, &self.dispatcher.owner, 16).await.unwrap();
             if claimed.is_empty() {
                 return ran;
             }
@@ -264,10 +228,7 @@ impl Env {
         .await
         .unwrap();
         for (group, in_use, held) in drift {
-            assert_eq!(
-                in_use, held,
-                "group {group}: gpus_in_use {in_use} but its machines hold {held}"
-            );
+            assert_eq!(in_use, held, "group {group}: gpus_in_use {in_use} but its machines hold {held}");
         }
         let wrong = self.scalar("SELECT COUNT(*) FROM machine_gpus mg JOIN machines m ON m.id = mg.machine_id WHERE m.state IN ('deleted', 'lost')").await;
         assert_eq!(wrong, 0, "deleted or lost machines hold GPUs");
@@ -282,10 +243,7 @@ impl Env {
 /// demo image; returns the master image's id.
 pub async fn torch_catalogue(env: &Env, admin: &User) -> i64 {
     use gantry_platform::catalogue::{self, NewMasterImage};
-    let image =
-        catalogue::create_region_image(&env.pool, admin.id, "local", IMAGE, "amd64", "training")
-            .await
-            .unwrap();
+    let image = catalogue::create_region_image(&env.pool, admin.id, "local", IMAGE, "amd64", "training").await.unwrap();
     let master = NewMasterImage {
         name: "torch",
         interpreter: "Python",
@@ -293,20 +251,13 @@ pub async fn torch_catalogue(env: &Env, admin: &User) -> i64 {
         framework: "PyTorch",
         framework_version: "2.4",
     };
-    let master = catalogue::create_master_image(&env.pool, admin.id, &master)
-        .await
-        .unwrap();
-    catalogue::set_link(&env.pool, admin.id, master, image.id, true)
-        .await
-        .unwrap();
+    let master = catalogue::create_master_image(&env.pool, admin.id, &master).await.unwrap();
+    catalogue::set_link(&env.pool, admin.id, master, image.id, true).await.unwrap();
     master
 }
 
 /// A one-GPU PyTorch 2.4 job that `torch_catalogue` matches.
-pub fn compute_job(
-    name: &str,
-    command: gantry_platform::compute::Command,
-) -> gantry_platform::compute::SubmitCompute {
+pub fn compute_job(name: &str, command: gantry_platform::compute::Command) -> gantry_platform::compute::SubmitCompute {
     gantry_platform::compute::SubmitCompute {
         name: name.into(),
         framework: "PyTorch".into(),

@@ -48,7 +48,12 @@ pub async fn env_with(central: Option<Arc<dyn Store>>, region: Option<Arc<dyn St
     db::migrate(&pool).await.unwrap();
     accounts::create_group(&pool, None, "ml", 4).await.unwrap();
     accounts::create_group(&pool, None, "other", 4).await.unwrap();
-    let user = |name: &'static str, group: &'static str| NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) };
+    let user = |name: &'static str, group: &'static str| NewUser {
+        username: name,
+        password: "a-good-password",
+        role: Role::User,
+        group: Some(group),
+    };
     let alice = accounts::create_user(&pool, None, user("alice", "ml")).await.unwrap();
     let carol = accounts::create_user(&pool, None, user("carol", "other")).await.unwrap();
     let central_root = dir.path().join("central");
@@ -60,7 +65,14 @@ pub async fn env_with(central: Option<Arc<dyn Store>>, region: Option<Arc<dyn St
     }
     let limits = Limits { upload_max_bytes: 4 << 30, default_quota_bytes: 8 << 30, resumable_expiry_secs: 3600 };
     let stores = Datasets::new(central, regions, Some(region_root.clone()), limits);
-    let new = NewDataset { code: "coco", name: "COCO", region: "local", category: "images", description: "", visibility: "group" };
+    let new = NewDataset {
+        code: "coco",
+        name: "COCO",
+        region: "local",
+        category: "images",
+        description: "",
+        visibility: "group",
+    };
     datasets::create_dataset(&pool, &alice, &new).await.unwrap();
     datasets::create_version(&pool, &alice, "coco", "v1").await.unwrap();
     Env { dir, pool, alice, carol, stores, central_root, region_root }
@@ -73,7 +85,14 @@ impl Env {
     }
 
     pub async fn put(&self, name: &str, data: &[u8]) -> Result<UploadState, DatasetError> {
-        let begin = BeginUpload { code: "coco", version: "v1", name, replace: false, total: Some(data.len() as u64), resumable: false };
+        let begin = BeginUpload {
+            code: "coco",
+            version: "v1",
+            name,
+            replace: false,
+            total: Some(data.len() as u64),
+            resumable: false,
+        };
         let upload = datasets::begin_upload(&self.pool, &self.stores, &self.alice, &begin).await?;
         datasets::write_upload(&self.pool, &upload, 0, body(data.to_vec(), 64 * 1024), None).await
     }
@@ -86,13 +105,15 @@ impl Env {
 /// `data` in chunks, as a request body arrives.
 pub fn body(data: Vec<u8>, chunk: usize) -> impl Stream<Item = io::Result<Bytes>> + Unpin + Send {
     let data = Bytes::from(data);
-    let chunks: Vec<io::Result<Bytes>> = (0..data.len()).step_by(chunk.max(1)).map(|i| Ok(data.slice(i..(i + chunk).min(data.len())))).collect();
+    let chunks: Vec<io::Result<Bytes>> =
+        (0..data.len()).step_by(chunk.max(1)).map(|i| Ok(data.slice(i..(i + chunk).min(data.len())))).collect();
     stream::iter(chunks)
 }
 
 /// The first `at` bytes of `data`, then the connection breaks.
 pub fn cut_body(data: &[u8], at: usize) -> impl Stream<Item = io::Result<Bytes>> + Unpin + Send {
-    let mut chunks: Vec<io::Result<Bytes>> = data[..at].chunks(64 * 1024).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+    let mut chunks: Vec<io::Result<Bytes>> =
+        data[..at].chunks(64 * 1024).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
     chunks.push(Err(io::Error::new(io::ErrorKind::ConnectionReset, "connection reset by peer")));
     stream::iter(chunks)
 }

@@ -13,7 +13,14 @@ use gantry_platform::{
 /// One-minute windows, so a test's injected clock runs a few minutes ahead.
 pub async fn short_settings(pool: &Pool, admin: &User, grace_secs: i64, extensions_allowed: u32) {
     let s = Settings {
-        reclaim: ReclaimSettings { enabled: true, threshold_pct: 5.0, window_secs: 60, grace_secs, extensions_allowed, extension_secs: 60 },
+        reclaim: ReclaimSettings {
+            enabled: true,
+            threshold_pct: 5.0,
+            window_secs: 60,
+            grace_secs,
+            extensions_allowed,
+            extension_secs: 60,
+        },
         hot: HotSettings { enabled: true, util_pct: 90.0, mem_pct: 95.0, temp_c: 85.0, window_secs: 60 },
     };
     reclaim::save_settings(pool, admin, &s).await.unwrap();
@@ -28,7 +35,16 @@ pub async fn sample_every_10s(pool: &Pool, from: i64, to: i64) {
 }
 
 /// A steady series for one GPU (attributed to `machine`), every 10 s.
-pub async fn steady(pool: &Pool, gpu_id: i64, node_id: i64, machine: Option<i64>, from: i64, to: i64, util: f64, temp: f64) {
+pub async fn steady(
+    pool: &Pool,
+    gpu_id: i64,
+    node_id: i64,
+    machine: Option<i64>,
+    from: i64,
+    to: i64,
+    util: f64,
+    temp: f64,
+) {
     let samples: Vec<GpuSample> = (from..=to)
         .step_by(10)
         .map(|at| GpuSample {
@@ -56,14 +72,23 @@ pub async fn task_outcome(pool: &Pool, id: i64) -> (String, String) {
 }
 
 pub async fn events(pool: &Pool, machine: i64) -> Vec<(String, String)> {
-    sqlx::query_as("SELECT kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id").bind(machine).fetch_all(pool).await.unwrap()
+    sqlx::query_as("SELECT kind, detail FROM machine_events WHERE machine_id = ? ORDER BY id")
+        .bind(machine)
+        .fetch_all(pool)
+        .await
+        .unwrap()
 }
 
 pub async fn admin(pool: &Pool) -> User {
     gantry_platform::accounts::create_user(
         pool,
         None,
-        gantry_platform::accounts::NewUser { username: "root-admin", password: "password-123", role: gantry_core::Role::Admin, group: None },
+        gantry_platform::accounts::NewUser {
+            username: "root-admin",
+            password: "password-123",
+            role: gantry_core::Role::Admin,
+            group: None,
+        },
     )
     .await
     .unwrap()
@@ -73,8 +98,13 @@ pub async fn admin(pool: &Pool) -> User {
 /// reclaim queued, then run by a process that dies once the container is
 /// gone, before the GPUs go back: (env, engine, alice, machine, task),
 /// the task left `running` under the dead runner's lease.
-pub async fn reclaim_died_after_removing_the_container() -> (crate::common::Env, gantry_platform::executor::SimulatedExecutor, User, i64, i64) {
-    use gantry_platform::{dispatch, executor::{Executor, SimulatedExecutor}, now, transitions};
+pub async fn reclaim_died_after_removing_the_container(
+) -> (crate::common::Env, gantry_platform::executor::SimulatedExecutor, User, i64, i64) {
+    use gantry_platform::{
+        dispatch,
+        executor::{Executor, SimulatedExecutor},
+        now, transitions,
+    };
     let env = crate::common::env("simulated", 2, 2).await;
     let sim = SimulatedExecutor::new();
     env.use_executor(Executor::from(sim.clone()));

@@ -32,7 +32,14 @@ async fn setup() -> (Env, User) {
     catalogue::create_region(&env.pool, root.id, "west", "West", "").await.unwrap();
     let found = gpus::simulated("west-box", &SimulatedGpus { count: 8, model: "SIM-A100".into(), memory_mb: 81_920 });
     let registration = cluster::NodeRegistration {
-        name: "west-box", region_code: "west", docker_endpoint: "simulated://west-box", volume_dir: "", executor: "simulated", cpu_count: 2, memory_mb: 1024, gpus: &found,
+        name: "west-box",
+        region_code: "west",
+        docker_endpoint: "simulated://west-box",
+        volume_dir: "",
+        executor: "simulated",
+        cpu_count: 2,
+        memory_mb: 1024,
+        gpus: &found,
     };
     let id = cluster::register_node(&env.pool, registration).await.unwrap();
     env.dispatcher.fleet.insert(id, Executor::from(SimulatedExecutor::new()));

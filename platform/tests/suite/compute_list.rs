@@ -44,7 +44,12 @@ fn by(state: Option<&str>, user: Option<&str>, group: Option<&str>) -> ListFilte
 fn assert_rows(w: &Window<ComputeTaskView>, people: &[&str], state: Option<&str>) {
     assert!(w.rows.windows(2).all(|p| p[0].id > p[1].id), "newest first");
     for t in &w.rows {
-        assert!(people.contains(&t.requester.as_str()), "task #{} of {} is not the viewer's to see here", t.id, t.requester);
+        assert!(
+            people.contains(&t.requester.as_str()),
+            "task #{} of {} is not the viewer's to see here",
+            t.id,
+            t.requester
+        );
         assert!(state.is_none_or(|s| s == t.state), "task #{} is {}", t.id, t.state);
     }
 }

@@ -15,23 +15,12 @@ use gantry_platform::{
 
 /// A running one-GPU job (time limit 600 s): (task id, its container).
 async fn running_job(env: &Env, sim: &SimulatedExecutor, alice: &User) -> (i64, String) {
-    let t = compute::submit(
-        &env.pool,
-        &env.admissions,
-        alice,
-        &compute_job("train", Command::Argv(vec!["true".into()])),
-    )
-    .await
-    .unwrap();
+    let t =
+        compute::submit(&env.pool, &env.admissions, alice, &compute_job("train", Command::Argv(vec!["true".into()])))
+            .await
+            .unwrap();
     env.drive().await;
-    assert_eq!(
-        env.text(&format!(
-            "SELECT state FROM compute_tasks WHERE id = {}",
-            t.id
-        ))
-        .await,
-        "running"
-    );
+    assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "running");
     (t.id, sim.containers().pop().unwrap().id)
 }
 
@@ -46,9 +35,7 @@ async fn past_time_limit(env: &Env, task: i64) {
 
 /// A watcher pass, then the job machine's delete: (state, exit code, message).
 async fn watched_to_end(env: &Env, task: i64) -> (String, Option<i64>, String) {
-    compute::watch_once(&env.pool, &env.dispatcher.fleet)
-        .await
-        .unwrap();
+    compute::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
     env.drive().await;
     env.assert_quota_consistent().await;
     sqlx::query_as("SELECT state, exit_code, message FROM compute_tasks WHERE id = ?")

@@ -122,7 +122,12 @@ gantry_testkit::timed_test! {
 
 /// A mount of a version that does not exist: resolved, then deleted.
 fn deleted_mount() -> DatasetMount {
-    DatasetMount { version_id: 987_654, name: "corpus/v1".into(), host_dir: "/nonexistent".into(), target: "/datasets/corpus/v1".into() }
+    DatasetMount {
+        version_id: 987_654,
+        name: "corpus/v1".into(),
+        host_dir: "/nonexistent".into(),
+        target: "/datasets/corpus/v1".into(),
+    }
 }
 
 gantry_testkit::timed_test! {

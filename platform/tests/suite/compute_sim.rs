@@ -34,7 +34,14 @@ async fn second_node(env: &Env, name: &str, cpus: i64, arch: Arch) -> i64 {
     let found = gpus::simulated(name, &SimulatedGpus { count: 2, model: "SIM-A100-80GB".into(), memory_mb: 81_920 });
     let endpoint = format!("simulated://{name}");
     let registration = cluster::NodeRegistration {
-        name, region_code: "local", docker_endpoint: &endpoint, volume_dir: "", executor: "simulated", cpu_count: cpus, memory_mb: 1 << 20, gpus: &found,
+        name,
+        region_code: "local",
+        docker_endpoint: &endpoint,
+        volume_dir: "",
+        executor: "simulated",
+        cpu_count: cpus,
+        memory_mb: 1 << 20,
+        gpus: &found,
     };
     let id = cluster::register_node(&env.pool, registration).await.unwrap();
     cluster::set_node_arch(&env.pool, id, arch).await.unwrap();
@@ -45,7 +52,10 @@ async fn second_node(env: &Env, name: &str, cpus: i64, arch: Arch) -> i64 {
 /// A running job whose container exited with 0 and whose machine's delete
 /// the watcher queued: (compute task, machine).
 async fn ended_job(env: &Env, sim: &SimulatedExecutor, alice: &accounts::User) -> (i64, i64) {
-    let t = compute::submit(&env.pool, &env.admissions, alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+    let t =
+        compute::submit(&env.pool, &env.admissions, alice, &compute_job("train", Command::Argv(vec!["true".into()])))
+            .await
+            .unwrap();
     env.drive().await;
     assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "running");
     sim.simulate_exit(&sim.containers().pop().unwrap().id, 0).unwrap();
@@ -75,7 +85,10 @@ async fn open_delete(env: &Env, machine: i64) -> (i64, i64) {
 
 /// The node a compute task's machine was placed on.
 async fn job_node(env: &Env, task: i64) -> i64 {
-    env.scalar(&format!("SELECT m.node_id FROM compute_tasks c JOIN machines m ON m.id = c.machine_id WHERE c.id = {task}")).await
+    env.scalar(&format!(
+        "SELECT m.node_id FROM compute_tasks c JOIN machines m ON m.id = c.machine_id WHERE c.id = {task}"
+    ))
+    .await
 }
 
 gantry_testkit::timed_test! {

@@ -15,11 +15,18 @@ use std::{collections::HashMap, sync::Arc};
 
 fn stores(env: &common::Env) -> Datasets {
     let root = env.dir.path().join("datasets");
-    Datasets::new(Arc::new(DirStore::new(root.join("central"))), HashMap::new(), Some(root.join("regions")), Limits::default())
+    Datasets::new(
+        Arc::new(DirStore::new(root.join("central"))),
+        HashMap::new(),
+        Some(root.join("regions")),
+        Limits::default(),
+    )
 }
 
 async fn operate(env: &common::Env, who: &accounts::User, machine_id: i64, kind: TaskKind) {
-    let task = machines::request_operation(&env.pool, who, OperationRequest { machine_id, kind, keep_volume: false }).await.unwrap();
+    let task = machines::request_operation(&env.pool, who, OperationRequest { machine_id, kind, keep_volume: false })
+        .await
+        .unwrap();
     env.drive().await;
     let (state, message) = crate::reclaim_common::task_outcome(&env.pool, task).await;
     assert_eq!(state, "succeeded", "{kind:?}: {message}");

@@ -21,7 +21,8 @@ use std::sync::Arc;
 /// Begins a resumable upload of `data.len()` bytes into `version` and
 /// sends its first `sent` bytes before the connection breaks.
 async fn abandoned(env: &Env, version: &str, name: &str, data: &[u8], sent: usize) -> datasets::Upload {
-    let begin = BeginUpload { code: "coco", version, name, replace: false, total: Some(data.len() as u64), resumable: true };
+    let begin =
+        BeginUpload { code: "coco", version, name, replace: false, total: Some(data.len() as u64), resumable: true };
     let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
     let cut = datasets::write_upload(&env.pool, &upload, 0, cut_body(data, sent), None).await.unwrap_err();
     assert_eq!(cut.status(), 400, "a cut body: {cut}");

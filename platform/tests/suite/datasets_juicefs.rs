@@ -28,7 +28,12 @@ struct Juicefs {
 
 fn script(args: &[&str]) {
     let out = Command::new("bash").arg(SCRIPT).args(args).output().expect("run scripts/juicefs.sh");
-    assert!(out.status.success(), "scripts/juicefs.sh {args:?} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "scripts/juicefs.sh {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 impl Juicefs {
@@ -59,7 +64,10 @@ impl Juicefs {
 
 impl Drop for Juicefs {
     fn drop(&mut self) {
-        let _ = Command::new("bash").arg(SCRIPT).args(["stop", self.meta.to_str().unwrap(), self.mnt.to_str().unwrap()]).status();
+        let _ = Command::new("bash")
+            .arg(SCRIPT)
+            .args(["stop", self.meta.to_str().unwrap(), self.mnt.to_str().unwrap()])
+            .status();
     }
 }
 

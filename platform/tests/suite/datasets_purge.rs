@@ -36,7 +36,10 @@ async fn v1_made_anew(env: &Env, region_root: &std::path::Path) {
 
 fn refused_while_removing(e: datasets::DatasetError) {
     assert_eq!(e.status(), 409, "{e}");
-    assert!(e.to_string().contains("the earlier version v1 of dataset coco are still being removed; try again shortly"), "{e}");
+    assert!(
+        e.to_string().contains("the earlier version v1 of dataset coco are still being removed; try again shortly"),
+        "{e}"
+    );
 }
 
 gantry_testkit::timed_test! {

@@ -19,7 +19,14 @@ async fn listed_sha(env: &Env) -> Result<String, DatasetError> {
 }
 
 async fn begin_replace(env: &Env, resumable: bool) -> datasets::Upload {
-    let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(NEW.len() as u64), resumable };
+    let begin = BeginUpload {
+        code: "coco",
+        version: "v1",
+        name: "a.txt",
+        replace: true,
+        total: Some(NEW.len() as u64),
+        resumable,
+    };
     datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap()
 }
 
@@ -29,7 +36,10 @@ async fn begin_replace(env: &Env, resumable: bool) -> datasets::Upload {
 async fn died_placing(env: &Env, resumable: bool) -> datasets::Upload {
     assert!(matches!(env.put("a.txt", OLD).await.unwrap(), UploadState::Done(_)));
     let upload = begin_replace(env, resumable).await;
-    sqlx::query("UPDATE dataset_files SET placing = 1, placings = placings + 1 WHERE name = 'a.txt'").execute(&env.pool).await.unwrap();
+    sqlx::query("UPDATE dataset_files SET placing = 1, placings = placings + 1 WHERE name = 'a.txt'")
+        .execute(&env.pool)
+        .await
+        .unwrap();
     assert_eq!(listed_sha(env).await.unwrap_err().status(), 503);
     upload
 }

@@ -9,7 +9,14 @@ use gantry_platform::datasets::{self, BeginUpload, DatasetError, UploadState};
 use std::{path::Path, sync::Arc};
 
 async fn replace(env: &Env, name: &str, data: &[u8]) -> Result<UploadState, DatasetError> {
-    let begin = BeginUpload { code: "coco", version: "v1", name, replace: true, total: Some(data.len() as u64), resumable: false };
+    let begin = BeginUpload {
+        code: "coco",
+        version: "v1",
+        name,
+        replace: true,
+        total: Some(data.len() as u64),
+        resumable: false,
+    };
     let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await?;
     datasets::write_upload(&env.pool, &upload, 0, body(data.to_vec(), 4), None).await
 }

@@ -8,7 +8,15 @@ use object_store::path::Path;
 
 #[test]
 fn the_length_rules_count_what_object_store_writes() {
-    let names = ["plain.txt", "数据/说明.bin", "naïve café.csv", "a#b%c?d*e", "\"<>[]^`{|}~", "sp ace/tab$&'()+,;=@!.x", "❤\u{FE0F}.png"];
+    let names = [
+        "plain.txt",
+        "数据/说明.bin",
+        "naïve café.csv",
+        "a#b%c?d*e",
+        "\"<>[]^`{|}~",
+        "sp ace/tab$&'()+,;=@!.x",
+        "❤\u{FE0F}.png",
+    ];
     for name in names {
         let stored = Path::from(name);
         let segments: Vec<_> = stored.parts().collect();
@@ -24,7 +32,8 @@ fn the_length_rules_count_what_object_store_writes() {
     assert_eq!(file_name(&segment), Ok(()));
     assert!(Path::from(segment.as_str()).as_ref().len() <= SEGMENT_MAX);
     let folders = (FILE_NAME_MAX - 1) / 101;
-    let longest = format!("{}{}", format!("{}/", "a".repeat(100)).repeat(folders), "a".repeat(FILE_NAME_MAX - folders * 101));
+    let longest =
+        format!("{}{}", format!("{}/", "a".repeat(100)).repeat(folders), "a".repeat(FILE_NAME_MAX - folders * 101));
     assert_eq!(file_name(&longest), Ok(()));
     let key = storage_key(&"c".repeat(64), &"v".repeat(64), "tabular", &longest);
     assert!(Path::from(key.as_str()).as_ref().len() <= 1024);

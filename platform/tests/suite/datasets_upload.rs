@@ -143,7 +143,10 @@ gantry_testkit::timed_test! {
 
 /// A body the test feeds as it goes: what is sent arrives; nothing more
 /// arrives until the sender sends again or is dropped (the body ends).
-fn live_body() -> (tokio::sync::mpsc::UnboundedSender<io::Result<Bytes>>, impl futures_util::Stream<Item = io::Result<Bytes>> + Unpin + Send) {
+fn live_body() -> (
+    tokio::sync::mpsc::UnboundedSender<io::Result<Bytes>>,
+    impl futures_util::Stream<Item = io::Result<Bytes>> + Unpin + Send,
+) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     (tx, Box::pin(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })))
 }
@@ -152,11 +155,12 @@ fn live_body() -> (tokio::sync::mpsc::UnboundedSender<io::Result<Bytes>>, impl f
 /// upload: the first request's claim is the event the test waits for.
 async fn wait_until_written_by_someone(env: &Env, name: &str) {
     for _ in 0..2000 {
-        let held: Option<i64> = sqlx::query_scalar("SELECT 1 FROM dataset_uploads WHERE name = ? AND writer IS NOT NULL")
-            .bind(name)
-            .fetch_optional(&env.pool)
-            .await
-            .unwrap();
+        let held: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM dataset_uploads WHERE name = ? AND writer IS NOT NULL")
+                .bind(name)
+                .fetch_optional(&env.pool)
+                .await
+                .unwrap();
         if held.is_some() {
             return;
         }
@@ -186,7 +190,14 @@ gantry_testkit::timed_test! {
 }
 
 async fn env_put_short(env: &Env, data: &[u8]) -> DatasetError {
-    let begin = BeginUpload { code: "coco", version: "v1", name: "b.bin", replace: false, total: Some(data.len() as u64 + 10), resumable: false };
+    let begin = BeginUpload {
+        code: "coco",
+        version: "v1",
+        name: "b.bin",
+        replace: false,
+        total: Some(data.len() as u64 + 10),
+        resumable: false,
+    };
     let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
     datasets::write_upload(&env.pool, &upload, 0, body(data.to_vec(), 4096), None).await.unwrap_err()
 }
@@ -211,7 +222,6 @@ gantry_testkit::timed_test! {
 fn failing_store(root: &std::path::Path) -> Arc<Hooked> {
     Arc::new(Hooked::new("failing test store", root).without_local_dir())
 }
-
 
 /// Reads hand back the stored bytes with one bit flipped: a copy that
 /// rotted between the write and the read-back.

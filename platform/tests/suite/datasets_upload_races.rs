@@ -19,7 +19,12 @@ fn unknown_length(name: &str) -> BeginUpload<'_> {
 }
 
 async fn set_quota(env: &Env, bytes: i64) {
-    sqlx::query("INSERT INTO dataset_quotas (group_id, max_bytes) VALUES (?, ?)").bind(env.alice.group_id).bind(bytes).execute(&env.pool).await.unwrap();
+    sqlx::query("INSERT INTO dataset_quotas (group_id, max_bytes) VALUES (?, ?)")
+        .bind(env.alice.group_id)
+        .bind(bytes)
+        .execute(&env.pool)
+        .await
+        .unwrap();
 }
 
 gantry_testkit::timed_test! {
@@ -93,7 +98,9 @@ gantry_testkit::timed_test! {
 /// A body that tells the test when it is first asked for bytes (the
 /// upload has been claimed and its temporary files opened), then waits
 /// for the test's go before it brings `data` and ends.
-fn gated_body(data: Vec<u8>) -> (oneshot::Receiver<()>, oneshot::Sender<()>, impl Stream<Item = io::Result<Bytes>> + Unpin + Send) {
+fn gated_body(
+    data: Vec<u8>,
+) -> (oneshot::Receiver<()>, oneshot::Sender<()>, impl Stream<Item = io::Result<Bytes>> + Unpin + Send) {
     let (started_tx, started_rx) = oneshot::channel();
     let (go_tx, go_rx) = oneshot::channel::<()>();
     let stream = futures_util::stream::once(async move {

@@ -16,7 +16,8 @@ const MIB: usize = 1 << 20;
 
 /// A request body the test feeds chunk by chunk; `reading` fires when the
 /// upload first asks it for bytes (it holds the upload's writer lease then).
-fn fed_body() -> (mpsc::Sender<io::Result<Bytes>>, impl Stream<Item = io::Result<Bytes>> + Unpin + Send, oneshot::Receiver<()>) {
+fn fed_body(
+) -> (mpsc::Sender<io::Result<Bytes>>, impl Stream<Item = io::Result<Bytes>> + Unpin + Send, oneshot::Receiver<()>) {
     let (tx, rx) = mpsc::channel(4);
     let (began, reading) = oneshot::channel();
     let body = stream::unfold((rx, Some(began)), |(mut rx, mut began)| async move {
@@ -30,8 +31,17 @@ fn fed_body() -> (mpsc::Sender<io::Result<Bytes>>, impl Stream<Item = io::Result
 
 /// Begins a 2 MiB upload of `big.bin` and starts writing it; its first
 /// MiB is sent and the writer is reading its body when this returns.
-async fn writing_big(env: &Arc<Env>) -> (mpsc::Sender<io::Result<Bytes>>, tokio::task::JoinHandle<Result<UploadState, DatasetError>>) {
-    let begin = BeginUpload { code: "coco", version: "v1", name: "big.bin", replace: false, total: Some(2 * MIB as u64), resumable: false };
+async fn writing_big(
+    env: &Arc<Env>,
+) -> (mpsc::Sender<io::Result<Bytes>>, tokio::task::JoinHandle<Result<UploadState, DatasetError>>) {
+    let begin = BeginUpload {
+        code: "coco",
+        version: "v1",
+        name: "big.bin",
+        replace: false,
+        total: Some(2 * MIB as u64),
+        resumable: false,
+    };
     let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
     let (tx, body, reading) = fed_body();
     let writer = tokio::spawn({

@@ -157,10 +157,15 @@ gantry_testkit::timed_test! {
 async fn resumable_replace_died_between_its_moves(env: &Env, region: &Hooked) {
     assert!(matches!(env.put("a.txt", b"the old file").await.unwrap(), UploadState::Done(_)));
     region.on_rename.once(|_| Box::pin(async { panic!("the process dies here") }));
-    let begin = BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: true };
+    let begin =
+        BeginUpload { code: "coco", version: "v1", name: "a.txt", replace: true, total: Some(12), resumable: true };
     let upload = datasets::begin_upload(&env.pool, &env.stores, &env.alice, &begin).await.unwrap();
     assert!(datasets::write_upload(&env.pool, &upload, 0, body(b"the new file".to_vec(), 4), None).await.is_err());
-    assert_eq!(std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(), b"the new file", "the crash point: central moved");
+    assert_eq!(
+        std::fs::read(env.central_root.join("coco/v1/images/a.txt")).unwrap(),
+        b"the new file",
+        "the crash point: central moved"
+    );
     // A dead process's writer lease lapses (see the test above).
     sqlx::query("UPDATE dataset_uploads SET writer_expires = 0").execute(&env.pool).await.unwrap();
 }

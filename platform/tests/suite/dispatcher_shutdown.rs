@@ -39,7 +39,11 @@ fn start(env: &Env, grace: Duration) -> (oneshot::Sender<()>, JoinHandle<()>, Ar
 }
 
 async fn task_row(env: &Env, id: i64) -> (String, String, Option<String>) {
-    sqlx::query_as("SELECT state, message, lease_owner FROM tasks WHERE id = ?").bind(id).fetch_one(&env.pool).await.unwrap()
+    sqlx::query_as("SELECT state, message, lease_owner FROM tasks WHERE id = ?")
+        .bind(id)
+        .fetch_one(&env.pool)
+        .await
+        .unwrap()
 }
 
 async fn create_task(env: &Env) -> i64 {

@@ -11,9 +11,8 @@ use bollard::Docker;
 use bytes::Bytes;
 use futures_util::{stream, StreamExt};
 use gantry_platform::executor::{
-    inside::Upload, ContainerStatus, DockerExecutor, ExecError, Executor, Limits, MachineSpec,
-    VolumeInfo, DATA_MOUNT, LABEL_GROUP, LABEL_INSTANCE, LABEL_MACHINE, LABEL_MANAGED, LABEL_OWNER,
-    LABEL_TASK,
+    inside::Upload, ContainerStatus, DockerExecutor, ExecError, Executor, Limits, MachineSpec, VolumeInfo, DATA_MOUNT,
+    LABEL_GROUP, LABEL_INSTANCE, LABEL_MACHINE, LABEL_MANAGED, LABEL_OWNER, LABEL_TASK,
 };
 use std::time::Duration;
 
@@ -38,27 +37,16 @@ async fn engine(test: &str) -> Option<Env> {
     let dir = tempfile::tempdir().expect("temp dir");
     // Same engine the docker CLI would use; "" is the default local socket.
     let endpoint = std::env::var("DOCKER_HOST").unwrap_or_default();
-    let ex = Executor::Docker(
-        DockerExecutor::connect_with_volume_dir(&endpoint, dir.path()).expect("connect"),
-    );
+    let ex = Executor::Docker(DockerExecutor::connect_with_volume_dir(&endpoint, dir.path()).expect("connect"));
     if let Err(e) = ex.ping().await {
         panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` (then `bash scripts/demo-image.sh`), or set GANTRY_SKIP_DOCKER_TESTS=1 to skip these tests.");
     }
-    let docker = Docker::connect_with_defaults()
-        .expect("bollard")
-        .negotiate_version()
-        .await
-        .expect("negotiate");
+    let docker = Docker::connect_with_defaults().expect("bollard").negotiate_version().await.expect("negotiate");
     if docker.inspect_image(IMAGE).await.is_err() {
         panic!("image {IMAGE} is missing: run `bash scripts/demo-image.sh`");
     }
     let _devices = crate::common::loop_devices().read().await;
-    Some(Env {
-        ex,
-        docker,
-        _dir: dir,
-        _devices,
-    })
+    Some(Env { ex, docker, _dir: dir, _devices })
 }
 
 fn spec(tag: &str) -> MachineSpec {
@@ -79,11 +67,7 @@ fn spec(tag: &str) -> MachineSpec {
         gpu_indexes: vec![0, 1],
         volume_name: format!("gantry-test-v{machine_id}"),
         volume_size_gb: 1,
-        limits: Limits {
-            cpu_millis: 1500,
-            memory_mb: 256,
-            pids: 128,
-        },
+        limits: Limits { cpu_millis: 1500, memory_mb: 256, pids: 128 },
         command: None,
         mounts: Vec::new(),
     }
@@ -99,11 +83,7 @@ struct Cleanup {
 
 impl Cleanup {
     fn new(env: &Env, spec: &MachineSpec) -> Self {
-        Cleanup {
-            ex: env.ex.clone(),
-            container: spec.container_name(),
-            volume: spec.volume_name.clone(),
-        }
+        Cleanup { ex: env.ex.clone(), container: spec.container_name(), volume: spec.volume_name.clone() }
     }
 }
 
@@ -111,10 +91,7 @@ impl Drop for Cleanup {
     fn drop(&mut self) {
         let (ex, c, v) = (self.ex.clone(), self.container.clone(), self.volume.clone());
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
                 if let Err(e) = ex.remove_container(&c).await {
                     eprintln!("cleanup: {e}");
@@ -131,21 +108,10 @@ impl Drop for Cleanup {
 /// ensure_volume + create + start, as the create task does.
 async fn create_running(env: &Env, spec: &MachineSpec) -> (VolumeInfo, String) {
     let vol = env.ex.ensure_volume(spec).await.expect("ensure_volume");
-    let again = env
-        .ex
-        .ensure_volume(spec)
-        .await
-        .expect("ensure_volume is idempotent");
+    let again = env.ex.ensure_volume(spec).await.expect("ensure_volume is idempotent");
     assert_eq!(again.size_enforced, vol.size_enforced);
-    let c = env
-        .ex
-        .create_container(spec)
-        .await
-        .expect("create_container");
-    env.ex
-        .start_container(&c.id)
-        .await
-        .expect("start_container");
+    let c = env.ex.create_container(spec).await.expect("create_container");
+    env.ex.start_container(&c.id).await.expect("start_container");
     (vol, c.id)
 }
 

@@ -28,7 +28,11 @@ async fn serve(mut sock: TcpStream) {
             }
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
-        let length: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
         while buf.len() < head_end + length {
             let mut chunk = [0u8; 4096];
             match sock.read(&mut chunk).await {
@@ -48,7 +52,10 @@ async fn serve(mut sock: TcpStream) {
         } else {
             ("404 Not Found", r#"{"message":"not in this stand-in"}"#)
         };
-        let answer = format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        let answer = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
         if sock.write_all(answer.as_bytes()).await.is_err() {
             return;
         }

@@ -24,10 +24,7 @@ async fn exec(env: &Env) -> Executor {
 async fn leftovers(env: &Env) -> (usize, Vec<String>) {
     let instance = machines::instance_id(&env.pool).await.unwrap();
     let ex = exec(env).await;
-    (
-        ex.list_managed(&instance).await.unwrap().len(),
-        ex.list_managed_volumes(&instance).await.unwrap(),
-    )
+    (ex.list_managed(&instance).await.unwrap().len(), ex.list_managed_volumes(&instance).await.unwrap())
 }
 
 /// Loop devices still attached to any image of this test's volume dir.
@@ -36,30 +33,11 @@ fn attached_loops(env: &Env) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
-    entries
-        .flatten()
-        .flat_map(|e| loopdev::attached_devices(&e.path()).unwrap_or_default())
-        .collect()
+    entries.flatten().flat_map(|e| loopdev::attached_devices(&e.path()).unwrap_or_default()).collect()
 }
 
-async fn operate(
-    env: &Env,
-    user: &User,
-    machine_id: i64,
-    kind: TaskKind,
-    keep_volume: bool,
-) -> i64 {
-    machines::request_operation(
-        &env.pool,
-        user,
-        OperationRequest {
-            machine_id,
-            kind,
-            keep_volume,
-        },
-    )
-    .await
-    .unwrap()
+async fn operate(env: &Env, user: &User, machine_id: i64, kind: TaskKind, keep_volume: bool) -> i64 {
+    machines::request_operation(&env.pool, user, OperationRequest { machine_id, kind, keep_volume }).await.unwrap()
 }
 
 /// A copy of the demo image whose command cannot start: `docker start`
@@ -67,30 +45,13 @@ async fn operate(
 /// with the dispatcher's look at the container, and can be seen running).
 fn exiting_image() -> &'static str {
     const TAG: &str = "gantry/devbox:broken";
-    let present = Command::new("docker")
-        .args(["image", "inspect", TAG])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let present = Command::new("docker").args(["image", "inspect", TAG]).output().is_ok_and(|o| o.status.success());
     if !present {
         let name = format!("gantry-exits-{}", rand::random::<u32>());
-        let run = |args: &[&str]| {
-            assert!(
-                Command::new("docker")
-                    .args(args)
-                    .status()
-                    .unwrap()
-                    .success(),
-                "docker {args:?}"
-            )
-        };
+        let run =
+            |args: &[&str]| assert!(Command::new("docker").args(args).status().unwrap().success(), "docker {args:?}");
         run(&["create", "--name", &name, "gantry/devbox:latest"]);
-        run(&[
-            "commit",
-            "--change",
-            r#"CMD ["/no/such/program"]"#,
-            &name,
-            TAG,
-        ]);
+        run(&["commit", "--change", r#"CMD ["/no/such/program"]"#, &name, TAG]);
         run(&["rm", &name]);
     }
     TAG

@@ -27,19 +27,12 @@ async fn sim_env(gpus: u32) -> (Env, SimulatedExecutor) {
 }
 
 fn delete(machine_id: i64) -> OperationRequest {
-    OperationRequest {
-        machine_id,
-        kind: TaskKind::Delete,
-        keep_volume: false,
-    }
+    OperationRequest { machine_id, kind: TaskKind::Delete, keep_volume: false }
 }
 
 /// Due now, whatever backoff the retries left.
 async fn drive_now(env: &Env) {
-    sqlx::query("UPDATE tasks SET not_before = 0")
-        .execute(&env.pool)
-        .await
-        .unwrap();
+    sqlx::query("UPDATE tasks SET not_before = 0").execute(&env.pool).await.unwrap();
     env.drive().await;
 }
 

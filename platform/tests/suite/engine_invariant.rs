@@ -26,22 +26,46 @@ use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create { gpus: u32 },
-    Operate { machine: usize, kind: TaskKind, keep: bool },
-    Cancel { task: usize },
-    Fault { op: &'static str, retryable: bool },
-    Engine { up: bool },
-    Exit { machine: usize },
+    Create {
+        gpus: u32,
+    },
+    Operate {
+        machine: usize,
+        kind: TaskKind,
+        keep: bool,
+    },
+    Cancel {
+        task: usize,
+    },
+    Fault {
+        op: &'static str,
+        retryable: bool,
+    },
+    Engine {
+        up: bool,
+    },
+    Exit {
+        machine: usize,
+    },
     Drive,
     /// Run due tasks with the process "dying" at checkpoint `at`, then a
     /// new process resumes them after the lease expires.
-    Crash { at: usize },
+    Crash {
+        at: usize,
+    },
     Reconcile,
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let kinds = prop_oneof![Just(TaskKind::Restart), Just(TaskKind::Reinstall), Just(TaskKind::Delete)];
-    let ops = prop_oneof![Just("ensure_volume"), Just("create_container"), Just("start_container"), Just("restart_container"), Just("remove_container"), Just("remove_volume")];
+    let ops = prop_oneof![
+        Just("ensure_volume"),
+        Just("create_container"),
+        Just("start_container"),
+        Just("restart_container"),
+        Just("remove_container"),
+        Just("remove_volume")
+    ];
     prop_oneof![
         3 => (1u32..=2).prop_map(|gpus| Op::Create { gpus }),
         3 => (0usize..6, kinds, any::<bool>()).prop_map(|(machine, kind, keep)| Op::Operate { machine, kind, keep }),
@@ -62,15 +86,28 @@ fn check_starts(env: &Env, sim: &SimulatedExecutor) {
     sim.on_start(Arc::new(move |machine_id, uuids| {
         let pool = pool.clone();
         Box::pin(async move {
-            let held: Vec<String> = sqlx::query_scalar("SELECT g.uuid FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id WHERE mg.machine_id = ?")
+            let held: Vec<String> = sqlx::query_scalar(
+                "SELECT g.uuid FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id WHERE mg.machine_id = ?",
+            )
+            .bind(machine_id)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+            let needed: i64 = sqlx::query_scalar("SELECT gpu_count FROM machines WHERE id = ?")
                 .bind(machine_id)
-                .fetch_all(&pool)
+                .fetch_one(&pool)
                 .await
                 .unwrap();
-            let needed: i64 = sqlx::query_scalar("SELECT gpu_count FROM machines WHERE id = ?").bind(machine_id).fetch_one(&pool).await.unwrap();
-            assert_eq!(uuids.len() as i64, needed, "machine #{machine_id} was started with {uuids:?} but needs {needed} GPU(s)");
+            assert_eq!(
+                uuids.len() as i64,
+                needed,
+                "machine #{machine_id} was started with {uuids:?} but needs {needed} GPU(s)"
+            );
             for uuid in &uuids {
-                assert!(held.contains(uuid), "machine #{machine_id} was started pinned to {uuid}, which it does not hold (holds {held:?})");
+                assert!(
+                    held.contains(uuid),
+                    "machine #{machine_id} was started pinned to {uuid}, which it does not hold (holds {held:?})"
+                );
             }
         })
     }));
@@ -93,7 +130,11 @@ async fn run_case(ops: Vec<Op>) {
                 // An injected fault hit the collector (the engine refused a
                 // removal); like a real refusal, the next pass tries again.
                 report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
-                assert!(report.not_collected.is_empty(), "after {op:?}: the collector's second pass could not remove {:?}", report.not_collected);
+                assert!(
+                    report.not_collected.is_empty(),
+                    "after {op:?}: the collector's second pass could not remove {:?}",
+                    report.not_collected
+                );
             }
             assert_containers_hold_their_gpus(&env, &sim, &op).await;
         }
@@ -101,7 +142,10 @@ async fn run_case(ops: Vec<Op>) {
 }
 
 async fn apply(env: &Env, sim: &SimulatedExecutor, alice: &User, step: usize, op: &Op, engine_up: &mut bool) {
-    let live: Vec<i64> = sqlx::query_scalar("SELECT id FROM machines WHERE state NOT IN ('deleted') ORDER BY id").fetch_all(&env.pool).await.unwrap();
+    let live: Vec<i64> = sqlx::query_scalar("SELECT id FROM machines WHERE state NOT IN ('deleted') ORDER BY id")
+        .fetch_all(&env.pool)
+        .await
+        .unwrap();
     let pick = |i: usize| (!live.is_empty()).then(|| live[i % live.len()]);
     match op {
         Op::Create { gpus } => {
@@ -110,17 +154,27 @@ async fn apply(env: &Env, sim: &SimulatedExecutor, alice: &User, step: usize, op
         Op::Operate { machine, kind, keep } => {
             if let Some(machine_id) = pick(*machine) {
                 // Refusals (busy, wrong state, GPUs gone) are part of the game.
-                let _ = machines::request_operation(&env.pool, alice, OperationRequest { machine_id, kind: *kind, keep_volume: *keep }).await;
+                let _ = machines::request_operation(
+                    &env.pool,
+                    alice,
+                    OperationRequest { machine_id, kind: *kind, keep_volume: *keep },
+                )
+                .await;
             }
         }
         Op::Cancel { task } => {
-            let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM tasks ORDER BY id").fetch_all(&env.pool).await.unwrap();
+            let ids: Vec<i64> =
+                sqlx::query_scalar("SELECT id FROM tasks ORDER BY id").fetch_all(&env.pool).await.unwrap();
             if !ids.is_empty() {
                 let _ = transitions::task::cancel(&env.pool, alice, ids[task % ids.len()]).await;
             }
         }
         Op::Fault { op, retryable } => {
-            let e = if *retryable { ExecError::Unavailable("injected outage".into()) } else { ExecError::Failed("injected failure".into()) };
+            let e = if *retryable {
+                ExecError::Unavailable("injected outage".into())
+            } else {
+                ExecError::Failed("injected failure".into())
+            };
             sim.fail_next(op, e);
         }
         Op::Engine { up } => {
@@ -153,15 +207,21 @@ async fn apply(env: &Env, sim: &SimulatedExecutor, alice: &User, step: usize, op
 
 async fn assert_containers_hold_their_gpus(env: &Env, sim: &SimulatedExecutor, op: &Op) {
     for c in sim.containers() {
-        let mut held: Vec<String> = sqlx::query_scalar("SELECT g.uuid FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id WHERE mg.machine_id = ?")
-            .bind(c.machine_id)
-            .fetch_all(&env.pool)
-            .await
-            .unwrap();
+        let mut held: Vec<String> = sqlx::query_scalar(
+            "SELECT g.uuid FROM machine_gpus mg JOIN gpus g ON g.id = mg.gpu_id WHERE mg.machine_id = ?",
+        )
+        .bind(c.machine_id)
+        .fetch_all(&env.pool)
+        .await
+        .unwrap();
         held.sort();
         let mut pinned = c.gpu_uuids.clone();
         pinned.sort();
-        assert_eq!(pinned, held, "after {op:?}: container {} of machine #{} is pinned to GPUs the machine does not hold exactly", c.id, c.machine_id);
+        assert_eq!(
+            pinned, held,
+            "after {op:?}: container {} of machine #{} is pinned to GPUs the machine does not hold exactly",
+            c.id, c.machine_id
+        );
     }
 }
 
@@ -195,5 +255,9 @@ fn a_container_the_engine_refused_to_collect_goes_on_the_next_pass() {
         Drive,
         Engine { up: true },
     ];
-    gantry_testkit::run("a_container_the_engine_refused_to_collect_goes_on_the_next_pass", gantry_testkit::DEFAULT_LIMIT, move || run_case(ops));
+    gantry_testkit::run(
+        "a_container_the_engine_refused_to_collect_goes_on_the_next_pass",
+        gantry_testkit::DEFAULT_LIMIT,
+        move || run_case(ops),
+    );
 }

@@ -51,7 +51,12 @@ async fn assert_node_has_no_history(f: &Fixture, node_id: i64, now: i64) {
         let chart = query::chart(&f.pool, query::Scope::Node(node_id), range, now).await.unwrap();
         assert!(!chart.series.is_empty(), "the node's GPUs are charted");
         for s in &chart.series {
-            assert!(s.points.is_empty(), "new GPU #{} shows {} point(s) of another GPU's history ({range:?})", s.gpu_id, s.points.len());
+            assert!(
+                s.points.is_empty(),
+                "new GPU #{} shows {} point(s) of another GPU's history ({range:?})",
+                s.gpu_id,
+                s.points.len()
+            );
         }
     }
 }
@@ -92,7 +97,10 @@ gantry_testkit::timed_test! {
 }
 
 async fn ids_at_0017(pool: &db::Pool) -> Vec<(i64, i64, i64, String, String, i64, i64)> {
-    sqlx::query_as("SELECT id, node_id, idx, uuid, model, memory_mb, simulated FROM gpus ORDER BY id").fetch_all(pool).await.unwrap()
+    sqlx::query_as("SELECT id, node_id, idx, uuid, model, memory_mb, simulated FROM gpus ORDER BY id")
+        .fetch_all(pool)
+        .await
+        .unwrap()
 }
 
 gantry_testkit::timed_test! {

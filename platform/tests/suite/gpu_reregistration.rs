@@ -35,20 +35,32 @@ async fn register(env: &Env, found: &[DiscoveredGpu]) -> Result<i64, gantry_plat
 
 /// uuid → (row id, idx) of the node's GPUs.
 async fn rows(env: &Env) -> HashMap<String, (i64, i64)> {
-    let rows: Vec<(String, i64, i64)> =
-        sqlx::query_as("SELECT uuid, id, idx FROM gpus WHERE node_id = ?").bind(env.node_id).fetch_all(&env.pool).await.unwrap();
+    let rows: Vec<(String, i64, i64)> = sqlx::query_as("SELECT uuid, id, idx FROM gpus WHERE node_id = ?")
+        .bind(env.node_id)
+        .fetch_all(&env.pool)
+        .await
+        .unwrap();
     rows.into_iter().map(|(uuid, id, idx)| (uuid, (id, idx))).collect()
 }
 
 /// A machine of `owner` holding exactly the GPU `gpu_id`; returns its id.
 async fn machine_holding(env: &Env, owner: &User, name: &str, gpu_id: i64) -> i64 {
     let admitted = env.admissions.create(env.create(owner, name, 1)).await.unwrap();
-    sqlx::query("UPDATE machine_gpus SET gpu_id = ? WHERE machine_id = ?").bind(gpu_id).bind(admitted.machine_id).execute(&env.pool).await.unwrap();
+    sqlx::query("UPDATE machine_gpus SET gpu_id = ? WHERE machine_id = ?")
+        .bind(gpu_id)
+        .bind(admitted.machine_id)
+        .execute(&env.pool)
+        .await
+        .unwrap();
     admitted.machine_id
 }
 
 async fn held_by(env: &Env, machine_id: i64) -> Vec<i64> {
-    sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?").bind(machine_id).fetch_all(&env.pool).await.unwrap()
+    sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ?")
+        .bind(machine_id)
+        .fetch_all(&env.pool)
+        .await
+        .unwrap()
 }
 
 gantry_testkit::timed_test! {
@@ -112,7 +124,13 @@ gantry_testkit::timed_test! {
 
 /// Deletes the machine the way its owner does, and runs the delete.
 async fn delete(env: &Env, owner: &User, machine_id: i64) {
-    machines::request_operation(&env.pool, owner, OperationRequest { machine_id, kind: TaskKind::Delete, keep_volume: false }).await.unwrap();
+    machines::request_operation(
+        &env.pool,
+        owner,
+        OperationRequest { machine_id, kind: TaskKind::Delete, keep_volume: false },
+    )
+    .await
+    .unwrap();
     env.drive().await;
     assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {machine_id}")).await, "deleted");
 }
@@ -122,13 +140,23 @@ async fn delete(env: &Env, owner: &User, machine_id: i64) {
 async fn capacity(env: &Env) -> ((i64, i64), u32) {
     let node = cluster::list_nodes(&env.pool).await.unwrap().into_iter().find(|n| n.id == env.node_id).unwrap();
     let snapshot = compute::snapshot(&env.pool).await.unwrap();
-    let matcher = snapshot.regions.iter().flat_map(|r| &r.nodes).find(|n| n.name == node.name).map(|n| n.free_gpus.values().sum()).unwrap_or(0);
+    let matcher = snapshot
+        .regions
+        .iter()
+        .flat_map(|r| &r.nodes)
+        .find(|n| n.name == node.name)
+        .map(|n| n.free_gpus.values().sum())
+        .unwrap_or(0);
     ((node.gpu_total, node.gpu_free), matcher)
 }
 
 /// Since when the GPU has been marked gone, if it is.
 async fn gone_since(env: &Env, gpu_id: i64) -> Option<i64> {
-    sqlx::query_scalar("SELECT since FROM gpus_gone WHERE gpu_id = ?").bind(gpu_id).fetch_optional(&env.pool).await.unwrap()
+    sqlx::query_scalar("SELECT since FROM gpus_gone WHERE gpu_id = ?")
+        .bind(gpu_id)
+        .fetch_optional(&env.pool)
+        .await
+        .unwrap()
 }
 
 gantry_testkit::timed_test! {

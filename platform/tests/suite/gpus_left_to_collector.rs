@@ -36,37 +36,15 @@ async fn give_up_unreachable(env: &Env, sim: &SimulatedExecutor, task: i64) {
 }
 
 /// Machine `first` ran on the only GPU; its delete gave up on the engine.
-async fn delete_given_up(
-    env: &Env,
-    sim: &SimulatedExecutor,
-    alice: &gantry_platform::accounts::User,
-) -> i64 {
-    let first = env
-        .admissions
-        .create(env.create(alice, "first", 1))
-        .await
-        .unwrap();
+async fn delete_given_up(env: &Env, sim: &SimulatedExecutor, alice: &gantry_platform::accounts::User) -> i64 {
+    let first = env.admissions.create(env.create(alice, "first", 1)).await.unwrap();
     env.drive().await;
-    let op = OperationRequest {
-        machine_id: first.machine_id,
-        kind: TaskKind::Delete,
-        keep_volume: false,
-    };
-    let del = machines::request_operation(&env.pool, alice, op)
-        .await
-        .unwrap();
+    let op = OperationRequest { machine_id: first.machine_id, kind: TaskKind::Delete, keep_volume: false };
+    let del = machines::request_operation(&env.pool, alice, op).await.unwrap();
     give_up_unreachable(env, sim, del).await;
+    assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", first.machine_id)).await, "deleted");
     assert_eq!(
-        env.text(&format!(
-            "SELECT state FROM machines WHERE id = {}",
-            first.machine_id
-        ))
-        .await,
-        "deleted"
-    );
-    assert_eq!(
-        env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'")
-            .await,
+        env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await,
         0,
         "the quota is refunded at once"
     );

@@ -19,42 +19,21 @@ use gantry_platform::{
 };
 
 async fn group_id(env: &Env) -> i64 {
-    env.scalar("SELECT id FROM groups WHERE name = 'ml-team'")
-        .await
+    env.scalar("SELECT id FROM groups WHERE name = 'ml-team'").await
 }
 
-async fn set(
-    env: &Env,
-    images: Option<Vec<i64>>,
-    regions: Option<Vec<i64>>,
-) -> Result<(), PlatformError> {
-    policy_access::set_group_access(
-        &env.pool,
-        None,
-        group_id(env).await,
-        &AccessChange { images, regions },
-    )
-    .await
+async fn set(env: &Env, images: Option<Vec<i64>>, regions: Option<Vec<i64>>) -> Result<(), PlatformError> {
+    policy_access::set_group_access(&env.pool, None, group_id(env).await, &AccessChange { images, regions }).await
 }
 
 /// Region `east` with no node yet; returns its id.
 async fn east(env: &Env, admin: &User) -> i64 {
-    catalogue::create_region(&env.pool, admin.id, "east", "East", "")
-        .await
-        .unwrap()
-        .id
+    catalogue::create_region(&env.pool, admin.id, "east", "East", "").await.unwrap().id
 }
 
 /// A node in `region` with 2 simulated GPUs of the env's model.
 async fn node_in(env: &Env, name: &str, region: &str) -> i64 {
-    let found = gpus::simulated(
-        name,
-        &SimulatedGpus {
-            count: 2,
-            model: "SIM-A100".into(),
-            memory_mb: 81_920,
-        },
-    );
+    let found = gpus::simulated(name, &SimulatedGpus { count: 2, model: "SIM-A100".into(), memory_mb: 81_920 });
     let endpoint = format!("simulated://{name}");
     let registration = cluster::NodeRegistration {
         name,
@@ -66,12 +45,8 @@ async fn node_in(env: &Env, name: &str, region: &str) -> i64 {
         memory_mb: 1 << 20,
         gpus: &found,
     };
-    let id = cluster::register_node(&env.pool, registration)
-        .await
-        .unwrap();
-    env.dispatcher
-        .fleet
-        .insert(id, Executor::from(SimulatedExecutor::new()));
+    let id = cluster::register_node(&env.pool, registration).await.unwrap();
+    env.dispatcher.fleet.insert(id, Executor::from(SimulatedExecutor::new()));
     id
 }
 
@@ -87,11 +62,7 @@ async fn refused(env: &Env, user: &User, name: &str, image: Option<i64>) -> Stri
 async fn admitted(env: &Env, user: &User, name: &str, image: Option<i64>) -> String {
     let mut req = env.create(user, name, 1);
     req.image_id = image;
-    env.admissions
-        .create(req)
-        .await
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-        .node_name
+    env.admissions.create(req).await.unwrap_or_else(|e| panic!("{name}: {e}")).node_name
 }
 
 gantry_testkit::timed_test! {

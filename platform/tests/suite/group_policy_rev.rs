@@ -21,12 +21,14 @@ async fn ml(env: &Env) -> accounts::Group {
 
 /// (GPU quota, snapshot quota, allowed region codes, policy_rev) as stored.
 async fn stored(env: &Env, g: i64) -> (i64, i64, Vec<String>, i64) {
-    let (quota, snapshots, rev) = sqlx::query_as("SELECT gpu_quota, snapshot_quota, policy_rev FROM groups WHERE id = ?")
-        .bind(g)
-        .fetch_one(&env.pool)
-        .await
-        .unwrap();
-    let regions = policy_access::group_access(&env.pool, g).await.unwrap().regions.into_iter().map(|(_, c)| c).collect();
+    let (quota, snapshots, rev) =
+        sqlx::query_as("SELECT gpu_quota, snapshot_quota, policy_rev FROM groups WHERE id = ?")
+            .bind(g)
+            .fetch_one(&env.pool)
+            .await
+            .unwrap();
+    let regions =
+        policy_access::group_access(&env.pool, g).await.unwrap().regions.into_iter().map(|(_, c)| c).collect();
     (quota, snapshots, regions, rev)
 }
 

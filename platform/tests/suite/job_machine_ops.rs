@@ -4,8 +4,8 @@
 //! reinstall "succeeded" having done nothing). So neither is accepted for
 //! it — an admin's request included — and the refusal says what to do.
 
-use crate::compute_sim::sim_compute_env;
 use crate::common;
+use crate::compute_sim::sim_compute_env;
 
 use common::compute_job;
 use gantry_core::task::TaskKind;

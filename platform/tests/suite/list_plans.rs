@@ -32,13 +32,19 @@ fn filters(with_kind: bool) -> Vec<ListFilter> {
             continue;
         }
         let set = |bit: u8, v: &str| (bits & bit != 0).then(|| v.to_string());
-        out.push(ListFilter { state: set(1, "running"), user: set(2, "ann"), group: set(4, "g1"), kind: set(8, "create") });
+        out.push(ListFilter {
+            state: set(1, "running"),
+            user: set(2, "ann"),
+            group: set(4, "g1"),
+            kind: set(8, "create"),
+        });
     }
     out
 }
 
 fn check(who: &User, f: &ListFilter, table: &str, steps: &[String]) {
-    let narrowed = !who.role.is_admin() || f.state.is_some() || f.user.is_some() || f.group.is_some() || f.kind.is_some();
+    let narrowed =
+        !who.role.is_admin() || f.state.is_some() || f.user.is_some() || f.group.is_some() || f.kind.is_some();
     let context = format!("{table} window for {} with {f:?}: {steps:?}", who.username);
     assert!(!steps.iter().any(|s| s.contains("TEMP B-TREE")), "sorts every matching row: {context}");
     if narrowed {

@@ -8,7 +8,9 @@ use common::Env;
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,
-    executor::{ContainerStatus, DockerExecutor, Executor, MachineSpec, LABEL_GROUP, LABEL_INSTANCE, LABEL_MACHINE, LABEL_OWNER},
+    executor::{
+        ContainerStatus, DockerExecutor, Executor, MachineSpec, LABEL_GROUP, LABEL_INSTANCE, LABEL_MACHINE, LABEL_OWNER,
+    },
     machines::{self, OperationRequest},
     reconcile,
 };
@@ -26,7 +28,8 @@ async fn container_of(env: &Env, machine_id: i64) -> String {
 }
 
 async fn operate(env: &Env, user: &User, machine_id: i64, kind: TaskKind, keep_volume: bool) -> (String, String) {
-    let task = machines::request_operation(&env.pool, user, OperationRequest { machine_id, kind, keep_volume }).await.unwrap();
+    let task =
+        machines::request_operation(&env.pool, user, OperationRequest { machine_id, kind, keep_volume }).await.unwrap();
     env.drive().await;
     sqlx::query_as("SELECT state, message FROM tasks WHERE id = ?").bind(task).fetch_one(&env.pool).await.unwrap()
 }

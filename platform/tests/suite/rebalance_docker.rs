@@ -10,11 +10,19 @@ use gantry_platform::reclaim;
 use reclaim_common::*;
 
 async fn gpu_ids(env: &common::Env) -> Vec<i64> {
-    sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx").bind(env.node_id).fetch_all(&env.pool).await.unwrap()
+    sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx")
+        .bind(env.node_id)
+        .fetch_all(&env.pool)
+        .await
+        .unwrap()
 }
 
 async fn held(env: &common::Env, machine: i64) -> Vec<i64> {
-    sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ? ORDER BY gpu_id").bind(machine).fetch_all(&env.pool).await.unwrap()
+    sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ? ORDER BY gpu_id")
+        .bind(machine)
+        .fetch_all(&env.pool)
+        .await
+        .unwrap()
 }
 
 gantry_testkit::timed_test! {

@@ -25,10 +25,7 @@ async fn gpus(env: &common::Env) -> Vec<i64> {
 }
 
 async fn gpu_of(env: &common::Env, machine: i64) -> i64 {
-    env.scalar(&format!(
-        "SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}"
-    ))
-    .await
+    env.scalar(&format!("SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}")).await
 }
 
 /// Every 10 s from `from` to `to`: `util` % busy, `mem_used_mb` of 81920 MB.
@@ -57,9 +54,7 @@ async fn series(
             throttled: false,
         })
         .collect();
-    telemetry::insert_samples(&env.pool, &samples)
-        .await
-        .unwrap();
+    telemetry::insert_samples(&env.pool, &samples).await.unwrap();
 }
 
 /// A simulated 4-GPU node with short rebalance settings.
@@ -103,8 +98,7 @@ async fn both_hot(env: &common::Env, p: &Pair, t0: i64) {
 }
 
 async fn rebalance_tasks(env: &common::Env) -> i64 {
-    env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'rebalance'")
-        .await
+    env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'rebalance'").await
 }
 
 gantry_testkit::timed_test! {

@@ -7,7 +7,10 @@ use sqlx::migrate::Migrator;
 use std::borrow::Cow;
 
 async fn columns(pool: &db::Pool, table: &str) -> Vec<String> {
-    sqlx::query_scalar(&format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid")).fetch_all(pool).await.unwrap()
+    sqlx::query_scalar(&format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid"))
+        .fetch_all(pool)
+        .await
+        .unwrap()
 }
 
 gantry_testkit::timed_test! {

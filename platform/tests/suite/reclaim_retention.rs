@@ -14,7 +14,10 @@ use gantry_platform::{
 use reclaim_common::admin;
 
 fn with_windows(idle: i64, hot: i64) -> Settings {
-    Settings { reclaim: ReclaimSettings { window_secs: idle, ..ReclaimSettings::default() }, hot: HotSettings { window_secs: hot, ..HotSettings::default() } }
+    Settings {
+        reclaim: ReclaimSettings { window_secs: idle, ..ReclaimSettings::default() },
+        hot: HotSettings { window_secs: hot, ..HotSettings::default() },
+    }
 }
 
 gantry_testkit::timed_test! {

@@ -19,28 +19,15 @@ use gantry_platform::{
 /// it: returns the reclaim snapshot it is now restored from.
 async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
     let t = now();
-    assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle")
-        .await
-        .unwrap());
-    transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim")
-        .await
-        .unwrap()
-        .expect("queued");
+    assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
+    transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
     env.drive().await;
     assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
-    env.scalar(&format!(
-        "SELECT restore_snapshot_id FROM machines WHERE id = {m}"
-    ))
-    .await
+    env.scalar(&format!("SELECT restore_snapshot_id FROM machines WHERE id = {m}")).await
 }
 
 pub(crate) async fn running(env: &common::Env, who: &User, name: &str) -> i64 {
-    let m = env
-        .admissions
-        .create(env.create(who, name, 1))
-        .await
-        .unwrap()
-        .machine_id;
+    let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
     assert_eq!(machine_state(&env.pool, m).await.0, "running");
     m
@@ -55,10 +42,7 @@ pub(crate) async fn sim_env() -> (common::Env, SimulatedExecutor, User) {
 }
 
 async fn image_of(env: &common::Env, snapshot: i64) -> String {
-    env.text(&format!(
-        "SELECT image_ref FROM snapshots WHERE id = {snapshot}"
-    ))
-    .await
+    env.text(&format!("SELECT image_ref FROM snapshots WHERE id = {snapshot}")).await
 }
 
 /// Rows that a refused request must leave as they were.

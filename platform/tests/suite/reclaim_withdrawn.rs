@@ -7,13 +7,13 @@
 
 use crate::{common, reclaim_common};
 
+use gantry_core::task::TaskKind;
 use gantry_platform::{
     dispatch,
     executor::{ExecError, Executor, SimulatedExecutor},
     machines::{self, OperationRequest},
     now, reclaim, transitions, PlatformError,
 };
-use gantry_core::task::TaskKind;
 use reclaim_common::*;
 use std::sync::Arc;
 
@@ -29,7 +29,10 @@ async fn queued(env: &common::Env, who: &gantry_platform::accounts::User, names:
     let mut out = Vec::new();
     for m in made {
         assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
-        out.push((m, transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued")));
+        out.push((
+            m,
+            transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued"),
+        ));
     }
     out
 }

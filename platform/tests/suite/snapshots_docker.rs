@@ -11,7 +11,13 @@ use gantry_platform::{machines, snapshots, PlatformError};
 use reclaim_common::*;
 
 async fn delete_machine(env: &common::Env, who: &gantry_platform::accounts::User, id: i64) {
-    let t = machines::request_operation(&env.pool, who, machines::OperationRequest { machine_id: id, kind: TaskKind::Delete, keep_volume: false }).await.unwrap();
+    let t = machines::request_operation(
+        &env.pool,
+        who,
+        machines::OperationRequest { machine_id: id, kind: TaskKind::Delete, keep_volume: false },
+    )
+    .await
+    .unwrap();
     env.drive().await;
     assert_eq!(task_outcome(&env.pool, t).await.0, "succeeded");
 }

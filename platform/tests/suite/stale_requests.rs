@@ -7,8 +7,8 @@
 //! who owns snapshots is not moved; a job machine is no user's to snapshot
 //! or reinstall from a snapshot.
 
-use crate::compute_sim::sim_compute_env;
 use crate::common;
+use crate::compute_sim::sim_compute_env;
 
 use common::compute_job;
 use gantry_platform::{

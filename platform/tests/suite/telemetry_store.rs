@@ -19,7 +19,10 @@ async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
 
 /// Raw samples stored, settled and recent.
 async fn raw_count(pool: &db::Pool) -> i64 {
-    sqlx::query_scalar("SELECT (SELECT COUNT(*) FROM gpu_samples) + (SELECT COUNT(*) FROM gpu_samples_recent)").fetch_one(pool).await.unwrap()
+    sqlx::query_scalar("SELECT (SELECT COUNT(*) FROM gpu_samples) + (SELECT COUNT(*) FROM gpu_samples_recent)")
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 fn sample(gpu_id: i64, at_ms: i64, machine_id: Option<i64>, util: f64) -> GpuSample {
@@ -82,7 +85,11 @@ fn series(gpus: &[i64], a: i64, b: i64) -> Vec<GpuSample> {
         for (k, &g) in gpus.iter().enumerate() {
             let machine = if k == 0 { Some(if step < 75 * 6 { a } else { b }) } else { None };
             let util = ((step * 37 + k as i64 * 11) % 101) as f64;
-            out.push(GpuSample { mem_used_mb: (step * 131) % 81_920, temp_c: 30.0 + (step % 50) as f64, ..sample(g, at, machine, util) });
+            out.push(GpuSample {
+                mem_used_mb: (step * 131) % 81_920,
+                temp_c: 30.0 + (step % 50) as f64,
+                ..sample(g, at, machine, util)
+            });
         }
     }
     out
@@ -117,7 +124,12 @@ async fn assert_rollup_matches(pool: &db::Pool, table: &str, expected: &BTreeMap
     for (row, (key, agg)) in rows.iter().zip(expected) {
         assert_eq!((row.0, row.1, row.2), *key, "{table}");
         assert_eq!(row.3, agg.n, "{table} {key:?}: samples");
-        assert!((row.4 - agg.util_sum / agg.n as f64).abs() < 1e-9, "{table} {key:?}: mean {} vs {}", row.4, agg.util_sum / agg.n as f64);
+        assert!(
+            (row.4 - agg.util_sum / agg.n as f64).abs() < 1e-9,
+            "{table} {key:?}: mean {} vs {}",
+            row.4,
+            agg.util_sum / agg.n as f64
+        );
         assert_eq!((row.5, row.6, row.7), (agg.util_max, agg.mem_max, agg.temp_max), "{table} {key:?}: maxima");
     }
 }

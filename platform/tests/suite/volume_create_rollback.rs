@@ -47,7 +47,9 @@ async fn answer(mut stream: UnixStream, mode: Arc<std::sync::Mutex<Create>>) {
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let length = head
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+        .find_map(|l| {
+            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))
+        })
         .unwrap_or(0);
     while buf.len() < head_end + length {
         match stream.read(&mut chunk).await {

@@ -36,10 +36,18 @@ pub async fn fixture(gpu_count: u32) -> Fixture {
     };
     let node_id = cluster::register_node(&pool, reg).await.unwrap();
     images::ensure_default_image(&pool, "devbox", "gantry/devbox:latest", "demo").await.unwrap();
-    let user = accounts::create_user(&pool, None, NewUser { username: "tina", password: "password-123", role: Role::User, group: None })
+    let user = accounts::create_user(
+        &pool,
+        None,
+        NewUser { username: "tina", password: "password-123", role: Role::User, group: None },
+    )
+    .await
+    .unwrap();
+    let gpu_ids = sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx")
+        .bind(node_id)
+        .fetch_all(&pool)
         .await
         .unwrap();
-    let gpu_ids = sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx").bind(node_id).fetch_all(&pool).await.unwrap();
     Fixture { _dir: dir, pool, node_id, gpu_ids, user_id: user.id }
 }
 
@@ -61,7 +69,12 @@ impl Fixture {
         .await
         .unwrap();
         for g in gpus {
-            sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)").bind(g).bind(id).execute(&self.pool).await.unwrap();
+            sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) VALUES (?, ?)")
+                .bind(g)
+                .bind(id)
+                .execute(&self.pool)
+                .await
+                .unwrap();
         }
         id
     }

@@ -103,7 +103,8 @@ pub async fn list_datasets(State(state): State<AppState>, ApiQuery(q): ApiQuery<
         Ok(x) => x,
         Err(r) => return r,
     };
-    let filter = Filter { q: q.q, region: q.region.filter(|r| !r.is_empty()), category: q.category.filter(|c| !c.is_empty()) };
+    let filter =
+        Filter { q: q.q, region: q.region.filter(|r| !r.is_empty()), category: q.category.filter(|c| !c.is_empty()) };
     match datasets::list_datasets(&state.pool, &user, &filter).await {
         Ok(list) => no_store(Json(list).into_response()),
         Err(e) => error_json(&e),
@@ -124,7 +125,12 @@ pub async fn list_files(State(state): State<AppState>, ApiPath(p): ApiPath<Versi
     }
 }
 
-pub async fn put_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, ApiQuery(q): ApiQuery<PutQuery>, req: Request) -> Response {
+pub async fn put_file(
+    State(state): State<AppState>,
+    ApiPath(p): ApiPath<FilePath>,
+    ApiQuery(q): ApiQuery<PutQuery>,
+    req: Request,
+) -> Response {
     let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -141,13 +147,28 @@ pub async fn get_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePat
         Ok(x) => x,
         Err(r) => return r,
     };
-    download::download_as(&state.pool, &stores, &user, access(&user, &parts), &p.code, &p.version, &p.name, &parts.headers).await
+    download::download_as(
+        &state.pool,
+        &stores,
+        &user,
+        access(&user, &parts),
+        &p.code,
+        &p.version,
+        &p.name,
+        &parts.headers,
+    )
+    .await
 }
 
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetError> {
     match headers.get(name) {
         None => Ok(None),
-        Some(v) => v.to_str().ok().and_then(|v| v.trim().parse().ok()).map(Some).ok_or_else(|| DatasetError::BadRequest(format!("{name} must be a whole number of bytes"))),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .map(Some)
+            .ok_or_else(|| DatasetError::BadRequest(format!("{name} must be a whole number of bytes"))),
     }
 }
 
@@ -156,7 +177,10 @@ fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetErr
 fn fingerprint(headers: &HeaderMap) -> Result<Option<&str>, DatasetError> {
     match headers.get("x-gantry-fingerprint") {
         None => Ok(None),
-        Some(v) => v.to_str().map(Some).map_err(|_| DatasetError::BadRequest("X-Gantry-Fingerprint must be visible ASCII characters".into())),
+        Some(v) => v
+            .to_str()
+            .map(Some)
+            .map_err(|_| DatasetError::BadRequest("X-Gantry-Fingerprint must be visible ASCII characters".into())),
     }
 }
 
@@ -171,21 +195,35 @@ fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
 /// upload, or finds the caller's unfinished one of that name and length —
 /// with `X-Gantry-Fingerprint`, only if it holds bytes of that same file
 /// (one of another file starts over at 0).
-pub async fn start_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, ApiQuery(q): ApiQuery<PutQuery>, req: Request) -> Response {
+pub async fn start_resumable(
+    State(state): State<AppState>,
+    ApiPath(p): ApiPath<FilePath>,
+    ApiQuery(q): ApiQuery<PutQuery>,
+    req: Request,
+) -> Response {
     let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
         Err(r) => return r,
     };
     let total = match header_u64(&parts.headers, "upload-length") {
         Ok(Some(t)) => t,
-        Ok(None) => return error_json(&DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into())),
+        Ok(None) => {
+            return error_json(&DatasetError::BadRequest("a resumable upload needs its length (Upload-Length)".into()))
+        }
         Err(e) => return error_json(&e),
     };
     let file = match fingerprint(&parts.headers) {
         Ok(f) => f,
         Err(e) => return error_json(&e),
     };
-    let begin = BeginUpload { code: &p.code, version: &p.version, name: &p.name, replace: q.replace(), total: Some(total), resumable: true };
+    let begin = BeginUpload {
+        code: &p.code,
+        version: &p.version,
+        name: &p.name,
+        replace: q.replace(),
+        total: Some(total),
+        resumable: true,
+    };
     match datasets::begin_upload_of_file(&state.pool, &stores, &user, &begin, file).await {
         Ok(up) => offsets(if up.offset == 0 { StatusCode::CREATED } else { StatusCode::OK }, up.offset, total),
         Err(e) => error_json(&e),
@@ -199,7 +237,9 @@ pub async fn resumable_status(State(state): State<AppState>, ApiPath(p): ApiPath
     };
     match datasets::upload_status(&state.pool, &stores, &user, &p.code, &p.version, &p.name).await {
         Ok((offset, total)) => offsets(StatusCode::OK, offset, total),
-        Err(e) => no_store(StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR).into_response()),
+        Err(e) => {
+            no_store(StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR).into_response())
+        }
     }
 }
 
@@ -212,7 +252,11 @@ pub async fn patch_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<
     };
     let offset = match header_u64(&parts.headers, "upload-offset") {
         Ok(Some(o)) => o,
-        Ok(None) => return error_json(&DatasetError::BadRequest("PATCH needs Upload-Offset: the byte the body starts at".into())),
+        Ok(None) => {
+            return error_json(&DatasetError::BadRequest(
+                "PATCH needs Upload-Offset: the byte the body starts at".into(),
+            ))
+        }
         Err(e) => return error_json(&e),
     };
     let file = match fingerprint(&parts.headers) {
@@ -228,7 +272,9 @@ pub async fn patch_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<
     };
     let (held, total) = (upload.offset, upload.total.unwrap_or(0));
     if offset != held {
-        let mut res = error_json(&DatasetError::Conflict(format!("the server holds {held} bytes of this upload, not {offset}; continue from {held}")));
+        let mut res = error_json(&DatasetError::Conflict(format!(
+            "the server holds {held} bytes of this upload, not {offset}; continue from {held}"
+        )));
         res.headers_mut().insert("upload-offset", HeaderValue::from(held));
         return res;
     }

@@ -5,7 +5,11 @@ use gantry_platform::datasets::{
     store::{DirStore, S3Config, S3Store, Store},
     Datasets, Limits,
 };
-use std::{collections::HashMap, path::{Path, PathBuf}, sync::Arc};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 #[derive(Debug, Clone, Args)]
 pub struct DatasetArgs {
@@ -51,11 +55,14 @@ impl DatasetArgs {
                 })
                 .map_err(|e| format!("the central dataset store at {endpoint}: {e}"))?,
             ),
-            None => Arc::new(DirStore::new(self.datasets_central_dir.clone().unwrap_or_else(|| data_dir.join("datasets/central")))),
+            None => Arc::new(DirStore::new(
+                self.datasets_central_dir.clone().unwrap_or_else(|| data_dir.join("datasets/central")),
+            )),
         };
         let mut regions: HashMap<String, Arc<dyn Store>> = HashMap::new();
         for item in &self.datasets_region_dirs {
-            let (code, dir) = item.split_once('=').ok_or_else(|| format!("--datasets-region-dir wants CODE=DIR, not {item:?}"))?;
+            let (code, dir) =
+                item.split_once('=').ok_or_else(|| format!("--datasets-region-dir wants CODE=DIR, not {item:?}"))?;
             regions.insert(code.trim().to_string(), Arc::new(DirStore::new(dir.trim())));
         }
         let root = self.datasets_regions_dir.clone().unwrap_or_else(|| data_dir.join("datasets/regions"));

@@ -32,7 +32,12 @@ fn fail(e: impl std::fmt::Display) -> PlatformError {
 fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -75,16 +80,40 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
     // The router on a temporary database with directory stores on this disk.
     let pool = db::connect_file(&root.join("gantry.db")).await?;
     db::migrate(&pool).await?;
-    let user = accounts::create_user(&pool, None, NewUser { username: "bench", password: "bench-password-1", role: Role::Admin, group: None }).await?;
+    let user = accounts::create_user(
+        &pool,
+        None,
+        NewUser { username: "bench", password: "bench-password-1", role: Role::Admin, group: None },
+    )
+    .await?;
     let (_, token) = tokens::create(&pool, &user, "bench").await?;
-    let limits = Limits { upload_max_bytes: size + 1, default_quota_bytes: size * (ROUNDS as u64 + 1), ..Limits::default() };
-    let stores = Datasets::new(Arc::new(DirStore::new(root.join("central"))), HashMap::new(), Some(root.join("regions")), limits);
-    let new = NewDataset { code: "bench", name: "bench", region: "local", category: "other", description: "", visibility: "group" };
+    let limits =
+        Limits { upload_max_bytes: size + 1, default_quota_bytes: size * (ROUNDS as u64 + 1), ..Limits::default() };
+    let stores = Datasets::new(
+        Arc::new(DirStore::new(root.join("central"))),
+        HashMap::new(),
+        Some(root.join("regions")),
+        limits,
+    );
+    let new = NewDataset {
+        code: "bench",
+        name: "bench",
+        region: "local",
+        category: "other",
+        description: "",
+        visibility: "group",
+    };
     datasets::create_dataset(&pool, &user, &new).await.map_err(|e| fail(e.to_string()))?;
     datasets::create_version(&pool, &user, "bench", "v1").await.map_err(|e| fail(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(fail)?;
     let addr = listener.local_addr().map_err(fail)?;
-    let opts = crate::router::Options { site_root: root.join("site"), site_addr: addr, secure_cookies: false, public_origin: None, page_cache_ms: crate::router::PAGE_CACHE_MS };
+    let opts = crate::router::Options {
+        site_root: root.join("site"),
+        site_addr: addr,
+        secure_cookies: false,
+        public_origin: None,
+        page_cache_ms: crate::router::PAGE_CACHE_MS,
+    };
     let app = crate::router::build(opts, pool.clone()).await?.layer(axum::Extension(stores));
     tokio::spawn(async move {
         let _ = crate::router::serve(listener, app).await;
@@ -154,7 +183,14 @@ fn time_cps(root: &Path, source: &Path) -> Result<(f64, f64), PlatformError> {
 
 /// One upload of the source into both stores; its time. The stored copies
 /// are removed (and that synced) before it returns.
-async fn time_upload(addr: std::net::SocketAddr, token: &str, source: &Path, size: u64, round: usize, root: &Path) -> Result<f64, PlatformError> {
+async fn time_upload(
+    addr: std::net::SocketAddr,
+    token: &str,
+    source: &Path,
+    size: u64,
+    round: usize,
+    root: &Path,
+) -> Result<f64, PlatformError> {
     let started = Instant::now();
     let answer = put_file(addr, token.to_string(), source.to_path_buf(), size, format!("big-{round}.bin")).await?;
     let up_secs = started.elapsed().as_secs_f64();
@@ -179,7 +215,13 @@ fn sync() -> f64 {
 /// text. The body goes out with `sendfile` (page cache to socket, no copy
 /// through this process): on a 2-core machine the client shares the cores
 /// with the server it measures, and should take as little of them as it can.
-async fn put_file(addr: std::net::SocketAddr, token: String, source: std::path::PathBuf, size: u64, name: String) -> Result<String, PlatformError> {
+async fn put_file(
+    addr: std::net::SocketAddr,
+    token: String,
+    source: std::path::PathBuf,
+    size: u64,
+    name: String,
+) -> Result<String, PlatformError> {
     tokio::task::spawn_blocking(move || {
         use std::io::Read;
         let mut sock = std::net::TcpStream::connect(addr)?;
@@ -222,7 +264,9 @@ fn send_file(sock: &std::net::TcpStream, file: &std::fs::File, size: u64) -> std
         // SAFETY: both descriptors are open for the call; `offset` is ours.
         let sent = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut offset, want) };
         match sent {
-            0 => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file is shorter than its size")),
+            0 => {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the file is shorter than its size"))
+            }
             n if n > 0 => {}
             _ => {
                 let e = std::io::Error::last_os_error();

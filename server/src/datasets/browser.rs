@@ -36,7 +36,12 @@ fn signed_in(parts: &axum::http::request::Parts) -> Result<User, Response> {
 }
 
 /// `PUT /datasets/{code}/{version}/upload?name=N`: the body is the file.
-pub async fn put_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, Query(q): Query<NameQuery>, req: Request) -> Response {
+pub async fn put_upload(
+    State(state): State<AppState>,
+    Path(p): Path<VersionPath>,
+    Query(q): Query<NameQuery>,
+    req: Request,
+) -> Response {
     let (parts, body) = req.into_parts();
     let user = match signed_in(&parts) {
         Ok(u) => u,
@@ -49,13 +54,20 @@ pub async fn put_upload(State(state): State<AppState>, Path(p): Path<VersionPath
     let name = q.name.unwrap_or_default();
     let replace = matches!(q.replace.as_deref(), Some("1" | "true" | "on"));
     let put = transfer::Put { code: &p.code, version: &p.version, name: &name, replace };
-    match transfer::put_as(&state.pool, &stores, &user, super::session_access(&parts, &user), put, &parts.headers, body).await {
+    match transfer::put_as(&state.pool, &stores, &user, super::session_access(&parts, &user), put, &parts.headers, body)
+        .await
+    {
         Ok(file) => no_store((StatusCode::CREATED, Json(file)).into_response()),
         Err(e) => error_json(&e),
     }
 }
 
-pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>, Query(q): Query<NameQuery>, req: Request) -> Response {
+pub async fn download(
+    State(state): State<AppState>,
+    Path(p): Path<VersionPath>,
+    Query(q): Query<NameQuery>,
+    req: Request,
+) -> Response {
     let (parts, _) = req.into_parts();
     let user = match signed_in(&parts) {
         Ok(u) => u,
@@ -65,7 +77,17 @@ pub async fn download(State(state): State<AppState>, Path(p): Path<VersionPath>,
         Ok(s) => s,
         Err(r) => return r,
     };
-    download::download_as(&state.pool, &stores, &user, super::session_access(&parts, &user), &p.code, &p.version, q.name.as_deref().unwrap_or(""), &parts.headers).await
+    download::download_as(
+        &state.pool,
+        &stores,
+        &user,
+        super::session_access(&parts, &user),
+        &p.code,
+        &p.version,
+        q.name.as_deref().unwrap_or(""),
+        &parts.headers,
+    )
+    .await
 }
 
 /// `POST /datasets/{code}/{version}/upload` from the page's form
@@ -124,7 +146,9 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request, done: &mut 
     // This route has no body limit (files are streamed): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
     let req = Request::from_parts(parts, body);
-    let (mut form, tripped) = multipart_guard::multipart(req, state, multipart_guard::Limits::default()).await.map_err(|e| format!("not a form upload: {e}"))?;
+    let (mut form, tripped) = multipart_guard::multipart(req, state, multipart_guard::Limits::default())
+        .await
+        .map_err(|e| format!("not a form upload: {e}"))?;
     // A multer error after the guard cut the body: the guard's reason.
     let failed = |e: String| match tripped.reason() {
         Some(why) => FormError::Bad(why.to_string()),
@@ -138,7 +162,9 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request, done: &mut 
                 let mut value = Vec::new();
                 while let Some(chunk) = field.chunk().await.map_err(|e| failed(e.to_string()))? {
                     if value.len() + chunk.len() > MAX_REPLACE_FIELD {
-                        return Err(FormError::Bad(format!("the replace field is longer than {MAX_REPLACE_FIELD} bytes")));
+                        return Err(FormError::Bad(format!(
+                            "the replace field is longer than {MAX_REPLACE_FIELD} bytes"
+                        )));
                     }
                     value.extend_from_slice(&chunk);
                 }
@@ -149,8 +175,17 @@ async fn form_files(state: &AppState, p: &VersionPath, req: Request, done: &mut 
                 if name.is_empty() {
                     continue; // the form was sent without choosing a file
                 }
-                let begin = BeginUpload { code: &p.code, version: &p.version, name: &name, replace, total: None, resumable: false };
-                let upload = datasets::begin_upload(&state.pool, &stores, &user, &begin).await.map_err(|e| e.public_message())?;
+                let begin = BeginUpload {
+                    code: &p.code,
+                    version: &p.version,
+                    name: &name,
+                    replace,
+                    total: None,
+                    resumable: false,
+                };
+                let upload = datasets::begin_upload(&state.pool, &stores, &user, &begin)
+                    .await
+                    .map_err(|e| e.public_message())?;
                 // If the connection drops, this future is dropped mid-write:
                 // the guard removes the upload then.
                 let guard = Unfinished { pool: state.pool.clone(), upload: upload.clone(), armed: true };

@@ -93,7 +93,8 @@ async fn open(stores: &Datasets, listed: &Listed, version: &str, headers: &Heade
         ByteRange::Whole => (StatusCode::OK, None),
         ByteRange::Part { start, end } => (StatusCode::PARTIAL_CONTENT, Some((start, end))),
         ByteRange::Unsatisfiable => {
-            let mut res = (StatusCode::RANGE_NOT_SATISFIABLE, "the range starts beyond the end of the file").into_response();
+            let mut res =
+                (StatusCode::RANGE_NOT_SATISFIABLE, "the range starts beyond the end of the file").into_response();
             if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {
                 res.headers_mut().insert(header::CONTENT_RANGE, v);
             }
@@ -113,7 +114,10 @@ async fn open(stores: &Datasets, listed: &Listed, version: &str, headers: &Heade
         }
     };
     let bytes = bytes.map_err(|e| {
-        error_json(&DatasetError::store("reading the file failed in the central store and in the region's store", format!("{key}: {e}")))
+        error_json(&DatasetError::store(
+            "reading the file failed in the central store and in the region's store",
+            format!("{key}: {e}"),
+        ))
     })?;
     Ok(Opened { status, span, bytes })
 }
@@ -171,64 +175,42 @@ fn while_access_holds(pool: Pool, access: Access, bytes: ByteStream) -> ByteStre
         since: u64,
         looked: Instant,
     }
-    let sending = Sending {
-        bytes,
-        pool,
-        access,
-        since: 0,
-        looked: Instant::now(),
-    };
-    Box::pin(futures_util::stream::unfold(
-        Some(sending),
-        |sending| async move {
-            let mut s = sending?;
-            if s.since >= RECHECK_BYTES || s.looked.elapsed() >= RECHECK_EVERY {
-                match s.access.holds(&s.pool).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::info!(
-                            "a dataset download was cut short: its reader's access ended"
-                        );
-                        return Some((
-                            Err(std::io::Error::new(
-                                std::io::ErrorKind::PermissionDenied,
-                                "the reader's access ended",
-                            )),
-                            None,
-                        ));
-                    }
-                    // No verdict: looked at again after as many bytes.
-                    Err(e) => tracing::warn!(error = %e, "could not look at a downloader's access"),
+    let sending = Sending { bytes, pool, access, since: 0, looked: Instant::now() };
+    Box::pin(futures_util::stream::unfold(Some(sending), |sending| async move {
+        let mut s = sending?;
+        if s.since >= RECHECK_BYTES || s.looked.elapsed() >= RECHECK_EVERY {
+            match s.access.holds(&s.pool).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::info!("a dataset download was cut short: its reader's access ended");
+                    return Some((
+                        Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "the reader's access ended")),
+                        None,
+                    ));
                 }
-                (s.since, s.looked) = (0, Instant::now());
+                // No verdict: looked at again after as many bytes.
+                Err(e) => tracing::warn!(error = %e, "could not look at a downloader's access"),
             }
-            let next = s.bytes.next().await?;
-            if let Ok(chunk) = &next {
-                s.since += chunk.len() as u64;
-            }
-            Some((next, Some(s)))
-        },
-    ))
+            (s.since, s.looked) = (0, Instant::now());
+        }
+        let next = s.bytes.next().await?;
+        if let Ok(chunk) = &next {
+            s.since += chunk.len() as u64;
+        }
+        Some((next, Some(s)))
+    }))
 }
 
 /// `attachment; filename="ascii"; filename*=UTF-8''percent-encoded`.
 fn content_disposition(name: &str) -> String {
     let ascii: String = name
         .chars()
-        .map(|c| {
-            if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '_' })
         .collect();
     let encoded: String = name
         .bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
         .collect();

@@ -53,7 +53,10 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{files}/files/{{*name}}"), put(api::put_file).get(api::get_file))
         .route(
             &format!("{files}/uploads/{{*name}}"),
-            axum::routing::post(api::start_resumable).head(api::resumable_status).patch(api::patch_resumable).delete(api::cancel_resumable),
+            axum::routing::post(api::start_resumable)
+                .head(api::resumable_status)
+                .patch(api::patch_resumable)
+                .delete(api::cancel_resumable),
         )
         .route("/datasets/{code}/{version}/upload", put(browser::put_upload).post(browser::form_upload))
         .route("/datasets/{code}/{version}/download", get(browser::download))
@@ -132,7 +135,11 @@ pub fn session_access(parts: &Parts, user: &User) -> Access {
 
 /// The stores of `gantry serve`, with what earlier runs left half-written
 /// removed; each store is named in the log.
-pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_dir: &std::path::Path) -> Result<Datasets, gantry_platform::PlatformError> {
+pub async fn prepare(
+    args: &DatasetArgs,
+    pool: &gantry_platform::db::Pool,
+    data_dir: &std::path::Path,
+) -> Result<Datasets, gantry_platform::PlatformError> {
     let stores = args.build(data_dir).map_err(gantry_platform::PlatformError::Internal)?;
     for (what, store) in stores.describe() {
         tracing::info!(store = %store, "dataset store ({what})");
@@ -148,9 +155,11 @@ pub async fn prepare(args: &DatasetArgs, pool: &gantry_platform::db::Pool, data_
     // keep their temporary objects until the next restart.
     let (pool, later) = (pool.clone(), stores.clone());
     tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_secs(gantry_platform::datasets::writing::LEASE_SECS as u64 + 5)).await;
+        tokio::time::sleep(std::time::Duration::from_secs(gantry_platform::datasets::writing::LEASE_SECS as u64 + 5))
+            .await;
         let (p, s) = (pool.clone(), later.clone());
-        gantry_platform::contained::pass("dataset clean after start", async move { clean(&p, &s, started).await }).await;
+        gantry_platform::contained::pass("dataset clean after start", async move { clean(&p, &s, started).await })
+            .await;
         loop {
             tokio::time::sleep(gantry_platform::datasets::SWEEP_EVERY).await;
             let (p, s) = (pool.clone(), later.clone());
@@ -164,7 +173,9 @@ async fn sweep(pool: &gantry_platform::db::Pool, stores: &Datasets) {
     match gantry_platform::datasets::sweep(pool, stores, gantry_platform::now()).await {
         Ok(swept) if swept == Default::default() => {}
         Ok(swept) => tracing::info!(expired_uploads = swept.expired, purged_versions = swept.purged, "dataset sweep"),
-        Err(e) => tracing::warn!(error = %e, "the dataset sweep failed; it runs again in {} s", gantry_platform::datasets::SWEEP_EVERY.as_secs()),
+        Err(e) => {
+            tracing::warn!(error = %e, "the dataset sweep failed; it runs again in {} s", gantry_platform::datasets::SWEEP_EVERY.as_secs())
+        }
     }
 }
 
@@ -174,6 +185,8 @@ async fn clean(pool: &gantry_platform::db::Pool, stores: &Datasets, started: i64
     match gantry_platform::datasets::clean_after_start(pool, stores, started).await {
         Ok(0) => {}
         Ok(n) => tracing::warn!(removed = n, "removed temporary dataset uploads left by an earlier run"),
-        Err(e) => tracing::warn!(error = %e, "could not clean temporary dataset uploads; they are tried again at the next start"),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not clean temporary dataset uploads; they are tried again at the next start")
+        }
     }
 }

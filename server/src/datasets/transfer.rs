@@ -24,18 +24,12 @@ pub struct Put<'a> {
 }
 
 pub fn content_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
+    headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok())
 }
 
 /// The client's own SHA-256 of the file, if it sent one: checked before listing.
 pub fn client_sha256(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("x-gantry-sha256")
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_ascii_lowercase())
+    headers.get("x-gantry-sha256").and_then(|v| v.to_str().ok()).map(|v| v.trim().to_ascii_lowercase())
 }
 
 /// Streams `body` into both stores in a task of its own: if the client
@@ -67,13 +61,8 @@ pub async fn put_as(
     });
     match task.await {
         Ok(Ok(UploadState::Done(file))) => Ok(file),
-        Ok(Ok(UploadState::Partial { .. })) => {
-            Err(DatasetError::Incomplete("the upload ended early".into()))
-        }
+        Ok(Ok(UploadState::Partial { .. })) => Err(DatasetError::Incomplete("the upload ended early".into())),
         Ok(Err(e)) => Err(e),
-        Err(e) => Err(DatasetError::store(
-            "the upload failed on the server",
-            format!("upload task: {e}"),
-        )),
+        Err(e) => Err(DatasetError::store("the upload failed on the server", format!("upload task: {e}"))),
     }
 }

@@ -9,12 +9,12 @@ use axum::{
     http::HeaderMap,
     response::Response,
 };
+use futures_util::future::BoxFuture;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
-use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 /// A page over this size is not kept (a list is paged well below it).
@@ -129,7 +129,10 @@ impl PageCache {
     pub(super) fn current(&self, key: &Key, version: i64, now: Instant, nonce: &str) -> Option<Response> {
         let (headers, pieces, len) = {
             let kept = self.lock();
-            let page = kept.pages.get(key).filter(|p| p.version == version && now.saturating_duration_since(p.at) < self.max_age)?;
+            let page = kept
+                .pages
+                .get(key)
+                .filter(|p| p.version == version && now.saturating_duration_since(p.at) < self.max_age)?;
             (page.headers.clone(), page.pieces.clone(), page.len)
         };
         let mut body = Vec::with_capacity(len + pieces.len() * nonce.len());

@@ -82,7 +82,11 @@ pub async fn keep_pages(State(cache): State<PageCache>, req: Request, next: Next
     let keepable = res.status() == StatusCode::OK
         && !res.headers().contains_key(NOT_KEPT)
         && !res.headers().contains_key(header::SET_COOKIE)
-        && res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/html"));
+        && res
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/html"));
     if !keepable {
         return res;
     }

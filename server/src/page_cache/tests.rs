@@ -33,7 +33,10 @@ struct Slow {
     release: tokio::sync::watch::Sender<bool>,
 }
 
-static SLOW: std::sync::LazyLock<Slow> = std::sync::LazyLock::new(|| Slow { started: tokio::sync::Notify::new(), release: tokio::sync::watch::Sender::new(false) });
+static SLOW: std::sync::LazyLock<Slow> = std::sync::LazyLock::new(|| Slow {
+    started: tokio::sync::Notify::new(),
+    release: tokio::sync::watch::Sender::new(false),
+});
 
 fn router(cache: PageCache, renders: &'static AtomicUsize) -> Router {
     let page = move |req: Request| async move {
@@ -48,7 +51,8 @@ fn router(cache: PageCache, renders: &'static AtomicUsize) -> Router {
             "/missing" => StatusCode::NOT_FOUND,
             _ => StatusCode::OK,
         };
-        let mut res = Response::new(Body::from(format!("<script nonce=\"{nonce}\">render {n}</script><p>{}</p>", req.uri())));
+        let mut res =
+            Response::new(Body::from(format!("<script nonce=\"{nonce}\">render {n}</script><p>{}</p>", req.uri())));
         *res.status_mut() = status;
         let kind = if req.uri().path() == "/text" { "text/plain" } else { "text/html; charset=utf-8" };
         res.headers_mut().insert(header::CONTENT_TYPE, kind.parse().unwrap());
@@ -93,7 +97,13 @@ fn test_user(id: i64) -> User {
     }
 }
 
-async fn fetch(app: &Router, method: &str, uri: &str, user: Option<i64>, nonce: &str) -> (StatusCode, HeaderMap, String) {
+async fn fetch(
+    app: &Router,
+    method: &str,
+    uri: &str,
+    user: Option<i64>,
+    nonce: &str,
+) -> (StatusCode, HeaderMap, String) {
     let mut req = axum::http::Request::builder().method(method).uri(uri).header("x-nonce", nonce);
     if let Some(u) = user {
         req = req.header("x-user", u.to_string());
@@ -119,12 +129,18 @@ async fn a_page_is_served_again_with_a_fresh_nonce_until_a_commit() {
     let (status, headers, again) = fetch(&app, "GET", "/machines?page=2", Some(1), "nonceB").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
-    assert_eq!(again, "<script nonce=\"nonceB\">render 1</script><p>/machines?page=2</p>", "kept, with this request's nonce");
+    assert_eq!(
+        again, "<script nonce=\"nonceB\">render 1</script><p>/machines?page=2</p>",
+        "kept, with this request's nonce"
+    );
     assert_eq!(renders.load(Ordering::SeqCst), 1);
 
     commits.fetch_add(1, Ordering::SeqCst);
     let (_, _, after) = fetch(&app, "GET", "/machines?page=2", Some(1), "nonceC").await;
-    assert_eq!(after, "<script nonce=\"nonceC\">render 2</script><p>/machines?page=2</p>", "a commit means a new render");
+    assert_eq!(
+        after, "<script nonce=\"nonceC\">render 2</script><p>/machines?page=2</p>",
+        "a commit means a new render"
+    );
 }
 
 #[tokio::test]
@@ -155,7 +171,14 @@ async fn a_page_older_than_its_age_is_rendered_again() {
 async fn failed_refused_plain_big_cookie_setting_and_posted_answers_are_not_kept() {
     let (_, renders, count) = counters!();
     let app = router(PageCache::new(Duration::from_secs(3600), count), renders);
-    for (method, uri) in [("GET", "/failed"), ("GET", "/missing"), ("GET", "/text"), ("GET", "/big"), ("GET", "/cookie"), ("POST", "/form")] {
+    for (method, uri) in [
+        ("GET", "/failed"),
+        ("GET", "/missing"),
+        ("GET", "/text"),
+        ("GET", "/big"),
+        ("GET", "/cookie"),
+        ("POST", "/form"),
+    ] {
         let before = renders.load(Ordering::SeqCst);
         let (status, _, _) = fetch(&app, method, uri, Some(1), "n1").await;
         let (status2, _, _) = fetch(&app, method, uri, Some(1), "n2").await;

@@ -101,7 +101,10 @@ pub async fn terminal(
     let slot = match st.terminal_slots.take(user.id, st.limits.max_terminals, st.limits.max_terminals_per_user) {
         Ok(s) => s,
         Err(Full::Server(max)) => {
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} terminals open, its limit; try again later"))
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("this server has {max} terminals open, its limit; try again later"),
+            )
         }
         Err(Full::User(max)) => {
             return refuse(
@@ -113,19 +116,21 @@ pub async fn terminal(
     let Ok(upgrade) = WebSocketUpgrade::from_request_parts(&mut parts, &st).await else {
         // A preflight: everything a terminal needs is in place.
         drop(slot);
-        return Json(serde_json::json!({ "ready": true, "machine": target.name, "idle_secs": st.limits.idle_secs })).into_response();
+        return Json(serde_json::json!({ "ready": true, "machine": target.name, "idle_secs": st.limits.idle_secs }))
+            .into_response();
     };
     let size = TtySize::new(q.cols.unwrap_or(80), q.rows.unwrap_or(24));
-    let shell =
-        match open_shell(st.app.pool.clone(), exec.clone(), container.clone(), size).await {
-            Some(Ok(s)) => s,
-            Some(Err(e)) => return exec_error(e),
-            // Its task was cut off (the server stopping) or panicked (logged).
-            None => return refuse(
+    let shell = match open_shell(st.app.pool.clone(), exec.clone(), container.clone(), size).await {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return exec_error(e),
+        // Its task was cut off (the server stopping) or panicked (logged).
+        None => {
+            return refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the terminal could not be started; try again (the error, if any, has been logged)",
-            ),
-        };
+            )
+        }
+    };
     // No await from here until the guard holds the shell: a request cut off
     // now drops the guard, which hangs the shell up.
     let client = client_label(&parts);
@@ -140,16 +145,7 @@ pub async fn terminal(
         done: false,
     };
     // From here on, any early return hangs the shell up (the guard's drop).
-    let session = match sessions::open(
-        &pool,
-        &user,
-        id,
-        &target.name,
-        st.terminals.server_id(),
-        &client,
-    )
-    .await
-    {
+    let session = match sessions::open(&pool, &user, id, &target.name, st.terminals.server_id(), &client).await {
         Ok(s) => s,
         Err(e) => return internal(e),
     };
@@ -183,14 +179,8 @@ pub async fn terminal(
 /// the address the proxy forwarded, as sign-ins count it) — with the TCP
 /// peer's port when that address is the peer itself.
 fn client_label(parts: &axum::http::request::Parts) -> String {
-    let peer = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0);
-    let resolved = parts
-        .extensions
-        .get::<ClientAddress>()
-        .and_then(|a| a.0.clone());
+    let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let resolved = parts.extensions.get::<ClientAddress>().and_then(|a| a.0.clone());
     match (resolved, peer) {
         (Some(addr), Some(peer)) if addr == peer.ip().to_string() => peer.to_string(),
         (Some(addr), _) => addr,
@@ -206,27 +196,13 @@ fn client_label(parts: &axum::http::request::Parts) -> String {
 /// unseen, until it stopped: the task hangs it up itself when nobody is
 /// left to take it. `None` if the task was cut off (the runtime stopping)
 /// or panicked.
-async fn open_shell(
-    pool: Pool,
-    exec: Executor,
-    container: String,
-    size: TtySize,
-) -> Option<Result<Shell, ExecError>> {
+async fn open_shell(pool: Pool, exec: Executor, container: String, size: TtySize) -> Option<Result<Shell, ExecError>> {
     let (hand_over, taken) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         let opened = exec.open_shell(&container, size).await;
         if let Err(Ok(shell)) = hand_over.send(opened) {
             tracing::info!(%container, "a terminal's client left while its shell started; hanging the shell up");
-            cleanup(
-                pool,
-                None,
-                exec,
-                container,
-                shell.exec_id,
-                shell.pid,
-                String::new(),
-            )
-            .await;
+            cleanup(pool, None, exec, container, shell.exec_id, shell.pid, String::new()).await;
         }
     });
     taken.await.ok()
@@ -263,12 +239,7 @@ async fn run(
     stopped: impl std::future::Future<Output = ()>,
 ) {
     let (mut tx, mut rx) = socket.split();
-    let Shell {
-        exec_id,
-        mut output,
-        mut input,
-        ..
-    } = shell;
+    let Shell { exec_id, mut output, mut input, .. } = shell;
     let started = Instant::now();
     // Milliseconds since `started` of the last byte in either direction.
     let last = AtomicU64::new(0);
@@ -307,9 +278,7 @@ async fn run(
                         }
                     }
                     Ok(Message::Text(text)) => {
-                        if let Ok(Control { resize: Some(r) }) =
-                            serde_json::from_str::<Control>(text.as_str())
-                        {
+                        if let Ok(Control { resize: Some(r) }) = serde_json::from_str::<Control>(text.as_str()) {
                             wanted_size.set(TtySize::new(r.cols, r.rows));
                         }
                     }
@@ -331,9 +300,7 @@ async fn run(
         };
         let idle = async {
             loop {
-                let quiet = Duration::from_millis(
-                    started.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed),
-                );
+                let quiet = Duration::from_millis(started.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed));
                 if quiet >= ctx.idle {
                     return End::Idle;
                 }
@@ -353,14 +320,8 @@ async fn run(
 
     let (reason, shell_gone) = match end {
         End::ShellEnded => (why_ended(&ctx, &exec_id).await, true),
-        End::EngineError(e) => (
-            engine_failure(&e, ctx.request_id.as_deref(), guard.session),
-            false,
-        ),
-        End::ClientClosed => (
-            CloseReason::new(close_code::NORMAL, "closed by the browser"),
-            false,
-        ),
+        End::EngineError(e) => (engine_failure(&e, ctx.request_id.as_deref(), guard.session), false),
+        End::ClientClosed => (CloseReason::new(close_code::NORMAL, "closed by the browser"), false),
         End::Signal(reason) => (reason, false),
         End::Idle => (
             CloseReason::new(
@@ -381,10 +342,7 @@ async fn run(
     guard.finish(&reason.text, !shell_gone).await;
     drop(registration);
     drop(slot);
-    let frame = CloseFrame {
-        code: reason.code,
-        reason: close_text(&reason.text).into(),
-    };
+    let frame = CloseFrame { code: reason.code, reason: close_text(&reason.text).into() };
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         let _ = tx.send(Message::Close(Some(frame))).await;
         let _ = tx.close().await;
@@ -397,10 +355,7 @@ async fn run(
 /// acts); a row still "running" means the container stopped on its own or
 /// the shell exited.
 async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
-    let state = gantry_platform::workspace::terminal_state(&ctx.pool, ctx.machine_id)
-        .await
-        .ok()
-        .flatten();
+    let state = gantry_platform::workspace::terminal_state(&ctx.pool, ctx.machine_id).await.ok().flatten();
     match state.as_deref() {
         Some("running") => {}
         Some(other) => return CloseReason::for_state(&ctx.machine, other),
@@ -414,10 +369,9 @@ async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
         }
     }
     match ctx.exec.shell_state(exec_id).await {
-        Ok(ProcessState::Exited(code)) => CloseReason::new(
-            close_code::NORMAL,
-            format!("the shell exited (code {code})"),
-        ),
+        Ok(ProcessState::Exited(code)) => {
+            CloseReason::new(close_code::NORMAL, format!("the shell exited (code {code})"))
+        }
         _ => CloseReason::new(close_code::NORMAL, "the shell exited"),
     }
 }
@@ -522,31 +476,15 @@ mod tests {
 
     #[test]
     fn an_unreachable_engine_is_not_named_in_the_close_frame() {
-        let e = ExecError::Unavailable(
-            "Docker Engine at tcp://10.1.2.3:2376 is unreachable: reset".into(),
-        );
+        let e = ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2376 is unreachable: reset".into());
         let reason = super::engine_failure(&e, Some("3f00aa11bb22cc33"), Some(7));
         assert_eq!(reason.code, close_code::ERROR);
         let text = super::close_text(&reason.text);
-        assert!(
-            !text.contains("tcp://") && !text.contains("10.1.2.3") && !text.contains("reset"),
-            "{text}"
-        );
-        assert!(
-            text.contains("logged") && text.contains("3f00aa11bb22cc33"),
-            "says where the detail went: {text}"
-        );
+        assert!(!text.contains("tcp://") && !text.contains("10.1.2.3") && !text.contains("reset"), "{text}");
+        assert!(text.contains("logged") && text.contains("3f00aa11bb22cc33"), "says where the detail went: {text}");
         // Any other engine error's text stays out too (it may name paths).
-        let reason = super::engine_failure(
-            &ExecError::Failed("read /var/lib/docker/x: i/o error".into()),
-            None,
-            None,
-        );
-        assert!(
-            !reason.text.contains("/var/lib") && reason.text.contains("logged"),
-            "{}",
-            reason.text
-        );
+        let reason = super::engine_failure(&ExecError::Failed("read /var/lib/docker/x: i/o error".into()), None, None);
+        assert!(!reason.text.contains("/var/lib") && reason.text.contains("logged"), "{}", reason.text);
     }
 
     #[test]

@@ -51,10 +51,7 @@ impl Slots {
         }
         *mine += 1;
         t.total += 1;
-        Ok(Slot {
-            slots: self.clone(),
-            user,
-        })
+        Ok(Slot { slots: self.clone(), user })
     }
 
     /// Slots taken in all and by `user`.

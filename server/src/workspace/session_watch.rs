@@ -54,28 +54,20 @@ impl Ended {
         match self {
             Ended::SignedOut => "you signed out (this browser's session ended)",
             Ended::Expired => "your session ended (unused for longer than the sign-in limit)",
-            Ended::AccountChanged => {
-                "your account was changed (disabled, its role or its password)"
-            }
+            Ended::AccountChanged => "your account was changed (disabled, its role or its password)",
         }
     }
 
     /// A terminal's close frame.
     pub fn close_reason(self) -> CloseReason {
-        let code = if self == Ended::AccountChanged {
-            close_code::ACCOUNT_CHANGED
-        } else {
-            close_code::SESSION_ENDED
-        };
+        let code = if self == Ended::AccountChanged { close_code::ACCOUNT_CHANGED } else { close_code::SESSION_ENDED };
         CloseReason::new(code, format!("{}: sign in again", self.what()))
     }
 
     /// The answer to an upload it cut short.
     pub fn refusal(self) -> Response {
-        let text = format!(
-            "the transfer stopped: {}; sign in again (part of the file may have been written)",
-            self.what()
-        );
+        let text =
+            format!("the transfer stopped: {}; sign in again (part of the file may have been written)", self.what());
         super::refuse(StatusCode::UNAUTHORIZED, text)
     }
 }
@@ -142,9 +134,7 @@ impl SessionWatch {
             next_key: AtomicU64::new(0),
             watched: Mutex::new(HashMap::new()),
         };
-        let watch = SessionWatch {
-            inner: Arc::new(inner),
-        };
+        let watch = SessionWatch { inner: Arc::new(inner) };
         tokio::spawn(watch_loop(Arc::downgrade(&watch.inner)));
         watch
     }
@@ -153,30 +143,13 @@ impl SessionWatch {
     pub fn watch(&self, user: &User, session: Option<Id>) -> Watched {
         let (tell, told) = watch::channel(None);
         let key = self.inner.next_key.fetch_add(1, Ordering::Relaxed);
-        self.inner.lock().insert(
-            key,
-            Entry {
-                user_id: user.id,
-                session_gen: user.session_gen,
-                session,
-                tell,
-            },
-        );
-        Watched {
-            _key: Arc::new(Key {
-                key,
-                inner: Arc::downgrade(&self.inner),
-            }),
-            told,
-        }
+        self.inner.lock().insert(key, Entry { user_id: user.id, session_gen: user.session_gen, session, tell });
+        Watched { _key: Arc::new(Key { key, inner: Arc::downgrade(&self.inner) }), told }
     }
 
     /// Watches what this request's session let `user` in for.
     pub fn watch_request(&self, parts: &Parts, user: &User) -> Watched {
-        self.watch(
-            user,
-            parts.extensions.get::<Session>().and_then(Session::id),
-        )
+        self.watch(user, parts.extensions.get::<Session>().and_then(Session::id))
     }
 
     /// One pass: reads each watched account and session once, then tells
@@ -213,9 +186,7 @@ impl SessionWatch {
         }
         for entry in self.inner.lock().values() {
             // The account first: a password change also replaces the session.
-            let account_changed = accounts
-                .get(&entry.user_id)
-                .is_some_and(|gen| *gen != Some(entry.session_gen));
+            let account_changed = accounts.get(&entry.user_id).is_some_and(|gen| *gen != Some(entry.session_gen));
             let ended = if account_changed {
                 Some(Ended::AccountChanged)
             } else {
@@ -250,22 +221,14 @@ impl SessionWatch {
             // the store's own expiry.
             Ok(None) => Some(Ended::SignedOut),
             // Signed out, then saved again by a request still running.
-            Ok(Some(_))
-                if accounts::signed_out(&self.inner.pool, &id.to_string())
-                    .await
-                    .unwrap_or(false) =>
-            {
+            Ok(Some(_)) if accounts::signed_out(&self.inner.pool, &id.to_string()).await.unwrap_or(false) => {
                 Some(Ended::SignedOut)
             }
             Ok(Some(record)) => {
                 // The page guard's rule (`http_guard::session_user`): idle
                 // when last used longer ago than the limit, by its clock.
-                let seen = record
-                    .data
-                    .get(SESSION_SEEN_KEY)
-                    .and_then(serde_json::Value::as_i64);
-                seen.is_some_and(|seen| now - seen > self.inner.idle_secs)
-                    .then_some(Ended::Expired)
+                let seen = record.data.get(SESSION_SEEN_KEY).and_then(serde_json::Value::as_i64);
+                seen.is_some_and(|seen| now - seen > self.inner.idle_secs).then_some(Ended::Expired)
             }
             Err(e) => {
                 tracing::debug!(error = %e, "could not re-check a session");
@@ -285,12 +248,7 @@ impl Watched {
     pub fn wait(&self) -> impl std::future::Future<Output = Ended> + Send + 'static {
         let mut told = self.told.clone();
         async move {
-            match told
-                .wait_for(Option::is_some)
-                .await
-                .ok()
-                .and_then(|ended| *ended)
-            {
+            match told.wait_for(Option::is_some).await.ok().and_then(|ended| *ended) {
                 Some(ended) => ended,
                 None => std::future::pending().await,
             }

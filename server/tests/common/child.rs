@@ -85,7 +85,12 @@ pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&st
         assert!(Instant::now() < deadline, "gantry serve on {addr} did not answer /healthz within 60 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let login = client.post(format!("http://{addr}/api/login")).form(&[("username", "admin"), ("password", admin_password)]).send().await.unwrap();
+    let login = client
+        .post(format!("http://{addr}/api/login"))
+        .form(&[("username", "admin"), ("password", admin_password)])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(login.status(), StatusCode::OK);
     ChildServer { child, addr, client }
 }

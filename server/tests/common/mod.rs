@@ -79,12 +79,7 @@ pub fn client_for(addr: SocketAddr) -> reqwest::Client {
 
 /// Calls the login server function the way the hydrated page does.
 pub async fn login(server: &TestServer, client: &reqwest::Client, user: &str, password: &str) -> reqwest::Response {
-    client
-        .post(server.url("/api/login"))
-        .form(&[("username", user), ("password", password)])
-        .send()
-        .await
-        .unwrap()
+    client.post(server.url("/api/login")).form(&[("username", user), ("password", password)]).send().await.unwrap()
 }
 
 pub async fn count(pool: &db::Pool, sql: &str) -> i64 {

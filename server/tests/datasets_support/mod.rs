@@ -7,7 +7,11 @@
 use gantry_core::Role;
 use gantry_platform::{
     accounts::{self, NewUser, User},
-    datasets::{self, store::{ByteStream, DirStore, Store, TempWriter}, Datasets, Limits, NewDataset},
+    datasets::{
+        self,
+        store::{ByteStream, DirStore, Store, TempWriter},
+        Datasets, Limits, NewDataset,
+    },
     db, tokens,
 };
 use gantry_server::router;
@@ -40,27 +44,61 @@ pub async fn start_with(limits: Limits, region: Option<Arc<dyn Store>>) -> Serve
 
 /// [`start_with`], and `central`: the central store instead of the
 /// directory at [`Server::central`].
-pub async fn start_with_stores(limits: Limits, central_store: Option<Arc<dyn Store>>, region: Option<Arc<dyn Store>>) -> Server {
+pub async fn start_with_stores(
+    limits: Limits,
+    central_store: Option<Arc<dyn Store>>,
+    region: Option<Arc<dyn Store>>,
+) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
     accounts::create_group(&pool, None, "ml", 4).await.unwrap();
     accounts::create_group(&pool, None, "other", 4).await.unwrap();
-    let alice = accounts::create_user(&pool, None, NewUser { username: "alice", password: PASSWORD, role: Role::User, group: Some("ml") }).await.unwrap();
-    let carol = accounts::create_user(&pool, None, NewUser { username: "carol", password: PASSWORD, role: Role::User, group: Some("other") }).await.unwrap();
+    let alice = accounts::create_user(
+        &pool,
+        None,
+        NewUser { username: "alice", password: PASSWORD, role: Role::User, group: Some("ml") },
+    )
+    .await
+    .unwrap();
+    let carol = accounts::create_user(
+        &pool,
+        None,
+        NewUser { username: "carol", password: PASSWORD, role: Role::User, group: Some("other") },
+    )
+    .await
+    .unwrap();
     let (_, alice_token) = tokens::create(&pool, &alice, "laptop").await.unwrap();
     let (_, carol_token) = tokens::create(&pool, &carol, "ci").await.unwrap();
     let central = dir.path().join("central");
     let regions = dir.path().join("regions");
     let central_store = central_store.unwrap_or_else(|| Arc::new(DirStore::new(&central)));
-    let stores = Datasets::new(central_store, region.map(|r| ("local".to_string(), r)).into_iter().collect(), Some(regions.clone()), limits);
-    let new = NewDataset { code: "coco", name: "COCO", region: "local", category: "images", description: "", visibility: "group" };
+    let stores = Datasets::new(
+        central_store,
+        region.map(|r| ("local".to_string(), r)).into_iter().collect(),
+        Some(regions.clone()),
+        limits,
+    );
+    let new = NewDataset {
+        code: "coco",
+        name: "COCO",
+        region: "local",
+        category: "images",
+        description: "",
+        visibility: "group",
+    };
     datasets::create_dataset(&pool, &alice, &new).await.unwrap();
     datasets::create_version(&pool, &alice, "coco", "v1").await.unwrap();
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let opts = router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None, page_cache_ms: router::PAGE_CACHE_MS };
+    let opts = router::Options {
+        site_root: dir.path().join("site"),
+        site_addr: addr,
+        secure_cookies: false,
+        public_origin: None,
+        page_cache_ms: router::PAGE_CACHE_MS,
+    };
     let app = router::build(opts, pool.clone()).await.unwrap().layer(axum::Extension(stores));
     tokio::spawn(async move {
         let _ = router::serve(listener, app).await;
@@ -89,8 +127,18 @@ impl Server {
     pub async fn browser(&self, user: &str) -> reqwest::Client {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::ORIGIN, format!("http://{}", self.addr).parse().unwrap());
-        let client = reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).default_headers(headers).build().unwrap();
-        let res = client.post(self.url("/api/login")).form(&[("username", user), ("password", PASSWORD)]).send().await.unwrap();
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .default_headers(headers)
+            .build()
+            .unwrap();
+        let res = client
+            .post(self.url("/api/login"))
+            .form(&[("username", user), ("password", PASSWORD)])
+            .send()
+            .await
+            .unwrap();
         assert!(res.status().is_success() || res.status().is_redirection(), "login: {}", res.status());
         client
     }
@@ -106,9 +154,18 @@ pub struct Answer {
 /// Sends `method path` with `headers`, then `len` bytes from `fill`
 /// (called with the offset and a buffer), stopping after `cut_at` bytes
 /// and closing the socket if given; then reads the answer (None if cut).
-pub async fn raw(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], len: u64, cut_at: Option<u64>, mut fill: impl FnMut(u64, &mut [u8])) -> Option<Answer> {
+pub async fn raw(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    len: u64,
+    cut_at: Option<u64>,
+    mut fill: impl FnMut(u64, &mut [u8]),
+) -> Option<Answer> {
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {len}\r\nConnection: close\r\n");
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {len}\r\nConnection: close\r\n");
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -135,9 +192,16 @@ pub async fn raw(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, S
 /// Sends `method path` with `headers` and `body` in `Transfer-Encoding:
 /// chunked` (no Content-Length: a client that does not say how long its
 /// body is), one chunk per piece; then reads the answer.
-pub async fn raw_chunked(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], pieces: &[&[u8]]) -> Answer {
+pub async fn raw_chunked(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    pieces: &[&[u8]],
+) -> Answer {
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n");
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n");
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -160,7 +224,10 @@ async fn answer(mut sock: tokio::net::TcpStream) -> Answer {
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
     let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
     Answer { status, headers, body: body.to_string() }
 }
 
@@ -219,7 +286,11 @@ pub async fn until_no_uploads(s: &Server) {
 /// Resident memory of this process (the server runs in it), in KiB.
 pub fn status_kib(field: &str) -> u64 {
     let text = std::fs::read_to_string("/proc/self/status").unwrap();
-    text.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap()
+    text.lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap()
 }
 
 /// A directory store that runs a test's step before its next `temp_len`
@@ -235,7 +306,12 @@ pub struct Stepped {
 
 impl Stepped {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Stepped { dir: DirStore::new(root), before_temp_len: Default::default(), before_rename: Default::default(), before_get: Default::default() }
+        Stepped {
+            dir: DirStore::new(root),
+            before_temp_len: Default::default(),
+            before_rename: Default::default(),
+            before_get: Default::default(),
+        }
     }
 
     /// `step` runs (once) before the next `temp_len` answers.

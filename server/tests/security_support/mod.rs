@@ -23,13 +23,9 @@ pub fn gate(size: usize) -> Arc<Gate> {
 }
 
 pub async fn start(dir: &tempfile::TempDir, security: Security, secure_cookies: bool) -> Secured {
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
-    bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD))
-        .await
-        .unwrap();
+    bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let site = dir.path().join("site");
@@ -57,12 +53,7 @@ pub async fn start(dir: &tempfile::TempDir, security: Security, secure_cookies: 
     let task = tokio::spawn(async move {
         router::serve(listener, app).await.unwrap();
     });
-    Secured {
-        addr,
-        pool,
-        security,
-        task,
-    }
+    Secured { addr, pool, security, task }
 }
 
 impl Secured {
@@ -81,35 +72,13 @@ impl Secured {
     }
 
     /// Signs in through the server function, as the hydrated page does.
-    pub async fn login(
-        &self,
-        client: &reqwest::Client,
-        user: &str,
-        password: &str,
-    ) -> reqwest::Response {
-        client
-            .post(self.url("/api/login"))
-            .form(&[("username", user), ("password", password)])
-            .send()
-            .await
-            .unwrap()
+    pub async fn login(&self, client: &reqwest::Client, user: &str, password: &str) -> reqwest::Response {
+        client.post(self.url("/api/login")).form(&[("username", user), ("password", password)]).send().await.unwrap()
     }
 
     pub async fn add_user(&self, name: &str, password: &str, role: gantry_core::Role) -> i64 {
         use gantry_platform::accounts::{create_user, NewUser};
-        create_user(
-            &self.pool,
-            None,
-            NewUser {
-                username: name,
-                password,
-                role,
-                group: None,
-            },
-        )
-        .await
-        .unwrap()
-        .id
+        create_user(&self.pool, None, NewUser { username: name, password, role, group: None }).await.unwrap().id
     }
 }
 
@@ -121,10 +90,7 @@ impl Drop for Secured {
 
 fn client_with(addr: SocketAddr, forwarded: Option<&str>) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(
-        reqwest::header::ORIGIN,
-        format!("http://{addr}").parse().unwrap(),
-    );
+    headers.insert(reqwest::header::ORIGIN, format!("http://{addr}").parse().unwrap());
     if let Some(f) = forwarded {
         headers.insert("x-forwarded-for", f.parse().unwrap());
     }
@@ -141,10 +107,7 @@ pub fn base64_url(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
         for i in 0..4 {
             if i <= chunk.len() {
                 out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -162,11 +125,7 @@ pub fn base64_url(bytes: &[u8]) -> String {
 pub fn assert_scripts_carry_the_nonce(csp: &str, html: &str) -> usize {
     let start = csp.find("'nonce-").expect("a nonce in the CSP") + 7;
     let nonce = csp[start..].split('\'').next().unwrap();
-    let scripts: Vec<&str> = html
-        .split("<script")
-        .skip(1)
-        .map(|s| s.split('>').next().unwrap())
-        .collect();
+    let scripts: Vec<&str> = html.split("<script").skip(1).map(|s| s.split('>').next().unwrap()).collect();
     for attrs in &scripts {
         assert!(
             attrs.contains(&format!("nonce=\"{nonce}\"")) || attrs.contains("src=\"/"),

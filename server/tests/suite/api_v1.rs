@@ -10,9 +10,13 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 async fn user(server: &TestServer, name: &str, group: &str) -> accounts::User {
-    accounts::create_user(&server.pool, None, accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) })
-        .await
-        .unwrap()
+    accounts::create_user(
+        &server.pool,
+        None,
+        accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) },
+    )
+    .await
+    .unwrap()
 }
 
 fn task(framework: &str) -> Value {

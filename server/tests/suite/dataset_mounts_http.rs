@@ -11,9 +11,9 @@ use gantry_platform::{
     catalogue,
     datasets::{self, store::DirStore, Datasets},
 };
-use std::{collections::HashMap, sync::Arc};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use std::{collections::HashMap, sync::Arc};
 
 fn task(datasets: &[&str]) -> Value {
     json!({

@@ -61,7 +61,13 @@ gantry_testkit::timed_test! {
 /// The ml group with a quota of `bytes`, set by an admin; the admin's
 /// browser, for the console's storage overview.
 async fn with_quota(s: &datasets_support::Server, bytes: u64) -> reqwest::Client {
-    let root = accounts::create_user(&s.pool, None, NewUser { username: "root", password: PASSWORD, role: Role::Admin, group: None }).await.unwrap();
+    let root = accounts::create_user(
+        &s.pool,
+        None,
+        NewUser { username: "root", password: PASSWORD, role: Role::Admin, group: None },
+    )
+    .await
+    .unwrap();
     gantry_platform::datasets::set_quota(&s.pool, &root, "ml", bytes).await.unwrap();
     s.browser("root").await
 }

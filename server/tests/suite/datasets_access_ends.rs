@@ -19,9 +19,7 @@ const FILES: &str = "/api/v1/datasets/coco/versions/v1/files";
 const ENDED: &str = "access ended while it was uploading";
 
 async fn disable_alice(s: &Server) {
-    accounts::set_disabled(&s.pool, s.carol.id, s.alice.id, true)
-        .await
-        .unwrap();
+    accounts::set_disabled(&s.pool, s.carol.id, s.alice.id, true).await.unwrap();
 }
 
 /// Signs in as alice: the headers a raw browser request carries.
@@ -33,13 +31,9 @@ async fn browser_headers(s: &Server) -> Vec<(&'static str, String)> {
         .send()
         .await
         .unwrap();
-    let cookie = gantry_testkit::session_cookie(
-        res.headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok()),
-    )
-    .expect("a session cookie");
+    let cookie =
+        gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()))
+            .expect("a session cookie");
     vec![("Cookie", cookie), ("Origin", format!("http://{}", s.addr))]
 }
 
@@ -55,16 +49,8 @@ async fn sign_out(s: &Server, headers: &[(&'static str, String)]) {
 async fn assert_nothing_stored(s: &Server) {
     assert_eq!(s.count("SELECT COUNT(*) FROM dataset_files").await, 0);
     assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
-    assert!(
-        files_under(&s.central).is_empty(),
-        "{:?}",
-        files_under(&s.central)
-    );
-    assert!(
-        files_under(&s.region).is_empty(),
-        "{:?}",
-        files_under(&s.region)
-    );
+    assert!(files_under(&s.central).is_empty(), "{:?}", files_under(&s.central));
+    assert!(files_under(&s.region).is_empty(), "{:?}", files_under(&s.region));
 }
 
 gantry_testkit::timed_test! {
@@ -139,10 +125,7 @@ gantry_testkit::timed_test! {
 
 /// Reads a download's first chunk, runs `revoke`, then reads on: the bytes
 /// that came before it ended.
-async fn downloaded_around(
-    mut res: reqwest::Response,
-    revoke: impl std::future::Future<Output = ()>,
-) -> u64 {
+async fn downloaded_around(mut res: reqwest::Response, revoke: impl std::future::Future<Output = ()>) -> u64 {
     assert_eq!(res.status(), reqwest::StatusCode::OK);
     let mut got = res.chunk().await.unwrap().map_or(0, |c| c.len() as u64);
     revoke.await;

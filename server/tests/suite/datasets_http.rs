@@ -309,7 +309,8 @@ async fn session_cookie(s: &Server, user: &str) -> String {
         .await
         .unwrap();
     assert!(res.status().is_success(), "login: {}", res.status());
-    gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie")
+    gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()))
+        .expect("a session cookie")
 }
 
 fn sha_hex(data: &[u8]) -> String {

@@ -37,7 +37,11 @@ async fn page(client: &reqwest::Client, url: &str) -> (StatusCode, String) {
 /// Where a redirect sends the browser, as a URL to GET.
 fn target(s: &Server, res: &reqwest::Response) -> String {
     let location = res.headers()[header::LOCATION].to_str().unwrap();
-    if location.starts_with('/') { s.url(location) } else { location.to_string() }
+    if location.starts_with('/') {
+        s.url(location)
+    } else {
+        location.to_string()
+    }
 }
 
 /// The page's row for the upload of `name` (its opening tag and cells).
@@ -48,7 +52,12 @@ fn row<'a>(html: &'a str, name: &str) -> Option<&'a str> {
 }
 
 async fn seal(s: &Server, client: &reqwest::Client, version: &str) -> (StatusCode, String) {
-    let res = client.post(s.url("/api/seal_dataset_version")).form(&[("code", "coco"), ("version", version)]).send().await.unwrap();
+    let res = client
+        .post(s.url("/api/seal_dataset_version"))
+        .form(&[("code", "coco"), ("version", version)])
+        .send()
+        .await
+        .unwrap();
     (res.status(), res.text().await.unwrap())
 }
 

@@ -31,11 +31,18 @@ async fn begin(s: &Server, c: &Client, fingerprint: Option<&str>) -> (StatusCode
 }
 
 async fn patch(s: &Server, c: &Client, fingerprint: &str, offset: u64, body: &'static [u8]) -> reqwest::Response {
-    c.patch(s.url(URL)).header("X-Gantry-Fingerprint", fingerprint).header("Upload-Offset", offset.to_string()).body(body).send().await.unwrap()
+    c.patch(s.url(URL))
+        .header("X-Gantry-Fingerprint", fingerprint)
+        .header("Upload-Offset", offset.to_string())
+        .body(body)
+        .send()
+        .await
+        .unwrap()
 }
 
 async fn listed_sha(s: &Server, c: &Client) -> String {
-    let list: Value = c.get(s.url("/api/v1/datasets/coco/versions/v1/files")).send().await.unwrap().json().await.unwrap();
+    let list: Value =
+        c.get(s.url("/api/v1/datasets/coco/versions/v1/files")).send().await.unwrap().json().await.unwrap();
     let file = list["files"].as_array().unwrap().iter().find(|f| f["name"] == "same.bin").expect("same.bin is listed");
     file["sha256"].as_str().unwrap().to_string()
 }

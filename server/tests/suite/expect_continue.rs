@@ -60,7 +60,13 @@ pub async fn open(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, 
 
 /// The server asked for the body: the socket to send it on. Panics with
 /// the answer if the server answered instead.
-pub async fn body_wanted(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], len: u64) -> TcpStream {
+pub async fn body_wanted(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    len: u64,
+) -> TcpStream {
     match open(addr, method, path, headers, len).await {
         First::Continue(sock) => sock,
         First::Answered(reply) => panic!("answered before asking for the body: {reply:?}"),
@@ -79,6 +85,9 @@ fn parse(raw: &[u8]) -> Reply {
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
     let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let headers = lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
     Reply { status, headers, body: body.to_string() }
 }

@@ -59,13 +59,24 @@ async fn signed_in(server: &TestServer, user: &str, password: &str) -> reqwest::
     client
 }
 
-async fn post(server: &TestServer, client: &reqwest::Client, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+async fn post(
+    server: &TestServer,
+    client: &reqwest::Client,
+    path: &str,
+    form: &[(&str, &str)],
+) -> (StatusCode, String) {
     let res = client.post(server.url(path)).form(form).send().await.unwrap();
     let status = res.status();
     (status, res.text().await.unwrap())
 }
 
-async fn create(server: &TestServer, client: &reqwest::Client, name: &str, gpus: &str, volume: &str) -> (StatusCode, String) {
+async fn create(
+    server: &TestServer,
+    client: &reqwest::Client,
+    name: &str,
+    gpus: &str,
+    volume: &str,
+) -> (StatusCode, String) {
     post(
         server,
         client,

@@ -16,7 +16,8 @@ const PW: &str = "lists-password-1";
 /// tables: the lists read them like any others.
 async fn seed(server: &TestServer, owner: &str, prefix: &str, n: i64) {
     let pool = &server.pool;
-    let (uid, gid): (i64, i64) = sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?").bind(owner).fetch_one(pool).await.unwrap();
+    let (uid, gid): (i64, i64) =
+        sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?").bind(owner).fetch_one(pool).await.unwrap();
     let image: i64 = sqlx::query_scalar("SELECT id FROM images LIMIT 1").fetch_one(pool).await.unwrap();
     let mut tx = pool.begin().await.unwrap();
     for i in 0..n {
@@ -60,7 +61,8 @@ fn rows(html: &str, testid: &str) -> usize {
 }
 
 fn total(html: &str) -> i64 {
-    let at = html.find("data-testid=\"pager\" data-total=\"").expect("a pager") + "data-testid=\"pager\" data-total=\"".len();
+    let at = html.find("data-testid=\"pager\" data-total=\"").expect("a pager")
+        + "data-testid=\"pager\" data-total=\"".len();
     html[at..].split('"').next().unwrap().parse().unwrap()
 }
 
@@ -137,7 +139,8 @@ gantry_testkit::timed_test! {
 /// succeeded and failed in turn; returns their ids, newest first.
 async fn seed_compute(server: &TestServer, owner: &str, prefix: &str, n: usize) -> Vec<i64> {
     let pool = &server.pool;
-    let (uid, gid): (i64, i64) = sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?").bind(owner).fetch_one(pool).await.unwrap();
+    let (uid, gid): (i64, i64) =
+        sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?").bind(owner).fetch_one(pool).await.unwrap();
     let mut tx = pool.begin().await.unwrap();
     let mut ids = Vec::new();
     for i in 0..n {

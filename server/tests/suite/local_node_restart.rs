@@ -32,7 +32,18 @@ const NODE: &str = "local";
 const OLD_HEARTBEAT: i64 = 1_000;
 
 fn node_args(executor: &str) -> NodeArgs {
-    let argv = ["gantry", "serve", "--executor", executor, "--docker-endpoint", NO_ENGINE, "--node-name", NODE, "--sim-gpus", "2"];
+    let argv = [
+        "gantry",
+        "serve",
+        "--executor",
+        executor,
+        "--docker-endpoint",
+        NO_ENGINE,
+        "--node-name",
+        NODE,
+        "--sim-gpus",
+        "2",
+    ];
     match Cli::try_parse_from(argv).unwrap().command {
         Command::Serve(args) => args.node,
         _ => unreachable!("parsed `serve`"),
@@ -63,11 +74,16 @@ async fn docker_node_with_a_running_machine(pool: &db::Pool) -> (i64, i64) {
     let node_id = cluster::register_node(pool, reg).await.unwrap();
     images::ensure_default_image(pool, "devbox", "gantry/devbox:latest", "demo").await.unwrap();
     accounts::create_group(pool, None, "ml-team", 2).await.unwrap();
-    let alice = accounts::create_user(pool, None, NewUser { username: "alice", password: "password-123", role: Role::User, group: Some("ml-team") })
-        .await
-        .unwrap();
+    let alice = accounts::create_user(
+        pool,
+        None,
+        NewUser { username: "alice", password: "password-123", role: Role::User, group: Some("ml-team") },
+    )
+    .await
+    .unwrap();
     let wake = Arc::new(Notify::new());
-    let admitted = Admissions::start(pool.clone(), wake.clone()).create(CreateMachine::new(alice, "train", 1, 1)).await.unwrap();
+    let admitted =
+        Admissions::start(pool.clone(), wake.clone()).create(CreateMachine::new(alice, "train", 1, 1)).await.unwrap();
     let fleet = Fleet::new();
     fleet.insert(node_id, SimulatedExecutor::new().into());
     let dispatcher = Dispatcher::new(pool.clone(), fleet, wake, 4);
@@ -84,7 +100,11 @@ async fn machine_state(pool: &db::Pool, id: i64) -> String {
 }
 
 async fn node_row(pool: &db::Pool, id: i64) -> (String, String, i64) {
-    sqlx::query_as("SELECT executor, docker_endpoint, last_heartbeat FROM nodes WHERE id = ?").bind(id).fetch_one(pool).await.unwrap()
+    sqlx::query_as("SELECT executor, docker_endpoint, last_heartbeat FROM nodes WHERE id = ?")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 gantry_testkit::timed_test! {

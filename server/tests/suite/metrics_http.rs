@@ -13,7 +13,8 @@ async fn node_with_a_hot_machine(server: &TestServer) {
 }
 
 fn value(text: &str, line_start: &str) -> f64 {
-    let line = text.lines().find(|l| l.starts_with(line_start)).unwrap_or_else(|| panic!("no line {line_start} in\n{text}"));
+    let line =
+        text.lines().find(|l| l.starts_with(line_start)).unwrap_or_else(|| panic!("no line {line_start} in\n{text}"));
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 

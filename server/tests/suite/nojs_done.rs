@@ -37,7 +37,11 @@ async fn cluster(server: &TestServer) {
 }
 
 fn absolute(server: &TestServer, location: &str) -> String {
-    if location.starts_with('/') { server.url(location) } else { location.to_string() }
+    if location.starts_with('/') {
+        server.url(location)
+    } else {
+        location.to_string()
+    }
 }
 
 /// GETs `url`, following the server's own redirects; the final page's HTML.
@@ -56,7 +60,13 @@ async fn page(server: &TestServer, client: &reqwest::Client, url: &str) -> Strin
 
 /// Posts `form` as a form without JavaScript on `from` does: the redirect's
 /// target (absolute) and the page there.
-async fn post_without_js(server: &TestServer, client: &reqwest::Client, function: &str, from: &str, form: &[(&str, &str)]) -> (String, String) {
+async fn post_without_js(
+    server: &TestServer,
+    client: &reqwest::Client,
+    function: &str,
+    from: &str,
+    form: &[(&str, &str)],
+) -> (String, String) {
     let res = client
         .post(server.url(&format!("/api/{function}")))
         .header(header::ACCEPT, HTML)
@@ -73,7 +83,13 @@ async fn post_without_js(server: &TestServer, client: &reqwest::Client, function
 
 /// The group policy form's fields, as the page posts them.
 fn group_policy<'a>(group: &'a str, gpu_quota: &'a str, rev: &'a str) -> [(&'static str, &'a str); 5] {
-    [("group_id", group), ("gpu_quota", gpu_quota), ("max_gpus_per_machine", "2"), ("allowed_models", ""), ("policy_rev", rev)]
+    [
+        ("group_id", group),
+        ("gpu_quota", gpu_quota),
+        ("max_gpus_per_machine", "2"),
+        ("allowed_models", ""),
+        ("policy_rev", rev),
+    ]
 }
 
 /// The text of the page's "it worked" line, tags and hydration markers left out.

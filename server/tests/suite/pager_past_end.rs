@@ -15,7 +15,8 @@ const PW: &str = "pager-password-1";
 /// into the tables.
 async fn seed(server: &TestServer, owner: &str, n: i64) {
     let pool = &server.pool;
-    let (uid, gid): (i64, i64) = sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?").bind(owner).fetch_one(pool).await.unwrap();
+    let (uid, gid): (i64, i64) =
+        sqlx::query_as("SELECT id, group_id FROM users WHERE username = ?").bind(owner).fetch_one(pool).await.unwrap();
     let image: i64 = sqlx::query_scalar("SELECT id FROM images LIMIT 1").fetch_one(pool).await.unwrap();
     for i in 0..n {
         let id: i64 = sqlx::query_scalar(

@@ -100,4 +100,3 @@ gantry_testkit::timed_test! {
         assert_eq!(health.text().await.unwrap(), "database unavailable; see the server log");
     }
 }
-

@@ -9,19 +9,12 @@ use gantry_server::security::Security;
 use security_support::start;
 
 fn header<'a>(res: &'a reqwest::Response, name: &str) -> &'a str {
-    res.headers()
-        .get(name)
-        .unwrap_or_else(|| panic!("{name} missing on {}", res.url()))
-        .to_str()
-        .unwrap()
+    res.headers().get(name).unwrap_or_else(|| panic!("{name} missing on {}", res.url())).to_str().unwrap()
 }
 
 fn assert_common(res: &reqwest::Response) {
     let csp = header(res, "content-security-policy");
-    assert!(
-        csp.contains("frame-ancestors 'none'") && csp.contains("object-src 'none'"),
-        "{csp}"
-    );
+    assert!(csp.contains("frame-ancestors 'none'") && csp.contains("object-src 'none'"), "{csp}");
     assert_eq!(header(res, "x-frame-options"), "DENY");
     assert_eq!(header(res, "x-content-type-options"), "nosniff");
     assert_eq!(header(res, "referrer-policy"), "same-origin");

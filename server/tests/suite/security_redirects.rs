@@ -20,11 +20,7 @@ async fn form_login(
         .post(server.url("/api/login"))
         .header("accept", "text/html")
         .header("referer", server.url(referer))
-        .form(&[
-            ("username", "admin"),
-            ("password", password),
-            ("next", next),
-        ])
+        .form(&[("username", "admin"), ("password", password), ("next", next)])
         .send()
         .await
         .unwrap()

@@ -9,7 +9,9 @@
 
 use crate::{
     security_support::{self, gate},
-    terminal::{close_frame, connect, env, env_secured, http, next_event, read_until, sign_in, type_line, Env, PASSWORD},
+    terminal::{
+        close_frame, connect, env, env_secured, http, next_event, read_until, sign_in, type_line, Env, PASSWORD,
+    },
 };
 use gantry_core::{task::TaskKind, Role};
 use gantry_platform::{
@@ -31,13 +33,21 @@ fn session_id(cookie: &str) -> tower_sessions::session::Id {
 /// A server function call with `cookie`, from this site's pages.
 async fn call(server: &security_support::Secured, cookie: &str, endpoint: &str) -> reqwest::Response {
     let origin = format!("http://{}", server.addr);
-    http().post(server.url(&format!("/api/{endpoint}"))).header("Cookie", cookie).header("Origin", origin).send().await.unwrap()
+    http()
+        .post(server.url(&format!("/api/{endpoint}")))
+        .header("Cookie", cookie)
+        .header("Origin", origin)
+        .send()
+        .await
+        .unwrap()
 }
 
 async fn sign_in_to(server: &security_support::Secured, user: &str, password: &str) -> String {
     let res = server.login(&http(), user, password).await;
     assert_eq!(res.status(), StatusCode::OK, "{user} signs in");
-    let cookie = gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie");
+    let cookie =
+        gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()))
+            .expect("a session cookie");
     // The first use stamps the session's last use, as the pages' first request does.
     assert_eq!(call(server, &cookie, "my_quota").await.status(), StatusCode::OK);
     cookie

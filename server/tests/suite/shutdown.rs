@@ -46,7 +46,9 @@ impl MutableEngine {
                 let mut muted = muted.clone();
                 tokio::spawn(async move {
                     if !*muted.borrow() {
-                        let Ok(mut engine) = tokio::net::UnixStream::connect("/var/run/docker.sock").await else { return };
+                        let Ok(mut engine) = tokio::net::UnixStream::connect("/var/run/docker.sock").await else {
+                            return;
+                        };
                         tokio::select! {
                             _ = tokio::io::copy_bidirectional(&mut client, &mut engine) => return,
                             _ = muted.wait_for(|m| *m) => {}

@@ -103,7 +103,12 @@ fn app(hooks: &Hooks) -> Router {
                         }
                     }
                 });
-                Response::builder().status(101).header(header::CONNECTION, "upgrade").header(header::UPGRADE, "echo").body(Body::empty()).unwrap()
+                Response::builder()
+                    .status(101)
+                    .header(header::CONNECTION, "upgrade")
+                    .header(header::UPGRADE, "echo")
+                    .body(Body::empty())
+                    .unwrap()
             }),
         )
         .route(
@@ -120,7 +125,11 @@ fn app(hooks: &Hooks) -> Router {
 }
 
 /// Serves `app` with `limits` until `stop` resolves.
-async fn serve_until(app: Router, limits: ConnLimits, stop: impl Future<Output = ()> + Send + 'static) -> (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>) {
+async fn serve_until(
+    app: Router,
+    limits: ConnLimits,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     (addr, tokio::spawn(serve_connections(listener, app, stop, limits)))

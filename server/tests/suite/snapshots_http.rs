@@ -38,9 +38,13 @@ async fn setup(server: &TestServer) {
     policy::update_group_policy(&server.pool, None, default_group, 4, 4, &[]).await.unwrap();
     accounts::create_group(&server.pool, None, "other", 4).await.unwrap();
     for (name, group) in [("alice", "default"), ("bob", "default"), ("carol", "other")] {
-        accounts::create_user(&server.pool, None, accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) })
-            .await
-            .unwrap();
+        accounts::create_user(
+            &server.pool,
+            None,
+            accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) },
+        )
+        .await
+        .unwrap();
     }
 }
 
@@ -50,7 +54,12 @@ async fn signed_in(server: &TestServer, user: &str, password: &str) -> reqwest::
     client
 }
 
-async fn post(server: &TestServer, client: &reqwest::Client, path: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+async fn post(
+    server: &TestServer,
+    client: &reqwest::Client,
+    path: &str,
+    form: &[(&str, &str)],
+) -> (StatusCode, String) {
     let res = client.post(server.url(path)).form(form).send().await.unwrap();
     let status = res.status();
     (status, res.text().await.unwrap())

@@ -11,27 +11,17 @@ use gantry_core::Role;
 use reqwest::StatusCode;
 
 async fn page(client: &reqwest::Client, url: String) -> (StatusCode, String) {
-    let res = client
-        .get(url)
-        .header("Accept", "text/html")
-        .send()
-        .await
-        .unwrap();
+    let res = client.get(url).header("Accept", "text/html").send().await.unwrap();
     (res.status(), res.text().await.unwrap())
 }
 
 /// The value of `attr` on the element that has `marker`.
 fn attr_after(html: &str, marker: &str, attr: &str) -> String {
-    let at = html
-        .find(marker)
-        .unwrap_or_else(|| panic!("no {marker} in the page"));
+    let at = html.find(marker).unwrap_or_else(|| panic!("no {marker} in the page"));
     let tag_start = html[..at].rfind('<').unwrap();
     let tag = &html[tag_start..tag_start + html[tag_start..].find('>').unwrap()];
     let key = format!("{attr}=\"");
-    let v = &tag[tag
-        .find(&key)
-        .unwrap_or_else(|| panic!("no {attr} in {tag}"))
-        + key.len()..];
+    let v = &tag[tag.find(&key).unwrap_or_else(|| panic!("no {attr} in {tag}")) + key.len()..];
     v[..v.find('"').unwrap()].to_string()
 }
 

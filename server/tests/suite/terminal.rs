@@ -32,8 +32,7 @@ use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, Message};
 const ADMIN_PASSWORD: &str = "admin-password-1";
 pub(crate) const PASSWORD: &str = "a-good-password";
 
-pub(crate) type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(crate) type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 pub(crate) struct Env {
     _dir: tempfile::TempDir,
@@ -52,24 +51,15 @@ impl Drop for Env {
     /// instance label), so runs never pile up containers.
     fn drop(&mut self) {
         let label = format!("label=gantry.instance={}", self.instance);
-        if let Ok(out) = std::process::Command::new("docker")
-            .args(["ps", "-aq", "--filter", &label])
-            .output()
-        {
+        if let Ok(out) = std::process::Command::new("docker").args(["ps", "-aq", "--filter", &label]).output() {
             for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                let _ = std::process::Command::new("docker")
-                    .args(["rm", "-f", id])
-                    .output();
+                let _ = std::process::Command::new("docker").args(["rm", "-f", id]).output();
             }
         }
-        if let Ok(out) = std::process::Command::new("docker")
-            .args(["volume", "ls", "-q", "--filter", &label])
-            .output()
+        if let Ok(out) = std::process::Command::new("docker").args(["volume", "ls", "-q", "--filter", &label]).output()
         {
             for v in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                let _ = std::process::Command::new("docker")
-                    .args(["volume", "rm", "-f", v])
-                    .output();
+                let _ = std::process::Command::new("docker").args(["volume", "rm", "-f", v]).output();
             }
         }
     }
@@ -82,22 +72,11 @@ pub(crate) async fn env(limits: Limits) -> Env {
 /// [`env`] with explicit security settings (e.g. behind a trusted proxy).
 pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
     let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db"))
-        .await
-        .unwrap();
+    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
     db::migrate(&pool).await.unwrap();
-    bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD))
-        .await
-        .unwrap();
+    bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
     let node = format!("node-{:08x}", rand::random::<u32>());
-    let found = gpus::simulated(
-        &node,
-        &SimulatedGpus {
-            count: 4,
-            model: "SIM-A100".into(),
-            memory_mb: 1024,
-        },
-    );
+    let found = gpus::simulated(&node, &SimulatedGpus { count: 4, model: "SIM-A100".into(), memory_mb: 1024 });
     let node_id = cluster::register_node(
         &pool,
         NodeRegistration {
@@ -115,30 +94,21 @@ pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
     .unwrap();
     let engine = Executor::from(DockerExecutor::connect("unix:///var/run/docker.sock").unwrap());
     if let Err(e) = engine.ping().await {
-        panic!("{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`.");
+        panic!(
+            "{e}\nThe Docker Engine is not answering: run `bash scripts/dockerd.sh` and `bash scripts/demo-image.sh`."
+        );
     }
-    images::ensure_default_image(&pool, "devbox", "gantry/devbox:latest", "demo")
-        .await
-        .unwrap();
+    images::ensure_default_image(&pool, "devbox", "gantry/devbox:latest", "demo").await.unwrap();
     let default_group = accounts::ensure_default_group(&pool).await.unwrap();
-    policy::update_group_policy(&pool, None, default_group, 4, 4, &[])
-        .await
-        .unwrap();
-    accounts::create_group(&pool, None, "other", 4)
-        .await
-        .unwrap();
+    policy::update_group_policy(&pool, None, default_group, 4, 4, &[]).await.unwrap();
+    accounts::create_group(&pool, None, "other", 4).await.unwrap();
     let user = |name: &'static str, group: &'static str| {
         let pool = pool.clone();
         async move {
             accounts::create_user(
                 &pool,
                 None,
-                NewUser {
-                    username: name,
-                    password: PASSWORD,
-                    role: Role::User,
-                    group: Some(group),
-                },
+                NewUser { username: name, password: PASSWORD, role: Role::User, group: Some(group) },
             )
             .await
             .unwrap()
@@ -147,12 +117,7 @@ pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
     let alice = user("alice", "default").await;
     user("bob", "default").await;
     user("carol", "other").await;
-    let admin = accounts::list_users(&pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|u| u.username == "admin")
-        .unwrap();
+    let admin = accounts::list_users(&pool).await.unwrap().into_iter().find(|u| u.username == "admin").unwrap();
     let instance = machines::instance_id(&pool).await.unwrap();
 
     let wake = Arc::new(Notify::new());
@@ -167,29 +132,12 @@ pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
         public_origin: None,
         page_cache_ms: router::PAGE_CACHE_MS,
     };
-    let app = router::build_secured(
-        opts,
-        security,
-        limits,
-        pool.clone(),
-        admissions.clone(),
-        wake,
-        dispatcher.fleet.clone(),
-    )
-    .await
-    .unwrap();
+    let app =
+        router::build_secured(opts, security, limits, pool.clone(), admissions.clone(), wake, dispatcher.fleet.clone())
+            .await
+            .unwrap();
     tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
-    Env {
-        _dir: dir,
-        pool,
-        addr,
-        admissions,
-        dispatcher,
-        instance,
-        node_id,
-        alice,
-        admin,
-    }
+    Env { _dir: dir, pool, addr, admissions, dispatcher, instance, node_id, alice, admin }
 }
 
 impl Env {
@@ -200,9 +148,7 @@ impl Env {
     /// Runs every due task to its end, in order.
     async fn drive(&self) {
         loop {
-            let claimed = dispatch::claim(&self.pool, &self.dispatcher.owner, 16)
-                .await
-                .unwrap();
+            let claimed = dispatch::claim(&self.pool, &self.dispatcher.owner, 16).await.unwrap();
             if claimed.is_empty() {
                 return;
             }
@@ -214,11 +160,7 @@ impl Env {
 
     /// A running machine of `owner`: its id and container.
     pub(crate) async fn machine(&self, owner: &User, name: &str) -> (i64, String) {
-        let admitted = self
-            .admissions
-            .create(CreateMachine::new(owner.clone(), name, 1, 1))
-            .await
-            .unwrap();
+        let admitted = self.admissions.create(CreateMachine::new(owner.clone(), name, 1, 1)).await.unwrap();
         self.drive().await;
         let (state, container, message): (String, Option<String>, String) =
             sqlx::query_as("SELECT state, container_id, message FROM machines WHERE id = ?")
@@ -231,26 +173,14 @@ impl Env {
     }
 
     pub(crate) async fn operate(&self, machine_id: i64, kind: TaskKind) {
-        machines::request_operation(
-            &self.pool,
-            &self.admin,
-            OperationRequest {
-                machine_id,
-                kind,
-                keep_volume: false,
-            },
-        )
-        .await
-        .unwrap();
+        machines::request_operation(&self.pool, &self.admin, OperationRequest { machine_id, kind, keep_volume: false })
+            .await
+            .unwrap();
         self.drive().await;
     }
 
     pub(crate) async fn engine(&self) -> Executor {
-        self.dispatcher
-            .fleet
-            .executor(&self.pool, self.node_id)
-            .await
-            .unwrap()
+        self.dispatcher.fleet.executor(&self.pool, self.node_id).await.unwrap()
     }
 
     pub(crate) async fn scalar(&self, sql: &str) -> i64 {
@@ -268,20 +198,12 @@ pub(crate) async fn sign_in(env: &Env, user: &str, password: &str) -> String {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK, "{user} signs in");
-    gantry_testkit::session_cookie(
-        res.headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok()),
-    )
-    .expect("a session cookie")
+    gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()))
+        .expect("a session cookie")
 }
 
 pub(crate) fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
 }
 
 /// Opens the terminal WebSocket; `Err(status)` when refused at the upgrade.
@@ -291,24 +213,16 @@ pub(crate) async fn connect(
     origin: Option<&str>,
     machine_id: i64,
 ) -> Result<Ws, StatusCode> {
-    let mut req = format!(
-        "ws://{}/machines/{machine_id}/terminal?cols=80&rows=24",
-        env.addr
-    )
-    .into_client_request()
-    .unwrap();
+    let mut req =
+        format!("ws://{}/machines/{machine_id}/terminal?cols=80&rows=24", env.addr).into_client_request().unwrap();
     if let Some(c) = cookie {
         req.headers_mut().insert("Cookie", c.parse().unwrap());
     }
-    let origin = origin
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("http://{}", env.addr));
+    let origin = origin.map(str::to_string).unwrap_or_else(|| format!("http://{}", env.addr));
     req.headers_mut().insert("Origin", origin.parse().unwrap());
     match tokio_tungstenite::connect_async(req).await {
         Ok((ws, _)) => Ok(ws),
-        Err(tungstenite::Error::Http(res)) => {
-            Err(StatusCode::from_u16(res.status().as_u16()).unwrap())
-        }
+        Err(tungstenite::Error::Http(res)) => Err(StatusCode::from_u16(res.status().as_u16()).unwrap()),
         Err(e) => panic!("unexpected WebSocket error: {e}"),
     }
 }
@@ -324,17 +238,13 @@ pub(crate) async fn read_until(ws: &mut Ws, needle: &str) -> String {
                     return String::from_utf8_lossy(&seen).into_owned();
                 }
             }
-            Message::Close(frame) => panic!(
-                "closed before {needle:?} ({frame:?}); output: {}",
-                String::from_utf8_lossy(&seen)
-            ),
+            Message::Close(frame) => {
+                panic!("closed before {needle:?} ({frame:?}); output: {}", String::from_utf8_lossy(&seen))
+            }
             _ => {}
         }
     }
-    panic!(
-        "the terminal ended before {needle:?}; output: {}",
-        String::from_utf8_lossy(&seen)
-    );
+    panic!("the terminal ended before {needle:?}; output: {}", String::from_utf8_lossy(&seen));
 }
 
 /// Reads until the server's close frame (its code and reason), then until
@@ -345,10 +255,7 @@ pub(crate) async fn close_frame(ws: &mut Ws) -> (u16, String) {
     while let Some(msg) = ws.next().await {
         match msg {
             Ok(Message::Close(f)) => {
-                frame = Some(
-                    f.map(|f| (u16::from(f.code), f.reason.to_string()))
-                        .unwrap_or_default(),
-                )
+                frame = Some(f.map(|f| (u16::from(f.code), f.reason.to_string())).unwrap_or_default())
             }
             Ok(_) => {}
             Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => break,
@@ -363,9 +270,7 @@ pub(crate) async fn close_frame(ws: &mut Ws) -> (u16, String) {
 }
 
 pub(crate) async fn type_line(ws: &mut Ws, line: &str) {
-    ws.send(Message::Binary(format!("{line}\r").into_bytes().into()))
-        .await
-        .unwrap();
+    ws.send(Message::Binary(format!("{line}\r").into_bytes().into())).await.unwrap();
 }
 
 gantry_testkit::timed_test! {
@@ -448,23 +353,14 @@ gantry_testkit::timed_test! {
 
 /// Like `connect`, but a refusal comes with the response's text.
 async fn try_connect(env: &Env, cookie: &str, machine_id: i64) -> Result<Ws, (StatusCode, String)> {
-    let mut req = format!(
-        "ws://{}/machines/{machine_id}/terminal?cols=80&rows=24",
-        env.addr
-    )
-    .into_client_request()
-    .unwrap();
+    let mut req =
+        format!("ws://{}/machines/{machine_id}/terminal?cols=80&rows=24", env.addr).into_client_request().unwrap();
     req.headers_mut().insert("Cookie", cookie.parse().unwrap());
-    req.headers_mut()
-        .insert("Origin", format!("http://{}", env.addr).parse().unwrap());
+    req.headers_mut().insert("Origin", format!("http://{}", env.addr).parse().unwrap());
     match tokio_tungstenite::connect_async(req).await {
         Ok((ws, _)) => Ok(ws),
         Err(tungstenite::Error::Http(res)) => {
-            let text = res
-                .body()
-                .as_deref()
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default();
+            let text = res.body().as_deref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
             Err((StatusCode::from_u16(res.status().as_u16()).unwrap(), text))
         }
         Err(e) => panic!("unexpected WebSocket error: {e}"),
@@ -812,18 +708,17 @@ async fn workspace_info(env: &Env, cookie: &str, id: i64) -> serde_json::Value {
 async fn raw_post(addr: SocketAddr, path: &str, headers: &str, body: &[u8]) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n", body.len());
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n{headers}\r\n",
+        body.len()
+    );
     sock.write_all(head.as_bytes()).await.unwrap();
     // A write cut short: the server answered early and closed.
     let _ = sock.write_all(body).await;
     let mut answer = Vec::new();
     let _ = sock.read_to_end(&mut answer).await;
     let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let status = answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, answer)
 }
 
@@ -832,10 +727,8 @@ pub(crate) async fn next_event(body: &mut reqwest::Response, buf: &mut String) -
     loop {
         if let Some(end) = buf.find("\n\n") {
             let event: String = buf.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
-                .collect();
+            let data: Vec<&str> =
+                event.lines().filter_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:"))).collect();
             if !data.is_empty() {
                 return Some(data.join("\n"));
             }

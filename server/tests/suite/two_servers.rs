@@ -37,7 +37,12 @@ impl Server {
     }
 
     async fn create(&self, name: &str) -> i64 {
-        let body = self.call("create_machine", &[("name", name), ("image_id", ""), ("gpu_count", "1"), ("gpu_model", ""), ("volume_size_gb", "1")]).await;
+        let body = self
+            .call(
+                "create_machine",
+                &[("name", name), ("image_id", ""), ("gpu_count", "1"), ("gpu_model", ""), ("volume_size_gb", "1")],
+            )
+            .await;
         serde_json::from_str::<serde_json::Value>(&body).unwrap()["machine_id"].as_i64().unwrap()
     }
 
@@ -51,7 +56,11 @@ impl Server {
 async fn settle(pool: &db::Pool, within: Duration) {
     let deadline = Instant::now() + within;
     loop {
-        let open: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE state IN ('pending', 'scheduled', 'running')").fetch_one(pool).await.unwrap();
+        let open: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE state IN ('pending', 'scheduled', 'running')")
+                .fetch_one(pool)
+                .await
+                .unwrap();
         if open == 0 {
             return;
         }

@@ -17,7 +17,8 @@ pub struct Cluster {
 /// `owner` owns the machine "cooker", whose GPU follows `pattern`;
 /// `passes` sampling passes 10 s apart end now.
 pub async fn cluster(pool: &Pool, owner: &str, pattern: &str, passes: i64) -> Cluster {
-    let found = gpus::simulated("mnode", &gpus::SimulatedGpus { count: 2, model: "SIM \"A100\"".into(), memory_mb: 1024 });
+    let found =
+        gpus::simulated("mnode", &gpus::SimulatedGpus { count: 2, model: "SIM \"A100\"".into(), memory_mb: 1024 });
     let reg = NodeRegistration {
         name: "mnode",
         region_code: "local",

@@ -33,22 +33,35 @@ pub fn explain(d: &Decision, state: &str, message: &str) -> Explanation {
         format!("Both: {}.", list(&d.intersection)),
     ];
     match &d.outcome {
-        Outcome::Rejected { reason } => Explanation { heading: "Why refused".into(), summary: capitalise(reason), details: Vec::new() },
+        Outcome::Rejected { reason } => {
+            Explanation { heading: "Why refused".into(), summary: capitalise(reason), details: Vec::new() }
+        }
         Outcome::Pending { reason } => {
             let mut details = sets;
-            details.push("The task is checked again whenever resources free up; the oldest waiting task of a group goes first.".into());
+            details.push(
+                "The task is checked again whenever resources free up; the oldest waiting task of a group goes first."
+                    .into(),
+            );
             Explanation { heading: "Why pending".into(), summary: capitalise(reason), details }
         }
         Outcome::Placed { region, reference, .. } if state == "pending" => {
             let mut details = sets;
             details.push(format!("Region {region} was chosen (image {reference}); the task waits and is tried again."));
-            let summary = if message.is_empty() { format!("Region {region} was chosen but could not take the task yet.") } else { capitalise(message) };
+            let summary = if message.is_empty() {
+                format!("Region {region} was chosen but could not take the task yet.")
+            } else {
+                capitalise(message)
+            };
             Explanation { heading: "Why pending".into(), summary, details }
         }
         Outcome::Placed { region, reference, .. } => {
             let mut details = sets;
             details.push(format!("Shuffled with seed {}: {}; chose {region}.", d.seed, list(&d.shuffled)));
-            Explanation { heading: "Why here".into(), summary: format!("Runs in region {region}, from image {reference}."), details }
+            Explanation {
+                heading: "Why here".into(),
+                summary: format!("Runs in region {region}, from image {reference}."),
+                details,
+            }
         }
     }
 }
@@ -78,7 +91,11 @@ mod tests {
 
     #[test]
     fn placed_names_the_sets_and_the_shuffle() {
-        let d = decision(Outcome::Placed { region: "local".into(), region_image_id: 1, reference: "gantry/devbox:latest".into() });
+        let d = decision(Outcome::Placed {
+            region: "local".into(),
+            region_image_id: 1,
+            reference: "gantry/devbox:latest".into(),
+        });
         let e = explain(&d, "running", "");
         assert_eq!(e.heading, "Why here");
         assert_eq!(e.summary, "Runs in region local, from image gantry/devbox:latest.");
@@ -95,7 +112,14 @@ mod tests {
 
     #[test]
     fn pending_gives_the_reason_and_refused_only_the_reason() {
-        let d = Decision { resource_set: vec![], intersection: vec![], shuffled: vec![], ..decision(Outcome::Pending { reason: "regions with a matching image: eu, local; none has 4 free GPU(s)".into() }) };
+        let d = Decision {
+            resource_set: vec![],
+            intersection: vec![],
+            shuffled: vec![],
+            ..decision(Outcome::Pending {
+                reason: "regions with a matching image: eu, local; none has 4 free GPU(s)".into(),
+            })
+        };
         let e = explain(&d, "pending", "");
         assert_eq!(e.heading, "Why pending");
         assert_eq!(e.summary, "Regions with a matching image: eu, local; none has 4 free GPU(s)");
@@ -103,16 +127,26 @@ mod tests {
 
         let d = decision(Outcome::Rejected { reason: "no image matches framework X 1 / interpreter Y 2".into() });
         let e = explain(&d, "failed", "no image matches framework X 1 / interpreter Y 2");
-        assert_eq!((e.heading.as_str(), e.summary.as_str()), ("Why refused", "No image matches framework X 1 / interpreter Y 2"));
+        assert_eq!(
+            (e.heading.as_str(), e.summary.as_str()),
+            ("Why refused", "No image matches framework X 1 / interpreter Y 2")
+        );
         assert!(e.details.is_empty());
     }
 
     #[test]
     fn chosen_but_refused_by_admission_waits_with_the_message() {
         let d = decision(Outcome::Placed { region: "local".into(), region_image_id: 1, reference: "img".into() });
-        let e = explain(&d, "pending", "region local chosen, but: group default holds 2 of 2 GPUs; this machine asks for 1");
+        let e = explain(
+            &d,
+            "pending",
+            "region local chosen, but: group default holds 2 of 2 GPUs; this machine asks for 1",
+        );
         assert_eq!(e.heading, "Why pending");
         assert_eq!(e.summary, "Region local chosen, but: group default holds 2 of 2 GPUs; this machine asks for 1");
-        assert_eq!(e.details.last().unwrap(), "Region local was chosen (image img); the task waits and is tried again.");
+        assert_eq!(
+            e.details.last().unwrap(),
+            "Region local was chosen (image img); the task waits and is tried again."
+        );
     }
 }

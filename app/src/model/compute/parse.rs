@@ -68,7 +68,12 @@ pub fn parse_time_limit(value: &str, unit: &str) -> Result<i64, String> {
     let per = match unit.trim() {
         "s" => 1,
         "" | "min" => 60,
-        other => return Err(format!("unknown time unit \"{}\" (expected s or min)", other.chars().take(16).collect::<String>())),
+        other => {
+            return Err(format!(
+                "unknown time unit \"{}\" (expected s or min)",
+                other.chars().take(16).collect::<String>()
+            ))
+        }
     };
     let n = match value.trim() {
         "" => return Ok(DEFAULT_TIME_LIMIT_MIN * 60),
@@ -93,7 +98,10 @@ mod tests {
     fn argv_is_one_argument_per_line() {
         let got = parse_command("echo\r\nhello-from-gantry\n\n  two words  \n", false).unwrap();
         assert_eq!(got, CommandInput::Argv(vec!["echo".into(), "hello-from-gantry".into(), "two words".into()]));
-        assert_eq!(parse_command("  \n", false).unwrap_err(), "type the command: the program on the first line, then one argument per line");
+        assert_eq!(
+            parse_command("  \n", false).unwrap_err(),
+            "type the command: the program on the first line, then one argument per line"
+        );
         assert_eq!(
             parse_command("echo hello", false).unwrap_err(),
             "\"echo hello\" would run a program of that whole name: put each argument on its own line, or tick \"shell\""
@@ -102,7 +110,10 @@ mod tests {
 
     #[test]
     fn shell_keeps_the_script_whole() {
-        assert_eq!(parse_command(" echo a | wc -c\r\necho b ", true), Ok(CommandInput::Shell("echo a | wc -c\necho b".into())));
+        assert_eq!(
+            parse_command(" echo a | wc -c\r\necho b ", true),
+            Ok(CommandInput::Shell("echo a | wc -c\necho b".into()))
+        );
         assert_eq!(parse_command("echo hello", true), Ok(CommandInput::Shell("echo hello".into())));
         assert_eq!(parse_command("   ", true).unwrap_err(), "type the shell script to run");
     }
@@ -119,7 +130,10 @@ mod tests {
         assert_eq!(parse_time_limit("-5", "min").unwrap_err(), "time limit must be between 1 second and 7 days");
         assert_eq!(parse_time_limit("10081", "min").unwrap_err(), "time limit must be between 1 second and 7 days");
         assert_eq!(parse_time_limit("10080", "min"), Ok(TIME_LIMIT_MAX_SECS));
-        assert_eq!(parse_time_limit(&i64::MAX.to_string(), "min").unwrap_err(), "time limit must be between 1 second and 7 days");
+        assert_eq!(
+            parse_time_limit(&i64::MAX.to_string(), "min").unwrap_err(),
+            "time limit must be between 1 second and 7 days"
+        );
         assert_eq!(parse_time_limit("5", "h").unwrap_err(), "unknown time unit \"h\" (expected s or min)");
     }
 

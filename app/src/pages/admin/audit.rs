@@ -15,7 +15,8 @@ const FILTERS: [&str; 4] = ["actor", "action", "since", "until"];
 
 /// The query string of the current filters, with `before` for a page.
 fn query(filters: &[(String, String)], before: Option<i64>) -> String {
-    let mut pairs: Vec<String> = filters.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", encode(v))).collect();
+    let mut pairs: Vec<String> =
+        filters.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", encode(v))).collect();
     if let Some(b) = before {
         pairs.push(format!("before={b}"));
     }
@@ -38,7 +39,8 @@ fn encode(v: &str) -> String {
 #[component]
 pub fn AuditPage() -> impl IntoView {
     let q = use_query_map();
-    let filters = Memo::new(move |_| q.with(|q| FILTERS.map(|k| (k.to_string(), q.get(k).unwrap_or_default())).to_vec()));
+    let filters =
+        Memo::new(move |_| q.with(|q| FILTERS.map(|k| (k.to_string(), q.get(k).unwrap_or_default())).to_vec()));
     let before = Memo::new(move |_| q.with(|q| q.get("before")));
     let rows = Resource::new(
         move || (filters.get(), before.get()),
@@ -55,7 +57,9 @@ pub fn AuditPage() -> impl IntoView {
             audit_page(get("actor"), get("action"), get("since"), get("until"), before).await
         },
     );
-    let value = move |k: &'static str| filters.with(|f| f.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default());
+    let value = move |k: &'static str| {
+        filters.with(|f| f.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default())
+    };
     view! {
         <Title text="Audit log"/>
         <h1>"Audit log"</h1>
@@ -84,7 +88,8 @@ fn AuditTable(page: AuditPageView, filters: Vec<(String, String)>, first: bool) 
         return view! { <p class="muted" data-testid="audit-empty">"Nothing in the log matches."</p> }.into_any();
     }
     let newer = (!first).then(|| view! { <a href=query(&filters, None)>"Newest"</a> });
-    let older = page.next_before.map(|b| view! { <a href=query(&filters, Some(b)) data-testid="audit-older">"Older →"</a> });
+    let older =
+        page.next_before.map(|b| view! { <a href=query(&filters, Some(b)) data-testid="audit-older">"Older →"</a> });
     view! {
         <table class="table" data-testid="audit">
             <thead><tr><th>"When (UTC)"</th><th>"Who"</th><th>"What"</th><th>"Detail"</th></tr></thead>

@@ -15,7 +15,8 @@ pub fn CataloguePage() -> impl IntoView {
     let create = ServerAction::<CreateMasterImage>::new();
     let link = ServerAction::<LinkImage>::new();
     let unlink = ServerAction::<UnlinkImage>::new();
-    let data = Resource::new(move || (create.version().get(), link.version().get(), unlink.version().get()), |_| catalogue());
+    let data =
+        Resource::new(move || (create.version().get(), link.version().get(), unlink.version().get()), |_| catalogue());
     view! {
         <Title text="Catalogue"/>
         <h1>"Master image catalogue"</h1>
@@ -67,8 +68,14 @@ pub fn CataloguePage() -> impl IntoView {
 /// One master image: its combination, its links (each with Unlink), and a
 /// form to link one more region image.
 #[component]
-fn MasterCard(m: MasterImageRow, images: Vec<RegionImageRow>, link: ServerAction<LinkImage>, unlink: ServerAction<UnlinkImage>) -> impl IntoView {
-    let (linked, free): (Vec<RegionImageRow>, Vec<RegionImageRow>) = images.into_iter().partition(|i| m.links.contains(&i.id));
+fn MasterCard(
+    m: MasterImageRow,
+    images: Vec<RegionImageRow>,
+    link: ServerAction<LinkImage>,
+    unlink: ServerAction<UnlinkImage>,
+) -> impl IntoView {
+    let (linked, free): (Vec<RegionImageRow>, Vec<RegionImageRow>) =
+        images.into_iter().partition(|i| m.links.contains(&i.id));
     let id = m.id;
     let select_label = format!("Region image to link to {}", m.name);
     let links = if linked.is_empty() {

@@ -60,7 +60,11 @@ fn StorageRow(row: GroupStorageRow, set: ServerAction<SetDatasetQuota>) -> impl 
         0 => format_bytes(row.used_bytes),
         r => format!("{} (+{} uploading)", format_bytes(row.used_bytes), format_bytes(r)),
     };
-    let quota = if row.own_quota { format_bytes(row.quota_bytes) } else { format!("{} (default)", format_bytes(row.quota_bytes)) };
+    let quota = if row.own_quota {
+        format_bytes(row.quota_bytes)
+    } else {
+        format!("{} (default)", format_bytes(row.quota_bytes))
+    };
     let gb = format!("{}", (row.quota_bytes as f64 / (1u64 << 30) as f64 * 100.0).round() / 100.0);
     let (group, label) = (row.group.clone(), format!("dataset quota of {} in GB", row.group));
     view! {

@@ -131,14 +131,22 @@ impl Policy {
         let region_ids: Vec<i64> = regions.iter().map(|(id, _)| *id).collect();
         Policy {
             images: choices.images.iter().map(|(id, n)| (*id, n.clone(), image_ids.contains(id))).collect(),
-            regions: choices.regions.iter().map(|(id, code, n)| (*id, format!("{code} ({n})"), region_ids.contains(id))).collect(),
+            regions: choices
+                .regions
+                .iter()
+                .map(|(id, code, n)| (*id, format!("{code} ({n})"), region_ids.contains(id)))
+                .collect(),
             group,
         }
     }
 }
 
 #[component]
-fn PolicyForms(groups: Polled<Vec<GroupRow>>, access: Polled<GroupAccessChoices>, update: ServerAction<UpdateGroup>) -> impl IntoView {
+fn PolicyForms(
+    groups: Polled<Vec<GroupRow>>,
+    access: Polled<GroupAccessChoices>,
+    update: ServerAction<UpdateGroup>,
+) -> impl IntoView {
     // Without the groups' current images and regions the forms would post
     // empty lists, which mean "all": no form then, rather than one that
     // widens a group.
@@ -204,7 +212,12 @@ fn GroupPolicyForm(policy: Policy, update: ServerAction<UpdateGroup>) -> impl In
 /// hidden empty entry makes the form send the field even with none ticked,
 /// which the server reads as "all"; ids of the ticked ones follow.
 #[component]
-fn AccessChecks(legend: &'static str, field: &'static str, testid: &'static str, choices: Vec<(i64, String, bool)>) -> impl IntoView {
+fn AccessChecks(
+    legend: &'static str,
+    field: &'static str,
+    testid: &'static str,
+    choices: Vec<(i64, String, bool)>,
+) -> impl IntoView {
     view! {
         <fieldset class="checks" data-testid=testid>
             <legend>{legend} <span class="muted small">" · none ticked = all"</span></legend>

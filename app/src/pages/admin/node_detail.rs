@@ -2,7 +2,10 @@
 
 use crate::{
     api::telemetry::node_chart,
-    components::{poll::{poll_guarded, tracked}, polled::last_good},
+    components::{
+        poll::{poll_guarded, tracked},
+        polled::last_good,
+    },
     pages::machines::charts::{query_range, ChartPair, RangeLinks},
 };
 use leptos::prelude::*;

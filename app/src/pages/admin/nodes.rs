@@ -49,7 +49,15 @@ pub fn NodesPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let in_flight = RwSignal::new(false);
     let nodes = Resource::new(
-        move || (tick.get(), add.version().get(), set_state.version().get(), mark_lost.version().get(), remove.version().get()),
+        move || {
+            (
+                tick.get(),
+                add.version().get(),
+                set_state.version().get(),
+                mark_lost.version().get(),
+                remove.version().get(),
+            )
+        },
         move |_| tracked(in_flight, list_nodes()),
     );
     // Heartbeats and free GPUs change on their own; refresh now and then.
@@ -98,13 +106,16 @@ fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
     // an admin's half-made choice in a row's state select is not rebuilt.
     // A failed refetch (the network, a busy server) keeps the rows too.
     let ids = stable(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
-        let now = nodes.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone)));
+        let now = nodes.with(|r| {
+            r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|n| n.id).collect::<Vec<_>>()).map_err(Clone::clone))
+        });
         match (now, prev.cloned().flatten()) {
             (None, last) | (Some(Err(_)), last @ Some(Ok(_))) => last,
             (now, _) => now,
         }
     });
-    move || match ids.get()? {
+    move || {
+        match ids.get()? {
         Ok(ids) if ids.is_empty() => Some(view! { <p class="muted" data-testid="no-nodes">"No worker nodes have registered yet."</p> }.into_any()),
         Ok(ids) => Some(
             view! {
@@ -124,22 +135,34 @@ fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
         ),
         Err(e) => Some(view! { <p class="form-error">{e.to_string()}</p> }.into_any()),
     }
+    }
 }
 
 #[component]
 fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
     // The row's latest data; a node missing from one answer keeps its last.
     let row = stable(move |prev: Option<&NodeRow>| {
-        let latest = nodes.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|n| n.id == id).cloned()));
+        let latest = nodes
+            .with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|n| n.id == id).cloned()));
         latest.or_else(|| prev.cloned()).unwrap_or_default()
     });
     let state = stable(move |_| row.with(|n| n.state.clone()));
     let lost = stable(move |_| state.get() == NodeState::Lost.as_str());
     let name = row.with_untracked(|n| n.name.clone());
-    let badge = move || format!("badge node {}", state.get().parse::<NodeState>().map(NodeState::as_str).unwrap_or("unknown"));
-    let heartbeat = move || row.with(|n| if n.last_heartbeat > 0 { gantry_core::time::format_utc(n.last_heartbeat) } else { "never".to_string() });
+    let badge =
+        move || format!("badge node {}", state.get().parse::<NodeState>().map(NodeState::as_str).unwrap_or("unknown"));
+    let heartbeat = move || {
+        row.with(|n| {
+            if n.last_heartbeat > 0 {
+                gantry_core::time::format_utc(n.last_heartbeat)
+            } else {
+                "never".to_string()
+            }
+        })
+    };
     let stale = move || {
-        (!row.with(|n| n.heartbeat_fresh) && !lost.get()).then(|| view! { " " {tag("stale", "no recent heartbeat: the node takes no new machines")} })
+        (!row.with(|n| n.heartbeat_fresh) && !lost.get())
+            .then(|| view! { " " {tag("stale", "no recent heartbeat: the node takes no new machines")} })
     };
     let simulated = move || {
         row.with(|n| n.simulated)
@@ -155,9 +178,12 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
     let removing = actions.remove.pending();
     let manage = {
         let name = name.clone();
-        move || if lost.get() {
-            let question = format!("Remove node {name}? It is forgotten for good: leftovers on its engine are no longer collected.");
-            view! {
+        move || {
+            if lost.get() {
+                let question = format!(
+                    "Remove node {name}? It is forgotten for good: leftovers on its engine are no longer collected."
+                );
+                view! {
                 <span class="muted small">"its machines were released"</span>
                 <ActionForm action=actions.remove attr:class="inline" attr:data-testid="node-remove">
                     <input type="hidden" name="node_id" value=id/>
@@ -166,8 +192,9 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
                         disabled=move || removing.get() data-confirm=question>"Remove"</button>
                 </ActionForm>
             }.into_any()
-        } else {
-            view! { <NodeForms id=id name=name.clone() state=state set_state=actions.set_state mark_lost=actions.mark_lost/> }.into_any()
+            } else {
+                view! { <NodeForms id=id name=name.clone() state=state set_state=actions.set_state mark_lost=actions.mark_lost/> }.into_any()
+            }
         }
     };
     view! {
@@ -194,8 +221,15 @@ fn NodeLine(id: i64, nodes: Nodes, actions: NodeActions) -> impl IntoView {
 /// A live node's two forms: set its state, or mark it lost (a reason and a
 /// ticked checkbox, which works without JavaScript too).
 #[component]
-fn NodeForms(id: i64, name: String, state: Signal<String>, set_state: ServerAction<SetNodeState>, mark_lost: ServerAction<MarkNodeLost>) -> impl IntoView {
-    let (state_label, reason_label, lost_label) = (format!("State of {name}"), format!("State reason for {name}"), format!("Why {name} is lost"));
+fn NodeForms(
+    id: i64,
+    name: String,
+    state: Signal<String>,
+    set_state: ServerAction<SetNodeState>,
+    mark_lost: ServerAction<MarkNodeLost>,
+) -> impl IntoView {
+    let (state_label, reason_label, lost_label) =
+        (format!("State of {name}"), format!("State reason for {name}"), format!("Why {name} is lost"));
     view! {
         <div class="stack node-forms">
             <ActionForm action=set_state attr:class="inline" attr:data-testid="node-set-state">

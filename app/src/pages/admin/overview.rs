@@ -7,8 +7,8 @@ use crate::{
     api::telemetry::cluster_overview,
     components::{
         chart_heatmap::Heatmap,
-        polled::last_good,
         poll::{poll_guarded, tracked},
+        polled::last_good,
     },
     model::telemetry::GroupUsage,
 };
@@ -21,7 +21,11 @@ use leptos_router::hooks::use_query_map;
 pub fn OverviewPage() -> impl IntoView {
     let query = use_query_map();
     let period = Memo::new(move |_| {
-        query.with(|q| q.get("period").filter(|p| gantry_core::telemetry::usage_period_ms(p).is_some()).unwrap_or_else(|| "24h".into()))
+        query.with(|q| {
+            q.get("period")
+                .filter(|p| gantry_core::telemetry::usage_period_ms(p).is_some())
+                .unwrap_or_else(|| "24h".into())
+        })
     });
     let tick = RwSignal::new(0u64);
     let in_flight = RwSignal::new(false);

@@ -19,7 +19,11 @@ use leptos_meta::Title;
 
 fn minutes(secs: i64) -> String {
     let m = secs as f64 / 60.0;
-    if m.fract() == 0.0 { format!("{m:.0}") } else { format!("{m:.2}") }
+    if m.fract() == 0.0 {
+        format!("{m:.0}")
+    } else {
+        format!("{m:.2}")
+    }
 }
 
 #[component]
@@ -27,7 +31,10 @@ pub fn ReclaimPage() -> impl IntoView {
     let save = ServerAction::<SaveReclaimSettings>::new();
     let exempt = ServerAction::<SetReclaimExempt>::new();
     let query = use_list_query();
-    let data = Resource::new(move || (save.version().get(), exempt.version().get(), query.get()), |(_, _, q)| reclaim_admin(q.page));
+    let data = Resource::new(
+        move || (save.version().get(), exempt.version().get(), query.get()),
+        |(_, _, q)| reclaim_admin(q.page),
+    );
     view! {
         <Title text="Reclaim"/>
         <h1>"Idle reclaim and hot GPUs"</h1>
@@ -38,7 +45,12 @@ pub fn ReclaimPage() -> impl IntoView {
 }
 
 #[component]
-fn ReclaimAdmin(data: Polled<ReclaimAdminView>, save: ServerAction<SaveReclaimSettings>, exempt: ServerAction<SetReclaimExempt>, query: Memo<ListQuery>) -> impl IntoView {
+fn ReclaimAdmin(
+    data: Polled<ReclaimAdminView>,
+    save: ServerAction<SaveReclaimSettings>,
+    exempt: ServerAction<SetReclaimExempt>,
+    query: Memo<ListQuery>,
+) -> impl IntoView {
     // The settings as a keyed list of one: the form is rebuilt only when
     // the stored settings changed, not at every exemption's answer.
     let settings = kept_rows(move || data.get().map(|r| r.map(|d| vec![(d.reclaim, d.hot)])), |_| ());

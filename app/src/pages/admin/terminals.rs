@@ -7,8 +7,8 @@ use crate::{
     api::terminals::{terminal_sessions, CloseTerminal, TerminalSessionRow},
     components::{
         form_error::{error_text, FormError},
-        polled::busy_when,
         poll::poll,
+        polled::busy_when,
     },
 };
 use gantry_core::time::format_utc;

@@ -18,7 +18,10 @@ use crate::{
         polled::Polled,
     },
     error::AppError,
-    model::{lists::{ListQuery, UsersWindow}, GroupRow, UserRow},
+    model::{
+        lists::{ListQuery, UsersWindow},
+        GroupRow, UserRow,
+    },
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -46,7 +49,13 @@ pub fn UsersPage() -> impl IntoView {
     let query = use_list_query();
     let users = Resource::new(
         move || {
-            let versions = (create.version().get(), actions.enabled.version().get(), actions.reset.version().get(), actions.role.version().get(), actions.group.version().get());
+            let versions = (
+                create.version().get(),
+                actions.enabled.version().get(),
+                actions.reset.version().get(),
+                actions.role.version().get(),
+                actions.group.version().get(),
+            );
             (versions, query.get())
         },
         |(_, q)| users_window(q.state, q.user, q.group, q.page),
@@ -64,8 +73,18 @@ pub fn UsersPage() -> impl IntoView {
     let a = actions;
     let outcome = move || {
         answer(a.enabled)
-            .map(|u| format!("{} is now {}", u.username, if u.disabled { "disabled; their sessions ended" } else { "enabled" }))
-            .or_else(|| answer(a.reset).map(|u| format!("{} has a temporary password; they must change it at their next sign-in", u.username)))
+            .map(|u| {
+                format!(
+                    "{} is now {}",
+                    u.username,
+                    if u.disabled { "disabled; their sessions ended" } else { "enabled" }
+                )
+            })
+            .or_else(|| {
+                answer(a.reset).map(|u| {
+                    format!("{} has a temporary password; they must change it at their next sign-in", u.username)
+                })
+            })
             .or_else(|| answer(a.role).map(|u| format!("{} is now {}", u.username, u.role)))
             .or_else(|| answer(a.group).map(|u| format!("{} is now in group {}", u.username, u.group)))
     };
@@ -144,7 +163,12 @@ struct UserItem {
 }
 
 #[component]
-fn UserTable(users: Polled<UsersWindow>, groups: Polled<Vec<GroupRow>>, query: Memo<ListQuery>, actions: UserActions) -> impl IntoView {
+fn UserTable(
+    users: Polled<UsersWindow>,
+    groups: Polled<Vec<GroupRow>>,
+    query: Memo<ListQuery>,
+    actions: UserActions,
+) -> impl IntoView {
     let rows = kept_rows(
         move || {
             let (users, groups) = (users.get(), groups.get());
@@ -178,7 +202,8 @@ fn UserLine(u: UserRow, groups: Vec<String>, actions: UserActions) -> impl IntoV
     let status = u.disabled.then(|| view! { " " <span class="tag warn" data-testid="user-disabled">"disabled"</span> });
     let temporary = u.must_change_password.then(|| view! { " " <span class="tag" title="must choose a new password at the next sign-in">"temporary password"</span> });
     let role = u.role.to_string();
-    let (role_label, group_label, reset_label) = (format!("Role of {name}"), format!("Group of {name}"), format!("Temporary password for {name}"));
+    let (role_label, group_label, reset_label) =
+        (format!("Role of {name}"), format!("Group of {name}"), format!("Temporary password for {name}"));
     let shown = name.clone();
     view! {
         <tr data-testid="user-row" data-name=name>

@@ -9,14 +9,16 @@ use crate::{
     api::compute::{compute_detail, CancelCompute},
     components::{
         form_error::{error_text, FormError},
-        polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         poll::poll,
+        polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         stable::stable,
         status::task_state_badge,
     },
     error::AppError,
     model::{
-        compute::{command_text, compute_cancellable, resources_label, task_combo, ComputeDetail, ComputeRow, Explanation},
+        compute::{
+            command_text, compute_cancellable, resources_label, task_combo, ComputeDetail, ComputeRow, Explanation,
+        },
         machines::task_busy,
     },
     use_session,
@@ -101,7 +103,8 @@ fn TaskView(data: Signal<Option<ComputeDetail>>, cancel: ServerAction<CancelComp
     let busy = stable(move |_| task_busy(&state.get()));
     // The task's name, id, requester and command do not change.
     let (id, name, requester) = task.with_untracked(|t| (t.id, t.name.clone(), t.requester.clone()));
-    let (shell, command) = data.with_untracked(|d| command_text(d.as_ref().map(|d| d.command.as_slice()).unwrap_or_default()));
+    let (shell, command) =
+        data.with_untracked(|d| command_text(d.as_ref().map(|d| d.command.as_slice()).unwrap_or_default()));
     let me = use_session().0;
     let mine = me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == requester));
     let may_cancel = stable(move |_| mine && compute_cancellable(&state.get()));

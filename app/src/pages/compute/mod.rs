@@ -15,8 +15,8 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
-        polled::busy_when,
         poll::poll,
+        polled::busy_when,
         status::task_state_badge,
     },
     model::{
@@ -86,7 +86,8 @@ pub fn ComputePage() -> impl IntoView {
 #[component]
 fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, filtered: bool) -> impl IntoView {
     if tasks.is_empty() && filtered {
-        return view! { <p class="muted" data-testid="no-compute-tasks">"No compute task matches these filters."</p> }.into_any();
+        return view! { <p class="muted" data-testid="no-compute-tasks">"No compute task matches these filters."</p> }
+            .into_any();
     }
     if tasks.is_empty() {
         return view! { <p class="muted" data-testid="no-compute-tasks">"No compute tasks yet."</p> }.into_any();
@@ -94,7 +95,8 @@ fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, fil
     let me = use_session().0;
     // The server decides; this only hides a button it would refuse.
     let may_cancel = move |t: &ComputeRow| {
-        compute_cancellable(&t.state) && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
+        compute_cancellable(&t.state)
+            && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
     };
     let pending = cancel.pending();
     view! {

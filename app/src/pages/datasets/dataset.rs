@@ -35,7 +35,12 @@ pub fn DatasetPage() -> impl IntoView {
 }
 
 #[component]
-fn Detail(detail: DatasetDetail, create: ServerAction<CreateDatasetVersion>, seal: ServerAction<SealDatasetVersion>, delete: ServerAction<DeleteDatasetVersion>) -> impl IntoView {
+fn Detail(
+    detail: DatasetDetail,
+    create: ServerAction<CreateDatasetVersion>,
+    seal: ServerAction<SealDatasetVersion>,
+    delete: ServerAction<DeleteDatasetVersion>,
+) -> impl IntoView {
     let DatasetDetail { dataset: d, versions, may_write } = detail;
     let code = d.code.clone();
     view! {

@@ -14,7 +14,12 @@ use gantry_core::time::format_utc;
 use leptos::prelude::*;
 
 #[component]
-pub fn UploadsInProgress(code: String, version: String, uploads: Vec<UploadInProgressRow>, cancel: ServerAction<CancelDatasetUpload>) -> impl IntoView {
+pub fn UploadsInProgress(
+    code: String,
+    version: String,
+    uploads: Vec<UploadInProgressRow>,
+    cancel: ServerAction<CancelDatasetUpload>,
+) -> impl IntoView {
     if uploads.is_empty() {
         return ().into_any();
     }

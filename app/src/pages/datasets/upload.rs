@@ -6,13 +6,13 @@
 //! the server redirects back.
 
 use crate::model::datasets::{encode, rate_label};
+use gantry_core::datasets::format_bytes;
+use leptos::prelude::*;
 #[cfg(feature = "hydrate")]
 use {
     super::{upload_browser as browser, upload_cancel},
     crate::model::datasets::{download_url, resumable_url},
 };
-use gantry_core::datasets::format_bytes;
-use leptos::prelude::*;
 
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
@@ -155,7 +155,11 @@ fn UploadRow(item: Item, cancel: impl Fn(usize) + Copy + Send + Sync + 'static) 
     let figures = move || {
         let s = sent.get();
         let pct = if total > 0.0 { (s / total * 100.0).floor() } else { 100.0 };
-        let rate = if phase.get() == Phase::Sending { rate_label(s, total, (now_ms() - started_ms) / 1000.0) } else { String::new() };
+        let rate = if phase.get() == Phase::Sending {
+            rate_label(s, total, (now_ms() - started_ms) / 1000.0)
+        } else {
+            String::new()
+        };
         let sep = if rate.is_empty() { "" } else { " · " };
         format!("{} of {} ({pct} %){sep}{rate}", format_bytes(s as u64), format_bytes(total as u64))
     };

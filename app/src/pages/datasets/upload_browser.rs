@@ -48,7 +48,10 @@ pub fn files_of_input(input: &HtmlInputElement) -> Vec<File> {
 }
 
 pub fn files_of_drop(ev: &web_sys::DragEvent) -> Vec<File> {
-    ev.data_transfer().and_then(|d| d.files()).map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect()).unwrap_or_default()
+    ev.data_transfer()
+        .and_then(|d| d.files())
+        .map(|l| (0..l.length()).filter_map(|i| l.get(i)).collect())
+        .unwrap_or_default()
 }
 
 /// One file's transfer.
@@ -69,8 +72,12 @@ struct Job {
 pub fn send(file: File, url: String, replace: bool, item: Item, handles: Handles, done: impl Fn() + 'static) {
     let done: Rc<dyn Fn()> = Rc::new(done);
     fingerprint(&file.clone(), move |fingerprint| match fingerprint {
-        Some(fingerprint) => begin(Rc::new(Job { file, url, replace, item, handles, done, tries: Cell::new(0), fingerprint })),
-        None if item.phase.get_untracked() == Phase::Sending => item.phase.set(Phase::Failed("could not read the file".into())),
+        Some(fingerprint) => {
+            begin(Rc::new(Job { file, url, replace, item, handles, done, tries: Cell::new(0), fingerprint }))
+        }
+        None if item.phase.get_untracked() == Phase::Sending => {
+            item.phase.set(Phase::Failed("could not read the file".into()))
+        }
         None => {}
     });
 }
@@ -79,7 +86,11 @@ pub fn send(file: File, url: String, replace: bool, item: Item, handles: Handles
 fn fingerprint(file: &File, then: impl FnOnce(Option<String>) + 'static) {
     let (size, modified) = (file.size(), file.last_modified());
     let sample = FINGERPRINT_SAMPLE_BYTES.min(size);
-    let (Ok(head), Ok(tail)) = (file.slice_with_f64_and_f64(0.0, sample), file.slice_with_f64_and_f64(size - sample, size)) else { return then(None) };
+    let (Ok(head), Ok(tail)) =
+        (file.slice_with_f64_and_f64(0.0, sample), file.slice_with_f64_and_f64(size - sample, size))
+    else {
+        return then(None);
+    };
     read_bytes(&head, move |head| match head {
         Some(head) => read_bytes(&tail, move |tail| then(tail.map(|tail| file_fingerprint(modified, &head, &tail)))),
         None => then(None),
@@ -89,8 +100,11 @@ fn fingerprint(file: &File, then: impl FnOnce(Option<String>) + 'static) {
 fn read_bytes(blob: &Blob, then: impl FnOnce(Option<Vec<u8>>) + 'static) {
     let then = Rc::new(Cell::new(Some(Box::new(then) as Box<dyn FnOnce(Option<Vec<u8>>)>)));
     let failed = then.clone();
-    let read = Closure::<dyn FnMut(JsValue)>::new(move |buf: JsValue| then.take().into_iter().for_each(|f| f(Some(js_sys::Uint8Array::new(&buf).to_vec()))));
-    let unreadable = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| failed.take().into_iter().for_each(|f| f(None)));
+    let read = Closure::<dyn FnMut(JsValue)>::new(move |buf: JsValue| {
+        then.take().into_iter().for_each(|f| f(Some(js_sys::Uint8Array::new(&buf).to_vec())))
+    });
+    let unreadable =
+        Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| failed.take().into_iter().for_each(|f| f(None)));
     let _ = blob.array_buffer().then2(&read, &unreadable);
     read.forget();
     unreadable.forget();
@@ -154,7 +168,9 @@ fn patch(job: Rc<Job>, offset: f64) {
     }
     let total = job.item.total;
     let end = (offset + RESUMABLE_CHUNK_BYTES).min(total);
-    let Ok(piece) = job.file.slice_with_f64_and_f64(offset, end) else { return fail(&job, "could not read the file".into()) };
+    let Ok(piece) = job.file.slice_with_f64_and_f64(offset, end) else {
+        return fail(&job, "could not read the file".into());
+    };
     let Some(xhr) = request(&job, "PATCH", &job.url) else { return fail(&job, "could not continue the upload".into()) };
     // From here the server may list the file whatever Cancel does.
     if end >= total {
@@ -164,7 +180,8 @@ fn patch(job: Rc<Job>, offset: f64) {
     let _ = xhr.set_request_header("Content-Type", "application/offset+octet-stream");
     let sent = job.item.sent;
     if let Ok(upload) = xhr.upload() {
-        let progress = Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| sent.set(offset + ev.loaded()));
+        let progress =
+            Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| sent.set(offset + ev.loaded()));
         upload.set_onprogress(Some(progress.as_ref().unchecked_ref()));
         progress.forget();
     }
@@ -199,14 +216,19 @@ fn retry(job: Rc<Job>) {
     let tries = job.tries.get() + 1;
     job.tries.set(tries);
     if tries > RETRIES {
-        return fail(&job, "the connection keeps failing; choose the file again to continue from where it stopped".into());
+        return fail(
+            &job,
+            "the connection keeps failing; choose the file again to continue from where it stopped".into(),
+        );
     }
     set_timeout(
         move || {
             if !active(&job) {
                 return;
             }
-            let Some(xhr) = request(&job, "HEAD", &job.url) else { return fail(&job, "could not resume the upload".into()) };
+            let Some(xhr) = request(&job, "HEAD", &job.url) else {
+                return fail(&job, "could not resume the upload".into());
+            };
             on_load(&xhr, job.clone(), |job, xhr, status| match (status, offset_of(xhr)) {
                 (200, Some(held)) => patch(job, held),
                 (401, _) => go_to_login(),

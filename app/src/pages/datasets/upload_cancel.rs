@@ -56,8 +56,10 @@ fn discard(item: Item, done: Rc<dyn Fn()>, tries: u32) {
     });
 }
 
-const STILL_BUSY: &str = "could not cancel: the server is still busy with this file; reload the page later to see whether it was listed";
-const CANCEL_UNKNOWN: &str = "could not cancel: the connection failed; reload the page to see whether the file was listed";
+const STILL_BUSY: &str =
+    "could not cancel: the server is still busy with this file; reload the page later to see whether it was listed";
+const CANCEL_UNKNOWN: &str =
+    "could not cancel: the connection failed; reload the page to see whether the file was listed";
 
 /// Asks whether the file is listed now (`HEAD` of its download): then the
 /// server finished it before Cancel reached it, and the row says so (the
@@ -80,7 +82,9 @@ fn listed_or(item: Item, done: Rc<dyn Fn()>, otherwise: Phase) {
 fn after_cancel(item: &Item, method: &str, url: &str, then: impl Fn(&XmlHttpRequest, u16) + 'static) {
     let phase = item.phase;
     let unknown = move || phase.set(Phase::Failed(CANCEL_UNKNOWN.into()));
-    let Some(xhr) = XmlHttpRequest::new().ok().filter(|x| x.open_with_async(method, url, true).is_ok()) else { return unknown() };
+    let Some(xhr) = XmlHttpRequest::new().ok().filter(|x| x.open_with_async(method, url, true).is_ok()) else {
+        return unknown();
+    };
     let answer = xhr.clone();
     let loaded = Closure::<dyn FnMut()>::new(move || then(&answer, answer.status().unwrap_or(0)));
     xhr.set_onload(Some(loaded.as_ref().unchecked_ref()));

@@ -19,7 +19,10 @@ pub fn DatasetVersionPage() -> impl IntoView {
     let key = move || params.with(|p| (p.get("code").unwrap_or_default(), p.get("version").unwrap_or_default()));
     let cancel = ServerAction::<CancelDatasetUpload>::new();
     let detail = Resource::new(key, |(code, version)| load_dataset_version(code, version));
-    let files = Resource::new(move || (key(), cancel.version().get()), |((code, version), _)| load_dataset_version(code, version));
+    let files = Resource::new(
+        move || (key(), cancel.version().get()),
+        |((code, version), _)| load_dataset_version(code, version),
+    );
     let query = use_query_map();
     let done = move || query.with(|q| q.get("uploaded"));
     let failed = move || query.with(|q| q.get("upload_error"));
@@ -66,7 +69,8 @@ fn Header(detail: VersionDetail) -> impl IntoView {
 #[component]
 fn FileTable(code: String, version: String, files: Vec<FileRow>) -> impl IntoView {
     if files.is_empty() {
-        return view! { <section class="card"><p class="muted" data-testid="no-files">"No files yet."</p></section> }.into_any();
+        return view! { <section class="card"><p class="muted" data-testid="no-files">"No files yet."</p></section> }
+            .into_any();
     }
     view! {
         <section class="card">

@@ -9,8 +9,8 @@ use crate::{
     components::{
         chart::{Legend, Metric, SeriesChart},
         form_error::{error_text, FormError},
-        polled::last_good,
         poll::{poll_guarded, tracked},
+        polled::last_good,
         status::tag,
     },
     model::telemetry::ChartData,
@@ -38,9 +38,13 @@ pub fn RangeLinks(range: Memo<ChartRange>) -> impl IntoView {
 #[component]
 pub fn ChartPair(data: ChartData, #[prop(into)] prefix: String) -> impl IntoView {
     if data.series.iter().all(|s| s.points.is_empty()) {
-        return view! { <p class="muted" data-testid=format!("{prefix}-no-data")>"No samples in this range yet."</p> }.into_any();
+        return view! { <p class="muted" data-testid=format!("{prefix}-no-data")>"No samples in this range yet."</p> }
+            .into_any();
     }
-    let source = format!("from {} samples", if data.resolution == "raw" { "raw".to_string() } else { format!("{} rollups of", data.resolution) });
+    let source = format!(
+        "from {} samples",
+        if data.resolution == "raw" { "raw".to_string() } else { format!("{} rollups of", data.resolution) }
+    );
     view! {
         <p class="muted small">
             {source} {data.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver: these series come from the simulated source")} })}
@@ -59,7 +63,9 @@ pub fn MachineCharts(id: Signal<Option<i64>>) -> impl IntoView {
     let in_flight = RwSignal::new(false);
     let chart = Resource::new(
         move || (id.get(), range.get(), tick.get()),
-        move |(id, range, _)| tracked(in_flight, async move { machine_chart(id.unwrap_or(0), range.as_str().to_string()).await }),
+        move |(id, range, _)| {
+            tracked(in_flight, async move { machine_chart(id.unwrap_or(0), range.as_str().to_string()).await })
+        },
     );
     // New samples arrive every interval: refetch on the idle cadence.
     let live = poll_guarded(tick, Signal::stored(false), in_flight);

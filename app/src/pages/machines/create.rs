@@ -5,7 +5,10 @@
 use crate::{
     api::machines::CreateMachine,
     components::form_error::{error_text, FormError},
-    model::machines::{gpu_summary, kept_volume_label, CreateOptions, KeptVolumeRow, DEFAULT_CPUS, DEFAULT_MEMORY_MB, DEFAULT_VOLUME_GB},
+    model::machines::{
+        gpu_summary, kept_volume_label, CreateOptions, KeptVolumeRow, DEFAULT_CPUS, DEFAULT_MEMORY_MB,
+        DEFAULT_VOLUME_GB,
+    },
 };
 use leptos::prelude::*;
 
@@ -13,12 +16,18 @@ use leptos::prelude::*;
 /// poll has answered; then the options' list is used). The form itself is
 /// built once, so a poll never resets what is being typed.
 #[component]
-pub fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions, kept: Signal<Option<Vec<KeptVolumeRow>>>) -> impl IntoView {
+pub fn CreateForm(
+    create: ServerAction<CreateMachine>,
+    options: CreateOptions,
+    kept: Signal<Option<Vec<KeptVolumeRow>>>,
+) -> impl IntoView {
     // Same name rule as the server, checked as you type.
     let (name, set_name) = signal(String::new());
     let name_hint = move || {
         let n = name.get();
-        (!n.is_empty()).then(|| gantry_core::validate::name("machine name", n.trim()).err().map(|e| e.to_string())).flatten()
+        (!n.is_empty())
+            .then(|| gantry_core::validate::name("machine name", n.trim()).err().map(|e| e.to_string()))
+            .flatten()
     };
     let pending = create.pending();
     let max = options.max_gpus_per_machine.max(1);

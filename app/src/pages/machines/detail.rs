@@ -17,14 +17,16 @@ use crate::{
     api::machines::{machine_detail, CancelTask, MachineOperation},
     components::{
         form_error::{error_text, FormError},
-        polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         poll::{poll_guarded, tracked},
+        polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
         stable::{stable, StableShow},
         status::{machine_state_badge, tag},
         task_table::TaskTable,
     },
     error::AppError,
-    model::machines::{accepts, gpu_summary, machine_busy, short_id, task_busy, volume_summary, MachineDetail, MachineRow},
+    model::machines::{
+        accepts, gpu_summary, machine_busy, short_id, task_busy, volume_summary, MachineDetail, MachineRow,
+    },
     pages::machines::snapshots::{MachineSnapshots, SnapshotCardData},
 };
 use gantry_core::task::{MachineState, TaskKind};
@@ -128,11 +130,14 @@ fn MachineView(
     // Who may act does not change while the page polls (see the module doc).
     let can_operate = data.with_untracked(|d| d.as_ref().is_some_and(|d| d.can_operate));
     // A compute task's machine: its owner is told to cancel the task.
-    let job = data.with_untracked(|d| d.as_ref().map(|d| (d.job, d.mine))).map_or(JobNote::None, |(job, mine)| match (job, mine) {
-        (false, _) => JobNote::None,
-        (true, true) => JobNote::Owner,
-        (true, false) => JobNote::Other,
-    });
+    let job =
+        data.with_untracked(|d| d.as_ref().map(|d| (d.job, d.mine))).map_or(JobNote::None, |(job, mine)| {
+            match (job, mine) {
+                (false, _) => JobNote::None,
+                (true, true) => JobNote::Owner,
+                (true, false) => JobNote::Other,
+            }
+        });
     view! {
         <Title text=name.clone()/>
         <div class="page-head">
@@ -243,12 +248,16 @@ fn MachineActions(
     /// A compute task's machine: ended by cancelling its task.
     job: JobNote,
 ) -> impl IntoView {
-    let (id, name, volume, size, owner) = machine
-        .with_untracked(|m| m.as_ref().map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone())).unwrap_or_default());
+    let (id, name, volume, size, owner) = machine.with_untracked(|m| {
+        m.as_ref()
+            .map(|m| (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone()))
+            .unwrap_or_default()
+    });
     let deleted = stable(move |_| state.get() == "deleted");
     let lost = stable(move |_| state.get() == MachineState::Lost.as_str());
     let can = move |kind| stable(move |_| accepts(&state.get(), kind));
-    let (can_restart, can_reinstall, can_delete) = (can(TaskKind::Restart), can(TaskKind::Reinstall), can(TaskKind::Delete));
+    let (can_restart, can_reinstall, can_delete) =
+        (can(TaskKind::Restart), can(TaskKind::Reinstall), can(TaskKind::Delete));
     let pending = op.pending();
     // The box's state lives here as well as in the element: it survives
     // any redraw, and the dialog names what it decides.
@@ -324,7 +333,11 @@ fn MachineActions(
     let lost_note = move || {
         lost.get().then(|| {
             let why = machine.with(|m| m.as_ref().map(|m| m.message.clone()).unwrap_or_default());
-            let why = if why.is_empty() { "its node was lost; its GPUs are back in the group's quota".to_string() } else { why };
+            let why = if why.is_empty() {
+                "its node was lost; its GPUs are back in the group's quota".to_string()
+            } else {
+                why
+            };
             view! { <p class="notice" data-testid="machine-lost">{why} ". Deleting the machine closes its record."</p> }
         })
     };

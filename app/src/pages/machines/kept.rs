@@ -14,7 +14,10 @@ use crate::{
 use leptos::prelude::*;
 
 #[component]
-pub fn KeptVolumes(kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>, delete: ServerAction<DeleteKeptVolume>) -> impl IntoView {
+pub fn KeptVolumes(
+    kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>,
+    delete: ServerAction<DeleteKeptVolume>,
+) -> impl IntoView {
     // Once interactive, deleting asks with a dialog instead of the
     // checkbox a plain HTML form needs.
     let js = RwSignal::new(false);

@@ -1,8 +1,8 @@
 //! "My machines": the machines the signed-in user may see, the create form
 //! and the group's quota, all kept current while operations run.
 
-pub mod create;
 pub mod charts;
+pub mod create;
 pub mod detail;
 pub mod kept;
 pub mod reclaim;
@@ -18,8 +18,8 @@ use crate::{
     },
     components::{
         list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
-        polled::busy_when,
         poll::poll,
+        polled::busy_when,
         quota_gauge::QuotaGauge,
         status::{machine_state_badge, tag},
     },
@@ -37,9 +37,13 @@ pub fn MachinesPage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     // One window of the list, as the URL's filters and page say.
     let query = use_list_query();
-    let machines = Resource::new(move || (tick.get(), create.version().get(), query.get()), |(_, _, q)| machines_window(q.state, q.user, q.group, q.page));
+    let machines = Resource::new(
+        move || (tick.get(), create.version().get(), query.get()),
+        |(_, _, q)| machines_window(q.state, q.user, q.group, q.page),
+    );
     let quota = Resource::new(move || (tick.get(), create.version().get()), |_| my_quota());
-    let kept = Resource::new(move || (tick.get(), create.version().get(), delete_kept.version().get()), |_| kept_volumes());
+    let kept =
+        Resource::new(move || (tick.get(), create.version().get(), delete_kept.version().get()), |_| kept_volumes());
     // Fetched once: refetching would rebuild the form under the user's typing.
     let options = Resource::new(|| (), |_| create_options());
     // The create form's volume choices follow the polled list (browser
@@ -109,7 +113,8 @@ fn MachineTable(machines: Vec<MachineRow>, filtered: bool) -> impl IntoView {
         return view! { <p class="muted" data-testid="no-machines">"No machine matches these filters."</p> }.into_any();
     }
     if machines.is_empty() {
-        return view! { <p class="muted" data-testid="no-machines">"No machines yet. Create one with the form."</p> }.into_any();
+        return view! { <p class="muted" data-testid="no-machines">"No machines yet. Create one with the form."</p> }
+            .into_any();
     }
     view! {
         <table class="table" data-testid="machines">

@@ -18,7 +18,11 @@ use leptos::prelude::*;
 /// Forms shared by the banner and the machine card: Extend for a warned
 /// machine, Restore for a reclaimed one.
 #[component]
-fn NoticeActions(n: ReclaimNotice, extend: ServerAction<ExtendReclaim>, restore: ServerAction<RestoreMachine>) -> impl IntoView {
+fn NoticeActions(
+    n: ReclaimNotice,
+    extend: ServerAction<ExtendReclaim>,
+    restore: ServerAction<RestoreMachine>,
+) -> impl IntoView {
     let id = n.machine_id;
     let (extending, restoring) = (extend.pending(), restore.pending());
     let extend_form = n.can_extend().then(|| {
@@ -55,7 +59,8 @@ pub fn ReclaimBanner() -> impl IntoView {
     let extend = ServerAction::<ExtendReclaim>::new();
     let restore = ServerAction::<RestoreMachine>::new();
     let tick = RwSignal::new(0u64);
-    let notices = Resource::new(move || (tick.get(), extend.version().get(), restore.version().get()), |_| reclaim_notices());
+    let notices =
+        Resource::new(move || (tick.get(), extend.version().get(), restore.version().get()), |_| reclaim_notices());
     let live = poll(tick, Signal::derive(|| false));
     view! {
         {live}

@@ -5,7 +5,9 @@
 //! what someone types into a row's form survives.
 
 use crate::{
-    api::snapshots::{list_snapshots, machine_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot},
+    api::snapshots::{
+        list_snapshots, machine_snapshots, DeleteSnapshot, MachineFromSnapshot, ReinstallFromSnapshot, TakeSnapshot,
+    },
     components::{
         confirm::tick_to_confirm,
         form_error::{error_text, FormError},
@@ -38,12 +40,15 @@ impl SnapshotCardData {
         let take = ServerAction::<TakeSnapshot>::new();
         let reinstall = ServerAction::<ReinstallFromSnapshot>::new();
         let tick = RwSignal::new(0u64);
-        let list = Resource::new(move || (machine_id(), tick.get(), take.version().get(), reinstall.version().get()), |(id, ..)| async move {
-            match id {
-                Some(id) => machine_snapshots(id).await,
-                None => Ok(Vec::new()),
-            }
-        });
+        let list = Resource::new(
+            move || (machine_id(), tick.get(), take.version().get(), reinstall.version().get()),
+            |(id, ..)| async move {
+                match id {
+                    Some(id) => machine_snapshots(id).await,
+                    None => Ok(Vec::new()),
+                }
+            },
+        );
         Self { list, take, reinstall }
     }
 }
@@ -113,13 +118,22 @@ pub fn SnapshotsPage() -> impl IntoView {
     let delete = ServerAction::<DeleteSnapshot>::new();
     let create = ServerAction::<MachineFromSnapshot>::new();
     let tick = RwSignal::new(0u64);
-    let list = Resource::new(move || (tick.get(), delete.version().get(), create.version().get()), |_| list_snapshots());
+    let list =
+        Resource::new(move || (tick.get(), delete.version().get(), create.version().get()), |_| list_snapshots());
     let live = poll(tick, busy_when(list, |l| creating(l)));
     // The error of whichever action answered last: an old refusal of a
     // delete must not hide (or pose as) a new one of a create.
     let latest = RwSignal::new(None::<bool>);
-    Effect::new(move |_| if delete.value().with(Option::is_some) { latest.set(Some(true)) });
-    Effect::new(move |_| if create.value().with(Option::is_some) { latest.set(Some(false)) });
+    Effect::new(move |_| {
+        if delete.value().with(Option::is_some) {
+            latest.set(Some(true))
+        }
+    });
+    Effect::new(move |_| {
+        if create.value().with(Option::is_some) {
+            latest.set(Some(false))
+        }
+    });
     let error = Signal::derive(move || match latest.get() {
         Some(true) => delete.value().with(error_text),
         Some(false) => create.value().with(error_text),
@@ -149,17 +163,25 @@ pub fn SnapshotsPage() -> impl IntoView {
 /// row's "new machine from it" inputs to another snapshot's row. While a
 /// refetch runs, or after one fails, the rows stay as they were.
 #[component]
-fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>) -> impl IntoView {
+fn SnapshotTable(
+    list: Polled<Vec<SnapshotRow>>,
+    delete: ServerAction<DeleteSnapshot>,
+    create: ServerAction<MachineFromSnapshot>,
+) -> impl IntoView {
     let ids = stable(move |prev: Option<&Option<Result<Vec<i64>, AppError>>>| {
-        let now = list.with(|r| r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|s| s.id).collect::<Vec<_>>()).map_err(Clone::clone)));
+        let now = list.with(|r| {
+            r.as_ref().map(|r| r.as_ref().map(|l| l.iter().map(|s| s.id).collect::<Vec<_>>()).map_err(Clone::clone))
+        });
         match (now, prev.cloned().flatten()) {
             (None, last) | (Some(Err(_)), last @ Some(Ok(_))) => last,
             (now, _) => now,
         }
     });
     // What is shown: nothing yet, "none", the table, or the error.
-    let shown = stable(move |_| ids.with(|i| i.as_ref().map(|r| r.as_ref().map(Vec::is_empty).map_err(ToString::to_string))));
-    move || shown.get().map(|s| match s {
+    let shown =
+        stable(move |_| ids.with(|i| i.as_ref().map(|r| r.as_ref().map(Vec::is_empty).map_err(ToString::to_string))));
+    move || {
+        shown.get().map(|s| match s {
         Ok(true) => view! { <p class="muted" data-testid="no-snapshots">"No snapshots yet. Take one from a machine's page."</p> }.into_any(),
         Ok(false) => view! {
             <table class="table" data-testid="snapshot-list">
@@ -174,13 +196,20 @@ fn SnapshotTable(list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnap
         .into_any(),
         Err(e) => view! { <p class="form-error">{e}</p> }.into_any(),
     })
+    }
 }
 
 #[component]
-fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<DeleteSnapshot>, create: ServerAction<MachineFromSnapshot>) -> impl IntoView {
+fn SnapshotLine(
+    id: i64,
+    list: Polled<Vec<SnapshotRow>>,
+    delete: ServerAction<DeleteSnapshot>,
+    create: ServerAction<MachineFromSnapshot>,
+) -> impl IntoView {
     // The row's latest data; a snapshot missing from one answer keeps its last.
     let row = stable(move |prev: Option<&Option<SnapshotRow>>| {
-        let latest = list.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|s| s.id == id).cloned()));
+        let latest = list
+            .with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).and_then(|l| l.iter().find(|s| s.id == id).cloned()));
         latest.or_else(|| prev.cloned().flatten())
     });
     let Some(s) = row.get_untracked() else { return ().into_any() };
@@ -194,7 +223,10 @@ fn SnapshotLine(id: i64, list: Polled<Vec<SnapshotRow>>, delete: ServerAction<De
     let ready = stable(move |_| state.get() == "ready" && !reclaim && mine);
     let origin = if reclaim { "idle reclaim" } else { "taken by hand" };
     let delete_label = format!("Delete snapshot {}", s.name);
-    let question = format!("Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).", s.name);
+    let question = format!(
+        "Delete snapshot {}? Its image is removed from its node for good (machines made from it keep running).",
+        s.name
+    );
     let (creating, deleting) = (create.pending(), delete.pending());
     view! {
         <tr data-testid="snapshot" data-name=s.name.clone() data-key=format!("snapshot-{}", s.id)>

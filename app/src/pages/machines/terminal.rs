@@ -10,7 +10,10 @@
 //! operation runs, so a restart does not tear the terminal down: its
 //! connection closes with the reason and reconnects when the machine runs.
 
-use crate::{api::terminals::{workspace_info, WorkspaceInfo}, error::AppError};
+use crate::{
+    api::terminals::{workspace_info, WorkspaceInfo},
+    error::AppError,
+};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 

@@ -23,7 +23,12 @@ fn req(n: u32, model: Option<&str>) -> AllocationRequest {
 }
 
 /// Asks both the index and `allocate`, insists they agree, and returns the answer.
-fn both(index: &ClusterIndex, view: &ClusterView, p: &GroupPolicy, r: &AllocationRequest) -> Result<Allocation, Refusal> {
+fn both(
+    index: &ClusterIndex,
+    view: &ClusterView,
+    p: &GroupPolicy,
+    r: &AllocationRequest,
+) -> Result<Allocation, Refusal> {
     let expected = allocate(view, p, r, NOW);
     assert_eq!(index.allocate(p, r), expected, "request {r:?}");
     assert_eq!(&index.to_view(), view);
@@ -56,7 +61,8 @@ fn refusals_carry_the_same_numbers() {
     let c = cluster(vec![node(1, "a", &[("A100", false), ("A100", false), ("L4", false)])]);
     let mut index = ClusterIndex::new(&c, NOW);
     let mut view = c.clone();
-    let capacity = |best_free, model: Option<&str>| Refusal::NoCapacity { asked: 3, model: model.map(Into::into), best_free };
+    let capacity =
+        |best_free, model: Option<&str>| Refusal::NoCapacity { asked: 3, model: model.map(Into::into), best_free };
     assert_eq!(both(&index, &view, &policy(&[]), &req(3, None)), Err(capacity(2, None)));
     assert_eq!(both(&index, &view, &policy(&["L4"]), &req(3, None)), Err(capacity(1, None)));
     assert_eq!(both(&index, &view, &policy(&[]), &req(3, Some("H100"))), Err(capacity(0, Some("H100"))));

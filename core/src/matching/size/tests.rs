@@ -2,7 +2,12 @@ use super::*;
 use proptest::prelude::*;
 
 fn node(name: &str, gpus: &[(&str, u32)], cpus: i64, memory_mb: i64) -> NodeSize {
-    NodeSize { name: name.into(), gpus: gpus.iter().map(|(m, n)| (m.to_string(), *n)).collect(), cpu_millis: cpus * 1000, memory_mb }
+    NodeSize {
+        name: name.into(),
+        gpus: gpus.iter().map(|(m, n)| (m.to_string(), *n)).collect(),
+        cpu_millis: cpus * 1000,
+        memory_mb,
+    }
 }
 
 fn need(gpus: u32, model: Option<&str>, cpus: i64, memory_mb: i64) -> Need {
@@ -24,7 +29,10 @@ fn too_many_gpus_of_the_model_is_never() {
     let why = never_fits(&nodes, &need(5, Some("A100"), 1, 1024), &[], "in region east").unwrap();
     assert!(why.starts_with("no node in region east could hold it"), "{why}");
     assert!(why.contains("asks for 5 A100 GPU(s), 1 CPU(s) and 1024 MB of memory"), "{why}");
-    assert!(why.contains("the most a node there has is 4 A100 GPU(s) (a), 64 CPU(s) (b) and 1048576 MB of memory (b)"), "{why}");
+    assert!(
+        why.contains("the most a node there has is 4 A100 GPU(s) (a), 64 CPU(s) (b) and 1048576 MB of memory (b)"),
+        "{why}"
+    );
     assert!(!why.contains("no one node"), "{why}");
 }
 
@@ -80,7 +88,12 @@ fn a_model_is_known_only_when_spelt_exactly() {
     assert_eq!(unknown_model("A100", &models), None);
     assert_eq!(unknown_model("anything", &BTreeSet::new()), None, "no GPU yet: nothing to compare with");
     let why = unknown_model("a100", &models).unwrap();
-    assert!(why.contains("\"a100\"") && why.contains("the cluster has A100, H100") && why.ends_with("did you mean \"A100\"?"), "{why}");
+    assert!(
+        why.contains("\"a100\"")
+            && why.contains("the cluster has A100, H100")
+            && why.ends_with("did you mean \"A100\"?"),
+        "{why}"
+    );
     let why = unknown_model("V100", &models).unwrap();
     assert!(why.ends_with("the cluster has A100, H100"), "{why}");
 }
@@ -88,22 +101,26 @@ fn a_model_is_known_only_when_spelt_exactly() {
 const MODELS: [&str; 3] = ["A100", "H100", "L4"];
 
 fn arb_node() -> impl Strategy<Value = NodeSize> {
-    (prop::collection::btree_map(0usize..3, 0u32..=8, 0..=3), prop_oneof![Just(0i64), 1i64..=64], 0i64..=8).prop_map(|(gpus, cpus, mem)| NodeSize {
-        name: format!("n{cpus}-{mem}"),
-        gpus: gpus.into_iter().map(|(m, n)| (MODELS[m].to_string(), n)).collect(),
-        cpu_millis: cpus * 1000,
-        memory_mb: if cpus == 0 { 0 } else { mem * 8192 },
-    })
+    (prop::collection::btree_map(0usize..3, 0u32..=8, 0..=3), prop_oneof![Just(0i64), 1i64..=64], 0i64..=8).prop_map(
+        |(gpus, cpus, mem)| NodeSize {
+            name: format!("n{cpus}-{mem}"),
+            gpus: gpus.into_iter().map(|(m, n)| (MODELS[m].to_string(), n)).collect(),
+            cpu_millis: cpus * 1000,
+            memory_mb: if cpus == 0 { 0 } else { mem * 8192 },
+        },
+    )
 }
 
 fn arb_need() -> impl Strategy<Value = Need> {
-    (0u32..=10, prop::option::of(0usize..4), 100i64..=80_000, 64i64..=80_000).prop_map(|(gpus, model, cpu_millis, memory_mb)| Need {
-        gpus,
-        // Index 3 is a model no node has.
-        gpu_model: model.map(|m| MODELS.get(m).copied().unwrap_or("V100").to_string()),
-        cpu_millis,
-        memory_mb,
-    })
+    (0u32..=10, prop::option::of(0usize..4), 100i64..=80_000, 64i64..=80_000).prop_map(
+        |(gpus, model, cpu_millis, memory_mb)| Need {
+            gpus,
+            // Index 3 is a model no node has.
+            gpu_model: model.map(|m| MODELS.get(m).copied().unwrap_or("V100").to_string()),
+            cpu_millis,
+            memory_mb,
+        },
+    )
 }
 
 /// Written apart from `could_hold`: a node holds it when each of GPUs of

@@ -66,7 +66,10 @@ impl Store for DirStore {
             if offset > 0 {
                 let held = file.metadata()?.len();
                 if held < offset {
-                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")));
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("holds {held} bytes, not {offset}"),
+                    ));
                 }
                 file.set_len(offset)?;
                 file.seek(SeekFrom::Start(offset))?;
@@ -182,7 +185,8 @@ impl Store for DirStore {
                     if kind.is_dir() {
                         todo.push(entry.path());
                     } else if kind.is_file() {
-                        let rel = entry.path().strip_prefix(&root).map_err(io::Error::other)?.to_string_lossy().into_owned();
+                        let rel =
+                            entry.path().strip_prefix(&root).map_err(io::Error::other)?.to_string_lossy().into_owned();
                         out.push((rel, entry.metadata()?.len()));
                     }
                 }
@@ -296,7 +300,12 @@ fn start_writeback(file: &File, start: u64, len: u64) {
     use std::os::fd::AsRawFd;
     // SAFETY: a plain system call on a descriptor we own; no memory passed.
     unsafe {
-        libc::sync_file_range(file.as_raw_fd(), start as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE);
+        libc::sync_file_range(
+            file.as_raw_fd(),
+            start as libc::off64_t,
+            len as libc::off64_t,
+            libc::SYNC_FILE_RANGE_WRITE,
+        );
     }
 }
 

@@ -73,7 +73,9 @@ pub trait Store: Send + Sync + 'static {
         if let Some(root) = self.local_dir() {
             check_key(key)?;
             let (from, to, dir) = (root.join(key), root.join(temp_key(temp)), root.join(TEMP_DIR));
-            return tokio::task::spawn_blocking(move || link_or_copy(&from, &to, &dir)).await.map_err(io::Error::other)?;
+            return tokio::task::spawn_blocking(move || link_or_copy(&from, &to, &dir))
+                .await
+                .map_err(io::Error::other)?;
         }
         let mut from = match self.get(key, None).await {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -103,7 +105,13 @@ fn link_or_copy(from: &std::path::Path, to: &std::path::Path, dir: &std::path::P
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    let made = std::fs::hard_link(from, to).or_else(|e| if e.kind() == io::ErrorKind::NotFound { Err(e) } else { std::fs::copy(from, to).map(drop) });
+    let made = std::fs::hard_link(from, to).or_else(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            Err(e)
+        } else {
+            std::fs::copy(from, to).map(drop)
+        }
+    });
     match made {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -185,7 +193,10 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Refuses keys that could leave the store's root: every key the platform
 /// builds comes from validated parts, this is the second lock.
 pub(crate) fn check_key(key: &str) -> io::Result<()> {
-    let bad = key.is_empty() || key.starts_with('/') || key.contains('\\') || key.split('/').any(|s| s.is_empty() || s == "." || s == "..");
+    let bad = key.is_empty()
+        || key.starts_with('/')
+        || key.contains('\\')
+        || key.split('/').any(|s| s.is_empty() || s == "." || s == "..");
     if bad {
         Err(io::Error::new(io::ErrorKind::InvalidInput, format!("refused store key {key:?}")))
     } else {

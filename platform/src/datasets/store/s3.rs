@@ -13,7 +13,9 @@ use super::{check_key, temp_key, ByteStream, Store, TempWriter, TEMP_DIR};
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
-use object_store::{aws::AmazonS3Builder, path::Path, GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart};
+use object_store::{
+    aws::AmazonS3Builder, path::Path, GetOptions, GetRange, ObjectStore, ObjectStoreExt, WriteMultipart,
+};
 use std::{io, sync::Arc};
 
 /// Parts in flight per upload: bounds memory (5 MiB parts).
@@ -119,7 +121,8 @@ impl Store for S3Store {
             first
         } else {
             let pieces = parts::pieces(self.inner.as_ref(), &key).await?;
-            let pieces = pieces.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no temporary object {key}")))?;
+            let pieces =
+                pieces.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no temporary object {key}")))?;
             let held = pieces.held();
             if held < offset {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("holds {held} bytes, not {offset}")));
@@ -159,7 +162,8 @@ impl Store for S3Store {
         if is_temp(key) {
             parts::assemble(self.inner.as_ref(), key).await?;
         }
-        let options = GetOptions { range: range.map(|(start, end)| GetRange::Bounded(start..end + 1)), ..Default::default() };
+        let options =
+            GetOptions { range: range.map(|(start, end)| GetRange::Bounded(start..end + 1)), ..Default::default() };
         let result = self.inner.get_opts(&path, options).await.map_err(io_err)?;
         Ok(result.into_stream().map_err(io_err).boxed())
     }
@@ -170,7 +174,8 @@ impl Store for S3Store {
     /// [`Store::delete`] or [`Store::get`] as it is, it would be encoded
     /// twice and name no object.
     async fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
-        let mut out: Vec<(String, u64)> = self.list_paths(prefix).await?.into_iter().map(|(p, size)| (key_of(&p), size)).collect();
+        let mut out: Vec<(String, u64)> =
+            self.list_paths(prefix).await?.into_iter().map(|(p, size)| (key_of(&p), size)).collect();
         out.sort();
         Ok(out)
     }

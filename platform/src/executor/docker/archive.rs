@@ -127,7 +127,9 @@ impl DockerExecutor {
                 Ok(Download::Directory { name, tar })
             }
             Kind::Symlink => Err(ExecError::Failed(format!("{path} is a symbolic link; download what it points to"))),
-            Kind::Other(t) => Err(ExecError::Failed(format!("{path} is not a regular file (tar type {:?})", t as char))),
+            Kind::Other(t) => {
+                Err(ExecError::Failed(format!("{path} is not a regular file (tar type {:?})", t as char)))
+            }
         }
     }
 }
@@ -171,7 +173,10 @@ fn file_body(archive: ByteStream, reader: tar::Reader, queued: VecDeque<Item>, s
                 None => {
                     st.done = true;
                     if st.left > 0 {
-                        return Some((Err(ExecError::Failed("the engine's archive ended before the file did".into())), st));
+                        return Some((
+                            Err(ExecError::Failed("the engine's archive ended before the file did".into())),
+                            st,
+                        ));
                     }
                     return None;
                 }
@@ -223,15 +228,19 @@ fn exactly(body: ByteStream, size: u64) -> ByteStream {
             Some(Ok(chunk)) => {
                 let seen = seen + chunk.len() as u64;
                 if seen > size {
-                    Some((Err(ExecError::Failed(format!("the upload is longer than its announced {size} bytes"))), (body, seen, true)))
+                    Some((
+                        Err(ExecError::Failed(format!("the upload is longer than its announced {size} bytes"))),
+                        (body, seen, true),
+                    ))
                 } else {
                     Some((Ok(chunk), (body, seen, false)))
                 }
             }
             Some(Err(e)) => Some((Err(e), (body, seen, true))),
-            None if seen < size => {
-                Some((Err(ExecError::Failed(format!("the upload ended after {seen} of {size} bytes"))), (body, seen, true)))
-            }
+            None if seen < size => Some((
+                Err(ExecError::Failed(format!("the upload ended after {seen} of {size} bytes"))),
+                (body, seen, true),
+            )),
             None => None,
         }
     })

@@ -20,8 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Prints the shell's PID as a private OSC sequence (stripped before the
 /// browser sees it), then becomes bash if the image has it, else sh.
-const SHELL_SCRIPT: &str =
-    r#"printf '\033]gantry;pid=%s\007' "$$"; cd /data 2>/dev/null; if [ -x /bin/bash ]; then exec /bin/bash; fi; exec /bin/sh"#;
+const SHELL_SCRIPT: &str = r#"printf '\033]gantry;pid=%s\007' "$$"; cd /data 2>/dev/null; if [ -x /bin/bash ]; then exec /bin/bash; fi; exec /bin/sh"#;
 const PID_PREFIX: &[u8] = b"\x1b]gantry;pid=";
 /// Largest piece of terminal output read at once (one WebSocket frame).
 const OUTPUT_CHUNK: usize = 16 * 1024;
@@ -50,9 +49,9 @@ impl DockerExecutor {
             let (output, input) = self.attach_exec(&created.id).await?;
             read_pid(output).await.map(|(pid, output)| (pid, output, input))
         };
-        let (pid, output, input) = tokio::time::timeout(START_TIMEOUT, started)
-            .await
-            .map_err(|_| ExecError::Unavailable(format!("{what}: the engine did not start the shell within {START_TIMEOUT:?}")))??;
+        let (pid, output, input) = tokio::time::timeout(START_TIMEOUT, started).await.map_err(|_| {
+            ExecError::Unavailable(format!("{what}: the engine did not start the shell within {START_TIMEOUT:?}"))
+        })??;
         // The shell runs now (it printed its PID): size its TTY before it
         // draws much. A shell that already exited fails this; its output
         // stream says why.
@@ -70,7 +69,11 @@ impl DockerExecutor {
 
     pub async fn shell_state(&self, exec_id: &str) -> Result<ProcessState, ExecError> {
         let info = self.client().await?.inspect_exec(exec_id).await.map_err(|e| self.err(e, "inspect terminal"))?;
-        Ok(if info.running.unwrap_or(false) { ProcessState::Running } else { ProcessState::Exited(info.exit_code.unwrap_or(-1)) })
+        Ok(if info.running.unwrap_or(false) {
+            ProcessState::Running
+        } else {
+            ProcessState::Exited(info.exit_code.unwrap_or(-1))
+        })
     }
 
     pub async fn hangup_shell(&self, container_id: &str, pid: u32) -> Result<(), ExecError> {
@@ -89,7 +92,8 @@ impl DockerExecutor {
                 raw_start(s, "docker", &path).await
             }
             Transport::Http(addr) => {
-                let hostport = addr.trim_start_matches("tcp://").trim_start_matches("http://").trim_end_matches('/').to_string();
+                let hostport =
+                    addr.trim_start_matches("tcp://").trim_start_matches("http://").trim_end_matches('/').to_string();
                 let s = tokio::net::TcpStream::connect(&hostport).await.map_err(unreachable)?;
                 let _ = s.set_nodelay(true);
                 raw_start(s, &hostport, &path).await
@@ -100,10 +104,13 @@ impl DockerExecutor {
                 match docker.start_exec(exec_id, Some(opts)).await.map_err(|e| self.err(e, "start terminal"))? {
                     StartExecResults::Attached { output, input } => {
                         let me = self.clone();
-                        let output = output.map(move |r| r.map(|o| o.into_bytes()).map_err(|e| me.err(e, "terminal output")));
+                        let output =
+                            output.map(move |r| r.map(|o| o.into_bytes()).map_err(|e| me.err(e, "terminal output")));
                         Ok((output.boxed(), input))
                     }
-                    StartExecResults::Detached => Err(ExecError::Failed("the engine started the terminal detached".into())),
+                    StartExecResults::Detached => {
+                        Err(ExecError::Failed("the engine started the terminal detached".into()))
+                    }
                 }
             }
         }
@@ -176,7 +183,12 @@ fn read_stream<R: AsyncRead + Send + Unpin + 'static>(reader: R, first: Bytes) -
         first: Option<Bytes>,
         done: bool,
     }
-    let st = St { reader, buf: vec![0u8; OUTPUT_CHUNK].into_boxed_slice(), first: Some(first).filter(|b| !b.is_empty()), done: false };
+    let st = St {
+        reader,
+        buf: vec![0u8; OUTPUT_CHUNK].into_boxed_slice(),
+        first: Some(first).filter(|b| !b.is_empty()),
+        done: false,
+    };
     stream::unfold(st, |mut st| async move {
         if st.done {
             return None;

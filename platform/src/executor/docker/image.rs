@@ -22,7 +22,9 @@ impl DockerExecutor {
             ..Default::default()
         };
         docker.commit_container(options, ContainerConfig::default()).await.map_err(|e| self.err(e, "commit"))?;
-        self.image_info(reference).await?.ok_or_else(|| ExecError::Failed(format!("image {reference} vanished right after the commit")))
+        self.image_info(reference)
+            .await?
+            .ok_or_else(|| ExecError::Failed(format!("image {reference} vanished right after the commit")))
     }
 
     pub async fn image_info(&self, reference: &str) -> Result<Option<ImageInfo>, ExecError> {
@@ -36,7 +38,14 @@ impl DockerExecutor {
 
     pub async fn remove_image(&self, reference: &str) -> Result<(), ExecError> {
         let docker = self.client().await?;
-        match docker.remove_image(reference, Some(RemoveImageOptions { force: false, noprune: false, ..Default::default() }), None).await {
+        match docker
+            .remove_image(
+                reference,
+                Some(RemoveImageOptions { force: false, noprune: false, ..Default::default() }),
+                None,
+            )
+            .await
+        {
             Ok(_) => Ok(()),
             Err(BError::DockerResponseServerError { status_code: 404, .. }) => Ok(()),
             Err(BError::DockerResponseServerError { status_code: 409, message }) => {

@@ -19,7 +19,8 @@ impl DockerExecutor {
         };
         let me = self.clone();
         let what = format!("logs of container {container_id}");
-        let stream = docker.logs(container_id, Some(opts)).map(move |r| r.map(|o| o.into_bytes()).map_err(|e| me.err(e, &what)));
+        let stream =
+            docker.logs(container_id, Some(opts)).map(move |r| r.map(|o| o.into_bytes()).map_err(|e| me.err(e, &what)));
         Ok(stream.boxed())
     }
 }

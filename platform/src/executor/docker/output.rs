@@ -11,7 +11,8 @@ const TAIL_BYTES: usize = 64 * 1024;
 
 impl DockerExecutor {
     pub async fn output_tail(&self, id: &str, lines: usize) -> Result<String, ExecError> {
-        let opts = LogsOptions { stdout: true, stderr: true, follow: false, tail: lines.to_string(), ..Default::default() };
+        let opts =
+            LogsOptions { stdout: true, stderr: true, follow: false, tail: lines.to_string(), ..Default::default() };
         let docker = self.client().await?;
         let mut stream = docker.logs(id, Some(opts));
         let mut out: Vec<u8> = Vec::new();

@@ -36,12 +36,21 @@ impl DockerExecutor {
         ]);
         let why_not = match self.block_volume_dir().and_then(|dir| loopdev::enabled().map(|()| dir.to_path_buf())) {
             Err(why) => why,
-            Ok(dir) => match loopdev::provision_avoiding(dir.clone(), name.clone(), spec.volume_size_gb, self.recorded_loop_devices().await?).await {
+            Ok(dir) => match loopdev::provision_avoiding(
+                dir.clone(),
+                name.clone(),
+                spec.volume_size_gb,
+                self.recorded_loop_devices().await?,
+            )
+            .await
+            {
                 // An image already there holds a machine's data (a kept
                 // volume whose Docker volume went): an empty plain volume in
                 // its place would hide it, so the create fails instead.
                 Err(why) if loopdev::image_path(&dir, &name).exists() => {
-                    return Err(ExecError::Failed(format!("data volume {name}: its existing disk image could not be attached: {why}")))
+                    return Err(ExecError::Failed(format!(
+                        "data volume {name}: its existing disk image could not be attached: {why}"
+                    )))
                 }
                 Err(why) => why,
                 Ok(lv) => {
@@ -51,7 +60,10 @@ impl DockerExecutor {
                     let req = VolumeCreateRequest {
                         name: Some(name.clone()),
                         driver: Some("local".into()),
-                        driver_opts: Some(HashMap::from([("type".into(), "ext4".into()), ("device".into(), lv.device)])),
+                        driver_opts: Some(HashMap::from([
+                            ("type".into(), "ext4".into()),
+                            ("device".into(), lv.device),
+                        ])),
                         labels: Some(loop_labels),
                         ..Default::default()
                     };
@@ -64,7 +76,9 @@ impl DockerExecutor {
                         // data: never deleted here, and no empty plain
                         // volume in its place either.
                         Err(e) if !lv.fresh => {
-                            return Err(ExecError::Failed(format!("data volume {name}: the engine refused it over its existing image: {e}")))
+                            return Err(ExecError::Failed(format!(
+                                "data volume {name}: the engine refused it over its existing image: {e}"
+                            )))
                         }
                         Err(e) => {
                             let _ = loopdev::release(lv.image).await;
@@ -96,7 +110,9 @@ impl DockerExecutor {
     /// installation's: the devices are the host's), by label and by the
     /// `device` option the engine mounts.
     async fn recorded_loop_devices(&self) -> Result<Vec<String>, ExecError> {
-        let opts = ListVolumesOptions { filters: Some(HashMap::from([("label".to_string(), vec![LABEL_LOOP_DEVICE.to_string()])])) };
+        let opts = ListVolumesOptions {
+            filters: Some(HashMap::from([("label".to_string(), vec![LABEL_LOOP_DEVICE.to_string()])])),
+        };
         let list = self.client().await?.list_volumes(Some(opts)).await.map_err(|e| self.err(e, "list volumes"))?;
         let mut devices: Vec<String> = Vec::new();
         for v in list.volumes.unwrap_or_default() {
@@ -131,7 +147,12 @@ impl DockerExecutor {
         if matches!(status, Some(ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED)) {
             return Ok(Ok(()));
         }
-        let volumes = c.mounts.unwrap_or_default().into_iter().filter(|m| m.typ.as_deref() == Some("volume")).filter_map(|m| m.name);
+        let volumes = c
+            .mounts
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.typ.as_deref() == Some("volume"))
+            .filter_map(|m| m.name);
         for name in volumes {
             let v = match docker.inspect_volume(&name).await {
                 Ok(v) => v,
@@ -141,7 +162,9 @@ impl DockerExecutor {
                 },
             };
             if let Some(image) = v.labels.get(LABEL_LOOP_IMAGE) {
-                if let Err(why) = self.check_loop_backing(&name, image, v.options.get("device").map(String::as_str)).await {
+                if let Err(why) =
+                    self.check_loop_backing(&name, image, v.options.get("device").map(String::as_str)).await
+                {
                     return Ok(Err(why.to_string()));
                 }
             }
@@ -165,9 +188,9 @@ impl DockerExecutor {
                 other => return Err(other),
             },
         }
-        self.release_image(name, labelled)
-            .await
-            .map_err(|e| ExecError::Failed(format!("volume {name} removed, but its loop device cleanup failed: {e}")))?;
+        self.release_image(name, labelled).await.map_err(|e| {
+            ExecError::Failed(format!("volume {name} removed, but its loop device cleanup failed: {e}"))
+        })?;
         Ok(())
     }
 
@@ -176,7 +199,9 @@ impl DockerExecutor {
     /// claims; also the image of a half-done create whose Docker volume
     /// never appeared.
     async fn release_image(&self, name: &str, labelled: Option<String>) -> Result<Vec<String>, String> {
-        let (Ok(dir), true) = (self.block_volume_dir(), loopdev::valid_volume_name(name)) else { return Ok(Vec::new()) };
+        let (Ok(dir), true) = (self.block_volume_dir(), loopdev::valid_volume_name(name)) else {
+            return Ok(Vec::new());
+        };
         let image = match labelled {
             Some(l) => loopdev::checked_image(dir, name, &l)?,
             None => loopdev::image_path(dir, name),

@@ -23,7 +23,9 @@ impl SimulatedExecutor {
 
     pub async fn image_info(&self, reference: &str) -> Result<Option<ImageInfo>, ExecError> {
         let s = self.state()?;
-        Ok(s.committed.get(reference).map(|size| ImageInfo { id: format!("sha256:sim-{reference}"), size_bytes: *size }))
+        Ok(s.committed
+            .get(reference)
+            .map(|size| ImageInfo { id: format!("sha256:sim-{reference}"), size_bytes: *size }))
     }
 
     pub async fn remove_image(&self, reference: &str) -> Result<(), ExecError> {

@@ -9,16 +9,12 @@ use crate::{accounts::User, executor::Limits, PlatformError};
 use gantry_core::alloc::GroupPolicy;
 use sqlx::SqliteConnection;
 
-pub(crate) async fn load_policy(
-    conn: &mut SqliteConnection,
-    group_id: i64,
-) -> Result<GroupPolicy, PlatformError> {
-    let (name, quota, in_use, max): (String, i64, i64, i64) = sqlx::query_as(
-        "SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine FROM groups WHERE id = ?",
-    )
-    .bind(group_id)
-    .fetch_one(&mut *conn)
-    .await?;
+pub(crate) async fn load_policy(conn: &mut SqliteConnection, group_id: i64) -> Result<GroupPolicy, PlatformError> {
+    let (name, quota, in_use, max): (String, i64, i64, i64) =
+        sqlx::query_as("SELECT name, gpu_quota, gpus_in_use, max_gpus_per_machine FROM groups WHERE id = ?")
+            .bind(group_id)
+            .fetch_one(&mut *conn)
+            .await?;
     let allowed_models: Vec<String> =
         sqlx::query_scalar("SELECT model FROM group_gpu_models WHERE group_id = ? ORDER BY model")
             .bind(group_id)
@@ -45,11 +41,7 @@ pub(super) async fn resolve_image(
                 .fetch_optional(&mut *conn)
                 .await?
         }
-        None => {
-            sqlx::query_as("SELECT id, name FROM images WHERE is_default = 1")
-                .fetch_optional(&mut *conn)
-                .await?
-        }
+        None => sqlx::query_as("SELECT id, name FROM images WHERE is_default = 1").fetch_optional(&mut *conn).await?,
     };
     let Some((id, name)) = row else {
         return Ok(Err(match req.image_id {
@@ -57,14 +49,7 @@ pub(super) async fn resolve_image(
             None => "no default image is configured; ask an administrator to add one".to_string(),
         }));
     };
-    match image_refusal(
-        conn,
-        req.requester.group_id,
-        &req.requester.group_name,
-        Some((id, &name)),
-    )
-    .await?
-    {
+    match image_refusal(conn, req.requester.group_id, &req.requester.group_name, Some((id, &name))).await? {
         Some(why) => Ok(Err(why)),
         None => Ok(Ok(id)),
     }
@@ -80,28 +65,24 @@ pub(crate) async fn image_refusal(
     group_name: &str,
     image: Option<(i64, &str)>,
 ) -> Result<Option<String>, PlatformError> {
-    let allowed: (i64, i64) = sqlx::query_as(
-        "SELECT COUNT(*), COALESCE(SUM(image_id = ?), 0) FROM group_images WHERE group_id = ?",
-    )
-    .bind(image.map(|i| i.0))
-    .bind(group_id)
-    .fetch_one(&mut *conn)
-    .await?;
+    let allowed: (i64, i64) =
+        sqlx::query_as("SELECT COUNT(*), COALESCE(SUM(image_id = ?), 0) FROM group_images WHERE group_id = ?")
+            .bind(image.map(|i| i.0))
+            .bind(group_id)
+            .fetch_one(&mut *conn)
+            .await?;
     if allowed.0 == 0 || allowed.1 > 0 {
         return Ok(None);
     }
-    let names: Vec<String> = sqlx::query_scalar("SELECT i.name FROM group_images g JOIN images i ON i.id = g.image_id WHERE g.group_id = ? ORDER BY i.name")
-        .bind(group_id)
-        .fetch_all(&mut *conn)
-        .await?;
-    let what = image.map_or_else(
-        || "an image that is no longer known".to_string(),
-        |(_, name)| format!("image {name}"),
-    );
-    Ok(Some(format!(
-        "group {group_name} may not use {what} (it may use only {})",
-        names.join(", ")
-    )))
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT i.name FROM group_images g JOIN images i ON i.id = g.image_id WHERE g.group_id = ? ORDER BY i.name",
+    )
+    .bind(group_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let what =
+        image.map_or_else(|| "an image that is no longer known".to_string(), |(_, name)| format!("image {name}"));
+    Ok(Some(format!("group {group_name} may not use {what} (it may use only {})", names.join(", "))))
 }
 
 /// Why a request made by `who` can no longer be admitted: the account was
@@ -110,20 +91,15 @@ pub(crate) async fn requester_changed(
     conn: &mut SqliteConnection,
     who: &User,
 ) -> Result<Option<String>, PlatformError> {
-    let now: Option<(i64, bool)> =
-        sqlx::query_as("SELECT group_id, disabled FROM users WHERE id = ?")
-            .bind(who.id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let now: Option<(i64, bool)> = sqlx::query_as("SELECT group_id, disabled FROM users WHERE id = ?")
+        .bind(who.id)
+        .fetch_optional(&mut *conn)
+        .await?;
     Ok(match now {
-        None => Some(format!(
-            "account {} no longer exists; nothing was created",
-            who.username
-        )),
-        Some((_, true)) => Some(format!(
-            "account {} was disabled after the request was made; nothing was created",
-            who.username
-        )),
+        None => Some(format!("account {} no longer exists; nothing was created", who.username)),
+        Some((_, true)) => {
+            Some(format!("account {} was disabled after the request was made; nothing was created", who.username))
+        }
         Some((group, false)) if group != who.group_id => Some(format!(
             "account {} was moved to another group after the request was made; nothing was created",
             who.username
@@ -149,12 +125,11 @@ pub(crate) async fn check_group_limits(
     limits: &Limits,
     policy: &GroupPolicy,
 ) -> Result<Result<(), String>, PlatformError> {
-    let (max_cpus, max_mem_gb): (i64, i64) = sqlx::query_as(
-        "SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?",
-    )
-    .bind(group_id)
-    .fetch_one(&mut *conn)
-    .await?;
+    let (max_cpus, max_mem_gb): (i64, i64) =
+        sqlx::query_as("SELECT max_cpus_per_machine, max_memory_gb_per_machine FROM groups WHERE id = ?")
+            .bind(group_id)
+            .fetch_one(&mut *conn)
+            .await?;
     if limits.cpu_millis > max_cpus * 1000 {
         return Ok(Err(format!(
             "group {} may use at most {max_cpus} CPU(s) per machine; this machine asks for {}",
@@ -185,9 +160,7 @@ pub(super) async fn take_kept_volume(
             .fetch_optional(&mut *conn)
             .await?;
     match row {
-        Some((name, node_id, size_gb, owner))
-            if owner == req.requester.id || req.requester.role.is_admin() =>
-        {
+        Some((name, node_id, size_gb, owner)) if owner == req.requester.id || req.requester.role.is_admin() => {
             // A delete that gave up on an engine that did not answer lists
             // the volume at once, but the old container (fenced off with
             // its GPUs until the collector has seen it gone) may still run
@@ -204,11 +177,7 @@ pub(super) async fn take_kept_volume(
                      it can be used once the node's engine has removed that container — try again in a minute"
                 )));
             }
-            Ok(Ok(KeptVolume {
-                name,
-                node_id,
-                size_gb,
-            }))
+            Ok(Ok(KeptVolume { name, node_id, size_gb }))
         }
         _ => Ok(Err("the chosen kept volume does not exist".to_string())),
     }

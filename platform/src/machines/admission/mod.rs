@@ -9,17 +9,13 @@
 mod checks;
 mod record;
 
-pub(crate) use checks::{
-    check_group_limits, check_limits, image_refusal, load_policy, requester_changed,
-};
+pub(crate) use checks::{check_group_limits, check_limits, image_refusal, load_policy, requester_changed};
 use checks::{resolve_image, take_kept_volume};
 pub(crate) use record::record_admission;
 use record::refuse;
 
 use super::{room, VOLUME_GB_MAX, VOLUME_GB_MIN};
-use crate::{
-    accounts::User, audit, cluster, db::Pool, executor::Limits, now, transitions, PlatformError,
-};
+use crate::{accounts::User, audit, cluster, db::Pool, executor::Limits, now, transitions, PlatformError};
 use gantry_core::{
     alloc::{allocate, AllocationRequest, ClusterIndex, ClusterView, GroupPolicy},
     task::TaskState,
@@ -70,12 +66,7 @@ pub struct Job {
 
 impl CreateMachine {
     /// A request with default limits and a new volume.
-    pub fn new(
-        requester: User,
-        name: impl Into<String>,
-        gpu_count: u32,
-        volume_size_gb: i64,
-    ) -> CreateMachine {
+    pub fn new(requester: User, name: impl Into<String>, gpu_count: u32, volume_size_gb: i64) -> CreateMachine {
         CreateMachine {
             requester,
             name: name.into(),
@@ -138,12 +129,8 @@ impl Admissions {
     pub async fn create(&self, req: CreateMachine) -> Result<Admitted, PlatformError> {
         check_request(&req)?;
         let (tx, rx) = oneshot::channel();
-        self.queue
-            .send((req, tx))
-            .await
-            .map_err(|_| PlatformError::Internal("admission worker stopped".into()))?;
-        rx.await
-            .map_err(|_| PlatformError::Internal("admission worker stopped".into()))?
+        self.queue.send((req, tx)).await.map_err(|_| PlatformError::Internal("admission worker stopped".into()))?;
+        rx.await.map_err(|_| PlatformError::Internal("admission worker stopped".into()))?
     }
 }
 
@@ -155,12 +142,7 @@ fn check_request(req: &CreateMachine) -> Result<(), PlatformError> {
         validate::name("machine name", &req.name)?;
     }
     validate::in_range("GPU count", req.gpu_count as i64, 1, 64)?;
-    validate::in_range(
-        "volume size (GB)",
-        req.volume_size_gb,
-        VOLUME_GB_MIN,
-        VOLUME_GB_MAX,
-    )?;
+    validate::in_range("volume size (GB)", req.volume_size_gb, VOLUME_GB_MIN, VOLUME_GB_MAX)?;
     if let Some(cpu) = req.cpu_millis {
         validate::in_range("CPU (thousandths)", cpu, 100, 256_000)?;
     }
@@ -169,9 +151,7 @@ fn check_request(req: &CreateMachine) -> Result<(), PlatformError> {
     }
     if let Some(model) = &req.gpu_model {
         if model.is_empty() || model.len() > 64 {
-            return Err(PlatformError::BadRequest(
-                "GPU model must be 1 to 64 characters".into(),
-            ));
+            return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
         }
     }
     Ok(())
@@ -272,13 +252,9 @@ async fn decide_batch(
                 results.push(Err(PlatformError::Conflict(why)));
                 continue;
             }
-            if let Some(refusal) = crate::policy_access::refusal_for_regions(
-                &mut tx,
-                group_id,
-                &policy.group_name,
-                &[job.region_id],
-            )
-            .await?
+            if let Some(refusal) =
+                crate::policy_access::refusal_for_regions(&mut tx, group_id, &policy.group_name, &[job.region_id])
+                    .await?
             {
                 results.push(Err(refuse(&mut tx, req, refusal, now).await?));
                 continue;
@@ -301,10 +277,7 @@ async fn decide_batch(
                 }
             },
         };
-        let request = AllocationRequest {
-            gpu_count: req.gpu_count,
-            model: req.gpu_model.clone(),
-        };
+        let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
         // A kept volume lives on one node, a compute task runs in its
         // region on a node of its image's architecture with room for its
         // CPU and memory (as the matcher counted them; a node that declared
@@ -318,48 +291,28 @@ async fn decide_batch(
         };
         // Only nodes of the regions the group may use.
         if !region_nodes.contains_key(&group_id) {
-            region_nodes.insert(
-                group_id,
-                crate::policy_access::allowed_nodes(&mut tx, group_id).await?,
-            );
+            region_nodes.insert(group_id, crate::policy_access::allowed_nodes(&mut tx, group_id).await?);
         }
         let allowed = region_nodes[&group_id].as_deref();
-        let (only_nodes, narrowed) = match room::in_regions(
-            &mut tx,
-            group_id,
-            &policy.group_name,
-            &node_cpus,
-            allowed,
-            only_nodes,
-        )
-        .await?
-        {
-            Ok(narrowed) => narrowed,
-            Err(refusal) => {
-                results.push(Err(refuse(&mut tx, req, refusal, now).await?));
-                continue;
-            }
-        };
+        let (only_nodes, narrowed) =
+            match room::in_regions(&mut tx, group_id, &policy.group_name, &node_cpus, allowed, only_nodes).await? {
+                Ok(narrowed) => narrowed,
+                Err(refusal) => {
+                    results.push(Err(refuse(&mut tx, req, refusal, now).await?));
+                    continue;
+                }
+            };
         let (only_nodes, too_small) = room::fitting(&node_cpus, only_nodes, &req.limits());
         if !too_small.is_empty() && only_nodes.as_ref().is_some_and(Vec::is_empty) {
-            let reason = format!(
-                "no node can take this machine: {}",
-                room::too_small(&too_small, &req.limits())
-            );
+            let reason = format!("no node can take this machine: {}", room::too_small(&too_small, &req.limits()));
             results.push(Err(refuse(&mut tx, req, reason, now).await?));
             continue;
         }
         let decided = match only_nodes {
             Some(ids) => {
                 let full = index.to_view();
-                let only = ClusterView {
-                    nodes: full
-                        .nodes
-                        .into_iter()
-                        .filter(|n| ids.contains(&n.id))
-                        .collect(),
-                    ..full
-                };
+                let only =
+                    ClusterView { nodes: full.nodes.into_iter().filter(|n| ids.contains(&n.id)).collect(), ..full };
                 allocate(&only, policy, &request, now)
             }
             None => index.allocate(policy, &request),
@@ -372,10 +325,7 @@ async fn decide_batch(
                     false => format!("{refusal} ({})", room::too_small(&too_small, &req.limits())),
                 };
                 if narrowed {
-                    reason.push_str(
-                        &crate::policy_access::region_note(&mut tx, group_id, &policy.group_name)
-                            .await?,
-                    );
+                    reason.push_str(&crate::policy_access::region_note(&mut tx, group_id, &policy.group_name).await?);
                 }
                 results.push(Err(refuse(&mut tx, req, reason, now).await?));
                 continue;
@@ -383,24 +333,14 @@ async fn decide_batch(
         };
         // The live-name unique index answers "name taken" without a look-up;
         // a failed statement leaves the transaction intact.
-        let Some(admitted) =
-            record_admission(&mut tx, req, image, &alloc, kept.as_ref(), now).await?
-        else {
-            results.push(Err(PlatformError::Conflict(format!(
-                "you already have a machine named \"{}\"",
-                req.name
-            ))));
+        let Some(admitted) = record_admission(&mut tx, req, image, &alloc, kept.as_ref(), now).await? else {
+            results.push(Err(PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name))));
             continue;
         };
         index.apply(&alloc);
         policy.gpus_in_use += i64::from(req.gpu_count);
         *deducted.entry(group_id).or_default() += i64::from(req.gpu_count);
-        let gpu_list = admitted
-            .gpu_indexes
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let gpu_list = admitted.gpu_indexes.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         audit_rows.push((
             req.requester.id,
             format!(
@@ -412,11 +352,13 @@ async fn decide_batch(
     }
     for (group_id, n) in deducted {
         // Belt and braces: the column itself must stay within the quota.
-        let done = sqlx::query("UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota")
-            .bind(n)
-            .bind(group_id)
-            .execute(&mut *tx)
-            .await?;
+        let done = sqlx::query(
+            "UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota",
+        )
+        .bind(n)
+        .bind(group_id)
+        .execute(&mut *tx)
+        .await?;
         if done.rows_affected() != 1 {
             return Err(PlatformError::Internal(format!(
                 "quota check failed for group #{group_id}; batch rolled back"

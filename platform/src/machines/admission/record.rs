@@ -24,14 +24,7 @@ pub(super) async fn refuse(
         return Ok(PlatformError::Refused(reason));
     }
     let task_id = transitions::task::insert_pending(conn, &new_task(req, None, "accepted")).await?;
-    transitions::task::set_state(
-        conn,
-        task_id,
-        TaskState::Pending,
-        TaskState::Failed,
-        &reason,
-    )
-    .await?;
+    transitions::task::set_state(conn, task_id, TaskState::Pending, TaskState::Failed, &reason).await?;
     Ok(PlatformError::Refused(reason))
 }
 
@@ -60,9 +53,7 @@ pub(crate) async fn record_admission(
     let n = i64::from(req.gpu_count);
     let limits = req.limits();
     // A new volume's name derives from the machine id, known after insert.
-    let volume = kept
-        .map(|k| k.name.clone())
-        .unwrap_or_else(|| format!("pending-{}", rand::random::<u64>()));
+    let volume = kept.map(|k| k.name.clone()).unwrap_or_else(|| format!("pending-{}", rand::random::<u64>()));
     let size = kept.map(|k| k.size_gb).unwrap_or(req.volume_size_gb);
     let inserted = sqlx::query_scalar(
         "INSERT INTO machines (name, owner_id, group_id, image_id, gpu_count, gpu_model, node_id, volume_name, volume_size_gb,
@@ -94,58 +85,30 @@ pub(crate) async fn record_admission(
     };
     match kept {
         None => {
-            let sql = format!(
-                "UPDATE machines SET volume_name = {} WHERE id = ?",
-                crate::machines::VOLUME_NAME_SQL
-            );
-            sqlx::query(&sql)
-                .bind(machine_id)
-                .execute(&mut *conn)
-                .await?;
+            let sql = format!("UPDATE machines SET volume_name = {} WHERE id = ?", crate::machines::VOLUME_NAME_SQL);
+            sqlx::query(&sql).bind(machine_id).execute(&mut *conn).await?;
         }
         Some(k) => {
-            sqlx::query("DELETE FROM kept_volumes WHERE name = ?")
-                .bind(&k.name)
-                .execute(&mut *conn)
-                .await?;
+            sqlx::query("DELETE FROM kept_volumes WHERE name = ?").bind(&k.name).execute(&mut *conn).await?;
         }
     }
     crate::datasets::mounts::attach(conn, machine_id, &req.datasets).await?;
     // One statement for all its GPUs; the primary key on gpu_id makes
     // holding a GPU twice impossible.
     let placeholders = vec!["?"; alloc.gpus.len()].join(", ");
-    let sql = format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid IN ({placeholders})");
+    let sql =
+        format!("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid IN ({placeholders})");
     let mut held = sqlx::query(&sql).bind(machine_id);
     for gpu in &alloc.gpus {
         held = held.bind(&gpu.uuid);
     }
     if held.execute(&mut *conn).await?.rows_affected() != alloc.gpus.len() as u64 {
-        return Err(PlatformError::Internal(format!(
-            "GPUs of machine {} vanished during admission",
-            req.name
-        )));
+        return Err(PlatformError::Internal(format!("GPUs of machine {} vanished during admission", req.name)));
     }
-    let gpu_list = alloc
-        .gpus
-        .iter()
-        .map(|g| g.index.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let task_id =
-        transitions::task::insert_pending(conn, &new_task(req, Some(machine_id), "accepted"))
-            .await?;
-    let placed = format!(
-        "allocated {n} × {} on {} (GPU {gpu_list})",
-        alloc.model, alloc.node_name
-    );
-    transitions::task::set_state(
-        conn,
-        task_id,
-        TaskState::Pending,
-        TaskState::Scheduled,
-        &placed,
-    )
-    .await?;
+    let gpu_list = alloc.gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
+    let task_id = transitions::task::insert_pending(conn, &new_task(req, Some(machine_id), "accepted")).await?;
+    let placed = format!("allocated {n} × {} on {} (GPU {gpu_list})", alloc.model, alloc.node_name);
+    transitions::task::set_state(conn, task_id, TaskState::Pending, TaskState::Scheduled, &placed).await?;
     if let Some(job) = &req.job {
         transitions::compute::scheduled(conn, job, machine_id, &placed).await?;
     }

@@ -43,7 +43,11 @@ async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64, why: &str) 
 /// deadline and extensions are cleared, a reclaim queued but not started
 /// is cancelled, and the reason is recorded. `false` when it was neither
 /// warned nor queued.
-pub(crate) async fn withdraw(conn: &mut SqliteConnection, machine_id: i64, reason: &str) -> Result<bool, PlatformError> {
+pub(crate) async fn withdraw(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    reason: &str,
+) -> Result<bool, PlatformError> {
     let cleared = sqlx::query("UPDATE machines SET reclaim_deadline = NULL, reclaim_extensions = 0, rev = rev + 1 WHERE id = ? AND reclaim_deadline IS NOT NULL")
         .bind(machine_id)
         .execute(&mut *conn)
@@ -63,7 +67,11 @@ pub(crate) async fn withdraw(conn: &mut SqliteConnection, machine_id: i64, reaso
 
 /// Cancels the queued reclaim an extension makes unnecessary (the warning
 /// stays, with its new deadline); its id.
-pub(crate) async fn extended(conn: &mut SqliteConnection, machine_id: i64, who: &str) -> Result<Option<i64>, PlatformError> {
+pub(crate) async fn extended(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    who: &str,
+) -> Result<Option<i64>, PlatformError> {
     cancel_queued(conn, machine_id, &format!("not reclaimed: {who} extended the deadline")).await
 }
 
@@ -71,10 +79,20 @@ pub(crate) async fn extended(conn: &mut SqliteConnection, machine_id: i64, who: 
 /// recording it on the machine; its id. The warning itself is withdrawn by
 /// the next pass, which sees the exemption (and says so); an exemption
 /// lifted before then leaves the warning as it was.
-pub(crate) async fn exempted(conn: &mut SqliteConnection, machine_id: i64, why: &str) -> Result<Option<i64>, PlatformError> {
+pub(crate) async fn exempted(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    why: &str,
+) -> Result<Option<i64>, PlatformError> {
     let cancelled = cancel_queued(conn, machine_id, &format!("not reclaimed: {why}")).await?;
     if let Some(id) = cancelled {
-        snapshot::event(conn, machine_id, "reclaim_cleared", &format!("{why}; the queued reclaim (task #{id}) was cancelled")).await?;
+        snapshot::event(
+            conn,
+            machine_id,
+            "reclaim_cleared",
+            &format!("{why}; the queued reclaim (task #{id}) was cancelled"),
+        )
+        .await?;
     }
     Ok(cancelled)
 }
@@ -97,13 +115,16 @@ pub async fn call_off_if_withdrawn(pool: &Pool, lease: &Lease, machine_id: i64) 
     .await?;
     // Tasks queued before the payload named them carry no deadline: for
     // those only a withdrawn warning or an exemption is seen.
-    let (at, used) = (queued.get("deadline").and_then(|v| v.as_i64()), queued.get("extensions").and_then(|v| v.as_i64()));
+    let (at, used) =
+        (queued.get("deadline").and_then(|v| v.as_i64()), queued.get("extensions").and_then(|v| v.as_i64()));
     let why = match row {
         None => "the machine is gone".to_string(),
         Some((state, ..)) if state != "running" && state != "stopped" => format!("the machine is {state}"),
         Some((_, None, ..)) => "the warning was withdrawn (its GPUs were used again)".to_string(),
         Some((.., true)) => "the machine or its group was exempted from idle reclaim".to_string(),
-        Some((_, Some(deadline), extensions, _)) if at.is_some_and(|a| a != deadline) || used.is_some_and(|u| u != extensions) => {
+        Some((_, Some(deadline), extensions, _))
+            if at.is_some_and(|a| a != deadline) || used.is_some_and(|u| u != extensions) =>
+        {
             "the deadline was extended".to_string()
         }
         Some(_) => return Ok(false),
@@ -114,7 +135,13 @@ pub async fn call_off_if_withdrawn(pool: &Pool, lease: &Lease, machine_id: i64) 
     // (machine_events' kinds are fixed by the schema: this one is shown as
     // "warning withdrawn", which is what it amounts to.)
     snapshot::event(&mut tx, machine_id, "reclaim_cleared", &message).await?;
-    audit::record(&mut *tx, None, "machine.reclaim_called_off", &format!("machine #{machine_id}, task #{}: {message}", lease.task_id)).await?;
+    audit::record(
+        &mut *tx,
+        None,
+        "machine.reclaim_called_off",
+        &format!("machine #{machine_id}, task #{}: {message}", lease.task_id),
+    )
+    .await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -125,7 +152,12 @@ pub async fn call_off_if_withdrawn(pool: &Pool, lease: &Lease, machine_id: i64) 
 /// reclaim in a row that failed under this warning; the failure is
 /// recorded on the machine and the new deadline returned. The task's
 /// payload notes it, so each failure counts once.
-pub(super) async fn back_off(conn: &mut SqliteConnection, machine_id: i64, now: i64, settings: &ReclaimSettings) -> Result<Option<i64>, PlatformError> {
+pub(super) async fn back_off(
+    conn: &mut SqliteConnection,
+    machine_id: i64,
+    now: i64,
+    settings: &ReclaimSettings,
+) -> Result<Option<i64>, PlatformError> {
     // A warning ends with a `reclaim_cleared` event (withdrawn, called off,
     // cancelled) or a reclaim that did not fail; failures before either
     // belong to an earlier warning. Task and event times are both the wall
@@ -153,7 +185,11 @@ pub(super) async fn back_off(conn: &mut SqliteConnection, machine_id: i64, now: 
     let failures = failed.len() as u32;
     let delay = retry_delay(settings, failures);
     let until = now + delay;
-    sqlx::query("UPDATE machines SET reclaim_deadline = ?, rev = rev + 1 WHERE id = ?").bind(until).bind(machine_id).execute(&mut *conn).await?;
+    sqlx::query("UPDATE machines SET reclaim_deadline = ?, rev = rev + 1 WHERE id = ?")
+        .bind(until)
+        .bind(machine_id)
+        .execute(&mut *conn)
+        .await?;
     payload["retry_at"] = until.into();
     snapshot::set_payload(conn, task_id, &payload).await?;
     let detail = format!(

@@ -5,7 +5,8 @@
 use super::*;
 use crate::datasets::store::{checksum, hex, TEMP_DIR};
 use object_store::{
-    memory::InMemory, CopyOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    memory::InMemory, CopyOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, PutMultipartOptions, PutOptions,
+    PutPayload, PutResult,
 };
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -35,10 +36,19 @@ impl std::fmt::Display for Counting {
 
 #[async_trait]
 impl ObjectStore for Counting {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> object_store::Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
         self.inner.put_opts(location, payload, opts).await
     }
-    async fn put_multipart_opts(&self, location: &Path, opts: PutMultipartOptions) -> object_store::Result<Box<dyn MultipartUpload>> {
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
         self.inner.put_multipart_opts(location, opts).await
     }
     async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
@@ -49,13 +59,23 @@ impl ObjectStore for Counting {
         }
         Ok(got)
     }
-    fn delete_stream(&self, locations: futures_util::stream::BoxStream<'static, object_store::Result<Path>>) -> futures_util::stream::BoxStream<'static, object_store::Result<Path>> {
+    fn delete_stream(
+        &self,
+        locations: futures_util::stream::BoxStream<'static, object_store::Result<Path>>,
+    ) -> futures_util::stream::BoxStream<'static, object_store::Result<Path>> {
         self.inner.delete_stream(locations)
     }
-    fn list(&self, prefix: Option<&Path>) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+    fn list(
+        &self,
+        prefix: Option<&Path>,
+    ) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.inner.list(prefix)
     }
-    fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> futures_util::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.inner.list_with_offset(prefix, offset)
     }
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
