@@ -412,3 +412,10 @@ document.documentElement.classList.add("js");
 liftNoJsBoxes();
 restartPolling();
 hydrateIslands();
+
+// A field marked `data-select-all` (a new token's secret) selects its whole
+// text when focused, ready to copy.
+document.addEventListener("focusin", (event) => {
+  const field = event.target;
+  if (field instanceof HTMLInputElement && field.hasAttribute("data-select-all")) field.select();
+});

@@ -160,17 +160,10 @@ impl FromServerFnError for AppError {
         JsonEncoding::encode(&clean).unwrap_or_default()
     }
 
-    /// In the browser, a 401 means the session ended (idle, disabled,
-    /// signed out elsewhere): go to the sign-in page, coming back here after.
     fn de(data: leptos::server_fn::Bytes) -> Self {
         use leptos::server_fn::{error::IntoAppError, Decodes};
-        let e = JsonEncoding::decode(data)
-            .unwrap_or_else(|e| server_fn::error::ServerFnErrorErr::Deserialization(e.to_string()).into_app_error());
-        #[cfg(feature = "hydrate")]
-        if e == AppError::Unauthorized {
-            crate::api::auth::go_to_login();
-        }
-        e
+        JsonEncoding::decode(data)
+            .unwrap_or_else(|e| server_fn::error::ServerFnErrorErr::Deserialization(e.to_string()).into_app_error())
     }
 }
 

@@ -1,6 +1,8 @@
 //! Gantry's user interface: the self-service portal, the admin console and
-//! (later) the dataset pages, rendered on the server and hydrated in the
-//! browser. Server functions live in `api/`, one file per area.
+//! the dataset pages, rendered on the server only (`public/live.js` makes
+//! them live). The one part that runs in the browser is the dataset upload
+//! area, a Leptos island (`pages/datasets/upload.rs`). Server functions
+//! live in `api/`, one file per area.
 
 // Leptos' view types nest as deep as the page: the release wasm build of the
 // dataset version page needs more than the default 128 query levels.
@@ -53,29 +55,20 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// Who is signed in, shared by every page. Filled on the server from the
-/// request's session and carried to the browser inside the HTML, so the
-/// first render on both sides agrees; sign-in and sign-out update it.
-#[derive(Clone, Copy)]
-pub struct Session(pub RwSignal<Option<Me>>);
+/// Who is signed in, shared by every page: resolved on the server from the
+/// request's session before the page renders.
+#[derive(Clone)]
+struct SignedIn(Option<Me>);
 
-pub fn use_session() -> Session {
-    expect_context::<Session>()
+/// The account this page is rendered for, if any.
+pub fn signed_in() -> Option<Me> {
+    use_context::<SignedIn>().and_then(|s| s.0)
 }
 
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    let initial = SharedValue::new(model::session_user_on_server);
-    let me = RwSignal::new(initial.into_inner());
-    provide_context(Session(me));
-
-    // Tests (and people) can tell the page is interactive once this is set.
-    Effect::new(move |_| {
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
+    provide_context(SignedIn(model::session_user_on_server()));
 
     view! {
         <Title formatter=|page: String| if page.is_empty() { "Gantry".to_string() } else { format!("{page} · Gantry") }/>

@@ -221,10 +221,8 @@ pub fn version_prefix(code: &str, version: &str) -> String {
 
 mod mounts;
 mod quota;
-mod range;
 pub use mounts::{parse_mounts, MountRef, MOUNTS_MAX, MOUNT_ROOT};
 pub use quota::{check_quota, format_bytes, QuotaRefusal};
-pub use range::{byte_range, range_applies, ByteRange};
 
 #[cfg(test)]
 mod tests;

@@ -17,6 +17,7 @@ pub mod task;
 pub mod telemetry;
 pub mod throttle;
 pub mod time;
+pub mod url;
 pub mod validate;
 
 pub use role::Role;

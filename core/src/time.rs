@@ -1,5 +1,5 @@
-//! Rendering stored UTC seconds as text the same way on server and browser
-//! (so hydration matches), without pulling a date library into the wasm.
+//! Rendering stored UTC seconds as text, small enough to need no date
+//! library (core also compiles to wasm).
 
 /// `2026-11-29 09:43` for unix seconds, UTC.
 pub fn format_utc(secs: i64) -> String {

@@ -2,7 +2,7 @@ import { expect, type Page } from '@playwright/test';
 
 export const ADMIN_PASSWORD = process.env.GANTRY_E2E_ADMIN_PASSWORD ?? 'e2e-admin-password';
 
-/** Waits until the wasm bundle has hydrated the page (set by an Effect). */
+/** Waits until live.js has taken the page over (it sets `data-hydrated`). */
 export async function hydrated(page: Page) {
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
 }

@@ -258,6 +258,20 @@ pub fn host_arch() -> gantry_core::matching::Arch {
     }
 }
 
+/// A node's name by its id; `None`: no such node.
+pub async fn node_name(pool: &Pool, node_id: i64) -> Result<Option<String>, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?").bind(node_id).fetch_optional(pool).await?)
+}
+
+/// How a node's row was left by the previous run: its executor and last
+/// heartbeat; `None`: no node of that name.
+pub async fn node_executor_and_heartbeat(pool: &Pool, name: &str) -> Result<Option<(String, i64)>, PlatformError> {
+    Ok(sqlx::query_as("SELECT executor, last_heartbeat FROM nodes WHERE name = ?")
+        .bind(name)
+        .fetch_optional(pool)
+        .await?)
+}
+
 pub async fn heartbeat(pool: &Pool, node_id: i64) -> Result<(), PlatformError> {
     set_heartbeat(pool, node_id, now()).await
 }

@@ -119,3 +119,9 @@ pub async fn migrate(pool: &Pool) -> Result<(), PlatformError> {
     }
     Ok(())
 }
+
+/// Whether the database answers a trivial query (the health check).
+pub async fn ping(pool: &Pool) -> Result<(), PlatformError> {
+    sqlx::query("SELECT 1").execute(pool).await?;
+    Ok(())
+}

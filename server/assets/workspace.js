@@ -1,7 +1,8 @@
 // Gantry: the machine page's terminal (xterm.js over a WebSocket) and live
 // log. Served by Gantry at /vendor/gantry-workspace.js, with xterm.js
 // itself at /vendor/xterm.js (no CDN). Mounts on [data-gantry-terminal]
-// and [data-gantry-logs] once the page is hydrated, and unmounts (closing
+// and [data-gantry-logs] once live.js has taken the page over (it sets
+// `data-hydrated` on <body>), and unmounts (closing
 // the connection) when the page navigates away from them.
 (function () {
   'use strict';
@@ -301,7 +302,8 @@
 
   const panels = new Map();
   function scan() {
-    // Leptos must have hydrated the page before its elements are touched.
+    // live.js must have taken the page over (it morphs it in place) before
+    // its elements are touched.
     if (!document.body || document.body.dataset.hydrated !== 'true') return;
     for (const [el, panel] of panels) {
       if (!el.isConnected) {

@@ -20,7 +20,7 @@ pub async fn ensure_admin(pool: &Pool, username: &str, password: Option<&str>) -
     if generated {
         // Printed where the logs go too (a journal, a container's log): a
         // temporary password, to be replaced at the first sign-in.
-        sqlx::query("UPDATE users SET must_change_password = 1 WHERE id = ?").bind(admin.id).execute(pool).await?;
+        accounts::require_new_password(pool, admin.id).await?;
         println!(
             "\n  First administrator created.\n    username: {}\n    password: {password}\n  A temporary password, shown only now: the first sign-in asks for a new one.\n",
             admin.username
@@ -35,22 +35,24 @@ pub async fn ensure_admin(pool: &Pool, username: &str, password: Option<&str>) -
 mod tests {
     use super::*;
 
+    async fn root(pool: &Pool) -> accounts::User {
+        accounts::list_users(pool).await.unwrap().into_iter().find(|u| u.username == "root").expect("root exists")
+    }
+
     gantry_testkit::timed_test! {
         async fn a_generated_first_password_must_be_replaced_a_configured_one_need_not() {
             let dir = tempfile::tempdir().unwrap();
             let pool = gantry_platform::db::connect_file(&dir.path().join("a.db")).await.unwrap();
             gantry_platform::db::migrate(&pool).await.unwrap();
             assert!(ensure_admin(&pool, "root", None).await.unwrap());
-            let must: bool = sqlx::query_scalar("SELECT must_change_password FROM users WHERE username = 'root'").fetch_one(&pool).await.unwrap();
-            assert!(must, "a generated password is temporary");
+            assert!(root(&pool).await.must_change_password, "a generated password is temporary");
             assert!(!ensure_admin(&pool, "root", None).await.unwrap(), "an admin exists: nothing made");
 
             let dir = tempfile::tempdir().unwrap();
             let pool = gantry_platform::db::connect_file(&dir.path().join("b.db")).await.unwrap();
             gantry_platform::db::migrate(&pool).await.unwrap();
             assert!(ensure_admin(&pool, "root", Some("configured-password-1")).await.unwrap());
-            let must: bool = sqlx::query_scalar("SELECT must_change_password FROM users WHERE username = 'root'").fetch_one(&pool).await.unwrap();
-            assert!(!must, "the operator chose it");
+            assert!(!root(&pool).await.must_change_password, "the operator chose it");
         }
     }
 }

@@ -168,13 +168,7 @@ fn attachment(name: &str, content_type: &'static str, size: Option<u64>, body: B
 fn content_disposition(name: &str) -> String {
     let ascii: String =
         name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
-    let mut encoded = String::new();
-    for b in name.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => encoded.push(b as char),
-            _ => encoded.push_str(&format!("%{b:02X}")),
-        }
-    }
+    let encoded = gantry_core::url::encode(name);
     format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
 }
 

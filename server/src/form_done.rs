@@ -96,15 +96,7 @@ pub fn answers(endpoint: &str) -> bool {
 
 /// `text` percent-encoded for a query value (all but the unreserved).
 fn encoded(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    gantry_core::url::encode(text)
 }
 
 /// `answer`: the function's reply body (its JSON) when [`answers`] said so.

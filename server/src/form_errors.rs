@@ -51,25 +51,7 @@ const KEYS: [&str; 3] = ["__path", "__err", "__sig"];
 /// raw, `%5F%5Ferr` or `%75pload_error` walked past every check here and
 /// was read as `__err` or `upload_error` all the same.
 pub(crate) fn decoded_key(raw: &str) -> String {
-    let bytes = raw.as_bytes();
-    let hex = |b: u8| (b as char).to_digit(16);
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(h), Some(l)) => {
-                    out.push((h * 16 + l) as u8);
-                    i += 2;
-                }
-                _ => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    gantry_core::url::decode_form(raw)
 }
 
 /// The query's pairs other than the error's, and the last of each error key.

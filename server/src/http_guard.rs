@@ -32,7 +32,7 @@ pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Req
     // Every line: a proxy may append its own after the client's (an
     // unreadable line reads as empty, so it can never promote an earlier one).
     let forwarded = req.headers().get_all("x-forwarded-for").iter().map(|v| v.to_str().unwrap_or(""));
-    let address = peer.map(|p| gantry_core::throttle::client_address(&p, forwarded, g.security.trusted_proxy));
+    let address = peer.map(|p| crate::client_address::client_address(&p, forwarded, g.security.trusted_proxy));
     req.extensions_mut().insert(ClientAddress(address));
     req.extensions_mut().insert(g.security.gate.clone());
     req.extensions_mut().insert(RequestUser(user));
@@ -199,14 +199,7 @@ pub fn is_asset(path: &str) -> bool {
 
 /// Percent-encodes a query value, keeping `/` readable.
 pub(crate) fn encode_query_value(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    gantry_core::url::encode_path(s)
 }
 
 #[cfg(test)]

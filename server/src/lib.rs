@@ -6,6 +6,7 @@ pub mod asset_memory;
 pub mod assets;
 pub mod bench;
 pub mod bootstrap;
+pub mod client_address;
 pub mod config;
 pub mod datasets;
 pub mod files;

@@ -252,7 +252,7 @@ async fn server_fns(State(state): State<AppState>, req: Request) -> impl IntoRes
 
 /// Anonymous callers learn whether the database answers, not why not.
 async fn healthz(State(state): State<AppState>) -> Response {
-    match sqlx::query("SELECT 1").execute(&state.pool).await {
+    match gantry_platform::db::ping(&state.pool).await {
         Ok(_) => (StatusCode::OK, "ok").into_response(),
         Err(e) => {
             tracing::error!(error = %e, "health check: database unavailable");

@@ -172,10 +172,7 @@ struct Registered {
 }
 
 async fn registered(pool: &Pool, name: &str) -> Result<Option<Registered>, PlatformError> {
-    let row: Option<(String, i64)> = sqlx::query_as("SELECT executor, last_heartbeat FROM nodes WHERE name = ?")
-        .bind(name)
-        .fetch_optional(pool)
-        .await?;
+    let row = gantry_platform::cluster::node_executor_and_heartbeat(pool, name).await?;
     Ok(row.map(|(executor, last_heartbeat)| Registered { executor, last_heartbeat }))
 }
 

@@ -31,24 +31,7 @@ pub fn safe_next(next: Option<&str>) -> String {
 
 /// The sign-in page that comes back to `next` (percent-encoded).
 pub fn login_url(next: &str) -> String {
-    let mut out = String::from("/login?next=");
-    for b in next.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-/// Leaves a page whose session has ended for the sign-in page.
-#[cfg(feature = "hydrate")]
-pub fn go_to_login() {
-    let location = window().location();
-    let here = format!("{}{}", location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
-    if !here.starts_with("/login") {
-        let _ = location.assign(&login_url(&here));
-    }
+    format!("/login?next={}", gantry_core::url::encode_path(next))
 }
 
 #[cfg(feature = "ssr")]

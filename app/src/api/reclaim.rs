@@ -86,28 +86,9 @@ pub async fn reclaim_admin(page: Option<String>) -> Result<ReclaimAdminView, App
     let pool = crate::state::pool()?;
     let page = PageRequest::parse(page.as_deref(), None);
     let s = gantry_platform::reclaim::load_settings(&pool).await?;
-    let db = |e: sqlx::Error| AppError::from(gantry_platform::PlatformError::from(e));
-    let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name")
-        .fetch_all(&pool)
-        .await
-        .map_err(db)?;
-    let machines = sqlx::query_as(
-        "SELECT m.id, m.name, u.username, m.state, m.reclaim_exempt, m.rebalance_opt_out, m.reclaim_deadline
-         FROM machines m JOIN users u ON u.id = m.owner_id WHERE m.state NOT IN ('deleted', 'lost') AND m.workload = 'dev' ORDER BY m.id DESC LIMIT ? OFFSET ?",
-    )
-    .bind(page.per_page)
-    .bind(page.offset())
-    .fetch_all(&pool)
-    .await
-    .map_err(db)?;
-    // The count tables (migration 0014) say how many without reading them.
-    let total: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(SUM(n), 0) FROM machine_counts WHERE state NOT IN ('deleted', 'lost') AND workload = 'dev'",
-    )
-    .fetch_one(&pool)
-    .await
-    .map_err(db)?;
-    let counts = crate::api::lists::server::counts(total, page, Vec::new());
+    let gantry_platform::reclaim::Console { groups, machines, total_machines } =
+        gantry_platform::reclaim::console(&pool, page).await?;
+    let counts = crate::api::lists::server::counts(total_machines, page, Vec::new());
     let raw_keep = gantry_platform::reclaim::raw_retention_secs(&pool).await?;
     let unwatchable = gantry_core::reclaim::windows_outlast_samples(&s.reclaim, &s.hot, raw_keep);
     Ok(ReclaimAdminView { reclaim: s.reclaim, hot: s.hot, groups, machines, counts, unwatchable })

@@ -32,12 +32,9 @@ pub async fn node_chart(node_id: i64, range: String) -> Result<(String, ChartDat
     crate::state::require_admin()?;
     let pool = crate::state::pool()?;
     let range = range_of(&range)?;
-    let name: Option<String> = sqlx::query_scalar("SELECT name FROM nodes WHERE id = ?")
-        .bind(node_id)
-        .fetch_optional(&pool)
-        .await
-        .map_err(|e| AppError::Internal(e.to_string()))?;
-    let name = name.ok_or_else(|| AppError::NotFound(format!("node #{node_id} not found")).respond())?;
+    let name = gantry_platform::cluster::node_name(&pool, node_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("node #{node_id} not found")).respond())?;
     Ok((name, query::chart(&pool, query::Scope::Node(node_id), range, telemetry::now_ms()).await?))
 }
 
@@ -80,11 +77,8 @@ pub async fn set_sim_pattern(machine_id: i64, pattern: String) -> Result<(), App
 #[server(prefix = "/api", endpoint = "admin/sim_pattern")]
 pub async fn sim_pattern(machine_id: i64) -> Result<String, AppError> {
     crate::state::require_admin()?;
-    let pattern: Option<Option<String>> = sqlx::query_scalar("SELECT sim_pattern FROM machines WHERE id = ?")
-        .bind(machine_id)
-        .fetch_optional(&crate::state::pool()?)
-        .await
-        .map_err(|e| AppError::Internal(e.to_string()))?;
-    let pattern = pattern.ok_or_else(|| AppError::NotFound(format!("machine #{machine_id} not found")).respond())?;
+    let pattern = gantry_platform::telemetry::overview::sim_pattern(&crate::state::pool()?, machine_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("machine #{machine_id} not found")).respond())?;
     Ok(pattern.unwrap_or_else(|| "default".into()))
 }

@@ -1,8 +1,8 @@
 //! Server-rendered SVG line charts of GPU series: utilisation or memory in
 //! percent over a time range, threshold lines, event markers. Plain SVG
 //! attributes only (no inline style, no script), so a page is complete
-//! without JavaScript and within the content security policy; hydrated, the
-//! same view re-renders from a signal as new data arrives.
+//! without JavaScript and within the content security policy; live.js
+//! brings the page's new data by fetching the page again.
 
 use gantry_core::telemetry::view::{ChartData, GpuSeries};
 use leptos::prelude::*;

@@ -1,6 +1,6 @@
 //! The frame around every signed-in page: brand, navigation, account menu.
 
-use crate::{api::auth::Logout, components::nojs_done::NoJsDone, use_session};
+use crate::{api::auth::Logout, components::nojs_done::NoJsDone, signed_in};
 use leptos::prelude::*;
 use leptos_router::components::{Outlet, Redirect, A};
 
@@ -12,14 +12,10 @@ pub fn Layout() -> impl IntoView {
 
 #[component]
 pub fn Frame(children: Children) -> impl IntoView {
-    let me = use_session().0;
+    let me = signed_in();
     let logout = ServerAction::<Logout>::new();
-    Effect::new(move |_| {
-        if let Some(Ok(())) = logout.value().get() {
-            me.set(None);
-        }
-    });
-    let is_admin = move || me.with(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+    let is_admin = me.as_ref().is_some_and(|m| m.is_admin());
+    let signed_out = me.is_none();
 
     view! {
         <header class="topbar">
@@ -35,27 +31,24 @@ pub fn Frame(children: Children) -> impl IntoView {
                 <A href="/tasks">"Tasks"</A>
                 <A href="/datasets">"Datasets"</A>
                 <A href="/tokens">"Tokens"</A>
-                <Show when=is_admin>
-                    <A href="/admin">"Admin"</A>
-                </Show>
+                {is_admin.then(|| view! { <A href="/admin">"Admin"</A> })}
             </nav>
-            <Show when=move || me.with(Option::is_some)>
+            {me.map(|me| view! {
                 <div class="account">
                     <span class="who" data-testid="whoami">
-                        {move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}
-                        <small>{move || me.with(|m| m.as_ref().map(|m| format!(" · {}", m.group)))}</small>
+                        {me.username}
+                        <small>{format!(" · {}", me.group)}</small>
                     </span>
                     <a href="/account/password" class="small" data-testid="account-link">"Password"</a>
                     <ActionForm action=logout>
                         <button type="submit" class="link">"Sign out"</button>
                     </ActionForm>
                 </div>
-            </Show>
+            })}
         </header>
-        // A page reached by client-side navigation after signing out.
-        <Show when=move || me.with(Option::is_none)>
-            <Redirect path="/login"/>
-        </Show>
+        // The server's page guard sends signed-out requests to the sign-in
+        // page before they render; this is its last line.
+        {signed_out.then(|| view! { <Redirect path="/login"/> })}
         <main class="content"><NoJsDone/>{children()}</main>
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::{
     model::lists::{ListCounts, ListQuery},
-    use_session,
+    signed_in,
 };
 use gantry_core::paging::{page_span, PageSpan};
 use leptos::prelude::*;
@@ -33,7 +33,7 @@ pub fn FilterForm(
     #[prop(optional)] kinds: Option<Vec<&'static str>>,
     user_label: &'static str,
 ) -> impl IntoView {
-    let admin = use_session().0.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+    let admin = signed_in().is_some_and(|m| m.is_admin());
     let kind_select = kinds.map(|kinds| {
         let chosen = query.kind.clone().unwrap_or_default();
         view! {

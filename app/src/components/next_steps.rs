@@ -2,13 +2,13 @@
 //! between the user and a first machine: no quota in their group, or no
 //! ready node. Admins get links to fix it; users are told whom to ask.
 
-use crate::{model::NextSteps, use_session};
+use crate::{model::NextSteps, signed_in};
 use leptos::prelude::*;
 
 /// Nothing when the user can go ahead.
 #[component]
 pub fn NextStepsCard(steps: NextSteps) -> impl IntoView {
-    let admin = use_session().0.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+    let admin = signed_in().is_some_and(|m| m.is_admin());
     if steps.group_has_quota && steps.ready_nodes > 0 {
         return ().into_any();
     }

@@ -10,19 +10,11 @@
 //! JavaScript a reload shows the news.
 
 use leptos::prelude::*;
-use std::future::Future;
-
-/// Seconds between checks while busy (live.js' `BUSY_MS`).
-pub const BUSY_SECS: u64 = 2;
-/// Checks while idle happen every this many busy periods (live.js' `IDLE_EVERY`).
-pub const IDLE_EVERY: u32 = 5;
 
 /// The page's live mark: place the returned view in the page. `busy` is
 /// read on the server inside its own `<Suspense>`, so the page's render
-/// waits for the resource it reads. `tick` is the page's refetch counter,
-/// which nothing bumps any more: the whole page is fetched again instead.
-pub fn poll(tick: RwSignal<u64>, busy: Signal<bool>) -> impl IntoView {
-    let _ = tick;
+/// waits for the resource it reads.
+pub fn poll(busy: Signal<bool>) -> impl IntoView {
     view! {
         <Suspense fallback=|| ()>
             {move || view! { <span hidden data-live=if busy.get() { "busy" } else { "idle" }></span> }}
@@ -30,15 +22,13 @@ pub fn poll(tick: RwSignal<u64>, busy: Signal<bool>) -> impl IntoView {
     }
 }
 
-/// Runs a page's fetch (kept for the pages' resources; the server runs
-/// each once per render).
-pub async fn tracked<T>(in_flight: RwSignal<bool>, fetch: impl Future<Output = T>) -> T {
-    let _ = in_flight;
-    fetch.await
-}
+/// A page's resource whose answer is a server function's.
+pub type Polled<T> = Resource<Result<T, crate::error::AppError>>;
 
-/// [`poll`], for pages that marked their fetch with [`tracked`].
-pub fn poll_guarded(tick: RwSignal<u64>, busy: Signal<bool>, in_flight: RwSignal<bool>) -> impl IntoView {
-    let _ = in_flight;
-    poll(tick, busy)
+/// Whether `check` holds for the resource's answer: the `busy` of [`poll`].
+pub fn busy_when<T>(resource: Polled<T>, check: impl Fn(&T) -> bool + Send + Sync + 'static) -> Signal<bool>
+where
+    T: Send + Sync + 'static,
+{
+    Signal::derive(move || resource.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(&check)))
 }

@@ -7,7 +7,7 @@ use crate::{
     api::machines::CancelTask,
     components::status::{progress_bar, task_state_badge},
     model::machines::{task_cancellable, TaskRow},
-    use_session,
+    signed_in,
 };
 use leptos::prelude::*;
 
@@ -20,13 +20,11 @@ pub fn TaskTable(
     if tasks.is_empty() {
         return view! { <p class="muted" data-testid="no-tasks">"No tasks yet."</p> }.into_any();
     }
-    let me = use_session().0;
+    let me = signed_in();
     // The server decides; this only hides a button it would refuse.
     let may_cancel = move |t: &TaskRow| {
-        task_cancellable(&t.state)
-            && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
+        task_cancellable(&t.state) && me.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester)
     };
-    let pending = cancel.pending();
     view! {
         <table class="table" data-testid="tasks">
             <thead>
@@ -57,7 +55,7 @@ pub fn TaskTable(
                     let action = may_cancel(&t).then(|| view! {
                         <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-task">
                             <input type="hidden" name="task_id" value=t.id/>
-                            <button type="submit" disabled=pending aria-label=format!("Cancel task {}", t.id)>"Cancel"</button>
+                            <button type="submit" aria-label=format!("Cancel task {}", t.id)>"Cancel"</button>
                         </ActionForm>
                     });
                     view! {

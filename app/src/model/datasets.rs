@@ -138,14 +138,7 @@ pub fn version_url(code: &str, version: &str) -> String {
 }
 
 /// Percent-encodes a path segment or query value.
-pub fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+pub use gantry_core::url::encode;
 
 /// "3.2 MiB/s · 12 s left" from bytes sent, the total and seconds so far.
 pub fn rate_label(sent: f64, total: f64, secs: f64) -> String {

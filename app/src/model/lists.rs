@@ -47,17 +47,7 @@ impl ListQuery {
     }
 }
 
-/// Percent-encodes a query value (names are short; no crate needed).
-fn encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
+use gantry_core::url::encode;
 
 /// Where a window sits in the whole list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,5 @@
 //! Dev machines and their tasks as the portal shows them, and the small
-//! pure helpers both the server and the browser use to render and parse
-//! them (so server-rendered HTML and hydrated HTML agree).
+//! pure helpers the pages use to render and parse them.
 
 mod rows;
 

@@ -3,31 +3,34 @@
 use crate::{
     api::dashboard::dashboard,
     components::{next_steps::NextStepsCard, quota_gauge::QuotaGauge},
-    use_session,
+    signed_in,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 #[component]
 pub fn DashboardPage() -> impl IntoView {
-    let me = use_session().0;
+    let me = signed_in();
+    let (user, role, group) = me.map(|m| (m.username, m.role.to_string(), m.group)).unwrap_or_default();
+    let name = user.clone();
     // One resource and one Suspense for the whole page's data.
     let data = Resource::new(|| (), |_| dashboard());
     let account = move || {
+        let (user, role, group) = (user.clone(), role.clone(), group.clone());
         view! {
             <section class="card">
                 <h2>"Account"</h2>
                 <dl class="facts">
-                    <dt>"User"</dt><dd data-testid="dash-user">{move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}</dd>
-                    <dt>"Role"</dt><dd>{move || me.with(|m| m.as_ref().map(|m| m.role.to_string()))}</dd>
-                    <dt>"Group"</dt><dd data-testid="dash-group">{move || me.with(|m| m.as_ref().map(|m| m.group.clone()))}</dd>
+                    <dt>"User"</dt><dd data-testid="dash-user">{user}</dd>
+                    <dt>"Role"</dt><dd>{role}</dd>
+                    <dt>"Group"</dt><dd data-testid="dash-group">{group}</dd>
                 </dl>
             </section>
         }
     };
     view! {
         <Title text="Portal"/>
-        <h1>"Welcome, " {move || me.with(|m| m.as_ref().map(|m| m.username.clone()))}</h1>
+        <h1>"Welcome, " {name}</h1>
         <crate::pages::machines::reclaim::ReclaimBanner/>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || data.get().map(|r| match r {

@@ -7,7 +7,7 @@
 use crate::{
     api::auth::Login,
     components::form_error::{error_text, FormError},
-    use_session,
+    signed_in,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -16,26 +16,20 @@ use leptos_router::{components::Redirect, hooks::use_query_map};
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
-    let me = use_session().0;
-    // Signed in (with JavaScript): remember who, and the Redirect below
-    // takes us on.
-    Effect::new(move |_| {
-        if let Some(Ok(user)) = login.value().get() {
-            me.set(Some(user));
-        }
+    let next = use_query_map().with_untracked(|q| q.get("next")).unwrap_or_default();
+    // Already signed in: on to where the sign-in would have led.
+    let onward = signed_in().map(|me| {
+        let to = if me.must_change_password {
+            crate::api::auth::CHANGE_PASSWORD_PAGE.to_string()
+        } else {
+            crate::api::auth::safe_next(Some(&next))
+        };
+        view! { <Redirect path=to/> }
     });
-    let next = move || use_query_map().with(|q| q.get("next")).unwrap_or_default();
-    let pending = login.pending();
 
     view! {
         <Title text="Sign in"/>
-        <Show when=move || me.with(Option::is_some)>
-            {move || {
-                let forced = me.with(|m| m.as_ref().is_some_and(|m| m.must_change_password));
-                let to = if forced { crate::api::auth::CHANGE_PASSWORD_PAGE.to_string() } else { crate::api::auth::safe_next(Some(&next())) };
-                view! { <Redirect path=to/> }
-            }}
-        </Show>
+        {onward}
         <main class="login">
             <ActionForm action=login attr:class="card login-card">
                 <h1>
@@ -53,9 +47,7 @@ pub fn LoginPage() -> impl IntoView {
                 </label>
                 <input type="hidden" name="next" value=next/>
                 <FormError message=Signal::derive(move || login.value().with(error_text))/>
-                <button type="submit" class="primary" disabled=pending>
-                    {move || if pending.get() { "Signing in…" } else { "Sign in" }}
-                </button>
+                <button type="submit" class="primary">"Sign in"</button>
             </ActionForm>
         </main>
     }

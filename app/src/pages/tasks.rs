@@ -7,8 +7,8 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
+        poll::busy_when,
         poll::poll,
-        polled::busy_when,
         task_table::TaskTable,
     },
     model::machines::task_busy,
@@ -23,15 +23,10 @@ fn task_kinds() -> Vec<&'static str> {
 #[component]
 pub fn TasksPage() -> impl IntoView {
     let cancel = ServerAction::<CancelTask>::new();
-    let tick = RwSignal::new(0u64);
     let query = use_list_query();
-    let tasks = Resource::new(
-        move || (tick.get(), cancel.version().get(), query.get()),
-        |(_, _, q)| tasks_window(q.state, q.user, q.group, q.kind, q.page),
-    );
-    let live = poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
+    let tasks = Resource::new(move || query.get(), |q| tasks_window(q.state, q.user, q.group, q.kind, q.page));
     view! {
-        {live}
+        {poll(busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))))}
         <Title text="Tasks"/>
         <h1>"Tasks"</h1>
         <section class="card stack">

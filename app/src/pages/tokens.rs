@@ -20,7 +20,6 @@ pub fn TokensPage() -> impl IntoView {
     let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| my_tokens());
     // A second click while the first create runs would make a second token
     // whose secret is never shown.
-    let creating = create.pending();
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
     let created =
@@ -35,7 +34,7 @@ pub fn TokensPage() -> impl IntoView {
                     <label>"Name" <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="e.g. laptop scripts"/></label>
                     <p class="muted small">"A token acts as you: it can submit, list and cancel your compute tasks. Revoke it when it is no longer needed."</p>
                     <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                    <button type="submit" class="primary" disabled=move || creating.get()>"Create token"</button>
+                    <button type="submit" class="primary">"Create token"</button>
                 </ActionForm>
                 <Suspense fallback=|| ()>
                     {move || created().map(|c| view! { <NewToken created=c/> })}
@@ -59,12 +58,10 @@ pub fn TokensPage() -> impl IntoView {
 #[component]
 fn NewToken(created: CreatedToken) -> impl IntoView {
     let curl = curl_example(&created.secret);
-    // Clicking the field selects the whole secret, ready for Ctrl+C.
-    let select_all = |ev: leptos::ev::FocusEvent| event_target::<leptos::web_sys::HtmlInputElement>(&ev).select();
     view! {
         <div class="notice stack" role="status" data-testid="new-token">
             <p><strong>"Token " {created.token.name.clone()} " created."</strong> " Copy it now: it is not shown again."</p>
-            <input type="text" readonly class="secret" aria-label="New token" value=created.secret data-testid="token-secret" on:focus=select_all/>
+            <input type="text" readonly class="secret" aria-label="New token" value=created.secret data-testid="token-secret" data-select-all=""/>
             <p class="muted small">"Select the field and copy it (Ctrl+C, or ⌘C). Use it like this:"</p>
             <pre class="output small">{curl}</pre>
         </div>
@@ -76,7 +73,6 @@ fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl 
     if tokens.is_empty() {
         return view! { <p class="muted" data-testid="no-tokens">"No tokens yet."</p> }.into_any();
     }
-    let revoking = revoke.pending();
     view! {
         <table class="table" data-testid="tokens">
             <thead><tr><th>"Name"</th><th>"Starts with"</th><th>"Created (UTC)"</th><th>"Last used (UTC)"</th><th>"State"</th><th></th></tr></thead>
@@ -100,7 +96,7 @@ fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl 
                                 <ActionForm action=revoke attr:class="inline">
                                     <input type="hidden" name="token_id" value=t.id/>
                                     {tick_to_confirm("revoke it")}
-                                    <button type="submit" class="danger" aria-label=label.clone() disabled=move || revoking.get() data-confirm=question.clone()>"Revoke"</button>
+                                    <button type="submit" class="danger" aria-label=label.clone() data-confirm=question.clone()>"Revoke"</button>
                                 </ActionForm>
                             })}</td>
                         </tr>

@@ -60,20 +60,6 @@ fn quota_counts_reservations_and_names_the_numbers() {
 }
 
 #[test]
-fn ranges() {
-    assert_eq!(byte_range(None, 10), ByteRange::Whole);
-    assert_eq!(byte_range(Some("bytes=2-5"), 10), ByteRange::Part { start: 2, end: 5 });
-    assert_eq!(byte_range(Some("bytes=2-"), 10), ByteRange::Part { start: 2, end: 9 });
-    assert_eq!(byte_range(Some("bytes=-3"), 10), ByteRange::Part { start: 7, end: 9 });
-    assert_eq!(byte_range(Some("bytes=5-100"), 10), ByteRange::Part { start: 5, end: 9 });
-    assert_eq!(byte_range(Some("bytes=10-"), 10), ByteRange::Unsatisfiable);
-    assert_eq!(byte_range(Some("bytes=0-1,4-5"), 10), ByteRange::Whole);
-    assert_eq!(byte_range(Some("bytes=5-2"), 10), ByteRange::Whole);
-    assert_eq!(byte_range(Some("items=1-2"), 10), ByteRange::Whole);
-    assert_eq!(byte_range(Some("bytes=-0"), 10), ByteRange::Unsatisfiable);
-}
-
-#[test]
 fn categories_and_visibility() {
     assert!(category("images").is_ok());
     assert!(category("pictures").is_err());
@@ -156,15 +142,4 @@ fn stored_lengths_count_what_an_object_store_encodes_three_times() {
     // The limit named in the refusal is the constant.
     assert_eq!(FILE_NAME_MAX, 886);
     assert!(file_name(&ascii_name(887)).unwrap_err().to_string().contains("longer than 886 bytes as stored"));
-}
-
-#[test]
-fn if_range_lets_a_range_through_only_for_the_current_strong_tag() {
-    let etag = "\"abc\"";
-    assert!(range_applies(None, etag));
-    assert!(range_applies(Some("\"abc\""), etag));
-    assert!(range_applies(Some(" \"abc\" "), etag));
-    for stale in ["\"old\"", "W/\"abc\"", "Wed, 21 Oct 2015 07:28:00 GMT", "", "abc"] {
-        assert!(!range_applies(Some(stale), etag), "{stale}");
-    }
 }

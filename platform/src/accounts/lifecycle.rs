@@ -36,6 +36,13 @@ async fn finish(pool: &Pool, tx: Tx, user_id: i64) -> Result<User, PlatformError
     user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
 }
 
+/// Marks an account's password as temporary: the next sign-in must choose
+/// a new one (the first administrator's generated password).
+pub async fn require_new_password(pool: &Pool, user_id: i64) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE users SET must_change_password = 1 WHERE id = ?").bind(user_id).execute(pool).await?;
+    Ok(())
+}
+
 /// Disables (its sessions end at once) or enables an account. Disabling
 /// cancels its compute tasks not yet placed, in the same commit: they would
 /// start later and use the group's quota for an account nobody may use.

@@ -4,9 +4,11 @@
 //! the transition module. The loop's pass takes the time as an argument so
 //! tests run it at any instant.
 
+mod console;
 mod pass;
 mod settings;
 
+pub use console::{console, Console, GroupExemption, MachineStanding};
 pub use pass::{pass, run, PassReport};
 pub use settings::{
     load_settings, note_raw_retention, raw_retention_secs, save_settings, set_group_exempt, set_machine_exempt,

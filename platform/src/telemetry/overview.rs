@@ -159,3 +159,12 @@ pub async fn set_sim_pattern(
     tx.commit().await?;
     Ok(())
 }
+
+/// The simulated pattern set for a machine's GPUs (`None` inside: the
+/// default); `None`: no such machine.
+pub async fn sim_pattern(pool: &Pool, machine_id: i64) -> Result<Option<Option<String>>, PlatformError> {
+    Ok(sqlx::query_scalar("SELECT sim_pattern FROM machines WHERE id = ?")
+        .bind(machine_id)
+        .fetch_optional(pool)
+        .await?)
+}

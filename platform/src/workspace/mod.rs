@@ -160,59 +160,60 @@ impl Target {
     }
 }
 
-/// Why a terminal closed, for the browser (WebSocket close code and text),
-/// the sessions table and the audit log.
+/// Why a terminal closed, for the browser (the server turns the cause into
+/// a WebSocket close code), the sessions table and the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CloseReason {
-    pub code: u16,
+    pub cause: CloseCause,
     pub text: String,
 }
 
-/// Close codes the terminal page understands (4000-4999 are for
-/// applications).
-pub mod close_code {
-    /// The shell exited.
-    pub const NORMAL: u16 = 1000;
+/// What ended a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseCause {
+    /// The shell exited, or the browser closed the connection.
+    Normal,
     /// The server is shutting down.
-    pub const GOING_AWAY: u16 = 1001;
-    pub const ERROR: u16 = 1011;
+    ServerStopping,
+    /// Something failed on the way.
+    Error,
     /// The machine stopped or is restarting: reconnect when it runs again.
-    pub const MACHINE_STOPPED: u16 = 4001;
+    MachineStopped,
     /// The machine is being deleted or is gone.
-    pub const MACHINE_DELETED: u16 = 4002;
+    MachineDeleted,
     /// An administrator closed the session.
-    pub const CLOSED_BY_ADMIN: u16 = 4003;
+    ClosedByAdmin,
     /// Nothing was typed or printed for the idle limit.
-    pub const IDLE: u16 = 4004;
+    Idle,
     /// The account was disabled, demoted or had its password reset: its
     /// sessions ended, its terminals with them.
-    pub const ACCOUNT_CHANGED: u16 = 4005;
+    AccountChanged,
     /// The browser session that opened it ended: signed out (in any tab),
     /// or unused for longer than the sign-in limit.
-    pub const SESSION_ENDED: u16 = 4006;
+    SessionEnded,
 }
 
 impl CloseReason {
-    pub fn new(code: u16, text: impl Into<String>) -> Self {
-        CloseReason { code, text: text.into() }
+    pub fn new(cause: CloseCause, text: impl Into<String>) -> Self {
+        CloseReason { cause, text: text.into() }
     }
 
     /// The reason for a machine that left `running`.
     pub fn for_state(name: &str, state: &str) -> CloseReason {
         match state {
             "deleting" | "deleted" => {
-                CloseReason::new(close_code::MACHINE_DELETED, format!("machine {name} was deleted"))
+                CloseReason::new(CloseCause::MachineDeleted, format!("machine {name} was deleted"))
             }
-            "restarting" => CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is restarting")),
+            "restarting" => CloseReason::new(CloseCause::MachineStopped, format!("machine {name} is restarting")),
             "reinstalling" => {
-                CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is being reinstalled"))
+                CloseReason::new(CloseCause::MachineStopped, format!("machine {name} is being reinstalled"))
             }
             RECLAIMING => CloseReason::new(
-                close_code::MACHINE_STOPPED,
+                CloseCause::MachineStopped,
                 format!("machine {name} is being reclaimed (idle); restore it from its page"),
             ),
-            "lost" => CloseReason::new(close_code::MACHINE_DELETED, format!("machine {name}'s node was lost")),
-            other => CloseReason::new(close_code::MACHINE_STOPPED, format!("machine {name} is {other}")),
+            "lost" => CloseReason::new(CloseCause::MachineDeleted, format!("machine {name}'s node was lost")),
+            other => CloseReason::new(CloseCause::MachineStopped, format!("machine {name} is {other}")),
         }
     }
 }

@@ -258,14 +258,11 @@ impl Registry {
                 if let Some(admin) = admin {
                     self.signal(
                         id,
-                        CloseReason::new(
-                            super::close_code::CLOSED_BY_ADMIN,
-                            format!("closed by administrator {admin}"),
-                        ),
+                        CloseReason::new(super::CloseCause::ClosedByAdmin, format!("closed by administrator {admin}")),
                     );
                 } else if account_changed {
                     let why = "your account was changed (disabled, its role or its password): sign in again";
-                    self.signal(id, CloseReason::new(super::close_code::ACCOUNT_CHANGED, why));
+                    self.signal(id, CloseReason::new(super::CloseCause::AccountChanged, why));
                 } else if state != "running" {
                     self.signal(id, CloseReason::for_state(&machine, &state));
                 }

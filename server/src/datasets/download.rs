@@ -9,13 +9,13 @@
 //! moment, before the download is refused ([`datasets::reading`]).
 
 use super::error_json;
+use super::range::{byte_range, range_applies, ByteRange};
 use axum::{
     body::Body,
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
 use futures_util::StreamExt;
-use gantry_core::datasets::{byte_range, range_applies, ByteRange};
 use gantry_platform::{
     accounts::User,
     datasets::{self, access::Access, reading::being_replaced, store::ByteStream, DatasetError, Datasets, Listed},
@@ -207,12 +207,6 @@ fn content_disposition(name: &str) -> String {
         .chars()
         .map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '_' })
         .collect();
-    let encoded: String = name
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
+    let encoded = gantry_core::url::encode(name);
     format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
 }

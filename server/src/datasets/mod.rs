@@ -24,6 +24,7 @@ mod args;
 pub mod bench;
 mod browser;
 mod download;
+mod range;
 mod transfer;
 
 pub use args::DatasetArgs;

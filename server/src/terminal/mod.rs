@@ -13,7 +13,7 @@
 //! Protocol: binary frames both ways are terminal bytes; the browser sends
 //! `{"resize":{"cols":C,"rows":R}}` as text. The server ends a session
 //! with a close frame whose code and reason say why (see
-//! `gantry_platform::workspace::close_code`): the shell exited, the machine
+//! `close_code`): the shell exited, the machine
 //! stopped/restarts (reconnect when it runs), was deleted, an admin closed
 //! it, it was idle too long, or the browser session that opened it ended
 //! (signed out in any tab, or unused past the sign-in limit).
@@ -23,6 +23,7 @@
 //! as a slow ssh client does); input is written through as it arrives;
 //! WebSocket buffers are small and messages capped.
 
+pub mod close_code;
 mod resize;
 mod slots;
 
@@ -46,7 +47,7 @@ use gantry_platform::{
         inside::{ProcessState, Shell, TtySize},
         ContainerStatus, ExecError, Executor,
     },
-    workspace::{close_code, sessions, sessions::Registration, CloseReason},
+    workspace::{sessions, sessions::Registration, CloseCause, CloseReason},
 };
 use serde::Deserialize;
 use std::{
@@ -314,18 +315,18 @@ async fn run(
             e = signal => e,
             e = idle => e,
             ended = ctx.session.wait() => End::Signal(ended.close_reason()),
-            _ = stopped.as_mut() => End::Signal(CloseReason::new(close_code::GOING_AWAY, "the server is shutting down")),
+            _ = stopped.as_mut() => End::Signal(CloseReason::new(CloseCause::ServerStopping, "the server is shutting down")),
         }
     };
 
     let (reason, shell_gone) = match end {
         End::ShellEnded => (why_ended(&ctx, &exec_id).await, true),
         End::EngineError(e) => (engine_failure(&e, ctx.request_id.as_deref(), guard.session), false),
-        End::ClientClosed => (CloseReason::new(close_code::NORMAL, "closed by the browser"), false),
+        End::ClientClosed => (CloseReason::new(CloseCause::Normal, "closed by the browser"), false),
         End::Signal(reason) => (reason, false),
         End::Idle => (
             CloseReason::new(
-                close_code::IDLE,
+                CloseCause::Idle,
                 format!(
                     "closed after {} with nothing typed or printed",
                     sessions::duration_text(ctx.idle.as_secs() as i64)
@@ -334,7 +335,7 @@ async fn run(
             false,
         ),
     };
-    tracing::info!(session = ?guard.session, machine = %ctx.machine, code = reason.code, reason = %reason.text, "terminal closed");
+    tracing::info!(session = ?guard.session, machine = %ctx.machine, code = close_code::of(reason.cause), reason = %reason.text, "terminal closed");
     // Recorded (and the shell hung up) before the browser hears of it, so
     // whoever sees the close frame sees the closed session too.
     // The row is closed before the session leaves the registry: the
@@ -342,7 +343,7 @@ async fn run(
     guard.finish(&reason.text, !shell_gone).await;
     drop(registration);
     drop(slot);
-    let frame = CloseFrame { code: reason.code, reason: close_text(&reason.text).into() };
+    let frame = CloseFrame { code: close_code::of(reason.cause), reason: close_text(&reason.text).into() };
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         let _ = tx.send(Message::Close(Some(frame))).await;
         let _ = tx.close().await;
@@ -370,9 +371,9 @@ async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
     }
     match ctx.exec.shell_state(exec_id).await {
         Ok(ProcessState::Exited(code)) => {
-            CloseReason::new(close_code::NORMAL, format!("the shell exited (code {code})"))
+            CloseReason::new(CloseCause::Normal, format!("the shell exited (code {code})"))
         }
-        _ => CloseReason::new(close_code::NORMAL, "the shell exited"),
+        _ => CloseReason::new(CloseCause::Normal, "the shell exited"),
     }
 }
 
@@ -385,7 +386,7 @@ fn engine_failure(e: &ExecError, request_id: Option<&str>, session: Option<i64>)
     let request_id = request_id.unwrap_or("none");
     tracing::warn!(request_id, ?session, error = %e, "a terminal's connection to its engine failed");
     CloseReason::new(
-        close_code::ERROR,
+        CloseCause::Error,
         format!("the connection to the machine's node was lost; the error has been logged (request id {request_id})"),
     )
 }
@@ -472,13 +473,13 @@ async fn cleanup(
 
 #[cfg(test)]
 mod tests {
-    use gantry_platform::{executor::ExecError, workspace::close_code};
+    use gantry_platform::{executor::ExecError, workspace::CloseCause};
 
     #[test]
     fn an_unreachable_engine_is_not_named_in_the_close_frame() {
         let e = ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2376 is unreachable: reset".into());
         let reason = super::engine_failure(&e, Some("3f00aa11bb22cc33"), Some(7));
-        assert_eq!(reason.code, close_code::ERROR);
+        assert_eq!(reason.cause, CloseCause::Error);
         let text = super::close_text(&reason.text);
         assert!(!text.contains("tcp://") && !text.contains("10.1.2.3") && !text.contains("reset"), "{text}");
         assert!(text.contains("logged") && text.contains("3f00aa11bb22cc33"), "says where the detail went: {text}");

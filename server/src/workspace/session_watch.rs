@@ -24,7 +24,7 @@ use gantry_platform::{
     accounts::{self, User},
     db::Pool,
     executor::{inside::ByteStream, ExecError},
-    workspace::{close_code, sessions::WATCH_EVERY, CloseReason},
+    workspace::{sessions::WATCH_EVERY, CloseCause, CloseReason},
 };
 use std::{
     collections::HashMap,
@@ -60,7 +60,7 @@ impl Ended {
 
     /// A terminal's close frame.
     pub fn close_reason(self) -> CloseReason {
-        let code = if self == Ended::AccountChanged { close_code::ACCOUNT_CHANGED } else { close_code::SESSION_ENDED };
+        let code = if self == Ended::AccountChanged { CloseCause::AccountChanged } else { CloseCause::SessionEnded };
         CloseReason::new(code, format!("{}: sign in again", self.what()))
     }
 

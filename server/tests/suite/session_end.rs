@@ -14,12 +14,10 @@ use crate::{
     },
 };
 use gantry_core::{task::TaskKind, Role};
-use gantry_platform::{
-    accounts,
-    workspace::{close_code, Limits},
-};
+use gantry_platform::{accounts, workspace::Limits};
 use gantry_server::{
     security::{Clock, Security},
+    terminal::close_code,
     workspace::{Ended, SessionWatch},
 };
 use reqwest::StatusCode;

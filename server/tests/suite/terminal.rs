@@ -20,9 +20,9 @@ use gantry_platform::{
     images,
     machines::{self, Admissions, CreateMachine, OperationRequest},
     policy,
-    workspace::{close_code, sessions, Limits},
+    workspace::{sessions, Limits},
 };
-use gantry_server::{bootstrap, router, security::Security};
+use gantry_server::{bootstrap, router, security::Security, terminal::close_code};
 use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
 use std::{net::SocketAddr, sync::Arc};

@@ -27,14 +27,7 @@ fn query(filters: &[(String, String)], before: Option<i64>) -> String {
     }
 }
 
-fn encode(v: &str) -> String {
-    v.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
+use gantry_core::url::encode;
 
 #[component]
 pub fn AuditPage() -> impl IntoView {

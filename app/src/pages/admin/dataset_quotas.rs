@@ -1,14 +1,14 @@
 //! The admin console's dataset storage card: per group, the bytes its
 //! datasets hold (and reserve for uploads in progress) against its byte
-//! quota, with a form per group to set the quota. The rows are keyed by
-//! group, so a typed quota stays in its group's row when a group is added.
+//! quota, with a form per group to set the quota. The rows carry their
+//! group's name, so live.js keeps a typed quota in its group's row when a
+//! group is added.
 
 use crate::{
     api::dataset_quotas::{dataset_storage, SetDatasetQuota},
     components::{
         form_error::{error_text, FormError},
-        kept_rows::kept_rows,
-        polled::Polled,
+        poll::Polled,
     },
     model::datasets::GroupStorageRow,
 };
@@ -27,7 +27,7 @@ pub fn DatasetQuotas() -> impl IntoView {
                 "Lowering a quota deletes nothing: new uploads are refused, with the numbers, until enough is removed."
             </p>
             <FormError message=Signal::derive(move || set.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(set).map(|g| view! {
+            {crate::components::nojs_done::answer(set).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="dataset-quota-saved">"Saved the dataset quota of " <strong>{g}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -39,18 +39,19 @@ pub fn DatasetQuotas() -> impl IntoView {
 
 #[component]
 fn StorageTable(rows: Polled<Vec<GroupStorageRow>>, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
-    let rows = kept_rows(move || rows.get(), |r: &GroupStorageRow| r.group.clone());
-    view! {
-        {move || rows.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
-        // Hidden, not left out, until there are rows: see kept_rows.
-        <table class="table" hidden=move || rows.data.with(Option::is_none)>
-            <thead><tr><th>"Group"</th><th>"Used"</th><th>"Quota"</th><th>"Set quota (GB)"</th></tr></thead>
-            <tbody>
-                <For each=move || rows.data.get().unwrap_or_default() key=|r| r.key.clone() let:r>
-                    <StorageRow row=r.data set=set/>
-                </For>
-            </tbody>
-        </table>
+    move || {
+        rows.get().map(|r| match r {
+            Ok(rows) => view! {
+                <table class="table">
+                    <thead><tr><th>"Group"</th><th>"Used"</th><th>"Quota"</th><th>"Set quota (GB)"</th></tr></thead>
+                    <tbody>
+                        {rows.into_iter().map(|row| view! { <StorageRow row=row set=set/> }).collect_view()}
+                    </tbody>
+                </table>
+            }
+            .into_any(),
+            Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+        })
     }
 }
 

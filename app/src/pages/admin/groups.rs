@@ -1,10 +1,9 @@
 //! Groups and their GPU policy: list, create, and edit quota, most GPUs
 //! per machine, allowed GPU models, images and regions (checkboxes that post
-//! as a plain form, so they work before the page's script loads); below,
-//! their dataset storage. Each group's policy form is a keyed row, rebuilt
-//! only when that group's stored policy changed: what was typed stays in
-//! its group's form through a refused save, a save of another group, or a
-//! group added above it.
+//! as a plain form); below, their dataset storage. Each group's policy form
+//! carries its group's name (`data-name`), so live.js keeps what was typed
+//! in its group's form through a refused save, a save of another group, or
+//! a group added above it.
 
 use crate::{
     api::{
@@ -13,8 +12,7 @@ use crate::{
     },
     components::{
         form_error::{error_text, FormError},
-        kept_rows::kept_rows,
-        polled::Polled,
+        poll::Polled,
     },
     model::GroupRow,
 };
@@ -150,23 +148,17 @@ fn PolicyForms(
     // Without the groups' current images and regions the forms would post
     // empty lists, which mean "all": no form then, rather than one that
     // widens a group.
-    let policies = kept_rows(
-        move || {
-            let (groups, access) = (groups.get(), access.get());
-            Some(match (groups?, access?) {
-                (Ok(list), Ok(choices)) => Ok(list.into_iter().map(|g| Policy::of(g, &choices)).collect()),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-            })
-        },
-        |p: &Policy| p.group.id,
-    );
-    view! {
-        {move || policies.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
-        <div class="policy-list">
-            <For each=move || policies.data.get().unwrap_or_default() key=|p| p.key let:p>
-                <GroupPolicyForm policy=p.data update=update/>
-            </For>
-        </div>
+    move || {
+        let (groups, access) = (groups.get()?, access.get()?);
+        Some(match (groups, access) {
+            (Ok(list), Ok(choices)) => view! {
+                <div class="policy-list">
+                    {list.into_iter().map(|g| view! { <GroupPolicyForm policy=Policy::of(g, &choices) update=update/> }).collect_view()}
+                </div>
+            }
+            .into_any(),
+            (Err(e), _) | (_, Err(e)) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The admin console. The server refuses admin server functions to
-//! non-admins (403) and answers admin pages with 403; this layout shows the
-//! same refusal after client-side navigation.
+//! non-admins (403) and answers admin pages with 403 before they render;
+//! this layout is the same rule's last line.
 
 pub mod audit;
 pub mod catalogue;
@@ -16,16 +16,15 @@ pub mod regions;
 pub mod terminals;
 pub mod users;
 
-use crate::use_session;
+use crate::signed_in;
 use leptos::prelude::*;
 use leptos_router::components::{Outlet, A};
 
 #[component]
 pub fn AdminLayout() -> impl IntoView {
-    let me = use_session().0;
-    let is_admin = move || me.with(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+    let is_admin = signed_in().is_some_and(|m| m.is_admin());
     view! {
-        <Show when=is_admin fallback=Forbidden>
+        <Show when=move || is_admin fallback=Forbidden>
             <nav class="subnav" aria-label="Admin">
                 <A href="/admin" exact=true>"Users"</A>
                 <A href="/admin/groups">"Groups"</A>

@@ -5,11 +5,7 @@
 
 use crate::{
     api::telemetry::cluster_overview,
-    components::{
-        chart_heatmap::Heatmap,
-        poll::{poll_guarded, tracked},
-        polled::last_good,
-    },
+    components::{chart_heatmap::Heatmap, poll::poll},
     model::telemetry::GroupUsage,
 };
 use gantry_core::telemetry::USAGE_PERIODS;
@@ -27,24 +23,18 @@ pub fn OverviewPage() -> impl IntoView {
                 .unwrap_or_else(|| "24h".into())
         })
     });
-    let tick = RwSignal::new(0u64);
-    let in_flight = RwSignal::new(false);
-    let data = Resource::new(move || (period.get(), tick.get()), move |(p, _)| tracked(in_flight, cluster_overview(p)));
-    let live = poll_guarded(tick, Signal::stored(false), in_flight);
-    // Keep the last good answer while a refetch runs or fails.
-    let last = StoredValue::new(None);
+    let data = Resource::new(move || period.get(), cluster_overview);
     let links = USAGE_PERIODS.map(|(p, _)| {
         let class = move || if period.get() == p { "active" } else { "" };
         view! { <a href=format!("?period={p}") class=class>{p}</a> }
     });
     view! {
-        {live}
+        {poll(Signal::stored(false))}
         <Title text="Cluster overview"/>
         <h1>"Cluster overview"</h1>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || {
-                match last_good(data, last) {
-                    (Some(o), _) => view! {
+            {move || data.get().map(|r| match r {
+                    Ok(o) => view! {
                         <section class="card stack">
                             <h2>"GPUs now"</h2>
                             <p class="muted small">"Colour: current utilisation (grey idle → green → yellow → red busy). Label: machine · owner. A node's name opens its charts."</p>
@@ -55,10 +45,8 @@ pub fn OverviewPage() -> impl IntoView {
                         <UsageTable usage=o.usage.clone() period=o.period.clone()/>
                     }
                     .into_any(),
-                    (None, Some(e)) => view! { <p class="form-error">{e}</p> }.into_any(),
-                    (None, None) => ().into_any(),
-                }
-            }}
+                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+            })}
         </Transition>
         <nav class="state-links" aria-label="Period">{links}</nav>
     }

@@ -1,15 +1,15 @@
 //! Admin → Reclaim: idle-reclaim and hot-GPU settings (audited), group and
 //! machine exemptions, and which machines are warned, reclaimed or opted
-//! out of rebalancing. The group and machine rows are keyed, so a ticked
-//! exempt box stays with its group or machine when the list changes.
+//! out of rebalancing. The group and machine rows carry their names
+//! (`data-name`), so live.js keeps a ticked exempt box with its group or
+//! machine when the list changes.
 
 use crate::{
     api::reclaim::{reclaim_admin, SaveReclaimSettings, SetReclaimExempt},
     components::{
         form_error::{error_text, FormError},
-        kept_rows::{kept, kept_rows},
         list_nav::{use_list_query, Pager},
-        polled::Polled,
+        poll::Polled,
     },
     model::{lists::ListQuery, reclaim::ReclaimAdminView},
 };
@@ -51,70 +51,63 @@ fn ReclaimAdmin(
     exempt: ServerAction<SetReclaimExempt>,
     query: Memo<ListQuery>,
 ) -> impl IntoView {
-    // The settings as a keyed list of one: the form is rebuilt only when
-    // the stored settings changed, not at every exemption's answer.
-    let settings = kept_rows(move || data.get().map(|r| r.map(|d| vec![(d.reclaim, d.hot)])), |_| ());
-    let groups = kept_rows(move || data.get().map(|r| r.map(|d| d.groups)), |g| g.0);
-    let machines = kept_rows(move || data.get().map(|r| r.map(|d| d.machines)), |m| m.0);
-    let counts = kept(move || data.get().map(|r| r.map(|d| d.counts)));
-    let unwatchable = kept(move || data.get().map(|r| r.map(|d| d.unwatchable)));
-    // Out of sight until there is data (see kept_rows). Not `hidden`: the
-    // cards' `display: flex` would override it.
-    let display = move || settings.data.with(Option::is_none).then_some("none");
+    move || {
+        data.get().map(|r| match r {
+            Ok(d) => view! { <ReclaimCards d=d save=save exempt=exempt query=query.get()/> }.into_any(),
+            Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+        })
+    }
+}
+
+#[component]
+fn ReclaimCards(
+    d: ReclaimAdminView,
+    save: ServerAction<SaveReclaimSettings>,
+    exempt: ServerAction<SetReclaimExempt>,
+    query: ListQuery,
+) -> impl IntoView {
+    let ReclaimAdminView { reclaim, hot, groups, machines, counts, unwatchable } = d;
     view! {
-        {move || settings.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
-        <section class="card stack" data-testid="reclaim-settings" style:display=display>
+        <section class="card stack" data-testid="reclaim-settings">
             <h2>"Settings"</h2>
-            {move || unwatchable.data.get().unwrap_or_default().into_iter().map(|why| view! { <p class="form-error" data-testid="reclaim-unwatchable">{why}</p> }).collect_view()}
+            {unwatchable.into_iter().map(|why| view! { <p class="form-error" data-testid="reclaim-unwatchable">{why}</p> }).collect_view()}
             <FormError message=Signal::derive(move || save.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(save).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
-            <For each=move || settings.data.get().unwrap_or_default() key=|s| s.key let:s>
-                <SettingsForm r=s.data.0 h=s.data.1 save=save/>
-            </For>
+            {crate::components::nojs_done::answer(save).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
+            <SettingsForm r=reclaim h=hot save=save/>
         </section>
-        <section class="card stack" style:display=display>
+        <section class="card stack">
             <h2>"Groups"</h2>
             <FormError message=Signal::derive(move || exempt.value().with(error_text))/>
             <table class="table" data-testid="reclaim-groups">
                 <thead><tr><th>"Group"</th><th>"Exempt from idle reclaim"</th></tr></thead>
                 <tbody>
-                    <For each=move || groups.data.get().unwrap_or_default() key=|g| g.key let:g>
-                        {
-                            let (id, name, ex) = g.data;
-                            view! {
-                                <tr data-name=name.clone()>
-                                    <td>{name.clone()}</td>
-                                    <td><ExemptForm kind="group" id=id on=ex exempt=exempt/></td>
-                                </tr>
-                            }
-                        }
-                    </For>
+                    {groups.into_iter().map(|(id, name, ex)| view! {
+                        <tr data-name=name.clone()>
+                            <td>{name.clone()}</td>
+                            <td><ExemptForm kind="group" id=id on=ex exempt=exempt/></td>
+                        </tr>
+                    }).collect_view()}
                 </tbody>
             </table>
         </section>
-        <section class="card stack" style:display=display>
+        <section class="card stack">
             <h2>"Machines"</h2>
             <table class="table" data-testid="reclaim-machines">
                 <thead><tr><th>"Machine"</th><th>"Owner"</th><th>"State"</th><th>"Reclaim deadline (UTC)"</th><th>"Rebalancing"</th><th>"Exempt"</th></tr></thead>
                 <tbody>
-                    <For each=move || machines.data.get().unwrap_or_default() key=|m| m.key let:m>
-                        {
-                            let (id, name, owner, state, ex, opted, deadline) = m.data;
-                            view! {
-                                <tr data-testid="reclaim-machine" data-name=name.clone()>
-                                    <td><a href=format!("/machines/{id}")>{name.clone()}</a></td>
-                                    <td>{owner}</td>
-                                    <td>{state}</td>
-                                    <td>{deadline.map(gantry_core::time::format_utc).unwrap_or_else(|| "—".into())}</td>
-                                    <td>{if opted { "opted out by its owner" } else { "may be moved" }}</td>
-                                    <td><ExemptForm kind="machine" id=id on=ex exempt=exempt/></td>
-                                </tr>
-                            }
-                        }
-                    </For>
+                    {machines.into_iter().map(|(id, name, owner, state, ex, opted, deadline)| view! {
+                        <tr data-testid="reclaim-machine" data-name=name.clone()>
+                            <td><a href=format!("/machines/{id}")>{name.clone()}</a></td>
+                            <td>{owner}</td>
+                            <td>{state}</td>
+                            <td>{deadline.map(gantry_core::time::format_utc).unwrap_or_else(|| "—".into())}</td>
+                            <td>{if opted { "opted out by its owner" } else { "may be moved" }}</td>
+                            <td><ExemptForm kind="machine" id=id on=ex exempt=exempt/></td>
+                        </tr>
+                    }).collect_view()}
                 </tbody>
             </table>
-            {move || counts.data.get().map(|c| view! { <Pager base="/admin/reclaim" query=query.get() counts=c/> })}
+            <Pager base="/admin/reclaim" query=query counts=counts/>
         </section>
     }
 }

@@ -20,11 +20,9 @@ use leptos_meta::Title;
 #[component]
 pub fn RegionsPage() -> impl IntoView {
     let create = ServerAction::<CreateRegion>::new();
-    let tick = RwSignal::new(0u64);
-    let regions = Resource::new(move || (tick.get(), create.version().get()), |_| list_regions());
-    let live = poll(tick, Signal::stored(false));
+    let regions = Resource::new(|| (), |_| list_regions());
     view! {
-        {live}
+        {poll(Signal::stored(false))}
         <Title text="Regions"/>
         <h1>"Regions"</h1>
         <section class="card stack">

@@ -7,8 +7,8 @@ use crate::{
     api::terminals::{terminal_sessions, CloseTerminal, TerminalSessionRow},
     components::{
         form_error::{error_text, FormError},
+        poll::busy_when,
         poll::poll,
-        polled::busy_when,
     },
 };
 use gantry_core::time::format_utc;
@@ -27,12 +27,10 @@ fn duration(secs: i64) -> String {
 #[component]
 pub fn TerminalsPage() -> impl IntoView {
     let close = ServerAction::<CloseTerminal>::new();
-    let tick = RwSignal::new(0u64);
-    let sessions = Resource::new(move || (tick.get(), close.version().get()), |_| terminal_sessions());
-    // While a close is on its way, look again soon.
-    let live = poll(tick, busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)));
+    let sessions = Resource::new(|| (), |_| terminal_sessions());
     view! {
-        {live}
+        // While a close is on its way, look again soon.
+        {poll(busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)))}
         <Title text="Terminals"/>
         <h1>"Terminal sessions"</h1>
         <FormError message=Signal::derive(move || close.value().with(error_text))/>
@@ -84,7 +82,6 @@ pub fn TerminalsPage() -> impl IntoView {
 
 #[component]
 fn OpenRow(t: TerminalSessionRow, now: i64, close: ServerAction<CloseTerminal>) -> impl IntoView {
-    let pending = close.pending();
     let closing = t.close_requested;
     view! {
         <tr data-testid="open-terminal" data-id=t.id data-user=t.user.clone()>
@@ -101,7 +98,7 @@ fn OpenRow(t: TerminalSessionRow, now: i64, close: ServerAction<CloseTerminal>) 
                     view! {
                         <ActionForm action=close attr:data-testid="close-terminal">
                             <input type="hidden" name="session_id" value=t.id/>
-                            <button type="submit" class="danger" disabled=move || pending.get()>"Close"</button>
+                            <button type="submit" class="danger">"Close"</button>
                         </ActionForm>
                     }.into_any()
                 }}

@@ -1,10 +1,10 @@
 //! Users: list (a page at a time, filtered by name, group and status) and
 //! create, and each account's life: disable or enable it, set a temporary
 //! password (the user must change it at the next sign-in), change its role
-//! and its group. The server checks and audits each change. The rows are
-//! keyed, each rebuilt only when its account changed: a typed temporary
-//! password or a chosen role stays with its user through another user's
-//! change, a refused one, or a user added above.
+//! and its group. The server checks and audits each change. The rows carry
+//! their user's name (`data-name`), so live.js keeps a typed temporary
+//! password or a chosen role with its user through another user's change,
+//! a refused one, or a user added above.
 
 use crate::{
     api::{
@@ -13,11 +13,9 @@ use crate::{
     },
     components::{
         form_error::{error_text, FormError},
-        kept_rows::{kept, kept_rows},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
-        polled::Polled,
+        poll::Polled,
     },
-    error::AppError,
     model::{
         lists::{ListQuery, UsersWindow},
         GroupRow, UserRow,
@@ -39,7 +37,6 @@ struct UserActions {
 #[component]
 pub fn UsersPage() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
-    let creating = create.pending();
     let actions = UserActions {
         enabled: ServerAction::new(),
         reset: ServerAction::new(),
@@ -47,31 +44,13 @@ pub fn UsersPage() -> impl IntoView {
         group: ServerAction::new(),
     };
     let query = use_list_query();
-    let users = Resource::new(
-        move || {
-            let versions = (
-                create.version().get(),
-                actions.enabled.version().get(),
-                actions.reset.version().get(),
-                actions.role.version().get(),
-                actions.group.version().get(),
-            );
-            (versions, query.get())
-        },
-        |(_, q)| users_window(q.state, q.user, q.group, q.page),
-    );
+    let users = Resource::new(move || query.get(), |q| users_window(q.state, q.user, q.group, q.page));
     let groups = Resource::new(|| (), |_| list_groups());
-    // Same rules as the server, checked as you type.
-    let (name, set_name) = signal(String::new());
-    let name_hint = move || {
-        let n = name.get();
-        (!n.is_empty()).then(|| gantry_core::validate::username(n.trim()).err().map(|e| e.to_string())).flatten()
-    };
     // The change a form of this page just made (carried back signed in the
     // redirect), or the error it came back with.
     use crate::components::nojs_done::answer;
     let a = actions;
-    let outcome = move || {
+    let outcome = || {
         answer(a.enabled)
             .map(|u| {
                 format!(
@@ -88,18 +67,15 @@ pub fn UsersPage() -> impl IntoView {
             .or_else(|| answer(a.role).map(|u| format!("{} is now {}", u.username, u.role)))
             .or_else(|| answer(a.group).map(|u| format!("{} is now in group {}", u.username, u.group)))
     };
-    let latest = RwSignal::new(None::<u8>);
-    type Answer = Signal<Option<Result<UserRow, AppError>>>;
-    let values: [Answer; 4] = [
-        Signal::derive(move || a.enabled.value().get()),
-        Signal::derive(move || a.reset.value().get()),
-        Signal::derive(move || a.role.value().get()),
-        Signal::derive(move || a.group.value().get()),
-    ];
-    let error_of = move |which: u8| {
-        let value = values[usize::from(which)];
-        Signal::derive(move || if latest.get().is_none_or(|l| l == which) { value.with(error_text) } else { None })
-    };
+    // The refusal a form of this page came back with (one at a time).
+    let error = Signal::derive(move || {
+        a.enabled
+            .value()
+            .with(error_text)
+            .or_else(|| a.reset.value().with(error_text))
+            .or_else(|| a.role.value().with(error_text))
+            .or_else(|| a.group.value().with(error_text))
+    });
 
     view! {
         <Title text="Users"/>
@@ -109,10 +85,8 @@ pub fn UsersPage() -> impl IntoView {
                 <h2>"New user"</h2>
                 <ActionForm action=create attr:class="stack" attr:data-testid="create-user">
                     <label>"Username"
-                        <input type="text" name="username" required maxlength="64" autocomplete="off"
-                            on:input=move |ev| set_name.set(event_target_value(&ev))/>
+                        <input type="text" name="username" required maxlength="64" autocomplete="off"/>
                     </label>
-                    {move || name_hint().map(|h| view! { <p class="hint">{h}</p> })}
                     <label>"Password"
                         <input type="password" name="password" required minlength="8" maxlength="256" autocomplete="new-password"/>
                     </label>
@@ -133,19 +107,16 @@ pub fn UsersPage() -> impl IntoView {
                         </select>
                     </label>
                     <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                    {move || crate::components::nojs_done::answer(create).map(|u| view! {
+                    {crate::components::nojs_done::answer(create).map(|u| view! {
                         <p class="form-ok" role="status">"Created " <strong>{u.username}</strong></p>
                     })}
-                    <button type="submit" class="primary" disabled=move || creating.get()>"Create user"</button>
+                    <button type="submit" class="primary">"Create user"</button>
                 </ActionForm>
             </section>
             <section class="card stack">
                 <h2>"All users"</h2>
-                <FormError message=error_of(0)/>
-                <FormError message=error_of(1)/>
-                <FormError message=error_of(2)/>
-                <FormError message=error_of(3)/>
-                {move || outcome().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
+                <FormError message=error/>
+                {outcome().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
                 {move || view! { <FilterForm base="/admin" query=query.get() user_label="Username"/> }}
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     <UserTable users=users groups=groups query=query actions=actions/>
@@ -155,13 +126,6 @@ pub fn UsersPage() -> impl IntoView {
     }
 }
 
-/// A user's row as shown: the account and the groups it may be moved to.
-#[derive(Clone, PartialEq)]
-struct UserItem {
-    user: UserRow,
-    groups: Vec<String>,
-}
-
 #[component]
 fn UserTable(
     users: Polled<UsersWindow>,
@@ -169,29 +133,24 @@ fn UserTable(
     query: Memo<ListQuery>,
     actions: UserActions,
 ) -> impl IntoView {
-    let rows = kept_rows(
-        move || {
-            let (users, groups) = (users.get(), groups.get());
-            // A group list that failed leaves the selects with no choices.
-            let names: Vec<String> = groups?.map(|gs| gs.into_iter().map(|g| g.name).collect()).unwrap_or_default();
-            Some(users?.map(|w| w.rows.into_iter().map(|user| UserItem { user, groups: names.clone() }).collect()))
-        },
-        |i: &UserItem| i.user.id,
-    );
-    let counts = kept(move || users.get().map(|r| r.map(|w| w.counts)));
-    view! {
-        {move || rows.error.get().map(|e| view! { <p class="form-error">{e.to_string()}</p> })}
-        {move || counts.data.get().map(|c| view! { <StateLinks base="/admin" query=query.get() counts=c/> })}
-        // Hidden, not left out, until there are rows: see kept_rows.
-        <table class="table" data-testid="users" hidden=move || rows.data.with(Option::is_none)>
-            <thead><tr><th>"Username"</th><th>"Role"</th><th>"Group"</th><th>"Manage"</th></tr></thead>
-            <tbody>
-                <For each=move || rows.data.get().unwrap_or_default() key=|r| r.key let:r>
-                    <UserLine u=r.data.user groups=r.data.groups actions=actions/>
-                </For>
-            </tbody>
-        </table>
-        {move || counts.data.get().map(|c| view! { <Pager base="/admin" query=query.get() counts=c/> })}
+    move || {
+        // A group list that failed leaves the selects with no choices.
+        let names: Vec<String> =
+            groups.get().and_then(Result::ok).map(|gs| gs.into_iter().map(|g| g.name).collect()).unwrap_or_default();
+        users.get().map(|r| match r {
+            Ok(w) => view! {
+                <StateLinks base="/admin" query=query.get() counts=w.counts.clone()/>
+                <table class="table" data-testid="users">
+                    <thead><tr><th>"Username"</th><th>"Role"</th><th>"Group"</th><th>"Manage"</th></tr></thead>
+                    <tbody>
+                        {w.rows.into_iter().map(|u| view! { <UserLine u=u groups=names.clone() actions=actions/> }).collect_view()}
+                    </tbody>
+                </table>
+                <Pager base="/admin" query=query.get() counts=w.counts/>
+            }
+            .into_any(),
+            Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+        })
     }
 }
 

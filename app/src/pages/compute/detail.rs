@@ -2,16 +2,15 @@
 //! (or why it waits), its exit code and its output — live from the
 //! container while it runs, the kept tail once it has ended. Refreshed
 //! while the task is not finished; without JavaScript, "Refresh" reloads.
-//! A refresh updates the page in place: the output keeps its element (and
-//! the reader's scroll position), the facts re-render when they change.
+//! live.js merges a refresh into the page: the output keeps its element
+//! (and the reader's scroll position) and only its text changes.
 
 use crate::{
     api::compute::{compute_detail, CancelCompute},
     components::{
         form_error::{error_text, FormError},
+        poll::busy_when,
         poll::poll,
-        polled::{busy_when, kept_detail, KeptDetail, RefreshFailed},
-        stable::stable,
         status::task_state_badge,
     },
     error::AppError,
@@ -21,95 +20,62 @@ use crate::{
         },
         machines::task_busy,
     },
-    use_session,
+    signed_in,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
-
-type Detail = Resource<Result<ComputeDetail, AppError>>;
 
 #[component]
 pub fn ComputeTaskPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.with(|p| p.get("id").and_then(|s| s.parse::<i64>().ok()));
     let cancel = ServerAction::<CancelCompute>::new();
-    let tick = RwSignal::new(0u64);
-    let detail = Resource::new(
-        move || (id(), tick.get(), cancel.version().get()),
-        |(id, _, _)| async move {
-            match id {
-                Some(id) => compute_detail(id).await,
-                None => Err(AppError::NotFound("compute task not found".into())),
-            }
-        },
-    );
-    let live = poll(tick, busy_when(detail, |d| task_busy(&d.task.state)));
+    let detail = Resource::new(id, |id| async move {
+        match id {
+            Some(id) => compute_detail(id).await,
+            None => Err(AppError::NotFound("compute task not found".into())),
+        }
+    });
     view! {
-        {live}
+        {poll(busy_when(detail, |d| task_busy(&d.task.state)))}
         <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
         <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-        {move || crate::components::nojs_done::answer(cancel).map(|id| view! {
+        {crate::components::nojs_done::answer(cancel).map(|id| view! {
             <p class="form-ok" role="status" data-testid="cancel-ok">"Cancel of task #" {id} " requested."</p>
         })}
-        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            <TaskBody detail=detail cancel=cancel/>
-        </Transition>
-    }
-}
-
-/// Built inside the Transition, so its memos' reads of the resource count
-/// for it. The task's view is built once per task (or error), not on every
-/// answer: the output's `<pre>` stays the same element and only its text
-/// changes, so a reader keeps their scroll position; a refetch that fails
-/// for a passing reason keeps the last answer on screen and says so.
-#[component]
-fn TaskBody(detail: Detail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
-    let KeptDetail { outcome, refresh_failed, data } = kept_detail(detail, |d: &ComputeDetail| d.task.id);
-    move || {
-        outcome.get().map(|o| match o {
-            Ok(_) => view! {
-                <RefreshFailed message=refresh_failed/>
-                <TaskView data=data cancel=cancel/>
-            }
-            .into_any(),
-            Err(AppError::NotFound(_)) => {
-                #[cfg(feature = "ssr")]
-                if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
-                    resp.set_status(http::StatusCode::NOT_FOUND);
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || detail.get().map(|d| match d {
+                Ok(d) => view! { <TaskView d=d cancel=cancel/> }.into_any(),
+                Err(AppError::NotFound(_)) => {
+                    #[cfg(feature = "ssr")]
+                    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+                        resp.set_status(http::StatusCode::NOT_FOUND);
+                    }
+                    view! {
+                        <Title text="Compute task not found"/>
+                        <section class="card empty" data-testid="compute-not-found">
+                            <h1>"Compute task not found"</h1>
+                            <p class="muted">"There is no such task, or it belongs to another group."</p>
+                        </section>
+                    }
+                    .into_any()
                 }
-                view! {
-                    <Title text="Compute task not found"/>
-                    <section class="card empty" data-testid="compute-not-found">
-                        <h1>"Compute task not found"</h1>
-                        <p class="muted">"There is no such task, or it belongs to another group."</p>
-                    </section>
-                }
-                .into_any()
-            }
-            Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
-        })
+                Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+            })}
+        </Suspense>
     }
 }
 
 #[component]
-fn TaskView(data: Signal<Option<ComputeDetail>>, cancel: ServerAction<CancelCompute>) -> impl IntoView {
-    let task = stable(move |_| data.with(|d| d.as_ref().map(|d| d.task.clone()).unwrap_or_default()));
-    let why = stable(move |_| data.with(|d| d.as_ref().and_then(|d| d.why.clone())));
-    let output = stable(move |_| data.with(|d| d.as_ref().map(|d| d.output.clone()).unwrap_or_default()));
-    let live = stable(move |_| data.with(|d| d.as_ref().is_some_and(|d| d.output_live)));
-    let log_url = stable(move |_| data.with(|d| d.as_ref().and_then(|d| d.log_url.clone())));
-    let state = stable(move |_| task.with(|t| t.state.clone()));
-    let busy = stable(move |_| task_busy(&state.get()));
-    // The task's name, id, requester and command do not change.
-    let (id, name, requester) = task.with_untracked(|t| (t.id, t.name.clone(), t.requester.clone()));
-    let (shell, command) =
-        data.with_untracked(|d| command_text(d.as_ref().map(|d| d.command.as_slice()).unwrap_or_default()));
-    let me = use_session().0;
-    let mine = me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == requester));
-    let may_cancel = stable(move |_| mine && compute_cancellable(&state.get()));
-    let cancelling = cancel.pending();
-    let output_note = move || match (live.get(), output.with(String::is_empty), busy.get()) {
+fn TaskView(d: ComputeDetail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
+    let ComputeDetail { task, why, output, output_live: live, log_url, command, .. } = d;
+    let busy = task_busy(&task.state);
+    let (id, name) = (task.id, task.name.clone());
+    let (shell, command) = command_text(&command);
+    let mine = signed_in().is_some_and(|m| m.is_admin() || m.username == task.requester);
+    let may_cancel = mine && compute_cancellable(&task.state);
+    let output_note = match (live, output.is_empty(), busy) {
         (true, _, _) => "Live: the container's latest lines, refreshed every few seconds.",
         (false, true, true) => "No output yet; it appears here once the task runs.",
         (false, true, false) => "The task printed nothing.",
@@ -120,26 +86,26 @@ fn TaskView(data: Signal<Option<ComputeDetail>>, cancel: ServerAction<CancelComp
         <Title text=format!("Compute task {name}")/>
         <div class="page-head">
             <h1>"#" {id} " " {name.clone()}</h1>
-            {move || task_state_badge(state.get())}
-            {move || busy.get().then(|| view! { <a href=refresh.clone() class="small">"Refresh"</a> })}
+            {task_state_badge(task.state.clone())}
+            {busy.then(|| view! { <a href=refresh class="small">"Refresh"</a> })}
         </div>
         <div class="grid two">
             <section class="card">
                 <h2>"Task"</h2>
-                {move || view! { <TaskFacts t=task.get() shell=shell command=command.clone()/> }}
-                {move || may_cancel.get().then(|| view! {
+                <TaskFacts t=task shell=shell command=command/>
+                {may_cancel.then(|| view! {
                     <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-compute">
                         <input type="hidden" name="task_id" value=id/>
-                        <button type="submit" class="danger" disabled=move || cancelling.get()>"Cancel task"</button>
+                        <button type="submit" class="danger">"Cancel task"</button>
                     </ActionForm>
                 })}
             </section>
-            {move || view! { <WhyCard why=why.get()/> }}
+            <WhyCard why=why/>
         </div>
         <section class="card stack" data-testid="compute-output-card">
             <h2>"Output"</h2>
-            <p class="muted small">{output_note} {move || log_url.get().map(|u| view! { " " <a href=u rel="external">"Whole log (text)"</a> })}</p>
-            <pre class="output" data-testid="compute-output">{move || output.get()}</pre>
+            <p class="muted small">{output_note} {log_url.map(|u| view! { " " <a href=u rel="external">"Whole log (text)"</a> })}</p>
+            <pre class="output" data-testid="compute-output">{output}</pre>
         </section>
     }
 }

@@ -12,10 +12,8 @@ use leptos::prelude::*;
 
 #[component]
 pub fn SubmitForm(submit: ServerAction<SubmitCompute>, options: ComputeOptions) -> impl IntoView {
-    let pending = submit.pending();
     let no_frameworks = options.frameworks.is_empty();
     let max = options.quota.max_gpus_per_machine.max(1);
-    let (shell, set_shell) = signal(false);
     let default_cpus = (DEFAULT_COMPUTE_CPU_MILLIS as f64 / 1000.0).to_string();
     view! {
         <ActionForm action=submit attr:class="stack" attr:data-testid="submit-compute">
@@ -35,18 +33,15 @@ pub fn SubmitForm(submit: ServerAction<SubmitCompute>, options: ComputeOptions) 
             {no_frameworks.then(|| view! { <p class="hint">"The catalogue is empty; an administrator must add a master image first."</p> })}
             <label>"Command"
                 <textarea name="command" rows="4" required spellcheck="false" class="code"
-                    placeholder=move || if shell.get() { "echo start && python train.py --epochs 3" } else { "python\ntrain.py\n--epochs=3" }></textarea>
+                    placeholder="python\ntrain.py\n--epochs=3"></textarea>
             </label>
             <label class="check">
-                <input type="checkbox" name="shell" on:change=move |ev| set_shell.set(event_target_checked(&ev))/>
+                <input type="checkbox" name="shell"/>
                 " Shell: run the text as a script with /bin/sh -c"
             </label>
             <p class="muted small">
-                {move || if shell.get() {
-                    "The whole text is one shell script: pipes, variables and && work."
-                } else {
-                    "The program on the first line, then one argument per line; no shell, so nothing is expanded or quoted."
-                }}
+                "The program on the first line, then one argument per line; no shell, so nothing is expanded or quoted. "
+                "With Shell ticked, the whole text is one shell script: pipes, variables and && work."
             </p>
             <div class="row">
                 <label>"GPU count" <input type="number" name="gpu_count" min="1" max=max value="1" step="1" required/></label>
@@ -78,9 +73,7 @@ pub fn SubmitForm(submit: ServerAction<SubmitCompute>, options: ComputeOptions) 
                 "a task past its time limit is stopped and fails."
             </p>
             <FormError message=Signal::derive(move || submit.value().with(error_text))/>
-            <button type="submit" class="primary" disabled=pending>
-                {move || if pending.get() { "Submitting…" } else { "Submit task" }}
-            </button>
+            <button type="submit" class="primary">"Submit task"</button>
         </ActionForm>
     }
 }

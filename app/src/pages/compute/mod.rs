@@ -15,15 +15,15 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
+        poll::busy_when,
         poll::poll,
-        polled::busy_when,
         status::task_state_badge,
     },
     model::{
         compute::{compute_cancellable, task_combo, ComputeRow},
         machines::task_busy,
     },
-    use_session,
+    signed_in,
 };
 use form::SubmitForm;
 use leptos::prelude::*;
@@ -33,17 +33,12 @@ use leptos_meta::Title;
 pub fn ComputePage() -> impl IntoView {
     let submit = ServerAction::<SubmitCompute>::new();
     let cancel = ServerAction::<CancelCompute>::new();
-    let tick = RwSignal::new(0u64);
     // One window of the list, as the URL's filters and page say.
     let query = use_list_query();
-    let tasks = Resource::new(
-        move || (tick.get(), submit.version().get(), cancel.version().get(), query.get()),
-        |(_, _, _, q)| compute_window(q.state, q.user, q.group, q.page),
-    );
+    let tasks = Resource::new(move || query.get(), |q| compute_window(q.state, q.user, q.group, q.page));
     let options = Resource::new(|| (), |_| compute_options());
-    let live = poll(tick, busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))));
     view! {
-        {live}
+        {poll(busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))))}
         <Title text="Compute"/>
         <h1>"Compute tasks"</h1>
         <section class="card">
@@ -92,13 +87,11 @@ fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, fil
     if tasks.is_empty() {
         return view! { <p class="muted" data-testid="no-compute-tasks">"No compute tasks yet."</p> }.into_any();
     }
-    let me = use_session().0;
+    let me = signed_in();
     // The server decides; this only hides a button it would refuse.
     let may_cancel = move |t: &ComputeRow| {
-        compute_cancellable(&t.state)
-            && me.with_untracked(|m| m.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester))
+        compute_cancellable(&t.state) && me.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester)
     };
-    let pending = cancel.pending();
     view! {
         <table class="table" data-testid="compute-tasks">
             <thead>
@@ -113,7 +106,7 @@ fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, fil
                     let action = may_cancel(&t).then(|| view! {
                         <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-compute">
                             <input type="hidden" name="task_id" value=t.id/>
-                            <button type="submit" disabled=pending aria-label=format!("Cancel task {}", t.id)>"Cancel"</button>
+                            <button type="submit" aria-label=format!("Cancel task {}", t.id)>"Cancel"</button>
                         </ActionForm>
                     });
                     let dash = || "—".to_string();

@@ -23,7 +23,6 @@ pub fn UploadsInProgress(
     if uploads.is_empty() {
         return ().into_any();
     }
-    let pending = cancel.pending();
     view! {
         <section class="card" data-testid="uploads-in-progress">
             <h2>"Uploads in progress"</h2>
@@ -52,7 +51,7 @@ pub fn UploadsInProgress(
                                         <input type="hidden" name="code" value=code/>
                                         <input type="hidden" name="version" value=version/>
                                         <input type="hidden" name="name" value=name/>
-                                        <button type="submit" disabled=move || pending.get() aria-label=label>"Cancel"</button>
+                                        <button type="submit" aria-label=label>"Cancel"</button>
                                     </ActionForm>
                                 </td>
                             </tr>

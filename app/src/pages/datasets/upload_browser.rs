@@ -12,11 +12,11 @@
 //! last 64 KiB and its modification time): the server continues only an
 //! upload of the same file, and starts another file of the same name and
 //! size over. Cancel is `upload_cancel`'s. A session that has ended (401)
-//! leaves for the sign-in page, as every hydrated page does.
+//! leaves for the sign-in page (`go_to_login`), as live.js does for pages.
 
 use super::upload::{Item, Phase};
 use crate::{
-    api::auth::go_to_login,
+    api::auth::login_url,
     model::datasets::{file_fingerprint, FINGERPRINT_SAMPLE_BYTES, RESUMABLE_CHUNK_BYTES},
 };
 use leptos::{
@@ -25,6 +25,16 @@ use leptos::{
     web_sys::{self, js_sys, Blob, File, HtmlInputElement, ProgressEvent, XmlHttpRequest},
 };
 use std::{cell::Cell, rc::Rc, time::Duration};
+
+/// Leaves a page whose session has ended for the sign-in page, coming back
+/// here after.
+pub fn go_to_login() {
+    let location = window().location();
+    let here = format!("{}{}", location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
+    if !here.starts_with("/login") {
+        let _ = location.assign(&login_url(&here));
+    }
+}
 
 /// Tries in a row without progress before the row gives up.
 const RETRIES: u32 = 6;

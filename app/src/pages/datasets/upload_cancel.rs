@@ -6,9 +6,8 @@
 
 use super::{
     upload::{Item, Phase},
-    upload_browser::{error_of, Handles},
+    upload_browser::{error_of, go_to_login, Handles},
 };
-use crate::api::auth::go_to_login;
 use leptos::{
     prelude::*,
     wasm_bindgen::{closure::Closure, JsCast},

@@ -1,16 +1,15 @@
 //! The machine page's GPU charts: utilisation and memory of each GPU over
 //! 1 h / 24 h / 7 d (chosen by a link, so it works without JavaScript),
 //! with the reclaim and hot thresholds and the reclaim events marked.
-//! Rendered on the server; once hydrated the data is refetched every few
-//! seconds and only the charts redraw.
+//! Rendered on the server; live.js fetches the page again on its idle
+//! cadence, so new samples appear without a reload.
 
 use crate::{
     api::telemetry::{machine_chart, sim_pattern, SetSimPattern},
     components::{
         chart::{Legend, Metric, SeriesChart},
         form_error::{error_text, FormError},
-        poll::{poll_guarded, tracked},
-        polled::last_good,
+        poll::poll,
         status::tag,
     },
     model::telemetry::ChartData,
@@ -59,38 +58,26 @@ pub fn ChartPair(data: ChartData, #[prop(into)] prefix: String) -> impl IntoView
 #[component]
 pub fn MachineCharts(id: Signal<Option<i64>>) -> impl IntoView {
     let range = query_range();
-    let tick = RwSignal::new(0u64);
-    let in_flight = RwSignal::new(false);
     let chart = Resource::new(
-        move || (id.get(), range.get(), tick.get()),
-        move |(id, range, _)| {
-            tracked(in_flight, async move { machine_chart(id.unwrap_or(0), range.as_str().to_string()).await })
-        },
+        move || (id.get(), range.get()),
+        move |(id, range)| machine_chart(id.unwrap_or(0), range.as_str().to_string()),
     );
-    // New samples arrive every interval: refetch on the idle cadence.
-    let live = poll_guarded(tick, Signal::stored(false), in_flight);
-    // Keep the last good answer while a refetch runs or fails.
-    let last = StoredValue::new(None);
-    let is_admin = move || crate::use_session().0.with(|m| m.as_ref().is_some_and(|m| m.is_admin()));
+    let is_admin = crate::signed_in().is_some_and(|m| m.is_admin());
     view! {
-        {live}
+        // New samples arrive every interval: refreshed on the idle cadence.
+        {poll(Signal::stored(false))}
         <section class="card stack" data-testid="machine-charts">
             <div class="page-head">
                 <h2>"GPU utilisation"</h2>
                 <RangeLinks range=range/>
             </div>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || {
-                    match last_good(chart, last) {
-                        (Some(data), _) => view! { <ChartPair data=data prefix="machine"/> }.into_any(),
-                        (None, Some(e)) => view! { <p class="form-error">{e}</p> }.into_any(),
-                        (None, None) => ().into_any(),
-                    }
-                }}
+                {move || chart.get().map(|r| match r {
+                    Ok(data) => view! { <ChartPair data=data prefix="machine"/> }.into_any(),
+                    Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
+                })}
             </Transition>
-            <Show when=is_admin>
-                <PatternControl id=id/>
-            </Show>
+            {is_admin.then(|| view! { <PatternControl id=id/> })}
         </section>
     }
 }

@@ -12,40 +12,20 @@ use crate::{
 };
 use leptos::prelude::*;
 
-/// `kept` is the latest list of kept volumes (None until the page's own
-/// poll has answered; then the options' list is used). The form itself is
-/// built once, so a poll never resets what is being typed.
+/// The form; live.js keeps what is being typed when the page refreshes.
 #[component]
-pub fn CreateForm(
-    create: ServerAction<CreateMachine>,
-    options: CreateOptions,
-    kept: Signal<Option<Vec<KeptVolumeRow>>>,
-) -> impl IntoView {
-    // Same name rule as the server, checked as you type.
-    let (name, set_name) = signal(String::new());
-    let name_hint = move || {
-        let n = name.get();
-        (!n.is_empty())
-            .then(|| gantry_core::validate::name("machine name", n.trim()).err().map(|e| e.to_string()))
-            .flatten()
-    };
-    let pending = create.pending();
+pub fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions) -> impl IntoView {
     let max = options.max_gpus_per_machine.max(1);
     let no_images = options.images.is_empty();
     let no_models = options.gpu_models.is_empty();
-    let initial_kept = options.kept_volumes;
-    let volumes = Memo::new(move |_| kept.get().unwrap_or_else(|| initial_kept.clone()));
-    // The chosen volume survives the list being redrawn.
-    let chosen = RwSignal::new(String::new());
-    let on_kept = move || volumes.with(|vs| vs.iter().any(|v| v.id.to_string() == chosen.get()));
+    let volumes: Vec<KeptVolumeRow> = options.kept_volumes;
+    let any_kept = !volumes.is_empty();
 
     view! {
         <ActionForm action=create attr:class="stack" attr:data-testid="create-machine">
             <label>"Name"
-                <input type="text" name="name" required maxlength="32" autocomplete="off" placeholder="e.g. my-box"
-                    on:input=move |ev| set_name.set(event_target_value(&ev))/>
+                <input type="text" name="name" required maxlength="32" autocomplete="off" placeholder="e.g. my-box"/>
             </label>
-            {move || name_hint().map(|h| view! { <p class="hint">{h}</p> })}
             <label>"Image"
                 <select name="image_id">
                     {if no_images {
@@ -72,16 +52,12 @@ pub fn CreateForm(
             </div>
             {no_models.then(|| view! { <p class="hint">"No GPUs your group may use are registered yet."</p> })}
             <label>"Data volume"
-                <select name="kept_volume_id" on:change=move |ev| chosen.set(event_target_value(&ev))>
-                    <option value="" selected=move || chosen.get().is_empty()>"new volume"</option>
-                    {move || volumes.get().into_iter().map(|v| {
-                        let id = v.id.to_string();
-                        let selected = { let id = id.clone(); move || chosen.get() == id };
-                        view! { <option value=id selected=selected>{kept_volume_label(&v)}</option> }
-                    }).collect_view()}
+                <select name="kept_volume_id">
+                    <option value="" selected>"new volume"</option>
+                    {volumes.into_iter().map(|v| view! { <option value=v.id.to_string()>{kept_volume_label(&v)}</option> }).collect_view()}
                 </select>
             </label>
-            {move || on_kept().then(|| view! { <p class="muted small">"The machine goes to the kept volume's node and keeps its size."</p> })}
+            {any_kept.then(|| view! { <p class="muted small">"On a kept volume, the machine goes to the volume's node and keeps its size."</p> })}
             <label>"Volume size (GB)"
                 <input type="number" name="volume_size_gb" min="1" max="4096" step="1" value=DEFAULT_VOLUME_GB required/>
             </label>
@@ -99,15 +75,13 @@ pub fn CreateForm(
                 "Empty CPUs and memory mean " {DEFAULT_CPUS} " CPUs and " {DEFAULT_MEMORY_MB} " MB."
             </p>
             <FormError message=Signal::derive(move || create.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(create).map(|c| view! {
+            {crate::components::nojs_done::answer(create).map(|c| view! {
                 <p class="form-ok" role="status" data-testid="create-ok">
                     "Machine " <a href=format!("/machines/{}", c.machine_id)><strong>{c.name.clone()}</strong></a>
                     " admitted: " {gpu_summary(c.gpu_indexes.len() as i64, &c.model, &c.gpu_indexes)} " on " {c.node.clone()}
                 </p>
             })}
-            <button type="submit" class="primary" disabled=pending>
-                {move || if pending.get() { "Creating…" } else { "Create machine" }}
-            </button>
+            <button type="submit" class="primary">"Create machine"</button>
         </ActionForm>
     }
 }

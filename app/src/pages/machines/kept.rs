@@ -18,15 +18,11 @@ pub fn KeptVolumes(
     kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>,
     delete: ServerAction<DeleteKeptVolume>,
 ) -> impl IntoView {
-    // Once interactive, deleting asks with a dialog instead of the
-    // checkbox a plain HTML form needs.
-    let js = RwSignal::new(false);
-    Effect::new(move |_| js.set(true));
     view! {
         <section class="card stack" data-testid="kept-volumes">
             <h2>"Kept volumes"</h2>
             <FormError message=Signal::derive(move || delete.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(delete).map(|name| view! {
+            {crate::components::nojs_done::answer(delete).map(|name| view! {
                 <p class="form-ok" role="status" data-testid="kept-deleted">"Volume " <code>{name}</code> " deleted."</p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -34,7 +30,7 @@ pub fn KeptVolumes(
                     Ok(list) if list.is_empty() => view! {
                         <p class="muted" data-testid="no-kept-volumes">"No kept volumes. Deleting a machine with “Keep the data volume” keeps its data here."</p>
                     }.into_any(),
-                    Ok(list) => view! { <KeptTable list=list delete=delete js=js/> }.into_any(),
+                    Ok(list) => view! { <KeptTable list=list delete=delete/> }.into_any(),
                     Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                 })}
             </Transition>
@@ -43,8 +39,7 @@ pub fn KeptVolumes(
 }
 
 #[component]
-fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, js: RwSignal<bool>) -> impl IntoView {
-    let pending = delete.pending();
+fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>) -> impl IntoView {
     view! {
         <table class="table" data-testid="kept-volume-list">
             <thead>
@@ -68,10 +63,9 @@ fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>, j
                             <td>
                                 <ActionForm action=delete attr:class="inline wrap">
                                     <input type="hidden" name="volume_id" value=v.id/>
-                                    {move || (!js.get()).then(|| view! {
-                                        <label class="check small nojs-only"><input type="checkbox" required data-nojs-required=""/>" delete its data"</label>
-                                    })}
-                                    <button type="submit" class="danger" disabled=pending data-confirm=question
+                                    // Without JavaScript the box stands in for live.js' dialog.
+                                    <label class="check small nojs-only"><input type="checkbox" required data-nojs-required=""/>" delete its data"</label>
+                                    <button type="submit" class="danger" data-confirm=question
                                         aria-label=delete_label>"Delete"</button>
                                 </ActionForm>
                             </td>

@@ -18,12 +18,12 @@ use crate::{
     },
     components::{
         list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
+        poll::busy_when,
         poll::poll,
-        polled::busy_when,
         quota_gauge::QuotaGauge,
         status::{machine_state_badge, tag},
     },
-    model::machines::{gpu_summary, machine_busy, volume_summary, KeptVolumeRow, MachineRow},
+    model::machines::{gpu_summary, machine_busy, volume_summary, MachineRow},
 };
 use create::CreateForm;
 use kept::KeptVolumes;
@@ -34,31 +34,16 @@ use leptos_meta::Title;
 pub fn MachinesPage() -> impl IntoView {
     let create = ServerAction::<CreateMachine>::new();
     let delete_kept = ServerAction::<DeleteKeptVolume>::new();
-    let tick = RwSignal::new(0u64);
     // One window of the list, as the URL's filters and page say.
     let query = use_list_query();
-    let machines = Resource::new(
-        move || (tick.get(), create.version().get(), query.get()),
-        |(_, _, q)| machines_window(q.state, q.user, q.group, q.page),
-    );
-    let quota = Resource::new(move || (tick.get(), create.version().get()), |_| my_quota());
-    let kept =
-        Resource::new(move || (tick.get(), create.version().get(), delete_kept.version().get()), |_| kept_volumes());
-    // Fetched once: refetching would rebuild the form under the user's typing.
+    let machines = Resource::new(move || query.get(), |q| machines_window(q.state, q.user, q.group, q.page));
+    let quota = Resource::new(|| (), |_| my_quota());
+    let kept = Resource::new(|| (), |_| kept_volumes());
     let options = Resource::new(|| (), |_| create_options());
-    // The create form's volume choices follow the polled list (browser
-    // only; the server renders the options' own list).
-    let kept_now = RwSignal::new(None::<Vec<KeptVolumeRow>>);
-    Effect::new(move |_| {
-        if let Some(Ok(list)) = kept.get() {
-            kept_now.set(Some(list));
-        }
-    });
-    // Poll quickly while any machine is between states.
-    let live = poll(tick, busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))));
 
     view! {
-        {live}
+        // Refreshed quickly while any machine is between states.
+        {poll(busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))))}
         <Title text="My machines"/>
         <h1>"My machines"</h1>
         <reclaim::ReclaimBanner/>
@@ -67,7 +52,7 @@ pub fn MachinesPage() -> impl IntoView {
                 <h2>"New machine"</h2>
                 <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || options.get().map(|r| match r {
-                        Ok(o) => view! { <CreateForm create=create options=o kept=kept_now.into()/> }.into_any(),
+                        Ok(o) => view! { <CreateForm create=create options=o/> }.into_any(),
                         Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
                     })}
                 </Suspense>

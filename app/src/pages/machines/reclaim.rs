@@ -8,7 +8,6 @@ use crate::{
     components::{
         form_error::{error_text, FormError},
         poll::poll,
-        polled::{kept_detail, KeptDetail, Polled},
     },
     error::AppError,
     model::reclaim::{MachineEventRow, ReclaimNotice},
@@ -24,13 +23,12 @@ fn NoticeActions(
     restore: ServerAction<RestoreMachine>,
 ) -> impl IntoView {
     let id = n.machine_id;
-    let (extending, restoring) = (extend.pending(), restore.pending());
     let extend_form = n.can_extend().then(|| {
         let left = n.extensions_allowed - n.extensions_used;
         view! {
             <ActionForm action=extend attr:class="inline">
                 <input type="hidden" name="machine_id" value=id/>
-                <button type="submit" data-testid="reclaim-extend" disabled=move || extending.get()>{format!("Extend ({left} left)")}</button>
+                <button type="submit" data-testid="reclaim-extend">{format!("Extend ({left} left)")}</button>
             </ActionForm>
         }
     });
@@ -38,7 +36,7 @@ fn NoticeActions(
         view! {
             <ActionForm action=restore attr:class="inline">
                 <input type="hidden" name="machine_id" value=id/>
-                <button type="submit" class="primary" data-testid="reclaim-restore" disabled=move || restoring.get()>"Restore"</button>
+                <button type="submit" class="primary" data-testid="reclaim-restore">"Restore"</button>
             </ActionForm>
         }
     });
@@ -58,12 +56,9 @@ fn notice_text(n: &ReclaimNotice) -> String {
 pub fn ReclaimBanner() -> impl IntoView {
     let extend = ServerAction::<ExtendReclaim>::new();
     let restore = ServerAction::<RestoreMachine>::new();
-    let tick = RwSignal::new(0u64);
-    let notices =
-        Resource::new(move || (tick.get(), extend.version().get(), restore.version().get()), |_| reclaim_notices());
-    let live = poll(tick, Signal::derive(|| false));
+    let notices = Resource::new(|| (), |_| reclaim_notices());
     view! {
-        {live}
+        {poll(Signal::stored(false))}
         <Transition fallback=|| ()>
             {move || notices.get().and_then(Result::ok).filter(|l| !l.is_empty()).map(|list| view! {
                 <section class="card reclaim-banner stack" data-testid="reclaim-banner" role="status">
@@ -90,10 +85,9 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
     let extend = ServerAction::<ExtendReclaim>::new();
     let restore = ServerAction::<RestoreMachine>::new();
     let opt = ServerAction::<RebalanceOptOut>::new();
-    let tick = RwSignal::new(0u64);
-    let data: Polled<Standing> = Resource::new(
-        move || (id.get(), tick.get(), extend.version().get(), restore.version().get(), opt.version().get()),
-        |(id, ..)| async move {
+    let data = Resource::new(
+        move || id.get(),
+        |id| async move {
             match id {
                 Some(id) => machine_reclaim(id).await,
                 // The page itself says the machine is not found.
@@ -101,90 +95,66 @@ pub fn MachineReclaim(id: Signal<Option<i64>>) -> impl IntoView {
             }
         },
     );
-    let live = poll(tick, Signal::derive(|| false));
-    // The owner's choice in the opt-out box until the page changes machine:
-    // the card below is drawn afresh whenever the answer changes, and the
-    // box must show what was ticked, not the saved value a poll brings back.
-    let ticked = RwSignal::new(None::<bool>);
-    Effect::new(move |_| {
-        id.track();
-        ticked.set(None);
-    });
     view! {
-        {live}
-        <Transition fallback=|| ()>
-            <ReclaimCard data=data extend=extend restore=restore opt=opt ticked=ticked/>
-        </Transition>
+        <Suspense fallback=|| ()>
+            {move || data.get().and_then(Result::ok).map(|(n, events)| view! {
+                <ReclaimCard n=n events=events extend=extend restore=restore opt=opt/>
+            })}
+        </Suspense>
     }
 }
 
-/// A machine's reclaim standing and its events.
-type Standing = (ReclaimNotice, Vec<MachineEventRow>);
-
-/// The card, from the last good answer: a refresh that fails (the network,
-/// a busy server) keeps it on screen, saying so, like the rest of the
-/// page; only "not found" takes it away.
+/// The card of a machine's reclaim standing and its events.
 #[component]
 fn ReclaimCard(
-    data: Polled<Standing>,
+    n: ReclaimNotice,
+    events: Vec<MachineEventRow>,
     extend: ServerAction<ExtendReclaim>,
     restore: ServerAction<RestoreMachine>,
     opt: ServerAction<RebalanceOptOut>,
-    ticked: RwSignal<Option<bool>>,
 ) -> impl IntoView {
-    let KeptDetail { outcome, refresh_failed, data } = kept_detail(data, |s: &Standing| s.0.machine_id);
-    let saving = opt.pending();
-    move || {
-        let found = matches!(outcome.get(), Some(Ok(_)));
-        found.then(|| data.get()).flatten().map(|(n, events)| {
-            let text = notice_text(&n);
-            let shown = n.warned() || n.state == "reclaimed";
-            let opted = n.rebalance_opt_out;
-            let machine_id = n.machine_id;
-            view! {
-                <section class="card stack" data-testid="machine-reclaim">
-                    <h2>"Idle reclaim and GPU placement"</h2>
-                    {move || refresh_failed.get().map(|e| view! {
-                        <p class="notice small" role="status" data-testid="reclaim-refresh-failed">"Could not refresh (" {e} "); showing the last known state."</p>
-                    })}
-                    <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
-                    {move || crate::components::nojs_done::answer(extend).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
-                    {shown.then(|| view! {
-                        <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
-                    })}
-                    {n.exempt.then(|| view! { <p class="muted">"This machine is exempt from idle reclaim."</p> })}
-                    // The owner's (or an admin's) to change; a group member is told the setting.
-                    {if n.mine {
-                        view! {
-                            <ActionForm action=opt attr:class="inline">
-                                <input type="hidden" name="machine_id" value=machine_id/>
-                                <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"
-                                    prop:checked=move || ticked.get().unwrap_or(opted) on:change=move |ev| ticked.set(Some(event_target_checked(&ev)))/>
-                                    " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
-                                " " <button type="submit" disabled=move || saving.get()>"Save"</button>
-                            </ActionForm>
-                        }
-                        .into_any()
-                    } else {
-                        let placement = if opted { "kept on its GPUs (no hot-GPU rebalancing)" } else { "may be moved off hot GPUs" };
-                        view! { <p class="muted small" data-testid="rebalance-setting">"This machine " {placement} "."</p> }.into_any()
-                    }}
-                    {(!events.is_empty()).then(|| view! {
-                        <table class="table" data-testid="machine-events">
-                            <thead><tr><th>"When (UTC)"</th><th>"Event"</th><th>"Details"</th></tr></thead>
-                            <tbody>
-                                {events.into_iter().map(|e| view! {
-                                    <tr data-testid="machine-event" data-kind=e.kind.clone()>
-                                        <td class="nowrap">{gantry_core::time::format_utc(e.at_ms.div_euclid(1000))}</td>
-                                        <td>{e.label()}</td>
-                                        <td>{e.detail.clone()}</td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    })}
-                </section>
-            }
-        })
+    let text = notice_text(&n);
+    let shown = n.warned() || n.state == "reclaimed";
+    let opted = n.rebalance_opt_out;
+    let machine_id = n.machine_id;
+    view! {
+        <section class="card stack" data-testid="machine-reclaim">
+            <h2>"Idle reclaim and GPU placement"</h2>
+            <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
+            {crate::components::nojs_done::answer(extend).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
+            {shown.then(|| view! {
+                <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
+            })}
+            {n.exempt.then(|| view! { <p class="muted">"This machine is exempt from idle reclaim."</p> })}
+            // The owner's (or an admin's) to change; a group member is told the setting.
+            {if n.mine {
+                view! {
+                    <ActionForm action=opt attr:class="inline">
+                        <input type="hidden" name="machine_id" value=machine_id/>
+                        <label class="check"><input type="checkbox" name="opt_out" checked=opted data-testid="rebalance-opt-out"/>
+                            " Keep this machine on its GPUs (no hot-GPU rebalancing)"</label>
+                        " " <button type="submit">"Save"</button>
+                    </ActionForm>
+                }
+                .into_any()
+            } else {
+                let placement = if opted { "kept on its GPUs (no hot-GPU rebalancing)" } else { "may be moved off hot GPUs" };
+                view! { <p class="muted small" data-testid="rebalance-setting">"This machine " {placement} "."</p> }.into_any()
+            }}
+            {(!events.is_empty()).then(|| view! {
+                <table class="table" data-testid="machine-events">
+                    <thead><tr><th>"When (UTC)"</th><th>"Event"</th><th>"Details"</th></tr></thead>
+                    <tbody>
+                        {events.into_iter().map(|e| view! {
+                            <tr data-testid="machine-event" data-kind=e.kind.clone()>
+                                <td class="nowrap">{gantry_core::time::format_utc(e.at_ms.div_euclid(1000))}</td>
+                                <td>{e.label()}</td>
+                                <td>{e.detail.clone()}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            })}
+        </section>
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! The terminal and the live log are driven by `/vendor/gantry-workspace.js`
 //! (served by Gantry with xterm.js), which mounts on the elements marked
-//! `data-gantry-terminal` / `data-gantry-logs` once the page is hydrated.
+//! `data-gantry-terminal` / `data-gantry-logs` once live.js has taken the
+//! page over.
 //! These panels sit outside the part of the page that refreshes while an
 //! operation runs, so a restart does not tear the terminal down: its
 //! connection closes with the reason and reconnects when the machine runs.
