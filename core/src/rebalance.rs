@@ -83,6 +83,11 @@ pub struct GpuWindow {
     pub model: String,
     /// The machine holding it; `None`: free.
     pub holder: Option<i64>,
+    /// When the holder got it (unix s): its last create, restart,
+    /// reinstall, restore or move — the time idle reclaim counts from too.
+    /// A held GPU is hot only if it was held since the window began;
+    /// `None` on a held GPU (not known) means never hot. Unused when free.
+    pub held_since: Option<i64>,
     pub samples: Vec<HotSample>,
 }
 
@@ -117,24 +122,37 @@ fn sample_hot(s: &HotSample, t: &HotSettings) -> bool {
     s.util_pct >= t.util_pct
 }
 
-/// Hot for the whole window: samples cover it (no gap over a quarter of
-/// the window, as for idle reclaim) and every one of them is hot.
+/// Hot for the whole window: a held GPU was held by its machine since the
+/// window began (a machine created, restarted or moved inside it has not
+/// run hot for a window, whatever its samples say), samples cover the
+/// window (no gap over a quarter of it, as for idle reclaim) and every one
+/// of them is hot.
 pub fn is_hot(g: &GpuWindow, t: &HotSettings, now: i64) -> bool {
+    hot_span(g, t, now).is_some()
+}
+
+/// How long the samples of a hot GPU cover (first to last sample inside
+/// the window, in seconds): what a verdict reports, rather than the
+/// configured window. `None` when the GPU is not hot (see [`is_hot`]).
+pub fn hot_span(g: &GpuWindow, t: &HotSettings, now: i64) -> Option<i64> {
     let from = now - t.window_secs;
+    if g.holder.is_some() && g.held_since.is_none_or(|since| since > from) {
+        return None;
+    }
     let mut inside: Vec<&HotSample> = g.samples.iter().filter(|s| s.at >= from && s.at <= now).collect();
     if inside.is_empty() || !inside.iter().all(|s| sample_hot(s, t)) {
-        return false;
+        return None;
     }
     inside.sort_by_key(|s| s.at);
     let gap = (t.window_secs / 4).max(1);
     let mut previous = from;
     for at in inside.iter().map(|s| s.at).chain(std::iter::once(now)) {
         if at - previous > gap {
-            return false;
+            return None;
         }
         previous = at;
     }
-    true
+    Some(inside[inside.len() - 1].at - inside[0].at)
 }
 
 fn mean(g: &GpuWindow, from: i64, now: i64, f: impl Fn(&HotSample) -> f64) -> f64 {
@@ -195,9 +213,9 @@ pub fn decide_node(
             (None, None) => continue,
         };
         let g = own_hot[0];
-        let mins = t.window_secs / 60;
+        let span = crate::reclaim::format_left(hot_span(g, t, now).unwrap_or_default());
         let why_hot = format!(
-            "GPU {} ran hot for {mins} min (mean {:.0} % utilisation, threshold {:.0} %; {:.0} % memory, {:.0} °C) and {contention}",
+            "GPU {} ran hot for {span} (mean {:.0} % utilisation, threshold {:.0} %; {:.0} % memory, {:.0} °C) and {contention}",
             g.index,
             mean(g, from, now, |s| s.util_pct),
             t.util_pct,

@@ -12,10 +12,13 @@ fn arb_gpu(id: i64) -> impl Strategy<Value = GpuWindow> {
         any::<bool>(),
         0usize..3,
         prop::bool::weighted(0.8),
+        prop::option::of(NOW - 1200..=NOW),
     )
-        .prop_map(move |(holder, util, mem, temp, throttled, model, dense)| {
+        .prop_map(move |(holder, util, mem, temp, throttled, model, dense, held_since)| {
             let step = if dense { 10 } else { 250 };
-            let samples = (NOW - 600..=NOW)
+            // Readings are attributed to the holder only since it got the GPU.
+            let since = if holder.is_some() { held_since.unwrap_or(NOW - 600) } else { NOW - 600 };
+            let samples = (since.max(NOW - 600)..=NOW)
                 .step_by(step)
                 .enumerate()
                 .map(|(i, at)| HotSample {
@@ -26,7 +29,14 @@ fn arb_gpu(id: i64) -> impl Strategy<Value = GpuWindow> {
                     throttled: throttled && i % 7 == 0,
                 })
                 .collect();
-            GpuWindow { gpu_id: id, index: id as u32, model: ["A", "B", "C"][model].into(), holder, samples }
+            GpuWindow {
+                gpu_id: id,
+                index: id as u32,
+                model: ["A", "B", "C"][model].into(),
+                holder,
+                held_since,
+                samples,
+            }
         })
 }
 
@@ -78,6 +88,27 @@ proptest! {
                 }
                 prop_assert!(from.iter().any(|f| is_hot(by_id(f), &s, NOW)));
             }
+        }
+    }
+
+    /// Nothing is judged hot before its machine has held the GPU for the
+    /// whole window, and a verdict's reason never claims more than its
+    /// samples cover.
+    #[test]
+    fn never_judged_hot_before_a_whole_window_held(gpus in arb_node(), machines in arb_machines()) {
+        let s = HotSettings { window_secs: 600, util_pct: 60.0, temp_c: 80.0, ..HotSettings::default() };
+        for g in &gpus {
+            if g.holder.is_some() && is_hot(g, &s, NOW) {
+                prop_assert!(g.held_since.is_some_and(|at| at <= NOW - s.window_secs), "{:?}", g);
+            }
+            if let Some(span) = hot_span(g, &s, NOW) {
+                prop_assert!((0..=s.window_secs).contains(&span));
+            }
+        }
+        for v in decide_node("n", &gpus, &machines, &s, NOW) {
+            let (Verdict::Move { machine_id, why: reason, .. } | Verdict::Refuse { machine_id, reason }) = v;
+            prop_assert!(gpus.iter().any(|g| g.holder == Some(machine_id)
+                && g.held_since.is_some_and(|at| at <= NOW - s.window_secs)), "{}", reason);
         }
     }
 

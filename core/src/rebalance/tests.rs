@@ -11,7 +11,15 @@ fn gpu(id: i64, holder: Option<i64>, util: f64, temp: f64, throttled: bool) -> G
         .step_by(10)
         .map(|at| HotSample { at, util_pct: util, mem_pct: 10.0, temp_c: temp, throttled })
         .collect();
-    GpuWindow { gpu_id: id, index: id as u32, model: "A100".into(), holder, samples }
+    // Held since the window began: long enough to be judged.
+    GpuWindow {
+        gpu_id: id,
+        index: id as u32,
+        model: "A100".into(),
+        holder,
+        held_since: holder.map(|_| NOW - 600),
+        samples,
+    }
 }
 
 fn machine(id: i64) -> MachineOnNode {
@@ -39,7 +47,7 @@ fn hot_and_contended_moves_to_the_coolest_free_gpu() {
         "hottest machine first, to the coolest GPU"
     );
     assert!(
-        why.contains("GPU 0 ran hot for 10 min")
+        why.contains("GPU 0 ran hot for 10 min 00 s")
             && why.contains("99 % utilisation")
             && why.contains("GPU 1 of another machine is also hot"),
         "{why}"
@@ -153,4 +161,53 @@ fn settings_are_checked() {
     assert!(HotSettings { util_pct: 120.0, ..settings() }.check().is_err());
     assert!(HotSettings { temp_c: 5.0, ..settings() }.check().unwrap_err().contains("temperature"));
     assert!(HotSettings { window_secs: 1, ..settings() }.check().unwrap_err().contains("window"));
+}
+
+/// A machine created (or restarted, restored, moved) inside the window has
+/// not run hot for a whole window, even with hot samples since it got the
+/// GPU and no gap over a quarter window: the window must have passed since.
+/// Before, its samples from 3/4 of the window on were taken as enough.
+#[test]
+fn a_gpu_held_for_less_than_the_window_is_not_hot() {
+    let s = settings();
+    let held = |g: GpuWindow, since: i64| GpuWindow {
+        held_since: Some(since),
+        samples: g.samples.into_iter().filter(|x| x.at >= since).collect(),
+        ..g
+    };
+    // Got the GPU 450 s ago (3/4 of the window): the first sample is 150 s
+    // after the window's start, within the quarter-window gap.
+    let recent = held(gpu(0, Some(1), 99.0, 88.0, false), NOW - 450);
+    assert!(!is_hot(&recent, &s, NOW));
+    assert_eq!(hot_span(&recent, &s, NOW), None);
+    let gpus = vec![recent.clone(), gpu(1, Some(2), 97.0, 86.0, true), gpu(2, None, 0.0, 40.0, false)];
+    let v = decide_node("n1", &gpus, &[machine(1), machine(2)], &s, NOW);
+    assert!(
+        v.iter().all(|v| !matches!(v, Verdict::Move { machine_id: 1, .. } | Verdict::Refuse { machine_id: 1, .. })),
+        "{v:?}"
+    );
+    // One second short of the window is still too short.
+    assert!(!is_hot(&held(gpu(0, Some(1), 99.0, 88.0, false), NOW - 599), &s, NOW));
+    // Once it has held it for the whole window it is hot.
+    assert!(is_hot(&held(gpu(0, Some(1), 99.0, 88.0, false), NOW - 600), &s, NOW));
+    assert!(is_hot(&held(gpu(0, Some(1), 99.0, 88.0, false), NOW - 5000), &s, NOW));
+    // A held GPU whose holder's start is not known is never hot.
+    assert!(!is_hot(&GpuWindow { held_since: None, ..gpu(0, Some(1), 99.0, 88.0, false) }, &s, NOW));
+    // A free GPU has no holder to wait for.
+    assert!(is_hot(&gpu(3, None, 99.0, 88.0, false), &s, NOW));
+}
+
+/// The reason states how long the samples cover, not the configured
+/// window: samples from 140 s after the window's start (within the
+/// quarter-window gap) to now cover 7 min 40 s.
+#[test]
+fn the_verdict_states_the_span_its_samples_cover() {
+    let s = settings();
+    let mut short = gpu(0, Some(1), 99.0, 88.0, true);
+    short.samples.retain(|x| x.at >= NOW - 460);
+    let gpus = vec![short, gpu(1, None, 0.0, 40.0, false)];
+    let v = decide_node("n1", &gpus, &[machine(1)], &s, NOW);
+    let [Verdict::Move { why, .. }] = &v[..] else { panic!("{v:?}") };
+    assert!(why.contains("GPU 0 ran hot for 7 min 40 s (mean"), "{why}");
+    assert!(!why.contains("10 min"), "{why}");
 }

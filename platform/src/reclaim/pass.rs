@@ -121,16 +121,21 @@ async fn hot(pool: &Pool, settings: &Settings, now: i64, report: &mut PassReport
     let nodes: Vec<(i64, String)> =
         sqlx::query_as("SELECT id, name FROM nodes WHERE state = 'ready' ORDER BY id").fetch_all(pool).await?;
     for (node_id, node_name) in nodes {
-        let rows: Vec<(i64, i64, String, Option<i64>)> = sqlx::query_as(
+        let rows: Vec<(i64, i64, String, Option<i64>, Option<i64>)> = sqlx::query_as(&format!(
             // A free GPU its node no longer reports is no target, nor one a
             // closed machine's container may still hold until the collector
             // has removed it (the move would be refused only after the
             // machine's container was removed, and recreated where it was).
-            "SELECT g.id, g.idx, g.model, mg.machine_id FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id
+            // A held GPU comes with when its machine last started, as idle
+            // reclaim reads it: it is hot only if held for the whole window.
+            "SELECT g.id, g.idx, g.model, mg.machine_id,
+                    (SELECT {} FROM machines m WHERE m.id = mg.machine_id)
+             FROM gpus g LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id
              WHERE g.node_id = ? AND NOT (mg.machine_id IS NULL AND (g.id IN (SELECT gpu_id FROM gpus_gone)
                                                                      OR g.id IN (SELECT gpu_id FROM gpus_left_to_collector)))
              ORDER BY g.idx",
-        )
+            crate::transitions::reclaim::LAST_STARTED
+        ))
         .bind(node_id)
         .fetch_all(pool)
         .await?;
@@ -141,11 +146,12 @@ async fn hot(pool: &Pool, settings: &Settings, now: i64, report: &mut PassReport
         let samples = gpu_window(pool, &ids, (now - t.window_secs) * 1000, now * 1000).await?;
         let gpus: Vec<GpuWindow> = rows
             .iter()
-            .map(|(gpu_id, idx, model, holder)| GpuWindow {
+            .map(|(gpu_id, idx, model, holder, held_since)| GpuWindow {
                 gpu_id: *gpu_id,
                 index: *idx as u32,
                 model: model.clone(),
                 holder: *holder,
+                held_since: *held_since,
                 samples: samples
                     .iter()
                     .filter(|x| x.gpu_id == *gpu_id && x.machine_id == *holder)

@@ -299,3 +299,37 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_machine_is_not_moved_before_it_has_held_its_gpu_for_the_whole_window() {
+        let (env, _sim) = sim_env().await;
+        let p = two_running(&env).await;
+        let started = env.scalar(&format!("SELECT MAX(updated_at) FROM tasks WHERE kind = 'create' AND machine_id IN ({}, {})", p.a, p.b)).await;
+        let hot_between = |from: i64, to: i64| {
+            let (env, p) = (&env, &p);
+            async move {
+                series(env, p.ga, Some(p.a), from, to, 99.0, 2000, 80.0).await;
+                series(env, p.gb, Some(p.b), from, to, 97.0, 2000, 80.0).await;
+                for g in &p.free {
+                    series(env, *g, None, from, to, 0.0, 0, 30.0).await;
+                }
+            }
+        };
+
+        // 45 s into a 60 s window, hot at every sample since they started:
+        // the first sample is within a quarter window of the window's start,
+        // but neither machine has held its GPU for the whole window.
+        hot_between(started, started + 45).await;
+        let r = reclaim::pass(&env.pool, started + 45).await.unwrap();
+        assert!(r.moves_queued.is_empty() && r.moves_refused.is_empty(), "{r:?}");
+        assert_eq!(rebalance_tasks(&env).await, 0);
+
+        // Once they have held them for a whole window they are moved, and
+        // the reason gives the span the samples cover (the window here).
+        hot_between(started + 50, started + 70).await;
+        let r = reclaim::pass(&env.pool, started + 70).await.unwrap();
+        assert_eq!(r.moves_queued, vec![p.a, p.b]);
+        let why = env.text(&format!("SELECT json_extract(payload, '$.why') FROM tasks WHERE machine_id = {} AND kind = 'rebalance'", p.a)).await;
+        assert!(why.contains(" ran hot for 1 min 00 s (mean 99 % utilisation"), "{why}");
+    }
+}
