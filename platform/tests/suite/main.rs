@@ -72,6 +72,7 @@ mod reclaim_retention;
 mod reclaim_sim;
 mod reclaim_snapshots;
 mod reclaim_withdrawn;
+mod snapshot_ids;
 mod snapshots_docker;
 mod snapshots_lost_node;
 mod snapshots_owner;

@@ -17,7 +17,7 @@ use gantry_platform::{
 
 /// Warns machine `m` with a passed deadline, queues its reclaim and runs
 /// it: returns the reclaim snapshot it is now restored from.
-async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
+pub(crate) async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
     let t = now();
     assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
     transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
