@@ -15,6 +15,7 @@ setup:
 
 build: setup
 	cargo leptos build --release --precompress
+	cargo build --release --locked -p gantry-bench
 	bash scripts/regzip.sh target/site
 
 clean-data:

@@ -12,28 +12,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/gantry
-[ -x "$bin" ] || { echo "run 'make build' first" >&2; exit 1; }
+bench=target/release/gantry-bench
+[ -x "$bin" ] && [ -x "$bench" ] || { echo "run 'make build' first" >&2; exit 1; }
 
 echo "== 1. admissions"
-"$bin" bench admissions --nodes 1000 --gpus-per-node 8 --requests 8000
+"$bench" admissions --nodes 1000 --gpus-per-node 8 --requests 8000
 
 echo "== 2. dev machines on Docker"
 if bash scripts/dockerd.sh >/dev/null && bash scripts/demo-image.sh >/dev/null; then
-  "$bin" bench docker --machines 20
-  GANTRY_LOOP_VOLUMES=0 "$bin" bench docker --machines 20
+  "$bench" docker --machines 20
+  GANTRY_LOOP_VOLUMES=0 "$bench" docker --machines 20
 else
   echo "no Docker Engine: skipped"
 fi
 
 echo "== 3. browser terminal: keystroke echo next to docker exec -it, memory per open terminal"
 if bash scripts/dockerd.sh >/dev/null && bash scripts/demo-image.sh >/dev/null; then
-  "$bin" bench terminal --keystrokes 1000 --terminals 50
+  "$bench" terminal --keystrokes 1000 --terminals 50
 else
   echo "no Docker Engine: skipped"
 fi
 
 echo "== 4. compute-task matching: decisions on 100 regions x 100 nodes x 8 GPUs, a queue pass over 10,000 tasks"
-"$bin" bench matching
+"$bench" matching
 
 echo "== 5. HTTP under load (wrk -t2 -c64 -d10s): every portal page, signed in as admin"
 # Two databases: 20 machines and 200 tasks, then 5,000 machines and 50,000
@@ -85,10 +86,10 @@ curl -s -o /dev/null -D - -H 'Accept-Encoding: gzip, br' "http://127.0.0.1:$port
 wrk -t2 -c64 -d10s --latency -H 'Accept-Encoding: gzip' "http://127.0.0.1:$port$css" | grep -E "Latency|50%|99%|Requests/sec"
 
 echo "== dataset upload: 2 GiB into both directory stores over loopback, next to two cp's of it"
-"$bin" bench upload --size-mib 2048 --dir "${TMPDIR:-/tmp}"
+"$bench" upload --size-mib 2048 --dir "${TMPDIR:-/tmp}"
 
 echo "== GPU telemetry: 1,000 GPUs x 7 days at 10 s (ingest, 7-day node chart, cluster overview, bytes per GPU-day)"
-"$bin" bench telemetry
+"$bench" telemetry
 
 echo "== wasm bundle: raw, gzip and brotli bytes of the release build"
 bash scripts/bundle-size.sh

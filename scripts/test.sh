@@ -65,7 +65,16 @@ node2=$(cat "$node2_file")
 rm -f "$node2_file"
 export GANTRY_DOCKERD2_ENDPOINT=$node2
 
-rust_crates=(-p gantry-core -p gantry-platform -p gantry-testkit -p app -p server --features app/ssr)
+rust_crates=(-p gantry-core -p gantry-platform -p gantry-testkit -p app -p server -p gantry-bench --features app/ssr)
+# The habits the code is held to, before any test runs: one format
+# (rustfmt.toml) and no clippy warning in any crate, tests included, and in
+# the browser build of the island (frontend, wasm32).
+stage "format and lints (rustfmt, clippy -D warnings)" 1500 bash -c '
+  set -e
+  cargo fmt --all --check
+  cargo clippy --locked --all-targets "$@" -- -D warnings
+  cargo clippy --locked -p frontend --target wasm32-unknown-unknown -- -D warnings
+' _ "${rust_crates[@]}"
 stage "build the Rust tests" 2400 cargo test --locked --no-run "${rust_crates[@]}"
 stage "Rust tests (core, platform, app, server)" 1200 cargo test --locked "${rust_crates[@]}"
 

@@ -86,7 +86,7 @@ pub async fn register_node_as(
     .bind(now)
     .fetch_one(&mut *tx)
     .await?;
-    sync_gpus(&mut *tx, node_id, reg.gpus).await?;
+    sync_gpus(&mut tx, node_id, reg.gpus).await?;
     if let Some(arch) = arch {
         sqlx::query("UPDATE nodes SET arch = ? WHERE id = ?")
             .bind(arch.as_str())

@@ -216,26 +216,6 @@ pub async fn all_allowed_models(pool: &Pool) -> Result<HashMap<i64, Vec<String>>
     Ok(map)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn models_are_trimmed_sorted_and_deduplicated() {
-        let got = normalize_models(&[" H100 ".into(), "A100".into(), "".into(), "A100".into()]).unwrap();
-        assert_eq!(got, vec!["A100".to_string(), "H100".to_string()]);
-        assert!(normalize_models(&[]).unwrap().is_empty());
-    }
-
-    #[test]
-    fn bad_model_names_are_refused() {
-        assert!(normalize_models(&["x".repeat(65)]).is_err());
-        assert!(normalize_models(&["a\nb".into()]).is_err());
-        let many: Vec<String> = (0..65).map(|i| format!("m{i}")).collect();
-        assert!(normalize_models(&many).is_err());
-    }
-}
-
 /// Per-machine container limits a group may ask for: CPUs and memory (GB).
 /// Machines already running keep the limits they were created with.
 pub async fn update_machine_limits(
@@ -298,4 +278,24 @@ pub async fn machine_limits(pool: &Pool, group_id: i64) -> Result<(i64, i64), Pl
         .bind(group_id)
         .fetch_one(pool)
         .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_are_trimmed_sorted_and_deduplicated() {
+        let got = normalize_models(&[" H100 ".into(), "A100".into(), "".into(), "A100".into()]).unwrap();
+        assert_eq!(got, vec!["A100".to_string(), "H100".to_string()]);
+        assert!(normalize_models(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_model_names_are_refused() {
+        assert!(normalize_models(&["x".repeat(65)]).is_err());
+        assert!(normalize_models(&["a\nb".into()]).is_err());
+        let many: Vec<String> = (0..65).map(|i| format!("m{i}")).collect();
+        assert!(normalize_models(&many).is_err());
+    }
 }

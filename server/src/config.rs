@@ -29,17 +29,14 @@ impl DbArgs {
     }
 }
 
+// Parsed once at start: the size of `Serve`'s flags costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Apply migrations, make sure an admin exists, and serve the web UI.
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate,
-    /// Print performance figures (admissions/s; dev machines on Docker).
-    Bench {
-        #[command(subcommand)]
-        command: BenchCommand,
-    },
     /// Manage user accounts.
     User {
         #[command(subcommand)]
@@ -63,32 +60,6 @@ pub enum UserCommand {
     },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum BenchCommand {
-    /// Create requests through the admission path on a simulated cluster (temporary database).
-    Admissions {
-        #[arg(long, default_value_t = 1000)]
-        nodes: u32,
-        #[arg(long, default_value_t = 8)]
-        gpus_per_node: u32,
-        #[arg(long, default_value_t = 8000)]
-        requests: usize,
-    },
-    /// Dev machines created at once on the local Docker Engine, against raw Engine API calls.
-    Docker {
-        #[arg(long, default_value_t = 20)]
-        machines: usize,
-    },
-    /// Compute-task matching: decisions on 100 regions x 100 nodes x 8 GPUs, and a queue pass over 10,000 tasks.
-    Matching,
-    /// Browser terminal: keystroke echo through Gantry next to `docker exec -it`, and server memory per open terminal.
-    Terminal(crate::terminal_bench::TerminalBenchArgs),
-    /// Dataset upload: a large file into both directory stores over loopback, next to two cp's of it; peak memory.
-    Upload(crate::datasets::bench::UploadBenchArgs),
-    /// GPU telemetry: ingest rate, a 7-day node chart and the cluster overview over 1,000 GPUs x 7 days; bytes per GPU-day.
-    Telemetry(crate::telemetry_bench::TelemetryBenchArgs),
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
@@ -102,7 +73,7 @@ pub struct ServeArgs {
     pub secure_cookies: bool,
     /// Extra origin allowed to call server functions (e.g. https://gantry.example.org behind a proxy):
     /// scheme://host[:port], kept as browsers write an origin (lower case, no default port, no slash).
-    #[arg(long, env = "GANTRY_PUBLIC_ORIGIN", value_parser = crate::http_guard::normalize_origin)]
+    #[arg(long, env = "GANTRY_PUBLIC_ORIGIN", value_parser = crate::http::guard::normalize_origin)]
     pub public_origin: Option<String>,
     /// How long (ms) a rendered page may be served again to the same session
     /// while no commit has been made since; 0 renders every request.
@@ -138,9 +109,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]
-    pub workspace: crate::workspace::WorkspaceArgs,
+    pub workspace: crate::routes::workspace::WorkspaceArgs,
     #[command(flatten)]
-    pub datasets: crate::datasets::DatasetArgs,
+    pub datasets: crate::routes::datasets::DatasetArgs,
     #[command(flatten)]
     pub security: crate::security::SecurityArgs,
 }
@@ -178,7 +149,7 @@ pub struct NodeArgs {
     #[arg(long, env = "GANTRY_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub shutdown_grace_secs: u64,
     #[command(flatten)]
-    pub telemetry: crate::metrics::TelemetryArgs,
+    pub telemetry: crate::routes::metrics::TelemetryArgs,
     #[command(flatten)]
     pub reclaim: crate::reclaim_loop::ReclaimArgs,
 }

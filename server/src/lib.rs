@@ -1,58 +1,25 @@
 //! The `gantry` binary's library half: commands, the HTTP router and the
 //! middleware around the Leptos app. Tests start the real router on port 0.
 
-pub mod api_v1;
-pub mod asset_memory;
 pub mod assets;
-pub mod bench;
 pub mod bootstrap;
-pub mod client_address;
 pub mod config;
-pub mod datasets;
-pub mod files;
-pub mod form_done;
-pub mod form_errors;
-pub mod http_clients;
-pub mod http_guard;
-pub mod http_limits;
-pub mod http_serve;
-pub mod logs;
-pub mod matching_bench;
-pub mod metrics;
-pub mod multipart_guard;
+pub mod http;
 pub mod page_cache;
 pub mod reclaim_loop;
-pub mod request_id;
 pub mod router;
+pub mod routes;
 pub mod security;
-pub mod security_headers;
 pub mod services;
-pub mod telemetry_bench;
-pub mod terminal;
-pub mod terminal_bench;
 pub mod vendor;
-pub mod workspace;
 
-use config::{BenchCommand, Cli, Command, UserCommand};
+use config::{Cli, Command, UserCommand};
 use gantry_core::Role;
 use gantry_platform::{accounts, db, PlatformError};
 use std::io::BufRead;
 
 pub async fn run(cli: Cli) -> Result<(), PlatformError> {
-    // Benchmarks bring their own temporary database.
-    let command = match cli.command {
-        Command::Bench { command: BenchCommand::Admissions { nodes, gpus_per_node, requests } } => {
-            return bench::admissions(nodes, gpus_per_node, requests).await;
-        }
-        Command::Bench { command: BenchCommand::Docker { machines } } => return bench::docker(machines).await,
-        Command::Bench { command: BenchCommand::Matching } => return matching_bench::run().await,
-        Command::Bench { command: BenchCommand::Terminal(args) } => return terminal_bench::run(args).await,
-        Command::Bench { command: BenchCommand::Telemetry(args) } => return telemetry_bench::run(args).await,
-        Command::Bench { command: BenchCommand::Upload(args) } => {
-            return datasets::bench::run(args, &cli.db.data_dir).await
-        }
-        other => other,
-    };
+    let command = cli.command;
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
     db::migrate(&pool).await?;
     match command {
@@ -76,7 +43,6 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             println!("created {} {} in group {}", user.role, user.username, user.group_name);
             Ok(())
         }
-        Command::Bench { .. } => Ok(()),
         Command::Serve(args) => {
             // Whatever can refuse the start comes first — the port, the
             // dataset stores, the local node's registration — so a start
@@ -88,7 +54,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 .await
                 .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
             let local_addr = listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?;
-            let stores = datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
+            let stores = routes::datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
             let node = services::prepare(&pool, &cli.db.data_dir, &args.node).await?;
             bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
             // The background services start here; what follows only builds
@@ -108,21 +74,21 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             .await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
-            let limits = http_serve::ConnLimits {
+            let limits = http::serve::ConnLimits {
                 header_read: std::time::Duration::from_secs(args.header_read_timeout_secs),
                 request_body: std::time::Duration::from_secs(args.request_body_timeout_secs),
                 // The cap must fit the descriptors the process may open:
                 // raise the soft limit (often 1024) first.
-                max_connections: http_limits::connection_cap(
+                max_connections: http::limits::connection_cap(
                     usize::try_from(args.max_connections).unwrap_or(usize::MAX),
-                    http_limits::raise_fd_limit(),
+                    http::limits::raise_fd_limit(),
                 ),
                 max_per_client: if args.security.trusted_proxy {
                     0
                 } else {
                     usize::try_from(args.max_connections_per_client).unwrap_or(usize::MAX)
                 },
-                ..http_serve::ConnLimits::DEFAULT
+                ..http::serve::ConnLimits::DEFAULT
             };
             tracing::info!("Gantry listening on http://{local_addr}");
             serve_then_stop(listener, app, limits, services.shutdown).await
@@ -142,7 +108,7 @@ const DRAIN_SECS: u64 = 5;
 async fn serve_then_stop(
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    limits: http_serve::ConnLimits,
+    limits: http::serve::ConnLimits,
     shutdown: services::Shutdown,
 ) -> Result<(), PlatformError> {
     let (signalled, stopping) = tokio::sync::watch::channel(false);
@@ -153,7 +119,7 @@ async fn serve_then_stop(
         router::shutdown_signal().await;
         let _ = signalled.send(true);
     });
-    let mut server = tokio::spawn(http_serve::serve_connections(listener, app, stopped(stopping.clone()), limits));
+    let mut server = tokio::spawn(http::serve::serve_connections(listener, app, stopped(stopping.clone()), limits));
     let ended_early = tokio::select! {
         served = &mut server => Some(served),
         () = stopped(stopping) => None,

@@ -4,13 +4,15 @@
 use crate::{
     assets,
     config::ServeArgs,
-    form_errors::{signed_form_errors, FormErrorKey},
-    http_guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
-    http_limits::lift_body_deadline,
+    http::{
+        form_errors::{signed_form_errors, FormErrorKey},
+        guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
+        headers::{security_headers, CspNonce, HeaderPolicy},
+        limits::lift_body_deadline,
+        request_id::request_id,
+    },
     page_cache::{keep_pages, PageCache, VersionSource},
-    request_id::request_id,
     security::Security,
-    security_headers::{security_headers, CspNonce, HeaderPolicy},
 };
 use app::{shell, state::AppState, App};
 use axum::{
@@ -156,8 +158,8 @@ pub async fn build_secured(
     // proxy: /metrics then needs its token.
     // One per process: ends what a browser session let in (terminals,
     // followed logs, machine files, dataset transfers) once it ends.
-    let session_watch = crate::workspace::SessionWatch::start(state.pool.clone(), &security);
-    let metrics = crate::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
+    let session_watch = crate::routes::workspace::SessionWatch::start(state.pool.clone(), &security);
+    let metrics = crate::routes::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
     let pages = Router::new().leptos_routes_with_context(&state, routes, context, page_shell);
     // Pages only: a rendered page is served again while nothing it shows
     // can have changed (inside the sign-in checks below).
@@ -173,16 +175,21 @@ pub async fn build_secured(
         }
     };
     let app = pages
-        .merge(crate::api_v1::routes())
+        .merge(crate::routes::api_v1::routes())
         // The streamed uploads (datasets; a machine's files, below) take
         // gigabytes and cut a body that stalls themselves (60 s without a
         // byte): the accept loop's total body deadline is lifted there.
-        .merge(crate::datasets::routes().route_layer(from_fn(lift_body_deadline)))
+        .merge(crate::routes::datasets::routes().route_layer(from_fn(lift_body_deadline)))
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
         .merge(
-            crate::workspace::routes(state.clone(), workspace, opts.public_origin.clone(), session_watch.clone())
-                .route_layer(from_fn(lift_body_deadline)),
+            crate::routes::workspace::routes(
+                state.clone(),
+                workspace,
+                opts.public_origin.clone(),
+                session_watch.clone(),
+            )
+            .route_layer(from_fn(lift_body_deadline)),
         )
         .fallback(fallback)
         .layer(axum::Extension(workspace))
@@ -294,7 +301,7 @@ pub async fn serve_until(
     app: Router,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    crate::http_serve::serve_connections(listener, app, stop, Default::default()).await
+    crate::http::serve::serve_connections(listener, app, stop, Default::default()).await
 }
 
 /// Ctrl-C or SIGTERM.

@@ -99,7 +99,7 @@ impl Prepared {
         tokio::spawn(reconcile::run(pool.clone(), fleet.clone(), Duration::from_secs(15)));
         tokio::spawn(nodes::monitor(pool.clone(), fleet.clone(), Duration::from_secs(10)));
         tokio::spawn(compute::run_loops(pool.clone(), fleet.clone(), admissions.clone(), Duration::from_secs(2)));
-        crate::metrics::start(pool, &args.telemetry);
+        crate::routes::metrics::start(pool, &args.telemetry);
         let every = Duration::from_secs(args.reclaim.reclaim_interval_secs);
         tokio::spawn(gantry_platform::reclaim::run(pool.clone(), wake.clone(), every));
         Services { admissions, dispatch: wake, fleet, node_id, shutdown: Shutdown { stop, dispatcher } }

@@ -4,6 +4,10 @@
 //! syscall, or stuck while its runtime shuts down — fails with a message
 //! naming it, instead of holding the whole test run (and CI) hostage.
 
+mod files;
+
+pub use files::files_under;
+
 use std::{future::Future, panic, sync::mpsc, thread, time::Duration};
 
 /// Default limit for one test: generous, because Docker tests on a loaded

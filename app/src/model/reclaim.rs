@@ -125,7 +125,7 @@ pub fn parse_settings(f: &[(&str, &str)]) -> Result<(ReclaimSettings, HotSetting
 mod tests {
     use super::*;
 
-    fn form<'a>(window: &'a str) -> Vec<(&'static str, &'a str)> {
+    fn form(window: &str) -> Vec<(&'static str, &str)> {
         vec![
             ("enabled", "on"),
             ("threshold_pct", "5"),

@@ -60,11 +60,11 @@ pub async fn begin_upload_of_file(
         check_fingerprint(f)?;
     }
     match open(pool, stores, user, b, fingerprint, false).await? {
-        Opened::Upload(up) => return Ok(up),
+        Opened::Upload(up) => return Ok(*up),
         Opened::OtherFile(held) => start_over(pool, held, b.name).await?,
     }
     match open(pool, stores, user, b, fingerprint, false).await? {
-        Opened::Upload(up) => Ok(up),
+        Opened::Upload(up) => Ok(*up),
         Opened::OtherFile(_) => Err(DatasetError::Conflict(format!(
             "another upload of {} into {}/{} began meanwhile",
             b.name, b.code, b.version
@@ -91,7 +91,7 @@ pub async fn resume_upload(
     }
     let b = BeginUpload { code, version, name, replace: false, total: None, resumable: true };
     match open(pool, stores, user, &b, fingerprint, true).await? {
-        Opened::Upload(up) => Ok(up),
+        Opened::Upload(up) => Ok(*up),
         Opened::OtherFile(_) => Err(DatasetError::Conflict(format!(
             "the unfinished upload of {name} into {code}/{version} now holds a different file (it was chosen again, perhaps in another tab); choose this file again to start it over"
         ))),
@@ -111,7 +111,7 @@ fn check_fingerprint(f: &str) -> Result<(), DatasetError> {
 }
 
 enum Opened {
-    Upload(Upload),
+    Upload(Box<Upload>),
     /// The user's unfinished upload of this name and length holds bytes
     /// of another file.
     OtherFile(Held),
@@ -234,7 +234,7 @@ async fn open(
             upload.max_bytes = upload.max_bytes.min(total.unwrap_or(u64::MAX));
             tx.commit().await?;
             upload.offset = held(&upload.stores, &upload.temp).await?;
-            return Ok(Opened::Upload(upload));
+            return Ok(Opened::Upload(Box::new(upload)));
         }
         None if find_only => {
             return Err(DatasetError::NotFound(format!("upload of {} into {}/{}", b.name, b.code, b.version)))
@@ -278,7 +278,7 @@ async fn open(
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(Opened::Upload(upload))
+    Ok(Opened::Upload(Box::new(upload)))
 }
 
 /// A name that is a folder of another file ("a" beside "a/b") or has a

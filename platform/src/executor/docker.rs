@@ -279,21 +279,6 @@ pub fn missing_program(detail: &str) -> Option<&str> {
     (missing && !program.is_empty() && program.len() <= 200).then_some(program)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints() {
-        assert_eq!(DockerExecutor::connect("").unwrap().endpoint(), "unix:///var/run/docker.sock");
-        assert!(DockerExecutor::connect("unix:///nope.sock").is_ok(), "connecting must not touch the engine");
-        assert!(DockerExecutor::connect("tcp://10.0.0.2:2375").is_ok());
-        let tls = DockerExecutor::connect("https://10.0.0.2:2376").unwrap_err().to_string();
-        assert!(tls.contains("TLS"), "{tls}");
-        assert!(DockerExecutor::connect("ftp://x").is_err());
-    }
-}
-
 /// Where the client certificates for TLS endpoints are, checked up front so
 /// a missing file is a clear error rather than a handshake failure.
 fn tls_cert_dir(endpoint: &str) -> Result<PathBuf, ExecError> {
@@ -315,4 +300,19 @@ fn tls_cert_dir(endpoint: &str) -> Result<PathBuf, ExecError> {
         }
     }
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(DockerExecutor::connect("").unwrap().endpoint(), "unix:///var/run/docker.sock");
+        assert!(DockerExecutor::connect("unix:///nope.sock").is_ok(), "connecting must not touch the engine");
+        assert!(DockerExecutor::connect("tcp://10.0.0.2:2375").is_ok());
+        let tls = DockerExecutor::connect("https://10.0.0.2:2376").unwrap_err().to_string();
+        assert!(tls.contains("TLS"), "{tls}");
+        assert!(DockerExecutor::connect("ftp://x").is_err());
+    }
 }

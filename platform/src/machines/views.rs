@@ -54,7 +54,7 @@ impl MachineView {
 }
 
 pub(super) fn machine_select() -> String {
-    format!("
+    String::from("
     SELECT m.id, m.name, u.username AS owner, m.owner_id, g.name AS group_name, i.name AS image, m.gpu_count, m.gpu_model,
            COALESCE((SELECT GROUP_CONCAT(gp.idx) FROM (SELECT gp.idx FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id
                      WHERE mg.machine_id = m.id ORDER BY gp.idx) gp), '') AS gpu_indexes,

@@ -72,7 +72,7 @@ pub async fn sweep_reclaim(pool: &Pool, fleet: &Fleet, seen: &HashMap<i64, i64>)
     .fetch_all(pool)
     .await?;
     for (id, machine_id, needs_sight, reclaim_task) in candidates {
-        if needs_sight && !seen.get(&machine_id).is_some_and(|settled| reclaim_task <= *settled) {
+        if needs_sight && seen.get(&machine_id).is_none_or(|settled| reclaim_task > *settled) {
             continue;
         }
         let Some((marked, machine)) = claim(pool, id).await? else {

@@ -131,33 +131,21 @@ pub fn sha(data: &[u8]) -> String {
     Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Every file under `root`, relative, sorted.
-pub fn files_under(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out
-}
+// Not every test binary that includes this module lists files.
+#[allow(unused_imports)]
+pub use gantry_testkit::files_under;
 
 /// A store call not yet started: what a [`Hooked`] store would do. A hook
 /// awaits it (after a step of its own), maps what it returns, or drops it
 /// unstarted to fail instead.
 pub type Call<'a, T> = BoxFuture<'a, io::Result<T>>;
 
+/// A hook: what it does to a store call.
+type Hook<T> = Box<dyn for<'a> Fn(Call<'a, T>) -> Call<'a, T> + Send + Sync>;
+
 /// A hook's slot for one kind of call to a [`Hooked`] store; empty, the
 /// call goes straight to the directory.
-pub struct Slot<T>(Mutex<Option<Box<dyn for<'a> Fn(Call<'a, T>) -> Call<'a, T> + Send + Sync>>>);
+pub struct Slot<T>(Mutex<Option<Hook<T>>>);
 
 impl<T: Send + 'static> Slot<T> {
     /// Every later call goes through `hook` (until it is cleared).

@@ -283,7 +283,7 @@ gantry_testkit::timed_test! {
         let t = now();
         assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
         // The pass reads when it last started …
-        let read = transitions::reclaim::last_started(&mut *env.pool.acquire().await.unwrap(), m).await.unwrap();
+        let read = transitions::reclaim::last_started(&mut env.pool.acquire().await.unwrap(), m).await.unwrap();
         // … the owner restarts it while the pass goes through other machines …
         machines::request_operation(&env.pool, &alice, OperationRequest { machine_id: m, kind: TaskKind::Restart, keep_volume: false }).await.unwrap();
         env.drive().await;
@@ -292,7 +292,7 @@ gantry_testkit::timed_test! {
         assert_eq!(transitions::reclaim::queue(&env.pool, m, t, Some(read), "idle reclaim").await.unwrap(), None);
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM tasks WHERE machine_id = {m} AND kind = 'reclaim'")).await, 0);
         // A pass that reads the new start decides on it (and may queue).
-        let now_read = transitions::reclaim::last_started(&mut *env.pool.acquire().await.unwrap(), m).await.unwrap();
+        let now_read = transitions::reclaim::last_started(&mut env.pool.acquire().await.unwrap(), m).await.unwrap();
         assert!(now_read > read);
         assert!(transitions::reclaim::queue(&env.pool, m, t, Some(now_read), "idle reclaim").await.unwrap().is_some());
     }

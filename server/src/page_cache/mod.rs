@@ -26,7 +26,7 @@ mod tests;
 
 pub use kept::{PageCache, VersionSource};
 
-use crate::security_headers::CspNonce;
+use crate::http::headers::CspNonce;
 use app::state::RequestUser;
 use axum::{
     body::{Body, Bytes},

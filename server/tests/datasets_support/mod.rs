@@ -253,23 +253,9 @@ pub fn pattern_sha(len: u64) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Every file under `root`, relative.
-pub fn files_under(root: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            if e.path().is_dir() {
-                todo.push(e.path());
-            } else {
-                out.push(e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out
-}
+// Not every test binary that includes this module lists files.
+#[allow(unused_imports)]
+pub use gantry_testkit::files_under;
 
 /// Waits (bounded) until the server has finished with an abandoned upload:
 /// its row is gone. The server's clean-up runs in its own task.

@@ -6,7 +6,7 @@ use crate::security_support;
 use crate::telemetry_common;
 
 use common::TestServer;
-use gantry_server::{metrics, router, security::Security};
+use gantry_server::{router, routes::metrics, security::Security};
 
 async fn node_with_a_hot_machine(server: &TestServer) {
     telemetry_common::cluster(&server.pool, "admin", "hot", 1).await;

@@ -16,9 +16,11 @@ use crate::{
 use gantry_core::{task::TaskKind, Role};
 use gantry_platform::{accounts, workspace::Limits};
 use gantry_server::{
+    routes::{
+        terminal::close_code,
+        workspace::{Ended, SessionWatch},
+    },
     security::{Clock, Security},
-    terminal::close_code,
-    workspace::{Ended, SessionWatch},
 };
 use reqwest::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

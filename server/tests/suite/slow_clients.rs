@@ -18,9 +18,9 @@ use axum::{
     Router,
 };
 use futures_util::StreamExt;
-use gantry_server::{
-    http_limits::lift_body_deadline,
-    http_serve::{serve_connections, ConnLimits},
+use gantry_server::http::{
+    limits::lift_body_deadline,
+    serve::{serve_connections, ConnLimits},
 };
 use hyper_util::rt::TokioIo;
 use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc, time::Duration};

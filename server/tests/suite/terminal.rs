@@ -22,7 +22,7 @@ use gantry_platform::{
     policy,
     workspace::{sessions, Limits},
 };
-use gantry_server::{bootstrap, router, security::Security, terminal::close_code};
+use gantry_server::{bootstrap, router, routes::terminal::close_code, security::Security};
 use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
 use std::{net::SocketAddr, sync::Arc};
@@ -414,7 +414,7 @@ gantry_testkit::timed_test! {
         let alice = sign_in(&env, "alice", PASSWORD).await;
         let mut first = try_connect(&env, &alice, id).await.expect("alice's first terminal");
         read_until(&mut first, "# ").await;
-        let (status, text) = try_connect(&env, &alice, id).await.err().expect("alice's second terminal is refused");
+        let (status, text) = try_connect(&env, &alice, id).await.expect_err("alice's second terminal is refused");
         assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{text}");
         assert!(text.contains("1 terminals open on this server, the limit per user"), "{text}");
         // The page's preflight says so too, rather than "ready" (before, it

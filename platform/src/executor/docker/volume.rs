@@ -47,7 +47,7 @@ impl DockerExecutor {
                 // An image already there holds a machine's data (a kept
                 // volume whose Docker volume went): an empty plain volume in
                 // its place would hide it, so the create fails instead.
-                Err(why) if loopdev::image_path(&dir, &name).exists() => {
+                Err(why) if loopdev::image_path(&dir, name).exists() => {
                     return Err(ExecError::Failed(format!(
                         "data volume {name}: its existing disk image could not be attached: {why}"
                     )))

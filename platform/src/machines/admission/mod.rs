@@ -212,15 +212,15 @@ async fn decide_batch(
             results.push(Err(refuse(&mut tx, req, refusal, now).await?));
             continue;
         }
-        if !policies.contains_key(&group_id) {
-            policies.insert(group_id, load_policy(&mut tx, group_id).await?);
+        if let std::collections::hash_map::Entry::Vacant(e) = policies.entry(group_id) {
+            e.insert(load_policy(&mut tx, group_id).await?);
         }
         let image = match &req.job {
             Some(job) => crate::images::internal_image_for(&mut tx, &job.image_reference).await?,
             None => {
                 let image_key = (req.image_id, group_id);
-                if !images.contains_key(&image_key) {
-                    images.insert(image_key, resolve_image(&mut tx, req).await?);
+                if let std::collections::hash_map::Entry::Vacant(e) = images.entry(image_key) {
+                    e.insert(resolve_image(&mut tx, req).await?);
                 }
                 match &images[&image_key] {
                     Ok(image) => *image,
@@ -290,8 +290,8 @@ async fn decide_batch(
             (None, None) => None,
         };
         // Only nodes of the regions the group may use.
-        if !region_nodes.contains_key(&group_id) {
-            region_nodes.insert(group_id, crate::policy_access::allowed_nodes(&mut tx, group_id).await?);
+        if let std::collections::hash_map::Entry::Vacant(e) = region_nodes.entry(group_id) {
+            e.insert(crate::policy_access::allowed_nodes(&mut tx, group_id).await?);
         }
         let allowed = region_nodes[&group_id].as_deref();
         let (only_nodes, narrowed) =

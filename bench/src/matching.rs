@@ -1,4 +1,4 @@
-//! `gantry bench matching`: figures for compute-task matching (prints, asserts
+//! `gantry-bench matching`: figures for compute-task matching (prints, asserts
 //! nothing). (a) The pure decision — image set, resource set, intersection,
 //! shuffle — over 100 regions × 100 nodes × 8 GPUs and 1,000 master images;
 //! (b) the same cluster in SQLite with 10,000 queued tasks: one pass of the
@@ -23,7 +23,7 @@ fn request(i: usize) -> TaskRequest {
         interpreter: "Python".into(),
         interpreter_version: "3.11".into(),
         gpus: 1 + (i % 4) as u32,
-        gpu_model: (i % 3 == 0).then(|| "A100".to_string()),
+        gpu_model: i.is_multiple_of(3).then(|| "A100".to_string()),
         cpu_millis: 2000,
         memory_mb: 8192,
     }

@@ -1,4 +1,4 @@
-//! `gantry bench telemetry`: figures for GPU telemetry on 1,000 GPUs (125
+//! `gantry-bench telemetry`: figures for GPU telemetry on 1,000 GPUs (125
 //! nodes × 8) with 7 days of history at 10 s samples (prints, asserts
 //! nothing). The newest `--raw-hours` go through the real ingest path
 //! (`insert_samples`, 10 passes per batch as the writer coalesces them, and

@@ -3,7 +3,7 @@
 //! form without JavaScript, and the download link.
 
 use super::{download, error_json, no_store, session_user, stores, transfer};
-use crate::multipart_guard;
+use crate::http::multipart_guard;
 use app::state::AppState;
 use axum::{
     extract::{Path, Query, Request, State},

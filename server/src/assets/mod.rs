@@ -1,8 +1,10 @@
 //! Static files: the wasm bundle, CSS and public assets, served compressed
 //! (precompressed files when the build made them) with cache headers.
 //! Hashed files never change, so after their first use they are answered
-//! from memory ([`crate::asset_memory`]); everything else — and ranges,
-//! `HEAD`, odd paths — goes through `ServeDir` and the file system.
+//! from memory ([`memory`]); everything else — and ranges, `HEAD`, odd
+//! paths — goes through `ServeDir` and the file system.
+
+pub mod memory;
 
 use axum::{
     body::Body,
@@ -37,7 +39,7 @@ pub(crate) fn is_hashed(path: &str) -> bool {
 pub async fn try_serve(root: &Path, req: Request<Body>) -> Option<Response<Body>> {
     let path = req.uri().path().to_owned();
     if req.method() == Method::GET && !req.headers().contains_key(header::RANGE) {
-        if let Some(file) = crate::asset_memory::get(root, &path).await {
+        if let Some(file) = memory::get(root, &path).await {
             return Some(file.respond(req.headers()));
         }
     }

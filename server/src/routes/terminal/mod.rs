@@ -29,7 +29,7 @@ mod slots;
 
 pub use slots::{Full, Slot, Slots};
 
-use crate::workspace::{enter, exec_error, executor, internal, refusal, refuse, Watched, WsState};
+use crate::routes::workspace::{enter, exec_error, executor, internal, refusal, refuse, Watched, WsState};
 use app::{api::auth::ClientAddress, error::RequestId};
 use axum::{
     extract::{

@@ -20,7 +20,8 @@ mod session_watch;
 
 pub use session_watch::{Ended, SessionWatch, Watched};
 
-use crate::{files, http_guard::origin_allowed, logs, terminal, vendor};
+use super::{files, logs, terminal};
+use crate::{http::guard::origin_allowed, vendor};
 use app::state::{AppState, RequestUser};
 use axum::{
     extract::DefaultBodyLimit,
@@ -200,32 +201,6 @@ fn is_mount_failure(detail: &str) -> bool {
     ["failed to mount local volume", "error while mounting volume"].iter().any(|p| detail.contains(p))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    gantry_testkit::timed_test! {
-        async fn an_unreachable_engine_is_not_named_to_the_user() {
-            let res = exec_error(ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2375 is unreachable: connection refused".into()));
-            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-            let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
-            let text = String::from_utf8_lossy(&body);
-            assert!(text.contains("does not answer") && !text.contains("10.1.2.3") && !text.contains("tcp://"), "{text}");
-        }
-    }
-
-    gantry_testkit::timed_test! {
-        async fn an_engine_mount_error_names_no_host_path() {
-            let detail = "stat /data/x failed (HTTP 500): failed to mount local volume: mount /dev/loop9:/var/lib/docker/volumes/v/_data, flags: 0x0: no such device";
-            let res = exec_error(ExecError::Failed(detail.into()));
-            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-            let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
-            let text = String::from_utf8_lossy(&body);
-            assert!(text.contains("could not be mounted") && !text.contains("/dev/") && !text.contains("/var/lib"), "{text}");
-        }
-    }
-}
-
 pub fn internal(e: impl std::fmt::Display) -> Response {
     tracing::error!(error = %e, "workspace request failed");
     refuse(StatusCode::INTERNAL_SERVER_ERROR, "something went wrong on the server; the error has been logged")
@@ -270,4 +245,30 @@ pub async fn executor(st: &WsState, node_id: i64, what: &str) -> Result<Executor
 /// True when the client asked for HTML (a form post without JavaScript).
 pub fn wants_html(parts: &Parts) -> bool {
     parts.headers.get(axum::http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    gantry_testkit::timed_test! {
+        async fn an_unreachable_engine_is_not_named_to_the_user() {
+            let res = exec_error(ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2375 is unreachable: connection refused".into()));
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(text.contains("does not answer") && !text.contains("10.1.2.3") && !text.contains("tcp://"), "{text}");
+        }
+    }
+
+    gantry_testkit::timed_test! {
+        async fn an_engine_mount_error_names_no_host_path() {
+            let detail = "stat /data/x failed (HTTP 500): failed to mount local volume: mount /dev/loop9:/var/lib/docker/volumes/v/_data, flags: 0x0: no such device";
+            let res = exec_error(ExecError::Failed(detail.into()));
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let body = axum::body::to_bytes(res.into_body(), 4096).await.unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(text.contains("could not be mounted") && !text.contains("/dev/") && !text.contains("/var/lib"), "{text}");
+        }
+    }
 }

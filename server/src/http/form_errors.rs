@@ -122,7 +122,7 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
     let path = req.uri().path().to_owned();
     let api = path.starts_with("/api/");
     if !api && req.method() == Method::GET {
-        if let Some(back) = req.uri().query().and_then(|q| crate::form_done::drop_forged_marker(&key, &path, q)) {
+        if let Some(back) = req.uri().query().and_then(|q| crate::http::form_done::drop_forged_marker(&key, &path, q)) {
             return back;
         }
         if let Some(query) = req.uri().query() {
@@ -153,14 +153,14 @@ pub async fn signed_form_errors(State(key): State<FormErrorKey>, req: Request, n
         // A form that worked comes back with its function's answer, when
         // its page shows it (server_fn leaves the reply's JSON as the body).
         let mut answer = None;
-        if html_form && res.status().is_redirection() && crate::form_done::answers(endpoint) {
+        if html_form && res.status().is_redirection() && crate::http::form_done::answers(endpoint) {
             let (mut parts, body) = res.into_parts();
             parts.headers.remove(header::CONTENT_LENGTH);
-            let bytes = axum::body::to_bytes(body, crate::form_done::ANSWER_MAX_BYTES + 1).await.ok();
+            let bytes = axum::body::to_bytes(body, crate::http::form_done::ANSWER_MAX_BYTES + 1).await.ok();
             answer = bytes.and_then(|b| String::from_utf8(b.to_vec()).ok());
             res = Response::from_parts(parts, axum::body::Body::empty());
         }
-        crate::form_done::mark_location(&key, endpoint, html_form, answer.as_deref(), &mut res);
+        crate::http::form_done::mark_location(&key, endpoint, html_form, answer.as_deref(), &mut res);
     }
     if upload_form {
         sign_messages_in_location(&key, &mut res);

@@ -1,4 +1,4 @@
-//! `gantry bench upload`: figures, not assertions. A file of `--size-mib`
+//! `gantry-bench upload`: figures, not assertions. A file of `--size-mib`
 //! goes over loopback into the real router (one streamed `PUT`, stored in
 //! both directory stores, each copy read back and checked), next to `cp`
 //! of the same file to two places on the same disk, in the same run: four
@@ -107,16 +107,16 @@ pub async fn run(args: UploadBenchArgs, data_dir: &Path) -> Result<(), PlatformE
     datasets::create_version(&pool, &user, "bench", "v1").await.map_err(|e| fail(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(fail)?;
     let addr = listener.local_addr().map_err(fail)?;
-    let opts = crate::router::Options {
+    let opts = gantry_server::router::Options {
         site_root: root.join("site"),
         site_addr: addr,
         secure_cookies: false,
         public_origin: None,
-        page_cache_ms: crate::router::PAGE_CACHE_MS,
+        page_cache_ms: gantry_server::router::PAGE_CACHE_MS,
     };
-    let app = crate::router::build(opts, pool.clone()).await?.layer(axum::Extension(stores));
+    let app = gantry_server::router::build(opts, pool.clone()).await?.layer(axum::Extension(stores));
     tokio::spawn(async move {
-        let _ = crate::router::serve(listener, app).await;
+        let _ = gantry_server::router::serve(listener, app).await;
     });
 
     let mib = args.size_mib as f64;

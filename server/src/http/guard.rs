@@ -32,7 +32,7 @@ pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Req
     // Every line: a proxy may append its own after the client's (an
     // unreadable line reads as empty, so it can never promote an earlier one).
     let forwarded = req.headers().get_all("x-forwarded-for").iter().map(|v| v.to_str().unwrap_or(""));
-    let address = peer.map(|p| crate::client_address::client_address(&p, forwarded, g.security.trusted_proxy));
+    let address = peer.map(|p| crate::http::client_address::client_address(&p, forwarded, g.security.trusted_proxy));
     req.extensions_mut().insert(ClientAddress(address));
     req.extensions_mut().insert(g.security.gate.clone());
     req.extensions_mut().insert(RequestUser(user));

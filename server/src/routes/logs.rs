@@ -5,7 +5,7 @@
 //! account changed — see `SessionWatch`). The browser keeps a bounded
 //! number of lines; the server holds at most one line (capped) per stream.
 
-use crate::{
+use super::{
     terminal::Full,
     workspace::{enter, exec_error, executor, refusal, refuse, WsState},
 };
@@ -150,7 +150,7 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
 
 /// A place under the followed-logs limits (the terminals' numbers), or the
 /// refusal to answer.
-fn take_slot(st: &WsState, user_id: i64) -> Result<crate::terminal::Slot, Response> {
+fn take_slot(st: &WsState, user_id: i64) -> Result<crate::routes::terminal::Slot, Response> {
     st.follow_slots.take(user_id, st.limits.max_terminals, st.limits.max_terminals_per_user).map_err(|full| match full {
         Full::Server(max) => refuse(StatusCode::SERVICE_UNAVAILABLE, format!("this server has {max} followed or whole logs open, its limit; try again later")),
         Full::User(max) => refuse(

@@ -1,4 +1,4 @@
-//! `gantry bench`: figures for the admission path and for dev machines on
+//! `gantry-bench admissions` and `docker`: figures for the admission path and for dev machines on
 //! the local Docker Engine. Prints numbers; asserts nothing.
 
 use gantry_core::Role;

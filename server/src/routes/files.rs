@@ -12,8 +12,7 @@
 //! uploads at once, the server [`SPOOLS_MAX`]. An upload cut short can leave a partial file. One
 //! whose session ends (`SessionWatch`) stops, answered 401; a download is cut.
 
-use crate::{
-    multipart_guard,
+use super::{
     terminal::Full,
     workspace::{enter, exec_error, executor, internal, refusal, refuse, wants_html, Watched, WsState},
 };
@@ -239,7 +238,7 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
     let (parts, body) = req.into_parts();
     let html = wants_html(&parts);
     let back = |key: &str, value: &str| {
-        Redirect::to(&format!("/machines/{id}?{key}={}#files", crate::http_guard::encode_query_value(value)))
+        Redirect::to(&format!("/machines/{id}?{key}={}#files", crate::http::guard::encode_query_value(value)))
             .into_response()
     };
     let result = form_upload(&st, id, parts, body).await;
@@ -284,10 +283,13 @@ async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<
     })?;
     // This route has no body limit (files may be large): the guard bounds
     // what multer would otherwise buffer, and cuts a silent body.
-    let (mut multipart, tripped) =
-        multipart_guard::multipart(Request::from_parts(parts, body), st, multipart_guard::Limits::default())
-            .await
-            .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
+    let (mut multipart, tripped) = crate::http::multipart_guard::multipart(
+        Request::from_parts(parts, body),
+        st,
+        crate::http::multipart_guard::Limits::default(),
+    )
+    .await
+    .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a form upload: {e}")))?;
     // A multer error after the guard cut the body: the guard's reason.
     let failed = |e: axum::extract::multipart::MultipartError| {
         refuse(StatusCode::BAD_REQUEST, tripped.reason().map_or_else(|| e.to_string(), |why| why.to_string()))

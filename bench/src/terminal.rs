@@ -1,7 +1,8 @@
-//! `gantry bench terminal`: figures for the browser terminal, printed, not
+//! `gantry-bench terminal`: figures for the browser terminal, printed, not
 //! asserted.
 //!
-//! A real `gantry serve` is started as a child process (this binary, on a
+//! A real `gantry serve` is started as a child process (the `gantry` binary
+//! beside this one, on a
 //! temporary data directory and 127.0.0.1, driving the local Docker Engine)
 //! with one running dev machine. Then, in the same run:
 //!
@@ -47,6 +48,16 @@ pub struct TerminalBenchArgs {
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// The `gantry` binary built beside `gantry-bench` (same profile).
+fn gantry_binary() -> Result<std::path::PathBuf, PlatformError> {
+    let me = std::env::current_exe().map_err(fail)?;
+    let gantry = me.with_file_name("gantry");
+    if !gantry.exists() {
+        return Err(fail(format!("{} not found: build it first (cargo build --release -p server)", gantry.display())));
+    }
+    Ok(gantry)
+}
+
 fn fail(e: impl std::fmt::Display) -> PlatformError {
     PlatformError::Internal(e.to_string())
 }
@@ -87,7 +98,7 @@ impl Child {
             l.local_addr().map_err(fail)?.port()
         };
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let process = tokio::process::Command::new(std::env::current_exe().map_err(fail)?)
+        let process = tokio::process::Command::new(gantry_binary()?)
             .arg("serve")
             .env("GANTRY_DATA_DIR", dir)
             .env("GANTRY_LISTEN", addr.to_string())

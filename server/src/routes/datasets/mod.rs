@@ -21,7 +21,6 @@
 
 mod api;
 mod args;
-pub mod bench;
 mod browser;
 mod download;
 mod range;
@@ -120,7 +119,7 @@ pub fn session_user(parts: &Parts) -> Option<User> {
 /// and this very session while its row says it lasts — signing out (in
 /// any tab) stops a transfer it let in, as it closes a terminal.
 pub fn session_access(parts: &Parts, user: &User) -> Access {
-    let watch = parts.extensions.get::<crate::workspace::SessionWatch>().cloned();
+    let watch = parts.extensions.get::<crate::routes::workspace::SessionWatch>().cloned();
     let id = parts.extensions.get::<tower_sessions::Session>().and_then(tower_sessions::Session::id);
     match (watch, id) {
         (Some(watch), Some(id)) => Access::browser_session(

@@ -18,7 +18,7 @@
 //! - [`raise_fd_limit`] and [`connection_cap`]: the cap stays below what the
 //!   process may open.
 
-use crate::http_clients::ClientPlace;
+use crate::http::clients::ClientPlace;
 use axum::{
     body::{Body, Bytes, HttpBody},
     extract::Request,

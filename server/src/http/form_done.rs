@@ -16,7 +16,7 @@
 //! redirected to the same URL without it, so a page never says "saved" (or
 //! anything) because a link asked it to.
 
-use crate::form_errors::FormErrorKey;
+use crate::http::form_errors::FormErrorKey;
 use app::components::nojs_done::{done_message, ANSWERED, ANSWER_KEY, DONE_KEY};
 use axum::{
     http::{header, HeaderValue, StatusCode, Uri},
@@ -37,7 +37,7 @@ fn value_of(pair: &str) -> &str {
 /// encoded `%64one` is a marker too, and never a genuine one (the server
 /// writes the key plain).
 fn is_marker(pair: &str) -> bool {
-    matches!(crate::form_errors::decoded_key(key_of(pair)).as_str(), k if k == DONE_KEY || k == ANSWER_KEY || k == SIG_KEY)
+    matches!(crate::http::form_errors::decoded_key(key_of(pair)).as_str(), k if k == DONE_KEY || k == ANSWER_KEY || k == SIG_KEY)
 }
 
 /// The query's marker pairs (raw, in order) and the others.

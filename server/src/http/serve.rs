@@ -23,9 +23,9 @@
 //! which `axum::serve` also answered, is not — put a proxy in front for
 //! HTTP/2.
 
-use crate::{
-    http_clients::ClientPlaces,
-    http_limits::{body_timed_out, BodyDeadline, ConnIo},
+use super::{
+    clients::ClientPlaces,
+    limits::{body_timed_out, BodyDeadline, ConnIo},
 };
 use axum::{extract::ConnectInfo, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
