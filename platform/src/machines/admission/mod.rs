@@ -7,21 +7,19 @@
 //! lock across processes) is what keeps quota exact under any concurrency.
 
 mod checks;
+mod decide;
 mod record;
 
 pub(crate) use checks::{check_group_limits, check_limits, image_refusal, load_policy, requester_changed};
 use checks::{resolve_image, take_kept_volume};
+use decide::Batch;
 pub(crate) use record::record_admission;
 use record::refuse;
 
-use super::{room, VOLUME_GB_MAX, VOLUME_GB_MIN};
-use crate::{accounts::User, audit, cluster, db::Pool, executor::Limits, now, transitions, PlatformError};
-use gantry_core::{
-    alloc::{allocate, AllocationRequest, ClusterIndex, ClusterView, GroupPolicy},
-    task::TaskState,
-    validate,
-};
-use std::{collections::HashMap, sync::Arc};
+use super::{VOLUME_GB_MAX, VOLUME_GB_MIN};
+use crate::{accounts::User, audit, db::Pool, executor::Limits, now, PlatformError};
+use gantry_core::validate;
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 /// Most requests decided in one transaction.
@@ -186,186 +184,20 @@ async fn worker(pool: Pool, mut rx: mpsc::Receiver<(CreateMachine, Reply)>, disp
     }
 }
 
+/// One transaction for the whole batch: every request is decided on what
+/// the ones before it took, and the quota is written once, exactly.
 async fn decide_batch(
     pool: &Pool,
     requests: &[CreateMachine],
 ) -> Result<Vec<Result<Admitted, PlatformError>>, PlatformError> {
     let mut tx = crate::db::begin_immediate(pool).await?;
-    let now = now();
-    let view = cluster::load_view(&mut tx).await?;
-    let mut index = ClusterIndex::new(&view, now);
-    let node_cpus = room::node_cpus(&mut tx).await?;
-    let mut policies: HashMap<i64, GroupPolicy> = HashMap::new();
-    let mut deducted: HashMap<i64, i64> = HashMap::new();
-    let mut images: HashMap<(Option<i64>, i64), Result<i64, String>> = HashMap::new();
-    // Each group's region rule: the nodes of the regions it may use.
-    let mut region_nodes: HashMap<i64, Option<Vec<i64>>> = HashMap::new();
-    let mut audit_rows: Vec<(i64, String)> = Vec::new();
+    let mut batch = Batch::read(&mut tx, now()).await?;
     let mut results = Vec::with_capacity(requests.len());
-
     for req in requests {
-        let group_id = req.requester.group_id;
-        // The account as it is now, under the write lock: disabled, or
-        // moved to another group, since the request was made — a group move
-        // is refused while the account owns a machine, and must stay so.
-        if let Some(refusal) = requester_changed(&mut tx, &req.requester).await? {
-            results.push(Err(refuse(&mut tx, req, refusal, now).await?));
-            continue;
-        }
-        if let std::collections::hash_map::Entry::Vacant(e) = policies.entry(group_id) {
-            e.insert(load_policy(&mut tx, group_id).await?);
-        }
-        let image = match &req.job {
-            Some(job) => crate::images::internal_image_for(&mut tx, &job.image_reference).await?,
-            None => {
-                let image_key = (req.image_id, group_id);
-                if let std::collections::hash_map::Entry::Vacant(e) = images.entry(image_key) {
-                    e.insert(resolve_image(&mut tx, req).await?);
-                }
-                match &images[&image_key] {
-                    Ok(image) => *image,
-                    Err(refusal) => {
-                        results.push(Err(refuse(&mut tx, req, refusal.clone(), now).await?));
-                        continue;
-                    }
-                }
-            }
-        };
-        let policy = policies.get_mut(&group_id).expect("loaded above");
-        if let Err(refusal) = check_limits(&mut tx, req, policy).await? {
-            results.push(Err(refuse(&mut tx, req, refusal, now).await?));
-            continue;
-        }
-        // The region the matcher chose for a compute task: the group may
-        // have lost it since (re-checked here, under the write lock).
-        if let Some(job) = &req.job {
-            // Cancelled (or placed by another server) since the matcher
-            // chose it: refused alone. Found later, its state change would
-            // fail the whole batch, other people's requests included.
-            let state = transitions::compute::find_state(&mut tx, job.compute_task_id).await?;
-            if state != Some(TaskState::Pending) {
-                let why = format!(
-                    "compute task #{} is no longer waiting ({}); nothing was created",
-                    job.compute_task_id,
-                    state.map_or("gone", |s| s.as_str())
-                );
-                results.push(Err(PlatformError::Conflict(why)));
-                continue;
-            }
-            if let Some(refusal) =
-                crate::policy_access::refusal_for_regions(&mut tx, group_id, &policy.group_name, &[job.region_id])
-                    .await?
-            {
-                results.push(Err(refuse(&mut tx, req, refusal, now).await?));
-                continue;
-            }
-        }
-        // Deleted since the request was checked: refused alone, not the
-        // whole batch through the foreign key.
-        if let Some(gone) = crate::datasets::mounts::first_missing(&mut tx, &req.datasets).await? {
-            let reason = format!("dataset version {gone} was deleted after the request was made; nothing was created");
-            results.push(Err(refuse(&mut tx, req, reason, now).await?));
-            continue;
-        }
-        let kept = match req.kept_volume_id {
-            None => None,
-            Some(id) => match take_kept_volume(&mut tx, req, id).await? {
-                Ok(kept) => Some(kept),
-                Err(refusal) => {
-                    results.push(Err(refuse(&mut tx, req, refusal, now).await?));
-                    continue;
-                }
-            },
-        };
-        let request = AllocationRequest { gpu_count: req.gpu_count, model: req.gpu_model.clone() };
-        // A kept volume lives on one node, a compute task runs in its
-        // region on a node of its image's architecture with room for its
-        // CPU and memory (as the matcher counted them; a node that declared
-        // no CPUs is not counted), and no machine goes to a node with fewer
-        // CPUs than it asks for (see `room`): the allocation is made among
-        // those nodes only.
-        let only_nodes: Option<Vec<i64>> = match (&kept, &req.job) {
-            (Some(k), _) => Some(vec![k.node_id]),
-            (None, Some(job)) => Some(room::job_nodes(&mut tx, job, &req.limits()).await?),
-            (None, None) => None,
-        };
-        // Only nodes of the regions the group may use.
-        if let std::collections::hash_map::Entry::Vacant(e) = region_nodes.entry(group_id) {
-            e.insert(crate::policy_access::allowed_nodes(&mut tx, group_id).await?);
-        }
-        let allowed = region_nodes[&group_id].as_deref();
-        let (only_nodes, narrowed) =
-            match room::in_regions(&mut tx, group_id, &policy.group_name, &node_cpus, allowed, only_nodes).await? {
-                Ok(narrowed) => narrowed,
-                Err(refusal) => {
-                    results.push(Err(refuse(&mut tx, req, refusal, now).await?));
-                    continue;
-                }
-            };
-        let (only_nodes, too_small) = room::fitting(&node_cpus, only_nodes, &req.limits());
-        if !too_small.is_empty() && only_nodes.as_ref().is_some_and(Vec::is_empty) {
-            let reason = format!("no node can take this machine: {}", room::too_small(&too_small, &req.limits()));
-            results.push(Err(refuse(&mut tx, req, reason, now).await?));
-            continue;
-        }
-        let decided = match only_nodes {
-            Some(ids) => {
-                let full = index.to_view();
-                let only =
-                    ClusterView { nodes: full.nodes.into_iter().filter(|n| ids.contains(&n.id)).collect(), ..full };
-                allocate(&only, policy, &request, now)
-            }
-            None => index.allocate(policy, &request),
-        };
-        let alloc = match decided {
-            Ok(alloc) => alloc,
-            Err(refusal) => {
-                let mut reason = match too_small.is_empty() {
-                    true => refusal.to_string(),
-                    false => format!("{refusal} ({})", room::too_small(&too_small, &req.limits())),
-                };
-                if narrowed {
-                    reason.push_str(&crate::policy_access::region_note(&mut tx, group_id, &policy.group_name).await?);
-                }
-                results.push(Err(refuse(&mut tx, req, reason, now).await?));
-                continue;
-            }
-        };
-        // The live-name unique index answers "name taken" without a look-up;
-        // a failed statement leaves the transaction intact.
-        let Some(admitted) = record_admission(&mut tx, req, image, &alloc, kept.as_ref(), now).await? else {
-            results.push(Err(PlatformError::Conflict(format!("you already have a machine named \"{}\"", req.name))));
-            continue;
-        };
-        index.apply(&alloc);
-        policy.gpus_in_use += i64::from(req.gpu_count);
-        *deducted.entry(group_id).or_default() += i64::from(req.gpu_count);
-        let gpu_list = admitted.gpu_indexes.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-        audit_rows.push((
-            req.requester.id,
-            format!(
-                "machine {} ({} × {}) on {} GPU {gpu_list}; group {} quota deducted",
-                req.name, req.gpu_count, alloc.model, alloc.node_name, req.requester.group_name
-            ),
-        ));
-        results.push(Ok(admitted));
+        results.push(batch.decide(&mut tx, req).await?);
     }
-    for (group_id, n) in deducted {
-        // Belt and braces: the column itself must stay within the quota.
-        let done = sqlx::query(
-            "UPDATE groups SET gpus_in_use = gpus_in_use + ?1 WHERE id = ?2 AND gpus_in_use + ?1 <= gpu_quota",
-        )
-        .bind(n)
-        .bind(group_id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() != 1 {
-            return Err(PlatformError::Internal(format!(
-                "quota check failed for group #{group_id}; batch rolled back"
-            )));
-        }
-    }
-    audit::record_many(&mut tx, "machine.admit", &audit_rows, now).await?;
+    batch.deduct_quotas(&mut tx).await?;
+    audit::record_many(&mut tx, "machine.admit", &batch.audit_rows, batch.now).await?;
     tx.commit().await?;
     Ok(results)
 }
