@@ -5,10 +5,10 @@ use crate::{
     assets,
     config::ServeArgs,
     http::{
-        form_errors::{signed_form_errors, FormErrorKey},
         guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
         headers::{security_headers, CspNonce, HeaderPolicy},
         limits::lift_body_deadline,
+        outcomes::{hand_outcomes_to_page, keep_function_outcomes},
         request_id::request_id,
     },
     page_cache::{keep_pages, PageCache, VersionSource},
@@ -24,6 +24,7 @@ use axum::{
     routing::get,
     Router,
 };
+use axum_messages::MessagesManagerLayer;
 use gantry_platform::{db::Pool, PlatformError};
 use leptos::{
     config::LeptosOptions,
@@ -160,7 +161,14 @@ pub async fn build_secured(
     // followed logs, machine files, dataset transfers) once it ends.
     let session_watch = crate::routes::workspace::SessionWatch::start(state.pool.clone(), &security);
     let metrics = crate::routes::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
-    let pages = Router::new().leptos_routes_with_context(&state, routes, context, page_shell);
+    // Forms' outcomes travel to their pages in the session
+    // (`http::outcomes`): the server functions Leptos registers here keep
+    // them, a page takes those its session's last form left for it.
+    let pages = Router::new()
+        .leptos_routes_with_context(&state, routes, context, page_shell)
+        .route_layer(from_fn(hand_outcomes_to_page))
+        .route_layer(from_fn(keep_function_outcomes))
+        .route_layer(MessagesManagerLayer);
     // Pages only: a rendered page is served again while nothing it shows
     // can have changed (inside the sign-in checks below).
     let pages = match opts.page_cache_ms {
@@ -179,7 +187,11 @@ pub async fn build_secured(
         // The streamed uploads (datasets; a machine's files, below) take
         // gigabytes and cut a body that stalls themselves (60 s without a
         // byte): the accept loop's total body deadline is lifted there.
-        .merge(crate::routes::datasets::routes().route_layer(from_fn(lift_body_deadline)))
+        .merge(
+            crate::routes::datasets::routes()
+                .route_layer(from_fn(lift_body_deadline))
+                .route_layer(MessagesManagerLayer),
+        )
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
         .merge(
@@ -189,7 +201,8 @@ pub async fn build_secured(
                 opts.public_origin.clone(),
                 session_watch.clone(),
             )
-            .route_layer(from_fn(lift_body_deadline)),
+            .route_layer(from_fn(lift_body_deadline))
+            .route_layer(MessagesManagerLayer),
         )
         .fallback(fallback)
         .layer(axum::Extension(workspace))
@@ -199,7 +212,6 @@ pub async fn build_secured(
         .layer(from_fn_with_state(Guard { state: state.clone(), security: security.clone() }, resolve_user))
         .layer(sessions)
         .layer(from_fn_with_state(opts.public_origin.clone(), same_origin))
-        .layer(from_fn_with_state(FormErrorKey::random(), signed_form_errors))
         .with_state(state);
     Ok(app
         .merge(metrics)

@@ -1,6 +1,6 @@
 //! The frame around every signed-in page: brand, navigation, account menu.
 
-use crate::{api::auth::Logout, components::nojs_done::NoJsDone, signed_in};
+use crate::{api::auth::Logout, components::flash::FlashDone, signed_in};
 use leptos::prelude::*;
 use leptos_router::components::{Outlet, Redirect, A};
 
@@ -49,6 +49,6 @@ pub fn Frame(children: Children) -> impl IntoView {
         // The server's page guard sends signed-out requests to the sign-in
         // page before they render; this is its last line.
         {signed_out.then(|| view! { <Redirect path="/login"/> })}
-        <main class="content"><NoJsDone/>{children()}</main>
+        <main class="content"><FlashDone/>{children()}</main>
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::{
     api::auth::ChangePassword,
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     signed_in,
 };
 use leptos::prelude::*;
@@ -15,7 +15,7 @@ pub fn ChangePasswordPage() -> impl IntoView {
     let change = ServerAction::<ChangePassword>::new();
     let forced = signed_in().is_some_and(|m| m.must_change_password);
     // The form came back with its answer (signed in the redirect).
-    let changed = crate::components::nojs_done::answer(change).is_some();
+    let changed = crate::components::flash::answer(change).is_some();
     view! {
         <Title text="Change password"/>
         <h1>"Change password"</h1>
@@ -40,7 +40,7 @@ pub fn ChangePasswordPage() -> impl IntoView {
                 <label>"New password again"
                     <input type="password" name="repeat" required minlength="8" maxlength="256" autocomplete="new-password"/>
                 </label>
-                <FormError message=Signal::derive(move || change.value().with(error_text))/>
+                <FormError message=error(change)/>
                 <button type="submit" class="primary">"Change password"</button>
             </ActionForm>
         </section>

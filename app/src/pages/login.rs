@@ -6,7 +6,7 @@
 
 use crate::{
     api::auth::Login,
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     signed_in,
 };
 use leptos::prelude::*;
@@ -46,7 +46,7 @@ pub fn LoginPage() -> impl IntoView {
                     <input type="password" name="password" autocomplete="current-password" required maxlength="256"/>
                 </label>
                 <input type="hidden" name="next" value=next/>
-                <FormError message=Signal::derive(move || login.value().with(error_text))/>
+                <FormError message=error(login)/>
                 <button type="submit" class="primary">"Sign in"</button>
             </ActionForm>
         </main>

@@ -5,7 +5,7 @@
 use crate::{
     api::{lists::tasks_window, machines::CancelTask},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         list_nav::{past_end, use_list_query, FilterForm, Pager, StateLinks},
         poll::busy_when,
         poll::poll,
@@ -31,8 +31,8 @@ pub fn TasksPage() -> impl IntoView {
         <h1>"Tasks"</h1>
         <section class="card stack">
             <p class="muted small">"Every operation on a machine is a task: pending → scheduled → running → succeeded, failed or cancelled. Refused requests are listed as failed with the reason. A task can be cancelled until it starts running."</p>
-            <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(cancel).map(|id| view! {
+            <FormError message=error(cancel)/>
+            {move || crate::components::flash::answer(cancel).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="cancel-ok">"Task #" {id} " cancelled."</p>
             })}
             {move || view! { <FilterForm base="/tasks" query=query.get() kinds=task_kinds() user_label="Requested by"/> }}

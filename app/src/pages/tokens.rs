@@ -6,7 +6,7 @@ use crate::{
     api::tokens::{my_tokens, take_new_token, CreateToken, RevokeToken},
     components::{
         confirm::tick_to_confirm,
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
     },
     model::tokens::{curl_example, last_used_label, CreatedToken, TokenRow},
 };
@@ -23,7 +23,7 @@ pub fn TokensPage() -> impl IntoView {
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
     let created =
-        move || crate::components::nojs_done::answer(create).or_else(|| flashed.get().and_then(Result::ok).flatten());
+        move || crate::components::flash::answer(create).or_else(|| flashed.get().and_then(Result::ok).flatten());
     view! {
         <Title text="API tokens"/>
         <h1>"API tokens"</h1>
@@ -33,7 +33,7 @@ pub fn TokensPage() -> impl IntoView {
                 <ActionForm action=create attr:class="stack" attr:data-testid="create-token">
                     <label>"Name" <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="e.g. laptop scripts"/></label>
                     <p class="muted small">"A token acts as you: it can submit, list and cancel your compute tasks. Revoke it when it is no longer needed."</p>
-                    <FormError message=Signal::derive(move || create.value().with(error_text))/>
+                    <FormError message=error(create)/>
                     <button type="submit" class="primary">"Create token"</button>
                 </ActionForm>
                 <Suspense fallback=|| ()>
@@ -42,7 +42,7 @@ pub fn TokensPage() -> impl IntoView {
             </section>
             <section class="card stack">
                 <h2>"Your tokens"</h2>
-                <FormError message=Signal::derive(move || revoke.value().with(error_text))/>
+                <FormError message=error(revoke)/>
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || tokens.get().map(|r| match r {
                         Ok(list) => view! { <TokenTable tokens=list revoke=revoke/> }.into_any(),

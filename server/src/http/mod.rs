@@ -2,15 +2,14 @@
 //! `clients`), who a client is (`client_address`), what every answer
 //! carries (`headers`, `request_id`), the guards in front of pages and
 //! server functions (`guard`, `multipart_guard`), and how a form's outcome
-//! travels back to its page (`form_done`, `form_errors`).
+//! travels back to its page (`outcomes`).
 
 pub mod client_address;
 pub mod clients;
-pub mod form_done;
-pub mod form_errors;
 pub mod guard;
 pub mod headers;
 pub mod limits;
 pub mod multipart_guard;
+pub mod outcomes;
 pub mod request_id;
 pub mod serve;

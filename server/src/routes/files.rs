@@ -16,6 +16,7 @@ use super::{
     terminal::Full,
     workspace::{enter, exec_error, executor, internal, refusal, refuse, wants_html, Watched, WsState},
 };
+use app::components::flash::{Outcome, MACHINE_FILES};
 use axum::{
     body::Body,
     extract::{Path, Query, Request, State},
@@ -23,6 +24,7 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
     Json,
 };
+use axum_messages::Messages;
 use bytes::Bytes;
 use futures_util::{stream, StreamExt, TryStreamExt};
 use gantry_platform::{
@@ -233,18 +235,27 @@ async fn put(p: &Place, path: &VolumePath, size: u64, body: ByteStream) -> Resul
 
 /// `POST /machines/{id}/files` from the machine page's form (multipart:
 /// `dir`, then `file`). A browser form post is answered by a redirect to
-/// the machine page saying what happened; other clients get JSON.
+/// the machine page, which says what happened (kept in the session,
+/// `http::outcomes`); other clients get JSON.
 pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let html = wants_html(&parts);
-    let back = |key: &str, value: &str| {
-        Redirect::to(&format!("/machines/{id}?{key}={}#files", crate::http::guard::encode_query_value(value)))
-            .into_response()
+    let messages = parts.extensions.get::<Messages>().cloned();
+    let back = |uploaded: Option<&str>, error: Option<&str>| {
+        if let Some(messages) = &messages {
+            let outcome = Outcome {
+                endpoint: MACHINE_FILES.into(),
+                error: error.map(str::to_string),
+                answer: uploaded.map(str::to_string),
+            };
+            crate::http::outcomes::tell(messages, outcome);
+        }
+        Redirect::to(&format!("/machines/{id}#files")).into_response()
     };
     let result = form_upload(&st, id, parts, body).await;
     match (result, html) {
         (Ok((path, size)), false) => Json(serde_json::json!({ "path": path, "size": size })).into_response(),
-        (Ok((path, _)), true) => back("uploaded", &path),
+        (Ok((path, _)), true) => back(Some(&path), None),
         (Err(r), false) => r,
         (Err(r), true) => {
             let status = r.status();
@@ -252,7 +263,7 @@ pub async fn upload_form(State(st): State<WsState>, Path(id): Path<i64>, req: Re
                 .await
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default();
-            back("upload_error", if text.is_empty() { status.as_str() } else { &text })
+            back(None, Some(if text.is_empty() { status.as_str() } else { &text }))
         }
     }
 }

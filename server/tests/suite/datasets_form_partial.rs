@@ -29,16 +29,16 @@ gantry_testkit::timed_test! {
             .unwrap();
         assert!(res.status().is_redirection(), "{}", res.status());
         let location = res.headers()["location"].to_str().unwrap().to_string();
-        assert!(location.contains("upload_error=b.bin"), "{location}");
-        assert!(location.contains("uploaded=a.bin"), "the stored a.bin is not mentioned: {location}");
+        assert_eq!(location, "/datasets/coco/v1", "the outcome is kept in the session, not the URL");
         assert_eq!(std::fs::read(s.region.join("coco/v1/images/a.bin")).unwrap(), b"new file");
 
-        // Both show on the version page (the signature covers both).
+        // Both show on the version page: the stored file and the refused one.
         let page = alice.get(s.url(&location)).send().await.unwrap();
         assert_eq!(page.status(), StatusCode::OK);
         let page = page.text().await.unwrap();
         assert!(page.contains("data-testid=\"upload-done\""), "{page}");
         assert!(page.contains("data-testid=\"upload-error\""), "{page}");
-        assert!(page.contains("already exists"), "{page}");
+        assert!(page.contains("already exists") && page.contains("b.bin"), "{page}");
+        assert!(page.replace("<!>", "").contains("Uploaded: a.bin"), "the stored a.bin is not mentioned: {page}");
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::{
     api::catalogue::{catalogue, CreateMasterImage, LinkImage, UnlinkImage},
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     model::catalogue::{combo_label, region_image_label, MasterImageRow, RegionImageRow},
 };
 use leptos::prelude::*;
@@ -26,8 +26,8 @@ pub fn CataloguePage() -> impl IntoView {
                 "Users pick a framework and interpreter; the task can run in every region holding a region image linked here "
                 "(and on a node of that image's architecture)."
             </p>
-            <FormError message=Signal::derive(move || link.value().with(error_text))/>
-            <FormError message=Signal::derive(move || unlink.value().with(error_text))/>
+            <FormError message=error(link)/>
+            <FormError message=error(unlink)/>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || data.get().map(|r| match r {
                     Ok(c) if c.masters.is_empty() => view! { <p class="muted">"No master images yet."</p> }.into_any(),
@@ -55,8 +55,8 @@ pub fn CataloguePage() -> impl IntoView {
                     <label>"Interpreter" <input type="text" name="interpreter" required maxlength="32" placeholder="e.g. Python"/></label>
                     <label>"Interpreter version" <input type="text" name="interpreter_version" required maxlength="32" placeholder="e.g. 3.11"/></label>
                 </div>
-                <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                {move || crate::components::nojs_done::answer(create).map(|id| view! {
+                <FormError message=error(create)/>
+                {move || crate::components::flash::answer(create).map(|id| view! {
                     <p class="form-ok" role="status" data-testid="master-image-created">"Master image #" {id} " added; link region images to it above."</p>
                 })}
                 <button type="submit" class="primary">"Add master image"</button>

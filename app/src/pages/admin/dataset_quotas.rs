@@ -7,7 +7,7 @@
 use crate::{
     api::dataset_quotas::{dataset_storage, SetDatasetQuota},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::Polled,
     },
     model::datasets::GroupStorageRow,
@@ -26,8 +26,8 @@ pub fn DatasetQuotas() -> impl IntoView {
                 "What each group's datasets hold (uploads in progress reserve their declared size). "
                 "Lowering a quota deletes nothing: new uploads are refused, with the numbers, until enough is removed."
             </p>
-            <FormError message=Signal::derive(move || set.value().with(error_text))/>
-            {crate::components::nojs_done::answer(set).map(|g| view! {
+            <FormError message=error(set)/>
+            {crate::components::flash::answer(set).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="dataset-quota-saved">"Saved the dataset quota of " <strong>{g}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

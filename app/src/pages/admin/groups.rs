@@ -11,7 +11,7 @@ use crate::{
         fleet::{group_access, GroupAccessChoices, GroupAccessRow, UpdateGroup},
     },
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::Polled,
     },
     model::GroupRow,
@@ -34,7 +34,7 @@ pub fn GroupsPage() -> impl IntoView {
                 <ActionForm action=create attr:class="stack">
                     <label>"Name" <input type="text" name="name" required maxlength="64"/></label>
                     <label>"GPU quota" <input type="number" name="gpu_quota" min="0" value="0" required/></label>
-                    <FormError message=Signal::derive(move || create.value().with(error_text))/>
+                    <FormError message=error(create)/>
                     <button type="submit" class="primary">"Create group"</button>
                 </ActionForm>
             </section>
@@ -84,8 +84,8 @@ pub fn GroupsPage() -> impl IntoView {
                 "Images and regions: tick the ones the group may use; none ticked means all of them. "
                 "Machines already placed keep their image and region."
             </p>
-            <FormError message=Signal::derive(move || update.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(update).map(|g| view! {
+            <FormError message=error(update)/>
+            {move || crate::components::flash::answer(update).map(|g| view! {
                 <p class="form-ok" role="status" data-testid="group-saved">"Saved group " <strong>{g.name}</strong></p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

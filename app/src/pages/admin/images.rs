@@ -3,7 +3,7 @@
 
 use crate::{
     api::fleet::{list_images, CreateImage},
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -26,8 +26,8 @@ pub fn ImagesPage() -> impl IntoView {
                     <label>"Description" <input type="text" name="description" maxlength="500"/></label>
                     <label class="check"><input type="checkbox" name="make_default"/>" Make this the default image"</label>
                     <p class="muted small">"The image must exist on the worker nodes' Docker Engines (there is no registry pull)."</p>
-                    <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                    {move || crate::components::nojs_done::answer(create).map(|i| view! {
+                    <FormError message=error(create)/>
+                    {move || crate::components::flash::answer(create).map(|i| view! {
                         <p class="form-ok" role="status">"Added " <strong>{i.name}</strong></p>
                     })}
                     <button type="submit" class="primary">"Add image"</button>

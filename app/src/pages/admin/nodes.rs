@@ -12,7 +12,7 @@ use crate::{
     },
     components::{
         confirm::tick_to_confirm,
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::poll,
         status::tag,
     },
@@ -58,13 +58,13 @@ pub fn NodesPage() -> impl IntoView {
                 "Draining keeps the machines it has; down takes nothing new either. "
                 "Lost is for a node that is gone for good: its machines are released and their GPUs return to their groups."
             </p>
-            <FormError message=Signal::derive(move || set_state.value().with(error_text))/>
-            <FormError message=Signal::derive(move || mark_lost.value().with(error_text))/>
-            <FormError message=Signal::derive(move || remove.value().with(error_text))/>
-            {crate::components::nojs_done::answer(remove).map(|name| view! {
+            <FormError message=error(set_state)/>
+            <FormError message=error(mark_lost)/>
+            <FormError message=error(remove)/>
+            {crate::components::flash::answer(remove).map(|name| view! {
                 <p class="form-ok" role="status" data-testid="node-removed">"Removed node " <strong>{name}</strong></p>
             })}
-            {crate::components::nojs_done::answer(mark_lost).map(|l| view! {
+            {crate::components::flash::answer(mark_lost).map(|l| view! {
                 <p class="form-ok" role="status" data-testid="node-lost-ok">{lost_summary(&l)}</p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -229,8 +229,8 @@ fn AddNodeForm(add: ServerAction<AddNode>, regions: Vec<RegionRow>) -> impl Into
                 <label>"GPU count" <input type="number" name="gpu_count" min="0" max="64" step="1" value="1"/></label>
                 <label>"GPU model" <input type="text" name="gpu_model" maxlength="64" placeholder="e.g. A100-80GB"/></label>
             </div>
-            <FormError message=Signal::derive(move || add.value().with(error_text))/>
-            {crate::components::nojs_done::answer(add).map(|id| view! {
+            <FormError message=error(add)/>
+            {crate::components::flash::answer(add).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="node-added">"Node #" {id} " added; it is listed above."</p>
             })}
             <button type="submit" class="primary">"Add node"</button>

@@ -7,7 +7,7 @@
 use crate::{
     api::reclaim::{reclaim_admin, SaveReclaimSettings, SetReclaimExempt},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         list_nav::{use_list_query, Pager},
         poll::Polled,
     },
@@ -71,13 +71,13 @@ fn ReclaimCards(
         <section class="card stack" data-testid="reclaim-settings">
             <h2>"Settings"</h2>
             {unwatchable.into_iter().map(|why| view! { <p class="form-error" data-testid="reclaim-unwatchable">{why}</p> }).collect_view()}
-            <FormError message=Signal::derive(move || save.value().with(error_text))/>
-            {crate::components::nojs_done::answer(save).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
+            <FormError message=error(save)/>
+            {crate::components::flash::answer(save).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-saved">{m}</p> })}
             <SettingsForm r=reclaim h=hot save=save/>
         </section>
         <section class="card stack">
             <h2>"Groups"</h2>
-            <FormError message=Signal::derive(move || exempt.value().with(error_text))/>
+            <FormError message=error(exempt)/>
             <table class="table" data-testid="reclaim-groups">
                 <thead><tr><th>"Group"</th><th>"Exempt from idle reclaim"</th></tr></thead>
                 <tbody>

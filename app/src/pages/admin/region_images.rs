@@ -4,7 +4,7 @@
 
 use crate::{
     api::catalogue::{list_region_images, list_regions, CreateRegionImage},
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     model::catalogue::{RegionImageRow, RegionRow, ARCHES, IMAGE_KINDS},
 };
 use leptos::prelude::*;
@@ -70,8 +70,8 @@ fn ImageForm(create: ServerAction<CreateRegionImage>, regions: Vec<RegionRow>) -
                 </label>
             </div>
             <p class="muted small">"The image must be present on the region's nodes' Docker Engines (there is no registry pull)."</p>
-            <FormError message=Signal::derive(move || create.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(create).map(|i| view! {
+            <FormError message=error(create)/>
+            {move || crate::components::flash::answer(create).map(|i| view! {
                 <p class="form-ok" role="status" data-testid="region-image-created">
                     "Added " <code>{i.reference}</code> " to region " <strong>{i.region}</strong> " (#" {i.id} ")."
                 </p>

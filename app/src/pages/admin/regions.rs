@@ -6,7 +6,7 @@
 use crate::{
     api::catalogue::{list_regions, CreateRegion},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::poll,
     },
     model::{
@@ -50,8 +50,8 @@ pub fn RegionsPage() -> impl IntoView {
                 </div>
                 <label>"Description" <input type="text" name="description" maxlength="500"/></label>
                 <p class="muted small">"The code is lower-case letters, digits, - _ and ., starting with a letter; it cannot change later."</p>
-                <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                {move || crate::components::nojs_done::answer(create).map(|code| view! {
+                <FormError message=error(create)/>
+                {move || crate::components::flash::answer(create).map(|code| view! {
                     <p class="form-ok" role="status" data-testid="region-created">"Region " <strong>{code}</strong> " added."</p>
                 })}
                 <button type="submit" class="primary">"Add region"</button>

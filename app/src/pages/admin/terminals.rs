@@ -6,7 +6,7 @@
 use crate::{
     api::terminals::{terminal_sessions, CloseTerminal, TerminalSessionRow},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::busy_when,
         poll::poll,
     },
@@ -33,7 +33,7 @@ pub fn TerminalsPage() -> impl IntoView {
         {poll(busy_when(sessions, |s| s.open.iter().any(|t| t.close_requested)))}
         <Title text="Terminals"/>
         <h1>"Terminal sessions"</h1>
-        <FormError message=Signal::derive(move || close.value().with(error_text))/>
+        <FormError message=error(close)/>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || sessions.get().map(|r| match r {
                 Ok(s) => {

@@ -12,7 +12,7 @@ use crate::{
         lists::users_window,
     },
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
         poll::Polled,
     },
@@ -48,7 +48,7 @@ pub fn UsersPage() -> impl IntoView {
     let groups = Resource::new(|| (), |_| list_groups());
     // The change a form of this page just made (carried back signed in the
     // redirect), or the error it came back with.
-    use crate::components::nojs_done::answer;
+    use crate::components::flash::answer;
     let a = actions;
     let outcome = || {
         answer(a.enabled)
@@ -68,14 +68,7 @@ pub fn UsersPage() -> impl IntoView {
             .or_else(|| answer(a.group).map(|u| format!("{} is now in group {}", u.username, u.group)))
     };
     // The refusal a form of this page came back with (one at a time).
-    let error = Signal::derive(move || {
-        a.enabled
-            .value()
-            .with(error_text)
-            .or_else(|| a.reset.value().with(error_text))
-            .or_else(|| a.role.value().with(error_text))
-            .or_else(|| a.group.value().with(error_text))
-    });
+    let refused = error(a.enabled).or_else(|| error(a.reset)).or_else(|| error(a.role)).or_else(|| error(a.group));
 
     view! {
         <Title text="Users"/>
@@ -106,8 +99,8 @@ pub fn UsersPage() -> impl IntoView {
                             </Suspense>
                         </select>
                     </label>
-                    <FormError message=Signal::derive(move || create.value().with(error_text))/>
-                    {crate::components::nojs_done::answer(create).map(|u| view! {
+                    <FormError message=error(create)/>
+                    {crate::components::flash::answer(create).map(|u| view! {
                         <p class="form-ok" role="status">"Created " <strong>{u.username}</strong></p>
                     })}
                     <button type="submit" class="primary">"Create user"</button>
@@ -115,7 +108,7 @@ pub fn UsersPage() -> impl IntoView {
             </section>
             <section class="card stack">
                 <h2>"All users"</h2>
-                <FormError message=error/>
+                <FormError message=refused/>
                 {outcome().map(|m| view! { <p class="form-ok" role="status" data-testid="user-changed">{m}</p> })}
                 {move || view! { <FilterForm base="/admin" query=query.get() user_label="Username"/> }}
                 <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -8,7 +8,7 @@
 use crate::{
     api::compute::{compute_detail, CancelCompute},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::busy_when,
         poll::poll,
         status::task_state_badge,
@@ -40,8 +40,8 @@ pub fn ComputeTaskPage() -> impl IntoView {
     view! {
         {poll(busy_when(detail, |d| task_busy(&d.task.state)))}
         <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
-        <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-        {crate::components::nojs_done::answer(cancel).map(|id| view! {
+        <FormError message=error(cancel)/>
+        {crate::components::flash::answer(cancel).map(|id| view! {
             <p class="form-ok" role="status" data-testid="cancel-ok">"Cancel of task #" {id} " requested."</p>
         })}
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>

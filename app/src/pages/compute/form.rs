@@ -5,7 +5,7 @@
 
 use crate::{
     api::compute::SubmitCompute,
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     model::compute::{ComputeOptions, DEFAULT_COMPUTE_CPU_MILLIS, DEFAULT_COMPUTE_MEMORY_MB, DEFAULT_TIME_LIMIT_MIN},
 };
 use leptos::prelude::*;
@@ -72,7 +72,7 @@ pub fn SubmitForm(submit: ServerAction<SubmitCompute>, options: ComputeOptions) 
                 " while the task runs; "
                 "a task past its time limit is stopped and fails."
             </p>
-            <FormError message=Signal::derive(move || submit.value().with(error_text))/>
+            <FormError message=error(submit)/>
             <button type="submit" class="primary">"Submit task"</button>
         </ActionForm>
     }

@@ -13,7 +13,7 @@ use crate::{
         lists::compute_window,
     },
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
         poll::busy_when,
         poll::poll,
@@ -56,8 +56,8 @@ pub fn ComputePage() -> impl IntoView {
                 "A task goes to a region that has an image for its framework and room for its resources; "
                 "it holds its GPUs (from the group's quota) while it runs and gives them back when it ends."
             </p>
-            <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-            {move || crate::components::nojs_done::answer(cancel).map(|id| view! {
+            <FormError message=error(cancel)/>
+            {move || crate::components::flash::answer(cancel).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="cancel-ok">"Cancel of task #" {id} " requested."</p>
             })}
             {move || view! { <FilterForm base="/compute" query=query.get() user_label="Requested by"/> }}

@@ -3,7 +3,7 @@
 use super::{error_view, visibility_label};
 use crate::{
     api::datasets::{load_dataset, CreateDatasetVersion, DeleteDatasetVersion, SealDatasetVersion},
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     model::datasets::{version_url, DatasetDetail},
 };
 use gantry_core::{datasets::format_bytes, time::format_utc};
@@ -24,7 +24,7 @@ pub fn DatasetPage() -> impl IntoView {
     );
     view! {
         <p class="crumbs"><a href="/datasets">"← Datasets"</a></p>
-        <FormError message=Signal::derive(move || seal.value().with(error_text).or_else(|| delete.value().with(error_text)))/>
+        <FormError message=error(seal).or_else(|| error(delete))/>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || detail.get().map(|r| match r {
                 Ok(d) => view! { <Detail detail=d create=create seal=seal delete=delete/> }.into_any(),
@@ -113,7 +113,7 @@ fn Detail(
                     <label>"New version " <input type="text" name="name" required maxlength="64" placeholder="v1" autocomplete="off"/></label>
                     <button type="submit" class="primary">"Create version"</button>
                 </ActionForm>
-                <FormError message=Signal::derive(move || create.value().with(error_text))/>
+                <FormError message=error(create)/>
                 <p class="muted small">"Sealing makes a version read-only for good (what compute tasks mount). Deleting removes its files from both stores."</p>
             })}
         </section>

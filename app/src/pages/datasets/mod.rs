@@ -17,7 +17,7 @@ pub use version::DatasetVersionPage;
 
 use crate::{
     api::datasets::{load_datasets, CreateDataset},
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     error::AppError,
     model::datasets::{encode, DatasetRow},
 };
@@ -131,7 +131,7 @@ fn NewDataset(create: ServerAction<CreateDataset>, regions: Vec<(String, String)
                     </select>
                 </label>
                 <p class="muted small">"Codes: lowercase letters, digits, '-' and '_'. Files are stored in the central store and the owning region's, under code/version/category/file."</p>
-                <FormError message=Signal::derive(move || create.value().with(error_text))/>
+                <FormError message=error(create)/>
                 <button type="submit" class="primary">"Create dataset"</button>
             </ActionForm>
         </section>

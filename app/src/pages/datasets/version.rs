@@ -5,13 +5,13 @@
 use super::{error_view, in_progress::UploadsInProgress, upload::UploadArea};
 use crate::{
     api::datasets::{load_dataset_version, CancelDatasetUpload},
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     model::datasets::{download_url, encode, FileRow, VersionDetail},
 };
 use gantry_core::{datasets::format_bytes, time::format_utc};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_params_map;
 
 #[component]
 pub fn DatasetVersionPage() -> impl IntoView {
@@ -23,9 +23,10 @@ pub fn DatasetVersionPage() -> impl IntoView {
         move || (key(), cancel.version().get()),
         |((code, version), _)| load_dataset_version(code, version),
     );
-    let query = use_query_map();
-    let done = move || query.with(|q| q.get("uploaded"));
-    let failed = move || query.with(|q| q.get("upload_error"));
+    // What the upload form (without JavaScript) just did, kept for this page.
+    let upload = crate::components::flash::outcome_of(crate::components::flash::DATASET_UPLOAD);
+    let done = upload.as_ref().and_then(|o| o.answer.clone());
+    let failed = upload.and_then(|o| o.error);
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || detail.get().map(|r| match r {
@@ -33,9 +34,9 @@ pub fn DatasetVersionPage() -> impl IntoView {
                 Err(e) => error_view(e, "Dataset version"),
             })}
         </Transition>
-        {move || done().map(|names| view! { <p class="notice" role="status" data-testid="upload-done">"Uploaded: " {names}</p> })}
-        {move || failed().map(|m| view! { <p class="form-error" role="alert" data-testid="upload-error">{m}</p> })}
-        <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
+        {done.map(|names| view! { <p class="notice" role="status" data-testid="upload-done">"Uploaded: " {names}</p> })}
+        {failed.map(|m| view! { <p class="form-error" role="alert" data-testid="upload-error">{m}</p> })}
+        <FormError message=error(cancel)/>
         <Transition fallback=|| ()>
             {move || files.get().and_then(Result::ok).map(|d| view! {
                 <UploadsInProgress code=d.dataset.code.clone() version=d.version.name.clone() uploads=d.uploads cancel=cancel/>

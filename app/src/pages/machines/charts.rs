@@ -8,7 +8,7 @@ use crate::{
     api::telemetry::{machine_chart, sim_pattern, SetSimPattern},
     components::{
         chart::{Legend, Metric, SeriesChart},
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::poll,
         status::tag,
     },
@@ -102,7 +102,7 @@ fn PatternControl(id: Signal<Option<i64>>) -> impl IntoView {
                         <select name="pattern" data-testid="sim-pattern">{options(now)}</select>
                     </label>
                     " "<button type="submit">"Set"</button>
-                    <FormError message=Signal::derive(move || set.value().with(error_text))/>
+                    <FormError message=error(set)/>
                 </ActionForm>
             })}
         </Suspense>

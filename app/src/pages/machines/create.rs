@@ -4,7 +4,7 @@
 
 use crate::{
     api::machines::CreateMachine,
-    components::form_error::{error_text, FormError},
+    components::form_error::{error, FormError},
     model::machines::{
         gpu_summary, kept_volume_label, CreateOptions, KeptVolumeRow, DEFAULT_CPUS, DEFAULT_MEMORY_MB,
         DEFAULT_VOLUME_GB,
@@ -74,8 +74,8 @@ pub fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions) -
                 "At most " {max} " GPUs per machine for group " {options.quota.group.clone()} ". "
                 "Empty CPUs and memory mean " {DEFAULT_CPUS} " CPUs and " {DEFAULT_MEMORY_MB} " MB."
             </p>
-            <FormError message=Signal::derive(move || create.value().with(error_text))/>
-            {crate::components::nojs_done::answer(create).map(|c| view! {
+            <FormError message=error(create)/>
+            {crate::components::flash::answer(create).map(|c| view! {
                 <p class="form-ok" role="status" data-testid="create-ok">
                     "Machine " <a href=format!("/machines/{}", c.machine_id)><strong>{c.name.clone()}</strong></a>
                     " admitted: " {gpu_summary(c.gpu_indexes.len() as i64, &c.model, &c.gpu_indexes)} " on " {c.node.clone()}

@@ -11,7 +11,7 @@
 use crate::{
     api::machines::{machine_detail, CancelTask, MachineOperation},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::busy_when,
         poll::poll,
         status::{machine_state_badge, tag},
@@ -110,8 +110,8 @@ fn MachineView(
         {datasets}
         <section class="card stack">
             <h2>"Task history"</h2>
-            <FormError message=Signal::derive(move || cancel.value().with(error_text))/>
-            {crate::components::nojs_done::answer(cancel).map(|id| view! {
+            <FormError message=error(cancel)/>
+            {crate::components::flash::answer(cancel).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="cancel-ok">"Task #" {id} " cancelled."</p>
             })}
             <TaskTable tasks=tasks cancel=cancel/>
@@ -286,8 +286,8 @@ fn MachineActions(
                 {live}
                 {owner_only}
             </div>
-            <FormError message=Signal::derive(move || op.value().with(error_text))/>
-            {crate::components::nojs_done::answer(op).map(|task| view! {
+            <FormError message=error(op)/>
+            {crate::components::flash::answer(op).map(|task| view! {
                 <p class="form-ok" role="status" data-testid="operation-ok">"Task #" {task} " queued."</p>
             })}
         </section>

@@ -5,7 +5,7 @@
 use crate::{
     api::volumes::DeleteKeptVolume,
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         status::tag,
     },
     error::AppError,
@@ -21,8 +21,8 @@ pub fn KeptVolumes(
     view! {
         <section class="card stack" data-testid="kept-volumes">
             <h2>"Kept volumes"</h2>
-            <FormError message=Signal::derive(move || delete.value().with(error_text))/>
-            {crate::components::nojs_done::answer(delete).map(|name| view! {
+            <FormError message=error(delete)/>
+            {crate::components::flash::answer(delete).map(|name| view! {
                 <p class="form-ok" role="status" data-testid="kept-deleted">"Volume " <code>{name}</code> " deleted."</p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -6,7 +6,7 @@
 use crate::{
     api::reclaim::{machine_reclaim, reclaim_notices, ExtendReclaim, RebalanceOptOut, RestoreMachine},
     components::{
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::poll,
     },
     error::AppError,
@@ -62,7 +62,7 @@ pub fn ReclaimBanner() -> impl IntoView {
         <Transition fallback=|| ()>
             {move || notices.get().and_then(Result::ok).filter(|l| !l.is_empty()).map(|list| view! {
                 <section class="card reclaim-banner stack" data-testid="reclaim-banner" role="status">
-                    <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
+                    <FormError message=error(extend).or_else(|| error(restore))/>
                     {list.into_iter().map(|n| {
                         let href = format!("/machines/{}", n.machine_id);
                         let (machine, state, text) = (n.machine_name.clone(), n.state.clone(), notice_text(&n));
@@ -120,8 +120,8 @@ fn ReclaimCard(
     view! {
         <section class="card stack" data-testid="machine-reclaim">
             <h2>"Idle reclaim and GPU placement"</h2>
-            <FormError message=Signal::derive(move || extend.value().with(error_text).or_else(|| restore.value().with(error_text)))/>
-            {crate::components::nojs_done::answer(extend).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
+            <FormError message=error(extend).or_else(|| error(restore))/>
+            {crate::components::flash::answer(extend).map(|m| view! { <p class="form-ok" role="status" data-testid="reclaim-extended">{m}</p> })}
             {shown.then(|| view! {
                 <p class="reclaim-notice" data-testid="machine-reclaim-notice">{text}" " <NoticeActions n=n.clone() extend=extend restore=restore/></p>
             })}

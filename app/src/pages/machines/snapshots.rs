@@ -10,7 +10,7 @@ use crate::{
     },
     components::{
         confirm::tick_to_confirm,
-        form_error::{error_text, FormError},
+        form_error::{error, FormError},
         poll::poll,
         poll::{busy_when, Polled},
     },
@@ -59,9 +59,9 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
         <section class="card stack" data-testid="machine-snapshots">
             {poll(busy_when(list, |l| creating(l)))}
             <h2>"Snapshots"</h2>
-            <FormError message=Signal::derive(move || take.value().with(error_text).or_else(|| reinstall.value().with(error_text)))/>
-            {crate::components::nojs_done::answer(take).map(|_| view! { <p class="form-ok" role="status" data-testid="snapshot-taken">"Snapshot requested: it is listed below as it is made."</p> })}
-            {crate::components::nojs_done::answer(reinstall).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
+            <FormError message=error(take).or_else(|| error(reinstall))/>
+            {crate::components::flash::answer(take).map(|_| view! { <p class="form-ok" role="status" data-testid="snapshot-taken">"Snapshot requested: it is listed below as it is made."</p> })}
+            {crate::components::flash::answer(reinstall).map(|_| view! { <p class="form-ok" role="status">"Reinstalling from the snapshot (data volume kept)."</p> })}
             {can_operate.then(|| view! {
                 <ActionForm action=take attr:class="inline">
                     <input type="hidden" name="machine_id" value=machine_id/>
@@ -112,15 +112,15 @@ pub fn SnapshotsPage() -> impl IntoView {
     let create = ServerAction::<MachineFromSnapshot>::new();
     let list = Resource::new(|| (), |_| list_snapshots());
     // A page shows the error of the one form that was just posted.
-    let error = Signal::derive(move || delete.value().with(error_text).or_else(|| create.value().with(error_text)));
+    let refused = error(delete).or_else(|| error(create));
     view! {
         {poll(busy_when(list, |l| creating(l)))}
         <Title text="Snapshots"/>
         <h1>"Snapshots"</h1>
         <section class="card stack" data-testid="snapshots">
-            <FormError message=error/>
-            {crate::components::nojs_done::answer(delete).map(|n| view! { <p class="form-ok" role="status" data-testid="snapshot-deleted">"Snapshot " {n} " deleted."</p> })}
-            {crate::components::nojs_done::answer(create).map(|id| view! {
+            <FormError message=refused/>
+            {crate::components::flash::answer(delete).map(|n| view! { <p class="form-ok" role="status" data-testid="snapshot-deleted">"Snapshot " {n} " deleted."</p> })}
+            {crate::components::flash::answer(create).map(|id| view! {
                 <p class="form-ok" role="status" data-testid="snapshot-machine-created">"Machine created: " <a href=format!("/machines/{id}")>"open it"</a></p>
             })}
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>

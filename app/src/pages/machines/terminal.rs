@@ -16,7 +16,6 @@ use crate::{
     error::AppError,
 };
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
 
 /// Mounted by the machine page with the machine's id (from the route).
 #[component]
@@ -51,9 +50,9 @@ fn Workspace(id: i64) -> impl IntoView {
 
 #[component]
 fn Panels(id: i64, info: WorkspaceInfo) -> impl IntoView {
-    let query = use_query_map();
-    let uploaded = move || query.with(|q| q.get("uploaded"));
-    let upload_error = move || query.with(|q| q.get("upload_error"));
+    // What the upload form just did, kept for this page by the server.
+    let upload = crate::components::flash::outcome_of(crate::components::flash::MACHINE_FILES);
+    let (uploaded, upload_error) = (upload.as_ref().and_then(|o| o.answer.clone()), upload.and_then(|o| o.error));
     let files_url = format!("/machines/{id}/files");
     let full_log = format!("/machines/{id}/logs?tail=all");
     let log_text = info.log_tail.clone().unwrap_or_else(|| "(no container yet)".to_string());
@@ -91,8 +90,8 @@ fn Panels(id: i64, info: WorkspaceInfo) -> impl IntoView {
         </section>
         <section class="card stack" id="files">
             <h2>"Files in /data"</h2>
-            {move || uploaded().map(|p| view! { <p class="form-ok" role="status" data-testid="upload-ok">"Uploaded " <code>{p}</code></p> })}
-            {move || upload_error().map(|e| view! { <p class="form-error" role="alert" data-testid="upload-error">{e}</p> })}
+            {uploaded.map(|p| view! { <p class="form-ok" role="status" data-testid="upload-ok">"Uploaded " <code>{p}</code></p> })}
+            {upload_error.map(|e| view! { <p class="form-error" role="alert" data-testid="upload-error">{e}</p> })}
             <div class="grid two">
                 <form method="post" action=files_url.clone() enctype="multipart/form-data" class="stack" data-testid="upload-form">
                     <label>"Folder in /data"

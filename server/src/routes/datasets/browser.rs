@@ -4,6 +4,7 @@
 
 use super::{download, error_json, no_store, session_user, stores, transfer};
 use crate::http::multipart_guard;
+use app::components::flash::{Outcome, DATASET_UPLOAD};
 use app::state::AppState;
 use axum::{
     extract::{Path, Query, Request, State},
@@ -11,6 +12,7 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
     Json,
 };
+use axum_messages::Messages;
 use futures_util::TryStreamExt;
 use gantry_platform::{
     accounts::User,
@@ -92,25 +94,28 @@ pub async fn download(
 
 /// `POST /datasets/{code}/{version}/upload` from the page's form
 /// (multipart: an optional `replace`, then one or more `file` parts),
-/// answered by a redirect to the version page saying what happened — or
-/// by 400 for a body no form sends (its framing past the guard's limits,
+/// answered by a redirect to the version page, which says what happened
+/// (kept in the session, `http::outcomes`) — or by 400 for a body no form
+/// sends (its framing past the guard's limits,
 /// an overlong `replace`). A file refused after others were stored is said
 /// beside them: they are listed, and sending the form again as it was would
 /// be refused for them.
 pub async fn form_upload(State(state): State<AppState>, Path(p): Path<VersionPath>, req: Request) -> Response {
-    let back = |messages: &[(&str, &str)]| {
-        let page = format!("/datasets/{}/{}", enc(&p.code), enc(&p.version));
-        let query: Vec<String> = messages.iter().map(|(key, value)| format!("{key}={}", enc(value))).collect();
-        Redirect::to(&format!("{page}?{}", query.join("&"))).into_response()
+    let messages = req.extensions().get::<Messages>().cloned();
+    let back = |uploaded: Option<String>, error: Option<String>| {
+        if let Some(messages) = &messages {
+            let outcome = Outcome { endpoint: DATASET_UPLOAD.into(), error, answer: uploaded };
+            crate::http::outcomes::tell(messages, outcome);
+        }
+        Redirect::to(&format!("/datasets/{}/{}", enc(&p.code), enc(&p.version))).into_response()
     };
     let mut done = Vec::new();
     let outcome = form_files(&state, &p, req, &mut done).await;
-    let stored = done.join(", ");
+    let stored = (!done.is_empty()).then(|| done.join(", "));
     match outcome {
-        Ok(()) if done.is_empty() => back(&[("upload_error", "choose at least one file")]),
-        Ok(()) => back(&[("uploaded", &stored)]),
-        Err(FormError::Back(text)) if done.is_empty() => back(&[("upload_error", &text)]),
-        Err(FormError::Back(text)) => back(&[("uploaded", &stored), ("upload_error", &text)]),
+        Ok(()) if done.is_empty() => back(None, Some("choose at least one file".into())),
+        Ok(()) => back(stored, None),
+        Err(FormError::Back(text)) => back(stored, Some(text)),
         Err(FormError::Bad(text)) => no_store((StatusCode::BAD_REQUEST, text).into_response()),
     }
 }

@@ -1,29 +1,45 @@
-//! The line that says a form worked, after a post without JavaScript.
+//! What a form did, shown on the page that follows its post.
 //!
-//! With JavaScript a form's action shows its own answer. Without, the
-//! browser posts, the server function succeeds, and the browser is sent back
-//! to the page — which has no answer to show. The server then adds a marker
-//! naming the function to that redirect (`done=<endpoint>`, signed: see the
-//! server's `form_done`), and the frame shows the function's fixed message
-//! from the table below. The text never comes from the query: an unknown
-//! marker shows nothing.
+//! A form posts as plain HTML (without JavaScript, or through live.js) and
+//! is answered with a redirect back to its page. The server keeps the
+//! outcome — the function's refusal, or its answer — as a one-time message
+//! in the poster's own session (`axum-messages` on tower-sessions; the
+//! server's `http::outcomes`), and hands the messages to the next page that
+//! session renders, as [`Outcomes`] in the request. Nothing travels in the
+//! URL: a link can neither make a page say something nor show another
+//! user's answer, and a message is shown once.
 //!
-//! Functions whose form already carries its own result through the redirect
-//! (sign-in and out, password change, new token, compute submit, new dataset
-//! or version) are not in the table, so their pages show one message only.
+//! Errors are shown next to their form ([`error`]); a page that shows a
+//! function's own answer reads it with [`answer`] (the functions in
+//! [`ANSWERED`]); the others get their fixed line from the table below in
+//! the page's frame ([`FlashDone`]).
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
+use serde::{Deserialize, Serialize};
 
-/// The query key of the marker.
-pub const DONE_KEY: &str = "done";
-/// The query key of the function's answer (its JSON), next to the marker.
-pub const ANSWER_KEY: &str = "answer";
+/// One form's outcome: which server function (its endpoint, the path after
+/// `/api/`, or `upload:…` for the streamed upload forms), and its refusal
+/// or its answer (the function's reply as JSON; for an upload form the
+/// names stored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub endpoint: String,
+    pub error: Option<String>,
+    pub answer: Option<String>,
+}
 
-/// The endpoints whose pages show the function's own answer (read with
-/// [`answer`]) — every page that posts one of them, or the answer would go
-/// unsaid: their redirects carry it, signed with the marker, and the fixed
-/// line below is not shown for them.
+/// The outcomes handed to this page render (the server puts them in the
+/// request's extensions).
+#[derive(Debug, Clone, Default)]
+pub struct Outcomes(pub Vec<Outcome>);
+
+/// The upload form of a dataset version (`POST …/upload`).
+pub const DATASET_UPLOAD: &str = "upload:dataset";
+/// The upload form of a machine's files (`POST /machines/{id}/files`).
+pub const MACHINE_FILES: &str = "upload:files";
+
+/// The functions whose pages show the function's own answer (read with
+/// [`answer`]); the fixed line below is not shown for them.
 pub const ANSWERED: &[&str] = &[
     "admin/create_user",
     "admin/set_user_enabled",
@@ -53,9 +69,49 @@ pub const ANSWERED: &[&str] = &[
     "change_password",
 ];
 
-/// The answer of `action`'s function, when the page's URL carries it (a
-/// form of this page posted and worked). The server wrote and signed it;
-/// a page whose URL it did not sign is redirected before it renders.
+/// Whether a page of this app shows `endpoint`'s success (its fixed line
+/// or its answer): the server keeps only those, and every refusal.
+pub fn remembered(endpoint: &str) -> bool {
+    ANSWERED.contains(&endpoint) || done_message(endpoint).is_some()
+}
+
+/// The outcomes of this render.
+fn outcomes() -> Vec<Outcome> {
+    #[cfg(feature = "ssr")]
+    {
+        use_context::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Outcomes>().cloned())
+            .map(|o| o.0)
+            .unwrap_or_default()
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        Vec::new()
+    }
+}
+
+/// The outcome of the form posted to `endpoint`, if it was just posted.
+pub fn outcome_of(endpoint: &str) -> Option<Outcome> {
+    outcomes().into_iter().rev().find(|o| o.endpoint == endpoint)
+}
+
+fn endpoint_of<S: leptos::server_fn::ServerFn>() -> &'static str {
+    S::PATH.strip_prefix("/api/").unwrap_or(S::PATH)
+}
+
+/// The refusal of `action`'s function, when its form was just posted and
+/// refused.
+pub fn error<S>(_action: ServerAction<S>) -> Option<String>
+where
+    S: leptos::server_fn::ServerFn + Clone + Send + Sync + 'static,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    outcome_of(endpoint_of::<S>()).and_then(|o| o.error)
+}
+
+/// The answer of `action`'s function, when its form was just posted and
+/// worked.
 #[cfg(feature = "ssr")]
 pub fn answer<S>(_action: ServerAction<S>) -> Option<S::Output>
 where
@@ -63,13 +119,8 @@ where
     S::Output: serde::de::DeserializeOwned + Send + Sync + 'static,
     S::Error: Send + Sync + 'static,
 {
-    let endpoint = S::PATH.strip_prefix("/api/")?;
-    let query = use_query_map();
-    query.with(|q| {
-        (q.get_str(DONE_KEY) == Some(endpoint))
-            .then(|| q.get_str(ANSWER_KEY).and_then(|a| serde_json::from_str(a).ok()))
-            .flatten()
-    })
+    let o = outcome_of(endpoint_of::<S>()).filter(|o| o.error.is_none())?;
+    serde_json::from_str(o.answer.as_deref()?).ok()
 }
 
 /// In the browser (where no page renders) there is never an answer.
@@ -132,15 +183,16 @@ pub fn done_message(endpoint: &str) -> Option<&'static str> {
     MESSAGES.iter().find(|(e, _)| *e == endpoint).map(|(_, m)| *m)
 }
 
-/// The status line, when the page's URL carries a known marker.
+/// The status line of a form that worked, when its page does not show the
+/// function's own answer.
 #[component]
-pub fn NoJsDone() -> impl IntoView {
-    let query = use_query_map();
-    move || {
-        // A page that shows the function's answer says it itself.
-        let message = query.with(|q| q.get_str(DONE_KEY).filter(|e| !ANSWERED.contains(e)).and_then(done_message));
-        message.map(|m| view! { <p class="form-ok" role="status" data-testid="nojs-done">{m}</p> })
-    }
+pub fn FlashDone() -> impl IntoView {
+    outcomes()
+        .into_iter()
+        .filter(|o| o.error.is_none() && !ANSWERED.contains(&o.endpoint.as_str()))
+        .filter_map(|o| done_message(&o.endpoint))
+        .map(|m| view! { <p class="form-ok" role="status" data-testid="nojs-done">{m}</p> })
+        .collect_view()
 }
 
 #[cfg(test)]
