@@ -3,8 +3,30 @@
 //! wall-clock limit. A test that hangs — awaiting forever, blocked in a
 //! syscall, or stuck while its runtime shuts down — fails with a message
 //! naming it, instead of holding the whole test run (and CI) hostage.
+//!
+//! The rest is what the platform's and the server's tests share, so no
+//! test crate keeps a copy: [`raw_http`] (HTTP/1.1 by hand) and
+//! [`files_under`]; with the `platform` feature, temporary installations
+//! ([`install`]: a migrated SQLite database and accounts; [`engine`]: a node
+//! and a dispatcher; [`datasets`]; [`telemetry`]) and the fault-injecting
+//! dataset store ([`store`]); with `server`, the real router on port 0 and
+//! signed-in clients ([`serve`], and the dataset tests' server).
 
 mod files;
+pub mod raw_http;
+
+#[cfg(feature = "platform")]
+pub mod datasets;
+#[cfg(feature = "platform")]
+pub mod engine;
+#[cfg(feature = "platform")]
+pub mod install;
+#[cfg(feature = "server")]
+pub mod serve;
+#[cfg(feature = "platform")]
+pub mod store;
+#[cfg(feature = "platform")]
+pub mod telemetry;
 
 pub use files::files_under;
 
