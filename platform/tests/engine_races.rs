@@ -2,9 +2,6 @@
 //! reconciler never overwrites a newer state, cancels refund or are refused
 //! with the reason, and a task is executed by exactly one dispatcher.
 
-mod common;
-
-use common::{env, Env};
 use gantry_core::task::{MachineState, TaskKind};
 use gantry_platform::{
     dispatch::{self, Dispatcher},
@@ -12,6 +9,7 @@ use gantry_platform::{
     machines::{self, OperationRequest},
     reconcile, transitions,
 };
+use gantry_testkit::engine::{self, env, Env};
 use std::sync::Arc;
 
 async fn sim_env(gpus: u32, quota: i64) -> (Env, SimulatedExecutor) {
@@ -165,8 +163,8 @@ gantry_testkit::timed_test! {
         use gantry_platform::compute::{self, Command};
         let (env, sim) = sim_env(1, 1).await;
         let alice = env.user("alice", "ml-team").await;
-        common::torch_catalogue(&env, &alice).await;
-        let job = common::compute_job("job", Command::Argv(vec!["true".into()]));
+        engine::torch_catalogue(&env, &alice).await;
+        let job = engine::compute_job("job", Command::Argv(vec!["true".into()]));
         sim.fail_next("start_container", ExecError::Unavailable("injected outage".into()));
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job).await.unwrap();
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();

@@ -1,16 +1,11 @@
 //! Accounts against a real SQLite file with the real migrations.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
+use gantry_testkit::install::Install;
 
 use gantry_core::Role;
 use gantry_platform::{accounts, accounts::NewUser, db, PlatformError};
-
-async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
-    let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-    db::migrate(&pool).await.unwrap();
-    (dir, pool)
-}
 
 fn alice() -> NewUser<'static> {
     NewUser { username: "alice", password: "correct horse", role: Role::User, group: None }
@@ -22,7 +17,7 @@ async fn user_count(pool: &db::Pool) -> i64 {
 
 gantry_testkit::timed_test! {
     async fn migrations_apply_to_a_new_file_and_are_idempotent() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         db::migrate(&pool).await.unwrap();
         let tables: Vec<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             .fetch_all(&pool)
@@ -36,7 +31,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn created_user_signs_in_with_the_right_password_only() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let user = accounts::create_user(&pool, None, alice()).await.unwrap();
         assert_eq!(user.group_name, accounts::DEFAULT_GROUP);
         assert_eq!(user.role, Role::User);
@@ -53,7 +48,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn duplicate_or_invalid_users_change_nothing() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         accounts::create_user(&pool, None, alice()).await.unwrap();
         let err = accounts::create_user(&pool, None, alice()).await.unwrap_err();
         assert_eq!(err.to_string(), "the username \"alice\" is taken");
@@ -80,7 +75,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn login_input_is_validated_before_any_lookup() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let empty = accounts::authenticate(&pool, "  ", "x", None).await.unwrap_err();
         assert_eq!(empty.to_string(), "username is required");
         let no_pw = accounts::authenticate(&pool, "alice", "", None).await.unwrap_err();
@@ -94,7 +89,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn repeated_failures_lock_the_account_from_that_client_but_not_its_owner_elsewhere() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         accounts::create_user(&pool, None, alice()).await.unwrap();
         for _ in 0..5 {
             assert!(matches!(
@@ -114,7 +109,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn groups_have_unique_names_and_report_quota() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let g = accounts::create_group(&pool, None, "ml-team", 8).await.unwrap();
         assert_eq!((g.gpu_quota, g.gpus_in_use, g.members), (8, 0, 0));
         assert_eq!(accounts::create_group(&pool, None, "ml-team", 2).await.unwrap_err().to_string(), "a group named \"ml-team\" already exists");
@@ -128,7 +123,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_locked_client_is_refused_without_a_write_and_old_counts_are_pruned() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let rows = || async { sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM login_failures").fetch_one(&pool).await.unwrap() };
         let allowance = gantry_core::throttle::ThrottlePolicy::PER_ADDRESS.max_failures;
         for i in 0..allowance {
@@ -153,7 +148,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_user_who_owns_a_machine_is_not_moved_to_another_group() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(gantry_platform::executor::Executor::from(gantry_platform::executor::SimulatedExecutor::new()));
         let root = reclaim_common::admin(&env.pool).await;
         let alice = env.user("alice", "ml-team").await;
@@ -176,7 +171,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_password_reset_lifts_the_lock_its_guessers_left() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let admin = accounts::create_user(&pool, None, NewUser { username: "root", role: Role::Admin, ..alice() }).await.unwrap();
         let alice = accounts::create_user(&pool, None, alice()).await.unwrap();
         for _ in 0..5 {

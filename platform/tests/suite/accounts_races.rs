@@ -6,21 +6,15 @@
 //! attacker's session kept); a token asked for just before a reset was
 //! made after it, and outlived it.
 
+use gantry_testkit::install::Install;
 use std::time::Duration;
 
 use gantry_core::Role;
-use gantry_platform::{accounts, accounts::NewUser, db, password::Gate, tokens, PlatformError};
-
-async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
-    let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-    db::migrate(&pool).await.unwrap();
-    (dir, pool)
-}
+use gantry_platform::{accounts, accounts::NewUser, password::Gate, tokens, PlatformError};
 
 gantry_testkit::timed_test! {
     async fn a_password_change_under_way_does_not_undo_an_admins_reset() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let alice = accounts::create_user(&pool, None, NewUser { username: "alice", password: "stolen-password", role: Role::User, group: None }).await.unwrap();
         let root = accounts::create_user(&pool, None, NewUser { username: "root", password: "root-password-1", role: Role::Admin, group: None }).await.unwrap();
         // One argon2 slot, held: the change reads the stored hash and then
@@ -49,7 +43,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_token_asked_for_before_a_reset_or_disable_is_not_made_after_it() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let alice = accounts::create_user(&pool, None, NewUser { username: "alice", password: "stolen-password", role: Role::User, group: None }).await.unwrap();
         let root = accounts::create_user(&pool, None, NewUser { username: "root", password: "root-password-1", role: Role::Admin, group: None }).await.unwrap();
         let live = || sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL").fetch_one(&pool);

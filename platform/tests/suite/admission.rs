@@ -1,9 +1,9 @@
 //! Admission and the task flow with the simulated executor: the quota
 //! invariant under concurrency, refusals, isolation, retries.
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::env;
+use engine::env;
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     executor::SimulatedExecutor,

@@ -2,12 +2,12 @@
 //! an engine added twice before that was refused): visiting one node must
 //! not remove the other node's live containers.
 
-use crate::common::env;
 use gantry_platform::{
     cluster::{self, NodeRegistration},
     executor::{Executor, SimulatedExecutor},
     reconcile,
 };
+use gantry_testkit::engine::env;
 
 gantry_testkit::timed_test! {
     async fn a_live_machine_of_another_node_on_the_same_engine_is_not_collected() {
@@ -41,7 +41,7 @@ gantry_testkit::timed_test! {
 // named as Gantry names them stay.
 gantry_testkit::timed_test! {
     async fn the_block_image_of_a_create_cancelled_after_a_crash_is_collected() {
-        use crate::common::docker_env;
+        use gantry_testkit::engine::docker_env;
         use gantry_core::task::TaskKind;
         use gantry_platform::{
             executor::loopdev,

@@ -4,9 +4,10 @@
 //! started takes the running job as it is; and a job that already ended
 //! keeps its outcome.
 
-use crate::{common, compute_sim::sim_compute_env};
+use crate::compute_sim::sim_compute_env;
+use gantry_testkit::engine;
 
-use common::compute_job;
+use engine::compute_job;
 use gantry_platform::{
     compute::{self, Command},
     executor::ExecError,

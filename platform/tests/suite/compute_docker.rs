@@ -3,9 +3,9 @@
 //! failure, time limit and cancel; two regions on two engines (the second
 //! `dockerd` of `scripts/dockerd2.sh`).
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::{compute_job, docker_env, torch_catalogue, Env, IMAGE};
+use engine::{compute_job, docker_env, torch_catalogue, Env, IMAGE};
 use gantry_platform::{
     accounts::User,
     catalogue::{self, NewMasterImage},

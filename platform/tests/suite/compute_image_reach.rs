@@ -4,9 +4,10 @@
 //! another architecture than the image's, kept a task no node could run
 //! pending for ever — and its group's whole queue behind it.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{compute_job, env, torch_catalogue, Env};
+use engine::{compute_job, env, torch_catalogue, Env};
 use gantry_core::matching::Arch;
 use gantry_platform::{
     accounts::User,

@@ -3,11 +3,11 @@
 //! keeps asking for the machine's delete (with backoff) until it goes —
 //! its volume and its share of the node's CPU and memory with it.
 
-use crate::common::compute_job;
 use gantry_platform::{
     compute::{self, Command},
     executor::ExecError,
 };
+use gantry_testkit::engine::compute_job;
 
 gantry_testkit::timed_test! {
     async fn a_failed_jobs_machine_whose_delete_failed_is_removed_by_the_watcher() {

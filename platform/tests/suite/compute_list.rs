@@ -11,6 +11,7 @@ use gantry_platform::{
     db::Pool,
     machines::{ListFilter, Window},
 };
+use gantry_testkit::install::Install;
 
 const STATES: [&str; 4] = ["pending", "running", "succeeded", "failed"];
 
@@ -57,9 +58,7 @@ fn assert_rows(w: &Window<ComputeTaskView>, people: &[&str], state: Option<&str>
 gantry_testkit::timed_test! {
     limit = 60;
     async fn compute_window_pages_filters_and_counts_inside_the_viewers_group() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-        gantry_platform::db::migrate(&pool).await.unwrap();
+        let Install { dir: _dir, pool } = Install::new().await;
         accounts::create_group(&pool, None, "g1", 8).await.unwrap();
         accounts::create_group(&pool, None, "g2", 8).await.unwrap();
         let mut people = Vec::new();
@@ -121,9 +120,7 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn lists_carry_only_the_end_of_each_tasks_output_and_the_task_carries_it_whole() {
         use gantry_platform::compute::{self, LIST_TAIL_CHARS};
-        let dir = tempfile::tempdir().unwrap();
-        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-        gantry_platform::db::migrate(&pool).await.unwrap();
+        let Install { dir: _dir, pool } = Install::new().await;
         accounts::create_group(&pool, None, "g1", 8).await.unwrap();
         let ann = accounts::create_user(&pool, None, accounts::NewUser { username: "ann", password: "password-123", role: Role::User, group: Some("g1") }).await.unwrap();
         seed(&pool, &ann, 3).await;

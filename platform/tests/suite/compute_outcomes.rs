@@ -4,9 +4,10 @@
 //! stop); and the reason of a stop (a cancel, the time limit) survives a
 //! watcher pass that was cut off after the stop, before it recorded why.
 
-use crate::{common, compute_sim::sim_compute_env};
+use crate::compute_sim::sim_compute_env;
+use gantry_testkit::engine;
 
-use common::{compute_job, Env};
+use engine::{compute_job, Env};
 use gantry_platform::{
     accounts::User,
     compute::{self, Command},

@@ -7,9 +7,10 @@
 //! does not answer an error (a script would submit it twice). Nor can a
 //! user's own machine hold up the queue by taking a job machine's name.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{compute_job, env, torch_catalogue, Env};
+use engine::{compute_job, env, torch_catalogue, Env};
 use gantry_platform::{
     accounts::User,
     compute::{self, Command, SubmitCompute},
@@ -87,7 +88,7 @@ gantry_testkit::timed_test! {
         let (env, alice) = setup().await;
         // A second, bigger node, down for now: a 4-GPU task waits for it.
         let found = gantry_platform::gpus::simulated("big-box", &gantry_platform::gpus::SimulatedGpus { count: 4, model: "SIM-A100".into(), memory_mb: 81_920 });
-        let big_box = common::register_simulated(&env.pool, "big-box", &found).await.unwrap();
+        let big_box = engine::register_simulated(&env.pool, "big-box", &found).await.unwrap();
         sqlx::query("UPDATE nodes SET state = 'down' WHERE id = ?").bind(big_box).execute(&env.pool).await.unwrap();
         let mut big = job("four");
         big.gpu_count = 4;

@@ -6,9 +6,10 @@
 //! only, and a model name is held to the same 64-character rule as
 //! everywhere else.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{compute_job, env, torch_catalogue, Env};
+use engine::{compute_job, env, torch_catalogue, Env};
 use gantry_platform::{
     accounts::User,
     compute::{self, Command, SubmitCompute},
@@ -132,7 +133,7 @@ gantry_testkit::timed_test! {
 /// simulated engine of its own.
 async fn node_of(env: &Env, name: &str, count: u32, model: &str) {
     let found = gpus::simulated(name, &SimulatedGpus { count, model: model.into(), memory_mb: 98_304 });
-    let id = common::register_simulated(&env.pool, name, &found).await.unwrap();
+    let id = engine::register_simulated(&env.pool, name, &found).await.unwrap();
     env.dispatcher.fleet.insert(id, Executor::from(SimulatedExecutor::new()));
 }
 

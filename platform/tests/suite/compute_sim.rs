@@ -3,9 +3,10 @@
 //! the job can no longer see the machine (moved to another group), cancels
 //! it, or the engine refuses it; a failed create's machine is deleted too.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{compute_job, env, torch_catalogue, Env};
+use engine::{compute_job, env, torch_catalogue, Env};
 use gantry_core::matching::Arch;
 use gantry_platform::{
     accounts, cluster,

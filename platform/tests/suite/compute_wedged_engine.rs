@@ -3,9 +3,10 @@
 //! stops another node's job at its time limit while the wedged engine sits
 //! on its request.
 
-use crate::{common, compute_sim::sim_compute_env};
+use crate::compute_sim::sim_compute_env;
+use gantry_testkit::engine;
 
-use common::compute_job;
+use engine::compute_job;
 use gantry_platform::{
     cluster::{self, NodeRegistration},
     compute::{self, Command},

@@ -4,16 +4,17 @@
 //! and other groups' versions are refused before anything is written; a
 //! mounted version cannot be deleted until its machine is gone.
 
-use crate::{common, datasets_support::body};
+use crate::datasets_support::body;
 use gantry_core::{datasets::parse_mounts, task::TaskKind};
 use gantry_platform::{
     accounts,
     datasets::{self, mounts, store::DirStore, BeginUpload, DatasetError, Datasets, Limits, NewDataset},
     machines::{self, OperationRequest},
 };
+use gantry_testkit::engine;
 use std::{collections::HashMap, sync::Arc};
 
-fn stores(env: &common::Env) -> Datasets {
+fn stores(env: &engine::Env) -> Datasets {
     let root = env.dir.path().join("datasets");
     Datasets::new(
         Arc::new(DirStore::new(root.join("central"))),
@@ -23,7 +24,7 @@ fn stores(env: &common::Env) -> Datasets {
     )
 }
 
-async fn operate(env: &common::Env, who: &accounts::User, machine_id: i64, kind: TaskKind) {
+async fn operate(env: &engine::Env, who: &accounts::User, machine_id: i64, kind: TaskKind) {
     let task = machines::request_operation(&env.pool, who, OperationRequest { machine_id, kind, keep_volume: false })
         .await
         .unwrap();
@@ -34,7 +35,7 @@ async fn operate(env: &common::Env, who: &accounts::User, machine_id: i64, kind:
 
 gantry_testkit::timed_test! {
     async fn a_sealed_version_is_mounted_read_only_and_kept_while_mounted() {
-        let env = common::docker_env(2, 2).await;
+        let env = engine::docker_env(2, 2).await;
         let alice = env.user("alice", "ml-team").await;
         accounts::create_group(&env.pool, None, "other", 1).await.unwrap();
         let carol = env.user("carol", "other").await;
@@ -106,7 +107,7 @@ gantry_testkit::timed_test! {
         // A restart, reinstall or rebalance that failed leaves the machine
         // `failed` with its GPUs: it accepts Restart and Reinstall, which
         // mount the version again, so the version must stay.
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(gantry_platform::executor::Executor::from(gantry_platform::executor::SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let stores = stores(&env);

@@ -5,8 +5,8 @@
 //! answers, so the dispatcher is provably inside an engine call when told
 //! to stop.
 
-use crate::common::{env, Env};
 use gantry_platform::dispatch;
+use gantry_testkit::engine::{env, Env};
 use std::{sync::Arc, time::Duration};
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 

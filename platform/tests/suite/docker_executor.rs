@@ -23,7 +23,7 @@ struct Env {
     docker: Docker,
     /// Holds the loop-volume image files of this test.
     _dir: tempfile::TempDir,
-    /// A share of the host's loop devices (see `common::loop_devices`).
+    /// A share of the host's loop devices (see `engine::loop_devices`).
     _devices: tokio::sync::RwLockReadGuard<'static, ()>,
 }
 
@@ -45,7 +45,7 @@ async fn engine(test: &str) -> Option<Env> {
     if docker.inspect_image(IMAGE).await.is_err() {
         panic!("image {IMAGE} is missing: run `bash scripts/demo-image.sh`");
     }
-    let _devices = crate::common::loop_devices().read().await;
+    let _devices = gantry_testkit::engine::loop_devices().read().await;
     Some(Env { ex, docker, _dir: dir, _devices })
 }
 

@@ -3,9 +3,9 @@
 //! converges after restart with nothing left behind, and a lost node's
 //! machines are refunded at once and collected when its engine returns.
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::{docker_env, Env};
+use engine::{docker_env, Env};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,

@@ -7,9 +7,10 @@
 //! after its mark still finishes; a claim that waited for the write lock
 //! still gets a whole lease.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{env, Env};
+use engine::{env, Env};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     dispatch,

@@ -11,9 +11,9 @@
 //!   exactly the GPUs it is pinned to;
 //! - the list pages' count tables (kept by triggers) agree with the rows.
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::{env, Env};
+use engine::{env, Env};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,

@@ -3,11 +3,11 @@
 //! messages their owner reads, and a refused snapshot delete, give a plain
 //! reason instead; the engine's text goes to the server log.
 
-use crate::common::{env, Env};
 use gantry_platform::{
     executor::{ExecError, Executor, SimulatedExecutor},
     snapshots, PlatformError,
 };
+use gantry_testkit::engine::{env, Env};
 
 const UNREACHABLE: &str = "Docker Engine at tcp://10.1.2.3:2376 is unreachable: error trying to connect: \
                            tcp connect error: /var/run/gantry/engine.sock: Connection refused (os error 111)";

@@ -12,7 +12,7 @@
 //! `gpu_latest` goes stale at once: the cluster overview shows them as "no
 //! reading" rather than with a utilisation that looks live.
 
-use crate::telemetry_common::{self, Fixture};
+use gantry_testkit::telemetry::{fixture, Fixture};
 
 use gantry_core::telemetry::ChartRange;
 use gantry_platform::{
@@ -31,7 +31,7 @@ fn card(index: u32, uuid: &str) -> DiscoveredGpu {
 }
 
 async fn register(pool: &db::Pool, name: &str, found: &[DiscoveredGpu]) -> i64 {
-    crate::common::register_simulated(pool, name, found).await.unwrap()
+    gantry_testkit::engine::register_simulated(pool, name, found).await.unwrap()
 }
 
 /// Ten minutes of samples of every GPU, rolled up: history at every
@@ -63,7 +63,7 @@ async fn assert_node_has_no_history(f: &Fixture, node_id: i64, now: i64) {
 
 gantry_testkit::timed_test! {
     async fn a_removed_nodes_gpu_ids_go_to_no_new_gpu() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let top = *f.gpu_ids.iter().max().unwrap();
         let now = history(&f).await;
         assert!(f.count(&format!("SELECT COUNT(*) FROM gpu_rollup_1h WHERE gpu_id = {top}")).await > 0, "history was written");
@@ -79,7 +79,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_gpu_gone_from_its_node_leaves_its_id_unused() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let top = *f.gpu_ids.iter().max().unwrap();
         let now = history(&f).await;
         let uuids: Vec<String> = sqlx::query_scalar("SELECT uuid FROM gpus WHERE node_id = ? ORDER BY idx").bind(f.node_id).fetch_all(&f.pool).await.unwrap();
@@ -179,7 +179,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_lost_nodes_gpus_show_no_reading_in_the_overview() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         f.machine("cooker", "running", &f.gpu_ids[0..1], Some("hot")).await;
         // The fixture's machine is made by SQL: count its GPU against the
         // group, as admission would, so marking the node lost can refund it.
@@ -208,7 +208,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_silent_gpus_last_reading_is_not_shown_as_current() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         assert_eq!(telemetry::sample_once(&f.pool, T0).await.unwrap(), 2);
         let stale = overview::stale_after_ms(&telemetry::config());
         let readings = |cells: &[gantry_core::telemetry::view::HeatCell]| cells.iter().filter(|c| c.util.is_some() || c.at_ms.is_some()).count();
@@ -225,7 +225,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_reading_taken_for_the_cards_last_holder_is_not_shown_under_the_next() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let first = f.machine("first", "running", &f.gpu_ids[0..1], Some("hot")).await;
         assert_eq!(telemetry::sample_once(&f.pool, T0).await.unwrap(), 2);
         // The card changes hands before the next sample.
@@ -246,7 +246,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_cell_carries_every_figure_of_one_reading() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         f.machine("cooker", "running", &f.gpu_ids[0..1], Some("hot")).await;
         assert_eq!(telemetry::sample_once(&f.pool, T0).await.unwrap(), 2);
         let cells = overview::heatmap(&f.pool, T0).await.unwrap();

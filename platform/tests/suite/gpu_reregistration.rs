@@ -6,9 +6,9 @@
 //! must never come back as a free GPU that does not exist — but it may be
 //! reported again, so a compute task waiting for it keeps waiting.
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::{env, Env};
+use engine::{env, Env};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,
@@ -30,7 +30,7 @@ fn gpus(uuids: &[&str]) -> Vec<DiscoveredGpu> {
 /// Registers the env's node again, as a restarted `gantry serve` does.
 async fn register(env: &Env, found: &[DiscoveredGpu]) -> Result<i64, gantry_platform::PlatformError> {
     let name = env.text(&format!("SELECT name FROM nodes WHERE id = {}", env.node_id)).await;
-    crate::common::register_simulated(&env.pool, &name, found).await
+    gantry_testkit::engine::register_simulated(&env.pool, &name, found).await
 }
 
 /// uuid → (row id, idx) of the node's GPUs.
@@ -238,10 +238,10 @@ gantry_testkit::timed_test! {
         let env = env("simulated", 0, 8).await;
         register(&env, &gpus(&["A", "B", "C", "D"])).await.unwrap();
         let root = crate::reclaim_common::admin(&env.pool).await;
-        common::torch_catalogue(&env, &root).await;
+        engine::torch_catalogue(&env, &root).await;
         let alice = env.user("alice", "ml-team").await;
         machine_holding(&env, &alice, "on-d", rows(&env).await["GPU-D"].0).await;
-        let mut four = common::compute_job("four", compute::Command::Argv(vec!["true".into()]));
+        let mut four = engine::compute_job("four", compute::Command::Argv(vec!["true".into()]));
         four.gpu_count = 4;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &four).await.unwrap();
         assert_eq!(t.state, "pending", "D is in use: {}", t.message);
@@ -257,15 +257,15 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn a_gpu_reported_by_a_second_node_is_refused_by_name() {
         let env = env("simulated", 0, 1).await;
-        crate::common::register_simulated(&env.pool, "node-a", &gpus(&["X"])).await.unwrap();
-        let err = crate::common::register_simulated(&env.pool, "node-b", &gpus(&["X"])).await.unwrap_err();
+        gantry_testkit::engine::register_simulated(&env.pool, "node-a", &gpus(&["X"])).await.unwrap();
+        let err = gantry_testkit::engine::register_simulated(&env.pool, "node-b", &gpus(&["X"])).await.unwrap_err();
         assert!(matches!(err, gantry_platform::PlatformError::Conflict(ref m) if m.contains("node-a") && m.contains("GPU-X")), "{err:?}");
         assert_eq!(env.scalar("SELECT COUNT(*) FROM nodes WHERE name = 'node-b'").await, 0, "a refused registration writes nothing");
         // Once node-a is removed, the card is node-b's.
         let a = env.scalar("SELECT id FROM nodes WHERE name = 'node-a'").await;
         gantry_platform::transitions::node::mark_lost(&env.pool, None, a, "the card moved").await.unwrap();
         gantry_platform::transitions::node::remove(&env.pool, None, a).await.unwrap();
-        let b = crate::common::register_simulated(&env.pool, "node-b", &gpus(&["X"])).await.unwrap();
+        let b = gantry_testkit::engine::register_simulated(&env.pool, "node-b", &gpus(&["X"])).await.unwrap();
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM gpus WHERE node_id = {b} AND uuid = 'GPU-X'")).await, 1);
     }
 }

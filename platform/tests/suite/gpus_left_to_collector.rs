@@ -3,9 +3,9 @@
 //! still run there: those GPUs are offered to nobody until the collector
 //! has seen the engine without that container.
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::{env, Env};
+use engine::{env, Env};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     executor::{ExecError, SimulatedExecutor},

@@ -4,9 +4,10 @@
 //! changed; a compute task whose only regions are disallowed fails at
 //! submit; the matcher places only in allowed regions.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{compute_job, env, torch_catalogue, Env, IMAGE};
+use engine::{compute_job, env, torch_catalogue, Env, IMAGE};
 use gantry_platform::{
     accounts::User,
     catalogue, cluster,
@@ -266,7 +267,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn an_image_description_with_control_characters_is_refused_and_nothing_stored() {
-        let env = common::env("simulated", 1, 1).await;
+        let env = engine::env("simulated", 1, 1).await;
         let before = env.scalar("SELECT COUNT(*) FROM images").await;
         let audited = env.scalar("SELECT COUNT(*) FROM audit_log").await;
         for bad in ["a\u{1b}[2Jb", "two\nlines", "nul\0"] {

@@ -4,9 +4,10 @@
 //! since. Such a save is refused with nothing changed; every policy or
 //! access edit bumps the revision, GPUs taken by machines do not.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{env, Env};
+use engine::{env, Env};
 use gantry_platform::{
     accounts, catalogue,
     policy::{self, update_group_policy_at_rev},

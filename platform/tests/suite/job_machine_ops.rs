@@ -4,10 +4,10 @@
 //! reinstall "succeeded" having done nothing). So neither is accepted for
 //! it — an admin's request included — and the refusal says what to do.
 
-use crate::common;
 use crate::compute_sim::sim_compute_env;
+use gantry_testkit::engine;
 
-use common::compute_job;
+use engine::compute_job;
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     compute::{self, Command},

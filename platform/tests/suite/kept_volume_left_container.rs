@@ -4,13 +4,13 @@
 //! it. Before, a new machine could be made on that volume meanwhile, and
 //! the two shared it; now that waits for the collector.
 
-use crate::common::env;
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     executor::{Executor, SimulatedExecutor},
     machines::{self, OperationRequest},
     reconcile, PlatformError,
 };
+use gantry_testkit::engine::env;
 
 gantry_testkit::timed_test! {
     async fn a_kept_volume_whose_old_container_may_still_run_is_not_taken_until_collected() {

@@ -6,6 +6,7 @@
 //! rows. The engine's property test checks the same after every step.
 
 use gantry_platform::{accounts, db::Pool, images};
+use gantry_testkit::install::Install;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 type Counted = Vec<(i64, i64, String, String, i64)>;
@@ -40,9 +41,7 @@ const KINDS: [&str; 3] = ["create", "restart", "delete"];
 gantry_testkit::timed_test! {
     limit = 60;
     async fn count_tables_follow_every_change_to_machines_and_tasks() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-        gantry_platform::db::migrate(&pool).await.unwrap();
+        let Install { dir: _dir, pool } = Install::new().await;
         images::ensure_default_image(&pool, "devbox", "gantry/devbox:latest", "demo").await.unwrap();
         let image: i64 = sqlx::query_scalar("SELECT id FROM images LIMIT 1").fetch_one(&pool).await.unwrap();
         accounts::create_group(&pool, None, "g1", 8).await.unwrap();

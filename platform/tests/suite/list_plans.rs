@@ -13,6 +13,7 @@ use gantry_platform::{
     db::Pool,
     machines::{machine_ids_sql, recent_tasks_sql, task_ids_sql, ListFilter},
 };
+use gantry_testkit::install::Install;
 
 type PlanRow = (i64, i64, i64, String);
 
@@ -54,9 +55,7 @@ fn check(who: &User, f: &ListFilter, table: &str, steps: &[String]) {
 
 /// A fresh database with an admin (`root`) and a member (`ann`) of `g1`.
 async fn admin_and_member() -> (tempfile::TempDir, Pool, Vec<User>) {
-    let dir = tempfile::tempdir().unwrap();
-    let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-    gantry_platform::db::migrate(&pool).await.unwrap();
+    let Install { dir, pool } = Install::new().await;
     accounts::create_group(&pool, None, "g1", 8).await.unwrap();
     let mut people = Vec::new();
     for (name, role) in [("root", Role::Admin), ("ann", Role::User)] {

@@ -4,9 +4,10 @@
 //! their kept volumes. A compute task's machine ends with its task. A
 //! cancelled create made on a kept volume gives the volume back.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
-use common::{compute_job, env, torch_catalogue};
+use engine::{compute_job, env, torch_catalogue};
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     compute::{self, Command},

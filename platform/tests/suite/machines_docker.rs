@@ -2,9 +2,9 @@
 //! Docker Engine (`scripts/dockerd.sh`, `scripts/demo-image.sh`), and the
 //! reconciler repairing drift. Fails when the engine does not answer.
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::Env;
+use engine::Env;
 use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,
@@ -16,7 +16,7 @@ use gantry_platform::{
 };
 
 async fn docker_env() -> Env {
-    common::docker_env(4, 4).await
+    engine::docker_env(4, 4).await
 }
 
 async fn exec(env: &Env) -> Executor {
@@ -133,7 +133,7 @@ gantry_testkit::timed_test! {
             name: "stray".into(),
             owner: "nobody".into(),
             group: "none".into(),
-            image: common::IMAGE.into(),
+            image: engine::IMAGE.into(),
             gpu_uuids: vec![],
             gpu_indexes: vec![],
             volume_name: format!("{}-stray", machines::instance_id(&env.pool).await.unwrap()),

@@ -3,15 +3,14 @@
 //! Run one group with `cargo test -p gantry-platform --test suite
 //! reclaim_docker::`. `docker_tls` and `engine_races` stay binaries of
 //! their own: they set `GANTRY_DOCKER_CERT_DIR` for the whole process.
+//!
+//! What these tests share with the server's is in `gantry-testkit`
+//! (`engine`: the installation with a node and a dispatcher; `datasets`,
+//! `store`, `telemetry`); `datasets_support` and `reclaim_common` are the
+//! platform's own.
 
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../datasets_support/mod.rs"]
 mod datasets_support;
-#[path = "../reclaim_common/mod.rs"]
 mod reclaim_common;
-#[path = "../telemetry_common/mod.rs"]
-mod telemetry_common;
 
 mod accounts;
 mod accounts_races;

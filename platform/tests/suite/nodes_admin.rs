@@ -2,9 +2,9 @@
 //! bad input is refused with a clear message, and the monitor keeps the
 //! heartbeat of every engine that answers.
 
-use crate::common;
+use gantry_testkit::engine;
 
-use common::env;
+use engine::env;
 use gantry_core::alloc::NodeState;
 use gantry_platform::{
     cluster,

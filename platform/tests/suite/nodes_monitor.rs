@@ -5,7 +5,7 @@
 //! outlast the heartbeat's 60 s, so healthy nodes looked stale and took
 //! nothing new.
 
-use crate::common;
+use gantry_testkit::engine;
 
 use gantry_platform::{
     cluster,
@@ -18,7 +18,7 @@ use tokio::{io::AsyncReadExt, net::TcpListener, sync::mpsc};
 
 gantry_testkit::timed_test! {
     async fn an_engine_that_never_answers_holds_up_no_other_nodes_heartbeat() {
-        let env = common::env("simulated", 1, 1).await;
+        let env = engine::env("simulated", 1, 1).await;
         // An engine that takes requests and never answers them; it says
         // when the monitor's request has reached it.
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -51,7 +51,7 @@ gantry_testkit::timed_test! {
         let hour = Duration::from_secs(3600);
         env.dispatcher.fleet.insert(silent, Executor::Docker(DockerExecutor::connect(&endpoint).unwrap().with_timeouts(hour, hour)));
         let found = gpus::simulated("late-box", &SimulatedGpus { count: 1, model: "SIM-A100".into(), memory_mb: 1024 });
-        let late = common::register_simulated(&env.pool, "late-box", &found).await.unwrap();
+        let late = engine::register_simulated(&env.pool, "late-box", &found).await.unwrap();
         env.dispatcher.fleet.insert(late, Executor::from(SimulatedExecutor::new()));
         assert!(silent < late);
         sqlx::query("UPDATE nodes SET last_heartbeat = 0").execute(&env.pool).await.unwrap();

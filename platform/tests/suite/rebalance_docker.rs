@@ -3,13 +3,13 @@
 //! GPU (new container pinned to it, same volume), the other to the next;
 //! an opted-out machine stays, and the event says why with the numbers.
 
-use crate::common;
 use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_platform::reclaim;
 use reclaim_common::*;
 
-async fn gpu_ids(env: &common::Env) -> Vec<i64> {
+async fn gpu_ids(env: &engine::Env) -> Vec<i64> {
     sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx")
         .bind(env.node_id)
         .fetch_all(&env.pool)
@@ -17,7 +17,7 @@ async fn gpu_ids(env: &common::Env) -> Vec<i64> {
         .unwrap()
 }
 
-async fn held(env: &common::Env, machine: i64) -> Vec<i64> {
+async fn held(env: &engine::Env, machine: i64) -> Vec<i64> {
     sqlx::query_scalar("SELECT gpu_id FROM machine_gpus WHERE machine_id = ? ORDER BY gpu_id")
         .bind(machine)
         .fetch_all(&env.pool)
@@ -27,7 +27,7 @@ async fn held(env: &common::Env, machine: i64) -> Vec<i64> {
 
 gantry_testkit::timed_test! {
     async fn hot_machine_moves_to_the_coolest_gpu_on_its_node_with_its_volume() {
-        let env = common::docker_env(4, 4).await;
+        let env = engine::docker_env(4, 4).await;
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
         short_settings(&env.pool, &root, 1800, 1).await;

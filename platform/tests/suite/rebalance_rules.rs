@@ -4,8 +4,8 @@
 //! moved again until the cooldown has passed, whatever its GPUs read. An
 //! owner who opts out stops a move that has not touched the machine yet.
 
-use crate::common;
 use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_core::rebalance::MOVE_COOLDOWN_SECS;
 use gantry_platform::{
@@ -16,7 +16,7 @@ use gantry_platform::{
 };
 use reclaim_common::*;
 
-async fn gpus(env: &common::Env) -> Vec<i64> {
+async fn gpus(env: &engine::Env) -> Vec<i64> {
     sqlx::query_scalar("SELECT id FROM gpus WHERE node_id = ? ORDER BY idx")
         .bind(env.node_id)
         .fetch_all(&env.pool)
@@ -24,13 +24,13 @@ async fn gpus(env: &common::Env) -> Vec<i64> {
         .unwrap()
 }
 
-async fn gpu_of(env: &common::Env, machine: i64) -> i64 {
+async fn gpu_of(env: &engine::Env, machine: i64) -> i64 {
     env.scalar(&format!("SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}")).await
 }
 
 /// Every 10 s from `from` to `to`: `util` % busy, `mem_used_mb` of 81920 MB.
 async fn series(
-    env: &common::Env,
+    env: &engine::Env,
     gpu_id: i64,
     machine: Option<i64>,
     from: i64,
@@ -58,8 +58,8 @@ async fn series(
 }
 
 /// A simulated 4-GPU node with short rebalance settings.
-async fn sim_env() -> (common::Env, SimulatedExecutor) {
-    let env = common::env("simulated", 4, 4).await;
+async fn sim_env() -> (engine::Env, SimulatedExecutor) {
+    let env = engine::env("simulated", 4, 4).await;
     let sim = SimulatedExecutor::new();
     env.use_executor(Executor::from(sim.clone()));
     let root = admin(&env.pool).await;
@@ -77,7 +77,7 @@ struct Pair {
     free: Vec<i64>,
 }
 
-async fn two_running(env: &common::Env) -> Pair {
+async fn two_running(env: &engine::Env) -> Pair {
     let alice = env.user("alice", "ml-team").await;
     let a = env.admissions.create(env.create(&alice, "hot-a", 1)).await.unwrap().machine_id;
     let b = env.admissions.create(env.create(&alice, "hot-b", 1)).await.unwrap().machine_id;
@@ -89,7 +89,7 @@ async fn two_running(env: &common::Env) -> Pair {
 
 /// The minute before `t0`: both machines' GPUs hot and busy, the free ones
 /// cool and idle.
-async fn both_hot(env: &common::Env, p: &Pair, t0: i64) {
+async fn both_hot(env: &engine::Env, p: &Pair, t0: i64) {
     series(env, p.ga, Some(p.a), t0 - 60, t0, 99.0, 2000, 80.0).await;
     series(env, p.gb, Some(p.b), t0 - 60, t0, 97.0, 2000, 80.0).await;
     for g in &p.free {
@@ -97,13 +97,13 @@ async fn both_hot(env: &common::Env, p: &Pair, t0: i64) {
     }
 }
 
-async fn rebalance_tasks(env: &common::Env) -> i64 {
+async fn rebalance_tasks(env: &engine::Env) -> i64 {
     env.scalar("SELECT COUNT(*) FROM tasks WHERE kind = 'rebalance'").await
 }
 
 gantry_testkit::timed_test! {
     async fn an_idle_pair_with_full_gpu_memory_is_not_moved() {
-        let env = common::env("simulated", 4, 4).await;
+        let env = engine::env("simulated", 4, 4).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
@@ -130,7 +130,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_moved_machine_is_not_moved_again_within_the_cooldown() {
-        let env = common::env("simulated", 4, 4).await;
+        let env = engine::env("simulated", 4, 4).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
@@ -185,7 +185,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn opting_out_stops_a_queued_move_and_one_a_runner_claimed_before_it_starts() {
-        let env = common::env("simulated", 4, 4).await;
+        let env = engine::env("simulated", 4, 4).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;

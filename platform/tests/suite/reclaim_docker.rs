@@ -4,15 +4,15 @@
 //! container removed, GPUs refunded, state `reclaimed`) and the one-click
 //! restore from the snapshot with the same data volume.
 
-use crate::common;
 use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_platform::{executor::ContainerStatus, machines, reclaim, snapshots, PlatformError};
 use reclaim_common::*;
 
 gantry_testkit::timed_test! {
     async fn idle_machine_is_warned_extended_reclaimed_and_restored_with_its_data() {
-        let env = common::docker_env(4, 4).await;
+        let env = engine::docker_env(4, 4).await;
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
         short_settings(&env.pool, &root, 30, 1).await;
@@ -103,7 +103,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn restore_over_quota_is_refused_with_the_numbers_and_changes_nothing() {
-        let env = common::docker_env(4, 2).await;
+        let env = engine::docker_env(4, 2).await;
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
         short_settings(&env.pool, &root, 0, 0).await;

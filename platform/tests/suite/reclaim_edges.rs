@@ -4,7 +4,8 @@
 //! reclaim that pass was about to queue. A restore whose container did
 //! not stay up ends `reclaimed` again, whatever state the engine showed.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_core::task::{MachineState, TaskKind};
 use gantry_platform::{
@@ -33,7 +34,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn an_extension_or_exemption_made_during_a_pass_stops_the_reclaim() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
@@ -65,7 +66,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_snapshot_a_restore_is_under_way_from_cannot_be_deleted() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
@@ -85,7 +86,7 @@ gantry_testkit::timed_test! {
 }
 
 /// A machine of `who`'s, made, found idle and reclaimed.
-async fn reclaimed(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> i64 {
+async fn reclaimed(env: &engine::Env, who: &gantry_platform::accounts::User, name: &str) -> i64 {
     let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
     let t = now();
@@ -97,7 +98,7 @@ async fn reclaimed(env: &common::Env, who: &gantry_platform::accounts::User, nam
 }
 
 /// A ready user snapshot of a new running machine `name`: (machine, snapshot).
-async fn snapshotted(env: &common::Env, who: &gantry_platform::accounts::User, name: &str) -> (i64, i64) {
+async fn snapshotted(env: &engine::Env, who: &gantry_platform::accounts::User, name: &str) -> (i64, i64) {
     let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
     let (snapshot, task) = gantry_platform::snapshots::request(&env.pool, who, m, "base").await.unwrap();
@@ -108,7 +109,7 @@ async fn snapshotted(env: &common::Env, who: &gantry_platform::accounts::User, n
 
 gantry_testkit::timed_test! {
     async fn a_snapshot_a_reinstall_is_queued_from_cannot_be_deleted() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
@@ -131,7 +132,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_snapshot_a_live_machine_was_made_from_cannot_be_deleted() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
@@ -174,7 +175,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_restore_keeps_to_the_groups_cpu_and_memory_limits() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let m = reclaimed(&env, &alice, "napper").await;
@@ -208,7 +209,7 @@ gantry_testkit::timed_test! {
 /// A restore claimed by a runner of its own, whose container was seen gone
 /// right after its start: the machine shows `failed` with the GPUs the
 /// restore took. (The lease, for the caller to give up with or abandon.)
-async fn restore_seen_failed(env: &common::Env, m: i64) -> transitions::Lease {
+async fn restore_seen_failed(env: &engine::Env, m: i64) -> transitions::Lease {
     let runner = dispatch::new_owner_id();
     let claimed = dispatch::claim(&env.pool, &runner, 16).await.unwrap();
     assert_eq!(claimed.len(), 1);
@@ -222,7 +223,7 @@ async fn restore_seen_failed(env: &common::Env, m: i64) -> transitions::Lease {
 
 gantry_testkit::timed_test! {
     async fn a_restore_whose_container_failed_at_once_is_reclaimed_again() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let m = reclaimed(&env, &alice, "napper").await;
@@ -250,7 +251,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_restore_resumed_after_its_container_failed_ends_reclaimed() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let m = reclaimed(&env, &alice, "napper").await;
@@ -273,7 +274,7 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn a_restart_that_finished_after_the_pass_read_the_machine_calls_its_reclaim_off() {
         use gantry_platform::machines::{self, OperationRequest};
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let m = env.admissions.create(env.create(&alice, "sleepy", 1)).await.unwrap().machine_id;

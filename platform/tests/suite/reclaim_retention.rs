@@ -4,7 +4,8 @@
 //! one is refused with the numbers and changes nothing; a restart that
 //! shortens the retention below the saved windows is flagged.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_core::{rebalance::HotSettings, reclaim::ReclaimSettings};
 use gantry_platform::{
@@ -22,7 +23,7 @@ fn with_windows(idle: i64, hot: i64) -> Settings {
 
 gantry_testkit::timed_test! {
     async fn a_window_longer_than_the_raw_samples_kept_is_refused_and_changes_nothing() {
-        let env = common::env("simulated", 1, 1).await;
+        let env = engine::env("simulated", 1, 1).await;
         let root = admin(&env.pool).await;
         assert!(reclaim::note_raw_retention(&env.pool, 3 * 3600).await.unwrap().is_empty(), "the defaults (2 h, 10 min) fit in 3 h");
         let before = reclaim::load_settings(&env.pool).await.unwrap();
@@ -48,7 +49,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_restart_keeping_fewer_samples_than_the_saved_windows_says_so() {
-        let env = common::env("simulated", 1, 1).await;
+        let env = engine::env("simulated", 1, 1).await;
         let root = admin(&env.pool).await;
         reclaim::note_raw_retention(&env.pool, 24 * 3600).await.unwrap();
         reclaim::save_settings(&env.pool, &root, &with_windows(12 * 3600, 600)).await.unwrap();

@@ -5,8 +5,8 @@
 //! and leaves it reclaimed), a cancelled snapshot is marked failed, and a
 //! reclaimed machine (no container) leaves its node's CPU and memory free.
 
-use crate::common;
 use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_platform::{
     compute::{self, Command},
@@ -15,13 +15,13 @@ use gantry_platform::{
 };
 use reclaim_common::*;
 
-async fn gpu_of(env: &common::Env, machine: i64) -> i64 {
+async fn gpu_of(env: &engine::Env, machine: i64) -> i64 {
     env.scalar(&format!("SELECT gpu_id FROM machine_gpus WHERE machine_id = {machine}")).await
 }
 
 gantry_testkit::timed_test! {
     async fn warnings_exemptions_failures_and_cancels() {
-        let env = common::env("simulated", 4, 4).await;
+        let env = engine::env("simulated", 4, 4).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
@@ -101,18 +101,18 @@ gantry_testkit::timed_test! {
     async fn a_reclaimed_machine_leaves_its_nodes_cpu_and_memory_to_compute_tasks() {
         // The env's node: 2 CPUs and 1024 MB; a dev machine asks for all
         // the CPUs and half the memory, so a job must wait for it.
-        let env = common::env("simulated", 2, 4).await;
+        let env = engine::env("simulated", 2, 4).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
-        common::torch_catalogue(&env, &root).await;
+        engine::torch_catalogue(&env, &root).await;
         short_settings(&env.pool, &root, 0, 0).await;
         let mut dev = env.create(&alice, "idle-box", 1);
         dev.cpu_millis = Some(2000);
         dev.memory_mb = Some(512);
         let dev = env.admissions.create(dev).await.unwrap().machine_id;
         env.drive().await;
-        let job = compute::submit(&env.pool, &env.admissions, &alice, &common::compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
+        let job = compute::submit(&env.pool, &env.admissions, &alice, &engine::compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
         assert_eq!(job.state, "pending", "the dev machine holds the node's CPUs: {}", job.message);
 
         // Idle: warned, then (grace 0) reclaimed — its container is gone.

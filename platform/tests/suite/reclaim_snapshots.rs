@@ -4,8 +4,8 @@
 //! once its machine is deleted or a newer reclaim replaced it. A user
 //! snapshot becomes a machine's image only when a reinstall from it runs.
 
-use crate::common;
 use crate::reclaim_common::*;
+use gantry_testkit::engine;
 
 use gantry_core::task::TaskKind;
 use gantry_platform::{
@@ -17,7 +17,7 @@ use gantry_platform::{
 
 /// Warns machine `m` with a passed deadline, queues its reclaim and runs
 /// it: returns the reclaim snapshot it is now restored from.
-pub(crate) async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
+pub(crate) async fn reclaim_now(env: &engine::Env, m: i64) -> i64 {
     let t = now();
     assert!(transitions::reclaim::warn(&env.pool, m, t - 1, "idle").await.unwrap());
     transitions::reclaim::queue(&env.pool, m, t, None, "idle reclaim").await.unwrap().expect("queued");
@@ -26,27 +26,27 @@ pub(crate) async fn reclaim_now(env: &common::Env, m: i64) -> i64 {
     env.scalar(&format!("SELECT restore_snapshot_id FROM machines WHERE id = {m}")).await
 }
 
-pub(crate) async fn running(env: &common::Env, who: &User, name: &str) -> i64 {
+pub(crate) async fn running(env: &engine::Env, who: &User, name: &str) -> i64 {
     let m = env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id;
     env.drive().await;
     assert_eq!(machine_state(&env.pool, m).await.0, "running");
     m
 }
 
-pub(crate) async fn sim_env() -> (common::Env, SimulatedExecutor, User) {
-    let env = common::env("simulated", 4, 4).await;
+pub(crate) async fn sim_env() -> (engine::Env, SimulatedExecutor, User) {
+    let env = engine::env("simulated", 4, 4).await;
     let sim = SimulatedExecutor::new();
     env.use_executor(Executor::from(sim.clone()));
     let alice = env.user("alice", "ml-team").await;
     (env, sim, alice)
 }
 
-async fn image_of(env: &common::Env, snapshot: i64) -> String {
+async fn image_of(env: &engine::Env, snapshot: i64) -> String {
     env.text(&format!("SELECT image_ref FROM snapshots WHERE id = {snapshot}")).await
 }
 
 /// Rows that a refused request must leave as they were.
-pub(crate) async fn counts(env: &common::Env) -> (i64, i64, i64, String) {
+pub(crate) async fn counts(env: &engine::Env) -> (i64, i64, i64, String) {
     (
         env.scalar("SELECT COUNT(*) FROM machines").await,
         env.scalar("SELECT COUNT(*) FROM tasks").await,
@@ -170,7 +170,7 @@ gantry_testkit::timed_test! {
 /// image the only copy of the machine's files (its container's id is still
 /// recorded and its GPU still held: only the last commit clears and
 /// releases them). The snapshot's id and image.
-async fn reclaim_failed_after_removing_the_container(env: &common::Env, m: i64) -> (i64, String) {
+async fn reclaim_failed_after_removing_the_container(env: &engine::Env, m: i64) -> (i64, String) {
     let snap = reclaim_now(env, m).await;
     let image = image_of(env, snap).await;
     for sql in [

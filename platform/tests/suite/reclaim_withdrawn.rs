@@ -5,7 +5,8 @@
 //! not outlive its machine, and a failed reclaim waits before it is tried
 //! again instead of failing at every pass. Simulated engine.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_core::task::TaskKind;
 use gantry_platform::{
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 /// Running machines of `who`'s, each warned with a passed deadline and
 /// its reclaim queued (not claimed): (machine, reclaim task) each.
-async fn queued(env: &common::Env, who: &gantry_platform::accounts::User, names: &[&str]) -> Vec<(i64, i64)> {
+async fn queued(env: &engine::Env, who: &gantry_platform::accounts::User, names: &[&str]) -> Vec<(i64, i64)> {
     let mut made = Vec::new();
     for name in names {
         made.push(env.admissions.create(env.create(who, name, 1)).await.unwrap().machine_id);
@@ -37,16 +38,16 @@ async fn queued(env: &common::Env, who: &gantry_platform::accounts::User, names:
     out
 }
 
-async fn deadline(env: &common::Env, m: i64) -> Option<i64> {
+async fn deadline(env: &engine::Env, m: i64) -> Option<i64> {
     sqlx::query_scalar("SELECT reclaim_deadline FROM machines WHERE id = ?").bind(m).fetch_one(&env.pool).await.unwrap()
 }
 
-async fn snapshot_state(env: &common::Env, task: i64) -> String {
+async fn snapshot_state(env: &engine::Env, task: i64) -> String {
     env.text(&format!("SELECT s.state FROM snapshots s JOIN tasks t ON json_extract(t.payload, '$.snapshot_id') = s.id WHERE t.id = {task}")).await
 }
 
 /// The machine is as it was: running, its GPU held, its container there.
-async fn untouched(env: &common::Env, sim: &SimulatedExecutor, m: i64) {
+async fn untouched(env: &engine::Env, sim: &SimulatedExecutor, m: i64) {
     let (state, message) = machine_state(&env.pool, m).await;
     assert_eq!(state, "running", "{message}");
     assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {m}")).await, 1);
@@ -56,7 +57,7 @@ async fn untouched(env: &common::Env, sim: &SimulatedExecutor, m: i64) {
 
 gantry_testkit::timed_test! {
     async fn an_extension_busy_gpus_or_an_exemption_cancel_the_queued_reclaim() {
-        let env = common::env("simulated", 4, 4).await;
+        let env = engine::env("simulated", 4, 4).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
@@ -91,7 +92,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_claimed_reclaim_refuses_an_extension_and_its_runner_stops_when_exempted() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
@@ -120,7 +121,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_reclaim_resumed_after_its_commit_stops_when_the_warning_went() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;
@@ -151,7 +152,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn an_admin_cancel_withdraws_the_warning_so_the_next_pass_does_not_requeue() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;
@@ -178,7 +179,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_warning_goes_with_a_deleted_or_lost_machine() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let mut warned = Vec::new();
@@ -220,7 +221,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_failed_reclaim_waits_before_it_is_tried_again() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         let sim = SimulatedExecutor::new();
         env.use_executor(Executor::from(sim.clone()));
         let alice = env.user("alice", "ml-team").await;

@@ -6,9 +6,9 @@
 //! a machine made or restored from the deleted one named an unrelated
 //! snapshot as its origin.
 
-use crate::common;
 use crate::reclaim_common::{machine_state, task_outcome};
 use crate::reclaim_snapshots::{reclaim_now, running, sim_env};
+use gantry_testkit::engine;
 
 use gantry_core::task::TaskKind;
 use gantry_platform::{
@@ -19,13 +19,13 @@ use gantry_platform::{
 use sqlx::migrate::Migrator;
 use std::borrow::Cow;
 
-async fn image_ref(env: &common::Env, snapshot: i64) -> String {
+async fn image_ref(env: &engine::Env, snapshot: i64) -> String {
     env.text(&format!("SELECT image_ref FROM snapshots WHERE id = {snapshot}")).await
 }
 
 /// What machine `m` says it came from: its from_snapshot_id (or none) and
 /// the tag of the image it was made from.
-async fn lineage(env: &common::Env, m: i64) -> (Option<i64>, String) {
+async fn lineage(env: &engine::Env, m: i64) -> (Option<i64>, String) {
     sqlx::query_as(
         "SELECT m.from_snapshot_id, i.reference FROM machines m JOIN images i ON i.id = m.image_id WHERE m.id = ?",
     )
@@ -35,7 +35,7 @@ async fn lineage(env: &common::Env, m: i64) -> (Option<i64>, String) {
     .unwrap()
 }
 
-async fn delete_machine(env: &common::Env, who: &gantry_platform::accounts::User, m: i64) {
+async fn delete_machine(env: &engine::Env, who: &gantry_platform::accounts::User, m: i64) {
     let del = machines::request_operation(
         &env.pool,
         who,

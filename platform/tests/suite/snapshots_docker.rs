@@ -3,14 +3,14 @@
 //! the group's snapshot quota; delete refused while a machine is made
 //! from it, then the image removed; another group's snapshots are not found.
 
-use crate::common;
 use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_core::task::TaskKind;
 use gantry_platform::{machines, snapshots, PlatformError};
 use reclaim_common::*;
 
-async fn delete_machine(env: &common::Env, who: &gantry_platform::accounts::User, id: i64) {
+async fn delete_machine(env: &engine::Env, who: &gantry_platform::accounts::User, id: i64) {
     let t = machines::request_operation(
         &env.pool,
         who,
@@ -24,7 +24,7 @@ async fn delete_machine(env: &common::Env, who: &gantry_platform::accounts::User
 
 gantry_testkit::timed_test! {
     async fn snapshot_then_new_machine_and_reinstall_from_it() {
-        let env = common::docker_env(4, 4).await;
+        let env = engine::docker_env(4, 4).await;
         let alice = env.user("alice", "ml-team").await;
         let ex = env.executor().await;
         let made = env.admissions.create(env.create(&alice, "source", 1)).await.unwrap();

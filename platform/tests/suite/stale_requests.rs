@@ -7,10 +7,10 @@
 //! who owns snapshots is not moved; a job machine is no user's to snapshot
 //! or reinstall from a snapshot.
 
-use crate::common;
 use crate::compute_sim::sim_compute_env;
+use gantry_testkit::engine;
 
-use common::compute_job;
+use engine::compute_job;
 use gantry_platform::{
     accounts,
     compute::{self, Command},

@@ -3,7 +3,8 @@
 //! reclaim would keep an idle machine past its extensions for ever); an
 //! admin can.
 
-use crate::{common, reclaim_common};
+use crate::reclaim_common;
+use gantry_testkit::engine;
 
 use gantry_platform::{
     executor::{Executor, SimulatedExecutor},
@@ -13,7 +14,7 @@ use reclaim_common::{admin, task_outcome};
 
 gantry_testkit::timed_test! {
     async fn the_owner_cannot_cancel_a_reclaim_or_a_rebalance_but_an_admin_can() {
-        let env = common::env("simulated", 2, 2).await;
+        let env = engine::env("simulated", 2, 2).await;
         env.use_executor(Executor::from(SimulatedExecutor::new()));
         let alice = env.user("alice", "ml-team").await;
         let root = admin(&env.pool).await;

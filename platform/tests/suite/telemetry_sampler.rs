@@ -1,7 +1,7 @@
 //! The sampler with the simulated source, the chart and overview queries,
 //! and the admin's pattern setting, against a real SQLite file.
 
-use crate::telemetry_common;
+use gantry_testkit::telemetry::fixture;
 
 use gantry_core::telemetry::{simulate, view::HeatCell, ChartRange, SimPattern, HOUR_MS, MINUTE_MS};
 use gantry_platform::telemetry::{self, overview, query, rollup, store};
@@ -10,7 +10,7 @@ const T0: i64 = 1_700_002_800_000;
 
 gantry_testkit::timed_test! {
     async fn a_pass_reads_every_gpu_with_its_holders_pattern_and_free_gpus_read_idle() {
-        let f = telemetry_common::fixture(4).await;
+        let f = fixture(4).await;
         let g = &f.gpu_ids;
         let hot = f.machine("hot", "running", &g[0..2], Some("hot")).await;
         let stopped = f.machine("stopped", "stopped", &g[2..3], Some("training")).await;
@@ -35,7 +35,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn an_admin_sets_a_machines_pattern_and_bad_patterns_change_nothing() {
-        let f = telemetry_common::fixture(1).await;
+        let f = fixture(1).await;
         let m = f.machine("m", "running", &f.gpu_ids, None).await;
         let err = overview::set_sim_pattern(&f.pool, f.user_id, m, Some("melting")).await.unwrap_err();
         assert!(err.to_string().contains("unknown simulated pattern \"melting\""), "{err}");
@@ -55,7 +55,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn charts_read_raw_for_an_hour_and_rollups_beyond_and_overview_counts_gpu_hours() {
-        let f = telemetry_common::fixture(3).await;
+        let f = fixture(3).await;
         let m = f.machine("train", "running", &f.gpu_ids[0..2], Some("training")).await;
         // Two hours of passes every 10 s.
         for step in 0..(2 * 360) {
@@ -126,7 +126,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn held_gpu_hours_over_a_day_count_no_more_than_a_day() {
-        let f = telemetry_common::fixture(1).await;
+        let f = fixture(1).await;
         let g = f.gpu_ids[0];
         let m = f.machine("always", "running", &[g], None).await;
         // Held for 48 whole hours, every minute, before an hour 59 minutes old.

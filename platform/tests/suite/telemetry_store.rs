@@ -1,7 +1,8 @@
 //! Telemetry storage against a real SQLite file with the real migrations:
 //! batched inserts, window reads, rollups, pruning and attribution.
 
-use crate::telemetry_common;
+use gantry_testkit::install::Install;
+use gantry_testkit::telemetry::fixture;
 
 use gantry_core::telemetry::{Retention, HOUR_MS, MINUTE_MS};
 use gantry_platform::{
@@ -9,13 +10,6 @@ use gantry_platform::{
     telemetry::{self, rollup, store, GpuSample},
 };
 use std::collections::BTreeMap;
-
-async fn fresh_db() -> (tempfile::TempDir, db::Pool) {
-    let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-    db::migrate(&pool).await.unwrap();
-    (dir, pool)
-}
 
 /// Raw samples stored, settled and recent.
 async fn raw_count(pool: &db::Pool) -> i64 {
@@ -42,7 +36,7 @@ fn sample(gpu_id: i64, at_ms: i64, machine_id: Option<i64>, util: f64) -> GpuSam
 
 gantry_testkit::timed_test! {
     async fn inserted_samples_read_back_ordered_by_gpu_then_time() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         // More rows than one INSERT statement carries, out of order.
         let mut samples: Vec<GpuSample> = (0..1000).map(|i| sample(1 + i % 3, (i / 3) * 10_000, Some(7), (i % 100) as f64)).collect();
         samples.reverse();
@@ -62,7 +56,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_batch_with_an_invalid_sample_writes_nothing() {
-        let (_dir, pool) = fresh_db().await;
+        let Install { dir: _dir, pool } = Install::new().await;
         let mut batch = vec![sample(1, 0, None, 10.0), sample(1, 10_000, None, 20.0)];
         batch.push(GpuSample { util_pct: f64::NAN, ..sample(1, 20_000, None, 0.0) });
         let err = telemetry::insert_samples(&pool, &batch).await.unwrap_err();
@@ -136,7 +130,7 @@ async fn assert_rollup_matches(pool: &db::Pool, table: &str, expected: &BTreeMap
 
 gantry_testkit::timed_test! {
     async fn rollups_equal_the_aggregates_of_the_raw_samples_however_they_are_stepped() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let (a, b) = (f.machine("a", "running", &[], None).await, f.machine("b", "running", &[], None).await);
         let samples = series(&f.gpu_ids, a, b);
         telemetry::insert_samples(&f.pool, &samples).await.unwrap();
@@ -165,7 +159,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn attribution_survives_the_gpu_moving_to_another_machine_and_deletion() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let g = f.gpu_ids[0];
         let a = f.machine("a", "running", &[g], Some("hot")).await;
         telemetry::sample_once(&f.pool, T0).await.unwrap();
@@ -186,7 +180,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn pruning_keeps_each_resolution_for_its_retention_and_never_drops_unrolled_samples() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let samples = series(&f.gpu_ids, 1, 2);
         telemetry::insert_samples(&f.pool, &samples).await.unwrap();
         let now = T0 + 150 * MINUTE_MS;
@@ -214,7 +208,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn roll_up_resumes_where_it_stopped_and_leaves_the_open_minute() {
-        let f = telemetry_common::fixture(1).await;
+        let f = fixture(1).await;
         telemetry::insert_samples(&f.pool, &series(&f.gpu_ids, 1, 2)[..60]).await.unwrap();
         // 60 samples = 10 minutes from T0. At T0 + 5 min 40 s, minutes 0..5
         // are closed and past the lag.
@@ -231,7 +225,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_batch_committed_after_its_minutes_were_rolled_up_is_rolled_in() {
-        let f = telemetry_common::fixture(1).await;
+        let f = fixture(1).await;
         let gpu = f.gpu_ids[0];
         telemetry::insert_samples(&f.pool, &series(&f.gpu_ids, 1, 2)[..60]).await.unwrap();
         assert_eq!(rollup::roll_up(&f.pool, T0 + 5 * MINUTE_MS + 40_000, HOUR_MS).await.unwrap(), 5);
@@ -256,7 +250,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn settled_samples_move_once_read_the_same_and_late_samples_replace_instead_of_doubling() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let mut samples = series(&f.gpu_ids, 1, 2);
         telemetry::insert_samples(&f.pool, &samples).await.unwrap();
         let end = T0 + 150 * MINUTE_MS;
@@ -289,7 +283,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn pruning_removes_the_history_of_deleted_gpus_too() {
-        let f = telemetry_common::fixture(2).await;
+        let f = fixture(2).await;
         let (gone, kept) = (f.gpu_ids[0], f.gpu_ids[1]);
         let samples = series(&f.gpu_ids, 1, 2);
         telemetry::insert_samples(&f.pool, &samples).await.unwrap();

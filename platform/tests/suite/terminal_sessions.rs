@@ -3,13 +3,13 @@
 //! terminal — are closed by that server's watcher instead of staying open
 //! (renewed, and out of an admin's reach) until the process stops.
 
-use crate::common;
+use gantry_testkit::engine;
 
 use gantry_platform::workspace::sessions::{self, Registry};
 
 gantry_testkit::timed_test! {
     async fn a_session_row_no_terminal_holds_is_closed_by_its_own_server() {
-        let env = common::env("simulated", 1, 1).await;
+        let env = engine::env("simulated", 1, 1).await;
         let alice = env.user("alice", "ml-team").await;
         let m = env.admissions.create(env.create(&alice, "box", 1)).await.unwrap().machine_id;
         env.drive().await;

@@ -5,7 +5,7 @@
 //! The engine is a stub on a Unix socket that refuses or drops the create,
 //! so the failure is certain; the loop devices are the host's (root).
 
-use crate::common;
+use gantry_testkit::engine;
 
 use gantry_platform::executor::{loopdev, DockerExecutor, ExecError, Executor, Limits, MachineSpec};
 use std::{path::Path, sync::Arc};
@@ -86,7 +86,7 @@ fn spec(volume: &str) -> MachineSpec {
         name: "m".into(),
         owner: "alice".into(),
         group: "ml-team".into(),
-        image: common::IMAGE.into(),
+        image: engine::IMAGE.into(),
         gpu_uuids: Vec::new(),
         gpu_indexes: Vec::new(),
         volume_name: volume.into(),
@@ -102,7 +102,7 @@ gantry_testkit::timed_test! {
         if loopdev::enabled().is_err() {
             panic!("loop volumes need root with losetup and mkfs.ext4: {:?}", loopdev::enabled());
         }
-        let _devices = common::loop_devices().read().await;
+        let _devices = engine::loop_devices().read().await;
         let dir = tempfile::tempdir().unwrap();
         let volumes = dir.path().join("volumes");
         let socket = dir.path().join("docker.sock");

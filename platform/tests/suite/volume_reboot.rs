@@ -2,7 +2,7 @@
 //! machine's volume is detached behind Gantry's back. The next start
 //! re-attaches the right image (the data is still there); a device that now
 //! holds another file is refused, never mounted. It has the host's loop
-//! devices to itself (`common::docker_env_alone`), so no other test of the
+//! devices to itself (`engine::docker_env_alone`), so no other test of the
 //! suite grabs the freed device in between.
 //!
 //! And the other side of a reboot: a new volume never takes a device a
@@ -10,7 +10,7 @@
 //! (`Executor::check_volumes`) re-attaches a stopped machine's own image
 //! before the engine mounts it, or refuses a device holding another file.
 
-use crate::common;
+use gantry_testkit::engine;
 
 use gantry_core::task::TaskKind;
 use gantry_platform::{
@@ -33,7 +33,7 @@ gantry_testkit::timed_test! {
         if loopdev::enabled().is_err() {
             panic!("loop volumes need root with losetup and mkfs.ext4: {:?}", loopdev::enabled());
         }
-        let env = common::docker_env_alone(1, 1).await;
+        let env = engine::docker_env_alone(1, 1).await;
         let alice = env.user("alice", "ml-team").await;
         let exec = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
         let made = env.admissions.create(env.create(&alice, "rebooted", 1)).await.unwrap();
@@ -95,7 +95,7 @@ gantry_testkit::timed_test! {
         if loopdev::enabled().is_err() {
             panic!("loop volumes need root with losetup and mkfs.ext4: {:?}", loopdev::enabled());
         }
-        let env = common::docker_env_alone(2, 2).await;
+        let env = engine::docker_env_alone(2, 2).await;
         let alice = env.user("alice", "ml-team").await;
         let exec = env.dispatcher.fleet.executor(&env.pool, env.node_id).await.unwrap();
         let volumes = env.dir.path().join("volumes");

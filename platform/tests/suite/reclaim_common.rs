@@ -1,6 +1,5 @@
 //! What the reclaim, rebalance and snapshot tests share: short settings,
 //! sampled series at injected times, and reading a machine's row.
-#![allow(dead_code)]
 
 use gantry_core::{rebalance::HotSettings, reclaim::ReclaimSettings};
 use gantry_platform::{
@@ -99,13 +98,13 @@ pub async fn admin(pool: &Pool) -> User {
 /// gone, before the GPUs go back: (env, engine, alice, machine, task),
 /// the task left `running` under the dead runner's lease.
 pub async fn reclaim_died_after_removing_the_container(
-) -> (crate::common::Env, gantry_platform::executor::SimulatedExecutor, User, i64, i64) {
+) -> (gantry_testkit::engine::Env, gantry_platform::executor::SimulatedExecutor, User, i64, i64) {
     use gantry_platform::{
         dispatch,
         executor::{Executor, SimulatedExecutor},
         now, transitions,
     };
-    let env = crate::common::env("simulated", 2, 2).await;
+    let env = gantry_testkit::engine::env("simulated", 2, 2).await;
     let sim = SimulatedExecutor::new();
     env.use_executor(Executor::from(sim.clone()));
     let alice = env.user("alice", "ml-team").await;
