@@ -4,9 +4,20 @@
 //! its test binary, so no other test's memory (argon2 hashes a password
 //! in 19 MiB) is counted.
 
-mod datasets_support;
+use gantry_testkit::{
+    datasets::{limits, pattern, pattern_sha, start},
+    raw_http::raw,
+};
 
-use datasets_support::*;
+/// This process's `field` of /proc/self/status (the server runs in it), in KiB.
+fn status_kib(field: &str) -> u64 {
+    let text = std::fs::read_to_string("/proc/self/status").unwrap();
+    text.lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
 
 gantry_testkit::timed_test! {
     limit = 600;

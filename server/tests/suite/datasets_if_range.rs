@@ -44,7 +44,7 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn a_download_while_a_replace_moves_its_copies_is_refused_for_that_moment() {
         let scratch = tempfile::tempdir().unwrap();
-        let region = std::sync::Arc::new(Stepped::new(scratch.path()));
+        let region = std::sync::Arc::new(Hooked::new("test store", scratch.path()));
         let s = start_with(limits(), Some(region.clone())).await;
         let http = reqwest::Client::new();
         let res = http.put(s.file_url("f")).bearer_auth(&s.alice_token).body("AAAAAAAAAA").send().await.unwrap();
@@ -55,7 +55,7 @@ gantry_testkit::timed_test! {
         // store's key holds the new bytes, the listed row the old file's.
         let (entered, at_move) = tokio::sync::oneshot::channel();
         let (go, wait_go) = tokio::sync::oneshot::channel::<()>();
-        region.before_rename(async move {
+        region.on_rename.before_once(async move {
             let _ = entered.send(());
             let _ = wait_go.await;
         });
@@ -80,20 +80,15 @@ gantry_testkit::timed_test! {
         assert_eq!(replace.await.unwrap().unwrap().status(), StatusCode::CREATED);
         let res = http.get(s.file_url("f")).bearer_auth(&s.alice_token).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
-        assert_eq!(res.headers()["etag"], format!("\"{}\"", sha256_hex(b"BBBBBBBBBBBB")));
+        assert_eq!(res.headers()["etag"], format!("\"{}\"", sha(b"BBBBBBBBBBBB")));
         assert_eq!(res.text().await.unwrap(), "BBBBBBBBBBBB");
     }
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 gantry_testkit::timed_test! {
     async fn a_download_that_read_the_row_before_a_replace_reads_again_and_sends_the_new_file_under_its_tag() {
         let scratch = tempfile::tempdir().unwrap();
-        let central = std::sync::Arc::new(Stepped::new(scratch.path()));
+        let central = std::sync::Arc::new(Hooked::new("test store", scratch.path()));
         let s = start_with_stores(limits(), Some(central.clone()), None).await;
         let http = reqwest::Client::new();
         let res = http.put(s.file_url("f")).bearer_auth(&s.alice_token).body("AAAAAAAAAA").send().await.unwrap();
@@ -103,7 +98,7 @@ gantry_testkit::timed_test! {
         // file when a whole replace runs: it opens the new bytes.
         let (entered, at_open) = tokio::sync::oneshot::channel();
         let (go, wait_go) = tokio::sync::oneshot::channel::<()>();
-        central.before_get(async move {
+        central.on_get.before_once(async move {
             let _ = entered.send(());
             let _ = wait_go.await;
         });
@@ -116,7 +111,7 @@ gantry_testkit::timed_test! {
         // sends the new file under the new file's tag and length.
         let res = download.await.unwrap().unwrap();
         assert_eq!(res.status(), StatusCode::OK);
-        assert_eq!(res.headers()["etag"], format!("\"{}\"", sha256_hex(b"BBBBBBBBBBBB")));
+        assert_eq!(res.headers()["etag"], format!("\"{}\"", sha(b"BBBBBBBBBBBB")));
         assert_eq!(res.headers()["content-length"], "12");
         assert_eq!(res.text().await.unwrap(), "BBBBBBBBBBBB");
     }

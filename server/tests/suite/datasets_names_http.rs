@@ -3,10 +3,10 @@
 //! (percent-encoded: a CJK character takes 9 bytes) or hide characters
 //! that display as nothing (a Unicode tag after a visible name).
 
-use crate::{datasets_support, expect_continue};
+use crate::datasets_support;
 
 use datasets_support::*;
-use expect_continue::{open, First};
+use gantry_testkit::raw_http::{open, First};
 
 fn enc(name: &str) -> String {
     name.bytes()

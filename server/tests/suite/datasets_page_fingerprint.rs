@@ -7,18 +7,13 @@
 //! file chosen again still continues; scripts that send no fingerprint
 //! keep finding their upload by name and length.
 
-use crate::datasets_support::{limits, start, Server};
+use crate::datasets_support::{limits, sha, start, Server};
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
 const FILE_A: &str = "1700000000000-aaaaaaaaaaaaaaaa";
 const FILE_B: &str = "1700000099999-bbbbbbbbbbbbbbbb";
 const URL: &str = "/api/v1/datasets/coco/versions/v1/uploads/same.bin";
-
-fn sha_hex(data: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
-}
 
 async fn begin(s: &Server, c: &Client, fingerprint: Option<&str>) -> (StatusCode, Option<String>, String) {
     let mut req = c.post(s.url(URL)).header("Upload-Length", "10");
@@ -60,7 +55,7 @@ gantry_testkit::timed_test! {
         assert_eq!(status, StatusCode::CREATED);
         let res = patch(&s, &alice, FILE_B, 0, b"BBBBBBBBBB").await;
         assert_eq!(res.status(), StatusCode::CREATED);
-        assert_eq!(listed_sha(&s, &alice).await, sha_hex(b"BBBBBBBBBB"));
+        assert_eq!(listed_sha(&s, &alice).await, sha(b"BBBBBBBBBB"));
         assert_eq!(std::fs::read(s.region.join("coco/v1/images/same.bin")).unwrap(), b"BBBBBBBBBB");
         assert_eq!(std::fs::read(s.central.join("coco/v1/images/same.bin")).unwrap(), b"BBBBBBBBBB");
         assert_eq!(s.count("SELECT COUNT(*) FROM dataset_uploads").await, 0);
@@ -80,7 +75,7 @@ gantry_testkit::timed_test! {
         assert_eq!((status, offset.as_deref()), (StatusCode::OK, Some("5")));
         let res = alice.patch(s.url(URL)).header("Upload-Offset", "5").body("56789").send().await.unwrap();
         assert_eq!(res.status(), StatusCode::CREATED);
-        assert_eq!(listed_sha(&s, &alice).await, sha_hex(b"0123456789"));
+        assert_eq!(listed_sha(&s, &alice).await, sha(b"0123456789"));
     }
 }
 

@@ -94,7 +94,7 @@ gantry_testkit::timed_test! {
 gantry_testkit::timed_test! {
     async fn a_patch_of_an_upload_cancelled_meanwhile_begins_nothing() {
         let scratch = tempfile::tempdir().unwrap();
-        let region = Arc::new(Stepped::new(scratch.path()));
+        let region = Arc::new(Hooked::new("test store", scratch.path()));
         let s = start_with(limits(), Some(region.clone())).await;
         let http = reqwest::Client::new();
         let url = s.url(&format!("{UPLOADS}/a.bin"));
@@ -105,7 +105,7 @@ gantry_testkit::timed_test! {
         // how much of it the stores hold.
         let stores = Datasets::new(Arc::new(DirStore::new(&s.central)), HashMap::new(), Some(s.dir.path().join("regions")), limits());
         let (pool, alice) = (s.pool.clone(), s.alice.clone());
-        region.before_temp_len(async move { datasets::cancel_upload(&pool, &stores, &alice, "coco", "v1", "a.bin").await.unwrap() });
+        region.on_temp_len.before_once(async move { datasets::cancel_upload(&pool, &stores, &alice, "coco", "v1", "a.bin").await.unwrap() });
         let res = http.patch(&url).bearer_auth(&s.alice_token).header("upload-offset", "0").body("0123456789").send().await.unwrap();
         assert_eq!(res.status(), StatusCode::NOT_FOUND, "{}", res.text().await.unwrap());
 

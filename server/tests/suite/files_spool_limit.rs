@@ -7,12 +7,10 @@
 //!
 //! Needs `bash scripts/dockerd.sh && bash scripts/demo-image.sh`, like `terminal`.
 
-use crate::{
-    expect_continue::{open, First},
-    terminal::{env, sign_in, PASSWORD},
-};
+use crate::terminal::{env, sign_in, PASSWORD};
 use gantry_core::task::TaskKind;
 use gantry_platform::workspace::Limits;
+use gantry_testkit::raw_http::{open, First};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,

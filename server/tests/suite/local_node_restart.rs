@@ -51,9 +51,7 @@ fn node_args(executor: &str) -> NodeArgs {
 }
 
 async fn pool(dir: &tempfile::TempDir) -> db::Pool {
-    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-    db::migrate(&pool).await.unwrap();
-    pool
+    gantry_testkit::install::database(dir.path()).await
 }
 
 /// The node as the previous run left it: a Docker node with one running

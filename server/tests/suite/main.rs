@@ -5,15 +5,15 @@
 //! `cargo test -p server --features app/ssr --test suite security_signin::`.
 //! `datasets_memory` stays a binary of its own: it measures this process's
 //! resident memory, which other tests running beside it would add to.
+//!
+//! What these tests share with the platform's (installations, the router on
+//! port 0, signed-in clients, raw HTTP, the fault-injecting store) is in
+//! `gantry-testkit`; `common`, `datasets_support` and `security_support`
+//! are the server's own starts of it.
 
-#[path = "../common/mod.rs"]
 mod common;
-#[path = "../datasets_support/mod.rs"]
 mod datasets_support;
-#[path = "../security_support/mod.rs"]
 mod security_support;
-#[path = "../telemetry_common/mod.rs"]
-mod telemetry_common;
 
 mod accounts_lifecycle;
 mod api_v1;

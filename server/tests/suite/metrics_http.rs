@@ -3,13 +3,13 @@
 
 use crate::common;
 use crate::security_support;
-use crate::telemetry_common;
+use gantry_testkit::telemetry;
 
 use common::TestServer;
 use gantry_server::{router, routes::metrics, security::Security};
 
 async fn node_with_a_hot_machine(server: &TestServer) {
-    telemetry_common::cluster(&server.pool, "admin", "hot", 1).await;
+    telemetry::cluster(&server.pool, "admin", "hot", 1).await;
 }
 
 fn value(text: &str, line_start: &str) -> f64 {
@@ -73,7 +73,7 @@ gantry_testkit::timed_test! {
     async fn a_lost_nodes_gpus_have_no_gauges_and_the_node_counts_as_lost() {
         let dir = tempfile::tempdir().unwrap();
         let server = TestServer::start(&dir).await;
-        let cluster = telemetry_common::cluster(&server.pool, "admin", "hot", 1).await;
+        let cluster = telemetry::cluster(&server.pool, "admin", "hot", 1).await;
         // The machine is made by SQL: count its GPU as admission would, so
         // marking the node lost can refund it.
         sqlx::query("UPDATE groups SET gpus_in_use = 1 WHERE name = 'default'").execute(&server.pool).await.unwrap();

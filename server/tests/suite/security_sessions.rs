@@ -131,12 +131,12 @@ gantry_testkit::timed_test! {
         let cookie = gantry_testkit::session_cookie(res.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok())).expect("a session cookie");
         let origin = format!("http://{}", server.addr);
         let headers = [("Cookie", cookie.clone()), ("Origin", origin.clone()), ("Content-Type", "application/x-www-form-urlencoded".to_string())];
-        let mut running = crate::expect_continue::body_wanted(server.addr, "POST", "/api/my_quota", &headers, 3).await;
+        let mut running = gantry_testkit::raw_http::body_wanted(server.addr, "POST", "/api/my_quota", &headers, 3).await;
 
         let signed_out = reqwest::Client::new().post(server.url("/api/logout")).header("Cookie", &cookie).header("Origin", &origin).send().await.unwrap();
         assert!(signed_out.status().is_success(), "{}", signed_out.status());
         tokio::io::AsyncWriteExt::write_all(&mut running, b"a=1").await.unwrap();
-        let answered = crate::expect_continue::reply(running).await;
+        let answered = gantry_testkit::raw_http::reply(running).await;
         assert!(answered.status < 500, "{answered:?}");
 
         let again = reqwest::Client::new().post(server.url("/api/my_quota")).header("Cookie", &cookie).header("Origin", &origin).send().await.unwrap();

@@ -100,19 +100,9 @@ gantry_testkit::timed_test! {
 /// first `first` bytes: returns once the server reads the body (it
 /// answered `100 Continue`), so the upload is under way.
 async fn start_upload(env: &Env, cookie: &str, machine_id: i64, size: usize, first: usize) -> tokio::net::TcpStream {
-    let mut sock = tokio::net::TcpStream::connect(env.addr).await.unwrap();
-    let head = format!(
-        "PUT /machines/{machine_id}/files?path=up.bin HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\nContent-Length: {size}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
-        env.addr
-    );
-    sock.write_all(head.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    while !answer.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8; 1];
-        assert_eq!(sock.read(&mut byte).await.unwrap(), 1, "the server answered: {}", String::from_utf8_lossy(&answer));
-        answer.push(byte[0]);
-    }
-    assert!(answer.starts_with(b"HTTP/1.1 100"), "{}", String::from_utf8_lossy(&answer));
+    let path = format!("/machines/{machine_id}/files?path=up.bin");
+    let headers = [("Cookie", cookie.to_string())];
+    let mut sock = gantry_testkit::raw_http::body_wanted(env.addr, "PUT", &path, &headers, size as u64).await;
     sock.write_all(&vec![7u8; first]).await.unwrap();
     sock
 }

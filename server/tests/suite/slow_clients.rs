@@ -22,6 +22,8 @@ use gantry_server::http::{
     limits::lift_body_deadline,
     serve::{serve_connections, ConnLimits},
 };
+use gantry_testkit::install::Install;
+use gantry_testkit::raw_http::read_to_close;
 use hyper_util::rt::TokioIo;
 use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc, time::Duration};
 use tokio::{
@@ -146,18 +148,6 @@ async fn send(addr: SocketAddr, request: &str) -> TcpStream {
     tcp
 }
 
-/// Reads until the server closes the connection; what it sent before.
-async fn read_to_close(tcp: &mut TcpStream) -> String {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match tcp.read(&mut buf).await {
-            Ok(0) | Err(_) => return String::from_utf8_lossy(&got).into_owned(),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-}
-
 /// Reads one whole response with a known short body.
 async fn read_response(tcp: &mut TcpStream, ends_with: &str) -> String {
     let mut got = Vec::new();
@@ -261,9 +251,7 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn the_real_router_answers_a_silent_sign_in_body_408() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = gantry_platform::db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-        gantry_platform::db::migrate(&pool).await.unwrap();
+        let Install { dir, pool } = Install::new().await;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let opts = gantry_server::router::Options { site_root: dir.path().join("site"), site_addr: addr, secure_cookies: false, public_origin: None, page_cache_ms: gantry_server::router::PAGE_CACHE_MS };

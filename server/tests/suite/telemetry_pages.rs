@@ -4,7 +4,7 @@
 
 use crate::common;
 use crate::security_support;
-use crate::telemetry_common;
+use gantry_testkit::telemetry;
 
 use common::{login, TestServer, ADMIN_PASSWORD};
 use gantry_core::Role;
@@ -29,7 +29,7 @@ gantry_testkit::timed_test! {
     async fn the_machine_page_renders_its_gpu_charts_without_javascript() {
         let dir = tempfile::tempdir().unwrap();
         let server = TestServer::start(&dir).await;
-        let c = telemetry_common::cluster(&server.pool, "admin", "training", 90).await;
+        let c = telemetry::cluster(&server.pool, "admin", "training", 90).await;
         let admin = server.client();
         assert_eq!(login(&server, &admin, "admin", ADMIN_PASSWORD).await.status(), StatusCode::OK);
 
@@ -71,7 +71,7 @@ gantry_testkit::timed_test! {
     async fn chart_data_is_refused_to_others_and_bad_ranges_change_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let server = TestServer::start(&dir).await;
-        let c = telemetry_common::cluster(&server.pool, "admin", "idle", 3).await;
+        let c = telemetry::cluster(&server.pool, "admin", "idle", 3).await;
         server.add_user("bob", "password-bob-1", Role::User).await;
         let bob = server.client();
         assert_eq!(login(&server, &bob, "bob", "password-bob-1").await.status(), StatusCode::OK);

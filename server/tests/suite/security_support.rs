@@ -1,10 +1,11 @@
 //! A Gantry router started with explicit security settings (trusted proxy,
 //! a manual session clock, a small argon2 gate) for the security and
-//! account tests, next to the plain `common::TestServer`.
-#![allow(dead_code)]
+//! account tests, next to the plain `common::TestServer`; the installation
+//! and the router on port 0 are `gantry_testkit`'s.
 
 use gantry_platform::{db, fleet::Fleet, machines::Admissions, password::Gate, workspace::Limits};
 use gantry_server::{bootstrap, router, security::Security};
+use gantry_testkit::{install, serve::Served};
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 pub const ADMIN_PASSWORD: &str = "admin-password-1";
@@ -12,8 +13,7 @@ pub const ADMIN_PASSWORD: &str = "admin-password-1";
 pub struct Secured {
     pub addr: SocketAddr,
     pub pool: db::Pool,
-    pub security: Security,
-    task: tokio::task::JoinHandle<()>,
+    served: Served,
 }
 
 /// A gate with room for `size` verifications and a minute of queue: every
@@ -23,83 +23,51 @@ pub fn gate(size: usize) -> Arc<Gate> {
 }
 
 pub async fn start(dir: &tempfile::TempDir, security: Security, secure_cookies: bool) -> Secured {
-    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-    db::migrate(&pool).await.unwrap();
+    let pool = install::database(dir.path()).await;
     bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let site = dir.path().join("site");
     std::fs::create_dir_all(site.join("pkg")).unwrap();
-    let opts = router::Options {
-        site_root: site,
-        site_addr: addr,
-        secure_cookies,
-        public_origin: None,
-        page_cache_ms: router::PAGE_CACHE_MS,
-    };
-    let dispatch = Arc::new(tokio::sync::Notify::new());
-    let admissions = Admissions::start(pool.clone(), dispatch.clone());
-    let app = router::build_secured(
-        opts,
-        security.clone(),
-        Limits::default(),
-        pool.clone(),
-        admissions,
-        dispatch,
-        Fleet::new(),
-    )
-    .await
-    .unwrap();
-    let task = tokio::spawn(async move {
-        router::serve(listener, app).await.unwrap();
-    });
-    Secured { addr, pool, security, task }
+    let router_pool = pool.clone();
+    let served = Served::start(site, secure_cookies, |opts| async move {
+        let dispatch = Arc::new(tokio::sync::Notify::new());
+        let admissions = Admissions::start(router_pool.clone(), dispatch.clone());
+        router::build_secured(opts, security, Limits::default(), router_pool, admissions, dispatch, Fleet::new())
+            .await
+            .unwrap()
+    })
+    .await;
+    Secured { addr: served.addr, pool, served }
 }
 
 impl Secured {
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
+        self.served.url(path)
     }
 
     /// A browser-like client (cookies, no redirects, this site as Origin).
     pub fn client(&self) -> reqwest::Client {
-        client_with(self.addr, None)
+        self.served.client()
     }
 
     /// The same, as seen through a proxy that says the client is `forwarded`.
     pub fn client_from(&self, forwarded: &str) -> reqwest::Client {
-        client_with(self.addr, Some(forwarded))
+        gantry_testkit::serve::browser(self.addr, Some(forwarded))
     }
 
     /// Signs in through the server function, as the hydrated page does.
     pub async fn login(&self, client: &reqwest::Client, user: &str, password: &str) -> reqwest::Response {
-        client.post(self.url("/api/login")).form(&[("username", user), ("password", password)]).send().await.unwrap()
+        gantry_testkit::serve::sign_in(client, self.addr, user, password).await
     }
 
     pub async fn add_user(&self, name: &str, password: &str, role: gantry_core::Role) -> i64 {
-        use gantry_platform::accounts::{create_user, NewUser};
-        create_user(&self.pool, None, NewUser { username: name, password, role, group: None }).await.unwrap().id
+        install::user(&self.pool, name, password, role, None).await.id
     }
 }
 
 impl Drop for Secured {
     fn drop(&mut self) {
-        self.task.abort();
+        self.served.stop();
     }
-}
-
-fn client_with(addr: SocketAddr, forwarded: Option<&str>) -> reqwest::Client {
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert(reqwest::header::ORIGIN, format!("http://{addr}").parse().unwrap());
-    if let Some(f) = forwarded {
-        headers.insert("x-forwarded-for", f.parse().unwrap());
-    }
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .default_headers(headers)
-        .build()
-        .unwrap()
 }
 
 /// Standard base64 with the URL-safe alphabet, as Leptos encodes `__err`.

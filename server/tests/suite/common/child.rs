@@ -2,7 +2,7 @@
 //! the whole binary (background services, restarts, two processes on one
 //! database). Killed by its PID when dropped.
 
-use super::client_for;
+use gantry_testkit::serve::browser;
 use reqwest::StatusCode;
 use std::{
     net::SocketAddr,
@@ -73,7 +73,7 @@ pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&st
         command.env(k, v);
     }
     let child = command.spawn().expect("start gantry serve");
-    let client = client_for(addr);
+    let client = browser(addr, None);
     // A separate process: polling its health route is the only signal.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -85,12 +85,7 @@ pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&st
         assert!(Instant::now() < deadline, "gantry serve on {addr} did not answer /healthz within 60 s");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let login = client
-        .post(format!("http://{addr}/api/login"))
-        .form(&[("username", "admin"), ("password", admin_password)])
-        .send()
-        .await
-        .unwrap();
+    let login = gantry_testkit::serve::sign_in(&client, addr, "admin", admin_password).await;
     assert_eq!(login.status(), StatusCode::OK);
     ChildServer { child, addr, client }
 }
