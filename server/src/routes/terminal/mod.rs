@@ -23,8 +23,10 @@
 //! as a slow ssh client does); input is written through as it arrives;
 //! WebSocket buffers are small and messages capped.
 
+mod bridge;
 pub mod close_code;
 mod resize;
+mod session;
 mod slots;
 
 pub use slots::{Full, Slot, Slots};
@@ -32,30 +34,21 @@ pub use slots::{Full, Slot, Slots};
 use crate::routes::workspace::{enter, exec_error, executor, internal, refusal, refuse, Watched, WsState};
 use app::{api::auth::ClientAddress, error::RequestId};
 use axum::{
-    extract::{
-        ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade},
-        ConnectInfo, FromRequestParts, Path, Query, Request, State,
-    },
+    extract::{ws::WebSocketUpgrade, ConnectInfo, FromRequestParts, Path, Query, Request, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     Json,
 };
-use futures_util::{SinkExt, StreamExt};
 use gantry_platform::{
     db::Pool,
     executor::{
         inside::{ProcessState, Shell, TtySize},
-        ContainerStatus, ExecError, Executor,
+        ExecError, Executor,
     },
-    workspace::{sessions, sessions::Registration, CloseCause, CloseReason},
+    workspace::sessions,
 };
 use serde::Deserialize;
-use std::{
-    net::SocketAddr,
-    sync::atomic::{AtomicU64, Ordering},
-    time::{Duration, Instant},
-};
-use tokio::io::AsyncWriteExt;
+use std::{net::SocketAddr, time::Duration};
 
 /// Largest message the browser may send (a paste).
 const MAX_MESSAGE: usize = 1 << 20;
@@ -64,17 +57,6 @@ const MAX_MESSAGE: usize = 1 << 20;
 pub struct TermQuery {
     cols: Option<u16>,
     rows: Option<u16>,
-}
-
-#[derive(Deserialize)]
-struct Control {
-    resize: Option<Resize>,
-}
-
-#[derive(Deserialize)]
-struct Resize {
-    cols: u16,
-    rows: u16,
 }
 
 pub async fn terminal(
@@ -172,7 +154,7 @@ pub async fn terminal(
         .max_frame_size(MAX_MESSAGE)
         // A failed upgrade drops the closure: `Cleanup` hangs the shell up
         // and closes the session.
-        .on_upgrade(move |socket| run(socket, shell, guard, registration, slot, ctx, stopped))
+        .on_upgrade(move |socket| session::run(socket, shell, guard, registration, slot, ctx, stopped))
 }
 
 /// Where the terminal was opened from, for its session row and audit line:
@@ -220,184 +202,6 @@ struct Ctx {
     request_id: Option<String>,
     /// The browser session that opened it: the terminal ends with it.
     session: Watched,
-}
-
-enum End {
-    ShellEnded,
-    EngineError(ExecError),
-    ClientClosed,
-    Signal(CloseReason),
-    Idle,
-}
-
-async fn run(
-    socket: WebSocket,
-    shell: Shell,
-    mut guard: Cleanup,
-    mut registration: Registration,
-    slot: Slot,
-    ctx: Ctx,
-    stopped: impl std::future::Future<Output = ()>,
-) {
-    let (mut tx, mut rx) = socket.split();
-    let Shell { exec_id, mut output, mut input, .. } = shell;
-    let started = Instant::now();
-    // Milliseconds since `started` of the last byte in either direction.
-    let last = AtomicU64::new(0);
-    let touch = || last.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-    let mut stopped = std::pin::pin!(stopped);
-
-    let (wanted_size, resizer) = resize::channel();
-    let end = {
-        // A resize the engine fails is only a wrongly sized screen.
-        let (exec, exec_id) = (&ctx.exec, &exec_id);
-        let resizing = resizer.run(|size| async move {
-            let _ = exec.resize_shell(exec_id, size).await;
-        });
-        let pump_out = async {
-            while let Some(chunk) = output.next().await {
-                match chunk {
-                    Ok(bytes) => {
-                        touch();
-                        if tx.send(Message::Binary(bytes)).await.is_err() {
-                            return End::ClientClosed;
-                        }
-                    }
-                    Err(e) => return End::EngineError(e),
-                }
-            }
-            End::ShellEnded
-        };
-        let pump_in = async {
-            while let Some(msg) = rx.next().await {
-                match msg {
-                    Ok(Message::Binary(bytes)) => {
-                        touch();
-                        if input.write_all(&bytes).await.is_err() || input.flush().await.is_err() {
-                            // The engine closed its side: the output pump sees why.
-                            std::future::pending::<()>().await;
-                        }
-                    }
-                    Ok(Message::Text(text)) => {
-                        if let Ok(Control { resize: Some(r) }) = serde_json::from_str::<Control>(text.as_str()) {
-                            wanted_size.set(TtySize::new(r.cols, r.rows));
-                        }
-                    }
-                    Ok(Message::Close(_)) | Err(_) => return End::ClientClosed,
-                    Ok(_) => {}
-                }
-            }
-            End::ClientClosed
-        };
-        let signal = async {
-            loop {
-                if let Some(reason) = registration.closed.borrow_and_update().clone() {
-                    return End::Signal(reason);
-                }
-                if registration.closed.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
-        let idle = async {
-            loop {
-                let quiet = Duration::from_millis(started.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed));
-                if quiet >= ctx.idle {
-                    return End::Idle;
-                }
-                tokio::time::sleep(ctx.idle - quiet).await;
-            }
-        };
-        tokio::select! {
-            e = pump_out => e,
-            e = pump_in => e,
-            _ = resizing => unreachable!("the resizer waits for ever once the input pump ends"),
-            e = signal => e,
-            e = idle => e,
-            ended = ctx.session.wait() => End::Signal(ended.close_reason()),
-            _ = stopped.as_mut() => End::Signal(CloseReason::new(CloseCause::ServerStopping, "the server is shutting down")),
-        }
-    };
-
-    let (reason, shell_gone) = match end {
-        End::ShellEnded => (why_ended(&ctx, &exec_id).await, true),
-        End::EngineError(e) => (engine_failure(&e, ctx.request_id.as_deref(), guard.session), false),
-        End::ClientClosed => (CloseReason::new(CloseCause::Normal, "closed by the browser"), false),
-        End::Signal(reason) => (reason, false),
-        End::Idle => (
-            CloseReason::new(
-                CloseCause::Idle,
-                format!(
-                    "closed after {} with nothing typed or printed",
-                    sessions::duration_text(ctx.idle.as_secs() as i64)
-                ),
-            ),
-            false,
-        ),
-    };
-    tracing::info!(session = ?guard.session, machine = %ctx.machine, code = close_code::of(reason.cause), reason = %reason.text, "terminal closed");
-    // Recorded (and the shell hung up) before the browser hears of it, so
-    // whoever sees the close frame sees the closed session too.
-    // The row is closed before the session leaves the registry: the
-    // watcher closes rows of this process that no terminal holds.
-    guard.finish(&reason.text, !shell_gone).await;
-    drop(registration);
-    drop(slot);
-    let frame = CloseFrame { code: close_code::of(reason.cause), reason: close_text(&reason.text).into() };
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        let _ = tx.send(Message::Close(Some(frame))).await;
-        let _ = tx.close().await;
-    })
-    .await;
-}
-
-/// The shell's output ended: the machine's row says whether it stopped,
-/// restarts or is being deleted (each moves the row before the engine
-/// acts); a row still "running" means the container stopped on its own or
-/// the shell exited.
-async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
-    let state = gantry_platform::workspace::terminal_state(&ctx.pool, ctx.machine_id).await.ok().flatten();
-    match state.as_deref() {
-        Some("running") => {}
-        Some(other) => return CloseReason::for_state(&ctx.machine, other),
-        None => return CloseReason::for_state(&ctx.machine, "deleted"),
-    }
-    if let Ok(c) = ctx.exec.inspect_container(&ctx.container).await {
-        match c.status {
-            ContainerStatus::Running => {}
-            ContainerStatus::Missing => return CloseReason::for_state(&ctx.machine, "deleted"),
-            _ => return CloseReason::for_state(&ctx.machine, "stopped"),
-        }
-    }
-    match ctx.exec.shell_state(exec_id).await {
-        Ok(ProcessState::Exited(code)) => {
-            CloseReason::new(CloseCause::Normal, format!("the shell exited (code {code})"))
-        }
-        _ => CloseReason::new(CloseCause::Normal, "the shell exited"),
-    }
-}
-
-/// The close reason when the shell's output stream fails. The engine's
-/// error names its endpoint (an address inside the cluster: "Docker Engine
-/// at tcp://10.…:2376 is unreachable: …") and the connection's innards: it
-/// goes to the log, with the upgrade request's id; the browser (and the
-/// session's recorded reason) gets a plain sentence naming that id.
-fn engine_failure(e: &ExecError, request_id: Option<&str>, session: Option<i64>) -> CloseReason {
-    let request_id = request_id.unwrap_or("none");
-    tracing::warn!(request_id, ?session, error = %e, "a terminal's connection to its engine failed");
-    CloseReason::new(
-        CloseCause::Error,
-        format!("the connection to the machine's node was lost; the error has been logged (request id {request_id})"),
-    )
-}
-
-/// A close frame's reason is at most 123 bytes.
-fn close_text(text: &str) -> String {
-    let mut end = text.len().min(123);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
 }
 
 /// Hangs the shell up and closes the session row, on every path: at the
@@ -468,29 +272,5 @@ async fn cleanup(
         if let Err(e) = sessions::close(&pool, session, &reason).await {
             tracing::warn!(error = %e, session, "could not record a terminal's close");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use gantry_platform::{executor::ExecError, workspace::CloseCause};
-
-    #[test]
-    fn an_unreachable_engine_is_not_named_in_the_close_frame() {
-        let e = ExecError::Unavailable("Docker Engine at tcp://10.1.2.3:2376 is unreachable: reset".into());
-        let reason = super::engine_failure(&e, Some("3f00aa11bb22cc33"), Some(7));
-        assert_eq!(reason.cause, CloseCause::Error);
-        let text = super::close_text(&reason.text);
-        assert!(!text.contains("tcp://") && !text.contains("10.1.2.3") && !text.contains("reset"), "{text}");
-        assert!(text.contains("logged") && text.contains("3f00aa11bb22cc33"), "says where the detail went: {text}");
-        // Any other engine error's text stays out too (it may name paths).
-        let reason = super::engine_failure(&ExecError::Failed("read /var/lib/docker/x: i/o error".into()), None, None);
-        assert!(!reason.text.contains("/var/lib") && reason.text.contains("logged"), "{}", reason.text);
-    }
-
-    #[test]
-    fn close_reasons_fit_a_frame() {
-        assert_eq!(super::close_text(&"é".repeat(100)).len(), 122);
-        assert_eq!(super::close_text("short"), "short");
     }
 }
