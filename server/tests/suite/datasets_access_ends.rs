@@ -7,11 +7,11 @@
 //! upload answers why and keeps nothing of that request; the download is
 //! cut short.
 
-use crate::{datasets_support, expect_continue};
+use crate::datasets_support;
 
 use datasets_support::*;
-use expect_continue::{body_wanted, reply};
 use gantry_platform::{accounts, tokens};
+use gantry_testkit::raw_http::{body_wanted, reply};
 use tokio::io::AsyncWriteExt;
 
 const MIB: u64 = 1 << 20;

@@ -213,13 +213,11 @@ fn serve_args(argv: &[&str]) -> Result<gantry_server::config::ServeArgs, clap::E
 
 gantry_testkit::timed_test! {
     async fn the_public_origin_is_read_as_browsers_send_it_and_a_malformed_one_refused_at_start() {
-        use gantry_platform::db;
         use gantry_server::{bootstrap, router};
+        use gantry_testkit::install::Install;
         // As an operator writes it: a trailing slash, capitals.
         let args = serve_args(&["--public-origin", "https://Gantry.Example.ORG/"]).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-        db::migrate(&pool).await.unwrap();
+        let Install { dir, pool } = Install::new().await;
         bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

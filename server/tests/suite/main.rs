@@ -28,7 +28,6 @@ mod datasets_names_http;
 mod datasets_page_fingerprint;
 mod datasets_page_resume;
 mod datasets_refusals_http;
-mod expect_continue;
 mod files_after_reboot;
 mod files_spool_limit;
 mod first_run;

@@ -23,6 +23,7 @@ use gantry_platform::{
     workspace::{sessions, Limits},
 };
 use gantry_server::{bootstrap, router, routes::terminal::close_code, security::Security};
+use gantry_testkit::{install::Install, serve::Served};
 use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
 use std::{net::SocketAddr, sync::Arc};
@@ -71,9 +72,7 @@ pub(crate) async fn env(limits: Limits) -> Env {
 
 /// [`env`] with explicit security settings (e.g. behind a trusted proxy).
 pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
-    let dir = tempfile::tempdir().unwrap();
-    let pool = db::connect_file(&dir.path().join("gantry.db")).await.unwrap();
-    db::migrate(&pool).await.unwrap();
+    let Install { dir, pool } = Install::new().await;
     bootstrap::ensure_admin(&pool, "admin", Some(ADMIN_PASSWORD)).await.unwrap();
     let node = format!("node-{:08x}", rand::random::<u32>());
     let found = gpus::simulated(&node, &SimulatedGpus { count: 4, model: "SIM-A100".into(), memory_mb: 1024 });
@@ -123,20 +122,12 @@ pub(crate) async fn env_secured(limits: Limits, security: Security) -> Env {
     let wake = Arc::new(Notify::new());
     let admissions = Admissions::start(pool.clone(), wake.clone());
     let dispatcher = Dispatcher::new(pool.clone(), Fleet::new(), wake.clone(), 4);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let opts = router::Options {
-        site_root: dir.path().join("site"),
-        site_addr: addr,
-        secure_cookies: false,
-        public_origin: None,
-        page_cache_ms: router::PAGE_CACHE_MS,
-    };
-    let app =
-        router::build_secured(opts, security, limits, pool.clone(), admissions.clone(), wake, dispatcher.fleet.clone())
-            .await
-            .unwrap();
-    tokio::spawn(async move { router::serve(listener, app).await.unwrap() });
+    let (router_pool, router_admissions, fleet) = (pool.clone(), admissions.clone(), dispatcher.fleet.clone());
+    let served = Served::start(dir.path().join("site"), false, |opts| async move {
+        router::build_secured(opts, security, limits, router_pool, router_admissions, wake, fleet).await.unwrap()
+    })
+    .await;
+    let addr = served.addr;
     Env { _dir: dir, pool, addr, admissions, dispatcher, instance, node_id, alice, admin }
 }
 
