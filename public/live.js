@@ -1,7 +1,7 @@
 // Gantry's pages are rendered on the server only; this module makes them
 // live without shipping the pages to the browser. It
 //  - follows links and posts forms with fetch, and puts the answer into the
-//    page with `morph` (what the user typed, ticked or focused stays where
+//    page with Idiomorph (what the user typed, ticked or focused stays where
 //    the server's HTML did not change it);
 //  - refreshes a page that has a `[data-live]` element: every 2 s while one
 //    says "busy", every 10 s otherwise; never while the tab is hidden (a
@@ -11,164 +11,103 @@
 //    hydrates islands that a later answer brings.
 // Without JavaScript every link and form still works as plain HTML.
 
+import { Idiomorph } from "/vendor/idiomorph.js";
+
 const BUSY_MS = 2000;
 const IDLE_EVERY = 5;
 
 // ---- morph: make the page's DOM match new HTML, keeping what it can ----
+// Idiomorph (npm, served at /vendor/idiomorph.js) does the keyed morph;
+// what it may change is decided here.
 
 // Rows that can move (a row added above) are matched by `data-key`, an id
 // or their `data-name` (the rows of every list carry one), so what was
-// typed into a row stays with that row.
-function keyOf(node) {
-  if (node.nodeType !== Node.ELEMENT_NODE) return null;
-  const key = node.getAttribute("data-key");
-  if (key) return "k:" + key;
-  if (node.id) return "#" + node.id;
-  const name = node.getAttribute("data-name");
-  return name ? node.tagName + ":" + name : null;
-}
+// typed into a row stays with that row. Idiomorph matches by id, and an
+// element by the ids inside it (a card, a table holding the same rows is
+// the same container, wherever it moved): for the morph, a keyed row gets
+// an id made of its tag, `data-testid` and key (unique in its page).
+const KEY_ID = "gantry~";
 
-function sameKind(a, b) {
-  if (a.nodeType !== b.nodeType) return false;
-  if (a.nodeType !== Node.ELEMENT_NODE) return true;
-  return a.tagName === b.tagName && a.getAttribute("type") === b.getAttribute("type") && !keyOf(a) && !keyOf(b);
+function keyRows(root) {
+  const seen = new Map();
+  for (const el of root.querySelectorAll("[data-key]:not([id]),[data-name]:not([id])")) {
+    if (el.closest("leptos-island,[data-gantry-terminal],[data-gantry-logs]")) continue;
+    const key = el.getAttribute("data-key");
+    const name = key ? "k:" + key : "n:" + el.getAttribute("data-name");
+    const base = KEY_ID + encodeURIComponent([el.tagName, el.getAttribute("data-testid") || "", name].join("|"));
+    const n = (seen.get(base) || 0) + 1;
+    seen.set(base, n);
+    el.id = n === 1 ? base : base + "~" + n;
+  }
 }
 
 function islandKey(el) {
   return el.getAttribute("data-component") + "\u0000" + (el.getAttribute("data-props") || "");
 }
 
-function morphAttributes(from, to) {
-  for (const attr of Array.from(from.attributes)) {
-    // An open <details> is the user's choice, not the server's.
-    if (attr.name === "open" && from.tagName === "DETAILS") continue;
-    if (!to.hasAttribute(attr.name)) from.removeAttribute(attr.name);
-  }
-  for (const attr of Array.from(to.attributes)) {
-    if (from.getAttribute(attr.name) !== attr.value) from.setAttribute(attr.name, attr.value);
-  }
+// What the user set: changed here only as attributes, which move what a
+// control shows only until the user edits it (the browser's dirty flag), so
+// a refresh never overwrites what is being typed, ticked or chosen.
+const USER_SET = { INPUT: ["value", "checked"], TEXTAREA: ["value"], OPTION: ["selected"] };
+
+function morphCallbacks(replaced) {
+  return {
+    beforeNodeMorphed(from, to) {
+      if (from.nodeType !== Node.ELEMENT_NODE) return true;
+      // The terminal and the followed log belong to workspace.js.
+      if (from.hasAttribute("data-gantry-terminal") || from.hasAttribute("data-gantry-logs")) return false;
+      // An island owns its DOM; it is replaced only when its props change.
+      // A control of another type is another control. (Replaced after the
+      // morph: Idiomorph goes on from this node.)
+      const island = from.tagName === "LEPTOS-ISLAND";
+      const other = island
+        ? islandKey(from) !== islandKey(to)
+        : from.tagName === "INPUT" && from.getAttribute("type") !== to.getAttribute("type");
+      if (other) replaced.push([from, to]);
+      return !other && !island;
+    },
+    beforeAttributeUpdated(name, el, how) {
+      // An open <details> is the user's choice, not the server's.
+      if (name === "open" && how === "remove" && el.tagName === "DETAILS") return false;
+      return !USER_SET[el.tagName]?.includes(name);
+    },
+    afterNodeMorphed(from, to) {
+      if (from.tagName !== "INPUT" && from.tagName !== "OPTION") return;
+      for (const name of USER_SET[from.tagName]) {
+        const value = to.getAttribute(name);
+        if (value === null) from.removeAttribute(name);
+        else if (from.getAttribute(name) !== value) from.setAttribute(name, value);
+      }
+    },
+  };
 }
 
-function morphNode(from, to) {
-  if (from.nodeType !== Node.ELEMENT_NODE) {
-    if (from.nodeValue !== to.nodeValue) from.nodeValue = to.nodeValue;
-    return from;
-  }
-  // The terminal and the followed log belong to workspace.js.
-  if (from.hasAttribute("data-gantry-terminal") || from.hasAttribute("data-gantry-logs")) return from;
-  if (from.tagName === "LEPTOS-ISLAND") {
-    // An island owns its DOM; it is replaced only when its props change.
-    if (islandKey(from) === islandKey(to)) return from;
-    const fresh = adopt(to);
-    from.replaceWith(fresh);
-    return fresh;
-  }
-  morphAttributes(from, to);
-  // Setting the `value`/`checked` attributes above changes what a control
-  // shows only until the user edits it (the browser's dirty flag), so a
-  // refresh never overwrites what is being typed.
-  morphChildren(from, to);
-  return from;
-}
-
-// A node the old page did not have. Scripts from parsed HTML never run, so
-// a script it brings (`/vendor/gantry-workspace.js`) is made afresh, once.
-function adopt(node) {
-  const copy = document.importNode(node, true);
-  if (copy.nodeType !== Node.ELEMENT_NODE) return copy;
-  if (copy.tagName === "SCRIPT") return runnable(copy);
-  for (const old of Array.from(copy.querySelectorAll("script"))) old.replaceWith(runnable(old));
-  return copy;
-}
-
-function runnable(script) {
-  const src = script.getAttribute("src");
-  if (!src || loadedScripts.has(src)) return script;
-  loadedScripts.add(src);
-  const fresh = document.createElement("script");
-  for (const attr of Array.from(script.attributes)) fresh.setAttribute(attr.name, attr.value);
-  return fresh;
-}
-
+// Scripts from parsed HTML never run, so a script a new page brings
+// (`/vendor/gantry-workspace.js`) is made afresh, once.
 const loadedScripts = new Set(Array.from(document.querySelectorAll("script[src]"), (s) => s.getAttribute("src")));
 
-// The keyed rows inside an element: two containers (a card, a table)
-// holding the same rows are the same container, wherever it moved.
-let keysInside = new WeakMap(); // afresh for every morph
-function innerKeys(el) {
-  if (el.nodeType !== Node.ELEMENT_NODE) return null;
-  let keys = keysInside.get(el);
-  if (!keys) {
-    keys = new Set();
-    for (const d of el.querySelectorAll("[data-key],[id],[data-name]")) keys.add(keyOf(d));
-    keysInside.set(el, keys);
-  }
-  return keys;
-}
-
-function overlaps(a, b) {
-  if (!a || !b) return false;
-  for (const k of a) if (b.has(k)) return true;
-  return false;
-}
-
-function morphChildren(parent, source) {
-  const incoming = Array.from(source.childNodes);
-  const wanted = new Set();
-  for (const n of incoming) {
-    const k = keyOf(n);
-    if (k) wanted.add(k);
-  }
-  const keyed = new Map();
-  for (const n of Array.from(parent.childNodes)) {
-    const k = keyOf(n);
-    if (!k) continue;
-    if (wanted.has(k) && !keyed.has(k)) keyed.set(k, n);
-    else n.remove();
-  }
-  let cursor = parent.firstChild;
-  incoming.forEach((next, i) => {
-    const k = keyOf(next);
-    let match = null;
-    if (k) {
-      match = keyed.get(k) || null;
-      keyed.delete(k);
-    } else {
-      const mine = innerKeys(next);
-      // The old container that holds this one's rows, if it is further on
-      // (something new was put above it)...
-      if (mine && mine.size) {
-        for (let c = cursor; c && !match; c = c.nextSibling) {
-          if (!keyOf(c) && sameKind(c, next) && overlaps(innerKeys(c), mine)) match = c;
-        }
-      }
-      // ...else the one in its place, unless that holds rows a later one has.
-      if (!match && cursor && sameKind(cursor, next)) {
-        const theirs = innerKeys(cursor);
-        const later = theirs && theirs.size && incoming.slice(i + 1).some((n) => !keyOf(n) && overlaps(theirs, innerKeys(n)));
-        if (!later) match = cursor;
-      }
-    }
-    if (match) {
-      if (match === cursor) cursor = cursor.nextSibling;
-      else parent.insertBefore(match, cursor);
-      morphNode(match, next);
-    } else {
-      parent.insertBefore(adopt(next), cursor);
-    }
-  });
-  while (cursor) {
-    const after = cursor.nextSibling;
-    cursor.remove();
-    cursor = after;
+function runNewScripts() {
+  for (const script of document.body.querySelectorAll("script[src]")) {
+    const src = script.getAttribute("src");
+    if (loadedScripts.has(src)) continue;
+    loadedScripts.add(src);
+    const fresh = document.createElement("script");
+    for (const attr of Array.from(script.attributes)) fresh.setAttribute(attr.name, attr.value);
+    script.replaceWith(fresh);
   }
 }
 
 function morphDocument(html) {
   const doc = new DOMParser().parseFromString(html, "text/html");
-  keysInside = new WeakMap();
   if (doc.title !== document.title) document.title = doc.title;
-  morphChildren(document.body, doc.body);
+  keyRows(document.body);
+  keyRows(doc.body);
+  const replaced = [];
+  // The body's own attributes (`data-hydrated`, `data-polls`) are live.js'.
+  Idiomorph.morph(document.body, doc.body.childNodes, { morphStyle: "innerHTML", callbacks: morphCallbacks(replaced) });
+  for (const [from, to] of replaced) if (from.isConnected) from.replaceWith(document.importNode(to, true));
+  for (const el of document.body.querySelectorAll(`[id^="${KEY_ID}"]`)) el.removeAttribute("id");
+  runNewScripts();
   liftNoJsBoxes();
   hydrateIslands();
 }

@@ -1,8 +1,8 @@
-//! Copies xterm.js (npm `@xterm/xterm`, `@xterm/addon-fit`, installed by
-//! `scripts/setup.sh` with `npm ci`) into the build, so the binary serves
-//! the terminal's files itself (no CDN, nothing fetched at run time). When
-//! they are missing the build still succeeds and `/vendor/xterm.js` answers
-//! 404 with what to run.
+//! Copies xterm.js (npm `@xterm/xterm`, `@xterm/addon-fit`) and Idiomorph's
+//! ES module (npm `idiomorph`, the DOM morph of `public/live.js`), installed
+//! by `scripts/setup.sh` with `npm ci`, into the build, so the binary serves
+//! them itself (no CDN, nothing fetched at run time). When one is missing the
+//! build still succeeds and `/vendor/<name>` answers 404 with what to run.
 
 use std::{env, fs, path::PathBuf};
 
@@ -10,6 +10,7 @@ const FILES: &[(&str, &str)] = &[
     ("xterm.js", "node_modules/@xterm/xterm/lib/xterm.js"),
     ("xterm.css", "node_modules/@xterm/xterm/css/xterm.css"),
     ("addon-fit.js", "node_modules/@xterm/addon-fit/lib/addon-fit.js"),
+    ("idiomorph.js", "node_modules/idiomorph/dist/idiomorph.esm.js"),
 ];
 
 fn main() {
@@ -22,7 +23,15 @@ fn main() {
         let bytes = match fs::read(&src) {
             Ok(b) => b,
             Err(_) => {
-                println!("cargo:warning={} is missing: run `npm ci` (scripts/setup.sh does) and rebuild, or the browser terminal is unavailable", src.display());
+                println!(
+                    "cargo:warning={} is missing: run `npm ci` (scripts/setup.sh does) and rebuild, or {}",
+                    src.display(),
+                    if *name == "idiomorph.js" {
+                        "live.js does not run (pages work as plain HTML)"
+                    } else {
+                        "the browser terminal is unavailable"
+                    }
+                );
                 Vec::new()
             }
         };

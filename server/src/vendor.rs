@@ -1,6 +1,7 @@
-//! `/vendor/{file}`: the browser terminal's files, compiled into the
-//! binary — xterm.js and its fit add-on from npm (copied by `build.rs`) and
-//! Gantry's own glue (`assets/workspace.js`). Revalidated by ETag.
+//! `/vendor/{file}`: browser libraries compiled into the binary — the
+//! terminal's xterm.js and its fit add-on and Idiomorph (the DOM morph that
+//! `public/live.js` imports), all from npm (copied by `build.rs`), and the
+//! terminal's glue (`assets/workspace.js`). Revalidated by ETag.
 
 use axum::{
     extract::Path,
@@ -13,6 +14,7 @@ static XTERM_JS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xterm.js"));
 static XTERM_CSS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/xterm.css"));
 static FIT_JS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/addon-fit.js"));
 static WORKSPACE_JS: &[u8] = include_bytes!("../assets/workspace.js");
+static IDIOMORPH_JS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/idiomorph.js"));
 
 fn file(name: &str) -> Option<(&'static [u8], &'static str, usize)> {
     Some(match name {
@@ -20,13 +22,14 @@ fn file(name: &str) -> Option<(&'static [u8], &'static str, usize)> {
         "xterm.css" => (XTERM_CSS, "text/css; charset=utf-8", 1),
         "addon-fit.js" => (FIT_JS, "text/javascript; charset=utf-8", 2),
         "gantry-workspace.js" => (WORKSPACE_JS, "text/javascript; charset=utf-8", 3),
+        "idiomorph.js" => (IDIOMORPH_JS, "text/javascript; charset=utf-8", 4),
         _ => return None,
     })
 }
 
 /// FNV-1a of the contents, computed once per file.
 fn etag(slot: usize, bytes: &[u8]) -> &'static str {
-    static TAGS: [OnceLock<String>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static TAGS: [OnceLock<String>; 5] = [const { OnceLock::new() }; 5];
     TAGS[slot].get_or_init(|| {
         let mut h: u64 = 0xcbf29ce484222325;
         for b in bytes {
