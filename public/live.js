@@ -183,9 +183,10 @@ async function navigate(request, { push = true, form = null } = {}) {
   if (navigation !== controller) return;
   navigation = null;
   const url = new URL(response.url);
-  // A refused form keeps what was typed (its error comes back in the
-  // URL); one that worked starts empty, as the server renders it.
-  if (form && !url.searchParams.has("__err")) form.reset();
+  // A refused form keeps what was typed (the page that says why is marked
+  // by the server: X-Gantry-Outcome); one that worked starts empty, as the
+  // server renders it.
+  if (form && response.headers.get("X-Gantry-Outcome") !== "refused") form.reset();
   const samePage = url.pathname === location.pathname;
   if (push && url.href !== location.href) history.pushState(null, "", url.href);
   else if (!push || url.href !== location.href) history.replaceState(null, "", url.href);

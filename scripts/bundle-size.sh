@@ -3,7 +3,8 @@
 # wasm built with the `wasm-release` profile (opt-level z, fat LTO, one
 # codegen unit, panic=abort), bound by wasm-bindgen and shrunk by
 # `wasm-opt -Oz` as cargo-leptos does, plus the JS glue, the CSS and
-# `live.js` (every page loads it; the wasm only pages with islands) — raw,
+# `live.js` with the Idiomorph module it imports (every page loads both; the
+# wasm only pages with islands) — raw,
 # gzip -9 and brotli -q 11. A figure, not a test: nothing here fails on size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +24,11 @@ wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sig
 mv "$out/gantry_bg.opt.wasm" "$out/gantry_bg.wasm"
 cp style/main.css "$out/gantry.css"
 cp public/live.js "$out/live.js"
+cp node_modules/idiomorph/dist/idiomorph.esm.js "$out/idiomorph.js"
 
 printf '%-16s %10s %10s %10s\n' file raw gzip brotli
 total_raw=0 total_gz=0 total_br=0
-for f in gantry_bg.wasm gantry.js gantry.css live.js; do
+for f in gantry_bg.wasm gantry.js gantry.css live.js idiomorph.js; do
   raw=$(stat -c %s "$out/$f")
   gz=$(gzip -9 -c "$out/$f" | wc -c)
   br=$(brotli -q 11 -c "$out/$f" | wc -c)

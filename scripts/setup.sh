@@ -48,7 +48,7 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
   rm -rf "$work"
 fi
 
-if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/@playwright/test ] || [ ! -f node_modules/@xterm/xterm/lib/xterm.js ]; then
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/@playwright/test ] || [ ! -f node_modules/@xterm/xterm/lib/xterm.js ] || [ ! -f node_modules/idiomorph/dist/idiomorph.esm.js ]; then
   log "npm: installing binaryen (wasm-opt), @playwright/test (no browser download) and xterm.js (served by Gantry)"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -105,7 +105,7 @@ test('a crafted error link shows nothing in the sign-in form', async ({ page }) 
   const forged = Buffer.from('{"Invalid":"ATTACKER says call 555"}').toString('base64url');
   await page.goto(`/login?__path=%2Fapi%2Flogin&__err=${forged}`);
   await hydrated(page);
-  await expect(page).toHaveURL(/\/login$/);
+  // The query is never read: outcomes travel in the session.
   await expect(page.getByText('ATTACKER')).toHaveCount(0);
   await expect(page.getByTestId('form-error')).toHaveCount(0);
 });

@@ -112,22 +112,37 @@ pub async fn keep_function_outcomes(req: Request, next: Next) -> Response {
 
 /// Around the pages: hands the session's kept outcomes to this render (and
 /// so takes them out of the session). live.js' background refreshes
-/// (`X-Gantry-Poll`) leave them for the page a post lands on.
+/// (`X-Gantry-Poll`) leave them for the page a post lands on. A page that
+/// says a form was refused is marked ([`OUTCOME_HEADER`]: `refused`), so
+/// live.js keeps what was typed in it.
 pub async fn hand_outcomes_to_page(req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
     let page = parts.method == Method::GET
         && !parts.uri.path().starts_with("/api/")
         && !parts.headers.contains_key("x-gantry-poll");
+    let (mut told, mut refused) = (false, false);
     if page && parts.extensions.get::<Messages>().is_some() {
         if let Ok(messages) = Messages::from_request_parts(&mut parts, &()).await {
             let outcomes: Vec<Outcome> = messages.filter_map(outcome_of).collect();
-            if !outcomes.is_empty() {
+            (told, refused) = (!outcomes.is_empty(), outcomes.iter().any(|o| o.error.is_some()));
+            if told {
                 parts.extensions.insert(Outcomes(outcomes));
             }
         }
     }
-    next.run(Request::from_parts(parts, body)).await
+    let mut res = next.run(Request::from_parts(parts, body)).await;
+    if refused {
+        res.headers_mut().insert(OUTCOME_HEADER, HeaderValue::from_static("refused"));
+    }
+    if told {
+        // Said once: a page that told an outcome is never served again.
+        res.headers_mut().insert(crate::page_cache::NOT_KEPT, HeaderValue::from_static("1"));
+    }
+    res
 }
+
+/// Names what the form this page follows did (live.js reads it).
+pub const OUTCOME_HEADER: &str = "x-gantry-outcome";
 
 #[cfg(test)]
 mod tests {
