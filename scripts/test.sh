@@ -64,6 +64,9 @@ stage "second Docker Engine" 180 bash -c 'set -o pipefail; bash scripts/dockerd2
 node2=$(cat "$node2_file")
 rm -f "$node2_file"
 export GANTRY_DOCKERD2_ENDPOINT=$node2
+# What is on the engines before the tests; the last check compares.
+before_tests=$(mktemp)
+stage "note what the engines hold before the tests" 60 bash scripts/leftovers.sh snapshot "$before_tests"
 
 rust_crates=(-p gantry-core -p gantry-platform -p gantry-testkit -p app -p server -p gantry-bench --features app/ssr)
 # The habits the code is held to, before any test runs: one format
@@ -83,6 +86,7 @@ stage "Rust tests (core, platform, app, server)" 1200 cargo test --locked "${rus
 stage "build the site (cargo leptos build)" 1800 cargo leptos build
 (cd end2end && stage "End-to-end tests (Chromium)" 900 env GANTRY_E2E_NODE2_ENDPOINT="$node2" npx playwright test)
 stage "remove the end-to-end run's machines" 120 bash scripts/e2e-clean.sh "${GANTRY_E2E_DATA_DIR:-target/e2e-data}"
+stage "nothing left behind (containers, volumes, loop devices)" 60 bash scripts/leftovers.sh check "$before_tests"
 
 # A figure, not a threshold: the release bundle's raw/gzip/brotli bytes.
 stage "release bundle size (a figure)" 1500 bash scripts/bundle-size.sh

@@ -12,7 +12,9 @@ use gantry_platform::{
     cluster::{self, NodeRegistration},
     compute::{self, Command},
     gpus::{self, SimulatedGpus},
+    machines,
 };
+use gantry_core::task::TaskKind;
 
 /// Runs dispatcher and watcher until the task ends (bounded passes).
 async fn run_to_end(env: &Env, user: &User, id: i64) -> compute::ComputeTaskView {
@@ -106,7 +108,7 @@ gantry_testkit::timed_test! {
         // could run once the GPU is back; one no node could hold fails).
         let mut holder = env.create(&alice, "holder", 1);
         (holder.cpu_millis, holder.memory_mb) = (Some(500), Some(256));
-        env.admissions.create(holder).await.unwrap();
+        let holder = env.admissions.create(holder).await.unwrap();
         let mut big = compute_job("big", Command::Argv(vec!["true".into()]));
         big.gpu_count = 2;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &big).await.unwrap();
@@ -119,6 +121,12 @@ gantry_testkit::timed_test! {
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
         assert_eq!(compute::compute_task(&env.pool, &alice, small.id).await.unwrap().state, "scheduled", "the head left, the next one goes");
         assert_eq!(run_to_end(&env, &alice, small.id).await.state, "succeeded");
+
+        // The holder's container and volume go with it: a test leaves nothing behind.
+        let delete = machines::OperationRequest { machine_id: holder.machine_id, kind: TaskKind::Delete, keep_volume: false };
+        machines::request_operation(&env.pool, &alice, delete).await.unwrap();
+        env.drive().await;
+        assert_eq!(leftovers(&env).await, 0);
     }
 }
 
