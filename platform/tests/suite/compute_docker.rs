@@ -6,6 +6,7 @@
 use gantry_testkit::engine;
 
 use engine::{compute_job, docker_env, torch_catalogue, Env, IMAGE};
+use gantry_core::task::TaskKind;
 use gantry_platform::{
     accounts::User,
     catalogue::{self, NewMasterImage},
@@ -14,7 +15,6 @@ use gantry_platform::{
     gpus::{self, SimulatedGpus},
     machines,
 };
-use gantry_core::task::TaskKind;
 
 /// Runs dispatcher and watcher until the task ends (bounded passes).
 async fn run_to_end(env: &Env, user: &User, id: i64) -> compute::ComputeTaskView {
