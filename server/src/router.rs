@@ -135,7 +135,7 @@ pub async fn build_secured(
     // the backstop that removes them, a renewal period later.
     let store_idle = security.session_idle_secs + security.renew_after_secs();
     let sessions = SessionManagerLayer::new(store)
-        .with_name("gantry_session")
+        .with_name(session_cookie_name(opts.secure_cookies))
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(opts.secure_cookies)
@@ -219,6 +219,18 @@ pub async fn build_secured(
         .layer(from_fn_with_state(HeaderPolicy { hsts: opts.secure_cookies }, security_headers))
         .layer(from_fn(request_id))
         .layer(TraceLayer::new_for_http()))
+}
+
+/// The session cookie's name. Served over HTTPS (`--secure-cookies`) it
+/// carries the `__Host-` prefix: browsers then accept it only as set by
+/// this host itself, `Secure`, for `/` and without a `Domain` — a sibling
+/// subdomain or a plain-HTTP answer cannot plant or shadow it.
+pub fn session_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        "__Host-gantry_session"
+    } else {
+        "gantry_session"
+    }
 }
 
 /// Deletes expired sessions every `every` (the first pass at once) for as

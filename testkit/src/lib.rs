@@ -71,12 +71,13 @@ where
     }
 }
 
-/// The `gantry_session=…` pair among a response's `Set-Cookie` values:
+/// The session cookie's pair (`gantry_session=…`, or with `__Host-` when
+/// served with secure cookies) among a response's `Set-Cookie` values:
 /// what a test sends back as `Cookie` on a raw request.
 pub fn session_cookie<'a>(set_cookies: impl IntoIterator<Item = &'a str>) -> Option<String> {
     set_cookies
         .into_iter()
-        .find(|c| c.starts_with("gantry_session="))
+        .find(|c| c.starts_with("gantry_session=") || c.starts_with("__Host-gantry_session="))
         .and_then(|c| c.split(';').next())
         .map(str::to_string)
 }

@@ -156,7 +156,18 @@ gantry_testkit::timed_test! {
         let dir = tempfile::tempdir().unwrap();
         let server = TestServer::start_with(&dir, true).await;
         let res = login(&server, &server.client(), "admin", ADMIN_PASSWORD).await;
-        assert!(res.headers()[header::SET_COOKIE].to_str().unwrap().contains("Secure"));
+        let cookie = res.headers()[header::SET_COOKIE].to_str().unwrap().to_string();
+        // `__Host-`: only this host, Secure, for `/`, no Domain (browsers
+        // refuse such a cookie otherwise, so nothing else can plant it).
+        assert!(cookie.starts_with("__Host-gantry_session="), "{cookie}");
+        assert!(cookie.contains("Secure") && cookie.contains("Path=/") && !cookie.contains("Domain"), "{cookie}");
+
+        // Over plain HTTP the prefix would make browsers drop the cookie.
+        let dir = tempfile::tempdir().unwrap();
+        let plain = TestServer::start(&dir).await;
+        let res = login(&plain, &plain.client(), "admin", ADMIN_PASSWORD).await;
+        let cookie = res.headers()[header::SET_COOKIE].to_str().unwrap().to_string();
+        assert!(cookie.starts_with("gantry_session=") && !cookie.contains("Secure"), "{cookie}");
     }
 }
 
