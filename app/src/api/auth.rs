@@ -1,6 +1,7 @@
 //! Sign-in, sign-out, changing one's password, and where to go after.
 
-use crate::{error::AppError, model::Me};
+use crate::error::AppError;
+use gantry_platform::accounts::User;
 use leptos::prelude::*;
 
 /// Session keys besides the user id: the account's session generation when
@@ -29,10 +30,7 @@ pub fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-/// The sign-in page that comes back to `next` (percent-encoded).
-pub fn login_url(next: &str) -> String {
-    format!("/login?next={}", gantry_core::url::encode_path(next))
-}
+pub use crate::model::login_url;
 
 #[cfg(feature = "ssr")]
 fn request_extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
@@ -57,7 +55,7 @@ async fn session() -> Result<tower_sessions::Session, AppError> {
 }
 
 #[server(prefix = "/api", endpoint = "login")]
-pub async fn login(username: String, password: String, next: Option<String>) -> Result<Me, AppError> {
+pub async fn login(username: String, password: String, next: Option<String>) -> Result<User, AppError> {
     use crate::state::{pool, SESSION_USER_KEY};
     let pool = pool()?;
     let user =
@@ -71,7 +69,7 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
     tracing::info!(user = %user.username, "signed in");
     let to = if user.must_change_password { CHANGE_PASSWORD_PAGE.to_string() } else { safe_next(next.as_deref()) };
     redirect_form_post(&to);
-    Ok(user.into())
+    Ok(user)
 }
 
 #[server(prefix = "/api", endpoint = "logout")]
@@ -93,7 +91,7 @@ pub async fn logout() -> Result<(), AppError> {
 /// The signed-in user's own change (also the way out of a temporary
 /// password). Other sessions of the account end; this one continues.
 #[server(prefix = "/api", endpoint = "change_password")]
-pub async fn change_password(current: String, new: String, repeat: String) -> Result<Me, AppError> {
+pub async fn change_password(current: String, new: String, repeat: String) -> Result<User, AppError> {
     let me = crate::state::auth()?;
     if new != repeat {
         return Err(AppError::Invalid("the two new passwords differ".into()).respond());
@@ -108,7 +106,7 @@ pub async fn change_password(current: String, new: String, repeat: String) -> Re
     // Without JavaScript the page says so through the signed `done` marker
     // (an unsigned `?changed=1` let a bare link claim the password changed).
     redirect_form_post("/account/password");
-    Ok(user.into())
+    Ok(user)
 }
 
 /// A plain HTML form post (JavaScript off) gets a real redirect; with

@@ -37,7 +37,7 @@ pub fn Frame(children: Children) -> impl IntoView {
                 <div class="account">
                     <span class="who" data-testid="whoami">
                         {me.username}
-                        <small>{format!(" · {}", me.group)}</small>
+                        <small>{format!(" · {}", me.group_name)}</small>
                     </span>
                     <a href="/account/password" class="small" data-testid="account-link">"Password"</a>
                     <ActionForm action=logout>

@@ -1,4 +1,6 @@
-//! Data that travels between server and browser.
+//! Pure helpers shared by the pages and the island: parsing form fields,
+//! formatting figures and links. No IO, and nothing here mirrors the
+//! platform's views (pages render those directly).
 
 pub mod catalogue;
 pub mod compute;
@@ -13,24 +15,6 @@ pub mod tokens;
 
 use gantry_core::Role;
 use serde::{Deserialize, Serialize};
-
-/// The signed-in account, as the UI needs it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Me {
-    pub id: i64,
-    pub username: String,
-    pub role: Role,
-    pub group: String,
-    /// An admin set a temporary password: choose a new one first.
-    #[serde(default)]
-    pub must_change_password: bool,
-}
-
-impl Me {
-    pub fn is_admin(&self) -> bool {
-        self.role.is_admin()
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuotaView {
@@ -88,32 +72,6 @@ pub struct AuditRow {
     pub detail: String,
 }
 
-/// The account the server resolved for this request (see `state`); in the
-/// browser this is never called, the value comes from the page.
-pub fn session_user_on_server() -> Option<Me> {
-    #[cfg(feature = "ssr")]
-    {
-        crate::state::request_user().map(Me::from)
-    }
-    #[cfg(not(feature = "ssr"))]
-    {
-        None
-    }
-}
-
-#[cfg(feature = "ssr")]
-impl From<gantry_platform::accounts::User> for Me {
-    fn from(u: gantry_platform::accounts::User) -> Self {
-        Me {
-            id: u.id,
-            username: u.username,
-            role: u.role,
-            group: u.group_name,
-            must_change_password: u.must_change_password,
-        }
-    }
-}
-
 /// The front page's data: the group's quota and what to do next.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DashboardView {
@@ -128,4 +86,9 @@ pub struct NextSteps {
     pub group: String,
     pub group_has_quota: bool,
     pub ready_nodes: i64,
+}
+
+/// The sign-in page that comes back to `next` (percent-encoded).
+pub fn login_url(next: &str) -> String {
+    format!("/login?next={}", gantry_core::url::encode_path(next))
 }

@@ -11,7 +11,7 @@ use leptos_meta::Title;
 #[component]
 pub fn DashboardPage() -> impl IntoView {
     let me = signed_in();
-    let (user, role, group) = me.map(|m| (m.username, m.role.to_string(), m.group)).unwrap_or_default();
+    let (user, role, group) = me.map(|m| (m.username, m.role.to_string(), m.group_name)).unwrap_or_default();
     let name = user.clone();
     // One resource and one Suspense for the whole page's data.
     let data = Resource::new(|| (), |_| dashboard());

@@ -67,6 +67,16 @@ macro_rules! string_enum {
                 }
             }
         }
+
+        /// For `#[sqlx(try_from = "String")]`: a view reads the stored word
+        /// as this enum, and a word it does not know fails the read.
+        impl TryFrom<String> for $name {
+            type Error = $crate::task::UnknownVariant;
+
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                s.parse()
+            }
+        }
     };
 }
 pub(crate) use string_enum;

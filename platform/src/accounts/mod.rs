@@ -12,12 +12,12 @@ pub use signed_out::{note_signed_out, signed_out, user_for_session};
 
 use crate::{audit, db::Pool, error::is_unique_violation, now, password, throttle, PlatformError};
 use gantry_core::{validate, Role};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The group every account lands in unless told otherwise.
 pub const DEFAULT_GROUP: &str = gantry_core::DEFAULT_GROUP;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
     pub id: i64,
     pub username: String,
@@ -31,6 +31,8 @@ pub struct User {
     /// A temporary password set by an admin: change it before anything else.
     pub must_change_password: bool,
     /// Sessions made in another generation are void (see migration 0009).
+    /// Not shown: the browser has no use for it.
+    #[serde(skip)]
     pub session_gen: i64,
     /// Whether a machine of the group is warned or reclaimed, as of this
     /// read. The reclaim banner (dashboard, machines page) is nearly always
@@ -41,6 +43,10 @@ pub struct User {
 }
 
 impl User {
+    pub fn is_admin(&self) -> bool {
+        self.role.is_admin()
+    }
+
     /// Whether this account may act on something `owner_id` owns (a
     /// machine, its snapshots, its reclaim and rebalance settings): its
     /// owner or an admin. Group members only look. The one place the rule
@@ -50,7 +56,7 @@ impl User {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupQuota {
     pub gpu_quota: i64,
     pub gpus_in_use: i64,

@@ -5,11 +5,6 @@
 
 mod dataset;
 mod in_progress;
-mod upload;
-#[cfg(feature = "hydrate")]
-mod upload_browser;
-#[cfg(feature = "hydrate")]
-mod upload_cancel;
 mod version;
 
 pub use dataset::DatasetPage;

@@ -2,7 +2,8 @@
 //! it is open and the viewer's group owns it, the upload area and the
 //! uploads in progress (`in_progress`).
 
-use super::{error_view, in_progress::UploadsInProgress, upload::UploadArea};
+use super::{error_view, in_progress::UploadsInProgress};
+use crate::island::UploadArea;
 use crate::{
     api::datasets::{load_dataset_version, CancelDatasetUpload},
     components::form_error::{error, FormError},

@@ -5,8 +5,8 @@
 //! reached the server, and then the row says that instead.
 
 use super::{
-    upload::{Item, Phase},
-    upload_browser::{error_of, go_to_login, Handles},
+    browser::{error_of, go_to_login, Handles},
+    Item, Phase,
 };
 use leptos::{
     prelude::*,

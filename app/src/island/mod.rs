@@ -1,22 +1,26 @@
-//! The upload area: drop files or choose them; each file gets its own bar
+//! The one island, the only code that runs in the browser: the dataset
+//! version page's upload area. Drop files or choose them; each file gets its own bar
 //! (bytes sent of total, rate, time left) and a cancel button. With
 //! JavaScript the page's wasm sends each file through the resumable upload
-//! API (`upload_browser`: pieces at offsets, resumed after a dropped
+//! API (`browser`: pieces at offsets, resumed after a dropped
 //! connection); without it, the same form posts the files as multipart and
 //! the server redirects back.
 
 use crate::model::datasets::{encode, rate_label};
 use gantry_core::datasets::format_bytes;
 use leptos::prelude::*;
+
 #[cfg(feature = "hydrate")]
-use {
-    super::{upload_browser as browser, upload_cancel},
-    crate::model::datasets::{download_url, resumable_url},
-};
+mod browser;
+#[cfg(feature = "hydrate")]
+mod cancel;
+
+#[cfg(feature = "hydrate")]
+use crate::model::datasets::{download_url, resumable_url};
 
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-pub(super) enum Phase {
+enum Phase {
     Sending,
     Done,
     Failed(String),
@@ -43,7 +47,7 @@ impl Phase {
 /// One file on its way.
 #[derive(Clone)]
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-pub(super) struct Item {
+struct Item {
     pub id: usize,
     pub name: String,
     /// Its resumable upload (`…/uploads/{name}`).
@@ -122,7 +126,7 @@ pub fn UploadArea(code: String, version: String, max_bytes: u64) -> impl IntoVie
         if let Some(item) = items.with_untracked(|l| l.iter().find(|i| i.id == id).cloned()) {
             item.phase.set(Phase::Cancelling);
             #[cfg(feature = "hydrate")]
-            upload_cancel::cancel(handles, item, browser::refresh_page);
+            cancel::cancel(handles, item, browser::refresh_page);
         }
     };
     view! {

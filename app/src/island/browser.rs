@@ -14,9 +14,9 @@
 //! size over. Cancel is `upload_cancel`'s. A session that has ended (401)
 //! leaves for the sign-in page (`go_to_login`), as live.js does for pages.
 
-use super::upload::{Item, Phase};
+use super::{Item, Phase};
 use crate::{
-    api::auth::login_url,
+    model::login_url,
     model::datasets::{file_fingerprint, FINGERPRINT_SAMPLE_BYTES, RESUMABLE_CHUNK_BYTES},
 };
 use leptos::{
