@@ -1,7 +1,7 @@
 //! The audit log: one row per state change that matters, with who did it.
 
 use crate::{now, PlatformError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::SqliteExecutor;
 
 pub async fn record<'e>(
@@ -40,7 +40,7 @@ pub async fn record_many(
     Ok(())
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct AuditEntry {
     pub id: i64,
     pub at: i64,

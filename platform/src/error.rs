@@ -39,6 +39,14 @@ impl From<sqlx::Error> for PlatformError {
     }
 }
 
+/// A stored word (a state, a kind) that the core does not know: the row was
+/// written by something else, so it is the server's problem, not the user's.
+impl From<gantry_core::task::UnknownVariant> for PlatformError {
+    fn from(e: gantry_core::task::UnknownVariant) -> Self {
+        PlatformError::Internal(e.to_string())
+    }
+}
+
 impl From<sqlx::migrate::MigrateError> for PlatformError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         PlatformError::Internal(format!("migration failed: {e}"))

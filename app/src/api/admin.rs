@@ -1,107 +1,83 @@
 //! The admin console's server functions. Every one starts with
 //! `require_admin()`: the check lives on the server, not in the page.
 
-use crate::{
-    error::AppError,
-    model::{AuditPageView, AuditRow, GroupRow, UserRow},
+use crate::error::AppError;
+use gantry_platform::{
+    accounts::{Group, User},
+    audit::AuditEntry,
 };
 use leptos::prelude::*;
 
 #[server(prefix = "/api", endpoint = "admin/users")]
-pub async fn list_users() -> Result<Vec<UserRow>, AppError> {
+pub async fn list_users() -> Result<Vec<User>, AppError> {
     crate::state::require_admin()?;
-    let users = gantry_platform::accounts::list_users(&crate::state::pool()?).await?;
-    Ok(users.into_iter().map(user_row).collect())
+    Ok(gantry_platform::accounts::list_users(&crate::state::pool()?).await?)
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_user")]
-pub async fn create_user(username: String, password: String, role: String, group: String) -> Result<UserRow, AppError> {
+pub async fn create_user(username: String, password: String, role: String, group: String) -> Result<User, AppError> {
     use gantry_platform::accounts::{self, NewUser};
     let admin = crate::state::require_admin()?;
     let role: gantry_core::Role = role.parse()?;
     let group = group.trim();
     let new =
         NewUser { username: username.trim(), password: &password, role, group: (!group.is_empty()).then_some(group) };
-    let u = accounts::create_user(&crate::state::pool()?, Some(admin.id), new).await?;
-    Ok(user_row(u))
-}
-
-#[cfg(feature = "ssr")]
-pub(crate) fn user_row(u: gantry_platform::accounts::User) -> UserRow {
-    UserRow {
-        id: u.id,
-        username: u.username,
-        role: u.role,
-        group: u.group_name,
-        disabled: u.disabled,
-        must_change_password: u.must_change_password,
-    }
+    Ok(accounts::create_user(&crate::state::pool()?, Some(admin.id), new).await?)
 }
 
 /// `disable` or `enable` an account; disabling ends its sessions at once.
 #[server(prefix = "/api", endpoint = "admin/set_user_enabled")]
-pub async fn set_user_enabled(user_id: i64, action: String) -> Result<UserRow, AppError> {
+pub async fn set_user_enabled(user_id: i64, action: String) -> Result<User, AppError> {
     let admin = crate::state::require_admin()?;
     let disabled = match action.as_str() {
         "disable" => true,
         "enable" => false,
         _ => return Err(AppError::Invalid("action must be disable or enable".into()).respond()),
     };
-    Ok(user_row(gantry_platform::accounts::set_disabled(&crate::state::pool()?, admin.id, user_id, disabled).await?))
+    Ok(gantry_platform::accounts::set_disabled(&crate::state::pool()?, admin.id, user_id, disabled).await?)
 }
 
 /// Sets a temporary password the user must change at their next sign-in.
 #[server(prefix = "/api", endpoint = "admin/reset_password")]
-pub async fn reset_password(user_id: i64, password: String) -> Result<UserRow, AppError> {
+pub async fn reset_password(user_id: i64, password: String) -> Result<User, AppError> {
     let admin = crate::state::require_admin()?;
-    Ok(user_row(gantry_platform::accounts::reset_password(&crate::state::pool()?, admin.id, user_id, &password).await?))
+    Ok(gantry_platform::accounts::reset_password(&crate::state::pool()?, admin.id, user_id, &password).await?)
 }
 
 #[server(prefix = "/api", endpoint = "admin/set_user_role")]
-pub async fn set_user_role(user_id: i64, role: String) -> Result<UserRow, AppError> {
+pub async fn set_user_role(user_id: i64, role: String) -> Result<User, AppError> {
     let admin = crate::state::require_admin()?;
     let role: gantry_core::Role = role.parse()?;
-    Ok(user_row(gantry_platform::accounts::set_role(&crate::state::pool()?, admin.id, user_id, role).await?))
+    Ok(gantry_platform::accounts::set_role(&crate::state::pool()?, admin.id, user_id, role).await?)
 }
 
 #[server(prefix = "/api", endpoint = "admin/set_user_group")]
-pub async fn set_user_group(user_id: i64, group: String) -> Result<UserRow, AppError> {
+pub async fn set_user_group(user_id: i64, group: String) -> Result<User, AppError> {
     let admin = crate::state::require_admin()?;
-    Ok(user_row(gantry_platform::accounts::set_group(&crate::state::pool()?, admin.id, user_id, group.trim()).await?))
+    Ok(gantry_platform::accounts::set_group(&crate::state::pool()?, admin.id, user_id, group.trim()).await?)
 }
 
 #[server(prefix = "/api", endpoint = "admin/groups")]
-pub async fn list_groups() -> Result<Vec<GroupRow>, AppError> {
+pub async fn list_groups() -> Result<Vec<Group>, AppError> {
     crate::state::require_admin()?;
     let pool = crate::state::pool()?;
     let groups = gantry_platform::accounts::list_groups(&pool).await?;
     let mut models = gantry_platform::policy::all_allowed_models(&pool).await?;
-    Ok(groups
-        .into_iter()
-        .map(|g| {
-            let allowed = models.remove(&g.id).unwrap_or_default();
-            group_row(g, allowed)
-        })
-        .collect())
+    Ok(groups.into_iter().map(|g| Group { allowed_models: models.remove(&g.id).unwrap_or_default(), ..g }).collect())
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_group")]
-pub async fn create_group(name: String, gpu_quota: String) -> Result<GroupRow, AppError> {
+pub async fn create_group(name: String, gpu_quota: String) -> Result<Group, AppError> {
     let admin = crate::state::require_admin()?;
     let quota: i64 =
         gpu_quota.trim().parse().map_err(|_| AppError::Invalid("GPU quota must be a whole number".into()).respond())?;
-    let g = gantry_platform::accounts::create_group(&crate::state::pool()?, Some(admin.id), name.trim(), quota).await?;
-    Ok(group_row(g, Vec::new()))
+    Ok(gantry_platform::accounts::create_group(&crate::state::pool()?, Some(admin.id), name.trim(), quota).await?)
 }
 
 #[server(prefix = "/api", endpoint = "admin/audit")]
-pub async fn recent_audit() -> Result<Vec<AuditRow>, AppError> {
+pub async fn recent_audit() -> Result<Vec<AuditEntry>, AppError> {
     crate::state::require_admin()?;
-    let rows = gantry_platform::audit::recent(&crate::state::pool()?, 200).await?;
-    Ok(rows
-        .into_iter()
-        .map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail })
-        .collect())
+    Ok(gantry_platform::audit::recent(&crate::state::pool()?, 200).await?)
 }
 
 /// What a `before` that names no audit entry (not a number, or below 1)
@@ -120,7 +96,7 @@ pub async fn audit_page(
     since: Option<String>,
     until: Option<String>,
     before: Option<i64>,
-) -> Result<AuditPageView, AppError> {
+) -> Result<gantry_platform::accounts::AuditPage, AppError> {
     use gantry_core::time::parse_date;
     crate::state::require_admin()?;
     if before.is_some_and(|b| b < 1) {
@@ -142,32 +118,7 @@ pub async fn audit_page(
         until: day(until, "to")?.map(|d| d + 86_400),
         before,
     };
-    let page = gantry_platform::accounts::search_audit(&crate::state::pool()?, &filter, AUDIT_PAGE_SIZE).await?;
-    Ok(AuditPageView {
-        rows: page
-            .rows
-            .into_iter()
-            .map(|a| AuditRow { id: a.id, at: a.at, actor: a.actor, action: a.action, detail: a.detail })
-            .collect(),
-        next_before: page.next_before,
-    })
+    Ok(gantry_platform::accounts::search_audit(&crate::state::pool()?, &filter, AUDIT_PAGE_SIZE).await?)
 }
 
 pub const AUDIT_PAGE_SIZE: i64 = 50;
-
-#[cfg(feature = "ssr")]
-pub(crate) fn group_row(g: gantry_platform::accounts::Group, allowed_models: Vec<String>) -> GroupRow {
-    GroupRow {
-        id: g.id,
-        name: g.name,
-        gpu_quota: g.gpu_quota,
-        gpus_in_use: g.gpus_in_use,
-        max_gpus_per_machine: g.max_gpus_per_machine,
-        max_cpus_per_machine: g.max_cpus_per_machine,
-        max_memory_gb_per_machine: g.max_memory_gb_per_machine,
-        snapshot_quota: g.snapshot_quota,
-        members: g.members,
-        allowed_models,
-        policy_rev: g.policy_rev,
-    }
-}

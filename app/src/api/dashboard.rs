@@ -1,23 +1,31 @@
 //! What the portal's front page shows.
 
-use crate::{
-    error::AppError,
-    model::{DashboardView, QuotaView},
-};
+use crate::error::AppError;
+use gantry_platform::accounts::QuotaView;
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// The front page's data: the group's quota and what to do next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashboardView {
+    pub quota: QuotaView,
+    pub next: NextSteps,
+}
+
+/// What the dashboard tells someone whose portal cannot create a machine
+/// yet: their group has no quota, or no node is ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextSteps {
+    pub group: String,
+    pub group_has_quota: bool,
+    pub ready_nodes: i64,
+}
 
 /// The signed-in user's group and its GPU quota.
 #[server(prefix = "/api", endpoint = "my_quota")]
 pub async fn my_quota() -> Result<QuotaView, AppError> {
     // The request's user was read with its group's quota, this request.
-    let user = crate::state::auth()?;
-    let q = user.group_quota;
-    Ok(QuotaView {
-        group: user.group_name,
-        gpu_quota: q.gpu_quota,
-        gpus_in_use: q.gpus_in_use,
-        max_gpus_per_machine: q.max_gpus_per_machine,
-    })
+    Ok(crate::state::auth()?.quota())
 }
 
 /// The front page's data in one answer: the group's quota, and whether
@@ -29,7 +37,6 @@ pub async fn dashboard() -> Result<DashboardView, AppError> {
     let pool = crate::state::pool()?;
     let quota = my_quota().await?;
     let ready_nodes = gantry_platform::first_run::ready_nodes(&pool).await?;
-    let next =
-        crate::model::NextSteps { group: quota.group.clone(), group_has_quota: quota.gpu_quota > 0, ready_nodes };
+    let next = NextSteps { group: quota.group.clone(), group_has_quota: quota.gpu_quota > 0, ready_nodes };
     Ok(DashboardView { quota, next })
 }

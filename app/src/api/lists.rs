@@ -5,9 +5,10 @@
 //! The arguments are flat optional fields (not one struct) so that an empty
 //! query — the unfiltered first page — is an empty, valid request body.
 
-use crate::{
-    error::AppError,
-    model::lists::{ComputeWindow, MachinesWindow, TasksWindow, UsersWindow},
+use crate::{error::AppError, model::lists::Listed};
+use gantry_platform::{
+    accounts::User,
+    machines::{MachineView, TaskView},
 };
 use leptos::prelude::*;
 
@@ -17,14 +18,14 @@ pub async fn machines_window(
     user: Option<String>,
     group: Option<String>,
     page: Option<String>,
-) -> Result<MachinesWindow, AppError> {
+) -> Result<Listed<MachineView>, AppError> {
     use gantry_core::task::MachineState;
     let query = crate::model::lists::ListQuery { state, user, group, kind: None, page };
     let user = crate::state::auth()?;
     let (filter, page) = server::filter(&query, MachineState::ALL.iter().map(|s| s.as_str()), None)?;
     let window = gantry_platform::machines::machines_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
-    Ok(MachinesWindow { rows: window.rows.into_iter().map(super::machines::machine_row).collect(), counts })
+    Ok(Listed { rows: window.rows, counts })
 }
 
 #[server(name = GetTasksWindow, prefix = "/api", endpoint = "tasks_window")]
@@ -34,7 +35,7 @@ pub async fn tasks_window(
     group: Option<String>,
     kind: Option<String>,
     page: Option<String>,
-) -> Result<TasksWindow, AppError> {
+) -> Result<Listed<TaskView>, AppError> {
     use gantry_core::task::{TaskKind, TaskState};
     let query = crate::model::lists::ListQuery { state, user, group, kind, page };
     let user = crate::state::auth()?;
@@ -42,7 +43,7 @@ pub async fn tasks_window(
     let (filter, page) = server::filter(&query, TaskState::ALL.iter().map(|s| s.as_str()), Some(&kinds))?;
     let window = gantry_platform::machines::tasks_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
-    Ok(TasksWindow { rows: window.rows.into_iter().map(super::machines::task_row).collect(), counts })
+    Ok(Listed { rows: window.rows, counts })
 }
 
 /// Compute tasks: `user` is the requester. Their states are the task
@@ -53,14 +54,14 @@ pub async fn compute_window(
     user: Option<String>,
     group: Option<String>,
     page: Option<String>,
-) -> Result<ComputeWindow, AppError> {
+) -> Result<Listed<gantry_platform::compute::ComputeTaskView>, AppError> {
     use gantry_core::task::TaskState;
     let query = crate::model::lists::ListQuery { state, user, group, kind: None, page };
     let user = crate::state::auth()?;
     let (filter, page) = server::filter(&query, TaskState::ALL.iter().map(|s| s.as_str()), None)?;
     let window = gantry_platform::compute::compute_window(&crate::state::pool()?, &user, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_state);
-    Ok(ComputeWindow { rows: window.rows.into_iter().map(super::compute::compute_row).collect(), counts })
+    Ok(Listed { rows: window.rows, counts })
 }
 
 /// The admin console's users: `state` is active or disabled, `user` part of
@@ -71,7 +72,7 @@ pub async fn users_window(
     user: Option<String>,
     group: Option<String>,
     page: Option<String>,
-) -> Result<UsersWindow, AppError> {
+) -> Result<Listed<User>, AppError> {
     use gantry_core::paging::{choice, name_filter, PageRequest};
     use gantry_platform::accounts::{UserFilter, USER_STATES};
     crate::state::require_admin()?;
@@ -84,10 +85,9 @@ pub async fn users_window(
     let page = PageRequest::parse(page.as_deref(), None);
     let window = gantry_platform::accounts::users_window(&crate::state::pool()?, &filter, page).await?;
     let counts = server::counts(window.total, page, window.by_status);
-    Ok(UsersWindow { rows: window.rows.into_iter().map(super::admin::user_row).collect(), counts })
+    Ok(Listed { rows: window.rows, counts })
 }
 
-#[cfg(feature = "ssr")]
 pub(crate) mod server {
     use crate::{
         error::AppError,

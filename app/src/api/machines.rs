@@ -2,11 +2,56 @@
 //! form's choices, create, and operations. Who sees what is decided in the
 //! platform (own group; admins everything).
 
-use crate::{
-    error::AppError,
-    model::machines::{CreateOptions, CreatedMachine, MachineDetail, MachineRow, TaskRow},
+use crate::error::AppError;
+use gantry_platform::{
+    accounts::QuotaView,
+    images::Image,
+    machines::{KeptVolumeView, MachineView, TaskView},
 };
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// A machine's page: the machine, what the viewer may do, its history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineDetail {
+    pub machine: MachineView,
+    /// Whether the viewer may restart, reinstall, delete or snapshot the
+    /// machine (its owner or an admin; a group member only looks), decided
+    /// on the server by the rule the platform enforces.
+    pub can_operate: bool,
+    /// A compute task's machine: it ends with its task, which its owner
+    /// cancels (the machine's own actions are an admin's).
+    pub job: bool,
+    /// The viewer owns the machine (what the job note tells them differs).
+    pub mine: bool,
+    /// The machine's tasks, newest first.
+    pub tasks: Vec<TaskView>,
+    /// Sealed dataset versions bound read-only: (`code/version`, path inside).
+    pub datasets: Vec<(String, String)>,
+}
+
+/// What the create form offers the signed-in user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateOptions {
+    pub images: Vec<Image>,
+    /// Models present in the cluster that the group may use.
+    pub gpu_models: Vec<String>,
+    pub max_gpus_per_machine: i64,
+    pub quota: QuotaView,
+    /// Kept volumes a new machine may be created on.
+    pub kept_volumes: Vec<KeptVolumeView>,
+}
+
+/// What admission answered a create: where the machine goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedMachine {
+    pub machine_id: i64,
+    pub task_id: i64,
+    pub name: String,
+    pub node: String,
+    pub gpu_indexes: Vec<u32>,
+    pub model: String,
+}
 
 /// Most tasks the task list shows.
 pub const TASK_LIST_LIMIT: i64 = 200;
@@ -14,10 +59,9 @@ pub const TASK_LIST_LIMIT: i64 = 200;
 pub const MACHINE_TASKS_LIMIT: i64 = 100;
 
 #[server(prefix = "/api", endpoint = "my_machines")]
-pub async fn my_machines() -> Result<Vec<MachineRow>, AppError> {
+pub async fn my_machines() -> Result<Vec<MachineView>, AppError> {
     let user = crate::state::auth()?;
-    let list = gantry_platform::machines::list_machines(&crate::state::pool()?, &user).await?;
-    Ok(list.into_iter().map(machine_row).collect())
+    Ok(gantry_platform::machines::list_machines(&crate::state::pool()?, &user).await?)
 }
 
 #[server(name = GetMachineDetail, prefix = "/api", endpoint = "machine_detail")]
@@ -32,20 +76,19 @@ pub async fn machine_detail(id: i64) -> Result<MachineDetail, AppError> {
     // The page offers the owner's actions only to those the platform lets act.
     let (can_operate, job, mine) = (machine.may_operate(&user), machine.is_job(), machine.owner_id == user.id);
     Ok(MachineDetail {
-        machine: machine_row(machine),
+        machine,
         can_operate,
         job,
         mine,
-        tasks: tasks.into_iter().map(task_row).collect(),
+        tasks,
         datasets: datasets.into_iter().map(|m| (m.name, m.target)).collect(),
     })
 }
 
 #[server(prefix = "/api", endpoint = "my_tasks")]
-pub async fn my_tasks() -> Result<Vec<TaskRow>, AppError> {
+pub async fn my_tasks() -> Result<Vec<TaskView>, AppError> {
     let user = crate::state::auth()?;
-    let list = gantry_platform::machines::list_tasks(&crate::state::pool()?, &user, None, TASK_LIST_LIMIT).await?;
-    Ok(list.into_iter().map(task_row).collect())
+    Ok(gantry_platform::machines::list_tasks(&crate::state::pool()?, &user, None, TASK_LIST_LIMIT).await?)
 }
 
 /// Images, GPU models and limits the create form offers this user.
@@ -62,11 +105,11 @@ pub async fn create_options() -> Result<CreateOptions, AppError> {
     let gpu_models =
         cluster::gpu_models(&pool).await?.into_iter().filter(|m| allowed.is_empty() || allowed.contains(m)).collect();
     Ok(CreateOptions {
-        images: images.into_iter().map(crate::api::fleet::image_row).collect(),
+        images,
         gpu_models,
         max_gpus_per_machine: quota.max_gpus_per_machine,
         quota,
-        kept_volumes: kept.into_iter().map(crate::api::volumes::kept_volume_row).collect(),
+        kept_volumes: kept,
     })
 }
 
@@ -154,46 +197,4 @@ pub async fn machine_operation(
         request_operation(&crate::state::pool()?, &user, OperationRequest { machine_id, kind, keep_volume }).await?;
     crate::state::wake_dispatcher();
     Ok(task_id)
-}
-
-#[cfg(feature = "ssr")]
-pub(crate) fn machine_row(m: gantry_platform::machines::MachineView) -> MachineRow {
-    MachineRow {
-        id: m.id,
-        name: m.name,
-        owner: m.owner,
-        group: m.group_name,
-        image: m.image,
-        gpu_count: m.gpu_count,
-        gpu_model: m.gpu_model,
-        gpu_indexes: crate::model::machines::parse_indexes(&m.gpu_indexes),
-        simulated: m.simulated,
-        node: m.node,
-        volume_name: m.volume_name,
-        volume_size_gb: m.volume_size_gb,
-        volume_enforced: m.volume_enforced,
-        container_id: m.container_id,
-        state: m.state,
-        exit_code: m.exit_code,
-        message: m.message,
-        created_at: m.created_at,
-        updated_at: m.updated_at,
-    }
-}
-
-#[cfg(feature = "ssr")]
-pub(crate) fn task_row(t: gantry_platform::machines::TaskView) -> TaskRow {
-    TaskRow {
-        id: t.id,
-        kind: t.kind,
-        machine_id: t.machine_id,
-        machine_name: t.machine_name,
-        requester: t.requester,
-        state: t.state,
-        progress: t.progress,
-        message: t.message,
-        attempts: t.attempts,
-        created_at: t.created_at,
-        updated_at: t.updated_at,
-    }
 }

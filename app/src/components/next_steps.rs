@@ -2,7 +2,7 @@
 //! between the user and a first machine: no quota in their group, or no
 //! ready node. Admins get links to fix it; users are told whom to ask.
 
-use crate::{model::NextSteps, signed_in};
+use crate::{api::dashboard::NextSteps, signed_in};
 use leptos::prelude::*;
 
 /// Nothing when the user can go ahead.

@@ -1,6 +1,6 @@
 //! A group's GPU quota as a bar: in use out of total.
 
-use crate::model::QuotaView;
+use gantry_platform::accounts::QuotaView;
 use leptos::prelude::*;
 
 #[component]

@@ -5,19 +5,19 @@
 //! with its own boxed render futures — measurably slower to render on the
 //! server than the few elements it stands for.
 
-use crate::model::machines::{machine_badge, task_badge};
+use gantry_core::task::{MachineState, TaskState};
 use leptos::prelude::*;
 
 /// A machine's state as a coloured badge.
-pub fn machine_state_badge(state: String) -> impl IntoView {
-    let class = format!("badge {}", machine_badge(&state));
-    view! { <span class=class data-testid="machine-state">{state}</span> }
+pub fn machine_state_badge(state: MachineState) -> impl IntoView {
+    let class = format!("badge {state}");
+    view! { <span class=class data-testid="machine-state">{state.as_str()}</span> }
 }
 
 /// A task's state as a coloured badge.
-pub fn task_state_badge(state: String) -> impl IntoView {
-    let class = format!("badge task {}", task_badge(&state));
-    view! { <span class=class data-testid="task-state">{state}</span> }
+pub fn task_state_badge(state: TaskState) -> impl IntoView {
+    let class = format!("badge task {state}");
+    view! { <span class=class data-testid="task-state">{state.as_str()}</span> }
 }
 
 /// A 0–100 progress bar with its number.

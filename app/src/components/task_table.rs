@@ -6,14 +6,15 @@
 use crate::{
     api::machines::CancelTask,
     components::status::{progress_bar, task_state_badge},
-    model::machines::{task_cancellable, TaskRow},
+    model::machines::task_cancellable,
     signed_in,
 };
+use gantry_platform::machines::TaskView;
 use leptos::prelude::*;
 
 #[component]
 pub fn TaskTable(
-    tasks: Vec<TaskRow>,
+    tasks: Vec<TaskView>,
     cancel: ServerAction<CancelTask>,
     #[prop(optional)] show_machine: bool,
 ) -> impl IntoView {
@@ -22,8 +23,8 @@ pub fn TaskTable(
     }
     let me = signed_in();
     // The server decides; this only hides a button it would refuse.
-    let may_cancel = move |t: &TaskRow| {
-        task_cancellable(&t.state) && me.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester)
+    let may_cancel = move |t: &TaskView| {
+        task_cancellable(t.state) && me.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester)
     };
     view! {
         <table class="table" data-testid="tasks">
@@ -51,7 +52,7 @@ pub fn TaskTable(
                         view! { <td>{cell}</td> }
                     });
                     let label = format!("Progress of task {}", t.id);
-                    let (kind, state) = (t.kind.clone(), t.state.clone());
+                    let (kind, state) = (t.kind.as_str(), t.state.as_str());
                     let action = may_cancel(&t).then(|| view! {
                         <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-task">
                             <input type="hidden" name="task_id" value=t.id/>
@@ -61,7 +62,7 @@ pub fn TaskTable(
                     view! {
                         <tr data-testid="task-row" data-id=t.id data-kind=kind data-state=state>
                             <td>{t.id}</td>
-                            <td><code>{t.kind}</code></td>
+                            <td><code>{kind}</code></td>
                             {machine}
                             <td>{task_state_badge(t.state)}</td>
                             <td>{progress_bar(t.progress, label)}</td>

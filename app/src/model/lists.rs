@@ -1,11 +1,6 @@
 //! Long lists travel a window at a time: the rows of one page, the counts
 //! per state, and the query that produced them (so links keep filters).
 
-use super::{
-    compute::ComputeRow,
-    machines::{MachineRow, TaskRow},
-    UserRow,
-};
 use serde::{Deserialize, Serialize};
 
 /// A list page's query string, as typed or clicked: every value optional
@@ -61,21 +56,10 @@ pub struct ListCounts {
     pub by_state: Vec<(String, i64)>,
 }
 
+/// One page of a list (rows of a platform view) and where it sits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MachinesWindow {
-    pub rows: Vec<MachineRow>,
-    pub counts: ListCounts,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TasksWindow {
-    pub rows: Vec<TaskRow>,
-    pub counts: ListCounts,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ComputeWindow {
-    pub rows: Vec<ComputeRow>,
+pub struct Listed<T> {
+    pub rows: Vec<T>,
     pub counts: ListCounts,
 }
 
@@ -95,10 +79,4 @@ mod tests {
         assert_eq!(q.href("/machines", Some(None), None), "/machines?user=a%20b%26c");
         assert_eq!(ListQuery::default().href("/tasks", Some(Some("failed")), Some(1)), "/tasks?state=failed");
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UsersWindow {
-    pub rows: Vec<UserRow>,
-    pub counts: ListCounts,
 }

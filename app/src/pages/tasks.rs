@@ -26,7 +26,7 @@ pub fn TasksPage() -> impl IntoView {
     let query = use_list_query();
     let tasks = Resource::new(move || query.get(), |q| tasks_window(q.state, q.user, q.group, q.kind, q.page));
     view! {
-        {poll(busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))))}
+        {poll(busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(t.state))))}
         <Title text="Tasks"/>
         <h1>"Tasks"</h1>
         <section class="card stack">

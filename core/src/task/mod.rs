@@ -192,6 +192,26 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// What a machine is for.
+    Workload, "workload" {
+        /// A person's dev machine, kept until they delete it.
+        Dev => "dev",
+        /// A compute task's machine: it ends with its task.
+        Job => "job",
+    }
+}
+
+impl MachineState {
+    /// Between states: an operation is in flight, so pages keep polling.
+    pub fn is_busy(self) -> bool {
+        matches!(
+            self,
+            MachineState::Creating | MachineState::Restarting | MachineState::Reinstalling | MachineState::Deleting
+        )
+    }
+}
+
 /// The state a machine shows while a task of `kind` runs on it; `None`:
 /// it keeps the state it has. A snapshot (also the one a reclaim takes)
 /// commits the container without stopping it, so the machine stays usable.

@@ -20,7 +20,7 @@ pub struct AuditFilter {
     pub before: Option<i64>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AuditPage {
     pub rows: Vec<AuditEntry>,
     /// Where the next (older) page starts, if there is one.

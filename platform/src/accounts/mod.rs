@@ -56,6 +56,28 @@ impl User {
     }
 }
 
+/// A group's GPU quota as the portal shows it: the group's name and figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaView {
+    pub group: String,
+    pub gpu_quota: i64,
+    pub gpus_in_use: i64,
+    pub max_gpus_per_machine: i64,
+}
+
+impl User {
+    /// The group's quota as of this read of the account.
+    pub fn quota(&self) -> QuotaView {
+        let q = self.group_quota;
+        QuotaView {
+            group: self.group_name.clone(),
+            gpu_quota: q.gpu_quota,
+            gpus_in_use: q.gpus_in_use,
+            max_gpus_per_machine: q.max_gpus_per_machine,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupQuota {
     pub gpu_quota: i64,
@@ -114,7 +136,7 @@ const USER_SELECT: &str = "SELECT u.id, u.username, u.role, u.group_id, g.name A
                                           AND ((m.reclaim_deadline IS NOT NULL AND m.state IN ('running', 'stopped')) OR m.state = 'reclaimed')) AS reclaim_notices
                            FROM users u JOIN groups g ON g.id = u.group_id";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Group {
     pub id: i64,
     pub name: String,
@@ -131,6 +153,11 @@ pub struct Group {
     /// (`policy`, `policy_access`); the Groups page posts the one it showed
     /// so that a save over someone else's newer edit is refused.
     pub policy_rev: i64,
+    /// GPU models the group may use; empty means any. Not read with the
+    /// group: the admin console fills it from `policy::all_allowed_models`.
+    #[sqlx(skip)]
+    #[serde(default)]
+    pub allowed_models: Vec<String>,
 }
 
 const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine, g.snapshot_quota, g.policy_rev,

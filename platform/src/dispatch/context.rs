@@ -83,7 +83,7 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
         },
         node_id,
         node_name: node_name.unwrap_or_default(),
-        is_job: workload == "job",
+        is_job: workload.parse::<gantry_core::task::Workload>()? == gantry_core::task::Workload::Job,
         container_id,
     })
 }

@@ -14,7 +14,7 @@ pub use listing::{machine_ids_sql, machines_window, task_ids_sql, tasks_window, 
 pub(crate) use ops::refuse_if_gpus_gone;
 pub use ops::{request_operation, OperationRequest};
 pub(crate) use room::check_node;
-pub use views::{list_machines, list_tasks, machine_detail, recent_tasks_sql, MachineView, TaskView};
+pub use views::{list_machines, list_tasks, machine_detail, recent_tasks_sql, GpuIndexes, MachineView, TaskView};
 pub use volumes::{delete_kept_volume, list_kept_volumes, KeptVolumeView};
 
 use crate::accounts::User;

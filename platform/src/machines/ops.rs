@@ -10,7 +10,7 @@ use crate::{
     transitions::{self, task::NewTask},
     PlatformError,
 };
-use gantry_core::task::{accepts, MachineState, TaskKind, TaskState};
+use gantry_core::task::{accepts, MachineState, TaskKind, TaskState, Workload};
 
 #[derive(Debug, Clone)]
 pub struct OperationRequest {
@@ -42,10 +42,11 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
             .await?;
     // Another group's machine is "not found": its existence is not ours to know.
     let (owner, workload, name) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let job = workload.parse::<Workload>()? == Workload::Job;
     if !requester.acts_for(owner) {
         return Err(PlatformError::Conflict(format!("only machine {name}'s owner, or an admin, can {} it", op.kind)));
     }
-    if workload == "job" && !requester.role.is_admin() {
+    if job && !requester.role.is_admin() {
         return Err(PlatformError::Conflict(format!(
             "machine {name} runs a compute task: cancel the task instead (its machine goes with it)"
         )));
@@ -54,7 +55,7 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
     // its container, and a reinstall's new container would too (the
     // dispatcher then only reports the job already started: a "success"
     // that did nothing). An admin included.
-    if workload == "job" && matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall) {
+    if job && matches!(op.kind, TaskKind::Restart | TaskKind::Reinstall) {
         return Err(PlatformError::Conflict(format!(
             "machine {name} runs a compute task, whose command runs at most once: it is not restarted or reinstalled; \
              cancel the task (or delete the machine) and submit the task again"

@@ -2,9 +2,10 @@
 
 use super::visibility;
 use crate::{accounts::User, db::Pool, PlatformError};
-use serde::Serialize;
+use gantry_core::task::{MachineState, TaskKind, TaskState, Workload};
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct MachineView {
     pub id: i64,
     pub name: String,
@@ -14,8 +15,9 @@ pub struct MachineView {
     pub image: String,
     pub gpu_count: i64,
     pub gpu_model: String,
-    /// Comma-separated GPU indexes on the node.
-    pub gpu_indexes: String,
+    /// GPU indexes on the node, ascending; empty once released.
+    #[sqlx(try_from = "String")]
+    pub gpu_indexes: GpuIndexes,
     pub simulated: bool,
     pub node: Option<String>,
     pub node_id: Option<i64>,
@@ -25,13 +27,38 @@ pub struct MachineView {
     pub cpu_millis: i64,
     pub memory_mb: i64,
     pub container_id: Option<String>,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: MachineState,
     pub exit_code: Option<i64>,
     pub message: String,
     pub created_at: i64,
     pub updated_at: i64,
-    /// "dev", or "job": a compute task's machine, which ends with its task.
-    pub workload: String,
+    #[sqlx(try_from = "String")]
+    pub workload: Workload,
+}
+
+/// A machine's GPU indexes on its node, ascending, read from the query's
+/// comma-separated list (SQLite's `GROUP_CONCAT`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GpuIndexes(pub Vec<u32>);
+
+impl TryFrom<String> for GpuIndexes {
+    type Error = std::convert::Infallible;
+
+    fn try_from(list: String) -> Result<Self, Self::Error> {
+        let mut indexes: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+        indexes.sort_unstable();
+        Ok(GpuIndexes(indexes))
+    }
+}
+
+impl std::ops::Deref for GpuIndexes {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        &self.0
+    }
 }
 
 impl MachineView {
@@ -49,7 +76,7 @@ impl MachineView {
 
     /// A compute task's machine.
     pub fn is_job(&self) -> bool {
-        self.workload == "job"
+        self.workload == Workload::Job
     }
 }
 
@@ -90,14 +117,16 @@ pub async fn machine_detail(pool: &Pool, viewer: &User, machine_id: i64) -> Resu
         .ok_or_else(|| PlatformError::NotFound("machine".into()))
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct TaskView {
     pub id: i64,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: TaskKind,
     pub machine_id: Option<i64>,
     pub machine_name: String,
     pub requester: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: TaskState,
     pub progress: i64,
     pub message: String,
     pub attempts: i64,
@@ -132,4 +161,15 @@ pub fn recent_tasks_sql(viewer: &User, one_machine: bool) -> (String, i64) {
          ORDER BY t.id DESC LIMIT ?3"
     );
     (sql, bind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GpuIndexes;
+
+    #[test]
+    fn gpu_indexes_read_ascending_from_the_list() {
+        assert_eq!(GpuIndexes::try_from("3,1".to_string()).unwrap(), GpuIndexes(vec![1, 3]));
+        assert_eq!(GpuIndexes::try_from(String::new()).unwrap(), GpuIndexes(vec![]));
+    }
 }

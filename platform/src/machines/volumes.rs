@@ -5,18 +5,29 @@
 //! for the rest of the group: a volume holds its owner's data, which group
 //! members may not enter (as with the terminal and files of a machine).
 use crate::{accounts::User, audit, db::Pool, transitions, PlatformError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+/// A data volume kept when its machine was deleted; a new machine can be
+/// created on it (on its node), or it can be deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct KeptVolumeView {
     pub id: i64,
     pub name: String,
     pub node: String,
     pub owner: String,
     pub size_gb: i64,
+    /// Whether the size is a hard limit (a block device) on its node.
     pub enforced: bool,
     pub from_machine: String,
+    /// Unix seconds.
     pub kept_at: i64,
+}
+
+impl KeptVolumeView {
+    /// "kept volume gantry-x-m4-data (10 GB, node gpu-2)".
+    pub fn label(&self) -> String {
+        format!("kept volume {} ({} GB, node {})", self.name, self.size_gb, self.node)
+    }
 }
 
 /// The SQL condition (and its one bound value) for the kept volumes `who`

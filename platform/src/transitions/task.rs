@@ -110,8 +110,9 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?
-                .as_deref()
-                == Some("job")
+                .map(|w| w.parse::<gantry_core::task::Workload>())
+                .transpose()?
+                == Some(gantry_core::task::Workload::Job)
         }
         None => false,
     };

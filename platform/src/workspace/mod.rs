@@ -15,6 +15,7 @@ pub mod sessions;
 pub mod tar;
 
 use crate::{accounts::User, db::Pool, machines::machine_detail, PlatformError};
+use gantry_core::task::MachineState;
 
 /// Limits of the workspace routes, set by the server's configuration and
 /// read by the pages (e.g. to show the upload limit).
@@ -40,26 +41,65 @@ impl Default for Limits {
 /// lines of a followed log).
 pub const LOG_TAIL_LINES: u64 = 200;
 
-/// The state a terminal sees while an idle reclaim of its machine is queued
-/// or running: the machine row stays `running` (nothing changes for the
-/// dashboard until the GPUs are returned), but its container is about to be
-/// committed and removed, so whatever is typed meanwhile outside `/data` is
-/// lost. A terminal does not open then, and an open one closes saying why.
-pub const RECLAIMING: &str = "reclaiming";
+/// A machine's state as a terminal sees it: the machine's own, or
+/// `Reclaiming` while an idle reclaim of it is queued or running. The machine
+/// row stays `running` then (nothing changes for the dashboard until the GPUs
+/// are returned), but its container is about to be committed and removed, so
+/// whatever is typed meanwhile outside `/data` is lost. A terminal does not
+/// open then, and an open one closes saying why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TerminalState {
+    Machine(MachineState),
+    Reclaiming,
+}
+
+/// The word SQL writes for [`TerminalState::Reclaiming`].
+const RECLAIMING: &str = "reclaiming";
+
+impl TerminalState {
+    pub const RUNNING: TerminalState = TerminalState::Machine(MachineState::Running);
+}
+
+impl std::str::FromStr for TerminalState {
+    type Err = gantry_core::task::UnknownVariant;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == RECLAIMING {
+            Ok(TerminalState::Reclaiming)
+        } else {
+            s.parse().map(TerminalState::Machine)
+        }
+    }
+}
+
+impl std::fmt::Display for TerminalState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TerminalState::Machine(state) => state.fmt(f),
+            TerminalState::Reclaiming => f.write_str(RECLAIMING),
+        }
+    }
+}
 
 /// Whether machine `m` (the alias) has a reclaim queued or running, in SQL.
 pub(crate) const RECLAIMING_SQL: &str =
     "EXISTS (SELECT 1 FROM tasks t WHERE t.machine_id = m.id AND t.kind = 'reclaim' AND t.state IN ('scheduled', 'running'))";
 
-/// The machine's state as a terminal sees it ([`RECLAIMING`] while a
-/// reclaim is queued or running); `None` when there is no such machine.
-pub async fn terminal_state(pool: &Pool, machine_id: i64) -> Result<Option<String>, PlatformError> {
-    Ok(sqlx::query_scalar(&format!(
-        "SELECT CASE WHEN {RECLAIMING_SQL} THEN '{RECLAIMING}' ELSE m.state END FROM machines m WHERE m.id = ?"
-    ))
-    .bind(machine_id)
-    .fetch_optional(pool)
-    .await?)
+/// The SQL of a machine `m`'s [`TerminalState`] (a word it parses from).
+pub(crate) fn terminal_state_sql() -> String {
+    format!("CASE WHEN {RECLAIMING_SQL} THEN '{RECLAIMING}' ELSE m.state END")
+}
+
+/// The machine's state as a terminal sees it; `None` when there is no
+/// such machine.
+pub async fn terminal_state(pool: &Pool, machine_id: i64) -> Result<Option<TerminalState>, PlatformError> {
+    let word: Option<String> =
+        sqlx::query_scalar(&format!("SELECT {} FROM machines m WHERE m.id = ?", terminal_state_sql()))
+            .bind(machine_id)
+            .fetch_optional(pool)
+            .await?;
+    word.map(|w| w.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string())))
+        .transpose()
 }
 
 /// The machine a workspace request is about, as far as the rules need it.
@@ -69,7 +109,7 @@ pub struct Target {
     pub name: String,
     pub owner_id: i64,
     pub owner: String,
-    pub state: String,
+    pub state: TerminalState,
     pub container_id: Option<String>,
     pub node_id: Option<i64>,
 }
@@ -106,7 +146,7 @@ pub async fn target(pool: &Pool, user: &User, machine_id: i64) -> Result<Result<
         name: view.name,
         owner_id,
         owner: view.owner,
-        state: if reclaiming { RECLAIMING.to_string() } else { view.state },
+        state: if reclaiming { TerminalState::Reclaiming } else { TerminalState::Machine(view.state) },
         container_id: view.container_id,
         node_id,
     };
@@ -124,17 +164,13 @@ pub fn may_enter(user: &User, target: &Target) -> bool {
 impl Target {
     /// A terminal needs a running container.
     pub fn require_running(&self) -> Result<(&str, i64), Refusal> {
-        match (
-            self.state.as_str(),
-            self.container_id.as_deref(),
-            self.node_id,
-        ) {
-            ("running", Some(c), Some(n)) => Ok((c, n)),
-            ("running", _, _) => Err(Refusal::State(format!(
+        match (self.state, self.container_id.as_deref(), self.node_id) {
+            (TerminalState::RUNNING, Some(c), Some(n)) => Ok((c, n)),
+            (TerminalState::RUNNING, _, _) => Err(Refusal::State(format!(
                 "machine {} has no container yet",
                 self.name
             ))),
-            (RECLAIMING, _, _) => Err(Refusal::State(format!(
+            (TerminalState::Reclaiming, _, _) => Err(Refusal::State(format!(
                 "machine {} is being reclaimed (idle): its container is saved and removed, so a terminal would lose what it does; \
                  restore the machine from its page once that is done",
                 self.name
@@ -149,7 +185,8 @@ impl Target {
     /// Logs and files need a container, running or stopped (the archive
     /// and log APIs work on a stopped container too).
     pub fn require_container(&self) -> Result<(&str, i64), Refusal> {
-        let live = matches!(self.state.as_str(), "running" | "stopped" | "failed" | "restarting");
+        use MachineState as M;
+        let live = matches!(self.state, TerminalState::Machine(M::Running | M::Stopped | M::Failed | M::Restarting));
         match (live, self.container_id.as_deref(), self.node_id) {
             (true, Some(c), Some(n)) => Ok((c, n)),
             _ => Err(Refusal::State(format!(
@@ -199,20 +236,25 @@ impl CloseReason {
     }
 
     /// The reason for a machine that left `running`.
-    pub fn for_state(name: &str, state: &str) -> CloseReason {
+    pub fn for_state(name: &str, state: TerminalState) -> CloseReason {
+        use MachineState as M;
         match state {
-            "deleting" | "deleted" => {
+            TerminalState::Machine(M::Deleting | M::Deleted) => {
                 CloseReason::new(CloseCause::MachineDeleted, format!("machine {name} was deleted"))
             }
-            "restarting" => CloseReason::new(CloseCause::MachineStopped, format!("machine {name} is restarting")),
-            "reinstalling" => {
+            TerminalState::Machine(M::Restarting) => {
+                CloseReason::new(CloseCause::MachineStopped, format!("machine {name} is restarting"))
+            }
+            TerminalState::Machine(M::Reinstalling) => {
                 CloseReason::new(CloseCause::MachineStopped, format!("machine {name} is being reinstalled"))
             }
-            RECLAIMING => CloseReason::new(
+            TerminalState::Reclaiming => CloseReason::new(
                 CloseCause::MachineStopped,
                 format!("machine {name} is being reclaimed (idle); restore it from its page"),
             ),
-            "lost" => CloseReason::new(CloseCause::MachineDeleted, format!("machine {name}'s node was lost")),
+            TerminalState::Machine(M::Lost) => {
+                CloseReason::new(CloseCause::MachineDeleted, format!("machine {name}'s node was lost"))
+            }
             other => CloseReason::new(CloseCause::MachineStopped, format!("machine {name} is {other}")),
         }
     }

@@ -243,13 +243,12 @@ impl Registry {
             // disabled, demoted or had its password reset (or was deleted)
             // closes like its browser sessions end.
             let rows: Vec<(i64, String, String, Option<String>, bool)> = sqlx::query_as(&format!(
-                "SELECT ts.id, m.name, CASE WHEN {} THEN '{}' ELSE m.state END, a.username,
+                "SELECT ts.id, m.name, {}, a.username,
                         (u.id IS NULL OR u.disabled OR u.session_gen <> ts.user_gen)
                  FROM terminal_sessions ts JOIN machines m ON m.id = ts.machine_id
                  LEFT JOIN users a ON a.id = ts.close_requested_by LEFT JOIN users u ON u.id = ts.user_id
                  WHERE ts.server = ? AND ts.closed_at IS NULL",
-                super::RECLAIMING_SQL,
-                super::RECLAIMING
+                super::terminal_state_sql()
             ))
             .bind(&self.inner.server)
             .fetch_all(pool)
@@ -263,8 +262,12 @@ impl Registry {
                 } else if account_changed {
                     let why = "your account was changed (disabled, its role or its password): sign in again";
                     self.signal(id, CloseReason::new(super::CloseCause::AccountChanged, why));
-                } else if state != "running" {
-                    self.signal(id, CloseReason::for_state(&machine, &state));
+                } else {
+                    match state.parse::<super::TerminalState>() {
+                        Ok(super::TerminalState::RUNNING) => {}
+                        Ok(state) => self.signal(id, CloseReason::for_state(&machine, state)),
+                        Err(e) => tracing::warn!(session = id, error = %e, "terminal's machine has an unknown state"),
+                    }
                 }
             }
         }

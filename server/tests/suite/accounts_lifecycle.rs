@@ -59,7 +59,7 @@ gantry_testkit::timed_test! {
         let me: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = 'admin'").fetch_one(&server.pool).await.unwrap();
 
         let (status, row) = call(&server, &admin, "admin/set_user_group", &[("user_id", &fay.to_string()), ("group", "ml-team")]).await;
-        assert_eq!((status, row["group"].as_str()), (200, Some("ml-team")));
+        assert_eq!((status, row["group_name"].as_str()), (200, Some("ml-team")));
         let fay_now = accounts::user_by_id(&server.pool, fay).await.unwrap().unwrap();
         assert_eq!(fay_now.group_quota.gpu_quota, 8, "the quota is the new group's");
         let (status, body) = call(&server, &admin, "admin/set_user_group", &[("user_id", &fay.to_string()), ("group", "nope")]).await;

@@ -1,5 +1,5 @@
-//! Dev machines and their tasks as the portal shows them, and the small
-//! pure helpers the pages use to render and parse them.
+//! The small pure helpers the machine pages use to parse their forms and
+//! render the platform's machine and task views.
 
 mod rows;
 
@@ -107,11 +107,6 @@ pub fn parse_kept_volume(value: &str) -> Result<Option<i64>, String> {
     }
 }
 
-/// "kept volume gantry-x-m4-data (10 GB, node gpu-2)".
-pub fn kept_volume_label(v: &KeptVolumeRow) -> String {
-    format!("kept volume {} ({} GB, node {})", v.name, v.size_gb, v.node)
-}
-
 /// The operations a person may ask for on an existing machine.
 pub fn parse_operation(operation: &str) -> Result<TaskKind, String> {
     match operation.trim().parse::<TaskKind>() {
@@ -126,13 +121,6 @@ pub fn parse_operation(operation: &str) -> Result<TaskKind, String> {
 /// An HTML checkbox: present (usually "on") means checked.
 pub fn checkbox(value: Option<&str>) -> bool {
     value.is_some_and(|v| !matches!(v.trim(), "" | "off" | "false" | "0"))
-}
-
-/// "1,3" (the database's GROUP_CONCAT) to `[1, 3]`, ascending.
-pub fn parse_indexes(list: &str) -> Vec<u32> {
-    let mut out: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
-    out.sort_unstable();
-    out
 }
 
 /// "2 × A100 (GPU 0,1)"; without indexes (released) just "2 × A100".
@@ -159,38 +147,20 @@ pub fn short_id(id: &str) -> String {
     id.chars().take(12).collect()
 }
 
-/// The CSS class for a machine state's badge; unknown text gets none of
-/// the coloured ones.
-pub fn machine_badge(state: &str) -> &'static str {
-    state.parse::<MachineState>().map(MachineState::as_str).unwrap_or("unknown")
-}
-
-pub fn task_badge(state: &str) -> &'static str {
-    state.parse::<TaskState>().map(TaskState::as_str).unwrap_or("unknown")
-}
-
-/// True while the machine is between states (an operation is in flight).
-pub fn machine_busy(state: &str) -> bool {
-    matches!(
-        state.parse::<MachineState>(),
-        Ok(MachineState::Creating | MachineState::Restarting | MachineState::Reinstalling | MachineState::Deleting)
-    )
-}
-
 /// True while the task may still change.
-pub fn task_busy(state: &str) -> bool {
-    state.parse::<TaskState>().is_ok_and(|s| !s.is_terminal())
+pub fn task_busy(state: TaskState) -> bool {
+    !state.is_terminal()
 }
 
 /// Whether a task may still be cancelled (it has not started).
-pub fn task_cancellable(state: &str) -> bool {
-    state.parse::<TaskState>().is_ok_and(|s| s.cancellable().is_ok())
+pub fn task_cancellable(state: TaskState) -> bool {
+    state.cancellable().is_ok()
 }
 
 /// Whether the machine accepts `kind` now (the server decides; the page
 /// uses this only to disable buttons that would be refused).
-pub fn accepts(state: &str, kind: TaskKind) -> bool {
-    state.parse::<MachineState>().is_ok_and(|s| gantry_core::task::accepts("", s, kind).is_ok())
+pub fn accepts(state: MachineState, kind: TaskKind) -> bool {
+    gantry_core::task::accepts("", state, kind).is_ok()
 }
 
 /// "A100, H100" to `["A100", "H100"]`: trimmed, empty entries dropped.
@@ -207,8 +177,6 @@ mod tests {
         assert_eq!(gpu_summary(2, "A100", &[0, 1]), "2 × A100 (GPU 0,1)");
         assert_eq!(gpu_summary(1, "SIM-A100", &[3]), "1 × SIM-A100 (GPU 3)");
         assert_eq!(gpu_summary(2, "A100", &[]), "2 × A100");
-        assert_eq!(parse_indexes("3,1"), vec![1, 3]);
-        assert_eq!(parse_indexes(""), Vec::<u32>::new());
     }
 
     #[test]
@@ -298,21 +266,19 @@ mod tests {
     }
 
     #[test]
-    fn states_map_to_badges_and_polling() {
-        assert_eq!(machine_badge("running"), "running");
-        assert_eq!(machine_badge("<script>"), "unknown");
-        assert_eq!(task_badge("succeeded"), "succeeded");
-        assert!(machine_busy("creating") && machine_busy("deleting"));
-        assert!(!machine_busy("running") && !machine_busy("failed"));
-        assert!(task_busy("pending") && task_busy("running"));
-        assert!(!task_busy("succeeded") && !task_busy("cancelled"));
-        assert!(accepts("running", TaskKind::Restart));
-        assert!(!accepts("creating", TaskKind::Delete));
+    fn states_decide_polling_and_buttons() {
+        use MachineState as M;
+        use TaskState as T;
+        assert!(M::Creating.is_busy() && M::Deleting.is_busy());
+        assert!(!M::Running.is_busy() && !M::Failed.is_busy());
+        assert!(task_busy(T::Pending) && task_busy(T::Running));
+        assert!(!task_busy(T::Succeeded) && !task_busy(T::Cancelled));
+        assert!(accepts(M::Running, TaskKind::Restart));
+        assert!(!accepts(M::Creating, TaskKind::Delete));
         // A lost machine is settled (no polling) and can only be deleted.
-        assert_eq!(machine_badge("lost"), "lost");
-        assert!(!machine_busy("lost"));
-        assert!(accepts("lost", TaskKind::Delete) && !accepts("lost", TaskKind::Restart));
-        assert!(task_cancellable("pending") && task_cancellable("scheduled"));
-        assert!(!task_cancellable("running") && !task_cancellable("failed"));
+        assert!(!M::Lost.is_busy());
+        assert!(accepts(M::Lost, TaskKind::Delete) && !accepts(M::Lost, TaskKind::Restart));
+        assert!(task_cancellable(T::Pending) && task_cancellable(T::Scheduled));
+        assert!(!task_cancellable(T::Running) && !task_cancellable(T::Failed));
     }
 }

@@ -5,8 +5,8 @@
 use crate::{
     api::admin::{audit_page, AUDIT_BEFORE_INVALID},
     error::AppError,
-    model::AuditPageView,
 };
+use gantry_platform::accounts::AuditPage;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::Form, hooks::use_query_map};
@@ -76,7 +76,7 @@ pub fn AuditPage() -> impl IntoView {
 }
 
 #[component]
-fn AuditTable(page: AuditPageView, filters: Vec<(String, String)>, first: bool) -> impl IntoView {
+fn AuditTable(page: AuditPage, filters: Vec<(String, String)>, first: bool) -> impl IntoView {
     if page.rows.is_empty() {
         return view! { <p class="muted" data-testid="audit-empty">"Nothing in the log matches."</p> }.into_any();
     }

@@ -14,8 +14,8 @@ use crate::{
         form_error::{error, FormError},
         poll::Polled,
     },
-    model::GroupRow,
 };
+use gantry_platform::accounts::Group;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -117,13 +117,13 @@ fn models_label(models: &[String]) -> String {
 /// region with whether the group may use it.
 #[derive(Clone, PartialEq)]
 struct Policy {
-    group: GroupRow,
+    group: Group,
     images: Vec<(i64, String, bool)>,
     regions: Vec<(i64, String, bool)>,
 }
 
 impl Policy {
-    fn of(group: GroupRow, choices: &GroupAccessChoices) -> Self {
+    fn of(group: Group, choices: &GroupAccessChoices) -> Self {
         let GroupAccessRow { images, regions, .. } = choices.of(group.id);
         let image_ids: Vec<i64> = images.iter().map(|(id, _)| *id).collect();
         let region_ids: Vec<i64> = regions.iter().map(|(id, _)| *id).collect();
@@ -141,7 +141,7 @@ impl Policy {
 
 #[component]
 fn PolicyForms(
-    groups: Polled<Vec<GroupRow>>,
+    groups: Polled<Vec<Group>>,
     access: Polled<GroupAccessChoices>,
     update: ServerAction<UpdateGroup>,
 ) -> impl IntoView {

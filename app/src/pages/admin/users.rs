@@ -16,11 +16,9 @@ use crate::{
         list_nav::{use_list_query, FilterForm, Pager, StateLinks},
         poll::Polled,
     },
-    model::{
-        lists::{ListQuery, UsersWindow},
-        GroupRow, UserRow,
-    },
+    model::lists::{ListQuery, Listed},
 };
+use gantry_platform::accounts::{Group, User};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -65,7 +63,7 @@ pub fn UsersPage() -> impl IntoView {
                 })
             })
             .or_else(|| answer(a.role).map(|u| format!("{} is now {}", u.username, u.role)))
-            .or_else(|| answer(a.group).map(|u| format!("{} is now in group {}", u.username, u.group)))
+            .or_else(|| answer(a.group).map(|u| format!("{} is now in group {}", u.username, u.group_name)))
     };
     // The refusal a form of this page came back with (one at a time).
     let refused = error(a.enabled).or_else(|| error(a.reset)).or_else(|| error(a.role)).or_else(|| error(a.group));
@@ -121,8 +119,8 @@ pub fn UsersPage() -> impl IntoView {
 
 #[component]
 fn UserTable(
-    users: Polled<UsersWindow>,
-    groups: Polled<Vec<GroupRow>>,
+    users: Polled<Listed<User>>,
+    groups: Polled<Vec<Group>>,
     query: Memo<ListQuery>,
     actions: UserActions,
 ) -> impl IntoView {
@@ -148,7 +146,7 @@ fn UserTable(
 }
 
 #[component]
-fn UserLine(u: UserRow, groups: Vec<String>, actions: UserActions) -> impl IntoView {
+fn UserLine(u: User, groups: Vec<String>, actions: UserActions) -> impl IntoView {
     let (id, name) = (u.id, u.username.clone());
     let toggle = if u.disabled { ("enable", "Enable") } else { ("disable", "Disable") };
     let status = u.disabled.then(|| view! { " " <span class="tag warn" data-testid="user-disabled">"disabled"</span> });
@@ -161,7 +159,7 @@ fn UserLine(u: UserRow, groups: Vec<String>, actions: UserActions) -> impl IntoV
         <tr data-testid="user-row" data-name=name>
             <td>{shown} {status} {temporary}</td>
             <td>{role.clone()}</td>
-            <td>{u.group.clone()}</td>
+            <td>{u.group_name.clone()}</td>
             <td class="user-manage">
                 <ActionForm action=actions.enabled attr:data-testid="user-enabled">
                     <input type="hidden" name="user_id" value=id/>
@@ -179,7 +177,7 @@ fn UserLine(u: UserRow, groups: Vec<String>, actions: UserActions) -> impl IntoV
                     <input type="hidden" name="user_id" value=id/>
                     <select name="group" aria-label=group_label>
                         {groups.into_iter().map(|g| {
-                            let selected = g == u.group;
+                            let selected = g == u.group_name;
                             view! { <option value=g.clone() selected=selected>{g.clone()}</option> }
                         }).collect_view()}
                     </select>

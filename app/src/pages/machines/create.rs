@@ -3,13 +3,11 @@
 //! the form also posts without JavaScript; the server parses and decides.
 
 use crate::{
-    api::machines::CreateMachine,
+    api::machines::{CreateMachine, CreateOptions},
     components::form_error::{error, FormError},
-    model::machines::{
-        gpu_summary, kept_volume_label, CreateOptions, KeptVolumeRow, DEFAULT_CPUS, DEFAULT_MEMORY_MB,
-        DEFAULT_VOLUME_GB,
-    },
+    model::machines::{gpu_summary, DEFAULT_CPUS, DEFAULT_MEMORY_MB, DEFAULT_VOLUME_GB},
 };
+use gantry_platform::machines::KeptVolumeView;
 use leptos::prelude::*;
 
 /// The form; live.js keeps what is being typed when the page refreshes.
@@ -18,7 +16,7 @@ pub fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions) -
     let max = options.max_gpus_per_machine.max(1);
     let no_images = options.images.is_empty();
     let no_models = options.gpu_models.is_empty();
-    let volumes: Vec<KeptVolumeRow> = options.kept_volumes;
+    let volumes: Vec<KeptVolumeView> = options.kept_volumes;
     let any_kept = !volumes.is_empty();
 
     view! {
@@ -54,7 +52,7 @@ pub fn CreateForm(create: ServerAction<CreateMachine>, options: CreateOptions) -
             <label>"Data volume"
                 <select name="kept_volume_id">
                     <option value="" selected>"new volume"</option>
-                    {volumes.into_iter().map(|v| view! { <option value=v.id.to_string()>{kept_volume_label(&v)}</option> }).collect_view()}
+                    {volumes.into_iter().map(|v| view! { <option value=v.id.to_string()>{v.label()}</option> }).collect_view()}
                 </select>
             </label>
             {any_kept.then(|| view! { <p class="muted small">"On a kept volume, the machine goes to the volume's node and keeps its size."</p> })}

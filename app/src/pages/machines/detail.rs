@@ -9,7 +9,7 @@
 //! then.
 
 use crate::{
-    api::machines::{machine_detail, CancelTask, MachineOperation},
+    api::machines::{machine_detail, CancelTask, MachineDetail, MachineOperation},
     components::{
         form_error::{error, FormError},
         poll::busy_when,
@@ -18,12 +18,11 @@ use crate::{
         task_table::TaskTable,
     },
     error::AppError,
-    model::machines::{
-        accepts, gpu_summary, machine_busy, short_id, task_busy, volume_summary, MachineDetail, MachineRow,
-    },
+    model::machines::{accepts, gpu_summary, short_id, task_busy, volume_summary},
     pages::machines::snapshots::{MachineSnapshots, SnapshotCardData},
 };
 use gantry_core::task::{MachineState, TaskKind};
+use gantry_platform::machines::MachineView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -40,7 +39,7 @@ pub fn MachineDetailPage() -> impl IntoView {
             None => Err(AppError::NotFound("machine not found".into())),
         }
     });
-    let busy = busy_when(detail, |d| machine_busy(&d.machine.state) || d.tasks.iter().any(|t| task_busy(&t.state)));
+    let busy = busy_when(detail, |d| d.machine.state.is_busy() || d.tasks.iter().any(|t| task_busy(t.state)));
     let snapshots = SnapshotCardData::new(id);
 
     view! {
@@ -101,7 +100,7 @@ fn MachineView(
         <Title text=name.clone()/>
         <div class="page-head">
             <h1>{name}</h1>
-            {machine_state_badge(machine.state.clone())}
+            {machine_state_badge(machine.state)}
         </div>
         <div class="grid two">
             <MachineFacts m=machine.clone()/>
@@ -122,7 +121,7 @@ fn MachineView(
 }
 
 #[component]
-fn MachineFacts(m: MachineRow) -> impl IntoView {
+fn MachineFacts(m: MachineView) -> impl IntoView {
     let container = match m.container_id.clone() {
         Some(c) => view! { <code data-testid="machine-container" title=c.clone()>{short_id(&c)}</code> }.into_any(),
         None => view! { <span>"—"</span> }.into_any(),
@@ -142,8 +141,8 @@ fn MachineFacts(m: MachineRow) -> impl IntoView {
         <section class="card">
             <h2>"Details"</h2>
             <dl class="facts" data-testid="machine-facts">
-                <dt>"State"</dt><dd>{m.state.clone()}</dd>
-                <dt>"Owner"</dt><dd>{format!("{} · group {}", m.owner, m.group)}</dd>
+                <dt>"State"</dt><dd>{m.state.as_str()}</dd>
+                <dt>"Owner"</dt><dd>{format!("{} · group {}", m.owner, m.group_name)}</dd>
                 <dt>"Node"</dt><dd data-testid="machine-node">{m.node.clone().unwrap_or_else(|| "—".into())}</dd>
                 <dt>"GPUs"</dt><dd>{gpus}</dd>
                 <dt>"Volume"</dt><dd>{volume}</dd>
@@ -187,7 +186,7 @@ fn owner_only_note(owner: &str) -> String {
 
 #[component]
 fn MachineActions(
-    m: MachineRow,
+    m: MachineView,
     op: ServerAction<MachineOperation>,
     /// The viewer may act on the machine (owner or admin): else the
     /// actions are not offered, only who can act.
@@ -196,11 +195,11 @@ fn MachineActions(
     job: JobNote,
 ) -> impl IntoView {
     let (id, name, volume, size, owner, state) =
-        (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone(), m.state.clone());
-    let deleted = state == MachineState::Deleted.as_str();
-    let lost = state == MachineState::Lost.as_str();
+        (m.id, m.name.clone(), m.volume_name.clone(), m.volume_size_gb, m.owner.clone(), m.state);
+    let deleted = state == MachineState::Deleted;
+    let lost = state == MachineState::Lost;
     let (can_restart, can_reinstall, can_delete) =
-        (accepts(&state, TaskKind::Restart), accepts(&state, TaskKind::Reinstall), accepts(&state, TaskKind::Delete));
+        (accepts(state, TaskKind::Restart), accepts(state, TaskKind::Reinstall), accepts(state, TaskKind::Delete));
     // Without JavaScript, the box to tick says what the dialog would.
     let tick_text = match lost {
         true => format!(" I understand this deletes machine {name}"),

@@ -9,13 +9,13 @@ use crate::{
         status::tag,
     },
     error::AppError,
-    model::machines::KeptVolumeRow,
 };
+use gantry_platform::machines::KeptVolumeView;
 use leptos::prelude::*;
 
 #[component]
 pub fn KeptVolumes(
-    kept: Resource<Result<Vec<KeptVolumeRow>, AppError>>,
+    kept: Resource<Result<Vec<KeptVolumeView>, AppError>>,
     delete: ServerAction<DeleteKeptVolume>,
 ) -> impl IntoView {
     view! {
@@ -39,7 +39,7 @@ pub fn KeptVolumes(
 }
 
 #[component]
-fn KeptTable(list: Vec<KeptVolumeRow>, delete: ServerAction<DeleteKeptVolume>) -> impl IntoView {
+fn KeptTable(list: Vec<KeptVolumeView>, delete: ServerAction<DeleteKeptVolume>) -> impl IntoView {
     view! {
         <table class="table" data-testid="kept-volume-list">
             <thead>

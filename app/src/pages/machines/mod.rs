@@ -23,9 +23,10 @@ use crate::{
         quota_gauge::QuotaGauge,
         status::{machine_state_badge, tag},
     },
-    model::machines::{gpu_summary, machine_busy, volume_summary, MachineRow},
+    model::machines::{gpu_summary, volume_summary},
 };
 use create::CreateForm;
+use gantry_platform::machines::MachineView;
 use kept::KeptVolumes;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -43,7 +44,7 @@ pub fn MachinesPage() -> impl IntoView {
 
     view! {
         // Refreshed quickly while any machine is between states.
-        {poll(busy_when(machines, |w| w.rows.iter().any(|m| machine_busy(&m.state))))}
+        {poll(busy_when(machines, |w| w.rows.iter().any(|m| m.state.is_busy())))}
         <Title text="My machines"/>
         <h1>"My machines"</h1>
         <reclaim::ReclaimBanner/>
@@ -93,7 +94,7 @@ pub fn MachinesPage() -> impl IntoView {
 }
 
 #[component]
-fn MachineTable(machines: Vec<MachineRow>, filtered: bool) -> impl IntoView {
+fn MachineTable(machines: Vec<MachineView>, filtered: bool) -> impl IntoView {
     if machines.is_empty() && filtered {
         return view! { <p class="muted" data-testid="no-machines">"No machine matches these filters."</p> }.into_any();
     }
@@ -111,9 +112,9 @@ fn MachineTable(machines: Vec<MachineRow>, filtered: bool) -> impl IntoView {
             </thead>
             <tbody>
                 {machines.into_iter().map(|m| view! {
-                    <tr data-testid="machine-row" data-name=m.name.clone() data-state=m.state.clone()>
+                    <tr data-testid="machine-row" data-name=m.name.clone() data-state=m.state.as_str()>
                         <td class="nowrap"><a href=format!("/machines/{}", m.id)><strong>{m.name.clone()}</strong></a></td>
-                        <td>{machine_state_badge(m.state.clone())}</td>
+                        <td>{machine_state_badge(m.state)}</td>
                         <td>
                             <span class="nowrap" data-testid="machine-gpus">{gpu_summary(m.gpu_count, &m.gpu_model, &m.gpu_indexes)}</span>
                             {m.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver on this node: the GPUs are simulated")} })}

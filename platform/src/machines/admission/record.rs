@@ -8,7 +8,7 @@ use crate::{
     transitions::{self, task::NewTask},
     PlatformError,
 };
-use gantry_core::task::{TaskKind, TaskState};
+use gantry_core::task::{TaskKind, TaskState, Workload};
 use sqlx::SqliteConnection;
 
 /// Records a refused create as a failed task (so it shows in the task list
@@ -72,7 +72,7 @@ pub(crate) async fn record_admission(
     .bind(limits.cpu_millis)
     .bind(limits.memory_mb)
     .bind(limits.pids)
-    .bind(if req.job.is_some() { "job" } else { "dev" })
+    .bind(if req.job.is_some() { Workload::Job } else { Workload::Dev }.as_str())
     .bind(req.job.as_ref().map(|j| serde_json::to_string(&j.command).unwrap_or_default()))
     .bind(now)
     .bind(now)

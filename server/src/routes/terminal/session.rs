@@ -9,8 +9,9 @@ use gantry_platform::{
         inside::{ProcessState, Shell},
         ContainerStatus, ExecError,
     },
-    workspace::{sessions, sessions::Registration, CloseCause, CloseReason},
+    workspace::{sessions, sessions::Registration, CloseCause, CloseReason, TerminalState},
 };
+use gantry_core::task::MachineState;
 use std::time::Duration;
 
 /// What ended a session, as the bridge saw it.
@@ -86,16 +87,18 @@ async fn send_close(tx: &mut SplitSink<WebSocket, Message>, reason: &CloseReason
 /// the shell exited.
 async fn why_ended(ctx: &Ctx, exec_id: &str) -> CloseReason {
     let state = gantry_platform::workspace::terminal_state(&ctx.pool, ctx.machine_id).await.ok().flatten();
-    match state.as_deref() {
-        Some("running") => {}
+    match state {
+        Some(TerminalState::RUNNING) => {}
         Some(other) => return CloseReason::for_state(&ctx.machine, other),
-        None => return CloseReason::for_state(&ctx.machine, "deleted"),
+        None => return CloseReason::for_state(&ctx.machine, TerminalState::Machine(MachineState::Deleted)),
     }
     if let Ok(c) = ctx.exec.inspect_container(&ctx.container).await {
         match c.status {
             ContainerStatus::Running => {}
-            ContainerStatus::Missing => return CloseReason::for_state(&ctx.machine, "deleted"),
-            _ => return CloseReason::for_state(&ctx.machine, "stopped"),
+            ContainerStatus::Missing => {
+                return CloseReason::for_state(&ctx.machine, TerminalState::Machine(MachineState::Deleted))
+            }
+            _ => return CloseReason::for_state(&ctx.machine, TerminalState::Machine(MachineState::Stopped)),
         }
     }
     match ctx.exec.shell_state(exec_id).await {
