@@ -32,22 +32,18 @@ pub fn safe_next(next: Option<&str>) -> String {
 
 pub use crate::model::login_url;
 
-#[cfg(feature = "ssr")]
 fn request_extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
     use_context::<http::request::Parts>()?.extensions.get::<T>().cloned()
 }
 
-#[cfg(feature = "ssr")]
 fn client_address() -> Option<String> {
     request_extension::<ClientAddress>().and_then(|a| a.0)
 }
 
-#[cfg(feature = "ssr")]
 fn gate() -> std::sync::Arc<gantry_platform::password::Gate> {
     request_extension().unwrap_or_else(gantry_platform::password::Gate::shared)
 }
 
-#[cfg(feature = "ssr")]
 async fn session() -> Result<tower_sessions::Session, AppError> {
     leptos_axum::extract::<tower_sessions::Session>()
         .await
@@ -111,7 +107,6 @@ pub async fn change_password(current: String, new: String, repeat: String) -> Re
 
 /// A plain HTML form post (JavaScript off) gets a real redirect; with
 /// JavaScript the page updates the session signal and navigates itself.
-#[cfg(feature = "ssr")]
 fn redirect_form_post(path: &str) {
     let form_post = use_context::<http::request::Parts>().is_some_and(|p| {
         p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))

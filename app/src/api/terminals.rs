@@ -4,6 +4,7 @@
 //! are plain HTTP/WebSocket routes of the server (`server/src/workspace.rs`).
 
 use crate::error::AppError;
+use gantry_platform::workspace::sessions::SessionView;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +17,6 @@ pub struct WorkspaceInfo {
     pub allowed: bool,
     /// Why not (when not allowed), or why the panels cannot work here.
     pub note: String,
-    pub state: String,
     /// The machine's node runs Docker (the simulated executor cannot).
     pub docker: bool,
     /// The last lines of the container's output, when there is a container.
@@ -27,28 +27,14 @@ pub struct WorkspaceInfo {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TerminalSessionRow {
-    pub id: i64,
-    pub machine_id: i64,
-    pub machine: String,
-    pub user: String,
-    pub client_addr: String,
-    pub opened_at: i64,
-    pub closed_at: Option<i64>,
-    pub close_reason: String,
-    pub close_requested: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TerminalSessions {
-    pub open: Vec<TerminalSessionRow>,
-    pub closed: Vec<TerminalSessionRow>,
+    pub open: Vec<SessionView>,
+    pub closed: Vec<SessionView>,
     /// The server's clock, for "open for".
     pub now: i64,
 }
 
 /// Longest log tail rendered into the page.
-#[cfg(feature = "ssr")]
 const LOG_TAIL_BYTES: usize = 256 * 1024;
 
 #[server(name = GetWorkspaceInfo, prefix = "/api", endpoint = "workspace_info")]
@@ -63,7 +49,6 @@ pub async fn workspace_info(machine_id: i64) -> Result<WorkspaceInfo, AppError> 
         machine: String::new(),
         allowed: false,
         note: String::new(),
-        state: String::new(),
         docker: false,
         log_tail: None,
         log_tail_lines: LOG_TAIL_LINES,
@@ -82,7 +67,6 @@ pub async fn workspace_info(machine_id: i64) -> Result<WorkspaceInfo, AppError> 
         Err(r) => return Err(AppError::Conflict(r.to_string())),
     };
     info.machine = target.name.clone();
-    info.state = target.state.clone();
     info.allowed = true;
     let Some(node) = target.node_id else {
         info.note = format!("machine {} has no node yet", target.name);
@@ -94,7 +78,7 @@ pub async fn workspace_info(machine_id: i64) -> Result<WorkspaceInfo, AppError> 
         tracing::warn!(node, error = %e, "no executor for a machine's node");
         AppError::Conflict("the machine's node cannot be reached now (the error has been logged)".into())
     })?;
-    info.docker = exec.kind() == "docker";
+    info.docker = !exec.is_simulated();
     if !info.docker {
         info.note = "Terminals, logs and files need a Docker node; this machine runs on the simulated executor.".into();
         return Ok(info);
@@ -105,7 +89,6 @@ pub async fn workspace_info(machine_id: i64) -> Result<WorkspaceInfo, AppError> 
     Ok(info)
 }
 
-#[cfg(feature = "ssr")]
 async fn log_tail(exec: &gantry_platform::executor::Executor, container: &str) -> String {
     use gantry_platform::{executor::inside::read_up_to, workspace::LOG_TAIL_LINES};
     let read = async {
@@ -133,11 +116,9 @@ pub async fn terminal_sessions() -> Result<TerminalSessions, AppError> {
     use gantry_platform::workspace::sessions;
     crate::state::require_admin()?;
     let pool = crate::state::pool()?;
-    let open = sessions::list_open(&pool).await?;
-    let closed = sessions::list_closed(&pool, 50).await?;
     Ok(TerminalSessions {
-        open: open.into_iter().map(session_row).collect(),
-        closed: closed.into_iter().map(session_row).collect(),
+        open: sessions::list_open(&pool).await?,
+        closed: sessions::list_closed(&pool, 50).await?,
         now: gantry_platform::now(),
     })
 }
@@ -148,19 +129,4 @@ pub async fn close_terminal(session_id: i64) -> Result<i64, AppError> {
     let admin = crate::state::require_admin()?;
     gantry_platform::workspace::sessions::request_close(&crate::state::pool()?, &admin, session_id).await?;
     Ok(session_id)
-}
-
-#[cfg(feature = "ssr")]
-fn session_row(s: gantry_platform::workspace::sessions::SessionView) -> TerminalSessionRow {
-    TerminalSessionRow {
-        id: s.id,
-        machine_id: s.machine_id,
-        machine: s.machine,
-        user: s.user,
-        client_addr: s.client_addr,
-        opened_at: s.opened_at,
-        closed_at: s.closed_at,
-        close_reason: s.close_reason,
-        close_requested: s.close_requested,
-    }
 }

@@ -3,7 +3,6 @@ use leptos_meta::Title;
 
 #[component]
 pub fn NotFound() -> impl IntoView {
-    #[cfg(feature = "ssr")]
     if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
         resp.set_status(http::StatusCode::NOT_FOUND);
     }

@@ -200,6 +200,11 @@ macro_rules! dispatch {
 }
 
 impl Executor {
+    /// Whether this node's machines are simulated (no Docker Engine).
+    pub fn is_simulated(&self) -> bool {
+        matches!(self, Executor::Simulated(_))
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Executor::Docker(_) => "docker",

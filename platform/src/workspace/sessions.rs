@@ -32,7 +32,7 @@ const RENEW_EVERY_TICKS: u32 = 5;
 const STALE_AFTER_SECS: i64 = 60;
 
 /// An open or recently closed session, as the admin console lists it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, sqlx::FromRow)]
 pub struct SessionView {
     pub id: i64,
     pub machine_id: i64,

@@ -4,7 +4,7 @@
 //! also in the audit log.
 
 use crate::{
-    api::terminals::{terminal_sessions, CloseTerminal, TerminalSessionRow},
+    api::terminals::{terminal_sessions, CloseTerminal},
     components::{
         form_error::{error, FormError},
         poll::busy_when,
@@ -12,6 +12,7 @@ use crate::{
     },
 };
 use gantry_core::time::format_utc;
+use gantry_platform::workspace::sessions::SessionView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -81,7 +82,7 @@ pub fn TerminalsPage() -> impl IntoView {
 }
 
 #[component]
-fn OpenRow(t: TerminalSessionRow, now: i64, close: ServerAction<CloseTerminal>) -> impl IntoView {
+fn OpenRow(t: SessionView, now: i64, close: ServerAction<CloseTerminal>) -> impl IntoView {
     let closing = t.close_requested;
     view! {
         <tr data-testid="open-terminal" data-id=t.id data-user=t.user.clone()>

@@ -49,7 +49,6 @@ pub fn MachineDetailPage() -> impl IntoView {
             {move || detail.get().map(|d| match d {
                 Ok(d) => view! { <MachineView d=d op=op cancel=cancel snapshots=snapshots/> }.into_any(),
                 Err(AppError::NotFound(_)) => {
-                    #[cfg(feature = "ssr")]
                     if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
                         resp.set_status(http::StatusCode::NOT_FOUND);
                     }
@@ -251,7 +250,7 @@ fn MachineActions(
             <button type="submit" class="danger" disabled=!can_delete data-confirm=question data-confirm-ticked=question_keeping data-confirm-box="keep_volume">"Delete machine"</button>
         </ActionForm>
         {(!(can_restart || can_delete)).then(|| {
-            view! { <p class="muted small">"The machine is " {state.clone()} "; operations are possible once it is running, stopped or failed."</p> }
+            view! { <p class="muted small">"The machine is " {state.as_str()} "; operations are possible once it is running, stopped or failed."</p> }
         })}
     });
     let owner_only = (!can_operate).then(|| match job {

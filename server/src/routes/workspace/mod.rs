@@ -233,7 +233,7 @@ pub async fn enter(
 /// The executor of the machine's node; the simulated one cannot do this.
 pub async fn executor(st: &WsState, node_id: i64, what: &str) -> Result<Executor, Response> {
     let exec = st.app.fleet.executor(&st.app.pool, node_id).await.map_err(internal)?;
-    if exec.kind() == "simulated" {
+    if exec.is_simulated() {
         return Err(refuse(
             StatusCode::NOT_IMPLEMENTED,
             format!("{what} need a Docker node: this machine runs on the simulated executor, which has no containers"),
