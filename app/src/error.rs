@@ -55,22 +55,15 @@ impl AppError {
     /// An internal failure: `detail` goes to the log with the request id;
     /// the client gets [`INTERNAL_TEXT`] and that id.
     pub fn internal(detail: impl std::fmt::Display) -> Self {
-        #[cfg(feature = "ssr")]
-        {
-            let id = leptos::prelude::use_context::<http::request::Parts>()
-                .and_then(|p| p.extensions.get::<RequestId>().map(|r| r.0.clone()))
-                .unwrap_or_else(|| "none".into());
-            tracing::error!(request_id = %id, error = %detail, "request failed");
-            // A page that shows this is not served again (`page_cache`).
-            if let Some(opts) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
-                opts.insert_header(http::HeaderName::from_static(NOT_KEPT_HEADER), http::HeaderValue::from_static("1"));
-            }
-            AppError::Internal(format!("{INTERNAL_TEXT} (request id {id})")).respond()
+        let id = leptos::prelude::use_context::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<RequestId>().map(|r| r.0.clone()))
+            .unwrap_or_else(|| "none".into());
+        tracing::error!(request_id = %id, error = %detail, "request failed");
+        // A page that shows this is not served again (`page_cache`).
+        if let Some(opts) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+            opts.insert_header(http::HeaderName::from_static(NOT_KEPT_HEADER), http::HeaderValue::from_static("1"));
         }
-        #[cfg(not(feature = "ssr"))]
-        {
-            AppError::Internal(detail.to_string())
-        }
+        AppError::Internal(format!("{INTERNAL_TEXT} (request id {id})")).respond()
     }
 
     pub fn status(&self) -> u16 {
@@ -85,19 +78,16 @@ impl AppError {
         }
     }
 
-    /// On the server, also make this the response's status code — except
+    /// Also makes this the response's status code — except
     /// for a plain HTML form post (no JavaScript), which must get the
     /// redirect back to its page that carries the error.
     pub fn respond(self) -> Self {
-        #[cfg(feature = "ssr")]
         let form_post = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|p| {
             p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
         });
-        #[cfg(feature = "ssr")]
         if form_post {
             return self;
         }
-        #[cfg(feature = "ssr")]
         if let Some(opts) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
             if let Ok(code) = http::StatusCode::from_u16(self.status()) {
                 opts.set_status(code);
@@ -131,21 +121,15 @@ pub fn argument_error_text(msg: &str) -> String {
 impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
-    /// On the server: arguments that do not parse are the caller's fault
-    /// (400, naming what was wrong); anything else is internal. In the
-    /// browser: the call itself failed (network, an unreadable answer).
+    /// Arguments that do not parse are the caller's fault (400, naming
+    /// what was wrong); anything else is internal.
     fn from_server_fn_error(value: server_fn::error::ServerFnErrorErr) -> Self {
-        #[cfg(feature = "ssr")]
         use server_fn::error::ServerFnErrorErr as E;
         match value {
-            #[cfg(feature = "ssr")]
             E::Args(msg) | E::MissingArg(msg) | E::Deserialization(msg) => {
                 AppError::Invalid(format!("bad request: {}", argument_error_text(&msg))).respond()
             }
-            #[cfg(feature = "ssr")]
             other => AppError::internal(other),
-            #[cfg(not(feature = "ssr"))]
-            other => AppError::Internal(other.to_string()),
         }
     }
 
@@ -179,7 +163,6 @@ impl From<gantry_core::ValidationError> for AppError {
     }
 }
 
-#[cfg(feature = "ssr")]
 impl From<gantry_platform::PlatformError> for AppError {
     fn from(e: gantry_platform::PlatformError) -> Self {
         use gantry_platform::PlatformError as P;

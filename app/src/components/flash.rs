@@ -77,17 +77,10 @@ pub fn remembered(endpoint: &str) -> bool {
 
 /// The outcomes of this render.
 fn outcomes() -> Vec<Outcome> {
-    #[cfg(feature = "ssr")]
-    {
-        use_context::<http::request::Parts>()
-            .and_then(|p| p.extensions.get::<Outcomes>().cloned())
-            .map(|o| o.0)
-            .unwrap_or_default()
-    }
-    #[cfg(not(feature = "ssr"))]
-    {
-        Vec::new()
-    }
+    use_context::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Outcomes>().cloned())
+        .map(|o| o.0)
+        .unwrap_or_default()
 }
 
 /// The outcome of the form posted to `endpoint`, if it was just posted.
@@ -112,7 +105,6 @@ where
 
 /// The answer of `action`'s function, when its form was just posted and
 /// worked.
-#[cfg(feature = "ssr")]
 pub fn answer<S>(_action: ServerAction<S>) -> Option<S::Output>
 where
     S: leptos::server_fn::ServerFn + Clone + Send + Sync + 'static,
@@ -121,17 +113,6 @@ where
 {
     let o = outcome_of(endpoint_of::<S>()).filter(|o| o.error.is_none())?;
     serde_json::from_str(o.answer.as_deref()?).ok()
-}
-
-/// In the browser (where no page renders) there is never an answer.
-#[cfg(not(feature = "ssr"))]
-pub fn answer<S>(_action: ServerAction<S>) -> Option<S::Output>
-where
-    S: leptos::server_fn::ServerFn + Clone + Send + Sync + 'static,
-    S::Output: Send + Sync + 'static,
-    S::Error: Send + Sync + 'static,
-{
-    None
 }
 
 /// A server function's endpoint (its path after `/api/`) → what its
