@@ -8,15 +8,16 @@ use crate::{
     db::Pool,
     now, PlatformError,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 const PREFIX: &str = "gnt_";
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct TokenView {
     pub id: i64,
     pub name: String,
+    /// The secret's first characters ("gnt_1a2b3c"), to tell tokens apart.
     pub prefix: String,
     pub created_at: i64,
     pub last_used_at: Option<i64>,

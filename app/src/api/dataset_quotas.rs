@@ -2,25 +2,16 @@
 //! and its byte quota, which an admin sets (audited). Uploads over the
 //! quota are refused with the numbers (`gantry_core::datasets::check_quota`).
 
-use crate::{error::AppError, model::datasets::GroupStorageRow};
+use crate::error::AppError;
+use gantry_platform::datasets::quotas::GroupStorage;
 use leptos::prelude::*;
 
 #[server(prefix = "/api", endpoint = "admin/dataset_storage")]
-pub async fn dataset_storage() -> Result<Vec<GroupStorageRow>, AppError> {
-    use crate::api::datasets::{app_error, ssr::stores};
+pub async fn dataset_storage() -> Result<Vec<GroupStorage>, AppError> {
+    use crate::api::datasets::{app_error, stores};
     crate::state::require_admin()?;
     let default = stores().map(|s| s.limits().default_quota_bytes).unwrap_or_default();
-    let rows = gantry_platform::datasets::quotas::overview(&crate::state::pool()?, default).await.map_err(app_error)?;
-    Ok(rows
-        .into_iter()
-        .map(|r| GroupStorageRow {
-            group: r.group,
-            used_bytes: r.used_bytes,
-            reserved_bytes: r.reserved_bytes,
-            quota_bytes: r.quota_bytes,
-            own_quota: r.own_quota,
-        })
-        .collect())
+    gantry_platform::datasets::quotas::overview(&crate::state::pool()?, default).await.map_err(app_error)
 }
 
 /// Sets a group's dataset quota in GB (decimals allowed, e.g. 0.5). A

@@ -2,13 +2,10 @@
 //! period arrive as text ("1h", "24h", "7d"; "24h", "7d", "30d") and
 //! unknown values are refused.
 
-use crate::{
-    error::AppError,
-    model::telemetry::{ChartData, Overview},
-};
+use crate::error::AppError;
+use gantry_core::telemetry::view::{ChartData, Overview};
 use leptos::prelude::*;
 
-#[cfg(feature = "ssr")]
 fn range_of(range: &str) -> Result<gantry_core::telemetry::ChartRange, AppError> {
     gantry_core::telemetry::ChartRange::parse(range)
         .ok_or_else(|| AppError::Invalid(format!("unknown chart range \"{range}\" (1h, 24h or 7d)")).respond())

@@ -1,22 +1,27 @@
 //! Personal API tokens (for `/api/v1/...` scripts): create, list, revoke.
 //! A token's secret exists in clear only in the answer to its create.
 
-use crate::{
-    error::AppError,
-    model::tokens::{CreatedToken, TokenRow},
-};
+use crate::error::AppError;
+use gantry_platform::tokens::TokenView;
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// A token just made, with its secret: the answer to its create, and what
+/// waits in the session for the Tokens page of a no-JavaScript post.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreatedToken {
+    pub token: TokenView,
+    pub secret: String,
+}
 
 /// Session key holding a just-made token for a no-JavaScript form post,
 /// until the page it is redirected to shows it (and removes it).
-#[cfg(feature = "ssr")]
 const FLASH_KEY: &str = "new_api_token";
 
 #[server(prefix = "/api", endpoint = "my_tokens")]
-pub async fn my_tokens() -> Result<Vec<TokenRow>, AppError> {
+pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
     let user = crate::state::auth()?;
-    let list = gantry_platform::tokens::list(&crate::state::pool()?, &user).await?;
-    Ok(list.into_iter().map(token_row).collect())
+    Ok(gantry_platform::tokens::list(&crate::state::pool()?, &user).await?)
 }
 
 /// Makes a token and answers with its secret, once. A plain HTML form post
@@ -26,8 +31,8 @@ pub async fn my_tokens() -> Result<Vec<TokenRow>, AppError> {
 #[server(prefix = "/api", endpoint = "create_token")]
 pub async fn create_token(name: String) -> Result<CreatedToken, AppError> {
     let user = crate::state::auth()?;
-    let (view, secret) = gantry_platform::tokens::create(&crate::state::pool()?, &user, &name).await?;
-    let created = CreatedToken { token: token_row(view), secret };
+    let (token, secret) = gantry_platform::tokens::create(&crate::state::pool()?, &user, &name).await?;
+    let created = CreatedToken { token, secret };
     if crate::api::compute::form_post() {
         let session = session().await?;
         session.insert(FLASH_KEY, &created).await.map_err(|e| AppError::Internal(e.to_string()))?;
@@ -59,21 +64,8 @@ pub async fn revoke_token(token_id: i64) -> Result<i64, AppError> {
     Ok(token_id)
 }
 
-#[cfg(feature = "ssr")]
 async fn session() -> Result<tower_sessions::Session, AppError> {
     leptos_axum::extract::<tower_sessions::Session>()
         .await
         .map_err(|e| AppError::Internal(format!("session unavailable: {e}")))
-}
-
-#[cfg(feature = "ssr")]
-fn token_row(t: gantry_platform::tokens::TokenView) -> TokenRow {
-    TokenRow {
-        id: t.id,
-        name: t.name,
-        prefix: t.prefix,
-        created_at: t.created_at,
-        last_used_at: t.last_used_at,
-        revoked_at: t.revoked_at,
-    }
 }

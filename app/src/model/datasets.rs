@@ -1,86 +1,6 @@
-//! Datasets as the pages show them.
-
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DatasetRow {
-    pub code: String,
-    pub name: String,
-    pub region: String,
-    pub region_name: String,
-    pub category: String,
-    pub description: String,
-    /// "group" or "public".
-    pub visibility: String,
-    pub group: String,
-    pub created_by: String,
-    pub created_at: i64,
-    pub versions: i64,
-    pub bytes: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VersionRow {
-    pub name: String,
-    pub sealed_at: Option<i64>,
-    pub created_by: String,
-    pub created_at: i64,
-    pub files: i64,
-    pub bytes: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileRow {
-    pub name: String,
-    pub size: i64,
-    pub sha256: String,
-    pub uploaded_by: String,
-    pub uploaded_at: i64,
-}
-
-/// The list page: the datasets and what the filters can choose from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DatasetList {
-    pub datasets: Vec<DatasetRow>,
-    /// (code, name) of every region.
-    pub regions: Vec<(String, String)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DatasetDetail {
-    pub dataset: DatasetRow,
-    pub versions: Vec<VersionRow>,
-    /// The viewer's group owns it (or the viewer is an admin).
-    pub may_write: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VersionDetail {
-    pub dataset: DatasetRow,
-    pub version: VersionRow,
-    pub files: Vec<FileRow>,
-    pub may_write: bool,
-    pub upload_max_bytes: u64,
-    /// Its uploads in progress (for its writers only; empty otherwise).
-    pub uploads: Vec<UploadInProgressRow>,
-}
-
-/// An upload in progress: one whose client went away holds the name, its
-/// reservation against the quota and the version's Seal until cancelled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UploadInProgressRow {
-    pub name: String,
-    /// Bytes both stores hold; `None`: the stores could not be asked.
-    pub held: Option<u64>,
-    /// The declared length; `None`: unknown (a one-request upload).
-    pub total: Option<u64>,
-    pub started_by: String,
-    pub started_at: i64,
-    pub touched_at: i64,
-    /// A request is writing it now: Cancel waits for it to end.
-    pub receiving: bool,
-    pub resumable: bool,
-}
+//! How the dataset pages and the upload island word datasets and where
+//! they link: labels, URLs, the upload's fingerprint. Pure, and compiled to
+//! wasm for the island (the pages render the platform's views).
 
 /// "100 B of 600 B", or what is known of it.
 pub fn held_label(held: Option<u64>, total: Option<u64>) -> String {
@@ -184,15 +104,4 @@ mod tests {
         assert!(a.starts_with("1700000000123-") && a.len() == 14 + 16, "{a}");
         assert!(a.bytes().all(|b| b.is_ascii_graphic()), "a header value: {a}");
     }
-}
-
-/// One group's dataset storage, for the admin console.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupStorageRow {
-    pub group: String,
-    pub used_bytes: u64,
-    pub reserved_bytes: u64,
-    pub quota_bytes: u64,
-    /// Its own quota, not the server's default.
-    pub own_quota: bool,
 }

@@ -1,28 +1,9 @@
-//! Personal API tokens as the Tokens page shows them. The secret travels
-//! only once, in the answer to the create that made it.
+//! How the Tokens page words personal API tokens (the platform's
+//! `TokenView`).
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenRow {
-    pub id: i64,
-    pub name: String,
-    /// The secret's first characters ("gnt_1a2b3c"), to tell tokens apart.
-    pub prefix: String,
-    pub created_at: i64,
-    pub last_used_at: Option<i64>,
-    pub revoked_at: Option<i64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreatedToken {
-    pub token: TokenRow,
-    pub secret: String,
-}
-
-/// "never" or the UTC time.
-pub fn last_used_label(t: &TokenRow) -> String {
-    t.last_used_at.map(gantry_core::time::format_utc).unwrap_or_else(|| "never".to_string())
+/// A token's last use: "never" or the UTC time.
+pub fn last_used_label(last_used_at: Option<i64>) -> String {
+    last_used_at.map(gantry_core::time::format_utc).unwrap_or_else(|| "never".to_string())
 }
 
 /// The `curl` line the page suggests for a new token (`$GANTRY_URL` is
@@ -38,15 +19,7 @@ mod tests {
 
     #[test]
     fn labels() {
-        let t = TokenRow {
-            id: 1,
-            name: "ci".into(),
-            prefix: "gnt_abc123".into(),
-            created_at: 0,
-            last_used_at: None,
-            revoked_at: None,
-        };
-        assert_eq!(last_used_label(&t), "never");
+        assert_eq!(last_used_label(None), "never");
         assert_eq!(curl_example("gnt_x"), "curl -H 'Authorization: Bearer gnt_x' \"$GANTRY_URL/api/v1/compute-tasks\"");
     }
 }

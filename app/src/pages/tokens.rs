@@ -3,13 +3,14 @@
 //! revoke them. A token acts as its owner, with the owner's group.
 
 use crate::{
-    api::tokens::{my_tokens, take_new_token, CreateToken, RevokeToken},
+    api::tokens::{my_tokens, take_new_token, CreateToken, CreatedToken, RevokeToken},
     components::{
         confirm::tick_to_confirm,
         form_error::{error, FormError},
     },
-    model::tokens::{curl_example, last_used_label, CreatedToken, TokenRow},
+    model::tokens::{curl_example, last_used_label},
 };
+use gantry_platform::tokens::TokenView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -69,7 +70,7 @@ fn NewToken(created: CreatedToken) -> impl IntoView {
 }
 
 #[component]
-fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
+fn TokenTable(tokens: Vec<TokenView>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
     if tokens.is_empty() {
         return view! { <p class="muted" data-testid="no-tokens">"No tokens yet."</p> }.into_any();
     }
@@ -90,7 +91,7 @@ fn TokenTable(tokens: Vec<TokenRow>, revoke: ServerAction<RevokeToken>) -> impl 
                             <td>{t.name.clone()}</td>
                             <td><code>{format!("{}…", t.prefix)}</code></td>
                             <td class="nowrap">{gantry_core::time::format_utc(t.created_at)}</td>
-                            <td class="nowrap">{last_used_label(&t)}</td>
+                            <td class="nowrap">{last_used_label(t.last_used_at)}</td>
                             <td>{state}</td>
                             <td>{(!revoked).then(|| view! {
                                 <ActionForm action=revoke attr:class="inline">

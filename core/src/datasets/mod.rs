@@ -96,27 +96,18 @@ pub fn category(value: &str) -> Result<(), DatasetRuleError> {
     }
 }
 
-/// Who may see a dataset: its owning group only, or every group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Visibility {
-    Group,
-    Public,
+crate::task::string_enum! {
+    /// Who may see a dataset: its owning group only, or every group.
+    Visibility, "dataset visibility" {
+        Group => "group",
+        Public => "public",
+    }
 }
 
 impl Visibility {
+    /// A form's or request's visibility, refused in the dataset rules' words.
     pub fn parse(value: &str) -> Result<Self, DatasetRuleError> {
-        match value {
-            "group" => Ok(Visibility::Group),
-            "public" => Ok(Visibility::Public),
-            other => Err(DatasetRuleError::UnknownVisibility(other.to_string())),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Visibility::Group => "group",
-            Visibility::Public => "public",
-        }
+        value.parse().map_err(|_| DatasetRuleError::UnknownVisibility(value.to_string()))
     }
 }
 

@@ -13,12 +13,13 @@ pub const DEFAULT_HOT_PCT: f64 = 90.0;
 pub const MINUTE_MS: i64 = 60_000;
 pub const HOUR_MS: i64 = 3_600_000;
 
-/// Where a query reads from: raw samples, 1-minute or 1-hour rollups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Resolution {
-    Raw,
-    Minute,
-    Hour,
+crate::task::string_enum! {
+    /// Where a query reads from: raw samples, 1-minute or 1-hour rollups.
+    Resolution, "chart resolution" {
+        Raw => "raw",
+        Minute => "1m",
+        Hour => "1h",
+    }
 }
 
 impl Resolution {

@@ -34,7 +34,7 @@ pub struct ChartEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChartData {
     pub range: String,
-    pub resolution: String,
+    pub resolution: super::Resolution,
     pub from_ms: i64,
     pub to_ms: i64,
     /// How far apart neighbouring points are when nothing is missing: a

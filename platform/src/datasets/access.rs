@@ -9,6 +9,7 @@
 //! ([`super::writing`]); a download as its bytes go out.
 
 use crate::{accounts::User, db::Pool, tokens, PlatformError};
+use gantry_core::Role;
 use std::{future::Future, pin::Pin, sync::Arc};
 
 /// Whether the browser session a request came with still lasts, as the
@@ -110,7 +111,7 @@ impl Access {
             user_id,
             session_gen,
             probe: None,
-            granted: Granted { group_id: Some(group_id), admin: role == "admin" },
+            granted: Granted { group_id: Some(group_id), admin: role.parse::<Role>().is_ok_and(Role::is_admin) },
         })
     }
 

@@ -5,9 +5,9 @@
 use super::{store::Store, DatasetError, Datasets};
 use crate::{accounts::User, audit, db::Pool, error::is_unique_violation, now};
 use gantry_core::datasets::{self as rules, Visibility};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct DatasetView {
     pub id: i64,
     pub code: String,
@@ -16,7 +16,8 @@ pub struct DatasetView {
     pub region_name: String,
     pub category: String,
     pub description: String,
-    pub visibility: String,
+    #[sqlx(try_from = "String")]
+    pub visibility: Visibility,
     pub group_id: i64,
     pub group_name: String,
     pub created_by: String,
@@ -25,7 +26,7 @@ pub struct DatasetView {
     pub bytes: i64,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct VersionView {
     pub id: i64,
     pub name: String,
@@ -36,7 +37,7 @@ pub struct VersionView {
     pub bytes: i64,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct FileView {
     pub name: String,
     pub size: i64,

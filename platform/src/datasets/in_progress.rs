@@ -8,11 +8,11 @@
 use super::{begin::held, catalog, DatasetError, Datasets};
 use crate::{accounts::User, db::Pool, now};
 use futures_util::{stream, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const STORES_ASKED_AT_ONCE: usize = 8;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UploadInProgress {
     pub name: String,
     /// Bytes both stores hold; `None` when the stores could not be asked.

@@ -4,9 +4,9 @@
 
 use super::DatasetError;
 use crate::db::Pool;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupStorage {
     pub group: String,
     pub used_bytes: u64,

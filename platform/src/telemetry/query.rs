@@ -54,12 +54,7 @@ pub async fn chart(pool: &Pool, scope: Scope, range: ChartRange, now_ms: i64) ->
     };
     Ok(ChartData {
         range: range.as_str().into(),
-        resolution: match resolution {
-            Resolution::Raw => "raw",
-            Resolution::Minute => "1m",
-            Resolution::Hour => "1h",
-        }
-        .into(),
+        resolution,
         from_ms: from,
         to_ms: to,
         step_ms: step,

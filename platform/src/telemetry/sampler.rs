@@ -4,7 +4,10 @@
 
 use super::{nvml, GpuSample};
 use crate::{db::Pool, PlatformError};
-use gantry_core::telemetry::{simulate, SimPattern};
+use gantry_core::{
+    task::MachineState,
+    telemetry::{simulate, SimPattern},
+};
 
 /// A pass's reading of one GPU: the stored sample plus what only the latest
 /// reading keeps.
@@ -20,9 +23,9 @@ type GpuRow = (i64, i64, String, i64, bool, Option<i64>, Option<String>, Option<
 
 /// The pattern a held simulated GPU follows: the machine's setting, else
 /// notebook. A machine that is not running leaves its GPUs idle.
-fn pattern_of(state: Option<&str>, setting: Option<&str>) -> Option<SimPattern> {
+fn pattern_of(state: Option<MachineState>, setting: Option<&str>) -> Option<SimPattern> {
     match state {
-        Some("running") => Some(setting.and_then(SimPattern::parse).unwrap_or(SimPattern::Notebook)),
+        Some(MachineState::Running) => Some(setting.and_then(SimPattern::parse).unwrap_or(SimPattern::Notebook)),
         _ => None,
     }
 }
@@ -40,7 +43,9 @@ pub async fn collect(pool: &Pool, now_ms: i64) -> Result<Vec<Reading>, PlatformE
     let mut out = Vec::with_capacity(rows.len());
     for (gpu_id, node_id, uuid, memory_mb, simulated, machine_id, state, setting) in rows {
         let (reading, mem_total_mb, source, processes) = if simulated {
-            let pattern = pattern_of(state.as_deref(), setting.as_deref());
+            let state =
+                state.map(MachineState::try_from).transpose().map_err(|e| PlatformError::Internal(e.to_string()))?;
+            let pattern = pattern_of(state, setting.as_deref());
             (simulate(pattern, gpu_id, now_ms, memory_mb), memory_mb, "simulated", "[]".to_string())
         } else {
             // A real GPU of another node has no NVML here: not sampled.

@@ -3,7 +3,7 @@
 
 use gantry_testkit::telemetry::fixture;
 
-use gantry_core::telemetry::{simulate, view::HeatCell, ChartRange, SimPattern, HOUR_MS, MINUTE_MS};
+use gantry_core::telemetry::{simulate, view::HeatCell, ChartRange, Resolution, SimPattern, HOUR_MS, MINUTE_MS};
 use gantry_platform::telemetry::{self, overview, query, rollup, store};
 
 const T0: i64 = 1_700_002_800_000;
@@ -65,7 +65,7 @@ gantry_testkit::timed_test! {
         rollup::roll_up_range(&f.pool, T0, now).await.unwrap();
 
         let hour = query::chart(&f.pool, query::Scope::Machine(m), ChartRange::Hour, now).await.unwrap();
-        assert_eq!(hour.resolution, "raw");
+        assert_eq!(hour.resolution, Resolution::Raw);
         // Samples before T0 + 90 min move to the table keyed by GPU: the
         // hour chart then reads both tables and shows the same points.
         assert_eq!(store::settle_before(T0 + 95 * MINUTE_MS), T0 + 90 * MINUTE_MS);
@@ -85,7 +85,7 @@ gantry_testkit::timed_test! {
             assert_eq!(s.mem_total_mb, 81_920);
         }
         let day = query::chart(&f.pool, query::Scope::Machine(m), ChartRange::Day, now).await.unwrap();
-        assert_eq!(day.resolution, "1m");
+        assert_eq!(day.resolution, Resolution::Minute);
         // 2 h of minutes in 5-minute points.
         assert_eq!(day.series[0].points.len(), 24);
         let week = query::chart(&f.pool, query::Scope::Node(f.node_id), ChartRange::Week, now).await.unwrap();

@@ -10,9 +10,9 @@ use crate::{
         form_error::{error, FormError},
         poll::Polled,
     },
-    model::datasets::GroupStorageRow,
 };
 use gantry_core::datasets::format_bytes;
+use gantry_platform::datasets::quotas::GroupStorage;
 use leptos::prelude::*;
 
 #[component]
@@ -38,7 +38,7 @@ pub fn DatasetQuotas() -> impl IntoView {
 }
 
 #[component]
-fn StorageTable(rows: Polled<Vec<GroupStorageRow>>, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
+fn StorageTable(rows: Polled<Vec<GroupStorage>>, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
     move || {
         rows.get().map(|r| match r {
             Ok(rows) => view! {
@@ -56,7 +56,7 @@ fn StorageTable(rows: Polled<Vec<GroupStorageRow>>, set: ServerAction<SetDataset
 }
 
 #[component]
-fn StorageRow(row: GroupStorageRow, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
+fn StorageRow(row: GroupStorage, set: ServerAction<SetDatasetQuota>) -> impl IntoView {
     let used = match row.reserved_bytes {
         0 => format_bytes(row.used_bytes),
         r => format!("{} (+{} uploading)", format_bytes(row.used_bytes), format_bytes(r)),

@@ -6,9 +6,8 @@
 use crate::{
     api::telemetry::cluster_overview,
     components::{chart_heatmap::Heatmap, poll::poll},
-    model::telemetry::GroupUsage,
 };
-use gantry_core::telemetry::USAGE_PERIODS;
+use gantry_core::telemetry::{view::GroupUsage, USAGE_PERIODS};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;

@@ -2,9 +2,9 @@
 
 use super::{error_view, visibility_label};
 use crate::{
-    api::datasets::{load_dataset, CreateDatasetVersion, DeleteDatasetVersion, SealDatasetVersion},
+    api::datasets::{load_dataset, CreateDatasetVersion, DatasetDetail, DeleteDatasetVersion, SealDatasetVersion},
     components::form_error::{error, FormError},
-    model::datasets::{version_url, DatasetDetail},
+    model::datasets::version_url,
 };
 use gantry_core::{datasets::format_bytes, time::format_utc};
 use leptos::prelude::*;
@@ -50,8 +50,8 @@ fn Detail(
             <dl class="facts" data-testid="dataset-facts">
                 <dt>"Owning region"</dt><dd>{format!("{} ({})", d.region_name, d.region)}</dd>
                 <dt>"Category"</dt><dd>{d.category.clone()}</dd>
-                <dt>"Visibility"</dt><dd>{visibility_label(&d.visibility)}</dd>
-                <dt>"Group"</dt><dd>{d.group.clone()}</dd>
+                <dt>"Visibility"</dt><dd>{visibility_label(d.visibility)}</dd>
+                <dt>"Group"</dt><dd>{d.group_name.clone()}</dd>
                 <dt>"Created"</dt><dd>{format!("{} by {}", format_utc(d.created_at), d.created_by)}</dd>
                 <dt>"Size"</dt><dd>{format_bytes(d.bytes.max(0) as u64)}</dd>
             </dl>

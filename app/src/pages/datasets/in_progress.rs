@@ -6,18 +6,16 @@
 //! name, its quota reservation and the version's Seal blocked until it is
 //! cancelled (or expires): this is where that is seen and ended.
 
-use crate::{
-    api::datasets::CancelDatasetUpload,
-    model::datasets::{held_label, UploadInProgressRow},
-};
+use crate::{api::datasets::CancelDatasetUpload, model::datasets::held_label};
 use gantry_core::time::format_utc;
+use gantry_platform::datasets::UploadInProgress;
 use leptos::prelude::*;
 
 #[component]
 pub fn UploadsInProgress(
     code: String,
     version: String,
-    uploads: Vec<UploadInProgressRow>,
+    uploads: Vec<UploadInProgress>,
     cancel: ServerAction<CancelDatasetUpload>,
 ) -> impl IntoView {
     if uploads.is_empty() {

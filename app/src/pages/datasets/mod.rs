@@ -14,9 +14,10 @@ use crate::{
     api::datasets::{load_datasets, CreateDataset},
     components::form_error::{error, FormError},
     error::AppError,
-    model::datasets::{encode, DatasetRow},
+    model::datasets::encode,
 };
-use gantry_core::datasets::{format_bytes, CATEGORIES};
+use gantry_core::datasets::{format_bytes, Visibility, CATEGORIES};
+use gantry_platform::datasets::DatasetView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -66,7 +67,7 @@ pub fn DatasetsPage() -> impl IntoView {
 }
 
 #[component]
-fn DatasetTable(datasets: Vec<DatasetRow>) -> impl IntoView {
+fn DatasetTable(datasets: Vec<DatasetView>) -> impl IntoView {
     if datasets.is_empty() {
         return view! { <p class="muted" data-testid="no-datasets">"No datasets match."</p> }.into_any();
     }
@@ -80,8 +81,8 @@ fn DatasetTable(datasets: Vec<DatasetRow>) -> impl IntoView {
                         <td>{d.name.clone()}</td>
                         <td>{d.region.clone()}</td>
                         <td>{d.category.clone()}</td>
-                        <td>{visibility_label(&d.visibility)}</td>
-                        <td>{d.group.clone()}</td>
+                        <td>{visibility_label(d.visibility)}</td>
+                        <td>{d.group_name.clone()}</td>
                         <td>{d.versions}</td>
                         <td class="nowrap">{format_bytes(d.bytes.max(0) as u64)}</td>
                     </tr>
@@ -92,11 +93,10 @@ fn DatasetTable(datasets: Vec<DatasetRow>) -> impl IntoView {
     .into_any()
 }
 
-pub(crate) fn visibility_label(v: &str) -> &'static str {
-    if v == "public" {
-        "public (every group)"
-    } else {
-        "group only"
+pub(crate) fn visibility_label(v: Visibility) -> &'static str {
+    match v {
+        Visibility::Public => "public (every group)",
+        Visibility::Group => "group only",
     }
 }
 

@@ -5,11 +5,12 @@
 use super::{error_view, in_progress::UploadsInProgress};
 use crate::island::UploadArea;
 use crate::{
-    api::datasets::{load_dataset_version, CancelDatasetUpload},
+    api::datasets::{load_dataset_version, CancelDatasetUpload, VersionDetail},
     components::form_error::{error, FormError},
-    model::datasets::{download_url, encode, FileRow, VersionDetail},
+    model::datasets::{download_url, encode},
 };
 use gantry_core::{datasets::format_bytes, time::format_utc};
+use gantry_platform::datasets::FileView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -69,7 +70,7 @@ fn Header(detail: VersionDetail) -> impl IntoView {
 }
 
 #[component]
-fn FileTable(code: String, version: String, files: Vec<FileRow>) -> impl IntoView {
+fn FileTable(code: String, version: String, files: Vec<FileView>) -> impl IntoView {
     if files.is_empty() {
         return view! { <section class="card"><p class="muted" data-testid="no-files">"No files yet."</p></section> }
             .into_any();

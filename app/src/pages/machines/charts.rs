@@ -12,9 +12,8 @@ use crate::{
         poll::poll,
         status::tag,
     },
-    model::telemetry::ChartData,
 };
-use gantry_core::telemetry::{ChartRange, SimPattern};
+use gantry_core::telemetry::{view::ChartData, ChartRange, Resolution, SimPattern};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -42,7 +41,10 @@ pub fn ChartPair(data: ChartData, #[prop(into)] prefix: String) -> impl IntoView
     }
     let source = format!(
         "from {} samples",
-        if data.resolution == "raw" { "raw".to_string() } else { format!("{} rollups of", data.resolution) }
+        match data.resolution {
+            Resolution::Raw => "raw".to_string(),
+            rollup => format!("{rollup} rollups of"),
+        }
     );
     view! {
         <p class="muted small">

@@ -132,7 +132,7 @@ fn respond(pool: &Pool, user: &User, access: Access, listed: Listed, opened: Ope
     let file = &listed.file;
     // A public dataset's download rests on the account alone; a private
     // one's on the membership of its group, or on being an admin.
-    let access = access.reading(user, d.group_id, d.visibility == "public");
+    let access = access.reading(user, d.group_id, d.visibility == gantry_core::datasets::Visibility::Public);
     let size = file.size.max(0) as u64;
     let length = opened.span.map(|(s, e)| e - s + 1).unwrap_or(size);
     let mut res = Body::from_stream(while_access_holds(pool.clone(), access, opened.bytes)).into_response();
