@@ -13,6 +13,7 @@ pub mod rebalance;
 pub mod reclaim;
 pub mod role;
 pub mod shuffle;
+pub mod snapshot;
 pub mod task;
 pub mod telemetry;
 pub mod throttle;

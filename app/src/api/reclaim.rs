@@ -2,52 +2,45 @@
 //! and history, extend, one-click restore, the rebalance opt-out, and the
 //! admin's settings and exemptions (audited by the platform).
 
-use crate::{
-    error::AppError,
-    model::reclaim::{MachineEventRow, ReclaimAdminView, ReclaimNotice},
-};
+use crate::{error::AppError, model::lists::ListCounts};
+use gantry_core::{rebalance::HotSettings, reclaim::ReclaimSettings};
+use gantry_platform::reclaim::{GroupExemption, MachineEvent, MachineStanding, ReclaimStatus};
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
-#[cfg(feature = "ssr")]
-fn notice(s: gantry_platform::reclaim::ReclaimStatus, viewer: &gantry_platform::accounts::User) -> ReclaimNotice {
-    let now = gantry_platform::now();
-    ReclaimNotice {
-        machine_id: s.machine_id,
-        machine_name: s.machine_name,
-        restorable: s.state == "reclaimed" && s.restore_snapshot_id.is_some(),
-        state: s.state,
-        deadline: s.deadline,
-        seconds_left: s.deadline.map(|d| (d - now).max(0)),
-        extensions_used: s.extensions_used,
-        extensions_allowed: s.extensions_allowed,
-        exempt: s.exempt,
-        rebalance_opt_out: s.rebalance_opt_out,
-        mine: viewer.acts_for(s.owner_id),
-    }
+/// The admin page's data: settings, groups (with exemption) and one page of
+/// the machines with their standing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReclaimAdminView {
+    pub reclaim: ReclaimSettings,
+    pub hot: HotSettings,
+    pub groups: Vec<GroupExemption>,
+    pub machines: Vec<MachineStanding>,
+    /// Which page of the machines this is.
+    pub counts: ListCounts,
+    /// Why a saved window can never be covered by the raw samples kept
+    /// (a restart shortened the retention); empty when all is well.
+    pub unwatchable: Vec<String>,
 }
 
 /// Warned and reclaimed machines of the viewer's group (the banner).
 #[server(prefix = "/api", endpoint = "reclaim_notices")]
-pub async fn reclaim_notices() -> Result<Vec<ReclaimNotice>, AppError> {
+pub async fn reclaim_notices() -> Result<Vec<ReclaimStatus>, AppError> {
     let user = crate::state::auth()?;
     // Read with the request's user: nothing to show, nothing more to ask.
     if !user.reclaim_notices {
         return Ok(Vec::new());
     }
     let pool = crate::state::pool()?;
-    Ok(gantry_platform::reclaim::notices(&pool, &user).await?.into_iter().map(|s| notice(s, &user)).collect())
+    Ok(gantry_platform::reclaim::notices(&pool, &user).await?)
 }
 
 /// One machine's standing and its event history; another group's is 404.
 #[server(prefix = "/api", endpoint = "machine_reclaim")]
-pub async fn machine_reclaim(machine_id: i64) -> Result<(ReclaimNotice, Vec<MachineEventRow>), AppError> {
+pub async fn machine_reclaim(machine_id: i64) -> Result<(ReclaimStatus, Vec<MachineEvent>), AppError> {
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
-    let (status, events) = gantry_platform::reclaim::standing(&pool, &user, machine_id, 50).await?;
-    Ok((
-        notice(status, &user),
-        events.into_iter().map(|e| MachineEventRow { at_ms: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
-    ))
+    Ok(gantry_platform::reclaim::standing(&pool, &user, machine_id, 50).await?)
 }
 
 /// Pushes the reclaim deadline back (limited); returns the new deadline's text.

@@ -1,48 +1,21 @@
 //! Snapshots: list (the viewer's group; admins all), take, delete, and
 //! machines from them. Another group's snapshot is "not found" (404).
 
-use crate::{error::AppError, model::snapshots::SnapshotRow};
+use crate::error::AppError;
+use gantry_platform::snapshots::SnapshotView;
 use leptos::prelude::*;
 
-#[cfg(feature = "ssr")]
-fn row(s: gantry_platform::snapshots::SnapshotView, viewer: &gantry_platform::accounts::User) -> SnapshotRow {
-    SnapshotRow {
-        mine: viewer.acts_for(s.owner_id),
-        id: s.id,
-        name: s.name,
-        image_ref: s.image_ref,
-        machine_id: s.machine_id,
-        machine_name: s.machine_name,
-        node: s.node,
-        owner: s.owner,
-        parent_id: s.parent_id,
-        origin: s.origin,
-        state: s.state,
-        size_bytes: s.size_bytes,
-        message: s.message,
-        created_at: s.created_at,
-    }
-}
-
 #[server(prefix = "/api", endpoint = "list_snapshots")]
-pub async fn list_snapshots() -> Result<Vec<SnapshotRow>, AppError> {
+pub async fn list_snapshots() -> Result<Vec<SnapshotView>, AppError> {
     let user = crate::state::auth()?;
-    Ok(gantry_platform::snapshots::list(&crate::state::pool()?, &user)
-        .await?
-        .into_iter()
-        .map(|s| row(s, &user))
-        .collect())
+    Ok(gantry_platform::snapshots::list(&crate::state::pool()?, &user).await?)
 }
 
 /// One machine's snapshots (its page's card), newest first.
 #[server(prefix = "/api", endpoint = "machine_snapshots")]
-pub async fn machine_snapshots(machine_id: i64) -> Result<Vec<SnapshotRow>, AppError> {
+pub async fn machine_snapshots(machine_id: i64) -> Result<Vec<SnapshotView>, AppError> {
     let user = crate::state::auth()?;
-    Ok(gantry_platform::snapshots::list_for_machine(&crate::state::pool()?, &user, machine_id)
-        .await?
-        .into_iter()
-        .map(|s| row(s, &user))
-        .collect())
+    Ok(gantry_platform::snapshots::list_for_machine(&crate::state::pool()?, &user, machine_id).await?)
 }
 
 /// Takes a snapshot of the machine; returns the snapshot's id.

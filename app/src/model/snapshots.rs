@@ -1,28 +1,5 @@
-//! Snapshots as the portal lists them.
-
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapshotRow {
-    pub id: i64,
-    pub name: String,
-    pub image_ref: String,
-    pub machine_id: i64,
-    pub machine_name: String,
-    pub node: Option<String>,
-    pub owner: String,
-    /// The viewer's own (or the viewer is an admin): only then can a
-    /// machine be made from it or it be deleted.
-    pub mine: bool,
-    pub parent_id: Option<i64>,
-    /// "user" or "reclaim".
-    pub origin: String,
-    /// "creating", "ready" or "failed".
-    pub state: String,
-    pub size_bytes: i64,
-    pub message: String,
-    pub created_at: i64,
-}
+//! Snapshots as the portal shows them: their sizes (the pages render the
+//! platform's `SnapshotView`).
 
 /// "1.2 GB", "64 MB", "512 kB".
 pub fn size_text(bytes: i64) -> String {

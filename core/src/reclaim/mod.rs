@@ -11,6 +11,25 @@ use serde::{Deserialize, Serialize};
 mod retention;
 pub use retention::windows_outlast_samples;
 
+crate::task::string_enum! {
+    /// What happened to a machine beyond its tasks (`machine_events.kind`,
+    /// the words migration 0008's CHECK constraint allows).
+    MachineEventKind, "machine event" {
+        /// Idle for a whole window: reclaimed at the deadline unless used.
+        ReclaimWarning => "reclaim_warning",
+        /// The warning was withdrawn (its GPUs were used again, or exempted).
+        ReclaimCleared => "reclaim_cleared",
+        /// The owner pushed the deadline back.
+        Extended => "extended",
+        Reclaimed => "reclaimed",
+        Restored => "restored",
+        /// Moved to cooler GPUs of its node.
+        Rebalanced => "rebalanced",
+        RebalanceRefused => "rebalance_refused",
+        Snapshot => "snapshot",
+    }
+}
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

@@ -2,13 +2,27 @@
 //! page of the live dev machines (newest first) with their standing.
 
 use crate::{db::Pool, PlatformError};
-use gantry_core::paging::PageRequest;
+use gantry_core::{paging::PageRequest, task::MachineState};
+use serde::{Deserialize, Serialize};
 
 /// A group and whether it is exempt from idle reclaim.
 pub type GroupExemption = (i64, String, bool);
 
-/// (id, name, owner, state, exempt, opted out of rebalancing, deadline)
-pub type MachineStanding = (i64, String, String, String, bool, bool, Option<i64>);
+/// A live dev machine's standing, as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
+pub struct MachineStanding {
+    pub id: i64,
+    pub name: String,
+    pub owner: String,
+    #[sqlx(try_from = "String")]
+    pub state: MachineState,
+    /// Exempt from idle reclaim itself (its group's exemption is listed apart).
+    pub exempt: bool,
+    /// Its owner keeps it off hot-GPU rebalancing.
+    pub rebalance_opt_out: bool,
+    /// The current warning's reclaim deadline (unix s).
+    pub deadline: Option<i64>,
+}
 
 /// One page of the console's lists, with how many machines there are in all.
 pub struct Console {
@@ -22,7 +36,7 @@ pub struct Console {
 pub async fn console(pool: &Pool, page: PageRequest) -> Result<Console, PlatformError> {
     let groups = sqlx::query_as("SELECT id, name, reclaim_exempt FROM groups ORDER BY name").fetch_all(pool).await?;
     let machines = sqlx::query_as(
-        "SELECT m.id, m.name, u.username, m.state, m.reclaim_exempt, m.rebalance_opt_out, m.reclaim_deadline
+        "SELECT m.id, m.name, u.username AS owner, m.state, m.reclaim_exempt AS exempt, m.rebalance_opt_out, m.reclaim_deadline AS deadline
          FROM machines m JOIN users u ON u.id = m.owner_id
          WHERE m.state NOT IN ('deleted', 'lost') AND m.workload = 'dev' ORDER BY m.id DESC LIMIT ? OFFSET ?",
     )

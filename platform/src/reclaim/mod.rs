@@ -16,30 +16,67 @@ pub use settings::{
 };
 
 use crate::{accounts::User, db::Pool, machines::visibility, PlatformError};
-use serde::Serialize;
+use gantry_core::{reclaim::MachineEventKind, task::MachineState};
+use serde::{Deserialize, Serialize};
 
-/// What the portal shows about a machine's reclaim standing.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// What the portal shows about a machine's reclaim standing: warned (with
+/// the deadline), reclaimed (restorable), exempt, opted out of rebalancing.
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, PartialEq, Eq)]
 pub struct ReclaimStatus {
     pub machine_id: i64,
     pub machine_name: String,
     /// Who may extend or restore it (with admins).
     pub owner_id: i64,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: MachineState,
+    /// Reclaim deadline (unix s) of the current warning.
     pub deadline: Option<i64>,
     pub extensions_used: i64,
+    /// From the settings, not the machine's row.
+    #[sqlx(skip)]
     pub extensions_allowed: i64,
     pub exempt: bool,
     pub rebalance_opt_out: bool,
     pub restore_snapshot_id: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow, PartialEq)]
+impl ReclaimStatus {
+    /// Under a warning that can still run out (a reclaimed machine keeps
+    /// its last deadline).
+    pub fn warned(&self) -> bool {
+        self.deadline.is_some() && self.state != MachineState::Reclaimed
+    }
+
+    /// Reclaimed, and its snapshot is there: restore works.
+    pub fn restorable(&self) -> bool {
+        self.state == MachineState::Reclaimed && self.restore_snapshot_id.is_some()
+    }
+
+    /// Seconds left until the deadline at `now` (unix s), never below 0.
+    pub fn seconds_left(&self, now: i64) -> Option<i64> {
+        self.deadline.map(|d| (d - now).max(0))
+    }
+
+    /// Whether `viewer` may push the deadline back now: warned, theirs (or
+    /// they are an admin), and extensions are left.
+    pub fn can_extend(&self, viewer: &User) -> bool {
+        self.warned() && viewer.acts_for(self.owner_id) && self.extensions_used < self.extensions_allowed
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow, PartialEq, Eq)]
 pub struct MachineEvent {
     pub at_ms: i64,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: MachineEventKind,
     pub detail: String,
 }
+
+/// The columns [`ReclaimStatus`] reads, from `machines m`; the exemption is
+/// the caller's (the machine's alone, or its group's too).
+const STATUS_COLUMNS: &str =
+    "m.id AS machine_id, m.name AS machine_name, m.owner_id, m.state, m.reclaim_deadline AS deadline,
+     m.reclaim_extensions AS extensions_used, m.rebalance_opt_out, m.restore_snapshot_id";
 
 /// A machine its group's banner shows (`m` is the machine): warned while
 /// it can still be reclaimed (running or stopped; a warning left on a
@@ -52,8 +89,8 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
     let (cond, bind) = visibility(viewer, "m.group_id");
     // An admin's banner shows the machines of their own group only; the
     // console lists everything.
-    let rows: Vec<Row> = sqlx::query_as(&format!(
-        "SELECT m.id, m.name, m.owner_id, m.state, m.reclaim_deadline, m.reclaim_extensions, m.reclaim_exempt, m.rebalance_opt_out, m.restore_snapshot_id
+    let rows: Vec<ReclaimStatus> = sqlx::query_as(&format!(
+        "SELECT {STATUS_COLUMNS}, m.reclaim_exempt AS exempt
          FROM machines m WHERE ({cond}) AND m.group_id = ? AND ({NOTICE_SQL}) ORDER BY m.id"
     ))
     .bind(bind)
@@ -66,42 +103,23 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
         return Ok(Vec::new());
     }
     let allowed = load_settings(pool).await?.reclaim.extensions_allowed as i64;
-    Ok(rows.into_iter().map(|r| status_from(r, allowed)).collect())
-}
-
-type Row = (i64, String, i64, String, Option<i64>, i64, bool, bool, Option<i64>);
-
-fn status_from(
-    (machine_id, machine_name, owner_id, state, deadline, used, exempt, opt_out, restore): Row,
-    allowed: i64,
-) -> ReclaimStatus {
-    ReclaimStatus {
-        machine_id,
-        machine_name,
-        owner_id,
-        state,
-        deadline,
-        extensions_used: used,
-        extensions_allowed: allowed,
-        exempt,
-        rebalance_opt_out: opt_out,
-        restore_snapshot_id: restore,
-    }
+    Ok(rows.into_iter().map(|r| ReclaimStatus { extensions_allowed: allowed, ..r }).collect())
 }
 
 /// One machine's standing, for its page; another group's is "not found".
 pub async fn status(pool: &Pool, viewer: &User, machine_id: i64) -> Result<ReclaimStatus, PlatformError> {
     let (cond, bind) = visibility(viewer, "m.group_id");
     let allowed = load_settings(pool).await?.reclaim.extensions_allowed as i64;
-    let row: Option<Row> = sqlx::query_as(&format!(
-        "SELECT m.id, m.name, m.owner_id, m.state, m.reclaim_deadline, m.reclaim_extensions, (m.reclaim_exempt OR g.reclaim_exempt), m.rebalance_opt_out, m.restore_snapshot_id
+    let row: Option<ReclaimStatus> = sqlx::query_as(&format!(
+        "SELECT {STATUS_COLUMNS}, (m.reclaim_exempt OR g.reclaim_exempt) AS exempt
          FROM machines m JOIN groups g ON g.id = m.group_id WHERE m.id = ? AND ({cond})"
     ))
     .bind(machine_id)
     .bind(bind)
     .fetch_optional(pool)
     .await?;
-    Ok(status_from(row.ok_or_else(|| PlatformError::NotFound("machine".into()))?, allowed))
+    let status = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    Ok(ReclaimStatus { extensions_allowed: allowed, ..status })
 }
 
 /// A machine's standing and its history of reclaim/rebalance/snapshot

@@ -14,6 +14,7 @@ use crate::{
 };
 use gantry_core::{
     alloc::{allocate, AllocationRequest, ClusterView},
+    snapshot::{SnapshotOrigin, SnapshotState},
     task::{accepts, TaskKind, TaskState},
     validate,
 };
@@ -41,6 +42,7 @@ async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Resul
     .await?;
     let (reference, node_id, state, message, name, origin, machine_name, model, workload, owner, cpu_millis, memory_mb) =
         row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let (state, origin) = (state.parse::<SnapshotState>()?, origin.parse::<SnapshotOrigin>()?);
     // A snapshot holds its machine's files outside /data — keys, tokens,
     // shell history — which group members may not reach (they cannot
     // enter the machine, nor take its kept volume): a machine made or
@@ -59,15 +61,15 @@ async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Resul
     // it once its machine no longer needs it. Machines made from it would
     // let a group over its quota keep any number of images by letting
     // machines go idle.
-    if origin == "reclaim" {
+    if origin == SnapshotOrigin::Reclaim {
         return Err(PlatformError::Conflict(format!(
             "snapshot {name} is machine {machine_name}'s restore point from an idle reclaim; restore the machine instead, or take a snapshot of it once restored"
         )));
     }
-    if state == "failed" && message == super::delete::DELETING {
+    if state == SnapshotState::Failed && message == super::delete::DELETING {
         return Err(PlatformError::Conflict(format!("snapshot {name} is being deleted")));
     }
-    if state != "ready" {
+    if state != SnapshotState::Ready {
         return Err(PlatformError::Conflict(format!("snapshot {name} is {state}, not ready")));
     }
     let node_id = node_id

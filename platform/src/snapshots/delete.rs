@@ -11,6 +11,7 @@
 //! engine is asked.
 
 use crate::{accounts::User, audit, db::Pool, fleet::Fleet, machines::visibility, transitions, PlatformError};
+use gantry_core::{alloc::NodeState, snapshot::SnapshotState};
 
 /// The message of a snapshot whose image is being removed. Its state is
 /// `failed` meanwhile (the schema has no `deleting`), so nothing starts
@@ -39,10 +40,11 @@ async fn delete_now(pool: &Pool, fleet: &Fleet, who: &User, id: i64) -> Result<S
     .await?;
     let (name, reference, owner, node_id, state, message) =
         row.ok_or_else(|| PlatformError::NotFound("snapshot".into()))?;
+    let state = state.parse::<SnapshotState>()?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the snapshot's owner, or an admin, can delete it".into()));
     }
-    if state == "creating" {
+    if state == SnapshotState::Creating {
         return Err(PlatformError::Conflict(format!("snapshot {name} is still being taken; wait for it to finish")));
     }
     // A reclaimed machine comes back from it, and a restore under way has
@@ -92,7 +94,7 @@ pub(super) struct Marked {
     pub name: String,
     pub reference: String,
     pub node_id: Option<i64>,
-    pub state: String,
+    pub state: SnapshotState,
     pub message: String,
 }
 
@@ -124,14 +126,11 @@ pub(super) async fn remove_marked(
     // will never answer, and asking it would leave the snapshot counted
     // against the quota, undeletable, and tried again at every sweep.
     let lost = match s.node_id {
-        Some(node_id) => {
-            sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = ?")
-                .bind(node_id)
-                .fetch_optional(pool)
-                .await?
-                .as_deref()
-                == Some("lost")
-        }
+        Some(node_id) => sqlx::query_scalar::<_, String>("SELECT state FROM nodes WHERE id = ?")
+            .bind(node_id)
+            .fetch_optional(pool)
+            .await?
+            .is_some_and(|state| state.parse() == Ok(NodeState::Lost)),
         None => false,
     };
     let image = if lost {
@@ -149,7 +148,7 @@ pub(super) async fn remove_marked(
         };
         if let Err(e) = removed {
             sqlx::query("UPDATE snapshots SET state = ?, message = ? WHERE id = ? AND message = ?")
-                .bind(&s.state)
+                .bind(s.state.as_str())
                 .bind(&s.message)
                 .bind(s.id)
                 .bind(DELETING)

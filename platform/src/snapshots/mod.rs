@@ -22,10 +22,16 @@ use crate::{
     transitions::{self, reclaim::busy, snapshot, task},
     PlatformError,
 };
-use gantry_core::task::{accepts, TaskKind, TaskState};
-use serde::Serialize;
+use gantry_core::{
+    snapshot::{SnapshotOrigin, SnapshotState},
+    task::{accepts, TaskKind, TaskState},
+};
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+/// A snapshot as the portal lists it. `owner_id`: the viewer's own (or the
+/// viewer is an admin, see [`User::acts_for`]) is the only one a machine can
+/// be made from or that can be deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct SnapshotView {
     pub id: i64,
     pub name: String,
@@ -36,8 +42,10 @@ pub struct SnapshotView {
     pub owner: String,
     pub owner_id: i64,
     pub parent_id: Option<i64>,
-    pub origin: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub origin: SnapshotOrigin,
+    #[sqlx(try_from = "String")]
+    pub state: SnapshotState,
     pub size_bytes: i64,
     pub message: String,
     pub created_at: i64,

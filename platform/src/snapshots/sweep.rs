@@ -119,6 +119,7 @@ async fn claim(pool: &Pool, id: i64) -> Result<Option<(Marked, String)>, Platfor
     let Some((name, reference, node_id, state, message, machine)) = row else {
         return Ok(None);
     };
+    let state = state.parse()?;
     if !image_users(&mut tx, id, &reference).await?.is_empty() {
         return Ok(None);
     }

@@ -65,8 +65,8 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "quota refunded");
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {id}")).await, 0);
         env.assert_quota_consistent().await;
-        let snap = snapshots::list(&env.pool, &alice).await.unwrap().into_iter().find(|s| s.origin == "reclaim").expect("reclaim snapshot");
-        assert_eq!(snap.state, "ready");
+        let snap = snapshots::list(&env.pool, &alice).await.unwrap().into_iter().find(|s| s.origin == gantry_core::snapshot::SnapshotOrigin::Reclaim).expect("reclaim snapshot");
+        assert_eq!(snap.state, gantry_core::snapshot::SnapshotState::Ready);
         assert!(ex.image_info(&snap.image_ref).await.unwrap().is_some(), "image {} committed", snap.image_ref);
         assert_eq!(events(&env.pool, id).await.last().unwrap().0, "reclaimed");
         let kind = env.text(&format!("SELECT kind FROM tasks WHERE machine_id = {id} ORDER BY id DESC LIMIT 1")).await;

@@ -87,7 +87,7 @@ gantry_testkit::timed_test! {
         // The image of live machines: refused, naming them, and nothing changes.
         let refused = snapshots::delete(&env.pool, &env.dispatcher.fleet, &alice, snap_id).await.unwrap_err().to_string();
         assert!(refused.contains("machine copy, machine source"), "{refused}");
-        assert_eq!(snapshots::get(&env.pool, &alice, snap_id).await.unwrap().state, "ready");
+        assert_eq!(snapshots::get(&env.pool, &alice, snap_id).await.unwrap().state, gantry_core::snapshot::SnapshotState::Ready);
         assert!(ex.image_info(&snap.image_ref).await.unwrap().is_some());
         assert_eq!(snapshots::list(&env.pool, &alice).await.unwrap().len(), 2);
 

@@ -5,13 +5,13 @@
 //! machine when the list changes.
 
 use crate::{
-    api::reclaim::{reclaim_admin, SaveReclaimSettings, SetReclaimExempt},
+    api::reclaim::{reclaim_admin, ReclaimAdminView, SaveReclaimSettings, SetReclaimExempt},
     components::{
         form_error::{error, FormError},
         list_nav::{use_list_query, Pager},
         poll::Polled,
     },
-    model::{lists::ListQuery, reclaim::ReclaimAdminView},
+    model::lists::ListQuery,
 };
 use gantry_core::{rebalance::HotSettings, reclaim::ReclaimSettings};
 use leptos::prelude::*;
@@ -95,14 +95,14 @@ fn ReclaimCards(
             <table class="table" data-testid="reclaim-machines">
                 <thead><tr><th>"Machine"</th><th>"Owner"</th><th>"State"</th><th>"Reclaim deadline (UTC)"</th><th>"Rebalancing"</th><th>"Exempt"</th></tr></thead>
                 <tbody>
-                    {machines.into_iter().map(|(id, name, owner, state, ex, opted, deadline)| view! {
-                        <tr data-testid="reclaim-machine" data-name=name.clone()>
-                            <td><a href=format!("/machines/{id}")>{name.clone()}</a></td>
-                            <td>{owner}</td>
-                            <td>{state}</td>
-                            <td>{deadline.map(gantry_core::time::format_utc).unwrap_or_else(|| "—".into())}</td>
-                            <td>{if opted { "opted out by its owner" } else { "may be moved" }}</td>
-                            <td><ExemptForm kind="machine" id=id on=ex exempt=exempt/></td>
+                    {machines.into_iter().map(|m| view! {
+                        <tr data-testid="reclaim-machine" data-name=m.name.clone()>
+                            <td><a href=format!("/machines/{}", m.id)>{m.name.clone()}</a></td>
+                            <td>{m.owner}</td>
+                            <td>{m.state.as_str()}</td>
+                            <td>{m.deadline.map(gantry_core::time::format_utc).unwrap_or_else(|| "—".into())}</td>
+                            <td>{if m.rebalance_opt_out { "opted out by its owner" } else { "may be moved" }}</td>
+                            <td><ExemptForm kind="machine" id=m.id on=m.exempt exempt=exempt/></td>
                         </tr>
                     }).collect_view()}
                 </tbody>

@@ -14,13 +14,15 @@ use crate::{
         poll::poll,
         poll::{busy_when, Polled},
     },
-    model::snapshots::{size_text, SnapshotRow},
+    model::snapshots::size_text,
 };
+use gantry_core::snapshot::{SnapshotOrigin, SnapshotState};
+use gantry_platform::snapshots::SnapshotView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-fn creating(list: &[SnapshotRow]) -> bool {
-    list.iter().any(|s| s.state == "creating")
+fn creating(list: &[SnapshotView]) -> bool {
+    list.iter().any(|s| s.state == SnapshotState::Creating)
 }
 
 /// The machine page's snapshot list and actions, made at the top of the
@@ -28,7 +30,7 @@ fn creating(list: &[SnapshotRow]) -> bool {
 /// made there would be made (and fetched) again on each server render pass.
 #[derive(Clone, Copy)]
 pub struct SnapshotCardData {
-    list: Polled<Vec<SnapshotRow>>,
+    list: Polled<Vec<SnapshotView>>,
     take: ServerAction<TakeSnapshot>,
     reinstall: ServerAction<ReinstallFromSnapshot>,
 }
@@ -79,13 +81,13 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
                                 {mine.into_iter().map(|s| {
                                     // A reclaim snapshot is the machine's restore point,
                                     // not something to reinstall from (the server refuses).
-                                    let ready = s.state == "ready" && can_operate && may_reinstall && s.origin != "reclaim";
+                                    let ready = s.state == SnapshotState::Ready && can_operate && may_reinstall && s.origin != SnapshotOrigin::Reclaim;
                                     view! {
                                         <tr data-testid="machine-snapshot" data-name=s.name.clone() data-key=format!("snapshot-{}", s.id)>
                                             <td>{s.name.clone()}</td>
                                             <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
                                             <td>{size_text(s.size_bytes)}</td>
-                                            <td>{s.state.clone()}</td>
+                                            <td>{s.state.as_str()}</td>
                                             <td>{ready.then(|| view! {
                                                 <ActionForm action=reinstall attr:class="inline">
                                                     <input type="hidden" name="machine_id" value=machine_id/>
@@ -147,18 +149,18 @@ pub fn SnapshotsPage() -> impl IntoView {
 /// snapshot is listed above it or one is deleted.
 #[component]
 fn SnapshotLine(
-    s: SnapshotRow,
+    s: SnapshotView,
     delete: ServerAction<DeleteSnapshot>,
     create: ServerAction<MachineFromSnapshot>,
 ) -> impl IntoView {
     let id = s.id;
     // A reclaim snapshot is its machine's restore point: no new machine is
     // made from it (the server refuses).
-    let reclaim = s.origin == "reclaim";
+    let reclaim = s.origin == SnapshotOrigin::Reclaim;
     // Another member's snapshot holds their files: only they (or an admin)
     // make machines from it or delete it; the row says whose it is.
-    let mine = s.mine;
-    let ready = s.state == "ready" && !reclaim && mine;
+    let mine = crate::signed_in().is_some_and(|me| me.acts_for(s.owner_id));
+    let ready = s.state == SnapshotState::Ready && !reclaim && mine;
     let origin = if reclaim { "idle reclaim" } else { "taken by hand" };
     let delete_label = format!("Delete snapshot {}", s.name);
     let question = format!(
@@ -172,7 +174,7 @@ fn SnapshotLine(
             <td class="nowrap">{gantry_core::time::format_utc(s.created_at)}</td>
             <td>{size_text(s.size_bytes)}</td>
             <td>{origin}</td>
-            <td title=s.message.clone()>{s.state.clone()}</td>
+            <td title=s.message.clone()>{s.state.as_str()}</td>
             <td>{ready.then(|| view! {
                 <ActionForm action=create attr:class="inline wrap">
                     <input type="hidden" name="snapshot_id" value=id/>

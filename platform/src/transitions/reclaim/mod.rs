@@ -14,6 +14,7 @@ use super::{begin, lease::fenced, machine, snapshot, task, Lease};
 use crate::{accounts::User, audit, cluster, db::Pool, machines::visibility, now, PlatformError};
 use gantry_core::{
     alloc::{allocate, AllocationRequest, ClusterView},
+    snapshot::SnapshotState,
     task::{accepts, MachineState, TaskKind, TaskState},
 };
 use sqlx::SqliteConnection;
@@ -70,10 +71,11 @@ pub async fn extend(
     .fetch_optional(&mut *tx)
     .await?;
     let (name, owner, deadline, used, state) = row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
+    let state = state.parse::<MachineState>()?;
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can extend it".into()));
     }
-    if state != "running" && state != "stopped" {
+    if !matches!(state, MachineState::Running | MachineState::Stopped) {
         return Err(PlatformError::Conflict(format!("machine {name} is {state}: it has no reclaim warning to extend")));
     }
     if let Some(task_id) = withdraw::begun(&mut tx, machine_id).await? {
@@ -296,7 +298,7 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
         .fetch_optional(&mut *tx)
         .await?;
     let reference = match (snap, node_id) {
-        (Some((reference, state)), Some(_)) if state == "ready" => reference,
+        (Some((reference, state)), Some(_)) if state.parse() == Ok(SnapshotState::Ready) => reference,
         _ => {
             return Err(PlatformError::Conflict(format!(
                 "machine {} has no snapshot to restore from; delete it",

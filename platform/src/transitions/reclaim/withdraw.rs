@@ -13,7 +13,7 @@ use super::super::{lease::fenced, snapshot, task, Lease};
 use crate::{audit, db::Pool, PlatformError};
 use gantry_core::{
     reclaim::{format_left, retry_delay, ReclaimSettings},
-    task::{TaskKind, TaskState},
+    task::{MachineState, TaskKind, TaskState},
 };
 use sqlx::SqliteConnection;
 
@@ -113,13 +113,18 @@ pub async fn call_off_if_withdrawn(pool: &Pool, lease: &Lease, machine_id: i64) 
     .bind(machine_id)
     .fetch_optional(&mut *tx)
     .await?;
+    let row = row
+        .map(|(state, at, used, exempt)| state.parse::<MachineState>().map(|s| (s, at, used, exempt)))
+        .transpose()?;
     // Tasks queued before the payload named them carry no deadline: for
     // those only a withdrawn warning or an exemption is seen.
     let (at, used) =
         (queued.get("deadline").and_then(|v| v.as_i64()), queued.get("extensions").and_then(|v| v.as_i64()));
     let why = match row {
         None => "the machine is gone".to_string(),
-        Some((state, ..)) if state != "running" && state != "stopped" => format!("the machine is {state}"),
+        Some((state, ..)) if !matches!(state, MachineState::Running | MachineState::Stopped) => {
+            format!("the machine is {state}")
+        }
         Some((_, None, ..)) => "the warning was withdrawn (its GPUs were used again)".to_string(),
         Some((.., true)) => "the machine or its group was exempted from idle reclaim".to_string(),
         Some((_, Some(deadline), extensions, _))
