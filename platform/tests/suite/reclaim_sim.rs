@@ -92,7 +92,7 @@ gantry_testkit::timed_test! {
         // A cancelled snapshot does not stay "creating".
         let (snap, task) = snapshots::request(&env.pool, &alice, b, "never").await.unwrap();
         transitions::task::cancel(&env.pool, &alice, task).await.unwrap();
-        assert_eq!(snapshots::get(&env.pool, &alice, snap).await.unwrap().state, "failed");
+        assert_eq!(snapshots::get(&env.pool, &alice, snap).await.unwrap().state, gantry_core::snapshot::SnapshotState::Failed);
         env.assert_quota_consistent().await;
     }
 }
