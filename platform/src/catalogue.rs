@@ -4,12 +4,13 @@
 //! written to the audit log.
 
 use crate::{audit, db::Pool, error::is_unique_violation, now, PlatformError};
-use gantry_core::{matching::Arch, validate};
-use serde::Serialize;
+use gantry_core::{
+    matching::{Arch, ImageKind},
+    validate,
+};
+use serde::{Deserialize, Serialize};
 
-pub const IMAGE_KINDS: [&str; 4] = ["training", "inference", "notebook", "other"];
-
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Region {
     pub id: i64,
     pub code: String,
@@ -17,16 +18,25 @@ pub struct Region {
     pub description: String,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct RegionImageRow {
     pub id: i64,
     pub region: String,
     pub reference: String,
-    pub arch: String,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub arch: Arch,
+    #[sqlx(try_from = "String")]
+    pub kind: ImageKind,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+impl RegionImageRow {
+    /// "local · gantry/devbox:latest (amd64, training)".
+    pub fn label(&self) -> String {
+        format!("{} · {} ({}, {})", self.region, self.reference, self.arch, self.kind)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct MasterImageRow {
     pub id: i64,
     pub name: String,
@@ -34,8 +44,52 @@ pub struct MasterImageRow {
     pub interpreter_version: String,
     pub framework: String,
     pub framework_version: String,
-    /// Comma-separated ids of the linked region images.
-    pub links: String,
+    /// Ids of the linked region images, ascending (stored as the
+    /// database's GROUP_CONCAT, "3,1").
+    #[sqlx(try_from = "String")]
+    pub links: LinkIds,
+}
+
+impl MasterImageRow {
+    /// "PyTorch 2.4 · Python 3.11": how a person names its combination.
+    pub fn combo_label(&self) -> String {
+        combo_label(&self.framework, &self.framework_version, &self.interpreter, &self.interpreter_version)
+    }
+}
+
+/// "PyTorch 2.4 · Python 3.11" (a master image's or a compute task's).
+pub fn combo_label(framework: &str, framework_version: &str, interpreter: &str, interpreter_version: &str) -> String {
+    format!("{framework} {framework_version} · {interpreter} {interpreter_version}")
+}
+
+/// Region image ids, ascending and each once; serialized as a JSON array.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LinkIds(pub Vec<i64>);
+
+impl LinkIds {
+    /// "3,1" (the database's GROUP_CONCAT) to `[1, 3]`; junk entries dropped.
+    pub fn parse(list: &str) -> LinkIds {
+        let mut ids: Vec<i64> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        LinkIds(ids)
+    }
+}
+
+impl std::ops::Deref for LinkIds {
+    type Target = [i64];
+
+    fn deref(&self) -> &[i64] {
+        &self.0
+    }
+}
+
+/// For `#[sqlx(try_from = "String")]` (through `TryFrom`'s blanket impl).
+impl From<String> for LinkIds {
+    fn from(list: String) -> Self {
+        LinkIds::parse(&list)
+    }
 }
 
 fn text(field: &str, value: &str, max: usize) -> Result<String, PlatformError> {
@@ -97,10 +151,10 @@ pub async fn create_region_image(
     crate::images::validate_reference(&reference)?;
     let arch: Arch =
         arch.trim().parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?;
-    let kind = kind.trim();
-    if !IMAGE_KINDS.contains(&kind) {
-        return Err(PlatformError::BadRequest(format!("image type must be one of: {}", IMAGE_KINDS.join(", "))));
-    }
+    let kind: ImageKind = kind.trim().parse().map_err(|_| {
+        let kinds: Vec<&str> = ImageKind::ALL.iter().map(|k| k.as_str()).collect();
+        PlatformError::BadRequest(format!("image type must be one of: {}", kinds.join(", ")))
+    })?;
     let mut tx = crate::transitions::begin(pool).await?;
     let region: i64 = sqlx::query_scalar("SELECT id FROM regions WHERE code = ?")
         .bind(region_code.trim())
@@ -113,7 +167,7 @@ pub async fn create_region_image(
     .bind(region)
     .bind(&reference)
     .bind(arch.as_str())
-    .bind(kind)
+    .bind(kind.as_str())
     .bind(now())
     .fetch_one(&mut *tx)
     .await
@@ -126,13 +180,7 @@ pub async fn create_region_image(
     )
     .await?;
     tx.commit().await?;
-    Ok(RegionImageRow {
-        id,
-        region: region_code.trim().to_string(),
-        reference,
-        arch: arch.to_string(),
-        kind: kind.to_string(),
-    })
+    Ok(RegionImageRow { id, region: region_code.trim().to_string(), reference, arch, kind })
 }
 
 pub async fn list_region_images(pool: &Pool) -> Result<Vec<RegionImageRow>, PlatformError> {
@@ -226,16 +274,24 @@ pub async fn set_link(
     Ok(())
 }
 
-/// A region's resources, derived from its nodes.
-#[derive(Debug, Clone, Serialize)]
+/// One GPU model's count in a region.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuCount {
+    pub model: String,
+    pub total: i64,
+    pub free: i64,
+}
+
+/// A region's resources, derived from its nodes (lost nodes left out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegionResources {
     pub code: String,
     pub name: String,
     pub description: String,
     pub nodes: i64,
     pub ready_nodes: i64,
-    /// (model, total, free) per GPU model.
-    pub gpus: Vec<(String, i64, i64)>,
+    /// Per GPU model, by model.
+    pub gpus: Vec<GpuCount>,
     pub cpus: i64,
     pub memory_mb: i64,
 }
@@ -264,7 +320,11 @@ pub async fn region_resources(pool: &Pool) -> Result<Vec<RegionResources>, Platf
         .map(|r| {
             let n = nodes.iter().find(|n| n.0 == r.code).cloned().unwrap_or_default();
             RegionResources {
-                gpus: gpus.iter().filter(|g| g.0 == r.code).map(|g| (g.1.clone(), g.2, g.3)).collect(),
+                gpus: gpus
+                    .iter()
+                    .filter(|g| g.0 == r.code)
+                    .map(|g| GpuCount { model: g.1.clone(), total: g.2, free: g.3 })
+                    .collect(),
                 nodes: n.1,
                 ready_nodes: n.2,
                 cpus: n.3,
@@ -275,4 +335,42 @@ pub async fn region_resources(pool: &Pool) -> Result<Vec<RegionResources>, Platf
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn master(links: Vec<i64>) -> MasterImageRow {
+        MasterImageRow {
+            id: 1,
+            name: "torch".into(),
+            interpreter: "Python".into(),
+            interpreter_version: "3.11".into(),
+            framework: "PyTorch".into(),
+            framework_version: "2.4".into(),
+            links: LinkIds(links),
+        }
+    }
+
+    #[test]
+    fn labels_read_as_people_say_them() {
+        assert_eq!(master(vec![]).combo_label(), "PyTorch 2.4 · Python 3.11");
+        let i = RegionImageRow {
+            id: 3,
+            region: "local".into(),
+            reference: "gantry/devbox:latest".into(),
+            arch: Arch::Amd64,
+            kind: ImageKind::Training,
+        };
+        assert_eq!(i.label(), "local · gantry/devbox:latest (amd64, training)");
+    }
+
+    #[test]
+    fn link_ids_parse() {
+        assert_eq!(LinkIds::parse("3,1,3"), LinkIds(vec![1, 3]));
+        assert_eq!(LinkIds::parse(""), LinkIds(Vec::new()));
+        assert_eq!(LinkIds::parse("2, x,5"), LinkIds(vec![2, 5]));
+        assert_eq!(serde_json::to_string(&master(vec![1, 3]).links).unwrap(), "[1,3]");
+    }
 }

@@ -3,7 +3,7 @@
 
 use crate::{audit, db::Pool, gpus::DiscoveredGpu, now, PlatformError};
 use gantry_core::alloc::{ClusterView, GpuView, NodeState, NodeView};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::SqliteConnection;
 use std::collections::HashMap;
 
@@ -315,17 +315,24 @@ pub async fn load_view(conn: &mut SqliteConnection) -> Result<ClusterView, Platf
     Ok(ClusterView { nodes, heartbeat_timeout_secs: HEARTBEAT_TIMEOUT_SECS })
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct NodeSummary {
     pub id: i64,
     pub name: String,
     pub region: String,
     pub executor: String,
     pub docker_endpoint: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: NodeState,
+    /// Why the node is in its state, in the admin's words; may be empty.
     pub state_reason: String,
-    pub arch: String,
+    #[sqlx(try_from = "String")]
+    pub arch: gantry_core::matching::Arch,
+    /// Unix seconds; 0 = never.
     pub last_heartbeat: i64,
+    /// Whether the last heartbeat is recent enough to take new machines
+    /// (within [`HEARTBEAT_TIMEOUT_SECS`] of the read).
+    pub heartbeat_fresh: bool,
     pub cpu_count: i64,
     pub memory_mb: i64,
     /// GPUs the node reports; a held GPU it no longer reports is in
@@ -333,7 +340,9 @@ pub struct NodeSummary {
     pub gpu_total: i64,
     pub gpu_free: i64,
     pub gpu_gone: i64,
-    pub gpu_models: String,
+    /// The models of its GPUs (stored as the database's GROUP_CONCAT).
+    #[sqlx(try_from = "String")]
+    pub gpu_models: GpuModels,
     pub simulated: bool,
     /// Machines with a volume on the node whose size is not enforced: a
     /// plain Docker volume, because loop-device volumes were unavailable
@@ -341,9 +350,37 @@ pub struct NodeSummary {
     pub unenforced_volumes: i64,
 }
 
+/// GPU model names, each once; serialized as a JSON array.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct GpuModels(pub Vec<String>);
+
+impl GpuModels {
+    /// "A100, H100" (a comma-separated list) to its names; blanks dropped.
+    pub fn parse(list: &str) -> GpuModels {
+        GpuModels(list.split(',').map(str::trim).filter(|m| !m.is_empty()).map(str::to_string).collect())
+    }
+}
+
+impl std::ops::Deref for GpuModels {
+    type Target = [String];
+
+    fn deref(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// For `#[sqlx(try_from = "String")]` (through `TryFrom`'s blanket impl).
+impl From<String> for GpuModels {
+    fn from(list: String) -> Self {
+        GpuModels::parse(&list)
+    }
+}
+
 pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> {
     Ok(sqlx::query_as(
-        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.arch, n.last_heartbeat, n.cpu_count, n.memory_mb,
+        "SELECT n.id, n.name, r.code AS region, n.executor, n.docker_endpoint, n.state, n.state_reason, n.arch, n.last_heartbeat,
+                (n.last_heartbeat > 0 AND ?1 - n.last_heartbeat <= ?2) AS heartbeat_fresh, n.cpu_count, n.memory_mb,
                 COUNT(g.id) - COUNT(x.gpu_id) AS gpu_total,
                 -- A node without GPUs still joins one all-NULL row: not a free GPU.
                 COALESCE(SUM(g.id IS NOT NULL AND x.gpu_id IS NULL AND mg.gpu_id IS NULL
@@ -357,6 +394,8 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
          LEFT JOIN gpus g ON g.node_id = n.id LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN gpus_gone x ON x.gpu_id = g.id
          GROUP BY n.id ORDER BY n.name",
     )
+    .bind(now())
+    .bind(HEARTBEAT_TIMEOUT_SECS)
     .fetch_all(pool)
     .await?)
 }
@@ -373,6 +412,13 @@ pub async fn gpu_models(pool: &Pool) -> Result<Vec<String>, PlatformError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpu_models_split_the_concatenated_list() {
+        assert_eq!(GpuModels::parse("A100, H100,,"), GpuModels(vec!["A100".into(), "H100".into()]));
+        assert_eq!(GpuModels::parse(""), GpuModels::default());
+        assert_eq!(serde_json::to_string(&GpuModels::parse("L40S")).unwrap(), r#"["L40S"]"#);
+    }
 
     fn row(id: i64, idx: i64, uuid: &str, held: bool) -> GpuRow {
         GpuRow { id, idx, uuid: uuid.into(), held }

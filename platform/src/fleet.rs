@@ -21,7 +21,7 @@ pub struct Fleet {
 pub struct FleetNode {
     pub id: i64,
     pub name: String,
-    pub state: String,
+    pub state: gantry_core::alloc::NodeState,
     pub executor: Result<Executor, PlatformError>,
 }
 
@@ -61,6 +61,10 @@ impl Fleet {
             sqlx::query_as("SELECT id, name, state FROM nodes ORDER BY id").fetch_all(pool).await?;
         let mut out = Vec::with_capacity(nodes.len());
         for (id, name, state) in nodes {
+            // The table allows only known states; were one unreadable, the
+            // node is treated as down (pinged, never scheduled), as
+            // `cluster::load_view` does.
+            let state = state.parse().unwrap_or(gantry_core::alloc::NodeState::Down);
             out.push(FleetNode { executor: self.executor(pool, id).await, id, name, state });
         }
         Ok(out)

@@ -2,9 +2,9 @@
 
 use crate::{audit, db::Pool, error::is_unique_violation, now, PlatformError};
 use gantry_core::validate;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct Image {
     pub id: i64,
     pub name: String,

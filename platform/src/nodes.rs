@@ -9,7 +9,7 @@ use crate::{
     gpus::{self, SimulatedGpus},
     PlatformError,
 };
-use gantry_core::validate;
+use gantry_core::{alloc::NodeState, validate};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -100,7 +100,7 @@ pub async fn monitor_once(pool: &Pool, fleet: &Fleet) -> Result<Vec<String>, Pla
 /// another, a few black-holed engines (powered-off hosts set down) made a
 /// pass outlast the heartbeat's 60 s, and healthy nodes looked stale.
 pub async fn monitor_with(pool: &Pool, fleet: &Fleet, ping_timeout: Duration) -> Result<Vec<String>, PlatformError> {
-    let nodes = fleet.all(pool).await?.into_iter().filter(|n| n.state != "lost");
+    let nodes = fleet.all(pool).await?.into_iter().filter(|n| n.state != NodeState::Lost);
     let pings = nodes.map(|node| async move {
         let answered = match &node.executor {
             Ok(exec) => matches!(tokio::time::timeout(ping_timeout, exec.ping()).await, Ok(Ok(_))),

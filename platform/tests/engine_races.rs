@@ -175,7 +175,7 @@ gantry_testkit::timed_test! {
         transitions::task::cancel(&env.pool, &alice, create).await.unwrap();
         env.drive().await;
         let done = compute::compute_task(&env.pool, &alice, t.id).await.unwrap();
-        assert_eq!(done.state, "cancelled", "{}", done.message);
+        assert_eq!(done.state, gantry_core::task::TaskState::Cancelled, "{}", done.message);
         assert!(sim.containers().is_empty(), "the container was removed");
         env.assert_quota_consistent().await;
     }

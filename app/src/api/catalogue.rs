@@ -3,31 +3,24 @@
 //! `require_admin()`; the platform validates, audits, and changes nothing
 //! on bad input (its error becomes 400/409 with the reason).
 
-use crate::{
-    error::AppError,
-    model::catalogue::{Catalogue, RegionImageRow, RegionRow},
-};
+use crate::error::AppError;
+use gantry_platform::catalogue::{MasterImageRow, RegionImageRow, RegionResources};
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// The catalogue page's data: master images and the region images they
+/// can be linked to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Catalogue {
+    pub masters: Vec<MasterImageRow>,
+    pub region_images: Vec<RegionImageRow>,
+}
 
 /// Regions with the resources of their nodes (GPUs by model, CPUs, memory).
 #[server(prefix = "/api", endpoint = "admin/regions")]
-pub async fn list_regions() -> Result<Vec<RegionRow>, AppError> {
-    use crate::model::catalogue::GpuCount;
+pub async fn list_regions() -> Result<Vec<RegionResources>, AppError> {
     crate::state::require_admin()?;
-    let regions = gantry_platform::catalogue::region_resources(&crate::state::pool()?).await?;
-    Ok(regions
-        .into_iter()
-        .map(|r| RegionRow {
-            gpus: r.gpus.into_iter().map(|(model, total, free)| GpuCount { model, total, free }).collect(),
-            code: r.code,
-            name: r.name,
-            description: r.description,
-            nodes: r.nodes,
-            ready_nodes: r.ready_nodes,
-            cpus: r.cpus,
-            memory_mb: r.memory_mb,
-        })
-        .collect())
+    Ok(gantry_platform::catalogue::region_resources(&crate::state::pool()?).await?)
 }
 
 /// Returns the new region's code.
@@ -43,8 +36,7 @@ pub async fn create_region(code: String, name: String, description: Option<Strin
 #[server(prefix = "/api", endpoint = "admin/region_images")]
 pub async fn list_region_images() -> Result<Vec<RegionImageRow>, AppError> {
     crate::state::require_admin()?;
-    let list = gantry_platform::catalogue::list_region_images(&crate::state::pool()?).await?;
-    Ok(list.into_iter().map(region_image_row).collect())
+    Ok(gantry_platform::catalogue::list_region_images(&crate::state::pool()?).await?)
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_region_image")]
@@ -56,9 +48,7 @@ pub async fn create_region_image(
 ) -> Result<RegionImageRow, AppError> {
     let admin = crate::state::require_admin()?;
     let pool = crate::state::pool()?;
-    let row = gantry_platform::catalogue::create_region_image(&pool, admin.id, &region_code, &reference, &arch, &kind)
-        .await?;
-    Ok(region_image_row(row))
+    Ok(gantry_platform::catalogue::create_region_image(&pool, admin.id, &region_code, &reference, &arch, &kind).await?)
 }
 
 /// Master images and every region image, for the catalogue page.
@@ -68,10 +58,7 @@ pub async fn catalogue() -> Result<Catalogue, AppError> {
     let pool = crate::state::pool()?;
     let masters = gantry_platform::catalogue::list_master_images(&pool).await?;
     let images = gantry_platform::catalogue::list_region_images(&pool).await?;
-    Ok(Catalogue {
-        masters: masters.into_iter().map(master_row).collect(),
-        region_images: images.into_iter().map(region_image_row).collect(),
-    })
+    Ok(Catalogue { masters, region_images: images })
 }
 
 /// Returns the new master image's id.
@@ -113,22 +100,4 @@ pub async fn unlink_image(master_image_id: i64, region_image_id: i64) -> Result<
     gantry_platform::catalogue::set_link(&crate::state::pool()?, admin.id, master_image_id, region_image_id, false)
         .await?;
     Ok(())
-}
-
-#[cfg(feature = "ssr")]
-fn region_image_row(r: gantry_platform::catalogue::RegionImageRow) -> RegionImageRow {
-    RegionImageRow { id: r.id, region: r.region, reference: r.reference, arch: r.arch, kind: r.kind }
-}
-
-#[cfg(feature = "ssr")]
-pub(crate) fn master_row(m: gantry_platform::catalogue::MasterImageRow) -> crate::model::catalogue::MasterImageRow {
-    crate::model::catalogue::MasterImageRow {
-        links: crate::model::catalogue::parse_ids(&m.links),
-        id: m.id,
-        name: m.name,
-        interpreter: m.interpreter,
-        interpreter_version: m.interpreter_version,
-        framework: m.framework,
-        framework_version: m.framework_version,
-    }
 }

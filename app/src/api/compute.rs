@@ -3,28 +3,61 @@
 //! cancel (the list is `super::lists::compute_window`). Who sees what is
 //! the platform's rule (own group; admins all).
 
-use crate::{
-    error::AppError,
-    model::compute::{ComputeDetail, ComputeOptions, ComputeRow},
-};
+use crate::error::AppError;
+use gantry_core::matching::Decision;
+use gantry_platform::{accounts::QuotaView, compute::ComputeTaskView};
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 /// Lines of live output read from a running task's container.
 pub const LIVE_OUTPUT_LINES: usize = 200;
+
+/// A framework + interpreter combination the form offers; the value sent
+/// is a master image id, whose four fields the server submits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrameworkChoice {
+    pub master_image_id: i64,
+    pub label: String,
+    /// Whether any region image is linked (else the task would be refused).
+    pub linked: bool,
+}
+
+/// The submission form's choices.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComputeOptions {
+    pub frameworks: Vec<FrameworkChoice>,
+    pub gpu_models: Vec<String>,
+    pub quota: QuotaView,
+}
+
+/// One task's page: the task, its command and decision read from their
+/// JSON, and its output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComputeDetail {
+    pub task: ComputeTaskView,
+    pub command: Vec<String>,
+    /// The matcher's recorded decision, once decided.
+    pub decision: Option<Decision>,
+    /// The container's latest lines while it runs, else the kept tail.
+    pub output: String,
+    /// Whether `output` was read from the running container just now.
+    pub output_live: bool,
+    /// The machine's whole log as text, while the job's container exists.
+    pub log_url: Option<String>,
+}
 
 /// Framework + interpreter combinations from the master image catalogue
 /// (one entry per combination, preferring a master image with region
 /// images linked), the GPU models this group may use, and its quota.
 #[server(name = GetComputeOptions, prefix = "/api", endpoint = "compute_options")]
 pub async fn compute_options() -> Result<ComputeOptions, AppError> {
-    use crate::model::{catalogue::combo_label, compute::FrameworkChoice};
     use gantry_platform::{catalogue, cluster, policy};
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
     let mut frameworks: Vec<FrameworkChoice> = Vec::new();
-    for m in catalogue::list_master_images(&pool).await?.into_iter().map(crate::api::catalogue::master_row) {
+    for m in catalogue::list_master_images(&pool).await? {
         // The matcher compares the four fields without regard to case.
-        let label = combo_label(&m);
+        let label = m.combo_label();
         let linked = !m.links.is_empty();
         match frameworks.iter_mut().find(|f| f.label.eq_ignore_ascii_case(&label)) {
             Some(f) if linked && !f.linked => *f = FrameworkChoice { master_image_id: m.id, label, linked },
@@ -62,7 +95,7 @@ pub async fn submit_compute(
     time_limit: String,
     time_unit: Option<String>,
     datasets: Option<String>,
-) -> Result<ComputeRow, AppError> {
+) -> Result<ComputeTaskView, AppError> {
     use crate::model::{
         catalogue::parse_choice,
         compute::{self as m, CommandInput},
@@ -108,7 +141,7 @@ pub async fn submit_compute(
     if form_post() {
         leptos_axum::redirect(&format!("/compute/{}", task.id));
     }
-    Ok(compute_row(task))
+    Ok(task)
 }
 
 /// One task. While it runs, its output is read from the container (for
@@ -116,18 +149,13 @@ pub async fn submit_compute(
 /// the tail kept when it ended.
 #[server(name = GetComputeDetail, prefix = "/api", endpoint = "compute_detail")]
 pub async fn compute_detail(id: i64) -> Result<ComputeDetail, AppError> {
-    use crate::model::compute::explain;
-    use gantry_core::matching::Decision;
+    use gantry_core::task::TaskState;
     let user = crate::state::auth()?;
     let pool = crate::state::pool()?;
     let t = gantry_platform::compute::compute_task(&pool, &user, id).await?;
     let command: Vec<String> = serde_json::from_str(&t.command).unwrap_or_default();
-    let why = t
-        .decision
-        .as_deref()
-        .and_then(|d| serde_json::from_str::<Decision>(d).ok())
-        .map(|d| explain(&d, &t.state, &t.message));
-    let running = t.state == "running" && t.exit_code.is_none();
+    let decision = t.decision.as_deref().and_then(|d| serde_json::from_str::<Decision>(d).ok());
+    let running = t.state == TaskState::Running && t.exit_code.is_none();
     let live = match (running, t.machine_id) {
         (true, Some(machine)) => live_output(&pool, &user, machine).await,
         _ => None,
@@ -138,7 +166,7 @@ pub async fn compute_detail(id: i64) -> Result<ComputeDetail, AppError> {
         Some(text) => (text, true),
         None => (t.logs_tail.clone(), false),
     };
-    Ok(ComputeDetail { task: compute_row(t), command, why, output, output_live, log_url })
+    Ok(ComputeDetail { task: t, command, decision, output, output_live, log_url })
 }
 
 /// Cancels a task of the requester (or any, for an admin): a pending one at
@@ -153,7 +181,6 @@ pub async fn cancel_compute(task_id: i64) -> Result<i64, AppError> {
 
 /// The running job container's last lines, when this user may read the
 /// machine's log and the engine answers; `None` means "show the kept tail".
-#[cfg(feature = "ssr")]
 async fn live_output(
     pool: &gantry_platform::db::Pool,
     user: &gantry_platform::accounts::User,
@@ -166,37 +193,8 @@ async fn live_output(
 }
 
 /// Whether this request is a plain HTML form post (JavaScript off).
-#[cfg(feature = "ssr")]
 pub(crate) fn form_post() -> bool {
     use_context::<http::request::Parts>().is_some_and(|p| {
         p.headers.get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html"))
     })
-}
-
-#[cfg(feature = "ssr")]
-pub(crate) fn compute_row(t: gantry_platform::compute::ComputeTaskView) -> ComputeRow {
-    ComputeRow {
-        id: t.id,
-        name: t.name,
-        requester: t.requester,
-        framework: t.framework,
-        framework_version: t.framework_version,
-        interpreter: t.interpreter,
-        interpreter_version: t.interpreter_version,
-        gpu_count: t.gpu_count,
-        gpu_model: t.gpu_model,
-        cpu_millis: t.cpu_millis,
-        memory_mb: t.memory_mb,
-        time_limit_secs: t.time_limit_secs,
-        state: t.state,
-        message: t.message,
-        region: t.region,
-        image: t.image,
-        machine_id: t.machine_id,
-        node: t.node,
-        exit_code: t.exit_code,
-        created_at: t.created_at,
-        started_at: t.started_at,
-        finished_at: t.finished_at,
-    }
 }

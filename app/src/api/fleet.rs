@@ -2,44 +2,40 @@
 //! the image catalogue, and group policies (with the images and regions a
 //! group may use). Every one starts with `require_admin()`.
 
-use crate::{
-    error::AppError,
-    model::{
-        fleet::{LostNode, NodeRow},
-        machines::ImageRow,
-        GroupRow,
-    },
-};
+use crate::error::AppError;
+use gantry_platform::{cluster::NodeSummary, images::Image};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
+/// What marking a node lost did, for the admin's confirmation line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostNode {
+    pub node: String,
+    pub machines: Vec<String>,
+    pub gpus_refunded: i64,
+    pub tasks_ended: i64,
+}
+
+impl LostNode {
+    /// "node gpu-2 marked lost: 1 machine(s) released (box-1), 1 GPU(s)
+    /// refunded, 0 task(s) ended".
+    pub fn summary(&self) -> String {
+        let names = if self.machines.is_empty() { String::new() } else { format!(" ({})", self.machines.join(", ")) };
+        format!(
+            "node {} marked lost: {} machine(s) released{names}, {} GPU(s) refunded, {} task(s) ended",
+            self.node,
+            self.machines.len(),
+            self.gpus_refunded,
+            self.tasks_ended
+        )
+    }
+}
+
+/// Every node with its GPUs, capacity and whether its heartbeat is fresh.
 #[server(prefix = "/api", endpoint = "admin/nodes")]
-pub async fn list_nodes() -> Result<Vec<NodeRow>, AppError> {
-    use gantry_platform::cluster::{self, HEARTBEAT_TIMEOUT_SECS};
+pub async fn list_nodes() -> Result<Vec<NodeSummary>, AppError> {
     crate::state::require_admin()?;
-    let now = gantry_platform::now();
-    let nodes = cluster::list_nodes(&crate::state::pool()?).await?;
-    Ok(nodes
-        .into_iter()
-        .map(|n| NodeRow {
-            heartbeat_fresh: n.last_heartbeat > 0 && now.saturating_sub(n.last_heartbeat) <= HEARTBEAT_TIMEOUT_SECS,
-            gpu_models: crate::model::machines::split_models(&n.gpu_models),
-            id: n.id,
-            name: n.name,
-            region: n.region,
-            executor: n.executor,
-            docker_endpoint: n.docker_endpoint,
-            state: n.state,
-            state_reason: n.state_reason,
-            last_heartbeat: n.last_heartbeat,
-            cpu_count: n.cpu_count,
-            memory_mb: n.memory_mb,
-            gpu_total: n.gpu_total,
-            gpu_free: n.gpu_free,
-            simulated: n.simulated,
-            unenforced_volumes: n.unenforced_volumes,
-        })
-        .collect())
+    Ok(gantry_platform::cluster::list_nodes(&crate::state::pool()?).await?)
 }
 
 /// Adds a worker node by its engine endpoint with the GPUs the admin
@@ -130,10 +126,9 @@ pub async fn remove_node(node_id: i64) -> Result<String, AppError> {
 }
 
 #[server(prefix = "/api", endpoint = "admin/images")]
-pub async fn list_images() -> Result<Vec<ImageRow>, AppError> {
+pub async fn list_images() -> Result<Vec<Image>, AppError> {
     crate::state::require_admin()?;
-    let images = gantry_platform::images::list_images(&crate::state::pool()?).await?;
-    Ok(images.into_iter().map(image_row).collect())
+    Ok(gantry_platform::images::list_images(&crate::state::pool()?).await?)
 }
 
 #[server(prefix = "/api", endpoint = "admin/create_image")]
@@ -142,7 +137,7 @@ pub async fn create_image(
     reference: String,
     description: String,
     make_default: Option<String>,
-) -> Result<ImageRow, AppError> {
+) -> Result<Image, AppError> {
     let admin = crate::state::require_admin()?;
     let make_default = crate::model::machines::checkbox(make_default.as_deref());
     let image = gantry_platform::images::create_image(
@@ -154,7 +149,7 @@ pub async fn create_image(
         make_default,
     )
     .await?;
-    Ok(image_row(image))
+    Ok(image)
 }
 
 /// Sets a group's GPU quota, most GPUs per machine and allowed GPU models
@@ -186,7 +181,7 @@ pub async fn update_group(
     allowed_regions: Option<Vec<String>>,
     snapshot_quota: Option<String>,
     policy_rev: Option<String>,
-) -> Result<GroupRow, AppError> {
+) -> Result<gantry_platform::accounts::Group, AppError> {
     use crate::model::machines::{parse_whole, split_models};
     let admin = crate::state::require_admin()?;
     let invalid = |m: String| AppError::Invalid(m).respond();
@@ -237,7 +232,7 @@ pub async fn update_group(
     )
     .await?;
     let allowed = gantry_platform::policy::allowed_models(&pool, g.id).await?;
-    Ok(crate::api::admin::group_row(g, allowed))
+    Ok(gantry_platform::accounts::Group { allowed_models: allowed, ..g })
 }
 
 /// What a group's image and region checkboxes offer, and what each group
@@ -287,7 +282,16 @@ pub async fn group_access() -> Result<GroupAccessChoices, AppError> {
     Ok(GroupAccessChoices { images, regions, groups })
 }
 
-#[cfg(feature = "ssr")]
-pub(crate) fn image_row(i: gantry_platform::images::Image) -> ImageRow {
-    ImageRow { id: i.id, name: i.name, reference: i.reference, description: i.description, is_default: i.is_default }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_node_summary_names_what_was_released() {
+        let l = LostNode { node: "gpu-2".into(), machines: vec!["box-1".into()], gpus_refunded: 1, tasks_ended: 0 };
+        assert_eq!(
+            l.summary(),
+            "node gpu-2 marked lost: 1 machine(s) released (box-1), 1 GPU(s) refunded, 0 task(s) ended"
+        );
+    }
 }

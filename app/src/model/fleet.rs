@@ -1,42 +1,8 @@
-//! What the admin console shows about worker nodes, and the add-node
-//! form's parsing (the platform checks the rest and tests the connection).
+//! The add-node form's parsing (the platform checks the rest and tests the
+//! connection) and the small pure helpers the Nodes page renders with (it
+//! renders the platform's `NodeSummary` directly).
 
 use gantry_core::alloc::NodeState;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeRow {
-    pub id: i64,
-    pub name: String,
-    pub region: String,
-    pub executor: String,
-    pub docker_endpoint: String,
-    pub state: String,
-    /// Why the node is in its state, in the admin's words; may be empty.
-    pub state_reason: String,
-    /// Unix seconds; 0 = never.
-    pub last_heartbeat: i64,
-    /// Whether the last heartbeat is recent enough to take new machines.
-    pub heartbeat_fresh: bool,
-    pub cpu_count: i64,
-    pub memory_mb: i64,
-    pub gpu_total: i64,
-    pub gpu_free: i64,
-    pub gpu_models: Vec<String>,
-    pub simulated: bool,
-    /// Machines on the node whose volume's size is not enforced (plain
-    /// Docker volumes: loop devices were unavailable there).
-    pub unenforced_volumes: i64,
-}
-
-/// What marking a node lost did, for the admin's confirmation line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LostNode {
-    pub node: String,
-    pub machines: Vec<String>,
-    pub gpus_refunded: i64,
-    pub tasks_ended: i64,
-}
 
 /// The add-node form as parsed, before the platform's checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,18 +64,6 @@ pub fn capacity_label(cpu_count: i64, memory_mb: i64) -> String {
     }
 }
 
-/// "1 machine(s) released (box-1), 1 GPU(s) refunded, 0 task(s) ended".
-pub fn lost_summary(l: &LostNode) -> String {
-    let names = if l.machines.is_empty() { String::new() } else { format!(" ({})", l.machines.join(", ")) };
-    format!(
-        "node {} marked lost: {} machine(s) released{names}, {} GPU(s) refunded, {} task(s) ended",
-        l.node,
-        l.machines.len(),
-        l.gpus_refunded,
-        l.tasks_ended
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,10 +105,5 @@ mod tests {
     #[test]
     fn lost_is_never_offered_in_the_state_select() {
         assert!(!SETTABLE_STATES.contains(&NodeState::Lost));
-        let l = LostNode { node: "gpu-2".into(), machines: vec!["box-1".into()], gpus_refunded: 1, tasks_ended: 0 };
-        assert_eq!(
-            lost_summary(&l),
-            "node gpu-2 marked lost: 1 machine(s) released (box-1), 1 GPU(s) refunded, 0 task(s) ended"
-        );
     }
 }

@@ -29,6 +29,16 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// What a region image is for, as an admin labels it.
+    ImageKind, "image type" {
+        Training => "training",
+        Inference => "inference",
+        Notebook => "notebook",
+        Other => "other",
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegionImage {
     pub id: i64,

@@ -23,7 +23,7 @@ use crate::{
     transitions::{self, compute::NewCompute},
     PlatformError,
 };
-use gantry_core::validate;
+use gantry_core::{task::TaskState, validate};
 
 /// How the command is given: an argv, or a script for `/bin/sh -c`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,7 +251,7 @@ pub async fn cancel(pool: &Pool, who: &User, id: i64) -> Result<(), PlatformErro
 /// what was kept when it ended (the last 200 lines), which the group sees.
 pub async fn output(pool: &Pool, fleet: &crate::fleet::Fleet, viewer: &User, id: i64) -> Result<String, PlatformError> {
     let task = compute_task(pool, viewer, id).await?;
-    if task.state != "running" || (task.requester != viewer.username && !viewer.role.is_admin()) {
+    if task.state != TaskState::Running || (task.requester != viewer.username && !viewer.role.is_admin()) {
         return Ok(task.logs_tail);
     }
     let Some(machine_id) = task.machine_id else { return Ok(task.logs_tail) };

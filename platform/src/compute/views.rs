@@ -2,9 +2,10 @@
 //! decision that placed them or keeps them waiting.
 
 use crate::{accounts::User, db::Pool, machines::visibility, PlatformError};
-use serde::Serialize;
+use gantry_core::task::TaskState;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct ComputeTaskView {
     pub id: i64,
     pub name: String,
@@ -20,7 +21,8 @@ pub struct ComputeTaskView {
     pub cpu_millis: i64,
     pub memory_mb: i64,
     pub time_limit_secs: i64,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: TaskState,
     pub message: String,
     /// JSON `gantry_core::matching::Decision`, once decided.
     pub decision: Option<String>,
@@ -33,6 +35,18 @@ pub struct ComputeTaskView {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+}
+
+impl ComputeTaskView {
+    /// "PyTorch 2.4 · Python 3.11".
+    pub fn combo_label(&self) -> String {
+        crate::catalogue::combo_label(
+            &self.framework,
+            &self.framework_version,
+            &self.interpreter,
+            &self.interpreter_version,
+        )
+    }
 }
 
 /// How much of each task's kept output a list carries (characters, from the end).

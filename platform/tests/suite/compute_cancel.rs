@@ -34,7 +34,7 @@ gantry_testkit::timed_test! {
         let (env, sim, _root, alice) = sim_compute_env().await;
         let starts = count_starts(&sim);
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
-        assert_eq!(t.state, "scheduled", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "{}", t.message);
         // Cancelled before the dispatcher has made its machine (the watcher,
         // which would cancel the create, has not run).
         compute::cancel(&env.pool, &alice, t.id).await.unwrap();

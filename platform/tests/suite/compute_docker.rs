@@ -23,7 +23,7 @@ async fn run_to_end(env: &Env, user: &User, id: i64) -> compute::ComputeTaskView
         compute::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
         env.drive().await;
         let t = compute::compute_task(&env.pool, user, id).await.unwrap();
-        if ["succeeded", "failed", "cancelled"].contains(&t.state.as_str()) {
+        if t.state.is_terminal() {
             return t;
         }
         // The container runs on its own; let it get on with it.
@@ -44,13 +44,13 @@ gantry_testkit::timed_test! {
         torch_catalogue(&env, &alice).await;
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("hello", Command::Argv(vec!["echo".into(), "hello".into()]))).await.unwrap();
-        assert_eq!((t.state.as_str(), t.region.as_deref()), ("scheduled", Some("local")), "{}", t.message);
+        assert_eq!((t.state, t.region.as_deref()), (gantry_core::task::TaskState::Scheduled, Some("local")), "{}", t.message);
         let decision: serde_json::Value = serde_json::from_str(t.decision.as_deref().unwrap()).unwrap();
         assert_eq!(decision["image_set"], serde_json::json!(["local"]));
         assert_eq!(decision["intersection"], serde_json::json!(["local"]));
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 1, "the job holds its GPU");
         let done = run_to_end(&env, &alice, t.id).await;
-        assert_eq!((done.state.as_str(), done.exit_code), ("succeeded", Some(0)), "{}", done.message);
+        assert_eq!((done.state, done.exit_code), (gantry_core::task::TaskState::Succeeded, Some(0)), "{}", done.message);
         assert_eq!(done.logs_tail, "hello\n");
         assert!(done.started_at.is_some() && done.finished_at.is_some());
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "refunded on exit");
@@ -58,7 +58,7 @@ gantry_testkit::timed_test! {
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("oops", Command::Shell("echo oops >&2; exit 3".into()))).await.unwrap();
         let done = run_to_end(&env, &alice, t.id).await;
-        assert_eq!((done.state.as_str(), done.exit_code, done.logs_tail.as_str()), ("failed", Some(3), "oops\n"), "{}", done.message);
+        assert_eq!((done.state, done.exit_code, done.logs_tail.as_str()), (gantry_core::task::TaskState::Failed, Some(3), "oops\n"), "{}", done.message);
         assert_eq!(done.message, "exited with code 3");
         env.assert_quota_consistent().await;
         assert_eq!(leftovers(&env).await, 0);
@@ -74,11 +74,11 @@ gantry_testkit::timed_test! {
         long.time_limit_secs = 60;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &long).await.unwrap();
         env.drive().await;
-        assert_eq!(compute::compute_task(&env.pool, &alice, t.id).await.unwrap().state, "running");
+        assert_eq!(compute::compute_task(&env.pool, &alice, t.id).await.unwrap().state, gantry_core::task::TaskState::Running);
         // The clock moves past the limit (the row's start, not the test, waits).
         sqlx::query("UPDATE compute_tasks SET started_at = started_at - 61 WHERE id = ?").bind(t.id).execute(&env.pool).await.unwrap();
         let done = run_to_end(&env, &alice, t.id).await;
-        assert_eq!(done.state, "failed");
+        assert_eq!(done.state, gantry_core::task::TaskState::Failed);
         assert!(done.message.contains("time limit of 60 s reached"), "{}", done.message);
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("unwanted", Command::Argv(vec!["sleep".into(), "300".into()]))).await.unwrap();
@@ -87,7 +87,7 @@ gantry_testkit::timed_test! {
         assert!(compute::cancel(&env.pool, &bob, t.id).await.unwrap_err().to_string().contains("only the person who submitted"));
         compute::cancel(&env.pool, &alice, t.id).await.unwrap();
         let done = run_to_end(&env, &alice, t.id).await;
-        assert_eq!(done.state, "cancelled", "{}", done.message);
+        assert_eq!(done.state, gantry_core::task::TaskState::Cancelled, "{}", done.message);
         assert!(compute::cancel(&env.pool, &alice, t.id).await.unwrap_err().to_string().contains("already finished"));
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
         assert_eq!(leftovers(&env).await, 0);
@@ -102,7 +102,7 @@ gantry_testkit::timed_test! {
         let mut other = compute_job("jax", Command::Argv(vec!["true".into()]));
         other.framework = "JAX".into();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &other).await.unwrap();
-        assert_eq!((t.state.as_str(), t.message.as_str()), ("failed", "no image matches framework JAX 2.4 / interpreter Python 3.11"));
+        assert_eq!((t.state, t.message.as_str()), (gantry_core::task::TaskState::Failed, "no image matches framework JAX 2.4 / interpreter Python 3.11"));
 
         // One of the node's two GPUs is taken, so a 2-GPU task waits (it
         // could run once the GPU is back; one no node could hold fails).
@@ -112,15 +112,15 @@ gantry_testkit::timed_test! {
         let mut big = compute_job("big", Command::Argv(vec!["true".into()]));
         big.gpu_count = 2;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &big).await.unwrap();
-        assert_eq!(t.state, "pending");
+        assert_eq!(t.state, gantry_core::task::TaskState::Pending);
         assert!(t.message.starts_with("regions with a matching image: local; none has 2 free GPU(s)"), "{}", t.message);
         // First come, first served: a small task of the same group waits behind it.
         let small = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("small", Command::Argv(vec!["true".into()]))).await.unwrap();
-        assert_eq!((small.state.as_str(), small.message.as_str()), ("pending", "waiting for a decision"));
+        assert_eq!((small.state, small.message.as_str()), (gantry_core::task::TaskState::Pending, "waiting for a decision"));
         compute::cancel(&env.pool, &alice, t.id).await.unwrap();
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
-        assert_eq!(compute::compute_task(&env.pool, &alice, small.id).await.unwrap().state, "scheduled", "the head left, the next one goes");
-        assert_eq!(run_to_end(&env, &alice, small.id).await.state, "succeeded");
+        assert_eq!(compute::compute_task(&env.pool, &alice, small.id).await.unwrap().state, gantry_core::task::TaskState::Scheduled, "the head left, the next one goes");
+        assert_eq!(run_to_end(&env, &alice, small.id).await.state, gantry_core::task::TaskState::Succeeded);
 
         // The holder's container and volume go with it: a test leaves nothing behind.
         let delete = machines::OperationRequest { machine_id: holder.machine_id, kind: TaskKind::Delete, keep_volume: false };
@@ -156,7 +156,7 @@ gantry_testkit::timed_test! {
             let id = compute::record(&env.pool, &alice, &compute_job(&format!("spread{i}"), Command::Argv(vec!["true".into()]))).await.unwrap();
             compute::evaluate_queue_seeded(&env.pool, &env.admissions, &mut || seeds.next().unwrap()).await.unwrap();
             let t = run_to_end(&env, &alice, id).await;
-            assert_eq!(t.state, "succeeded", "{}", t.message);
+            assert_eq!(t.state, gantry_core::task::TaskState::Succeeded, "{}", t.message);
             regions.push(t.region.unwrap());
         }
         assert!(regions.contains(&"local".to_string()) && regions.contains(&"east".to_string()), "{regions:?}");

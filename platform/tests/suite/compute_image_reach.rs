@@ -52,11 +52,11 @@ gantry_testkit::timed_test! {
     async fn a_big_node_where_the_image_is_not_keeps_no_task_waiting() {
         let (env, alice) = setup().await;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("four", 4)).await.unwrap();
-        assert_eq!(t.state, "failed", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Failed, "{}", t.message);
         assert!(t.message.starts_with("can never start: no node in a region with an image for it (local (amd64)) could hold it"), "{}", t.message);
         assert!(t.message.contains("the most a node there has is 2 GPU(s)"), "{}", t.message);
         let next = compute::submit(&env.pool, &env.admissions, &alice, &job("one", 1)).await.unwrap();
-        assert_eq!(next.state, "scheduled", "the task behind it is placed: {}", next.message);
+        assert_eq!(next.state, gantry_core::task::TaskState::Scheduled, "the task behind it is placed: {}", next.message);
     }
 }
 
@@ -65,7 +65,7 @@ gantry_testkit::timed_test! {
         let (env, alice) = setup().await;
         cluster::set_node_arch(&env.pool, env.node_id, Arch::Arm64).await.unwrap();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("one", 1)).await.unwrap();
-        assert_eq!(t.state, "failed", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Failed, "{}", t.message);
         assert!(
             t.message.starts_with("can never start: no node in any region can run an image for it: its images are in local (amd64), and no node of that architecture"),
             "{}",
@@ -74,6 +74,6 @@ gantry_testkit::timed_test! {
         // An amd64 node in `local` again: the same task now waits its turn or runs.
         cluster::set_node_arch(&env.pool, env.node_id, Arch::Amd64).await.unwrap();
         let again = compute::submit(&env.pool, &env.admissions, &alice, &job("one-again", 1)).await.unwrap();
-        assert_eq!(again.state, "scheduled", "{}", again.message);
+        assert_eq!(again.state, gantry_core::task::TaskState::Scheduled, "{}", again.message);
     }
 }

@@ -51,7 +51,7 @@ fn assert_rows(w: &Window<ComputeTaskView>, people: &[&str], state: Option<&str>
             t.id,
             t.requester
         );
-        assert!(state.is_none_or(|s| s == t.state), "task #{} is {}", t.id, t.state);
+        assert!(state.is_none_or(|s| s == t.state.as_str()), "task #{} is {}", t.id, t.state);
     }
 }
 

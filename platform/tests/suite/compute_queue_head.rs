@@ -41,7 +41,7 @@ fn state(id: i64) -> String {
 /// The next task of the group is placed and runs.
 async fn next_runs(env: &Env, alice: &User) {
     let next = compute::submit(&env.pool, &env.admissions, alice, &job("fits")).await.unwrap();
-    assert_eq!(next.state, "scheduled", "{}", next.message);
+    assert_eq!(next.state, gantry_core::task::TaskState::Scheduled, "{}", next.message);
     env.drive().await;
     assert!(env.text(&state(next.id)).await.starts_with("running"));
     env.assert_quota_consistent().await;
@@ -59,7 +59,7 @@ gantry_testkit::timed_test! {
             let mut big = job("too-big");
             ask(&mut big);
             let t = compute::submit(&env.pool, &env.admissions, &alice, &big).await.unwrap();
-            assert_eq!(t.state, "failed", "{}", t.message);
+            assert_eq!(t.state, gantry_core::task::TaskState::Failed, "{}", t.message);
             for w in words.iter().chain(&["can never start: no node in any region could hold it"]) {
                 assert!(t.message.contains(w), "{:?} lacks {w:?}", t.message);
             }
@@ -93,7 +93,7 @@ gantry_testkit::timed_test! {
         let mut big = job("four");
         big.gpu_count = 4;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &big).await.unwrap();
-        assert_eq!(t.state, "pending", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Pending, "{}", t.message);
 
         sqlx::query("UPDATE nodes SET state = 'lost' WHERE id = ?").bind(big_box).execute(&env.pool).await.unwrap();
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
@@ -117,7 +117,7 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT COUNT(*) FROM compute_tasks").await, 0, "nothing recorded");
         let mut exact = job("exact");
         exact.gpu_model = Some("SIM-A100".into());
-        assert_eq!(compute::submit(&env.pool, &env.admissions, &alice, &exact).await.unwrap().state, "scheduled");
+        assert_eq!(compute::submit(&env.pool, &env.admissions, &alice, &exact).await.unwrap().state, gantry_core::task::TaskState::Scheduled);
     }
 }
 
@@ -164,7 +164,7 @@ gantry_testkit::timed_test! {
         // task, and the queue loop checks it again later.
         sqlx::query("DROP TABLE master_image_links").execute(&env.pool).await.unwrap();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("once")).await.unwrap();
-        assert_eq!(t.state, "pending", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Pending, "{}", t.message);
         assert_eq!(env.scalar("SELECT COUNT(*) FROM compute_tasks").await, 1);
     }
 }

@@ -59,13 +59,13 @@ gantry_testkit::timed_test! {
             let mut impossible = job("too-big");
             ask(&mut impossible);
             let t = compute::submit(&env.pool, &env.admissions, &alice, &impossible).await.unwrap();
-            assert_eq!(t.state, "failed", "{rule}: {}", t.message);
+            assert_eq!(t.state, gantry_core::task::TaskState::Failed, "{rule}: {}", t.message);
             for w in &words {
                 assert!(t.message.contains(w), "{rule}: {:?} lacks {w:?}", t.message);
             }
 
             let next = compute::submit(&env.pool, &env.admissions, &alice, &job("fits")).await.unwrap();
-            assert_eq!(next.state, "scheduled", "{rule}: {}", next.message);
+            assert_eq!(next.state, gantry_core::task::TaskState::Scheduled, "{rule}: {}", next.message);
             env.drive().await;
             assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", next.id)).await, "running", "{rule}");
             env.assert_quota_consistent().await;
@@ -78,13 +78,13 @@ gantry_testkit::timed_test! {
         let (env, sim, alice) = setup(1, 4).await;
         let state = |id: i64| format!("SELECT state FROM compute_tasks WHERE id = {id}");
         let first = compute::submit(&env.pool, &env.admissions, &alice, &job("first")).await.unwrap();
-        assert_eq!(first.state, "scheduled", "{}", first.message);
+        assert_eq!(first.state, gantry_core::task::TaskState::Scheduled, "{}", first.message);
         env.drive().await;
         let mut big = job("two-cpus");
         big.cpu_millis = 2000;
         let big = compute::submit(&env.pool, &env.admissions, &alice, &big).await.unwrap();
         let after = compute::submit(&env.pool, &env.admissions, &alice, &job("after")).await.unwrap();
-        assert_eq!((big.state.as_str(), after.state.as_str()), ("pending", "pending"), "both wait for the only GPU");
+        assert_eq!((big.state, after.state), (gantry_core::task::TaskState::Pending, gantry_core::task::TaskState::Pending), "both wait for the only GPU");
 
         // An admin tightens the rule while both wait: the head can never run.
         sqlx::query("UPDATE groups SET max_cpus_per_machine = 1").execute(&env.pool).await.unwrap();
@@ -110,20 +110,20 @@ gantry_testkit::timed_test! {
         // No free GPU on the node (quota to spare).
         let (env, _sim, alice) = setup(1, 4).await;
         let a = compute::submit(&env.pool, &env.admissions, &alice, &job("job-a")).await.unwrap();
-        assert_eq!(a.state, "scheduled", "{}", a.message);
+        assert_eq!(a.state, gantry_core::task::TaskState::Scheduled, "{}", a.message);
         let b = compute::submit(&env.pool, &env.admissions, &alice, &job("job-b")).await.unwrap();
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
         let b = compute::compute_task(&env.pool, &alice, b.id).await.unwrap();
-        assert_eq!(b.state, "pending", "capacity: {}", b.message);
+        assert_eq!(b.state, gantry_core::task::TaskState::Pending, "capacity: {}", b.message);
 
         // A free GPU, but the group's quota is in use: admission refuses for now.
         let (env, _sim, alice) = setup(2, 1).await;
         let a = compute::submit(&env.pool, &env.admissions, &alice, &job("job-a")).await.unwrap();
-        assert_eq!(a.state, "scheduled", "{}", a.message);
+        assert_eq!(a.state, gantry_core::task::TaskState::Scheduled, "{}", a.message);
         let b = compute::submit(&env.pool, &env.admissions, &alice, &job("job-b")).await.unwrap();
         compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap();
         let b = compute::compute_task(&env.pool, &alice, b.id).await.unwrap();
-        assert_eq!(b.state, "pending", "quota in use: {}", b.message);
+        assert_eq!(b.state, gantry_core::task::TaskState::Pending, "quota in use: {}", b.message);
         assert!(b.message.contains("holds 1 of 1 GPU"), "{}", b.message);
         env.assert_quota_consistent().await;
     }
@@ -145,7 +145,7 @@ gantry_testkit::timed_test! {
         let mut t = job("blackwell");
         t.gpu_model = Some(model.into());
         let t = compute::submit(&env.pool, &env.admissions, &alice, &t).await.unwrap();
-        assert_eq!(t.state, "scheduled", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "{}", t.message);
         env.drive().await;
         assert_eq!(env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, "running");
 
@@ -171,7 +171,7 @@ gantry_testkit::timed_test! {
         policy::update_group_policy(&env.pool, None, group, 4, max, &["SIM-A100".to_string()]).await.unwrap();
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("any-model")).await.unwrap();
-        assert_eq!(t.state, "pending", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Pending, "{}", t.message);
         assert!(!t.message.contains("chosen"), "no region has a free GPU ml-team may use: {}", t.message);
         assert!(t.message.contains("of one model the group may use (SIM-A100)"), "{}", t.message);
         let decision = env.text(&format!("SELECT decision FROM compute_tasks WHERE id = {}", t.id)).await;

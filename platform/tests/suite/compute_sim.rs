@@ -98,7 +98,7 @@ gantry_testkit::timed_test! {
         accounts::create_group(&env.pool, None, "vision", 2).await.unwrap();
 
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
-        assert_eq!(t.state, "scheduled", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "{}", t.message);
         env.drive().await;
         let state = |id: i64| format!("SELECT state FROM compute_tasks WHERE id = {id}");
         assert_eq!(env.text(&state(t.id)).await, "running");
@@ -237,7 +237,7 @@ gantry_testkit::timed_test! {
         job.cpu_millis = 2000;
         sim.set_images(Some(vec![]));
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job).await.unwrap();
-        assert_eq!(t.state, "scheduled", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "{}", t.message);
         env.drive().await;
 
         let (state, message) = (env.text(&format!("SELECT state FROM compute_tasks WHERE id = {}", t.id)).await, env.text(&format!("SELECT message FROM compute_tasks WHERE id = {}", t.id)).await);
@@ -249,7 +249,7 @@ gantry_testkit::timed_test! {
 
         sim.set_images(None);
         let next = compute::submit(&env.pool, &env.admissions, &alice, &job).await.unwrap();
-        assert_eq!(next.state, "scheduled", "the node's CPU is free again: {}", next.message);
+        assert_eq!(next.state, gantry_core::task::TaskState::Scheduled, "the node's CPU is free again: {}", next.message);
     }
 }
 
@@ -266,7 +266,7 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar(&format!("SELECT COUNT(*) FROM machine_gpus WHERE machine_id = {}", made.machine_id)).await, 0);
         sim.set_images(None);
         let t = compute::submit(&env.pool, &env.admissions, &alice, &compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
-        assert_eq!(t.state, "scheduled", "the node runs nothing: {}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "the node runs nothing: {}", t.message);
     }
 }
 
@@ -286,7 +286,7 @@ gantry_testkit::timed_test! {
         let job = compute_job("train", Command::Argv(vec!["true".into()]));
         let a = compute::submit(&env.pool, &env.admissions, &alice, &job).await.unwrap();
         let c = compute::submit(&env.pool, &env.admissions, &carol, &job).await.unwrap();
-        assert_eq!((a.state.as_str(), c.state.as_str()), ("pending", "pending"));
+        assert_eq!((a.state, c.state), (gantry_core::task::TaskState::Pending, gantry_core::task::TaskState::Pending));
 
         accounts::set_disabled(&env.pool, root.id, alice.id, true).await.unwrap();
         let state = |id: i64| format!("SELECT state FROM compute_tasks WHERE id = {id}");

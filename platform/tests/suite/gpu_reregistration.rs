@@ -244,7 +244,7 @@ gantry_testkit::timed_test! {
         let mut four = engine::compute_job("four", compute::Command::Argv(vec!["true".into()]));
         four.gpu_count = 4;
         let t = compute::submit(&env.pool, &env.admissions, &alice, &four).await.unwrap();
-        assert_eq!(t.state, "pending", "D is in use: {}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Pending, "D is in use: {}", t.message);
 
         // D is no longer reported (a loose card), while its machine holds it.
         register(&env, &gpus(&["A", "B", "C"])).await.unwrap();

@@ -178,7 +178,7 @@ gantry_testkit::timed_test! {
         let nodes = gantry_platform::cluster::list_nodes(&env.pool).await.unwrap();
         assert_eq!(nodes[0].gpu_free, 0, "the Nodes page says so");
         let regions = gantry_platform::catalogue::region_resources(&env.pool).await.unwrap();
-        let gpus: Vec<(String, i64, i64)> = regions.into_iter().flat_map(|r| r.gpus).collect();
-        assert_eq!(gpus.iter().map(|g| (g.1, g.2)).collect::<Vec<_>>(), vec![(1, 0)], "there, but not free: {gpus:?}");
+        let gpus: Vec<_> = regions.into_iter().flat_map(|r| r.gpus).collect();
+        assert_eq!(gpus.iter().map(|g| (g.total, g.free)).collect::<Vec<_>>(), vec![(1, 0)], "there, but not free: {gpus:?}");
     }
 }

@@ -161,7 +161,7 @@ gantry_testkit::timed_test! {
 
         set(&env, None, Some(vec![east])).await.unwrap();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("nowhere")).await.unwrap();
-        assert_eq!(t.state, "failed", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Failed, "{}", t.message);
         for w in ["can never start", "group ml-team may not use region local", "with an image for PyTorch 2.4", "it may use only east"] {
             assert!(t.message.contains(w), "{:?} lacks {w:?}", t.message);
         }
@@ -172,16 +172,16 @@ gantry_testkit::timed_test! {
         let master = env.scalar("SELECT id FROM master_images").await;
         catalogue::set_link(&env.pool, root.id, master, image.id, true).await.unwrap();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("no-node")).await.unwrap();
-        assert_eq!(t.state, "failed", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Failed, "{}", t.message);
         assert!(t.message.contains("may not use region local, the only region with a node that can hold 1 GPU(s)"), "{}", t.message);
 
         // Allowed: it runs in local; cleared: every region again.
         set(&env, None, Some(vec![local])).await.unwrap();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("local")).await.unwrap();
-        assert_eq!(t.state, "scheduled", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "{}", t.message);
         set(&env, None, Some(vec![])).await.unwrap();
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("any")).await.unwrap();
-        assert_eq!(t.state, "scheduled", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "{}", t.message);
         env.assert_quota_consistent().await;
     }
 }
@@ -201,13 +201,13 @@ gantry_testkit::timed_test! {
         set(&env, None, Some(vec![east])).await.unwrap();
         for i in 0..2 {
             let t = compute::submit(&env.pool, &env.admissions, &alice, &job(&format!("t{i}"))).await.unwrap();
-            assert_eq!(t.state, "scheduled", "{}", t.message);
+            assert_eq!(t.state, gantry_core::task::TaskState::Scheduled, "{}", t.message);
             let region = env.text(&format!("SELECT r.code FROM compute_tasks c JOIN regions r ON r.id = c.region_id WHERE c.id = {}", t.id)).await;
             assert_eq!(region, "east");
         }
         // East is full now; local has free GPUs but is not the group's.
         let t = compute::submit(&env.pool, &env.admissions, &alice, &job("waits")).await.unwrap();
-        assert_eq!(t.state, "pending", "{}", t.message);
+        assert_eq!(t.state, gantry_core::task::TaskState::Pending, "{}", t.message);
         assert!(t.message.contains("the group may use only region(s) east"), "{}", t.message);
         env.assert_quota_consistent().await;
     }

@@ -54,7 +54,7 @@ gantry_testkit::timed_test! {
             assert!(matches!(&twin, PlatformError::Conflict(m) if m.contains("node second already has the engine")), "{same}: {twin}");
         }
         let listed = cluster::list_nodes(&env.pool).await.unwrap().into_iter().find(|n| n.id == id).unwrap();
-        assert_eq!((listed.gpu_total, listed.gpu_models.as_str(), listed.simulated), (2, "L40S", true), "declared GPUs are labelled");
+        assert_eq!((listed.gpu_total, listed.gpu_models.join(","), listed.simulated), (2, "L40S".to_string(), true), "declared GPUs are labelled");
         assert_eq!(env.scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'node.add'").await, 1);
 
         // The monitor records heartbeats of engines that answer.

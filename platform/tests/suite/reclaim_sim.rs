@@ -113,7 +113,7 @@ gantry_testkit::timed_test! {
         let dev = env.admissions.create(dev).await.unwrap().machine_id;
         env.drive().await;
         let job = compute::submit(&env.pool, &env.admissions, &alice, &engine::compute_job("train", Command::Argv(vec!["true".into()]))).await.unwrap();
-        assert_eq!(job.state, "pending", "the dev machine holds the node's CPUs: {}", job.message);
+        assert_eq!(job.state, gantry_core::task::TaskState::Pending, "the dev machine holds the node's CPUs: {}", job.message);
 
         // Idle: warned, then (grace 0) reclaimed — its container is gone.
         let t0 = gantry_platform::now() + 5;

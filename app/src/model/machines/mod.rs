@@ -1,10 +1,6 @@
 //! The small pure helpers the machine pages use to parse their forms and
 //! render the platform's machine and task views.
 
-mod rows;
-
-pub use rows::*;
-
 use gantry_core::task::{MachineState, TaskKind, TaskState};
 
 /// A create request as parsed from the form, before the platform's checks.

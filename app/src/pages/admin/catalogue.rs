@@ -5,8 +5,8 @@
 use crate::{
     api::catalogue::{catalogue, CreateMasterImage, LinkImage, UnlinkImage},
     components::form_error::{error, FormError},
-    model::catalogue::{combo_label, region_image_label, MasterImageRow, RegionImageRow},
 };
+use gantry_platform::catalogue::{MasterImageRow, RegionImageRow};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -84,7 +84,7 @@ fn MasterCard(
         view! {
             <ul class="links" data-testid="links">
                 {linked.into_iter().map(|i| {
-                    let label = region_image_label(&i);
+                    let label = i.label();
                     view! {
                         <li data-testid="link" data-region-image=i.id>
                             {label.clone()} " "
@@ -102,13 +102,13 @@ fn MasterCard(
     };
     view! {
         <div class="master stack" data-testid="master-image" data-name=m.name.clone()>
-            <div><strong>{m.name.clone()}</strong> " — " <span data-testid="combo">{combo_label(&m)}</span></div>
+            <div><strong>{m.name.clone()}</strong> " — " <span data-testid="combo">{m.combo_label()}</span></div>
             {links}
             {(!free.is_empty()).then(|| view! {
                 <ActionForm action=link attr:class="inline wrap" attr:data-testid="link-form">
                     <input type="hidden" name="master_image_id" value=id/>
                     <select name="region_image_id" aria-label=select_label>
-                        {free.into_iter().map(|i| view! { <option value=i.id>{region_image_label(&i)}</option> }).collect_view()}
+                        {free.into_iter().map(|i| view! { <option value=i.id>{i.label()}</option> }).collect_view()}
                     </select>
                     <button type="submit">"Link"</button>
                 </ActionForm>

@@ -18,15 +18,16 @@ use crate::{
     },
     error::AppError,
     model::{
-        catalogue::{RegionRow, ARCHES},
-        fleet::{capacity_label, endpoint_label, lost_summary, NodeRow, DEFAULT_REGION, SETTABLE_STATES},
+        catalogue::ARCHES,
+        fleet::{capacity_label, endpoint_label, DEFAULT_REGION, SETTABLE_STATES},
     },
 };
 use gantry_core::alloc::NodeState;
+use gantry_platform::{catalogue::RegionResources, cluster::NodeSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-type Nodes = Resource<Result<Vec<NodeRow>, AppError>>;
+type Nodes = Resource<Result<Vec<NodeSummary>, AppError>>;
 
 /// The per-node actions, owned by the page: their errors and answers show
 /// above the table.
@@ -65,7 +66,7 @@ pub fn NodesPage() -> impl IntoView {
                 <p class="form-ok" role="status" data-testid="node-removed">"Removed node " <strong>{name}</strong></p>
             })}
             {crate::components::flash::answer(mark_lost).map(|l| view! {
-                <p class="form-ok" role="status" data-testid="node-lost-ok">{lost_summary(&l)}</p>
+                <p class="form-ok" role="status" data-testid="node-lost-ok">{l.summary()}</p>
             })}
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 <NodeTable nodes=nodes actions=actions/>
@@ -108,10 +109,10 @@ fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
 }
 
 #[component]
-fn NodeLine(n: NodeRow, actions: NodeActions) -> impl IntoView {
-    let (id, name, state) = (n.id, n.name.clone(), n.state.clone());
-    let lost = state == NodeState::Lost.as_str();
-    let badge = format!("badge node {}", state.parse::<NodeState>().map(NodeState::as_str).unwrap_or("unknown"));
+fn NodeLine(n: NodeSummary, actions: NodeActions) -> impl IntoView {
+    let (id, name, state) = (n.id, n.name.clone(), n.state);
+    let lost = state == NodeState::Lost;
+    let badge = format!("badge node {}", state.as_str());
     let heartbeat =
         if n.last_heartbeat > 0 { gantry_core::time::format_utc(n.last_heartbeat) } else { "never".to_string() };
     let stale = (!n.heartbeat_fresh && !lost)
@@ -138,19 +139,19 @@ fn NodeLine(n: NodeRow, actions: NodeActions) -> impl IntoView {
         }
         .into_any()
     } else {
-        view! { <NodeForms id=id name=name.clone() state=state.clone() set_state=actions.set_state mark_lost=actions.mark_lost/> }.into_any()
+        view! { <NodeForms id=id name=name.clone() state=state set_state=actions.set_state mark_lost=actions.mark_lost/> }.into_any()
     };
     let reason = (!n.state_reason.is_empty())
         .then(|| view! { <div class="muted small" data-testid="node-reason">{n.state_reason.clone()}</div> });
     let models = if n.gpu_models.is_empty() { "—".to_string() } else { n.gpu_models.join(", ") };
     view! {
-        <tr data-testid="node-row" data-name=name.clone() data-state=state.clone()>
+        <tr data-testid="node-row" data-name=name.clone() data-state=state.as_str()>
             <td><strong>{name.clone()}</strong></td>
             <td>{n.region.clone()}</td>
             <td>{n.executor.clone()} {simulated} {unenforced}</td>
             <td><code>{endpoint_label(&n.docker_endpoint)}</code></td>
             <td>
-                <span class=badge data-testid="node-state">{state.clone()}</span>
+                <span class=badge data-testid="node-state">{state.as_str()}</span>
                 {reason}
             </td>
             <td class="nowrap">{heartbeat} {stale}</td>
@@ -168,7 +169,7 @@ fn NodeLine(n: NodeRow, actions: NodeActions) -> impl IntoView {
 fn NodeForms(
     id: i64,
     name: String,
-    state: String,
+    state: NodeState,
     set_state: ServerAction<SetNodeState>,
     mark_lost: ServerAction<MarkNodeLost>,
 ) -> impl IntoView {
@@ -179,9 +180,8 @@ fn NodeForms(
             <ActionForm action=set_state attr:class="inline" attr:data-testid="node-set-state">
                 <input type="hidden" name="node_id" value=id/>
                 <select name="state" aria-label=state_label>
-                    {SETTABLE_STATES.iter().map(|s| {
-                        let s = s.as_str();
-                        view! { <option value=s selected=state == s>{s}</option> }
+                    {SETTABLE_STATES.iter().map(|&s| {
+                        view! { <option value=s.as_str() selected=state == s>{s.as_str()}</option> }
                     }).collect_view()}
                 </select>
                 <input type="text" name="reason" maxlength="200" placeholder="reason (optional)" aria-label=reason_label/>
@@ -198,7 +198,7 @@ fn NodeForms(
 }
 
 #[component]
-fn AddNodeForm(add: ServerAction<AddNode>, regions: Vec<RegionRow>) -> impl IntoView {
+fn AddNodeForm(add: ServerAction<AddNode>, regions: Vec<RegionResources>) -> impl IntoView {
     view! {
         <ActionForm action=add attr:class="stack" attr:data-testid="add-node">
             <p class="muted small">

@@ -5,8 +5,10 @@
 use crate::{
     api::catalogue::{list_region_images, list_regions, CreateRegionImage},
     components::form_error::{error, FormError},
-    model::catalogue::{RegionImageRow, RegionRow, ARCHES, IMAGE_KINDS},
+    model::catalogue::ARCHES,
 };
+use gantry_core::matching::ImageKind;
+use gantry_platform::catalogue::{RegionImageRow, RegionResources};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -43,7 +45,7 @@ pub fn RegionImagesPage() -> impl IntoView {
 }
 
 #[component]
-fn ImageForm(create: ServerAction<CreateRegionImage>, regions: Vec<RegionRow>) -> impl IntoView {
+fn ImageForm(create: ServerAction<CreateRegionImage>, regions: Vec<RegionResources>) -> impl IntoView {
     view! {
         <ActionForm action=create attr:class="stack" attr:data-testid="create-region-image">
             <label>"Region"
@@ -65,7 +67,7 @@ fn ImageForm(create: ServerAction<CreateRegionImage>, regions: Vec<RegionRow>) -
                 </label>
                 <label>"Type"
                     <select name="kind">
-                        {IMAGE_KINDS.iter().map(|k| view! { <option value=*k>{*k}</option> }).collect_view()}
+                        {ImageKind::ALL.iter().map(|k| view! { <option value=k.as_str()>{k.as_str()}</option> }).collect_view()}
                     </select>
                 </label>
             </div>
@@ -91,12 +93,12 @@ fn ImageTable(images: Vec<RegionImageRow>) -> impl IntoView {
             <thead><tr><th>"#"</th><th>"Region"</th><th>"Image address"</th><th>"Architecture"</th><th>"Type"</th></tr></thead>
             <tbody>
                 {images.into_iter().map(|i| view! {
-                    <tr data-testid="region-image-row" data-id=i.id data-region=i.region.clone() data-reference=i.reference.clone() data-arch=i.arch.clone()>
+                    <tr data-testid="region-image-row" data-id=i.id data-region=i.region.clone() data-reference=i.reference.clone() data-arch=i.arch.as_str()>
                         <td>{i.id}</td>
                         <td>{i.region.clone()}</td>
                         <td><code>{i.reference.clone()}</code></td>
-                        <td>{i.arch.clone()}</td>
-                        <td>{i.kind.clone()}</td>
+                        <td>{i.arch.as_str()}</td>
+                        <td>{i.kind.as_str()}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

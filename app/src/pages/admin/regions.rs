@@ -9,11 +9,9 @@ use crate::{
         form_error::{error, FormError},
         poll::poll,
     },
-    model::{
-        catalogue::{gpus_label, nodes_label, RegionRow},
-        fleet::capacity_label,
-    },
+    model::{catalogue::nodes_label, fleet::capacity_label},
 };
+use gantry_platform::catalogue::{GpuCount, RegionResources};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -61,7 +59,7 @@ pub fn RegionsPage() -> impl IntoView {
 }
 
 #[component]
-fn RegionTable(regions: Vec<RegionRow>) -> impl IntoView {
+fn RegionTable(regions: Vec<RegionResources>) -> impl IntoView {
     if regions.is_empty() {
         return view! { <p class="muted">"No regions yet."</p> }.into_any();
     }
@@ -85,4 +83,27 @@ fn RegionTable(regions: Vec<RegionRow>) -> impl IntoView {
         </table>
     }
     .into_any()
+}
+
+/// "8 × SIM-A100-80GB (6 free)" per model, or "no GPUs".
+fn gpus_label(gpus: &[GpuCount]) -> String {
+    if gpus.is_empty() {
+        return "no GPUs".to_string();
+    }
+    gpus.iter().map(|g| format!("{} × {} ({} free)", g.total, g.model, g.free)).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpus_read_as_people_say_them() {
+        assert_eq!(gpus_label(&[]), "no GPUs");
+        let g = [
+            GpuCount { model: "A100".into(), total: 8, free: 6 },
+            GpuCount { model: "H100".into(), total: 2, free: 0 },
+        ];
+        assert_eq!(gpus_label(&g), "8 × A100 (6 free), 2 × H100 (0 free)");
+    }
 }

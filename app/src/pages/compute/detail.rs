@@ -6,7 +6,7 @@
 //! (and the reader's scroll position) and only its text changes.
 
 use crate::{
-    api::compute::{compute_detail, CancelCompute},
+    api::compute::{compute_detail, CancelCompute, ComputeDetail},
     components::{
         form_error::{error, FormError},
         poll::busy_when,
@@ -14,14 +14,14 @@ use crate::{
         status::task_state_badge,
     },
     error::AppError,
-    model::{
-        compute::{
-            command_text, compute_cancellable, resources_label, task_combo, ComputeDetail, ComputeRow, Explanation,
-        },
-        machines::task_busy,
+    model::compute::{command_text, compute_cancellable},
+    pages::compute::{
+        explain::{explain, Explanation},
+        resources_label,
     },
     signed_in,
 };
+use gantry_platform::compute::ComputeTaskView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -38,7 +38,7 @@ pub fn ComputeTaskPage() -> impl IntoView {
         }
     });
     view! {
-        {poll(busy_when(detail, |d| task_busy(&d.task.state)))}
+        {poll(busy_when(detail, |d| !d.task.state.is_terminal()))}
         <p class="crumbs"><a href="/compute">"← Compute tasks"</a></p>
         <FormError message=error(cancel)/>
         {crate::components::flash::answer(cancel).map(|id| view! {
@@ -69,12 +69,13 @@ pub fn ComputeTaskPage() -> impl IntoView {
 
 #[component]
 fn TaskView(d: ComputeDetail, cancel: ServerAction<CancelCompute>) -> impl IntoView {
-    let ComputeDetail { task, why, output, output_live: live, log_url, command, .. } = d;
-    let busy = task_busy(&task.state);
+    let ComputeDetail { task, decision, output, output_live: live, log_url, command } = d;
+    let why = decision.map(|d| explain(&d, task.state, &task.message));
+    let busy = !task.state.is_terminal();
     let (id, name) = (task.id, task.name.clone());
     let (shell, command) = command_text(&command);
     let mine = signed_in().is_some_and(|m| m.is_admin() || m.username == task.requester);
-    let may_cancel = mine && compute_cancellable(&task.state);
+    let may_cancel = mine && compute_cancellable(task.state);
     let output_note = match (live, output.is_empty(), busy) {
         (true, _, _) => "Live: the container's latest lines, refreshed every few seconds.",
         (false, true, true) => "No output yet; it appears here once the task runs.",
@@ -86,7 +87,7 @@ fn TaskView(d: ComputeDetail, cancel: ServerAction<CancelCompute>) -> impl IntoV
         <Title text=format!("Compute task {name}")/>
         <div class="page-head">
             <h1>"#" {id} " " {name.clone()}</h1>
-            {task_state_badge(task.state.clone())}
+            {task_state_badge(task.state)}
             {busy.then(|| view! { <a href=refresh class="small">"Refresh"</a> })}
         </div>
         <div class="grid two">
@@ -111,12 +112,12 @@ fn TaskView(d: ComputeDetail, cancel: ServerAction<CancelCompute>) -> impl IntoV
 }
 
 #[component]
-fn TaskFacts(t: ComputeRow, shell: bool, command: String) -> impl IntoView {
+fn TaskFacts(t: ComputeTaskView, shell: bool, command: String) -> impl IntoView {
     let dash = || "—".to_string();
     let time = |at: Option<i64>| at.map(gantry_core::time::format_utc).unwrap_or_else(dash);
     view! {
         <dl class="facts" data-testid="compute-facts">
-            <dt>"Framework"</dt><dd>{task_combo(&t)}</dd>
+            <dt>"Framework"</dt><dd>{t.combo_label()}</dd>
             <dt>{if shell { "Shell script" } else { "Command (argv)" }}</dt><dd><pre class="output small" data-testid="compute-command">{command}</pre></dd>
             <dt>"Resources"</dt><dd>{resources_label(&t)}</dd>
             <dt>"Region"</dt><dd data-testid="compute-region">{t.region.clone().unwrap_or_else(dash)}</dd>

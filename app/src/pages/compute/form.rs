@@ -4,9 +4,9 @@
 //! JavaScript too (the server then sends the browser to the task's page).
 
 use crate::{
-    api::compute::SubmitCompute,
+    api::compute::{ComputeOptions, SubmitCompute},
     components::form_error::{error, FormError},
-    model::compute::{ComputeOptions, DEFAULT_COMPUTE_CPU_MILLIS, DEFAULT_COMPUTE_MEMORY_MB, DEFAULT_TIME_LIMIT_MIN},
+    model::compute::{DEFAULT_COMPUTE_CPU_MILLIS, DEFAULT_COMPUTE_MEMORY_MB, DEFAULT_TIME_LIMIT_MIN},
 };
 use leptos::prelude::*;
 

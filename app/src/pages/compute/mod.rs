@@ -5,6 +5,7 @@
 //! never resets what is being typed.
 
 pub mod detail;
+pub mod explain;
 pub mod form;
 
 use crate::{
@@ -19,13 +20,11 @@ use crate::{
         poll::poll,
         status::task_state_badge,
     },
-    model::{
-        compute::{compute_cancellable, task_combo, ComputeRow},
-        machines::task_busy,
-    },
+    model::compute::{compute_cancellable, duration_label},
     signed_in,
 };
 use form::SubmitForm;
+use gantry_platform::compute::ComputeTaskView;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -38,7 +37,7 @@ pub fn ComputePage() -> impl IntoView {
     let tasks = Resource::new(move || query.get(), |q| compute_window(q.state, q.user, q.group, q.page));
     let options = Resource::new(|| (), |_| compute_options());
     view! {
-        {poll(busy_when(tasks, |w| w.rows.iter().any(|t| task_busy(&t.state))))}
+        {poll(busy_when(tasks, |w| w.rows.iter().any(|t| !t.state.is_terminal())))}
         <Title text="Compute"/>
         <h1>"Compute tasks"</h1>
         <section class="card">
@@ -79,7 +78,7 @@ pub fn ComputePage() -> impl IntoView {
 }
 
 #[component]
-fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, filtered: bool) -> impl IntoView {
+fn ComputeTable(tasks: Vec<ComputeTaskView>, cancel: ServerAction<CancelCompute>, filtered: bool) -> impl IntoView {
     if tasks.is_empty() && filtered {
         return view! { <p class="muted" data-testid="no-compute-tasks">"No compute task matches these filters."</p> }
             .into_any();
@@ -89,8 +88,8 @@ fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, fil
     }
     let me = signed_in();
     // The server decides; this only hides a button it would refuse.
-    let may_cancel = move |t: &ComputeRow| {
-        compute_cancellable(&t.state) && me.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester)
+    let may_cancel = move |t: &ComputeTaskView| {
+        compute_cancellable(t.state) && me.as_ref().is_some_and(|m| m.is_admin() || m.username == t.requester)
     };
     view! {
         <table class="table" data-testid="compute-tasks">
@@ -111,11 +110,11 @@ fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, fil
                     });
                     let dash = || "—".to_string();
                     view! {
-                        <tr data-testid="compute-row" data-id=t.id data-name=t.name.clone() data-state=t.state.clone()>
+                        <tr data-testid="compute-row" data-id=t.id data-name=t.name.clone() data-state=t.state.as_str()>
                             <td>{t.id}</td>
                             <td class="nowrap"><a href=format!("/compute/{}", t.id)><strong>{t.name.clone()}</strong></a></td>
-                            <td>{task_combo(&t)}</td>
-                            <td>{task_state_badge(t.state.clone())}</td>
+                            <td>{t.combo_label()}</td>
+                            <td>{task_state_badge(t.state)}</td>
                             <td>{t.region.clone().unwrap_or_else(dash)}</td>
                             <td>{t.node.clone().unwrap_or_else(dash)}</td>
                             <td>{t.exit_code.map(|c| c.to_string()).unwrap_or_else(dash)}</td>
@@ -130,4 +129,61 @@ fn ComputeTable(tasks: Vec<ComputeRow>, cancel: ServerAction<CancelCompute>, fil
         </table>
     }
     .into_any()
+}
+
+/// "1 × any GPU · 0.5 CPU · 256 MB · time limit 10 min".
+pub(crate) fn resources_label(t: &ComputeTaskView) -> String {
+    let model = t.gpu_model.as_deref().unwrap_or("any GPU");
+    let cpus = t.cpu_millis as f64 / 1000.0;
+    format!(
+        "{} × {model} · {cpus} CPU · {} MB · time limit {}",
+        t.gpu_count,
+        t.memory_mb,
+        duration_label(t.time_limit_secs)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gantry_core::task::TaskState;
+
+    fn task(gpu_count: i64, cpu_millis: i64, memory_mb: i64, time_limit_secs: i64) -> ComputeTaskView {
+        ComputeTaskView {
+            id: 1,
+            name: "t".into(),
+            requester: "alice".into(),
+            framework: "PyTorch".into(),
+            framework_version: "2.4".into(),
+            interpreter: "Python".into(),
+            interpreter_version: "3.11".into(),
+            command: "[]".into(),
+            gpu_count,
+            gpu_model: None,
+            cpu_millis,
+            memory_mb,
+            time_limit_secs,
+            state: TaskState::Pending,
+            message: String::new(),
+            decision: None,
+            region: None,
+            image: None,
+            machine_id: None,
+            node: None,
+            exit_code: None,
+            logs_tail: String::new(),
+            created_at: 0,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn resources_read_naturally() {
+        let t = task(1, 500, 256, 600);
+        assert_eq!(resources_label(&t), "1 × any GPU · 0.5 CPU · 256 MB · time limit 10 min");
+        let t = ComputeTaskView { gpu_model: Some("A100".into()), ..task(2, 2000, 1024, 60) };
+        assert_eq!(resources_label(&t), "2 × A100 · 2 CPU · 1024 MB · time limit 1 min");
+        assert_eq!(t.combo_label(), "PyTorch 2.4 · Python 3.11");
+    }
 }

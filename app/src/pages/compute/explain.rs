@@ -2,10 +2,12 @@
 //! words: which regions had a matching image, which had room, which had
 //! both, how the shuffle chose — or why the task waits or was refused.
 
-use gantry_core::matching::{Decision, Outcome};
-use serde::{Deserialize, Serialize};
+use gantry_core::{
+    matching::{Decision, Outcome},
+    task::TaskState,
+};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
     /// "Why here", "Why pending" or "Why refused".
     pub heading: String,
@@ -26,7 +28,7 @@ fn list(regions: &[String]) -> String {
 /// Explains `d` for a task now in `state` with `message`. A region can be
 /// chosen and the task still wait (the admission there refused, e.g. the
 /// group's quota is used up); the task's message says so, and it wins.
-pub fn explain(d: &Decision, state: &str, message: &str) -> Explanation {
+pub fn explain(d: &Decision, state: TaskState, message: &str) -> Explanation {
     let sets = vec![
         format!("Regions with a matching image: {}.", list(&d.image_set)),
         format!("Regions with room: {}.", list(&d.resource_set)),
@@ -44,7 +46,7 @@ pub fn explain(d: &Decision, state: &str, message: &str) -> Explanation {
             );
             Explanation { heading: "Why pending".into(), summary: capitalise(reason), details }
         }
-        Outcome::Placed { region, reference, .. } if state == "pending" => {
+        Outcome::Placed { region, reference, .. } if state == TaskState::Pending => {
             let mut details = sets;
             details.push(format!("Region {region} was chosen (image {reference}); the task waits and is tried again."));
             let summary = if message.is_empty() {
@@ -96,7 +98,7 @@ mod tests {
             region_image_id: 1,
             reference: "gantry/devbox:latest".into(),
         });
-        let e = explain(&d, "running", "");
+        let e = explain(&d, TaskState::Running, "");
         assert_eq!(e.heading, "Why here");
         assert_eq!(e.summary, "Runs in region local, from image gantry/devbox:latest.");
         assert_eq!(
@@ -120,13 +122,13 @@ mod tests {
                 reason: "regions with a matching image: eu, local; none has 4 free GPU(s)".into(),
             })
         };
-        let e = explain(&d, "pending", "");
+        let e = explain(&d, TaskState::Pending, "");
         assert_eq!(e.heading, "Why pending");
         assert_eq!(e.summary, "Regions with a matching image: eu, local; none has 4 free GPU(s)");
         assert!(e.details.contains(&"Regions with room: none.".to_string()));
 
         let d = decision(Outcome::Rejected { reason: "no image matches framework X 1 / interpreter Y 2".into() });
-        let e = explain(&d, "failed", "no image matches framework X 1 / interpreter Y 2");
+        let e = explain(&d, TaskState::Failed, "no image matches framework X 1 / interpreter Y 2");
         assert_eq!(
             (e.heading.as_str(), e.summary.as_str()),
             ("Why refused", "No image matches framework X 1 / interpreter Y 2")
@@ -139,7 +141,7 @@ mod tests {
         let d = decision(Outcome::Placed { region: "local".into(), region_image_id: 1, reference: "img".into() });
         let e = explain(
             &d,
-            "pending",
+            TaskState::Pending,
             "region local chosen, but: group default holds 2 of 2 GPUs; this machine asks for 1",
         );
         assert_eq!(e.heading, "Why pending");
