@@ -103,7 +103,7 @@ gantry_testkit::timed_test! {
         transitions::node::mark_lost(&env.pool, None, env.node_id, "flooded").await.unwrap();
         for snap in [running, waiting] {
             let view = snapshots::get(&env.pool, &alice, snap).await.unwrap();
-            assert_eq!(view.state, "failed", "snapshot {}", view.name);
+            assert_eq!(view.state, gantry_core::snapshot::SnapshotState::Failed, "snapshot {}", view.name);
         }
         let group = alice.group_id;
         let mut conn = env.pool.acquire().await.unwrap();
@@ -183,7 +183,7 @@ gantry_testkit::timed_test! {
         env.drive().await;
         let (snap, _) = snapshots::request(&env.pool, &alice, m, "keepsake").await.unwrap();
         env.drive().await;
-        assert_eq!(snapshots::get(&env.pool, &alice, snap).await.unwrap().state, "ready");
+        assert_eq!(snapshots::get(&env.pool, &alice, snap).await.unwrap().state, gantry_core::snapshot::SnapshotState::Ready);
 
         // The client hangs up once the snapshot is marked as being deleted.
         let fleet = env.dispatcher.fleet.clone();
