@@ -48,7 +48,6 @@ pub fn ComputeTaskPage() -> impl IntoView {
             {move || detail.get().map(|d| match d {
                 Ok(d) => view! { <TaskView d=d cancel=cancel/> }.into_any(),
                 Err(AppError::NotFound(_)) => {
-                    #[cfg(feature = "ssr")]
                     if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
                         resp.set_status(http::StatusCode::NOT_FOUND);
                     }
