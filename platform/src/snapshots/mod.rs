@@ -154,7 +154,7 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
         )));
     }
     let (snapshot_id, reference) =
-        snapshot::insert(&mut tx, &snapshot::NewSnapshot { name, machine_id, origin: "user" }).await?;
+        snapshot::insert(&mut tx, &snapshot::NewSnapshot { name, machine_id, origin: SnapshotOrigin::User }).await?;
     let task_id = task::insert_pending(
         &mut tx,
         &task::NewTask {

@@ -5,7 +5,10 @@
 
 use super::{begin, lease::fenced, machine, reclaim::busy, snapshot, task, Lease};
 use crate::{audit, db::Pool, PlatformError};
-use gantry_core::task::{accepts, MachineState, TaskKind, TaskState};
+use gantry_core::{
+    reclaim::MachineEventKind,
+    task::{accepts, MachineState, TaskKind, TaskState},
+};
 use sqlx::SqliteConnection;
 
 /// What the machine's history and the task say when its owner's opt-out
@@ -54,10 +57,10 @@ pub async fn refused(pool: &Pool, machine_id: i64, reason: &str) -> Result<bool,
             .bind(machine_id)
             .fetch_optional(&mut *tx)
             .await?;
-    if last.is_some_and(|(k, _)| k == "rebalance_refused") {
+    if last.is_some_and(|(k, _)| k.parse() == Ok(MachineEventKind::RebalanceRefused)) {
         return Ok(false);
     }
-    snapshot::event(&mut tx, machine_id, "rebalance_refused", reason).await?;
+    snapshot::event(&mut tx, machine_id, MachineEventKind::RebalanceRefused, reason).await?;
     audit::record(&mut *tx, None, "machine.rebalance_refused", &format!("machine #{machine_id}: {reason}")).await?;
     tx.commit().await?;
     Ok(true)
@@ -124,7 +127,7 @@ pub async fn swap(pool: &Pool, lease: &Lease, machine_id: i64, to: &[i64]) -> Re
 /// The move finished: the event says why, with the numbers.
 pub async fn done(pool: &Pool, lease: &Lease, machine_id: i64, why: &str) -> Result<(), PlatformError> {
     let mut tx = fenced(pool, lease).await?;
-    snapshot::event(&mut tx, machine_id, "rebalanced", why).await?;
+    snapshot::event(&mut tx, machine_id, MachineEventKind::Rebalanced, why).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, why).await?;
     tx.commit().await?;
     Ok(())
@@ -136,7 +139,7 @@ pub async fn done(pool: &Pool, lease: &Lease, machine_id: i64, why: &str) -> Res
 pub(crate) async fn cancel_queued(conn: &mut SqliteConnection, machine_id: i64) -> Result<Option<i64>, PlatformError> {
     let last = task::cancel_unclaimed(conn, machine_id, TaskKind::Rebalance, OPTED_OUT).await?.pop();
     if last.is_some() {
-        snapshot::event(conn, machine_id, "rebalance_refused", OPTED_OUT).await?;
+        snapshot::event(conn, machine_id, MachineEventKind::RebalanceRefused, OPTED_OUT).await?;
     }
     Ok(last)
 }
@@ -169,7 +172,7 @@ pub async fn call_off_if_opted_out(
         return Ok(false);
     }
     machine::move_to(&mut tx, machine_id, MachineState::Running, None, "").await?;
-    snapshot::event(&mut tx, machine_id, "rebalance_refused", OPTED_OUT).await?;
+    snapshot::event(&mut tx, machine_id, MachineEventKind::RebalanceRefused, OPTED_OUT).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, OPTED_OUT).await?;
     audit::record(
         &mut *tx,

@@ -116,7 +116,8 @@ pub async fn succeed(pool: &Pool, lease: &Lease, message: &str) -> Result<(), Pl
     match (kind.parse().unwrap_or(TaskKind::Snapshot), machine_id) {
         (TaskKind::Create, Some(machine_id)) => super::compute::machine_started(&mut tx, machine_id).await?,
         (TaskKind::Restore, Some(machine_id)) => {
-            super::snapshot::event(&mut tx, machine_id, "restored", message).await?
+            super::snapshot::event(&mut tx, machine_id, gantry_core::reclaim::MachineEventKind::Restored, message)
+                .await?
         }
         _ => {}
     }

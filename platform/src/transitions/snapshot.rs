@@ -4,7 +4,7 @@
 
 use super::{lease::fenced, task, Lease};
 use crate::{audit, db::Pool, now, PlatformError};
-use gantry_core::task::TaskState;
+use gantry_core::{reclaim::MachineEventKind, snapshot::SnapshotOrigin, task::TaskState};
 use sqlx::SqliteConnection;
 
 /// The image tag a snapshot is committed to: unique per installation, so
@@ -16,7 +16,7 @@ pub fn image_ref(instance: &str, snapshot_id: i64) -> String {
 pub struct NewSnapshot<'a> {
     pub name: &'a str,
     pub machine_id: i64,
-    pub origin: &'a str,
+    pub origin: SnapshotOrigin,
 }
 
 /// Inserts a `creating` snapshot of the machine (its node, owner, group;
@@ -31,7 +31,7 @@ pub async fn insert(conn: &mut SqliteConnection, s: &NewSnapshot<'_>) -> Result<
          FROM machines m JOIN images i ON i.id = m.image_id WHERE m.id = ? RETURNING id",
     )
     .bind(s.name)
-    .bind(s.origin)
+    .bind(s.origin.as_str())
     .bind(now())
     .bind(s.machine_id)
     .fetch_one(&mut *conn)
@@ -94,13 +94,13 @@ pub(crate) async fn mark_ready(
 pub async fn event(
     conn: &mut SqliteConnection,
     machine_id: i64,
-    kind: &str,
+    kind: MachineEventKind,
     detail: &str,
 ) -> Result<(), PlatformError> {
     sqlx::query("INSERT INTO machine_events (machine_id, at_ms, kind, detail) VALUES (?, ?, ?, ?)")
         .bind(machine_id)
         .bind(crate::telemetry::now_ms())
-        .bind(kind)
+        .bind(kind.as_str())
         .bind(detail)
         .execute(&mut *conn)
         .await?;
@@ -122,7 +122,7 @@ pub async fn taken(
         .fetch_one(&mut *tx)
         .await?;
     let message = format!("snapshot {name} taken ({reference}, {} MB)", size_bytes / 1_000_000);
-    event(&mut tx, machine_id, "snapshot", &message).await?;
+    event(&mut tx, machine_id, MachineEventKind::Snapshot, &message).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
     audit::record(&mut *tx, None, "snapshot.taken", &format!("task #{}: {message}", lease.task_id)).await?;
     tx.commit().await?;

@@ -14,7 +14,8 @@ use super::{begin, lease::fenced, machine, snapshot, task, Lease};
 use crate::{accounts::User, audit, cluster, db::Pool, machines::visibility, now, PlatformError};
 use gantry_core::{
     alloc::{allocate, AllocationRequest, ClusterView},
-    snapshot::SnapshotState,
+    reclaim::MachineEventKind,
+    snapshot::{SnapshotOrigin, SnapshotState},
     task::{accepts, MachineState, TaskKind, TaskState},
 };
 use sqlx::SqliteConnection;
@@ -34,7 +35,7 @@ pub async fn warn(pool: &Pool, machine_id: i64, until: i64, detail: &str) -> Res
     if done.rows_affected() == 0 {
         return Ok(false);
     }
-    snapshot::event(&mut tx, machine_id, "reclaim_warning", detail).await?;
+    snapshot::event(&mut tx, machine_id, MachineEventKind::ReclaimWarning, detail).await?;
     audit::record(&mut *tx, None, "reclaim.warn", &format!("machine #{machine_id}: {detail}")).await?;
     tx.commit().await?;
     Ok(true)
@@ -101,7 +102,7 @@ pub async fn extend(
     if let Some(task_id) = withdraw::extended(&mut tx, machine_id, &who.username).await? {
         detail.push_str(&format!("; the queued reclaim (task #{task_id}) was cancelled"));
     }
-    snapshot::event(&mut tx, machine_id, "extended", &detail).await?;
+    snapshot::event(&mut tx, machine_id, MachineEventKind::Extended, &detail).await?;
     audit::record(&mut *tx, Some(who.id), "reclaim.extend", &format!("machine {name}: {detail}")).await?;
     tx.commit().await?;
     Ok(until)
@@ -148,7 +149,7 @@ pub async fn queue(
     let stamp = gantry_core::time::format_utc(crate::now());
     let (snapshot_id, _) = snapshot::insert(
         &mut tx,
-        &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: "reclaim" },
+        &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: SnapshotOrigin::Reclaim },
     )
     .await?;
     let (owner, deadline, extensions): (i64, Option<i64>, i64) =
@@ -258,7 +259,7 @@ pub async fn reclaimed_as(
     .bind(machine_id)
     .execute(&mut *tx)
     .await?;
-    snapshot::event(&mut tx, machine_id, "reclaimed", &message).await?;
+    snapshot::event(&mut tx, machine_id, MachineEventKind::Reclaimed, &message).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
     audit::record(&mut *tx, None, "machine.reclaimed", &format!("machine #{machine_id}: {message}")).await?;
     tx.commit().await?;

@@ -12,7 +12,7 @@
 use super::super::{lease::fenced, snapshot, task, Lease};
 use crate::{audit, db::Pool, PlatformError};
 use gantry_core::{
-    reclaim::{format_left, retry_delay, ReclaimSettings},
+    reclaim::{format_left, retry_delay, MachineEventKind, ReclaimSettings},
     task::{MachineState, TaskKind, TaskState},
 };
 use sqlx::SqliteConnection;
@@ -61,7 +61,7 @@ pub(crate) async fn withdraw(
         Some(id) => format!("{reason}; the queued reclaim (task #{id}) was cancelled"),
         None => reason.to_string(),
     };
-    snapshot::event(conn, machine_id, "reclaim_cleared", &detail).await?;
+    snapshot::event(conn, machine_id, MachineEventKind::ReclaimCleared, &detail).await?;
     Ok(true)
 }
 
@@ -89,7 +89,7 @@ pub(crate) async fn exempted(
         snapshot::event(
             conn,
             machine_id,
-            "reclaim_cleared",
+            MachineEventKind::ReclaimCleared,
             &format!("{why}; the queued reclaim (task #{id}) was cancelled"),
         )
         .await?;
@@ -139,7 +139,7 @@ pub async fn call_off_if_withdrawn(pool: &Pool, lease: &Lease, machine_id: i64) 
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
     // (machine_events' kinds are fixed by the schema: this one is shown as
     // "warning withdrawn", which is what it amounts to.)
-    snapshot::event(&mut tx, machine_id, "reclaim_cleared", &message).await?;
+    snapshot::event(&mut tx, machine_id, MachineEventKind::ReclaimCleared, &message).await?;
     audit::record(
         &mut *tx,
         None,
@@ -204,7 +204,7 @@ pub(super) async fn back_off(
         gantry_core::time::format_utc(until)
     );
     // Shown as an idle warning: it is one, with a new deadline.
-    snapshot::event(conn, machine_id, "reclaim_warning", &detail).await?;
+    snapshot::event(conn, machine_id, MachineEventKind::ReclaimWarning, &detail).await?;
     audit::record(&mut *conn, None, "reclaim.retry_later", &format!("machine #{machine_id}: {detail}")).await?;
     Ok(Some(until))
 }
