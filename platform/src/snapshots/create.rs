@@ -15,7 +15,7 @@ use crate::{
 use gantry_core::{
     alloc::{allocate, AllocationRequest, ClusterView},
     snapshot::{SnapshotOrigin, SnapshotState},
-    task::{accepts, TaskKind, TaskState},
+    task::{accepts, TaskKind, TaskState, Workload},
     validate,
 };
 
@@ -55,7 +55,7 @@ async fn usable(conn: &mut sqlx::SqliteConnection, who: &User, id: i64) -> Resul
     // One an admin took of a compute task's machine (or one taken before
     // that was refused) is still the task's region image: not a user's dev
     // machine.
-    super::refuse_job_machine(who, &workload)?;
+    super::refuse_job_machine(who, workload.parse()?)?;
     // A reclaim snapshot is its machine's restore point, not one of the
     // group's snapshots: the quota does not count it and the sweep deletes
     // it once its machine no longer needs it. Machines made from it would
@@ -173,7 +173,7 @@ pub async fn reinstall_from(pool: &Pool, who: &User, machine_id: i64, snapshot_i
     }
     // Not even by an admin: its new container would run the job's command
     // again, which runs at most once (see `machines::request_operation`).
-    if workload == "job" {
+    if workload.parse::<Workload>()? == Workload::Job {
         return Err(PlatformError::Conflict(
             "that machine runs a compute task, whose command runs at most once: it is not reinstalled; cancel the task (or delete the machine) instead".into(),
         ));

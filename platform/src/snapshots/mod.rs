@@ -24,7 +24,7 @@ use crate::{
 };
 use gantry_core::{
     snapshot::{SnapshotOrigin, SnapshotState},
-    task::{accepts, TaskKind, TaskState},
+    task::{accepts, TaskKind, TaskState, Workload},
 };
 use serde::{Deserialize, Serialize};
 
@@ -111,8 +111,8 @@ pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(
 /// not choose into a long-lived dev machine, and hold the task's watcher
 /// off while it runs. Admins may (to keep evidence of a job). Nobody
 /// reinstalls the job's machine itself (see `create::reinstall_from`).
-pub(crate) fn refuse_job_machine(who: &User, workload: &str) -> Result<(), PlatformError> {
-    if workload == "job" && !who.role.is_admin() {
+pub(crate) fn refuse_job_machine(who: &User, workload: Workload) -> Result<(), PlatformError> {
+    if workload == Workload::Job && !who.role.is_admin() {
         return Err(PlatformError::Conflict("that machine runs (or ran) a compute task: only an admin can snapshot it, or make or reinstall a machine from its snapshots".into()));
     }
     Ok(())
@@ -138,7 +138,7 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can snapshot it".into()));
     }
-    refuse_job_machine(who, &workload)?;
+    refuse_job_machine(who, workload.parse()?)?;
     let cur = transitions::machine::current(&mut tx, machine_id).await?;
     accepts(&cur.name, cur.state, TaskKind::Snapshot).map_err(PlatformError::Conflict)?;
     if busy(&mut tx, machine_id).await? {
