@@ -1,13 +1,6 @@
 //! The document around every page, who it is rendered for, and the routes.
 
 use crate::components::layout::{Frame, Layout};
-use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Title};
-use leptos_router::{
-    components::{ParentRoute, Route, Router, Routes},
-    path, SsrMode,
-};
-use gantry_platform::accounts::User;
 use crate::pages::{
     admin,
     compute::{detail::ComputeTaskPage, ComputePage},
@@ -18,6 +11,13 @@ use crate::pages::{
     not_found::NotFound,
     tasks::TasksPage,
     tokens::TokensPage,
+};
+use gantry_platform::accounts::User;
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Title};
+use leptos_router::{
+    components::{ParentRoute, Route, Router, Routes},
+    path, SsrMode,
 };
 
 /// The HTML document around the app; rendered only on the server.

@@ -16,8 +16,8 @@
 
 use super::{Item, Phase};
 use crate::{
-    model::login_url,
     model::datasets::{file_fingerprint, FINGERPRINT_SAMPLE_BYTES, RESUMABLE_CHUNK_BYTES},
+    model::login_url,
 };
 use leptos::{
     prelude::*,

@@ -12,16 +12,6 @@ pub mod reclaim;
 pub mod snapshots;
 pub mod tokens;
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QuotaView {
-    pub group: String,
-    pub gpu_quota: i64,
-    pub gpus_in_use: i64,
-    pub max_gpus_per_machine: i64,
-}
-
 /// The sign-in page that comes back to `next` (percent-encoded).
 pub fn login_url(next: &str) -> String {
     format!("/login?next={}", gantry_core::url::encode_path(next))
