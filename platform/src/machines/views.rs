@@ -43,13 +43,11 @@ pub struct MachineView {
 #[serde(transparent)]
 pub struct GpuIndexes(pub Vec<u32>);
 
-impl TryFrom<String> for GpuIndexes {
-    type Error = std::convert::Infallible;
-
-    fn try_from(list: String) -> Result<Self, Self::Error> {
+impl From<String> for GpuIndexes {
+    fn from(list: String) -> Self {
         let mut indexes: Vec<u32> = list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
         indexes.sort_unstable();
-        Ok(GpuIndexes(indexes))
+        GpuIndexes(indexes)
     }
 }
 
@@ -169,7 +167,7 @@ mod tests {
 
     #[test]
     fn gpu_indexes_read_ascending_from_the_list() {
-        assert_eq!(GpuIndexes::try_from("3,1".to_string()).unwrap(), GpuIndexes(vec![1, 3]));
-        assert_eq!(GpuIndexes::try_from(String::new()).unwrap(), GpuIndexes(vec![]));
+        assert_eq!(GpuIndexes::from("3,1".to_string()), GpuIndexes(vec![1, 3]));
+        assert_eq!(GpuIndexes::from(String::new()), GpuIndexes(vec![]));
     }
 }

@@ -4,7 +4,7 @@
 use gantry_testkit::engine;
 
 use engine::env;
-use gantry_core::task::TaskKind;
+use gantry_core::task::{MachineState, TaskKind, TaskState};
 use gantry_platform::{
     executor::SimulatedExecutor,
     machines::{self, OperationRequest},
@@ -83,8 +83,8 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 2);
         assert_eq!(env.drive().await, 1);
         let m = machines::machine_detail(&env.pool, &alice, made.machine_id).await.unwrap();
-        assert_eq!(m.state, "running");
-        assert_eq!(m.gpu_indexes, "0,1");
+        assert_eq!(m.state, MachineState::Running);
+        assert_eq!(*m.gpu_indexes, [0, 1]);
         assert!(m.simulated);
         let op = OperationRequest { machine_id: made.machine_id, kind: TaskKind::Delete, keep_volume: false };
         machines::request_operation(&env.pool, &alice, op.clone()).await.unwrap();
@@ -95,7 +95,7 @@ gantry_testkit::timed_test! {
         assert_eq!(env.scalar("SELECT COUNT(*) FROM machine_gpus").await, 0);
         assert_eq!(env.text(&format!("SELECT state FROM machines WHERE id = {}", made.machine_id)).await, "deleted");
         let tasks = machines::list_tasks(&env.pool, &alice, Some(made.machine_id), 10).await.unwrap();
-        assert_eq!(tasks[0].state, "succeeded");
+        assert_eq!(tasks[0].state, TaskState::Succeeded);
         assert_eq!(tasks[0].message, "deleted; 2 GPU(s) returned to the group's quota");
     }
 }

@@ -77,7 +77,7 @@ gantry_testkit::timed_test! {
         let lv = loopdev::provision(dir.clone(), m.volume_name.clone(), m.volume_size_gb).await.unwrap();
         env.expire_all_leases().await;
         transitions::task::cancel(&env.pool, &alice, crashed.task_id).await.unwrap();
-        assert_eq!(detail(crashed.machine_id).await.unwrap().state, "deleted");
+        assert_eq!(detail(crashed.machine_id).await.unwrap().state, gantry_core::task::MachineState::Deleted);
         assert_eq!(loopdev::attached_devices(&lv.image).unwrap(), vec![lv.device.clone()]);
 
         // Lookalikes that are not Gantry's (another installation's, odd

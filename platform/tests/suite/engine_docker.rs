@@ -6,7 +6,7 @@
 use gantry_testkit::engine;
 
 use engine::{docker_env, Env};
-use gantry_core::task::TaskKind;
+use gantry_core::task::{MachineState, TaskKind};
 use gantry_platform::{
     accounts::User,
     executor::{loopdev, DockerExecutor, Executor},
@@ -68,9 +68,9 @@ gantry_testkit::timed_test! {
         env.drive().await;
 
         let m = machines::machine_detail(&env.pool, &alice, made.machine_id).await.unwrap();
-        assert_eq!(m.state, "failed", "{}", m.message);
+        assert_eq!(m.state, MachineState::Failed, "{}", m.message);
         assert!(m.message.contains("/no/such/program") && m.message.contains("2 GPU(s) returned"), "{}", m.message);
-        assert_eq!((m.gpu_indexes.as_str(), m.container_id.as_deref()), ("", None), "holds nothing, remembers no container");
+        assert_eq!((&*m.gpu_indexes, m.container_id.as_deref()), (&[][..], None), "holds nothing, remembers no container");
         assert_eq!(leftovers(&env).await.0, 0, "the container pinned to the GPUs is gone");
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0);
         for kind in [TaskKind::Restart, TaskKind::Reinstall] {
@@ -103,7 +103,7 @@ gantry_testkit::timed_test! {
             env.expire_all_leases().await;
             env.drive().await;
             let m = machines::machine_detail(&env.pool, &alice, made.machine_id).await.unwrap();
-            assert_eq!(m.state, "running", "create killed at step {at}: {}", m.message);
+            assert_eq!(m.state, MachineState::Running, "create killed at step {at}: {}", m.message);
             assert_eq!(leftovers(&env).await.0, 1, "create killed at step {at}: one container");
             env.assert_quota_consistent().await;
 
@@ -143,7 +143,7 @@ gantry_testkit::timed_test! {
         let report = transitions::node::mark_lost(&env.pool, None, env.node_id, "power supply died").await.unwrap();
         assert_eq!((report.machines.clone(), report.gpus_refunded), (vec!["far".to_string()], 2));
         let m = machines::machine_detail(&env.pool, &alice, made.machine_id).await.unwrap();
-        assert_eq!(m.state, "lost");
+        assert_eq!(m.state, MachineState::Lost);
         assert!(m.message.contains("power supply died") && m.message.contains("GPUs returned"), "{}", m.message);
         assert_eq!(env.scalar("SELECT gpus_in_use FROM groups WHERE name = 'ml-team'").await, 0, "refunded at once");
         let report = reconcile::reconcile_once(&env.pool, &env.dispatcher.fleet).await.unwrap();

@@ -44,7 +44,7 @@ gantry_testkit::timed_test! {
 
         // create → running, labelled, volume mounted, GPUs pinned by env.
         let m = machines::machine_detail(&env.pool, &alice, made.machine_id).await.unwrap();
-        assert_eq!(m.state, "running", "{}", m.message);
+        assert_eq!(m.state, gantry_core::task::MachineState::Running, "{}", m.message);
         let first = container_of(&env, made.machine_id).await;
         let docker = bollard::Docker::connect_with_defaults().unwrap().negotiate_version().await.unwrap();
         let info = docker.inspect_container(&first, None::<bollard::query_parameters::InspectContainerOptions>).await.unwrap();

@@ -81,7 +81,7 @@ gantry_testkit::timed_test! {
         };
         drive().await;
         let m = machines::machine_detail(&pool, &alice, made.machine_id).await.unwrap();
-        assert!(m.state == "running" && m.volume_enforced, "{} {}", m.state, m.message);
+        assert!(m.state == gantry_core::task::MachineState::Running && m.volume_enforced, "{} {}", m.state, m.message);
         let exec = dispatcher.fleet.executor(&pool, node_id).await.unwrap();
         let container = m.container_id.clone().unwrap();
         assert_eq!(exec.exec(&container, &["sh", "-c", "echo mine > /data/f"]).await.unwrap().0, 0);
