@@ -4,6 +4,7 @@
 use super::{bridge::bridge, close_code, Cleanup, Ctx};
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::{stream::SplitSink, SinkExt, StreamExt};
+use gantry_core::task::MachineState;
 use gantry_platform::{
     executor::{
         inside::{ProcessState, Shell},
@@ -11,7 +12,6 @@ use gantry_platform::{
     },
     workspace::{sessions, sessions::Registration, CloseCause, CloseReason, TerminalState},
 };
-use gantry_core::task::MachineState;
 use std::time::Duration;
 
 /// What ended a session, as the bridge saw it.
