@@ -119,10 +119,10 @@ pub fn SeriesChart(
     });
     let events = data.events.iter().map(|e| {
         let x = x_of(e.at_ms - from, span as f64);
-        let colour = if e.kind.starts_with("reclaim") { "#b42318" } else { "#475467" };
+        let colour = if e.kind.is_reclaim() { "#b42318" } else { "#475467" };
         view! {
-            <line class="event" data-kind=e.kind.clone() x1=x x2=x y1="0" y2=plot_h stroke=colour stroke-width="1.5">
-                <title>{format!("{} at {} UTC: {}", e.kind.replace('_', " "), gantry_core::time::format_utc(e.at_ms / 1000), e.detail)}</title>
+            <line class="event" data-kind=e.kind.as_str() x1=x x2=x y1="0" y2=plot_h stroke=colour stroke-width="1.5">
+                <title>{format!("{} at {} UTC: {}", e.kind.as_str().replace('_', " "), gantry_core::time::format_utc(e.at_ms / 1000), e.detail)}</title>
             </line>
             <circle cx=x cy="4" r="3.5" fill=colour/>
         }

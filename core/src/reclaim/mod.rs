@@ -30,6 +30,17 @@ crate::task::string_enum! {
     }
 }
 
+impl MachineEventKind {
+    /// A step of an idle reclaim (its warning, its withdrawal, the reclaim):
+    /// charts mark these in the warning colour.
+    pub fn is_reclaim(self) -> bool {
+        matches!(
+            self,
+            MachineEventKind::ReclaimWarning | MachineEventKind::ReclaimCleared | MachineEventKind::Reclaimed
+        )
+    }
+}
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

@@ -25,7 +25,7 @@ pub struct GpuSeries {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChartEvent {
     pub at_ms: i64,
-    pub kind: String,
+    pub kind: crate::reclaim::MachineEventKind,
     pub detail: String,
 }
 

@@ -184,5 +184,5 @@ async fn events(pool: &Pool, machine_id: i64, from: i64, to: i64) -> Result<Vec<
     .bind(to)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(|(at_ms, kind, detail)| ChartEvent { at_ms, kind, detail }).collect())
+    rows.into_iter().map(|(at_ms, kind, detail)| Ok(ChartEvent { at_ms, kind: kind.parse()?, detail })).collect()
 }
