@@ -1,17 +1,47 @@
 //! Personal API tokens for scripts (PRODUCT D2): shown once when made,
 //! kept only as a SHA-256 hash, scoped to their owner, revocable. A token
 //! is 32 random bytes, so a fast hash is enough: there is nothing to guess.
+//!
+//! A token is asked for with its owner's password (checked and throttled
+//! as a sign-in is, [`create_confirmed`]): a stolen session cookie alone
+//! does not become a token. It expires ([`TokenLifetime`], 90 days unless
+//! the server says otherwise), and every change that ends the account's
+//! sessions — a password change or reset, disabling the account, a role
+//! change — and a group change revoke all of its tokens in the same commit
+//! ([`revoke_all`], called from `accounts::lifecycle`). Enabling an account
+//! again revives nothing.
 
 use crate::{
     accounts::{self, User},
     audit,
     db::Pool,
-    now, PlatformError,
+    now, password,
+    transitions::Tx,
+    PlatformError,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 const PREFIX: &str = "gnt_";
+
+/// How long a new token lives, in seconds: `--token-lifetime-days` of the
+/// server (90 days by default), handed to the create through the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenLifetime(pub i64);
+
+impl TokenLifetime {
+    pub const DEFAULT_DAYS: i64 = 90;
+
+    pub fn days(days: i64) -> TokenLifetime {
+        TokenLifetime(days.saturating_mul(86_400))
+    }
+}
+
+impl Default for TokenLifetime {
+    fn default() -> Self {
+        TokenLifetime::days(Self::DEFAULT_DAYS)
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct TokenView {
@@ -20,39 +50,92 @@ pub struct TokenView {
     /// The secret's first characters ("gnt_1a2b3c"), to tell tokens apart.
     pub prefix: String,
     pub created_at: i64,
+    /// From then on the token authenticates as nothing. `None` only for a
+    /// row no migration or create wrote one for: such a token never works.
+    pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// Whether it had expired when it was read (`list`): the page shows
+    /// the state the server judged, whatever the browser's clock says.
+    #[sqlx(skip)]
+    #[serde(default)]
+    pub expired: bool,
 }
+
+const VIEW_COLUMNS: &str = "id, name, prefix, created_at, expires_at, last_used_at, revoked_at";
 
 pub(crate) fn hash(secret: &str) -> String {
     Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Makes a token for `owner` (the account as the request's session found
-/// it); the returned secret is never stored or shown again.
+/// What a person asks for on the Tokens page: a token for `owner` (the
+/// account as the request's session found it), made only when `password`
+/// is the account's own — checked as a sign-in is, counted by the same
+/// throttle (account and client `address`) and waiting for the same
+/// argon2 gate. A wrong password makes nothing and says so.
+pub async fn create_confirmed(
+    pool: &Pool,
+    gate: &password::Gate,
+    owner: &User,
+    password: &str,
+    name: &str,
+    address: Option<&str>,
+    lifetime: TokenLifetime,
+) -> Result<(TokenView, String), PlatformError> {
+    let name = checked_name(name)?;
+    if !accounts::confirm_password(pool, gate, owner, password, address).await? {
+        return Err(PlatformError::BadRequest("your password is wrong; no token was made".into()));
+    }
+    create_for(pool, owner, name, lifetime).await
+}
+
+/// Makes a token for `owner` with the default lifetime, without asking for
+/// the password: for what already acts as the account in this process
+/// (tests, the benchmark), never for a request. The pages use
+/// [`create_confirmed`].
 pub async fn create(pool: &Pool, owner: &User, name: &str) -> Result<(TokenView, String), PlatformError> {
+    create_for(pool, owner, checked_name(name)?, TokenLifetime::default()).await
+}
+
+fn checked_name(name: &str) -> Result<&str, PlatformError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
         return Err(PlatformError::BadRequest("token name must be 1 to 64 printable characters".into()));
     }
+    Ok(name)
+}
+
+/// The secret, its hash and the row, in one commit with its audit row.
+async fn create_for(
+    pool: &Pool,
+    owner: &User,
+    name: &str,
+    lifetime: TokenLifetime,
+) -> Result<(TokenView, String), PlatformError> {
     let bytes: [u8; 32] = rand::random();
     let secret = format!("{PREFIX}{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
     let prefix = secret[..PREFIX.len() + 6].to_string();
     let mut tx = crate::transitions::begin(pool).await?;
-    // Only for the account as the request's session found it: a reset,
-    // disable or role change committed meanwhile (they move `session_gen`)
-    // revoked the tokens there were, and one made now must not outlive it.
-    let view: Option<TokenView> = sqlx::query_as(
-        "INSERT INTO api_tokens (user_id, name, secret_hash, prefix, created_at)
-         SELECT id, ?, ?, ?, ? FROM users WHERE id = ? AND session_gen = ? AND NOT disabled AND NOT must_change_password
-         RETURNING id, name, prefix, created_at, last_used_at, revoked_at",
-    )
+    // Only for the account as the request's session found it, in the
+    // account's group of then: a password change or reset, a disable or a
+    // role change committed meanwhile (each moves `session_gen`) or a
+    // group change revoked every token the account had (`revoke_all`, in
+    // the change's own commit), and one made now must not outlive it.
+    let created = now();
+    let view: Option<TokenView> = sqlx::query_as(&format!(
+        "INSERT INTO api_tokens (user_id, name, secret_hash, prefix, created_at, expires_at)
+         SELECT id, ?, ?, ?, ?, ? FROM users
+          WHERE id = ? AND session_gen = ? AND group_id = ? AND NOT disabled AND NOT must_change_password
+         RETURNING {VIEW_COLUMNS}"
+    ))
     .bind(name)
     .bind(hash(&secret))
     .bind(&prefix)
-    .bind(now())
+    .bind(created)
+    .bind(created.saturating_add(lifetime.0.max(1)))
     .bind(owner.id)
     .bind(owner.session_gen)
+    .bind(owner.group_id)
     .fetch_optional(&mut *tx)
     .await?;
     let view = view.ok_or_else(|| {
@@ -63,11 +146,18 @@ pub async fn create(pool: &Pool, owner: &User, name: &str) -> Result<(TokenView,
     Ok((view, secret))
 }
 
+/// The owner's tokens, newest first, each marked expired or not as of now.
 pub async fn list(pool: &Pool, owner: &User) -> Result<Vec<TokenView>, PlatformError> {
-    Ok(sqlx::query_as("SELECT id, name, prefix, created_at, last_used_at, revoked_at FROM api_tokens WHERE user_id = ? ORDER BY id DESC")
-        .bind(owner.id)
-        .fetch_all(pool)
-        .await?)
+    let mut tokens: Vec<TokenView> =
+        sqlx::query_as(&format!("SELECT {VIEW_COLUMNS} FROM api_tokens WHERE user_id = ? ORDER BY id DESC"))
+            .bind(owner.id)
+            .fetch_all(pool)
+            .await?;
+    let at = now();
+    for t in &mut tokens {
+        t.expired = t.expires_at.is_none_or(|e| e <= at);
+    }
+    Ok(tokens)
 }
 
 /// Revokes one of the owner's own tokens (another's is "not found").
@@ -87,19 +177,33 @@ pub async fn revoke(pool: &Pool, owner: &User, id: i64) -> Result<(), PlatformEr
     Ok(())
 }
 
+/// Revokes every live token of `user_id` inside the caller's transaction
+/// (an account change of `accounts::lifecycle`); the number revoked, for
+/// the change's audit row.
+pub(crate) async fn revoke_all(tx: &mut Tx, user_id: i64) -> Result<u64, PlatformError> {
+    Ok(sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL")
+        .bind(now())
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected())
+}
+
 /// The account a bearer token belongs to; `None` for anything that is not
-/// a live token, and for an account that may not act now: disabled, or
+/// a live token (revoked, expired, unknown), and for an account that may not act now: disabled, or
 /// waiting for its owner to replace an admin-set temporary password (what
 /// a browser session of it could not do, a script cannot either).
 pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, PlatformError> {
     if !secret.starts_with(PREFIX) || secret.len() != PREFIX.len() + 64 {
         return Ok(None);
     }
-    let user_id: Option<i64> =
-        sqlx::query_scalar("SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL")
-            .bind(hash(secret))
-            .fetch_optional(pool)
-            .await?;
+    let user_id: Option<i64> = sqlx::query_scalar(
+        "SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL AND expires_at > ?",
+    )
+    .bind(hash(secret))
+    .bind(now())
+    .fetch_optional(pool)
+    .await?;
     let Some(user_id) = user_id else { return Ok(None) };
     // Coarse "last used": one write a minute per token at most, and only a
     // note: a request is not refused because the database was too busy to

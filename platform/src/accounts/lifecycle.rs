@@ -2,10 +2,13 @@
 //! password set by an admin, the user's own password change, role and group
 //! changes. Each change is one `BEGIN IMMEDIATE` transaction with its audit
 //! row; changes that must end the account's sessions bump `session_gen`
-//! (the session middleware compares it on every request).
+//! (the session middleware compares it on every request). Those, and a
+//! group change, revoke the account's API tokens in the same commit
+//! (`tokens::revoke_all`), the audit row saying how many: a token made by
+//! whoever held a session or the password must not survive the remedy.
 
 use super::{user_by_id, User};
-use crate::{audit, db::Pool, password, throttle, PlatformError};
+use crate::{audit, db::Pool, password, throttle, tokens, PlatformError};
 use gantry_core::{validate, Role};
 
 use crate::transitions::Tx;
@@ -31,6 +34,14 @@ async fn keep_an_admin(tx: &mut Tx, user_id: i64) -> Result<(), PlatformError> {
     Ok(())
 }
 
+/// The audit detail of an account change, with the tokens it revoked.
+fn with_revoked(detail: String, revoked: u64) -> String {
+    match revoked {
+        0 => detail,
+        n => format!("{detail}; {n} API token(s) revoked"),
+    }
+}
+
 async fn finish(pool: &Pool, tx: Tx, user_id: i64) -> Result<User, PlatformError> {
     tx.commit().await?;
     user_by_id(pool, user_id).await?.ok_or_else(|| PlatformError::NotFound("user".into()))
@@ -43,7 +54,8 @@ pub async fn require_new_password(pool: &Pool, user_id: i64) -> Result<(), Platf
     Ok(())
 }
 
-/// Disables (its sessions end at once) or enables an account. Disabling
+/// Disables (its sessions end at once, its API tokens are revoked) or
+/// enables an account (which revives no token). Disabling
 /// cancels its compute tasks not yet placed, in the same commit: they would
 /// start later and use the group's quota for an account nobody may use.
 /// Its machines and placed tasks are left to an admin.
@@ -69,6 +81,8 @@ pub async fn set_disabled(pool: &Pool, actor: i64, user_id: i64, disabled: bool)
             if cancelled > 0 {
                 detail.push_str(&format!("; {cancelled} pending compute task(s) cancelled"));
             }
+            // Revoked, not suspended: enabling the account again revives none.
+            detail = with_revoked(detail, tokens::revoke_all(&mut tx, user_id).await?);
         }
         audit::record(&mut *tx, Some(actor), action, &detail).await?;
     }
@@ -91,16 +105,8 @@ pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &s
     .bind(user_id)
     .execute(&mut *tx)
     .await?;
-    let revoked = sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL")
-        .bind(crate::now())
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    let detail = match revoked {
-        0 => format!("temporary password for user {name}"),
-        n => format!("temporary password for user {name}; {n} API token(s) revoked"),
-    };
+    let revoked = tokens::revoke_all(&mut tx, user_id).await?;
+    let detail = with_revoked(format!("temporary password for user {name}"), revoked);
     audit::record(&mut *tx, Some(actor), "user.reset_password", &detail).await?;
     // In the same commit: a reset that took effect never leaves its user
     // locked out by the guesses that may have prompted it.
@@ -108,9 +114,43 @@ pub async fn reset_password(pool: &Pool, actor: i64, user_id: i64, temporary: &s
     finish(pool, tx, user_id).await
 }
 
+/// Checks that `password` is `who`'s own, as a sign-in does: the attempt
+/// counted by the sign-in throttle (account and client address) before the
+/// argon2 verification, forgiven when it was right. `Ok(false)` for a
+/// wrong password; `Err(Throttled)` when too many were tried. What a
+/// session asks for with the password (a new one, an API token) uses it.
+pub async fn confirm_password(
+    pool: &Pool,
+    gate: &password::Gate,
+    who: &User,
+    password: &str,
+    address: Option<&str>,
+) -> Result<bool, PlatformError> {
+    Ok(confirmed_hash(pool, gate, who, password, address).await?.is_some())
+}
+
+/// [`confirm_password`], answering with the stored hash it matched.
+async fn confirmed_hash(
+    pool: &Pool,
+    gate: &password::Gate,
+    who: &User,
+    password: &str,
+    address: Option<&str>,
+) -> Result<Option<String>, PlatformError> {
+    validate::present_password(password)?;
+    let counted = throttle::count_attempt(pool, &throttle::keys(&who.username, address)).await?;
+    let (stored,): (String,) =
+        sqlx::query_as("SELECT password_hash FROM users WHERE id = ?").bind(who.id).fetch_one(pool).await?;
+    if !super::verify_counted(pool, gate, &counted, &stored, password).await? {
+        return Ok(None);
+    }
+    throttle::forgive(pool, &counted).await?;
+    Ok(Some(stored))
+}
+
 /// The user's own change: the current password (counted by the sign-in
 /// throttle like a sign-in), then the new one. Other sessions of the
-/// account end; the caller stamps its own session with the returned
+/// account end and its API tokens are revoked; the caller stamps its own session with the returned
 /// account's `session_gen`. `who` is the account as the request's session
 /// found it: if anything changed it since (an admin's reset, disable or
 /// role change all move `session_gen`; a group change does not, and needs
@@ -130,13 +170,9 @@ pub async fn change_password(
     if current == new {
         return Err(PlatformError::BadRequest("the new password must differ from the current one".into()));
     }
-    let counted = throttle::count_attempt(pool, &throttle::keys(&who.username, address)).await?;
-    let (stored,): (String,) =
-        sqlx::query_as("SELECT password_hash FROM users WHERE id = ?").bind(who.id).fetch_one(pool).await?;
-    if !super::verify_counted(pool, gate, &counted, &stored, current).await? {
+    let Some(stored) = confirmed_hash(pool, gate, who, current, address).await? else {
         return Err(PlatformError::BadRequest("the current password is wrong".into()));
-    }
-    throttle::forgive(pool, &counted).await?;
+    };
     let hash = password::hash_with(gate, new).await?;
     let mut tx = crate::transitions::begin(pool).await?;
     let changed = sqlx::query(
@@ -155,17 +191,15 @@ pub async fn change_password(
             "your account was changed while the password was being checked (a reset, or an administrator's change); nothing was changed".into(),
         ));
     }
-    audit::record(
-        &mut *tx,
-        Some(who.id),
-        "user.change_password",
-        &format!("user {} changed their password", who.username),
-    )
-    .await?;
+    let revoked = tokens::revoke_all(&mut tx, who.id).await?;
+    let detail = with_revoked(format!("user {} changed their password", who.username), revoked);
+    audit::record(&mut *tx, Some(who.id), "user.change_password", &detail).await?;
     finish(pool, tx, who.id).await
 }
 
-/// Makes an account a user or an admin. A demoted admin's sessions end.
+/// Makes an account a user or an admin. The account's sessions end (a
+/// demoted admin's must) and its API tokens are revoked: a token acts with
+/// the role of its use, and one made under another role is not kept.
 pub async fn set_role(pool: &Pool, actor: i64, user_id: i64, role: Role) -> Result<User, PlatformError> {
     let mut tx = crate::transitions::begin(pool).await?;
     let (name, was, _) = target(&mut tx, user_id).await?;
@@ -178,13 +212,16 @@ pub async fn set_role(pool: &Pool, actor: i64, user_id: i64, role: Role) -> Resu
             .bind(user_id)
             .execute(&mut *tx)
             .await?;
-        audit::record(&mut *tx, Some(actor), "user.role", &format!("user {name}: {was} → {role}")).await?;
+        let revoked = tokens::revoke_all(&mut tx, user_id).await?;
+        let detail = with_revoked(format!("user {name}: {was} → {role}"), revoked);
+        audit::record(&mut *tx, Some(actor), "user.role", &detail).await?;
     }
     finish(pool, tx, user_id).await
 }
 
 /// Moves an account to another group; its quota is the new group's from
-/// now on. Refused while it owns anything in its current group — live
+/// now on, and its API tokens are revoked (a script written for the old
+/// group's work must not carry on in the new one unasked). Refused while it owns anything in its current group — live
 /// machines, open compute tasks, kept volumes: they would stay charged to
 /// the old group, where its owner (now outside it) could no longer see
 /// them and its old colleagues may not act on them, and a queued task
@@ -203,7 +240,9 @@ pub async fn set_group(pool: &Pool, actor: i64, user_id: i64, group: &str) -> Re
     }
     refuse_if_owning(&mut tx, user_id, &name).await?;
     sqlx::query("UPDATE users SET group_id = ? WHERE id = ?").bind(gid).bind(user_id).execute(&mut *tx).await?;
-    audit::record(&mut *tx, Some(actor), "user.group", &format!("user {name} → group {group}")).await?;
+    let revoked = tokens::revoke_all(&mut tx, user_id).await?;
+    let detail = with_revoked(format!("user {name} → group {group}"), revoked);
+    audit::record(&mut *tx, Some(actor), "user.group", &detail).await?;
     finish(pool, tx, user_id).await
 }
 

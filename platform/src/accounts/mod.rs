@@ -6,7 +6,9 @@ mod lifecycle;
 mod listing;
 mod signed_out;
 pub use audit_search::{search_audit, AuditFilter, AuditPage, AUDIT_PAGE_MAX};
-pub use lifecycle::{change_password, require_new_password, reset_password, set_disabled, set_group, set_role};
+pub use lifecycle::{
+    change_password, confirm_password, require_new_password, reset_password, set_disabled, set_group, set_role,
+};
 pub use listing::{users_window, UserFilter, UsersWindow, USER_STATES};
 pub use signed_out::{note_signed_out, signed_out, user_for_session};
 

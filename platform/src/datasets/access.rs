@@ -140,12 +140,13 @@ impl Access {
                 sqlx::query_scalar(
                     "SELECT COUNT(*) FROM api_tokens t JOIN users u ON u.id = t.user_id
                       WHERE t.secret_hash = ? AND t.user_id = ? AND t.revoked_at IS NULL AND NOT u.disabled AND NOT u.must_change_password
-                        AND (?3 IS NULL OR u.group_id = ?3) AND (u.role = 'admin' OR NOT ?4)",
+                        AND (?3 IS NULL OR u.group_id = ?3) AND (u.role = 'admin' OR NOT ?4) AND t.expires_at > ?5",
                 )
                 .bind(secret_hash)
                 .bind(user_id)
                 .bind(granted.group_id)
                 .bind(granted.admin)
+                .bind(crate::now())
                 .fetch_one(pool)
                 .await?
             }

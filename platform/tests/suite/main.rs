@@ -80,5 +80,6 @@ mod system_tasks;
 mod telemetry_sampler;
 mod telemetry_store;
 mod terminal_sessions;
+mod tokens_lifecycle;
 mod volume_create_rollback;
 mod volume_reboot;
