@@ -8,9 +8,9 @@ use axum::{
         rejection::{PathRejection, QueryRejection},
         Extension, Path, Query, State,
     },
-    http::{header, HeaderMap, StatusCode},
+    http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri},
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{any, get, post},
     Json, Router,
 };
 use gantry_platform::{
@@ -27,6 +27,35 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/compute-tasks/{id}", get(one))
         .route("/api/v1/compute-tasks/{id}/logs", get(logs))
         .route("/api/v1/compute-tasks/{id}/cancel", post(cancel))
+        .method_not_allowed_fallback(wrong_method)
+        // Every other path under /api/v1 is the API's 404 — not a page's,
+        // nor the server functions' route (`/api/{fn}`) answering 405.
+        .route("/api/v1", any(no_such_path))
+        .route("/api/v1/", any(no_such_path))
+        .route("/api/v1/{*rest}", any(no_such_path))
+}
+
+/// A known API path asked with a method it does not take: 405 in the
+/// API's shape (axum adds the route's `Allow`).
+pub async fn wrong_method(method: Method, uri: Uri) -> Response {
+    let message = format!("{} does not take {method}; the Allow header lists what it takes", uri.path());
+    no_store(ApiError(StatusCode::METHOD_NOT_ALLOWED, message).into_response())
+}
+
+/// A path under `/api/v1` that names nothing: 404 in the API's shape.
+async fn no_such_path(uri: Uri) -> Response {
+    let message = format!("no such API path: {} (see the API section of the README)", uri.path());
+    no_store(ApiError(StatusCode::NOT_FOUND, message).into_response())
+}
+
+/// `{"error": "…"}` with the status, as every API answer that refuses.
+pub fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    no_store(ApiError(status, message.into()).into_response())
+}
+
+fn no_store(mut res: Response) -> Response {
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
 }
 
 /// An API answer: JSON, or `{"error": "…"}` with the status.

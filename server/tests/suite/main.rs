@@ -16,6 +16,7 @@ mod datasets_support;
 mod security_support;
 
 mod accounts_lifecycle;
+mod api_shape;
 mod api_v1;
 mod dataset_mounts_http;
 mod dataset_quotas_http;

@@ -47,10 +47,21 @@ use gantry_platform::{
 
 pub fn routes() -> Router<AppState> {
     let files = "/api/v1/datasets/{code}/versions/{version}";
-    Router::new()
+    // A name is at least one character: `…/files/` with none would match
+    // no route here and fall to another (the server functions' 405).
+    let nameless = |what: &'static str| {
+        move || async move {
+            crate::routes::api_v1::error(
+                StatusCode::BAD_REQUEST,
+                format!("a file name is required after {what}/ (as in {what}/train.bin)"),
+            )
+        }
+    };
+    let api = Router::new()
         .route("/api/v1/datasets", get(api::list_datasets))
         .route(&format!("{files}/files"), get(api::list_files))
         .route(&format!("{files}/files/{{*name}}"), put(api::put_file).get(api::get_file))
+        .route(&format!("{files}/files/"), put(nameless("files")).get(nameless("files")))
         .route(
             &format!("{files}/uploads/{{*name}}"),
             axum::routing::post(api::start_resumable)
@@ -58,6 +69,17 @@ pub fn routes() -> Router<AppState> {
                 .patch(api::patch_resumable)
                 .delete(api::cancel_resumable),
         )
+        .route(
+            &format!("{files}/uploads/"),
+            axum::routing::post(nameless("uploads"))
+                .head(nameless("uploads"))
+                .patch(nameless("uploads"))
+                .delete(nameless("uploads")),
+        )
+        // A method a route does not take: the API's 405, with `Allow`.
+        .method_not_allowed_fallback(crate::routes::api_v1::wrong_method);
+    Router::new()
+        .merge(api)
         .route("/datasets/{code}/{version}/upload", put(browser::put_upload).post(browser::form_upload))
         .route("/datasets/{code}/{version}/download", get(browser::download))
         .layer(DefaultBodyLimit::disable())
