@@ -5,13 +5,13 @@ use crate::{
     assets,
     config::ServeArgs,
     http::{
-        guard::{guard_pages, is_asset, resolve_user, same_origin, Guard},
+        guard::{guard_pages, is_asset, resolve_user, same_origin, Guard, OriginRule},
         headers::{security_headers, CspNonce, HeaderPolicy},
         limits::lift_body_deadline,
         outcomes::{hand_outcomes_to_page, keep_function_outcomes},
         request_id::request_id,
     },
-    page_cache::{keep_pages, PageCache, VersionSource},
+    page_cache::{keep_pages, read_version_first, PageCache, VersionSource},
     security::Security,
 };
 use app::{shell, state::AppState, App};
@@ -160,6 +160,11 @@ pub async fn build_secured(
     // One per process: ends what a browser session let in (terminals,
     // followed logs, machine files, dataset transfers) once it ends.
     let session_watch = crate::routes::workspace::SessionWatch::start(state.pool.clone(), &security);
+    let origin = OriginRule {
+        public_origin: opts.public_origin.clone(),
+        secure: opts.secure_cookies,
+        trusted_proxy: security.trusted_proxy,
+    };
     let metrics = crate::routes::metrics::routes(state.pool.clone(), security.trusted_proxy || opts.secure_cookies);
     // Forms' outcomes travel to their pages in the session
     // (`http::outcomes`): the server functions Leptos registers here keep
@@ -171,16 +176,20 @@ pub async fn build_secured(
         .route_layer(MessagesManagerLayer);
     // Pages only: a rendered page is served again while nothing it shows
     // can have changed (inside the sign-in checks below).
-    let pages = match opts.page_cache_ms {
-        0 => pages,
+    let page_cache = match opts.page_cache_ms {
+        0 => None,
         ms => {
             let version = Arc::new(gantry_platform::db_version::DataVersion::open(&state.pool).await?);
             let version: VersionSource = Arc::new(move || {
                 let version = version.clone();
                 Box::pin(async move { version.read().await.ok() })
             });
-            pages.route_layer(from_fn_with_state(PageCache::new(Duration::from_millis(ms), version), keep_pages))
+            Some(PageCache::new(Duration::from_millis(ms), version))
         }
+    };
+    let pages = match &page_cache {
+        None => pages,
+        Some(cache) => pages.route_layer(from_fn_with_state(cache.clone(), keep_pages)),
     };
     let app = pages
         .merge(crate::routes::api_v1::routes())
@@ -195,14 +204,9 @@ pub async fn build_secured(
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
         .merge(
-            crate::routes::workspace::routes(
-                state.clone(),
-                workspace,
-                opts.public_origin.clone(),
-                session_watch.clone(),
-            )
-            .route_layer(from_fn(lift_body_deadline))
-            .route_layer(MessagesManagerLayer),
+            crate::routes::workspace::routes(state.clone(), workspace, origin.clone(), session_watch.clone())
+                .route_layer(from_fn(lift_body_deadline))
+                .route_layer(MessagesManagerLayer),
         )
         .fallback(fallback)
         .layer(axum::Extension(workspace))
@@ -210,8 +214,10 @@ pub async fn build_secured(
         .layer(axum::Extension(session_watch))
         .layer(from_fn(guard_pages))
         .layer(from_fn_with_state(Guard { state: state.clone(), security: security.clone() }, resolve_user))
+        // The page cache's version, read before the account is (`page_cache`).
+        .layer(from_fn_with_state(page_cache, read_version_first))
         .layer(sessions)
-        .layer(from_fn_with_state(opts.public_origin.clone(), same_origin))
+        .layer(from_fn_with_state(origin, same_origin))
         .with_state(state);
     Ok(app
         .merge(metrics)

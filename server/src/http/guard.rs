@@ -25,7 +25,8 @@ pub struct Guard {
 
 /// Looks up the session's account once per request and leaves it in the
 /// request's extensions for pages and server functions, with the client's
-/// address (see `--trusted-proxy`) and the argon2 gate for sign-ins.
+/// address (see `--trusted-proxy`), the argon2 gate for sign-ins and the
+/// lifetime of a new API token.
 pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Request, next: Next) -> Response {
     let user = if is_asset(req.uri().path()) { None } else { session_user(&g, &session).await };
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string());
@@ -35,6 +36,7 @@ pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Req
     let address = peer.map(|p| crate::http::client_address::client_address(&p, forwarded, g.security.trusted_proxy));
     req.extensions_mut().insert(ClientAddress(address));
     req.extensions_mut().insert(g.security.gate.clone());
+    req.extensions_mut().insert(g.security.token_lifetime);
     req.extensions_mut().insert(RequestUser(user));
     next.run(req).await
 }
@@ -96,7 +98,11 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
         if !path.starts_with("/api/") || html {
             return Redirect::to(CHANGE_PASSWORD_PAGE).into_response();
         }
-        let body = serde_json::json!({ "Invalid": "choose a new password first (your password was reset by an administrator)" });
+        let why = "choose a new password first (your password was reset by an administrator)";
+        if path.starts_with("/api/v1/") {
+            return crate::routes::api_v1::error(StatusCode::FORBIDDEN, why);
+        }
+        let body = serde_json::json!({ "Invalid": why });
         return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
     }
     if req.method() != Method::GET
@@ -119,38 +125,76 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
     res
 }
 
-/// Refuses state-changing requests that a browser sent from another site.
-/// Browsers always send `Origin` on cross-site POSTs; it must name this
-/// host (or the configured public origin).
-pub async fn same_origin(State(public_origin): State<Option<String>>, req: Request, next: Next) -> Response {
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return next.run(req).await;
+/// Who counts as this site for the same-origin check: the scheme the
+/// server is reached by as well as its host and port.
+#[derive(Clone, Debug, Default)]
+pub struct OriginRule {
+    /// `--public-origin`, normalised ([`normalize_origin`]).
+    pub public_origin: Option<String>,
+    /// `--secure-cookies`: browsers reach this server over HTTPS (a TLS
+    /// terminator in front of it).
+    pub secure: bool,
+    /// `--trusted-proxy`: the proxy's `X-Forwarded-Proto`, when it sends
+    /// one, says which scheme the browser used.
+    pub trusted_proxy: bool,
+}
+
+impl OriginRule {
+    /// The scheme browsers use to reach this server: `https` with
+    /// `--secure-cookies` or when the trusted proxy says so, else `http`.
+    pub fn scheme(&self, headers: &axum::http::HeaderMap) -> &'static str {
+        let proxied = || {
+            let last = headers.get_all("x-forwarded-proto").iter().last();
+            last.and_then(|v| v.to_str().ok()).and_then(|v| v.rsplit(',').next()).map(str::trim)
+        };
+        if self.secure || (self.trusted_proxy && proxied().is_some_and(|p| p.eq_ignore_ascii_case("https"))) {
+            "https"
+        } else {
+            "http"
+        }
     }
-    if origin_allowed(req.headers(), public_origin.as_deref()) {
-        next.run(req).await
-    } else {
-        (StatusCode::FORBIDDEN, "cross-origin request refused").into_response()
+
+    /// The Origin rule itself; the terminal's WebSocket upgrade (a GET)
+    /// checks it too. An `Origin` is this site when it is `--public-origin`
+    /// (compared as an origin, see [`normalize_origin`]), or when its
+    /// scheme is the one this server is reached by ([`Self::scheme`]) and
+    /// its host and port are the request's `Host`: `https://host:port`
+    /// sent to a plain-HTTP server is another origin, as is the reverse.
+    pub fn allows(&self, headers: &axum::http::HeaderMap) -> bool {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+            Some(origin) => {
+                let this_host = || {
+                    let Some((scheme, authority)) = origin.split_once("://") else { return false };
+                    host.is_some_and(|h| authority == h) && scheme.eq_ignore_ascii_case(self.scheme(headers))
+                };
+                let public = || {
+                    let public = self.public_origin.as_deref().and_then(|p| normalize_origin(p).ok());
+                    public.is_some() && public == normalize_origin(origin).ok()
+                };
+                this_host() || public()
+            }
+            // No Origin: not a browser, or a same-origin navigation in an old
+            // browser. Fetch metadata, where present, still tells cross-site.
+            None => headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) != Some("cross-site"),
+        }
     }
 }
 
-/// The Origin rule itself; the terminal's WebSocket upgrade (a GET) checks
-/// it too. `public_origin` is compared as an origin (see
-/// [`normalize_origin`]: `--public-origin` is normalised when it is read,
-/// the browser's `Origin` here), not as text.
-pub fn origin_allowed(headers: &axum::http::HeaderMap, public_origin: Option<&str>) -> bool {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
-        Some(origin) => {
-            let authority = origin.split_once("://").map(|(_, a)| a);
-            let public = || {
-                let public = public_origin.and_then(|p| normalize_origin(p).ok());
-                public.is_some() && public == normalize_origin(origin).ok()
-            };
-            (host.is_some() && authority == host) || public()
-        }
-        // No Origin: not a browser, or a same-origin navigation in an old
-        // browser. Fetch metadata, where present, still tells cross-site.
-        None => headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) != Some("cross-site"),
+/// Refuses state-changing requests that a browser sent from another site.
+/// Browsers always send `Origin` on cross-site POSTs; it must name this
+/// site ([`OriginRule::allows`]). Under `/api/v1/` the refusal is the
+/// API's JSON.
+pub async fn same_origin(State(rule): State<OriginRule>, req: Request, next: Next) -> Response {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return next.run(req).await;
+    }
+    if rule.allows(req.headers()) {
+        next.run(req).await
+    } else if req.uri().path().starts_with("/api/v1/") {
+        crate::routes::api_v1::error(StatusCode::FORBIDDEN, "cross-origin request refused")
+    } else {
+        (StatusCode::FORBIDDEN, "cross-origin request refused").into_response()
     }
 }
 
@@ -217,14 +261,41 @@ mod tests {
         assert!(is_asset("/vendor/xterm.js"));
     }
 
+    fn origin_allowed(headers: &axum::http::HeaderMap, public_origin: Option<&str>) -> bool {
+        OriginRule { public_origin: public_origin.map(str::to_string), ..OriginRule::default() }.allows(headers)
+    }
+
+    fn with(origin: &str) -> axum::http::HeaderMap {
+        let mut h = axum::http::HeaderMap::new();
+        h.insert(header::HOST, "127.0.0.1:3000".parse().unwrap());
+        h.insert(header::ORIGIN, origin.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn this_host_counts_with_its_scheme_only() {
+        let plain = OriginRule::default();
+        assert!(plain.allows(&with("http://127.0.0.1:3000")));
+        assert!(!plain.allows(&with("https://127.0.0.1:3000")), "https origin against a plain-HTTP server");
+        let secure = OriginRule { secure: true, ..OriginRule::default() };
+        assert!(secure.allows(&with("https://127.0.0.1:3000")));
+        assert!(!secure.allows(&with("http://127.0.0.1:3000")), "http origin against --secure-cookies");
+        let proxied = OriginRule { trusted_proxy: true, ..OriginRule::default() };
+        let mut h = with("https://127.0.0.1:3000");
+        assert!(!proxied.allows(&h), "no X-Forwarded-Proto: plain HTTP");
+        h.insert("x-forwarded-proto", "https".parse().unwrap());
+        assert!(proxied.allows(&h));
+        let mut h = with("http://127.0.0.1:3000");
+        h.insert("x-forwarded-proto", "https".parse().unwrap());
+        assert!(!proxied.allows(&h), "the proxy says https");
+        assert!(plain.allows(&h), "an untrusted X-Forwarded-Proto is ignored");
+        let mut h = with("https://127.0.0.1:3000");
+        h.insert("x-forwarded-proto", "https".parse().unwrap());
+        assert!(!plain.allows(&h), "X-Forwarded-Proto counts only from a trusted proxy");
+    }
+
     #[test]
     fn public_origins_compare_as_origins() {
-        let with = |origin: &str| {
-            let mut h = axum::http::HeaderMap::new();
-            h.insert(header::HOST, "127.0.0.1:3000".parse().unwrap());
-            h.insert(header::ORIGIN, origin.parse().unwrap());
-            h
-        };
         assert!(origin_allowed(&with("https://gantry.example.org"), Some("https://Gantry.Example.org/")));
         assert!(origin_allowed(&with("https://gantry.example.org"), Some("https://gantry.example.org:443")));
         assert!(!origin_allowed(&with("https://gantry.example.org:8443"), Some("https://gantry.example.org")));

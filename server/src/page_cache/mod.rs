@@ -14,6 +14,10 @@
 //! have run (`resolve_user`, `guard_pages` sit outside this layer), so a
 //! page is only ever served to the session it was rendered for, and one
 //! whose account was disabled or signed out meanwhile never gets past them.
+//! The version a page is kept under is read before the account is
+//! ([`read_version_first`], outside `resolve_user`): a change to the
+//! account (its group, its role) committed between the two would otherwise
+//! be inside the version while the page shows the account as it was.
 //! The CSP nonce, different on every response, is put back fresh. Kept:
 //! only `200 text/html` answers to `GET` that did not meet an internal
 //! error ([`NOT_KEPT`]). While one request renders a page, the others for
@@ -47,10 +51,36 @@ pub const NOT_KEPT: HeaderName = HeaderName::from_static(app::error::NOT_KEPT_HE
 /// renders the page itself.
 const WAIT_FOR_RENDER: Duration = Duration::from_secs(10);
 
-/// The layer: serves a kept page, or renders and keeps it.
+/// The data version as a request arrived: read by [`read_version_first`]
+/// before the session and its account are, `None` if it could not be read.
+#[derive(Clone, Copy, Debug)]
+pub struct VersionAtArrival(pub Option<i64>);
+
+/// The outer half of the page cache, layered outside `resolve_user`: reads
+/// the data version before the signed-in account is looked up, for
+/// [`keep_pages`]. Only `GET`s that may be pages (no asset, no `/api/`);
+/// with no cache (`--page-cache-ms 0`), nothing.
+pub async fn read_version_first(State(cache): State<Option<PageCache>>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let page = req.method() == Method::GET && !path.starts_with("/api/") && !crate::http::guard::is_asset(path);
+    if let Some(cache) = cache.filter(|_| page) {
+        let at_arrival = (cache.version)().await;
+        req.extensions_mut().insert(VersionAtArrival(at_arrival));
+    }
+    next.run(req).await
+}
+
+/// The layer: serves a kept page, or renders and keeps it. The version is
+/// the one [`read_version_first`] read before the account was resolved;
+/// a request without it is rendered and not kept.
 pub async fn keep_pages(State(cache): State<PageCache>, req: Request, next: Next) -> Response {
     let nonce = req.extensions().get::<CspNonce>().map(|n| n.0.clone());
     let (Some(nonce), true) = (nonce, req.method() == Method::GET) else {
+        return next.run(req).await;
+    };
+    // Read before the account and before rendering: a commit during
+    // either moves the version past this, and the page is not served again.
+    let Some(VersionAtArrival(Some(version))) = req.extensions().get::<VersionAtArrival>().copied() else {
         return next.run(req).await;
     };
     let key = Key {
@@ -58,11 +88,6 @@ pub async fn keep_pages(State(cache): State<PageCache>, req: Request, next: Next
         user: req.extensions().get::<RequestUser>().and_then(|u| u.0.as_ref().map(|u| u.id)),
         uri: req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default(),
         html: req.headers().get(header::ACCEPT).and_then(|a| a.to_str().ok()).is_some_and(|a| a.contains("text/html")),
-    };
-    // Read before rendering: a commit during the render moves the version
-    // past this, and the page is not served again.
-    let Some(version) = (cache.version)().await else {
-        return next.run(req).await;
     };
     let at = Instant::now();
     let ticket = match cache.lookup(&key, version, at, &nonce) {

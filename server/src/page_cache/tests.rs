@@ -39,6 +39,13 @@ static SLOW: std::sync::LazyLock<Slow> = std::sync::LazyLock::new(|| Slow {
 });
 
 fn router(cache: PageCache, renders: &'static AtomicUsize) -> Router {
+    router_with(cache, renders, None)
+}
+
+/// [`router`]; with `commits`, a request that says `x-commit-after-user`
+/// has a commit land right after its account was resolved — as an
+/// administrator's change of that account's group would.
+fn router_with(cache: PageCache, renders: &'static AtomicUsize, commits: Option<&'static AtomicI64>) -> Router {
     let page = move |req: Request| async move {
         let n = renders.fetch_add(1, Ordering::SeqCst) + 1;
         if req.uri().path() == "/slow" {
@@ -68,18 +75,23 @@ fn router(cache: PageCache, renders: &'static AtomicUsize) -> Router {
         res
     };
     // What the outer layers put in: a fresh nonce, the signed-in user.
-    let outer = |req: Request, next: Next| async move {
+    let outer = move |req: Request, next: Next| async move {
         let mut req = req;
         let n = req.headers().get("x-nonce").unwrap().to_str().unwrap().to_string();
         let user = req.headers().get("x-user").map(|u| u.to_str().unwrap().parse::<i64>().unwrap());
         req.extensions_mut().insert(CspNonce(n));
         req.extensions_mut().insert(RequestUser(user.map(test_user)));
+        if let (Some(commits), true) = (commits, req.headers().contains_key("x-commit-after-user")) {
+            commits.fetch_add(1, Ordering::SeqCst);
+        }
         next.run(req).await
     };
+    // As the server's router: the version is read before the account.
     Router::new()
         .route("/{*page}", get(page).post(page))
-        .route_layer(from_fn_with_state(cache, keep_pages))
+        .route_layer(from_fn_with_state(cache.clone(), keep_pages))
         .layer(from_fn(outer))
+        .layer(from_fn_with_state(Some(cache), read_version_first))
 }
 
 fn test_user(id: i64) -> User {
@@ -104,7 +116,16 @@ async fn fetch(
     user: Option<i64>,
     nonce: &str,
 ) -> (StatusCode, HeaderMap, String) {
-    let mut req = axum::http::Request::builder().method(method).uri(uri).header("x-nonce", nonce);
+    fetch_with(app, axum::http::Request::builder().method(method).uri(uri), user, nonce).await
+}
+
+async fn fetch_with(
+    app: &Router,
+    req: axum::http::request::Builder,
+    user: Option<i64>,
+    nonce: &str,
+) -> (StatusCode, HeaderMap, String) {
+    let mut req = req.header("x-nonce", nonce);
     if let Some(u) = user {
         req = req.header("x-user", u.to_string());
     }
@@ -227,4 +248,43 @@ async fn without_a_readable_data_version_every_request_is_rendered() {
     fetch(&app, "GET", "/machines", Some(1), "n1").await;
     let (_, _, again) = fetch(&app, "GET", "/machines", Some(1), "n2").await;
     assert!(again.contains("render 2"), "{again}");
+}
+
+#[tokio::test]
+async fn a_commit_between_resolving_the_account_and_rendering_is_never_hidden() {
+    let (commits, renders, count) = counters!();
+    let app = router_with(PageCache::new(Duration::from_secs(3600), count), renders, Some(commits));
+    // The account is resolved (as it was), then its change commits, then
+    // the page renders with the account as it was.
+    let first = axum::http::Request::builder().uri("/machines").header("x-commit-after-user", "1");
+    let (_, _, old) = fetch_with(&app, first, Some(1), "n1").await;
+    assert!(old.contains("render 1"), "{old}");
+    // Kept under the version read before the account: the commit is past
+    // it, so the next request renders with the account as it is now.
+    let (_, _, now) = fetch(&app, "GET", "/machines", Some(1), "n2").await;
+    assert!(now.contains("render 2"), "the page of the account as it was was served again: {now}");
+    let (_, _, again) = fetch(&app, "GET", "/machines", Some(1), "n3").await;
+    assert!(again.contains("render 2"), "with no commit since, kept: {again}");
+}
+
+#[tokio::test]
+async fn without_the_version_read_first_a_page_is_rendered_and_not_kept() {
+    let (_, renders, count) = counters!();
+    let cache = PageCache::new(Duration::from_secs(3600), count);
+    let nonce = |req: Request, next: Next| async move {
+        let mut req = req;
+        req.extensions_mut().insert(CspNonce("n".into()));
+        next.run(req).await
+    };
+    let page = move || async move {
+        let n = renders.fetch_add(1, Ordering::SeqCst) + 1;
+        ([(header::CONTENT_TYPE, "text/html")], format!("render {n}"))
+    };
+    let app =
+        Router::new().route("/p", get(page)).route_layer(from_fn_with_state(cache, keep_pages)).layer(from_fn(nonce));
+    for n in 1..=2 {
+        let res = app.clone().oneshot(axum::http::Request::get("/p").body(Body::empty()).unwrap()).await.unwrap();
+        let body = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        assert_eq!(body, format!("render {n}"));
+    }
 }

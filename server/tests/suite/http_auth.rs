@@ -155,7 +155,13 @@ gantry_testkit::timed_test! {
     async fn secure_cookies_when_configured_for_https() {
         let dir = tempfile::tempdir().unwrap();
         let server = TestServer::start_with(&dir, true).await;
-        let res = login(&server, &server.client(), "admin", ADMIN_PASSWORD).await;
+        // A browser behind the TLS terminator sends an https Origin.
+        let https = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .default_headers([(header::ORIGIN, format!("https://{}", server.addr).parse().unwrap())].into_iter().collect())
+            .build()
+            .unwrap();
+        let res = login(&server, &https, "admin", ADMIN_PASSWORD).await;
         let cookie = res.headers()[header::SET_COOKIE].to_str().unwrap().to_string();
         // `__Host-`: only this host, Secure, for `/`, no Domain (browsers
         // refuse such a cookie otherwise, so nothing else can plant it).

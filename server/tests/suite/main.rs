@@ -39,6 +39,7 @@ mod lists;
 mod local_node_restart;
 mod metrics_http;
 mod nojs_done;
+mod origin_scheme;
 mod page_cache;
 mod pager_past_end;
 mod routers_side_by_side;

@@ -21,7 +21,7 @@ mod session_watch;
 pub use session_watch::{Ended, SessionWatch, Watched};
 
 use super::{files, logs, terminal};
-use crate::{http::guard::origin_allowed, vendor};
+use crate::{http::guard::OriginRule, vendor};
 use app::state::{AppState, RequestUser};
 use axum::{
     extract::DefaultBodyLimit,
@@ -69,7 +69,8 @@ impl WorkspaceArgs {
 pub struct WsState {
     pub app: AppState,
     pub limits: Limits,
-    pub public_origin: Option<String>,
+    /// Who counts as this site (the terminal's upgrade checks it).
+    pub origin: OriginRule,
     /// The terminal sessions this process holds.
     pub terminals: Registry,
     /// Terminal slots taken (opening or open), against the limits.
@@ -99,12 +100,7 @@ impl WsState {
 
 /// The routes, merged into the main router before its layers (sessions,
 /// the signed-in user, tracing) so they get the same treatment.
-pub fn routes(
-    app: AppState,
-    limits: Limits,
-    public_origin: Option<String>,
-    session_watch: SessionWatch,
-) -> Router<AppState> {
+pub fn routes(app: AppState, limits: Limits, origin: OriginRule, session_watch: SessionWatch) -> Router<AppState> {
     let terminals = Registry::start(app.pool.clone());
     let (stop, stopping) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -114,7 +110,7 @@ pub fn routes(
     let state = WsState {
         app,
         limits,
-        public_origin,
+        origin,
         terminals,
         terminal_slots: terminal::Slots::default(),
         follow_slots: terminal::Slots::default(),
@@ -215,7 +211,7 @@ pub async fn enter(
     machine_id: i64,
     check_origin: bool,
 ) -> Result<(User, Target), Response> {
-    if check_origin && !origin_allowed(&parts.headers, st.public_origin.as_deref()) {
+    if check_origin && !st.origin.allows(&parts.headers) {
         return Err(refuse(StatusCode::FORBIDDEN, "cross-origin request refused"));
     }
     let user = parts
