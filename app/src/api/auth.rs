@@ -53,16 +53,40 @@ async fn session() -> Result<tower_sessions::Session, AppError> {
 #[server(prefix = "/api", endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<User, AppError> {
     use crate::state::{pool, SESSION_USER_KEY};
+    use gantry_platform::{audit, PlatformError};
     let pool = pool()?;
-    let user =
-        gantry_platform::accounts::authenticate_with(&pool, &gate(), &username, &password, client_address().as_deref())
-            .await?;
+    let address = client_address();
+    let signed_in =
+        gantry_platform::accounts::authenticate_with(&pool, &gate(), &username, &password, address.as_deref()).await;
+    // Wrong name or password, or a disabled account: noted with the name
+    // tried (the client's text, cut and escaped). Throttled attempts are
+    // not (the throttle counts them, and they would let one client write
+    // a row per request); malformed ones never reached an account.
+    let refused = match &signed_in {
+        Err(PlatformError::BadCredentials) => Some("wrong username or password"),
+        Err(PlatformError::Refused(_)) => Some("account disabled"),
+        _ => None,
+    };
+    if let Some(why) = refused {
+        let what = format!("sign-in as {} refused: {why}", audit::untrusted_name(username.trim()));
+        audit::access(&pool, None, "auth.sign_in_failed", &what, address.as_deref(), None).await;
+    }
+    let user = signed_in?;
     let session = session().await?;
     // A new id on sign-in, so a planted session id is worth nothing.
     session.cycle_id().await.map_err(AppError::internal)?;
     session.insert(SESSION_USER_KEY, user.id).await.map_err(AppError::internal)?;
     session.insert(SESSION_GEN_KEY, user.session_gen).await.map_err(AppError::internal)?;
     tracing::info!(user = %user.username, "signed in");
+    audit::access(
+        &pool,
+        Some(user.id),
+        "auth.sign_in",
+        &format!("{} signed in", user.username),
+        address.as_deref(),
+        None,
+    )
+    .await;
     let to = if user.must_change_password { CHANGE_PASSWORD_PAGE.to_string() } else { safe_next(next.as_deref()) };
     redirect_form_post(&to);
     Ok(user)
@@ -79,6 +103,18 @@ pub async fn logout() -> Result<(), AppError> {
             gantry_platform::accounts::note_signed_out(&crate::state::pool()?, &id.to_string(), until).await?;
         }
         session.flush().await.map_err(AppError::internal)?;
+        if let Some(user) = crate::state::request_user() {
+            let what = format!("{} signed out", user.username);
+            gantry_platform::audit::access(
+                &crate::state::pool()?,
+                Some(user.id),
+                "auth.sign_out",
+                &what,
+                client_address().as_deref(),
+                None,
+            )
+            .await;
+        }
     }
     redirect_form_post("/login");
     Ok(())

@@ -24,6 +24,12 @@ pub fn client_address<'a>(peer: &str, forwarded_for: impl IntoIterator<Item = &'
     peer.to_string()
 }
 
+/// The address the account guard resolved for this request
+/// (`guard::resolve_user`), as the audit log and the throttle see it.
+pub fn of(parts: &axum::http::request::Parts) -> Option<String> {
+    parts.extensions.get::<app::api::auth::ClientAddress>().and_then(|a| a.0.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,6 +83,20 @@ struct Place {
     container: String,
     session: Watched,
     user_id: i64,
+    /// The machine as the audit log names it.
+    machine: String,
+    /// The client's address (`http::client_address::of`).
+    client: Option<String>,
+}
+
+impl Place {
+    /// One audit row for a transfer: who, which machine and path, from
+    /// where, how many bytes (when known). A failure is logged only.
+    async fn audit(&self, st: &WsState, action: &str, path: &VolumePath, bytes: Option<u64>) {
+        let what = format!("{}: {}", self.machine, path.absolute());
+        gantry_platform::audit::access(&st.app.pool, Some(self.user_id), action, &what, self.client.as_deref(), bytes)
+            .await;
+    }
 }
 
 async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), Response> {
@@ -110,7 +124,10 @@ async fn place(st: &WsState, parts: &Parts, id: i64) -> Result<(Target, Place), 
             ));
         }
     }
-    Ok((target, Place { exec, container, session: st.session_watch.watch_request(parts, &user), user_id: user.id }))
+    let machine = format!("machine {} (#{}) of {}", target.name, target.machine_id, target.owner);
+    let session = st.session_watch.watch_request(parts, &user);
+    let client = crate::http::client_address::of(parts);
+    Ok((target, Place { exec, container, session, user_id: user.id, machine, client }))
 }
 
 pub async fn download(
@@ -135,11 +152,15 @@ pub async fn download(
         Ok(_) => {}
         Err(r) => return r,
     }
+    // Noted before the first byte goes out (a directory's archive has no
+    // size until it has gone).
     match p.exec.download(&p.container, &path.absolute()).await {
         Ok(Download::File { name, size, body }) => {
+            p.audit(&st, "files.download", &path, Some(size)).await;
             attachment(&name, "application/octet-stream", Some(size), p.session.cut(body))
         }
         Ok(Download::Directory { name, tar }) => {
+            p.audit(&st, "files.download", &path, None).await;
             let name = if name.is_empty() || path.is_root() { "data".to_string() } else { name };
             attachment(&format!("{name}.tar"), "application/x-tar", None, p.session.cut(tar))
         }
@@ -200,7 +221,10 @@ pub async fn upload_body(
     }
     let stream = body.into_data_stream().map_err(|e| ExecError::Failed(format!("reading the upload: {e}"))).boxed();
     match put(&p, &path, size, stream).await {
-        Ok(()) => Json(serde_json::json!({ "path": path.absolute(), "size": size })).into_response(),
+        Ok(()) => {
+            p.audit(&st, "files.upload", &path, Some(size)).await;
+            Json(serde_json::json!({ "path": path.absolute(), "size": size })).into_response()
+        }
         Err(r) => r,
     }
 }
@@ -346,6 +370,7 @@ async fn form_upload(st: &WsState, id: i64, parts: Parts, body: Body) -> Result<
                 spool.flush().await.map_err(internal)?;
                 spool.seek(std::io::SeekFrom::Start(0)).await.map_err(internal)?;
                 put(&p, &path, size, file_stream(spool)).await?;
+                p.audit(st, "files.upload", &path, Some(size)).await;
                 return Ok((path.absolute(), size));
             }
             _ => {}

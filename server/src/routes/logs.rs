@@ -84,7 +84,25 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
             other => other,
         }
     };
+    let what = format!(
+        "machine {} (#{}) of {}: logs, {}{}",
+        target.name,
+        target.machine_id,
+        target.owner,
+        tail.map_or_else(|| "all lines".to_string(), |n| format!("last {n} lines")),
+        if follow { ", followed" } else { "" }
+    );
+    let client = crate::http::client_address::of(&parts);
+    let user_id = user.id;
+    let audit = |bytes: Option<u64>| {
+        let pool = st.app.pool.clone();
+        let (what, client) = (what.clone(), client.clone());
+        async move {
+            gantry_platform::audit::access(&pool, Some(user_id), "logs.read", &what, client.as_deref(), bytes).await
+        }
+    };
     if follow {
+        audit(None).await;
         let stopped = st.stopped();
         let stopping = st.stopping.clone();
         // A stream must not outlive the right to it.
@@ -131,6 +149,10 @@ pub async fn logs(State(st): State<WsState>, Path(id): Path<i64>, Query(q): Quer
             };
         }
     }
+    // Noted before the first byte goes out: with its size when it is all
+    // read here.
+    let held = ended.then(|| head.iter().map(|r| r.as_ref().map_or(0, |b| b.len() as u64)).sum());
+    audit(held).await;
     // Cut when the session ends, as a followed one; the slot (if any) is
     // given back when the body ends or the client leaves.
     let rest = if ended { stream::empty().boxed() } else { st.session_watch.watch_request(&parts, &user).cut(stream) };

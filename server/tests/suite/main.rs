@@ -18,6 +18,7 @@ mod security_support;
 mod accounts_lifecycle;
 mod api_shape;
 mod api_v1;
+mod audit_access;
 mod dataset_mounts_http;
 mod dataset_quotas_http;
 mod datasets_access_ends;

@@ -74,6 +74,8 @@ gantry_testkit::timed_test! {
         assert_eq!(demote.status(), 200);
         assert_eq!(s.post(server.url("/api/admin/users")).send().await.unwrap().status(), 401, "a demoted admin's session ends");
 
+        // Her sign-in is in the audit log: the trail stays, without its actor.
+        sqlx::query("UPDATE audit_log SET actor_id = NULL WHERE actor_id = ?").bind(carol).execute(&server.pool).await.unwrap();
         sqlx::query("DELETE FROM users WHERE id = ?").bind(carol).execute(&server.pool).await.unwrap();
         assert_eq!(quota(&server, &k).await.status(), 401, "a deleted account's session ends");
     }

@@ -147,17 +147,8 @@ pub async fn get_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePat
         Ok(x) => x,
         Err(r) => return r,
     };
-    download::download_as(
-        &state.pool,
-        &stores,
-        &user,
-        access(&user, &parts),
-        &p.code,
-        &p.version,
-        &p.name,
-        &parts.headers,
-    )
-    .await
+    download::download_as(&state.pool, &stores, &user, access(&user, &parts), &p.code, &p.version, &p.name, &parts)
+        .await
 }
 
 fn header_u64(headers: &HeaderMap, name: &str) -> Result<Option<u64>, DatasetError> {

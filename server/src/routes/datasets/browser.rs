@@ -87,7 +87,7 @@ pub async fn download(
         &p.code,
         &p.version,
         q.name.as_deref().unwrap_or(""),
-        &parts.headers,
+        &parts,
     )
     .await
 }

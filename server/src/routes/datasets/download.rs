@@ -12,7 +12,7 @@ use super::error_json;
 use super::range::{byte_range, range_applies, ByteRange};
 use axum::{
     body::Body,
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
 use futures_util::StreamExt;
@@ -42,8 +42,9 @@ pub async fn download_as(
     code: &str,
     version: &str,
     name: &str,
-    headers: &HeaderMap,
+    parts: &Parts,
 ) -> Response {
+    let headers = &parts.headers;
     let until = Instant::now() + WAIT_FOR_PLACING;
     loop {
         let listed = match datasets::listed_file(pool, user, code, version, name).await {
@@ -57,7 +58,10 @@ pub async fn download_as(
                 Err(res) => return res,
             };
             match listed.still_listed(pool).await {
-                Ok(true) => return respond(pool, user, access, listed, opened),
+                Ok(true) => {
+                    audit(pool, user, parts, &listed, version, opened.span).await;
+                    return respond(pool, user, access, listed, opened);
+                }
                 // Opened beside a replace: the bytes may not be the row's.
                 Ok(false) => {}
                 Err(e) => return error_json(&e),
@@ -120,6 +124,21 @@ async fn open(stores: &Datasets, listed: &Listed, version: &str, headers: &Heade
         ))
     })?;
     Ok(Opened { status, span, bytes })
+}
+
+/// One audit row, before the first byte goes out: who, which file of
+/// which version (and which bytes of it, for a range), from where, how
+/// many bytes. A failure is logged only.
+async fn audit(pool: &Pool, user: &User, parts: &Parts, listed: &Listed, version: &str, span: Option<(u64, u64)>) {
+    let size = listed.file.size.max(0) as u64;
+    let mut what = format!("dataset {} version {version}: {}", listed.dataset.code, listed.file.name);
+    if let Some((start, end)) = span {
+        what.push_str(&format!(" (bytes {start}-{end} of {size})"));
+    }
+    let bytes = span.map(|(s, e)| e - s + 1).unwrap_or(size);
+    let client = crate::http::client_address::of(parts);
+    gantry_platform::audit::access(pool, Some(user.id), "dataset.download", &what, client.as_deref(), Some(bytes))
+        .await;
 }
 
 fn etag(listed: &Listed) -> String {
