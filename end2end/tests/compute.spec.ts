@@ -179,6 +179,8 @@ test('a personal API token is shown once, works for the API, and stops working o
     void d.accept();
   });
   await page.getByTestId('create-token').getByLabel('Name').fill(name);
+  // A token is made only with the account's password (a session alone is not enough).
+  await page.getByTestId('create-token').getByLabel('Your password').fill(ADMIN_PASSWORD);
   // A double click makes one token, not two (one whose secret is never shown).
   await page.getByRole('button', { name: 'Create token' }).dblclick();
   const secret = await page.getByTestId('token-secret').inputValue();
@@ -248,7 +250,14 @@ test.describe('with JavaScript disabled', () => {
     await signIn(page, 'admin', ADMIN_PASSWORD, { js: false });
     await expect(page).toHaveURL(/\/$/);
     await page.goto('/tokens');
+    // A wrong password makes nothing and says why.
     await page.getByTestId('create-token').getByLabel('Name').fill(name);
+    await page.getByTestId('create-token').getByLabel('Your password').fill('not-the-admin-password');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await expect(page.getByTestId('form-error')).toContainText('your password is wrong');
+    await expect(page.locator(`[data-testid="token-row"][data-name="${name}"]`)).toHaveCount(0);
+    await page.getByTestId('create-token').getByLabel('Name').fill(name);
+    await page.getByTestId('create-token').getByLabel('Your password').fill(ADMIN_PASSWORD);
     await page.getByRole('button', { name: 'Create token' }).click();
     await expect(page).toHaveURL(/\/tokens$/);
     await expect(page.getByTestId('token-secret')).toHaveValue(/^gnt_[0-9a-f]{64}$/);

@@ -175,9 +175,10 @@ mod tests {
                 defaults.node.dispatch_parallel,
                 defaults.node.sim_gpus,
                 defaults.node.lease_secs,
-                defaults.security.session_idle_hours
+                defaults.security.session_idle_hours,
+                defaults.security.token_lifetime_days
             ),
-            (32, 4, 30, 168)
+            (32, 4, 30, 168, 90)
         );
         // Each bound is accepted...
         for (flag, value) in [
@@ -191,6 +192,8 @@ mod tests {
             ("--shutdown-grace-secs", "3600"),
             ("--session-idle-hours", "1"),
             ("--session-idle-hours", "8760"),
+            ("--token-lifetime-days", "1"),
+            ("--token-lifetime-days", "3650"),
         ] {
             assert!(serve(&[flag, value]).is_ok(), "{flag} {value} is refused");
         }
@@ -209,6 +212,8 @@ mod tests {
             ("--session-idle-hours", "0"),
             ("--session-idle-hours", "8761"),
             ("--session-idle-hours", "9223372036854775807"),
+            ("--token-lifetime-days", "0"),
+            ("--token-lifetime-days", "3651"),
         ] {
             let err = serve(&[flag, value]).err().unwrap_or_else(|| panic!("{flag} {value} is accepted"));
             assert!(err.to_string().contains(flag), "{flag} {value}: {err}");

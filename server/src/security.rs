@@ -4,7 +4,7 @@
 //! move it), and the argon2 gate sign-ins queue on.
 
 use clap::Args;
-use gantry_platform::password::Gate;
+use gantry_platform::{password::Gate, tokens::TokenLifetime};
 use std::sync::{
     atomic::{AtomicI64, Ordering},
     Arc,
@@ -21,6 +21,10 @@ pub struct SecurityArgs {
     /// A session ends after this many hours without a request (1 to 8760, a year).
     #[arg(long, env = "GANTRY_SESSION_IDLE_HOURS", default_value_t = 168, value_parser = clap::value_parser!(i64).range(1..=8760))]
     pub session_idle_hours: i64,
+    /// A personal API token stops working this many days after it was made
+    /// (1 to 3650); tokens made before a change keep their expiry.
+    #[arg(long, env = "GANTRY_TOKEN_LIFETIME_DAYS", default_value_t = TokenLifetime::DEFAULT_DAYS, value_parser = clap::value_parser!(i64).range(1..=3650))]
+    pub token_lifetime_days: i64,
 }
 
 /// Unix seconds: the system clock, or one a test sets and moves.
@@ -54,11 +58,19 @@ pub struct Security {
     pub session_idle_secs: i64,
     pub clock: Clock,
     pub gate: Arc<Gate>,
+    /// How long a new API token lives (`--token-lifetime-days`).
+    pub token_lifetime: TokenLifetime,
 }
 
 impl Default for Security {
     fn default() -> Self {
-        Security { trusted_proxy: false, session_idle_secs: 7 * 24 * 3600, clock: Clock::System, gate: Gate::shared() }
+        Security {
+            trusted_proxy: false,
+            session_idle_secs: 7 * 24 * 3600,
+            clock: Clock::System,
+            gate: Gate::shared(),
+            token_lifetime: TokenLifetime::default(),
+        }
     }
 }
 
@@ -68,6 +80,7 @@ impl Security {
             trusted_proxy: args.trusted_proxy,
             // The flag's range (1 to 8760) keeps this far from overflowing.
             session_idle_secs: args.session_idle_hours.clamp(1, 8760) * 3600,
+            token_lifetime: TokenLifetime::days(args.token_lifetime_days.clamp(1, 3650)),
             ..Security::default()
         }
     }

@@ -32,15 +32,15 @@ pub fn safe_next(next: Option<&str>) -> String {
 
 pub use crate::model::login_url;
 
-fn request_extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
+pub(crate) fn request_extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
     use_context::<http::request::Parts>()?.extensions.get::<T>().cloned()
 }
 
-fn client_address() -> Option<String> {
+pub(crate) fn client_address() -> Option<String> {
     request_extension::<ClientAddress>().and_then(|a| a.0)
 }
 
-fn gate() -> std::sync::Arc<gantry_platform::password::Gate> {
+pub(crate) fn gate() -> std::sync::Arc<gantry_platform::password::Gate> {
     request_extension().unwrap_or_else(gantry_platform::password::Gate::shared)
 }
 

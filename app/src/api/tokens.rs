@@ -24,14 +24,29 @@ pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
     Ok(gantry_platform::tokens::list(&crate::state::pool()?, &user).await?)
 }
 
-/// Makes a token and answers with its secret, once. A plain HTML form post
+/// Makes a token and answers with its secret, once. The account's password
+/// is asked for (checked and throttled as a sign-in is): a session alone —
+/// a stolen cookie — does not make one; a wrong password makes nothing.
+/// A plain HTML form post
 /// gets a redirect back to the page, which cannot carry the answer; the
 /// secret then waits in the (server-side) session for that page's one
 /// read, so it is shown with JavaScript off too and never put in a URL.
 #[server(prefix = "/api", endpoint = "create_token")]
-pub async fn create_token(name: String) -> Result<CreatedToken, AppError> {
+pub async fn create_token(name: String, password: String) -> Result<CreatedToken, AppError> {
+    use crate::api::auth::{client_address, gate, request_extension};
+    use gantry_platform::tokens::TokenLifetime;
     let user = crate::state::auth()?;
-    let (token, secret) = gantry_platform::tokens::create(&crate::state::pool()?, &user, &name).await?;
+    let lifetime = request_extension::<TokenLifetime>().unwrap_or_default();
+    let (token, secret) = gantry_platform::tokens::create_confirmed(
+        &crate::state::pool()?,
+        &gate(),
+        &user,
+        &password,
+        &name,
+        client_address().as_deref(),
+        lifetime,
+    )
+    .await?;
     let created = CreatedToken { token, secret };
     if crate::api::compute::form_post() {
         let session = session().await?;

@@ -153,7 +153,7 @@ const MESSAGES: &[(&str, &str)] = &[
     ("reinstall_from_snapshot", "Reinstalling from the snapshot (data volume kept)."),
     ("delete_kept_volume", "Volume deleted."),
     ("revoke_token", "Token revoked."),
-    ("change_password", "Your password is changed. Your other sessions were signed out."),
+    ("change_password", "Your password is changed. Your other sessions were signed out and your API tokens revoked."),
     ("seal_dataset_version", "Version sealed."),
     ("delete_dataset_version", "Version deleted."),
     ("cancel_dataset_upload", "Upload cancelled."),

@@ -27,7 +27,7 @@ pub fn ChangePasswordPage() -> impl IntoView {
             })}
             {changed.then(|| view! {
                 <p class="form-ok" role="status" data-testid="password-changed">
-                    "Your password is changed. Your other sessions were signed out. " <a href="/">"Go to the portal"</a>
+                    "Your password is changed. Your other sessions were signed out and your API tokens revoked. " <a href="/">"Go to the portal"</a>
                 </p>
             })}
             <ActionForm action=change attr:class="stack" attr:data-testid="change-password">

@@ -1,6 +1,7 @@
-//! Personal API tokens for scripts (`/api/v1/...`): make one (its secret is
-//! shown once, here), see which exist and when they were last used, and
-//! revoke them. A token acts as its owner, with the owner's group.
+//! Personal API tokens for scripts (`/api/v1/...`): make one (with the
+//! account's password; its secret is shown once, here), see which exist,
+//! when they expire and when they were last used, and revoke them. A token
+//! acts as its owner, with the owner's group.
 
 use crate::{
     api::tokens::{my_tokens, take_new_token, CreateToken, CreatedToken, RevokeToken},
@@ -8,7 +9,7 @@ use crate::{
         confirm::tick_to_confirm,
         form_error::{error, FormError},
     },
-    model::tokens::{curl_example, last_used_label},
+    model::tokens::{curl_example, last_used_label, state_label},
 };
 use gantry_platform::tokens::TokenView;
 use leptos::prelude::*;
@@ -33,7 +34,8 @@ pub fn TokensPage() -> impl IntoView {
                 <h2>"New token"</h2>
                 <ActionForm action=create attr:class="stack" attr:data-testid="create-token">
                     <label>"Name" <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="e.g. laptop scripts"/></label>
-                    <p class="muted small">"A token acts as you: it can submit, list and cancel your compute tasks. Revoke it when it is no longer needed."</p>
+                    <label>"Your password" <input type="password" name="password" required maxlength="256" autocomplete="current-password"/></label>
+                    <p class="muted small">"A token acts as you: it can submit, list and cancel your compute tasks. It expires after a while (see the list), and changing your password revokes it, as do an administrator's changes to your account. Revoke it when it is no longer needed."</p>
                     <FormError message=error(create)/>
                     <button type="submit" class="primary">"Create token"</button>
                 </ActionForm>
@@ -76,22 +78,21 @@ fn TokenTable(tokens: Vec<TokenView>, revoke: ServerAction<RevokeToken>) -> impl
     }
     view! {
         <table class="table" data-testid="tokens">
-            <thead><tr><th>"Name"</th><th>"Starts with"</th><th>"Created (UTC)"</th><th>"Last used (UTC)"</th><th>"State"</th><th></th></tr></thead>
+            <thead><tr><th>"Name"</th><th>"Starts with"</th><th>"Created (UTC)"</th><th>"Expires (UTC)"</th><th>"Last used (UTC)"</th><th>"State"</th><th></th></tr></thead>
             <tbody>
                 {tokens.into_iter().map(|t| {
                     let revoked = t.revoked_at.is_some();
                     let label = format!("Revoke token {}", t.name);
                     let question = format!("Revoke token {}? Scripts that use it stop working at once; this cannot be undone.", t.name);
-                    let state = match t.revoked_at {
-                        Some(at) => format!("revoked {}", gantry_core::time::format_utc(at)),
-                        None => "active".to_string(),
-                    };
+                    let (data_state, state) = state_label(t.revoked_at, t.expired, t.expires_at);
+                    let expires = t.expires_at.map(gantry_core::time::format_utc).unwrap_or_else(|| "—".to_string());
                     view! {
-                        <tr data-testid="token-row" data-name=t.name.clone() data-state=if revoked { "revoked" } else { "active" }>
+                        <tr data-testid="token-row" data-name=t.name.clone() data-state=data_state>
                             <td>{t.name.clone()}</td>
                             <td><code>{format!("{}…", t.prefix)}</code></td>
                             <td class="nowrap">{gantry_core::time::format_utc(t.created_at)}</td>
-                            <td class="nowrap">{last_used_label(t.last_used_at)}</td>
+                            <td class="nowrap" data-testid="token-expires">{expires}</td>
+                            <td class="nowrap" data-testid="token-last-used">{last_used_label(t.last_used_at)}</td>
                             <td>{state}</td>
                             <td>{(!revoked).then(|| view! {
                                 <ActionForm action=revoke attr:class="inline">

@@ -155,9 +155,14 @@ gantry_testkit::timed_test! {
         let res = http.post(server.url("/api/v1/compute-tasks")).bearer_auth(&token).json(&task("PyTorch")).send().await.unwrap();
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(count(&server.pool, "SELECT COUNT(*) FROM compute_tasks").await, 0);
-        // Enabled again: the token was suspended, not revoked.
+        // Enabled again: the token stays revoked (disabling revoked it, audited).
         accounts::set_disabled(&server.pool, admin, alice.id, false).await.unwrap();
-        assert_eq!(list(token.clone()).await, StatusCode::OK, "enabled again");
+        assert_eq!(list(token.clone()).await, StatusCode::UNAUTHORIZED, "enabled again, the token is not revived");
+        let detail: String = sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'user.disable'").fetch_one(&server.pool).await.unwrap();
+        assert!(detail.contains("1 API token(s) revoked"), "{detail}");
+        let alice = accounts::user_by_id(&server.pool, alice.id).await.unwrap().unwrap();
+        let (_, token) = tokens::create(&server.pool, &alice, "laptop again").await.unwrap();
+        assert_eq!(list(token.clone()).await, StatusCode::OK, "a new one works");
 
         // An admin's password reset revokes the account's tokens, audited.
         accounts::reset_password(&server.pool, admin, alice.id, "temporary-password-1").await.unwrap();

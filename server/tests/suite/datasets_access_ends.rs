@@ -204,11 +204,17 @@ gantry_testkit::timed_test! {
         assert!(answer.body.contains(ENDED), "{}", answer.body);
         assert_nothing_stored(&s).await;
 
+        // Back in ml: the move revoked her token (issue 33); a new one.
         accounts::set_group(&s.pool, s.carol.id, s.alice.id, "ml").await.unwrap();
+        let old = reqwest::Client::new().get(s.url("/api/v1/datasets")).bearer_auth(&s.alice_token).send().await.unwrap();
+        assert_eq!(old.status(), 401, "a group change revokes the account's tokens");
+        let alice = accounts::user_by_id(&s.pool, s.alice.id).await.unwrap().unwrap();
+        let (_, token) = tokens::create(&s.pool, &alice, "back in ml").await.unwrap();
+        let auth = [("Authorization", format!("Bearer {token}"))];
         let size = 64 * MIB;
         let stored = raw(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, size, None, pattern).await.unwrap();
         assert_eq!(stored.status, 201, "{}", stored.body);
-        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&s.alice_token).send().await.unwrap();
+        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&token).send().await.unwrap();
         let got = downloaded_around(res, async { accounts::set_group(&s.pool, s.carol.id, s.alice.id, "other").await.unwrap(); }).await;
         assert!(got < size, "the whole file came after alice left the dataset's group");
     }
@@ -224,7 +230,10 @@ gantry_testkit::timed_test! {
         assert_eq!(stored.status, 201, "{}", stored.body);
         let dora = accounts::create_user(&s.pool, None, accounts::NewUser { username: "dora", password: PASSWORD, role: gantry_core::Role::Admin, group: Some("ml") }).await.unwrap();
         accounts::set_role(&s.pool, dora.id, s.carol.id, gantry_core::Role::Admin).await.unwrap();
-        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&s.carol_token).send().await.unwrap();
+        // The promotion revoked her tokens (issue 33): one made as an admin.
+        let carol = accounts::user_by_id(&s.pool, s.carol.id).await.unwrap().unwrap();
+        let (_, token) = tokens::create(&s.pool, &carol, "as admin").await.unwrap();
+        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&token).send().await.unwrap();
         let got = downloaded_around(res, async { accounts::set_role(&s.pool, dora.id, s.carol.id, gantry_core::Role::User).await.unwrap(); }).await;
         assert!(got < size, "the whole file came after carol was demoted");
     }
@@ -232,14 +241,18 @@ gantry_testkit::timed_test! {
 
 gantry_testkit::timed_test! {
     async fn a_public_datasets_download_goes_on_when_its_reader_changes_group() {
-        // Reading a public dataset rests on the account alone.
+        // Reading a public dataset rests on the account alone: a browser
+        // session's download goes on (a group change ends no session; it
+        // revokes the account's API tokens, so a token's download would
+        // stop — `a_token_transfer_stops_when_…` has that).
         let s = start(limits()).await;
         sqlx::query("UPDATE datasets SET visibility = 'public' WHERE code = 'coco'").execute(&s.pool).await.unwrap();
         let size = 64 * MIB;
         let auth = [("Authorization", format!("Bearer {}", s.alice_token))];
         let stored = raw(s.addr, "PUT", &format!("{FILES}/big.bin"), &auth, size, None, pattern).await.unwrap();
         assert_eq!(stored.status, 201, "{}", stored.body);
-        let res = reqwest::Client::new().get(s.url(&format!("{FILES}/big.bin"))).bearer_auth(&s.carol_token).send().await.unwrap();
+        let page = s.browser("carol").await;
+        let res = page.get(s.url("/datasets/coco/v1/download?name=big.bin")).send().await.unwrap();
         let got = downloaded_around(res, async { accounts::set_group(&s.pool, s.alice.id, s.carol.id, "ml").await.unwrap(); }).await;
         assert_eq!(got, size, "the whole public file came");
     }

@@ -55,5 +55,6 @@ mod slow_clients;
 mod snapshots_http;
 mod telemetry_pages;
 mod terminal;
+mod tokens_http;
 mod two_servers;
 mod users_list;

@@ -150,7 +150,7 @@ gantry_testkit::timed_test! {
         assert_eq!(done_line(&html), None, "{back}");
 
         // A form that carries its own result (the new token) gets no second line.
-        let (back, html) = post_without_js(&server, &admin, "create_token", "/tokens", &[("name", "ci")]).await;
+        let (back, html) = post_without_js(&server, &admin, "create_token", "/tokens", &[("name", "ci"), ("password", ADMIN_PASSWORD)]).await;
         assert_eq!(done_line(&html), None, "{back}");
 
         // With JavaScript the action's answer is the data; no redirect, no marker.

@@ -42,7 +42,7 @@ gantry_testkit::timed_test! {
         }
 
         // Through a server function.
-        let res = carol.post(server.url("/api/create_token")).form(&[("name", "cache-token-1")]).send().await.unwrap();
+        let res = carol.post(server.url("/api/create_token")).form(&[("name", "cache-token-1"), ("password", PW)]).send().await.unwrap();
         assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
         assert!(page(&carol, &server, "/tokens").await.1.contains("cache-token-1"), "the new token is listed at once");
 
