@@ -144,7 +144,7 @@ impl OriginRule {
     /// `--secure-cookies` or when the trusted proxy says so, else `http`.
     pub fn scheme(&self, headers: &axum::http::HeaderMap) -> &'static str {
         let proxied = || {
-            let last = headers.get_all("x-forwarded-proto").iter().last();
+            let last = headers.get_all("x-forwarded-proto").iter().next_back();
             last.and_then(|v| v.to_str().ok()).and_then(|v| v.rsplit(',').next()).map(str::trim)
         };
         if self.secure || (self.trusted_proxy && proxied().is_some_and(|p| p.eq_ignore_ascii_case("https"))) {
