@@ -34,9 +34,34 @@ pub fn engine_endpoint(raw: &str) -> Result<String, String> {
     }
 }
 
+/// The scheme of a simulated node's address: `simulated://NAME`, NAME
+/// being the node's own name.
+pub const SIMULATED_SCHEME: &str = "simulated://";
+
+/// `Some(NAME)` when `raw` is a simulated node's address
+/// (`simulated://NAME`, the scheme in any case, spaces around and a
+/// trailing `/` ignored); `None` for any other address. NAME is not
+/// checked here: it must pass the node-name rules (`validate::name`).
+pub fn simulated_name(raw: &str) -> Option<&str> {
+    let raw = raw.trim();
+    let (scheme, rest) = raw.split_at_checked(SIMULATED_SCHEME.len())?;
+    scheme.eq_ignore_ascii_case(SIMULATED_SCHEME).then(|| rest.strip_suffix('/').unwrap_or(rest))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::engine_endpoint;
+    use super::{engine_endpoint, simulated_name};
+
+    #[test]
+    fn a_simulated_address_names_its_node() {
+        assert_eq!(simulated_name("simulated://lab-2"), Some("lab-2"));
+        assert_eq!(simulated_name(" SIMULATED://lab-2/ "), Some("lab-2"));
+        assert_eq!(simulated_name("simulated://"), Some(""));
+        assert_eq!(simulated_name("simulated://Bad Name"), Some("Bad Name"), "the name rules judge it");
+        for other in ["tcp://host:2375", "unix:///var/run/docker.sock", "simulated:/x", "sim", ""] {
+            assert_eq!(simulated_name(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn spellings_of_one_engine_are_one_address() {

@@ -1,10 +1,13 @@
 //! Node lifecycle beyond the local node: an admin adds a worker node by its
-//! engine endpoint (the connection is tested before anything is saved),
-//! and the monitor keeps every node's heartbeat from its engine's answers.
+//! engine endpoint (the connection is tested before anything is saved) or
+//! a simulated node (`simulated://NAME`: simulated GPUs and the simulated
+//! executor, as the local node without Docker has), and the monitor keeps
+//! every node's heartbeat from its engine's answers.
 
 use crate::{
     cluster::{self, NodeRegistration},
     db::Pool,
+    executor::SimulatedExecutor,
     fleet::{executor_for, Fleet},
     gpus::{self, SimulatedGpus},
     PlatformError,
@@ -16,15 +19,23 @@ use std::time::Duration;
 pub struct AddNode {
     pub name: String,
     pub region_code: String,
-    /// unix:///path, tcp://host:port or tls://host:port.
+    /// unix:///path, tcp://host:port or tls://host:port; or
+    /// simulated://NAME (NAME: the node's name) for a simulated node.
     pub endpoint: String,
     /// GPUs the admin declares on that host (Gantry cannot run NVML there);
-    /// they are labelled simulated/declared in the UI.
+    /// they are labelled simulated/declared in the UI. On a simulated node:
+    /// its simulated GPUs.
     pub gpu_count: u32,
     pub gpu_model: String,
     /// "amd64" or "arm64"; empty: amd64.
     pub arch: String,
 }
+
+/// The model of a simulated node's GPUs when the admin names none (the
+/// local node's `--sim-gpu-model` default).
+pub const SIM_GPU_MODEL: &str = "SIM-A100-80GB";
+/// The memory of each simulated GPU, as the local node's.
+pub const SIM_GPU_MEMORY_MB: i64 = 81_920;
 
 /// The node already at an engine address (stored as `engine_endpoint`
 /// gives it; rows written before that, with a trailing `/` or an upper-case
@@ -34,14 +45,14 @@ pub(crate) const TWIN: &str = "SELECT name FROM nodes WHERE (docker_endpoint = ?
 /// Checks the request, tests the connection, then registers the node.
 /// Nothing is saved when the engine does not answer.
 pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> Result<i64, PlatformError> {
+    if let Some(sim_name) = gantry_core::endpoint::simulated_name(&req.endpoint) {
+        return add_simulated(pool, fleet, actor, req, sim_name).await;
+    }
     validate::name("node name", &req.name)?;
     validate::in_range("GPU count", req.gpu_count as i64, 0, 64)?;
     let endpoint = gantry_core::endpoint::engine_endpoint(&req.endpoint).map_err(PlatformError::BadRequest)?;
     let endpoint = endpoint.as_str();
-    let arch: gantry_core::matching::Arch = match req.arch.trim() {
-        "" => gantry_core::matching::Arch::Amd64,
-        a => a.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string()))?,
-    };
+    let arch = parse_arch(&req.arch)?;
     let model = req.gpu_model.trim();
     if req.gpu_count > 0 && (model.is_empty() || model.len() > 64) {
         return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into()));
@@ -83,6 +94,74 @@ pub async fn add_node(pool: &Pool, fleet: &Fleet, actor: i64, req: &AddNode) -> 
     )
     .await?;
     fleet.insert(id, executor);
+    Ok(id)
+}
+
+fn parse_arch(arch: &str) -> Result<gantry_core::matching::Arch, PlatformError> {
+    match arch.trim() {
+        "" => Ok(gantry_core::matching::Arch::Amd64),
+        a => a.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::BadRequest(e.to_string())),
+    }
+}
+
+/// Adds a simulated node, `simulated://NAME`: no engine to test, the
+/// simulated executor (machines are records, no containers) and
+/// `gpu_count` simulated GPUs (model: [`SIM_GPU_MODEL`] when none is
+/// named) — the path the local node takes without Docker. NAME is the
+/// node's name (an empty name field takes it); the name rules, the
+/// region and the duplicate checks are those of any node, and the add is
+/// audited in the same commit.
+async fn add_simulated(
+    pool: &Pool,
+    fleet: &Fleet,
+    actor: i64,
+    req: &AddNode,
+    sim_name: &str,
+) -> Result<i64, PlatformError> {
+    let name = match req.name.trim() {
+        "" => sim_name,
+        n => n,
+    };
+    validate::name("node name", name)?;
+    if sim_name != name {
+        return Err(PlatformError::BadRequest(format!(
+            "a simulated node's endpoint is simulated://<its name>: simulated://{name} for node {name}"
+        )));
+    }
+    validate::in_range("GPU count", req.gpu_count as i64, 0, 64)?;
+    let arch = parse_arch(&req.arch)?;
+    let model = match req.gpu_model.trim() {
+        "" => SIM_GPU_MODEL,
+        m if m.len() > 64 => return Err(PlatformError::BadRequest("GPU model must be 1 to 64 characters".into())),
+        m => m,
+    };
+    let endpoint = format!("{}{name}", gantry_core::endpoint::SIMULATED_SCHEME);
+    let found = gpus::simulated(
+        name,
+        &SimulatedGpus { count: req.gpu_count, model: model.to_string(), memory_mb: SIM_GPU_MEMORY_MB },
+    );
+    let added = format!(
+        "simulated node {name} ({endpoint}) in region {}, {} simulated GPU(s) {model}",
+        req.region_code, req.gpu_count
+    );
+    // The name and endpoint checks run in register_node_as's transaction.
+    let id = cluster::register_node_as(
+        pool,
+        NodeRegistration {
+            name,
+            region_code: &req.region_code,
+            docker_endpoint: &endpoint,
+            volume_dir: "",
+            executor: "simulated",
+            cpu_count: 0,
+            memory_mb: 0,
+            gpus: &found,
+        },
+        Some(arch),
+        Some((actor, &added)),
+    )
+    .await?;
+    fleet.insert(id, SimulatedExecutor::new().into());
     Ok(id)
 }
 

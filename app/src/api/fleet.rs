@@ -40,7 +40,9 @@ pub async fn list_nodes() -> Result<Vec<NodeSummary>, AppError> {
 
 /// Adds a worker node by its engine endpoint with the GPUs the admin
 /// declares there. The platform tests the connection first and saves
-/// nothing when the engine does not answer. Returns the node's id.
+/// nothing when the engine does not answer. `simulated://NAME` adds a
+/// simulated node instead (simulated GPUs, the simulated executor, no
+/// engine). Returns the node's id.
 #[server(prefix = "/api", endpoint = "admin/add_node")]
 pub async fn add_node(
     name: String,

@@ -21,8 +21,13 @@ pub const DEFAULT_REGION: &str = "local";
 /// releases every machine on the node, so it has its own confirmed form.
 pub const SETTABLE_STATES: [NodeState; 3] = [NodeState::Ready, NodeState::Draining, NodeState::Down];
 
+/// Simulated GPUs on a simulated node (`simulated://NAME`) whose form
+/// leaves the count empty: the local node's `--sim-gpus` default.
+pub const DEFAULT_SIM_GPUS: i64 = 4;
+
 /// Parses the add-node form's text fields: names trimmed, an empty region
-/// means [`DEFAULT_REGION`], an empty GPU count means none.
+/// means [`DEFAULT_REGION`], an empty GPU count means none (on a simulated
+/// node, [`DEFAULT_SIM_GPUS`]).
 pub fn parse_add_node(
     name: &str,
     region_code: &str,
@@ -31,6 +36,7 @@ pub fn parse_add_node(
     gpu_model: &str,
 ) -> Result<AddNodeInput, String> {
     let count = match gpu_count.trim() {
+        "" if gantry_core::endpoint::simulated_name(endpoint).is_some() => DEFAULT_SIM_GPUS,
         "" => 0,
         c => super::machines::parse_whole("GPU count", c)?,
     };
@@ -90,6 +96,8 @@ mod tests {
             }
         );
         assert_eq!(parse_add_node("n", "eu", "tcp://h:1", "", "").unwrap().gpu_count, 0);
+        assert_eq!(parse_add_node("n", "eu", "simulated://n", "", "").unwrap().gpu_count, 4);
+        assert_eq!(parse_add_node("n", "eu", "simulated://n", "2", "").unwrap().gpu_count, 2);
         assert_eq!(parse_add_node("n", "eu", "tcp://h:1", "", "").unwrap().region_code, "eu");
         assert_eq!(parse_add_node("n", "", "x", "two", "").unwrap_err(), "GPU count must be a whole number");
         assert_eq!(

@@ -39,6 +39,7 @@ mod http_machines;
 mod lists;
 mod local_node_restart;
 mod metrics_http;
+mod nodes_simulated;
 mod nojs_done;
 mod origin_scheme;
 mod page_cache;

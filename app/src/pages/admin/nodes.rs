@@ -117,9 +117,12 @@ fn NodeLine(n: NodeSummary, actions: NodeActions) -> impl IntoView {
         if n.last_heartbeat > 0 { gantry_core::time::format_utc(n.last_heartbeat) } else { "never".to_string() };
     let stale = (!n.heartbeat_fresh && !lost)
         .then(|| view! { " " {tag("stale", "no recent heartbeat: the node takes no new machines")} });
-    let simulated = n
-        .simulated
-        .then(|| view! { " " {tag("simulated", "no NVIDIA driver seen: the GPUs are simulated or declared by an administrator")} });
+    let sim_node = n.executor == "simulated";
+    let simulated = if sim_node {
+        Some(view! { " " <span class="tag" data-testid="node-simulated" title="a simulated node: its machines are records only (no containers) and its GPUs are simulated">"simulated node"</span> }.into_any())
+    } else {
+        n.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver seen: the GPUs are simulated or declared by an administrator")} }.into_any())
+    };
     let unenforced = (n.unenforced_volumes > 0).then(|| {
         let count = n.unenforced_volumes;
         let text = if count == 1 { "1 volume without a size limit".to_string() } else { format!("{count} volumes without a size limit") };
@@ -205,6 +208,11 @@ fn AddNodeForm(add: ServerAction<AddNode>, regions: Vec<RegionResources>) -> imp
                 "Gantry connects to the node's Docker Engine and saves the node only if the engine answers. "
                 "Declare the GPUs the host has; they are shown as declared (simulated), since the host's driver cannot be read from here."
             </p>
+            <p class="muted small" data-testid="add-node-simulated-help">
+                "For a demo or a test: the endpoint " <code>"simulated://NAME"</code> " (NAME: the node's name) adds a simulated node "
+                "in the region chosen, with no engine behind it. Its machines are records only (no containers) and its GPUs are simulated "
+                "(empty count: 4; empty model: SIM-A100-80GB)."
+            </p>
             <div class="row">
                 <label>"Name" <input type="text" name="name" required maxlength="32" autocomplete="off" placeholder="e.g. gpu-2"/></label>
                 <label>"Region"
@@ -223,7 +231,7 @@ fn AddNodeForm(add: ServerAction<AddNode>, regions: Vec<RegionResources>) -> imp
             </div>
             <label>"Endpoint"
                 <input type="text" name="endpoint" required maxlength="200" autocomplete="off"
-                    placeholder="unix:///run/docker.sock, tcp://host:2375 or tls://host:2376"/>
+                    placeholder="unix:///run/docker.sock, tcp://host:2375, tls://host:2376 or simulated://NAME"/>
             </label>
             <div class="row">
                 <label>"GPU count" <input type="number" name="gpu_count" min="0" max="64" step="1" value="1"/></label>
