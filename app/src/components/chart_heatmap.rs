@@ -1,16 +1,13 @@
 //! The cluster heatmap: one cell per GPU, one row per node; the colour is
-//! the GPU's current utilisation, the label says who holds it. SVG
-//! attributes only, like the line charts.
+//! the GPU's current utilisation, the label says who holds it. Plain HTML
+//! boxes (colours as inline styles, which the CSP allows): a node's cells
+//! wrap to the card's width (an SVG of fixed width ran off the card's edge
+//! on a 1366 px screen), and a node's name is an ordinary link beside its
+//! cells, not inside an image (axe: no interactive control nested in
+//! another or in an image).
 
 use gantry_core::telemetry::view::HeatCell;
 use leptos::prelude::*;
-
-const CELL_W: f64 = 118.0;
-const CELL_H: f64 = 46.0;
-const GAP: f64 = 4.0;
-const NODE_W: f64 = 110.0;
-/// GPUs per row before a node's cells wrap.
-const PER_ROW: usize = 8;
 
 /// Cool grey-blue at 0 %, through green and yellow, to red at 100 %; never
 /// sampled is light grey.
@@ -47,34 +44,22 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
-#[component]
-pub fn Heatmap(cells: Vec<HeatCell>) -> impl IntoView {
-    // Rows: each node's cells, wrapped at PER_ROW.
-    let mut rows: Vec<(Option<(i64, String)>, Vec<HeatCell>)> = Vec::new();
+/// The cells grouped by node, in order: (node id, node name, its cells).
+fn by_node(cells: Vec<HeatCell>) -> Vec<(i64, String, Vec<HeatCell>)> {
+    let mut rows: Vec<(i64, String, Vec<HeatCell>)> = Vec::new();
     for c in cells {
-        let new_node = rows.last().and_then(|(_, cs)| cs.last()).is_none_or(|last| last.node_id != c.node_id);
-        if new_node {
-            rows.push((Some((c.node_id, c.node.clone())), Vec::new()));
-        } else if rows.last().is_some_and(|(_, cs)| cs.len() == PER_ROW) {
-            rows.push((None, Vec::new()));
-        }
-        if let Some((_, cs)) = rows.last_mut() {
-            cs.push(c);
+        match rows.last_mut() {
+            Some((id, _, cs)) if *id == c.node_id => cs.push(c),
+            _ => rows.push((c.node_id, c.node.clone(), vec![c])),
         }
     }
-    let height = rows.len() as f64 * (CELL_H + GAP);
-    let width = NODE_W + PER_ROW as f64 * (CELL_W + GAP);
-    let body = rows.into_iter().enumerate().map(|(r, (node, cells))| {
-        let y = r as f64 * (CELL_H + GAP);
-        let label = node.map(|(id, name)| {
-            view! {
-                <a href=format!("/admin/nodes/{id}")>
-                    <text x="0" y=y + CELL_H / 2.0 + 4.0 font-size="12" fill="#1d4ed8">{cut(&name, 16)}</text>
-                </a>
-            }
-        });
-        let cells = cells.into_iter().enumerate().map(move |(i, c)| {
-            let x = NODE_W + i as f64 * (CELL_W + GAP);
+    rows
+}
+
+#[component]
+pub fn Heatmap(cells: Vec<HeatCell>) -> impl IntoView {
+    let body = by_node(cells).into_iter().map(|(id, name, cells)| {
+        let cells = cells.into_iter().map(|c| {
             let util_text = c.util.map(|u| format!("{u:.0}%")).unwrap_or_else(|| "no data".into());
             let holder = match (&c.machine, &c.owner) {
                 (Some(m), Some(o)) => format!("{} · {}", cut(m, 9), cut(o, 7)),
@@ -94,22 +79,28 @@ pub fn Heatmap(cells: Vec<HeatCell>) -> impl IntoView {
                     _ => "free".into(),
                 }
             );
+            let said = tip.clone();
+            let style = format!("background:{};color:{}", util_fill(c.util), ink(c.util));
             view! {
-                <g class="heat-cell" data-gpu=c.gpu_id data-util=c.util.map(|u| format!("{u:.0}")).unwrap_or_default()>
-                    <title>{tip}</title>
-                    <rect x=x y=y width=CELL_W height=CELL_H rx="4" fill=util_fill(c.util) stroke="#98a2b3" stroke-width="0.5"/>
-                    <text x=x + 6.0 y=y + 16.0 font-size="11" font-weight="600" fill=ink(c.util)>{format!("GPU {} · {util_text}", c.idx)}</text>
-                    <text x=x + 6.0 y=y + 34.0 font-size="10" fill=ink(c.util)>{holder}</text>
-                </g>
+                <div class="heat-cell" data-gpu=c.gpu_id data-util=c.util.map(|u| format!("{u:.0}")).unwrap_or_default()
+                     title=tip style=style>
+                    <span class="heat-gpu">{format!("GPU {} · {util_text}", c.idx)}</span>
+                    <span class="heat-holder">{holder}</span>
+                    <span class="visually-hidden">{said}</span>
+                </div>
             }
         });
-        view! { {label} {cells.collect_view()} }
+        view! {
+            <div class="heat-node" data-node=id>
+                <a class="heat-node-name" href=format!("/admin/nodes/{id}") title=format!("charts of node {name}")>{cut(&name, 16)}</a>
+                <div class="heat-cells">{cells.collect_view()}</div>
+            </div>
+        }
     });
     view! {
-        <svg class="heatmap" data-testid="heatmap" viewBox=format!("0 0 {width} {height}") width=width height=height role="img"
-             aria-label="Current utilisation of every GPU">
+        <div class="heatmap" data-testid="heatmap" role="group" aria-label="Current utilisation of every GPU">
             {body.collect_view()}
-        </svg>
+        </div>
     }
 }
 

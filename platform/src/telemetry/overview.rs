@@ -79,6 +79,30 @@ pub async fn heatmap(pool: &Pool, now_ms: i64) -> Result<Vec<HeatCell>, Platform
         .collect())
 }
 
+/// The mean current utilisation of each of `machine_ids`' GPUs, from
+/// readings fresher than [`stale_after_ms`] and taken for that machine (as
+/// the heatmap reads them): (machine id, percent). A machine with no such
+/// reading (no GPU, not sampled yet, a silent node) is left out. One query,
+/// for the portal's dashboard.
+pub async fn machines_util_now(
+    pool: &Pool,
+    machine_ids: &[i64],
+    now_ms: i64,
+) -> Result<Vec<(i64, f64)>, PlatformError> {
+    if machine_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = machine_ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    Ok(sqlx::query_as(&format!(
+        "SELECT mg.machine_id, AVG(l.util_pct) FROM machine_gpus mg \
+         JOIN gpu_latest l ON l.gpu_id = mg.gpu_id AND l.machine_id = mg.machine_id \
+         WHERE mg.machine_id IN ({ids}) AND l.at_ms > ? GROUP BY mg.machine_id"
+    ))
+    .bind(now_ms - stale_after_ms(&super::config()))
+    .fetch_all(pool)
+    .await?)
+}
+
 /// GPU-hours per group over the hours that start in `[now - period, now)`:
 /// held counts every minute a group's machine held a GPU, used weighs
 /// those minutes by the GPU's mean utilisation. Read from the hourly

@@ -19,6 +19,7 @@ mod accounts_lifecycle;
 mod api_shape;
 mod api_v1;
 mod audit_access;
+mod dashboard_http;
 mod dataset_mounts_http;
 mod dataset_quotas_http;
 mod datasets_access_ends;

@@ -110,7 +110,7 @@ fn Detail(
             {may_write.then(|| view! {
                 <ActionForm action=create attr:class="inline-form" attr:data-testid="create-version">
                     <input type="hidden" name="code" value=d.code.clone()/>
-                    <label>"New version " <input type="text" name="name" required maxlength="64" placeholder="v1" autocomplete="off"/></label>
+                    <label class="inline-field">"New version " <input type="text" name="name" required maxlength="64" placeholder="v1" autocomplete="off"/></label>
                     <button type="submit" class="primary">"Create version"</button>
                 </ActionForm>
                 <FormError message=error(create)/>

@@ -49,7 +49,7 @@ pub fn MachinesPage() -> impl IntoView {
         <h1>"My machines"</h1>
         <reclaim::ReclaimBanner/>
         <div class="grid">
-            <section class="card">
+            <section class="card" id="create">
                 <h2>"New machine"</h2>
                 <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                     {move || options.get().map(|r| match r {

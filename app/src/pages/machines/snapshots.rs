@@ -67,7 +67,7 @@ pub fn MachineSnapshots(machine_id: i64, data: SnapshotCardData, can_operate: bo
             {can_operate.then(|| view! {
                 <ActionForm action=take attr:class="inline">
                     <input type="hidden" name="machine_id" value=machine_id/>
-                    <label>"Name " <input type="text" name="name" required maxlength="64" placeholder="before upgrade" data-testid="snapshot-name"/></label>
+                    <label class="inline-field">"Name " <input type="text" name="name" required maxlength="64" placeholder="before upgrade" autocomplete="off" data-testid="snapshot-name"/></label>
                     " " <button type="submit" data-testid="snapshot-take">"Take snapshot"</button>
                 </ActionForm>
             })}
