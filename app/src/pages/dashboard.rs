@@ -169,10 +169,7 @@ fn RecentCompute(tasks: Vec<ComputeTaskView>) -> impl IntoView {
         view! { <p class="muted" data-testid="dash-no-compute">"No compute tasks yet."</p> }.into_any()
     } else {
         let rows = tasks.into_iter().map(|t| {
-            let gpus = match &t.gpu_model {
-                Some(model) => format!("{} × {model}", t.gpu_count),
-                None => format!("{} GPU(s)", t.gpu_count),
-            };
+            let gpus = crate::pages::compute::gpus_label(&t);
             view! {
                 <tr data-testid="dash-compute-task" data-name=t.name.clone()>
                     <td><a href=format!("/compute/{}", t.id)>{t.name.clone()}</a></td>

@@ -133,14 +133,13 @@ fn ComputeTable(tasks: Vec<ComputeTaskView>, cancel: ServerAction<CancelCompute>
 
 /// "1 × any GPU · 0.5 CPU · 256 MB · time limit 10 min".
 pub(crate) fn resources_label(t: &ComputeTaskView) -> String {
-    let model = t.gpu_model.as_deref().unwrap_or("any GPU");
     let cpus = t.cpu_millis as f64 / 1000.0;
-    format!(
-        "{} × {model} · {cpus} CPU · {} MB · time limit {}",
-        t.gpu_count,
-        t.memory_mb,
-        duration_label(t.time_limit_secs)
-    )
+    format!("{} · {cpus} CPU · {} MB · time limit {}", gpus_label(t), t.memory_mb, duration_label(t.time_limit_secs))
+}
+
+/// "2 × A100", or "2 × any GPU" when the task names no model.
+pub(crate) fn gpus_label(t: &ComputeTaskView) -> String {
+    format!("{} × {}", t.gpu_count, t.gpu_model.as_deref().unwrap_or("any GPU"))
 }
 
 #[cfg(test)]
