@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod compute;
 pub mod datasets;
+pub mod disk;
 pub mod endpoint;
 pub mod image_ref;
 pub mod machine;

@@ -348,6 +348,10 @@ pub struct NodeSummary {
     /// plain Docker volume, because loop-device volumes were unavailable
     /// there when it was made (the node's log says why).
     pub unenforced_volumes: i64,
+    /// Free and total bytes of the disk holding its engine's data, as the
+    /// node monitor last measured them; `None`: unknown (a remote engine).
+    pub disk_free_bytes: Option<i64>,
+    pub disk_total_bytes: Option<i64>,
 }
 
 /// GPU model names, each once; serialized as a JSON array.
@@ -389,7 +393,8 @@ pub async fn list_nodes(pool: &Pool) -> Result<Vec<NodeSummary>, PlatformError> 
                 COALESCE(GROUP_CONCAT(DISTINCT g.model), '') AS gpu_models,
                 COALESCE(MAX(g.simulated), 0) AS simulated,
                 (SELECT COUNT(*) FROM machines m WHERE m.node_id = n.id AND m.volume_enforced = 0
-                   AND m.state IN ('running', 'stopped', 'restarting', 'reinstalling')) AS unenforced_volumes
+                   AND m.state IN ('running', 'stopped', 'restarting', 'reinstalling')) AS unenforced_volumes,
+                n.disk_free_bytes, n.disk_total_bytes
          FROM nodes n JOIN regions r ON r.id = n.region_id
          LEFT JOIN gpus g ON g.node_id = n.id LEFT JOIN machine_gpus mg ON mg.gpu_id = g.id LEFT JOIN gpus_gone x ON x.gpu_id = g.id
          GROUP BY n.id ORDER BY n.name",

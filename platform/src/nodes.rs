@@ -186,6 +186,10 @@ pub async fn monitor_with(pool: &Pool, fleet: &Fleet, ping_timeout: Duration) ->
             Err(_) => false,
         };
         if answered {
+            // Its free disk, where the node's state is refreshed.
+            if let Ok(exec) = &node.executor {
+                let _ = tokio::time::timeout(ping_timeout, crate::disk::nodes::measure(pool, exec, node.id)).await;
+            }
             cluster::heartbeat(pool, node.id).await.map(|_| None)
         } else {
             Ok(Some(node.name))

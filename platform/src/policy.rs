@@ -3,7 +3,7 @@
 //! `policy_access`, saved in the same transaction). Admission reads the same rows
 //! (`groups`, `group_gpu_models`), so an edit applies to the next request.
 
-use crate::{accounts::Group, audit, db::Pool, policy_access::AccessChange, PlatformError};
+use crate::{accounts::Group, audit, db::Pool, policy_access::AccessChange, policy_disk::DiskLimits, PlatformError};
 use gantry_core::validate;
 use std::collections::{BTreeSet, HashMap};
 
@@ -123,7 +123,41 @@ pub async fn update_group_policy_at_rev(
     snapshot_quota: Option<i64>,
     expected_rev: Option<i64>,
 ) -> Result<Group, PlatformError> {
+    update_group_policy_with_disk(
+        pool,
+        actor,
+        group_id,
+        gpu_quota,
+        max_gpus_per_machine,
+        models,
+        access,
+        limits,
+        snapshot_quota,
+        &DiskLimits::default(),
+        expected_rev,
+    )
+    .await
+}
+
+/// [`update_group_policy_at_rev`] and the group's disk limits
+/// ([`DiskLimits`]: root filesystem per machine, snapshot storage), in the
+/// same transaction and audit row; one out of range refuses the whole edit.
+#[allow(clippy::too_many_arguments)]
+pub async fn update_group_policy_with_disk(
+    pool: &Pool,
+    actor: Option<i64>,
+    group_id: i64,
+    gpu_quota: i64,
+    max_gpus_per_machine: i64,
+    models: &[String],
+    access: &AccessChange,
+    limits: Option<(i64, i64)>,
+    snapshot_quota: Option<i64>,
+    disk: &DiskLimits,
+    expected_rev: Option<i64>,
+) -> Result<Group, PlatformError> {
     validate::in_range("GPU quota", gpu_quota, 0, QUOTA_MAX)?;
+    disk.check()?;
     if let Some(q) = snapshot_quota {
         validate::in_range("snapshot quota", q, 0, SNAPSHOT_QUOTA_MAX)?;
     }
@@ -172,7 +206,8 @@ pub async fn update_group_policy_at_rev(
             .await?;
     }
 
-    let access_words = crate::policy_access::apply(&mut tx, group_id, access).await?;
+    let mut access_words = crate::policy_access::apply(&mut tx, group_id, access).await?;
+    access_words.extend(crate::policy_disk::apply(&mut tx, group_id, disk).await?);
 
     let list = |l: &[String]| if l.is_empty() { "any".to_string() } else { l.join(", ") };
     let mut detail = format!(

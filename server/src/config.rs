@@ -152,6 +152,8 @@ pub struct NodeArgs {
     pub telemetry: crate::routes::metrics::TelemetryArgs,
     #[command(flatten)]
     pub reclaim: crate::reclaim_loop::ReclaimArgs,
+    #[command(flatten)]
+    pub disk: crate::disk_args::DiskArgs,
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub mod assets;
 pub mod bootstrap;
 pub mod config;
+pub mod disk_args;
 pub mod http;
 pub mod page_cache;
 pub mod reclaim_loop;

@@ -165,7 +165,10 @@ pub async fn create_image(
 /// all. Absent: the list is left as it is. They are saved in the same
 /// transaction and audit row as the quota and models; an unknown id
 /// refuses the whole edit (400) and changes nothing. So is
-/// `snapshot_quota` (absent or empty: left as it is).
+/// `snapshot_quota` (absent or empty: left as it is), and so are
+/// `root_disk_gb` (what one machine may write outside /data) and
+/// `snapshot_disk_gb` (what the group's snapshots may take together): GB
+/// with up to three decimals, 0 = no limit.
 ///
 /// `policy_rev` is the group's revision the form was rendered from: when
 /// another edit has landed since, the save is refused (409) and nothing
@@ -183,6 +186,8 @@ pub async fn update_group(
     allowed_regions: Option<Vec<String>>,
     snapshot_quota: Option<String>,
     policy_rev: Option<String>,
+    root_disk_gb: Option<String>,
+    snapshot_disk_gb: Option<String>,
 ) -> Result<gantry_platform::accounts::Group, AppError> {
     use crate::model::machines::{parse_whole, split_models};
     let admin = crate::state::require_admin()?;
@@ -217,10 +222,16 @@ pub async fn update_group(
     };
     let snapshot_quota =
         given(&snapshot_quota).map(|q| parse_whole("snapshot quota", &q)).transpose().map_err(invalid)?;
+    // GB with up to three decimals (0.02 = 20 MB), 0: no limit.
+    let gb = |label: &str, v: &Option<String>| given(v).map(|v| gantry_core::disk::parse_gb(label, &v)).transpose();
+    let disk = gantry_platform::policy_disk::DiskLimits {
+        root_disk_mb: gb("root filesystem per machine (GB)", &root_disk_gb).map_err(invalid)?,
+        snapshot_disk_mb: gb("snapshot storage (GB)", &snapshot_disk_gb).map_err(invalid)?,
+    };
     let expected_rev = given(&policy_rev).map(|r| parse_whole("policy revision", &r)).transpose().map_err(invalid)?;
     let pool = crate::state::pool()?;
     // One transaction: a limit out of range refuses the whole edit.
-    let g = gantry_platform::policy::update_group_policy_at_rev(
+    let g = gantry_platform::policy::update_group_policy_with_disk(
         &pool,
         Some(admin.id),
         group_id,
@@ -230,6 +241,7 @@ pub async fn update_group(
         &access,
         limits,
         snapshot_quota,
+        &disk,
         expected_rev,
     )
     .await?;

@@ -18,6 +18,8 @@ pub fn event_label(kind: MachineEventKind) -> &'static str {
         MachineEventKind::Rebalanced => "moved to cooler GPUs",
         MachineEventKind::RebalanceRefused => "not moved",
         MachineEventKind::Snapshot => "snapshot",
+        MachineEventKind::DiskWarning => "disk nearly full",
+        MachineEventKind::DiskStopped => "stopped: disk limit",
     }
 }
 

@@ -13,7 +13,7 @@ pub use retention::windows_outlast_samples;
 
 crate::task::string_enum! {
     /// What happened to a machine beyond its tasks (`machine_events.kind`,
-    /// the words migration 0008's CHECK constraint allows).
+    /// the words migration 0034's CHECK constraint allows).
     MachineEventKind, "machine event" {
         /// Idle for a whole window: reclaimed at the deadline unless used.
         ReclaimWarning => "reclaim_warning",
@@ -27,6 +27,10 @@ crate::task::string_enum! {
         Rebalanced => "rebalanced",
         RebalanceRefused => "rebalance_refused",
         Snapshot => "snapshot",
+        /// Its filesystem outside /data neared its group's limit.
+        DiskWarning => "disk_warning",
+        /// Stopped: its filesystem outside /data went over the limit.
+        DiskStopped => "disk_stopped",
     }
 }
 

@@ -150,6 +150,10 @@ pub struct Group {
     /// Snapshots its members may keep (taken by people; reclaim's own are
     /// not counted).
     pub snapshot_quota: i64,
+    /// Most MB one machine may write outside /data (0: no limit).
+    pub root_disk_mb: i64,
+    /// Most MB its members' snapshots may take together (0: no limit).
+    pub snapshot_disk_mb: i64,
     pub members: i64,
     /// Bumped by every edit of the group's policy or access lists
     /// (`policy`, `policy_access`); the Groups page posts the one it showed
@@ -162,7 +166,7 @@ pub struct Group {
     pub allowed_models: Vec<String>,
 }
 
-const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine, g.snapshot_quota, g.policy_rev,
+const GROUP_SELECT: &str = "SELECT g.id, g.name, g.gpu_quota, g.gpus_in_use, g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine, g.snapshot_quota, g.root_disk_mb, g.snapshot_disk_mb, g.policy_rev,
                                    (SELECT COUNT(*) FROM users u WHERE u.group_id = g.id) AS members
                             FROM groups g";
 

@@ -147,13 +147,16 @@ async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<
     };
     let ended = matches!(status, ContainerStatus::Exited { .. } | ContainerStatus::Missing);
     let limit_recorded = message == transitions::compute::time_limit_message(limit, true);
+    // The disk watcher's reason, recorded before it stopped the container
+    // (`crate::disk`): the job ends failed with it, whatever the stop's code.
+    let for_disk = !cancel && gantry_core::disk::is_stopped_text(&message);
     let over_time = !ended && started_at.is_some_and(|s| now() >= s + limit);
-    let for_time_limit = !cancel && (limit_recorded || over_time);
+    let for_time_limit = !cancel && !for_disk && (limit_recorded || over_time);
     let why = match status {
         // A cancel wins, as in the outcome (`gantry_core::compute::outcome`),
         // even over an exit the watcher had not seen yet.
         _ if cancel => message,
-        _ if for_time_limit => transitions::compute::time_limit_message(limit, false),
+        _ if for_disk => message,
         ContainerStatus::Exited { code } => format!("exited with code {code}"),
         ContainerStatus::Missing => "its container vanished".to_string(),
         _ => return Ok(None),
@@ -177,6 +180,8 @@ async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<
     let tail = exec.output_tail(container, TAIL_LINES).await.unwrap_or_default();
     // A time limit fails the task whatever the exit code the stop left.
     let code = if for_time_limit && code == 0 { 124 } else { code };
+    // So does a disk stop (137: killed, as an engine reports it).
+    let code = if for_disk && code == 0 { 137 } else { code };
     Ok(Some((code, tail, why)))
 }
 

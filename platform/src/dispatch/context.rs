@@ -29,10 +29,11 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
         i64,
         String,
         Option<String>,
+        i64,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT m.name, u.username, g.name, i.reference, m.node_id, n.name, m.volume_name, m.volume_size_gb, m.container_id,
-                m.cpu_millis, m.memory_mb, m.pids_limit, m.workload, m.command
+                m.cpu_millis, m.memory_mb, m.pids_limit, m.workload, m.command, g.root_disk_mb
          FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
          JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id WHERE m.id = ?",
     )
@@ -54,6 +55,7 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
         pids_limit,
         workload,
         command,
+        root_disk_mb,
     ) = row.ok_or_else(|| PlatformError::NotFound(format!("machine #{machine_id}")))?;
     let node_id = node_id.ok_or_else(|| PlatformError::Internal(format!("machine {name} has no node")))?;
     let gpus: Vec<(i64, String)> = sqlx::query_as(
@@ -77,7 +79,8 @@ pub async fn load(pool: &Pool, machine_id: i64, task_id: i64) -> Result<MachineC
             gpu_indexes: gpus.iter().map(|(i, _)| *i as u32).collect(),
             volume_name,
             volume_size_gb,
-            limits: crate::executor::Limits { cpu_millis, memory_mb, pids: pids_limit },
+            // The group's limit as it is when the container is made.
+            limits: crate::executor::Limits { cpu_millis, memory_mb, pids: pids_limit, root_disk_mb },
             command: command.and_then(|c| serde_json::from_str(&c).ok()),
             mounts: mounts.iter().map(|m| m.read_only()).collect(),
         },

@@ -72,11 +72,15 @@ pub struct Limits {
     pub cpu_millis: i64,
     pub memory_mb: i64,
     pub pids: i64,
+    /// Its writable layer (files outside its volumes), in MB; 0: no limit.
+    /// Given to the engine where its storage driver enforces a size;
+    /// elsewhere the disk watcher (`crate::disk`) stops a machine over it.
+    pub root_disk_mb: i64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { cpu_millis: 2000, memory_mb: 4096, pids: 4096 }
+        Limits { cpu_millis: 2000, memory_mb: 4096, pids: 4096, root_disk_mb: 0 }
     }
 }
 
@@ -260,6 +264,17 @@ impl Executor {
     /// Containers of installation `instance` (running or not).
     pub async fn list_managed(&self, instance: &str) -> Result<Vec<ManagedContainer>, ExecError> {
         dispatch!(self, e => e.list_managed(instance))
+    }
+
+    /// The container's writable layer in bytes; `None`: no such container.
+    pub async fn root_disk_bytes(&self, id: &str) -> Result<Option<i64>, ExecError> {
+        dispatch!(self, e => e.root_disk_bytes(id))
+    }
+
+    /// Free and total bytes where the engine keeps its data; `None` when
+    /// nothing here can measure it (a remote engine).
+    pub async fn disk_space(&self) -> Result<Option<(i64, i64)>, ExecError> {
+        dispatch!(self, e => e.disk_space())
     }
 
     /// The last `lines` lines of the container's stdout and stderr.

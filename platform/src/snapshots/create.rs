@@ -104,6 +104,9 @@ pub async fn create_machine(pool: &Pool, mut req: CreateMachine, snapshot_id: i6
     let policy = load_policy(&mut tx, req.requester.group_id).await?;
     check_limits(&mut tx, &req, &policy).await?.map_err(refuse)?;
     check_node(&mut tx, node_id, &req.limits()).await?.map_err(refuse)?;
+    if let Some(why) = crate::disk::nodes::refusal(&mut tx, node_id).await? {
+        return Err(refuse(format!("{why} (a snapshot's image lives on the node it was taken on)")));
+    }
     // The snapshot's node is fixed: its region must be one the group may use.
     if let Some(why) =
         crate::policy_access::refusal_for_nodes(&mut tx, req.requester.group_id, &policy.group_name, &[node_id]).await?

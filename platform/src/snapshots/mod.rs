@@ -106,6 +106,20 @@ pub async fn usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(
     .await?)
 }
 
+/// Bytes the group's snapshots take (the images' sizes as the engine
+/// reported them at commit; counted as [`usage`] counts them) and its
+/// snapshot storage limit in MB (0: none).
+pub async fn bytes_usage(conn: &mut sqlx::SqliteConnection, group_id: i64) -> Result<(i64, i64), PlatformError> {
+    Ok(sqlx::query_as(
+        "SELECT (SELECT COALESCE(SUM(size_bytes), 0) FROM snapshots WHERE group_id = ?1 AND origin = 'user' AND (state <> 'failed' OR message = ?2)), snapshot_disk_mb
+         FROM groups WHERE id = ?1",
+    )
+    .bind(group_id)
+    .bind(delete::DELETING)
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
 /// A compute task's machine is the task's: a snapshot of it (or a machine
 /// made or reinstalled from one) would turn a region image the group may
 /// not choose into a long-lived dev machine, and hold the task's watcher
@@ -151,6 +165,17 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
     if used >= quota {
         return Err(PlatformError::Refused(format!(
             "the group keeps {used} of its {quota} snapshot(s); delete one first"
+        )));
+    }
+    // Bytes too: one snapshot of a machine that filled its disk is as
+    // heavy as many. The one that crosses the limit is kept; the next is
+    // refused.
+    let (bytes, limit_mb) = bytes_usage(&mut tx, cur.group_id).await?;
+    if limit_mb > 0 && bytes >= limit_mb.saturating_mul(gantry_core::disk::MB) {
+        return Err(PlatformError::Refused(format!(
+            "the group's snapshots take {} of its {} snapshot storage; delete one first",
+            gantry_core::disk::format_bytes(bytes),
+            gantry_core::disk::format_limit_mb(limit_mb)
         )));
     }
     let (snapshot_id, reference) =

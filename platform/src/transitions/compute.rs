@@ -235,6 +235,21 @@ pub async fn stopping_for_time_limit(
     Ok(())
 }
 
+/// The disk watcher is about to stop job machine `machine_id`'s container
+/// for writing past its group's limit outside /data: the reason, as
+/// `gantry_core::disk::stopped_text` writes it, recorded before the stop
+/// as the time limit's is, so that the compute watcher ends the task
+/// failed with it. A cancel recorded meanwhile is left as it is.
+pub async fn stopping_for_disk(conn: &mut SqliteConnection, machine_id: i64, why: &str) -> Result<(), PlatformError> {
+    sqlx::query("UPDATE compute_tasks SET message = ?, updated_at = ? WHERE machine_id = ? AND state = 'running' AND exit_code IS NULL AND cancel_requested = 0")
+        .bind(why)
+        .bind(now())
+        .bind(machine_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
 /// The job ended: its machine's delete is queued by the system, in the
 /// commit that records the exit, whoever the requester is now (moved to
 /// another group, disabled) — the person only names who the task is for.

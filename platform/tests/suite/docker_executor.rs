@@ -67,7 +67,7 @@ fn spec(tag: &str) -> MachineSpec {
         gpu_indexes: vec![0, 1],
         volume_name: format!("gantry-test-v{machine_id}"),
         volume_size_gb: 1,
-        limits: Limits { cpu_millis: 1500, memory_mb: 256, pids: 128 },
+        limits: Limits { cpu_millis: 1500, memory_mb: 256, pids: 128, root_disk_mb: 0 },
         command: None,
         mounts: Vec::new(),
     }

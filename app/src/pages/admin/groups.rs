@@ -46,7 +46,7 @@ pub fn GroupsPage() -> impl IntoView {
                         let access = access.get().and_then(Result::ok).unwrap_or_default();
                         view! {
                             <table class="table" data-testid="groups">
-                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Snapshots"</th><th>"Allowed models"</th><th>"Images"</th><th>"Regions"</th><th>"Members"</th></tr></thead>
+                                <thead><tr><th>"Name"</th><th>"GPUs in use / quota"</th><th>"Max per machine"</th><th>"Snapshots"</th><th>"Disk"</th><th>"Allowed models"</th><th>"Images"</th><th>"Regions"</th><th>"Members"</th></tr></thead>
                                 <tbody>
                                     {list.into_iter().map(|g| {
                                         let over = g.gpus_in_use > g.gpu_quota;
@@ -60,6 +60,7 @@ pub fn GroupsPage() -> impl IntoView {
                                                 </td>
                                                 <td>{format!("{} GPUs · {} CPUs · {} GB", g.max_gpus_per_machine, g.max_cpus_per_machine, g.max_memory_gb_per_machine)}</td>
                                                 <td data-testid="group-snapshot-quota">{g.snapshot_quota}</td>
+                                                <td data-testid="group-disk">{disk_label(&g)}</td>
                                                 <td>{models_label(&g.allowed_models)}</td>
                                                 <td data-testid="group-images">{names_label(&allowed.images)}</td>
                                                 <td data-testid="group-regions">{names_label(&allowed.regions)}</td>
@@ -93,6 +94,25 @@ pub fn GroupsPage() -> impl IntoView {
             </Transition>
         </section>
         <super::dataset_quotas::DatasetQuotas/>
+    }
+}
+
+/// "50 GB per machine · 500 GB of snapshots" (0: no limit).
+fn disk_label(g: &Group) -> String {
+    use gantry_core::disk::format_limit_mb;
+    format!(
+        "{} per machine outside /data · {} of snapshots",
+        format_limit_mb(g.root_disk_mb),
+        format_limit_mb(g.snapshot_disk_mb)
+    )
+}
+
+/// A limit in MB as the form's GB field shows it ("50", "0.02").
+fn gb_value(mb: i64) -> String {
+    if mb % 1000 == 0 {
+        (mb / 1000).to_string()
+    } else {
+        format!("{}.{:03}", mb / 1000, mb % 1000).trim_end_matches('0').to_string()
     }
 }
 
@@ -193,6 +213,12 @@ fn GroupPolicyForm(policy: Policy, update: ServerAction<UpdateGroup>) -> impl In
                 </label>
                 <label>"Snapshots its members may keep"
                     <input type="number" name="snapshot_quota" min="0" max="1000" step="1" value=g.snapshot_quota required/>
+                </label>
+                <label>"Root filesystem per machine (GB, outside /data; 0 = no limit)"
+                    <input type="number" name="root_disk_gb" min="0" max="1000000" step="0.001" value=gb_value(g.root_disk_mb) required/>
+                </label>
+                <label>"Snapshot storage (GB; 0 = no limit)"
+                    <input type="number" name="snapshot_disk_gb" min="0" max="1000000" step="0.001" value=gb_value(g.snapshot_disk_mb) required/>
                 </label>
                 <button type="submit">"Save"</button>
             </fieldset>

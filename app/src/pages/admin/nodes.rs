@@ -94,7 +94,7 @@ fn NodeTable(nodes: Nodes, actions: NodeActions) -> impl IntoView {
                     <thead>
                         <tr>
                             <th>"Name"</th><th>"Region"</th><th>"Executor"</th><th>"Endpoint"</th><th>"State"</th>
-                            <th>"Last heartbeat (UTC)"</th><th>"CPUs · memory"</th><th>"GPUs free / total"</th><th>"Models"</th><th>"Manage"</th>
+                            <th>"Last heartbeat (UTC)"</th><th>"CPUs · memory"</th><th>"GPUs free / total"</th><th>"Free disk"</th><th>"Models"</th><th>"Manage"</th>
                         </tr>
                     </thead>
                     <tbody>
@@ -160,10 +160,27 @@ fn NodeLine(n: NodeSummary, actions: NodeActions) -> impl IntoView {
             <td class="nowrap">{heartbeat} {stale}</td>
             <td class="nowrap">{capacity_label(n.cpu_count, n.memory_mb)}</td>
             <td>{format!("{} / {}", n.gpu_free, n.gpu_total)}</td>
+            <td class="nowrap" data-testid="node-disk">{disk_cell(&n)}</td>
             <td>{models}</td>
             <td>{manage}</td>
         </tr>
     }
+}
+
+/// The disk holding the node's engine data: free of total, "below the
+/// floor" when it takes no new machine for that; "unknown" where nothing
+/// can measure it (a remote engine).
+fn disk_cell(n: &NodeSummary) -> impl IntoView {
+    use gantry_core::disk::format_bytes;
+    let Some(free) = n.disk_free_bytes else {
+        return view! { <span class="muted" title="nothing here can measure a remote engine's disk">"unknown"</span> }
+            .into_any();
+    };
+    let total = n.disk_total_bytes.map(|t| format!(" of {}", format_bytes(t))).unwrap_or_default();
+    let floor = gantry_platform::disk::nodes::floor_gb();
+    let low = gantry_core::disk::below_floor(&n.name, Some(free), floor)
+        .map(|why| view! { " " <span class="tag warn" data-testid="node-disk-low" title=why>"below the floor"</span> });
+    view! { {format!("{}{total}", format_bytes(free))} {low} }.into_any()
 }
 
 /// A live node's two forms: set its state, or mark it lost (a reason and a

@@ -58,6 +58,18 @@ impl DockerExecutor {
                 ..Default::default()
             }]
         });
+        // The engine enforces the writable layer's size where its driver
+        // can; elsewhere the disk watcher does.
+        let storage_opt = match spec.limits.root_disk_mb {
+            0 => None,
+            mb => match self.storage().await {
+                Ok((driver, _)) => gantry_core::disk::storage_opt_size(driver, mb)
+                    .map(|size| HashMap::from([("size".to_string(), size)])),
+                Err(e @ ExecError::Unavailable(_)) => return Err(e),
+                // An engine whose /info we cannot read gets no option.
+                Err(_) => None,
+            },
+        };
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: spec.command.clone(),
@@ -74,6 +86,7 @@ impl DockerExecutor {
                 nano_cpus: Some(spec.limits.cpu_millis * 1_000_000),
                 memory: Some(spec.limits.memory_mb * 1024 * 1024),
                 pids_limit: Some(spec.limits.pids),
+                storage_opt,
                 // Docker's default capability set (nothing added), and no
                 // privilege gain through setuid binaries.
                 security_opt: Some(vec!["no-new-privileges:true".into()]),

@@ -15,6 +15,7 @@ use tokio::sync::OnceCell;
 
 mod archive;
 mod container;
+mod disk;
 mod exec;
 mod image;
 pub(crate) use image::split_reference;
@@ -62,6 +63,8 @@ struct Inner {
     upload_idle: std::time::Duration,
     /// Engine has an `nvidia` runtime; asked once, engines don't gain one live.
     nvidia: OnceCell<bool>,
+    /// Storage driver and data root (`docker info`), asked once.
+    storage: OnceCell<(gantry_core::disk::StorageDriver, Option<String>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -123,6 +126,7 @@ impl DockerExecutor {
                 request_timeout: std::time::Duration::from_secs(TIMEOUT_SECS),
                 upload_idle: UPLOAD_IDLE,
                 nvidia: OnceCell::new(),
+                storage: OnceCell::new(),
             }),
         })
     }
@@ -137,6 +141,11 @@ impl DockerExecutor {
         inner.request_timeout = request.max(std::time::Duration::from_secs(1));
         inner.upload_idle = upload_idle;
         self
+    }
+
+    /// An engine on this host (a `unix://` socket): its disk can be seen.
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self.inner.transport, Transport::Unix(_))
     }
 
     pub fn endpoint(&self) -> &str {

@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod disk;
 mod image;
 pub use image::SIM_SNAPSHOT_BYTES;
 
@@ -47,6 +48,10 @@ struct State {
     faults: HashMap<&'static str, ExecError>,
     /// Committed snapshot images: reference → size in bytes.
     committed: HashMap<String, i64>,
+    /// Bytes a container wrote outside its volumes (`disk.rs`).
+    root_disk: HashMap<String, i64>,
+    /// The node's (free, total) disk bytes; `None`: unknown.
+    disk_space: Option<(i64, i64)>,
 }
 
 #[derive(Debug, Clone)]

@@ -86,6 +86,8 @@ impl CreateMachine {
             cpu_millis: self.cpu_millis.unwrap_or(d.cpu_millis),
             memory_mb: self.memory_mb.unwrap_or(d.memory_mb),
             pids: d.pids,
+            // The group's, read when the container is made (`dispatch::context`).
+            root_disk_mb: d.root_disk_mb,
         }
     }
 }

@@ -282,7 +282,8 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     .await?;
     let (owner, node_id, gpu_count, model, snapshot_id, cpu_millis, memory_mb, pids) =
         row.ok_or_else(|| PlatformError::NotFound("machine".into()))?;
-    let limits = crate::executor::Limits { cpu_millis, memory_mb, pids };
+    // Only CPUs and memory are checked against the node here.
+    let limits = crate::executor::Limits { cpu_millis, memory_mb, pids, root_disk_mb: 0 };
     if !who.acts_for(owner) {
         return Err(PlatformError::Conflict("only the machine's owner, or an admin, can restore it".into()));
     }

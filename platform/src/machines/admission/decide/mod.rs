@@ -31,6 +31,8 @@ pub(super) struct Batch {
     images: HashMap<(Option<i64>, i64), Result<i64, String>>,
     /// Each group's region rule: the nodes of the regions it may use.
     region_nodes: HashMap<i64, Option<Vec<i64>>>,
+    /// Nodes whose free disk is below the floor, with the refusal's words.
+    low_disk: Vec<(i64, String)>,
     pub(super) audit_rows: Vec<(i64, String)>,
 }
 
@@ -57,6 +59,7 @@ impl Batch {
         let view = cluster::load_view(tx).await?;
         let index = ClusterIndex::new(&view, now);
         let node_cpus = room::node_cpus(tx).await?;
+        let low_disk = crate::disk::nodes::below_floor(tx).await?;
         Ok(Batch {
             now,
             index,
@@ -65,6 +68,7 @@ impl Batch {
             deducted: HashMap::new(),
             images: HashMap::new(),
             region_nodes: HashMap::new(),
+            low_disk,
             audit_rows: Vec::new(),
         })
     }
@@ -95,7 +99,13 @@ impl Batch {
         let kept = kept_volume(tx, req).await?;
         let (only_nodes, narrowed) = self.allowed_nodes(tx, req, kept.as_ref()).await?;
         let (only_nodes, too_small) = self.fitting_nodes(req, only_nodes)?;
-        let alloc = self.allocate(tx, req, only_nodes, narrowed, &too_small).await?;
+        let (only_nodes, low_disk) = self.roomy_disks(only_nodes);
+        let alloc = self.allocate(tx, req, only_nodes, narrowed, &too_small).await.map_err(|stop| match stop {
+            Stop::Refused(reason) if !low_disk.is_empty() => {
+                Stop::Refused(format!("{reason}; {}", low_disk.join("; ")))
+            }
+            other => other,
+        })?;
         let admitted = record(tx, req, image, &alloc, kept.as_ref(), self.now).await?;
         self.count(req, &alloc, &admitted);
         Ok(admitted)

@@ -53,6 +53,19 @@ impl Batch {
         Ok((only_nodes, too_small))
     }
 
+    /// No machine goes to a node whose free disk is below the floor
+    /// (`disk::nodes`): the allowed nodes without those, and the words
+    /// for each one left out, to say so if nothing else fits.
+    pub(super) fn roomy_disks(&self, only_nodes: Option<Vec<i64>>) -> (Option<Vec<i64>>, Vec<String>) {
+        if self.low_disk.is_empty() {
+            return (only_nodes, Vec::new());
+        }
+        let low = |id: &i64| self.low_disk.iter().any(|(n, _)| n == id);
+        let candidates = only_nodes.unwrap_or_else(|| self.index.to_view().nodes.iter().map(|n| n.id).collect());
+        let words = self.low_disk.iter().filter(|(n, _)| candidates.contains(n)).map(|(_, w)| w.clone()).collect();
+        (Some(candidates.into_iter().filter(|id| !low(id)).collect()), words)
+    }
+
     /// The scheduling core's choice among the allowed nodes, on the
     /// cluster as this batch has left it; a refusal says what narrowed it.
     pub(super) async fn allocate(
