@@ -157,6 +157,7 @@ async fn observe_end(pool: &Pool, fleet: &Fleet, row: Watched) -> Result<Option<
         // even over an exit the watcher had not seen yet.
         _ if cancel => message,
         _ if for_disk => message,
+        _ if for_time_limit => transitions::compute::time_limit_message(limit, false),
         ContainerStatus::Exited { code } => format!("exited with code {code}"),
         ContainerStatus::Missing => "its container vanished".to_string(),
         _ => return Ok(None),
