@@ -31,6 +31,7 @@ mod datasets_names_http;
 mod datasets_page_fingerprint;
 mod datasets_page_resume;
 mod datasets_refusals_http;
+mod disk_http;
 mod files_after_reboot;
 mod files_spool_limit;
 mod first_run;
