@@ -226,15 +226,19 @@ pub fn machine_state_for(kind: TaskKind) -> Option<MachineState> {
 }
 
 /// Whether machine `name`, now in `state`, accepts a new task of `kind`.
-/// Transitional states accept nothing, so two operations never race on one
-/// container; create is never accepted because it is only a new machine's
-/// first task, made together with the machine row.
+/// Transitional states accept nothing but a delete, so two operations never
+/// race on one container: a delete asked for during another operation is
+/// queued behind it, and that operation stops at its next step boundary
+/// ([`stopped_by_delete`]). Create is never accepted because it is only a
+/// new machine's first task, made together with the machine row.
 pub fn accepts(name: &str, state: MachineState, kind: TaskKind) -> Result<(), String> {
     use MachineState as M;
     let ok = match kind {
         TaskKind::Create => false,
+        // A user who notices a mistake right after Create, or a script that
+        // creates and deletes at once, must not have to wait and come back.
         // A lost machine has no node to act on; deleting closes its record.
-        TaskKind::Delete => matches!(state, M::Running | M::Stopped | M::Failed | M::Lost | M::Reclaimed),
+        TaskKind::Delete => state != M::Deleted,
         TaskKind::Restart | TaskKind::Reinstall => matches!(state, M::Running | M::Stopped | M::Failed),
         // A failed machine's container may be gone; there is nothing to commit.
         TaskKind::Snapshot | TaskKind::Reclaim => matches!(state, M::Running | M::Stopped),
@@ -246,6 +250,28 @@ pub fn accepts(name: &str, state: MachineState, kind: TaskKind) -> Result<(), St
         Ok(())
     } else {
         Err(format!("machine {name} is {state}; {kind} is not possible"))
+    }
+}
+
+/// Whether a task of `kind` in flight gives way to a delete queued behind
+/// it, at its next step boundary: it fails saying so, which removes what a
+/// create or restore made and gives their GPUs back, then the delete runs.
+/// A reclaim or a move runs to its end: each leaves the machine whole
+/// whatever the step (reclaimed, or on its new GPUs), and the delete then
+/// takes that.
+pub fn stopped_by_delete(kind: TaskKind) -> bool {
+    matches!(kind, TaskKind::Create | TaskKind::Restore | TaskKind::Restart | TaskKind::Reinstall | TaskKind::Snapshot)
+}
+
+/// Whether a task of `kind` may be queued behind one of `in_flight` on the
+/// same machine (otherwise the machine is busy). A delete queues behind
+/// anything; a restart or reinstall behind a snapshot, which leaves the
+/// machine running as it was.
+pub fn may_queue_behind(kind: TaskKind, in_flight: TaskKind) -> bool {
+    match kind {
+        TaskKind::Delete => true,
+        TaskKind::Restart | TaskKind::Reinstall => in_flight == TaskKind::Snapshot,
+        _ => false,
     }
 }
 

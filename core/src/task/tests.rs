@@ -134,6 +134,10 @@ fn accepted_operations_table() {
         (M::Failed, K::Restart),
         (M::Failed, K::Reinstall),
         (M::Lost, K::Delete),
+        (M::Creating, K::Delete),
+        (M::Restarting, K::Delete),
+        (M::Reinstalling, K::Delete),
+        (M::Deleting, K::Delete),
         (M::Running, K::Reclaim),
         (M::Stopped, K::Reclaim),
         (M::Running, K::Rebalance),
@@ -166,14 +170,39 @@ fn refused_operation_names_machine_state_and_operation() {
 
 #[test]
 fn no_operation_overlaps_a_running_one() {
-    // The states a machine shows during an operation accept nothing new,
-    // except snapshot's, which is the ordinary running state.
+    // The states a machine shows during an operation accept nothing new but
+    // a delete (queued behind it), except snapshot's, which is the ordinary
+    // running state.
     for kind in TaskKind::ALL {
         let Some(during) = machine_state_for(*kind) else { continue };
         for next in TaskKind::ALL {
-            assert!(accepts("m", during, *next).is_err(), "{during} accepted {next}");
+            let ok = accepts("m", during, *next).is_ok();
+            assert_eq!(ok, *next == TaskKind::Delete, "{during} accepts {next}?");
         }
     }
+}
+
+#[test]
+fn a_delete_queues_behind_anything_and_stops_what_it_can() {
+    for in_flight in TaskKind::ALL {
+        assert!(may_queue_behind(TaskKind::Delete, *in_flight), "delete behind {in_flight}");
+        for kind in [TaskKind::Restart, TaskKind::Reinstall] {
+            assert_eq!(
+                may_queue_behind(kind, *in_flight),
+                *in_flight == TaskKind::Snapshot,
+                "{kind} behind {in_flight}"
+            );
+        }
+        for kind in [TaskKind::Snapshot, TaskKind::Reclaim, TaskKind::Rebalance, TaskKind::Restore, TaskKind::Create] {
+            assert!(!may_queue_behind(kind, *in_flight), "{kind} behind {in_flight}");
+        }
+    }
+    // What a delete stops: whatever leaves nothing half-made when it fails.
+    let stopped: Vec<_> = TaskKind::ALL.iter().copied().filter(|k| stopped_by_delete(*k)).collect();
+    assert_eq!(
+        stopped,
+        [TaskKind::Create, TaskKind::Restart, TaskKind::Reinstall, TaskKind::Snapshot, TaskKind::Restore]
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod context;
 mod finish;
+mod give_way;
 mod reclaim_steps;
 mod resumed;
 mod steps;

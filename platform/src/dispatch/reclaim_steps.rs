@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     executor::{ContainerStatus, ExecError, Executor, ImageInfo},
-    transitions::{rebalance, reclaim, snapshot, task::progress},
+    transitions::{rebalance, reclaim, snapshot},
     PlatformError,
 };
 use gantry_core::task::{MachineState, TaskKind};
@@ -37,11 +37,9 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// Shows the task's progress and gives a test's hook the chance to
-    /// abandon it there, as a runner that stops would.
+    /// A step boundary (see `Dispatcher::boundary`).
     async fn step(&self, pct: i64, msg: &'static str) -> Result<(), StepError> {
-        progress(&self.d.pool, &self.task.lease, pct, msg).await?;
-        self.d.checkpoint(self.task, msg)
+        self.d.boundary(self.task, pct, msg).await
     }
 
     /// Read on a connection of its own, given back before the engine is

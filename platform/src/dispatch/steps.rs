@@ -9,7 +9,7 @@ use crate::{
         docker::{is_volume_failure, missing_program},
         ContainerStatus, ExecError, Executor,
     },
-    transitions::{run, task::progress},
+    transitions::run,
     PlatformError,
 };
 use gantry_core::task::{MachineState, TaskKind};
@@ -144,10 +144,7 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
     }
     let ctx = context::load(&d.pool, task.machine_id, task.id).await?;
     let exec = node_executor(d, ctx.node_id).await?;
-    let step = |pct: i64, msg: &'static str| async move {
-        progress(&d.pool, lease, pct, msg).await?;
-        d.checkpoint(task, msg)
-    };
+    let step = |pct: i64, msg: &'static str| d.boundary(task, pct, msg);
 
     match task.kind {
         TaskKind::Create | TaskKind::Reinstall | TaskKind::Restore => {
@@ -172,10 +169,9 @@ async fn steps(d: &Dispatcher, task: &ClaimedTask) -> Result<Done, StepError> {
             step(50, "creating the container").await?;
             let container = exec.create_container(&ctx.spec).await?;
             run::container_created(&d.pool, lease, task.machine_id, &container.id).await?;
+            // The last boundary before a job's command starts: a cancel
+            // that arrived meanwhile stops it here.
             step(75, "starting the container").await?;
-            if ctx.is_job {
-                refuse_if_job_cancelled(d, task.machine_id).await?;
-            }
             exec.start_container(&container.id).await?;
             let state = observe(d, task, &exec, &container.id).await?;
             started(task.kind, &ctx, state)

@@ -3,6 +3,7 @@
 
 pub(crate) mod admission;
 pub(crate) mod listing;
+mod make_way;
 mod ops;
 mod room;
 mod views;

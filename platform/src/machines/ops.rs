@@ -2,7 +2,10 @@
 //! only in a state that allows them, one at a time, and restart/reinstall
 //! only while the machine holds every GPU it needs.
 
-use super::visibility;
+use super::{
+    make_way::{self, Way},
+    visibility,
+};
 use crate::{
     accounts::User,
     audit,
@@ -25,7 +28,10 @@ pub struct OperationRequest {
 /// takes the owner's data volume with it). A compute task's machine ends
 /// with its task (cancel the task), except by an admin's delete; nobody
 /// restarts or reinstalls it. Refused when the machine's state does not
-/// accept it or another operation is queued.
+/// accept it or another operation is open — except a delete, accepted in
+/// every state but `deleted` (see [`make_way`]): the same delete asked for
+/// twice returns the first one's task; one that closed a machine never
+/// made returns its cancelled create.
 pub async fn request_operation(pool: &Pool, requester: &User, op: OperationRequest) -> Result<i64, PlatformError> {
     // Snapshots, reclaims, restores and rebalances have their own entry
     // points (crate::snapshots, crate::reclaim), which check more.
@@ -74,17 +80,22 @@ pub async fn request_operation(pool: &Pool, requester: &User, op: OperationReque
             cur.name
         )));
     }
-    let busy: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM tasks WHERE machine_id = ? AND state IN ('pending', 'scheduled', 'running')",
-    )
-    .bind(op.machine_id)
-    .fetch_one(&mut *tx)
-    .await?;
-    if busy > 0 {
-        return Err(PlatformError::Conflict(format!(
-            "machine {} is busy with another operation; wait for it to finish",
-            cur.name
-        )));
+    if op.kind == TaskKind::Delete {
+        match make_way::for_delete(&mut tx, requester, op.machine_id, &cur.name).await? {
+            Way::Queued(task_id) => return Ok(task_id),
+            Way::Closed(create_id) => {
+                let detail = format!(
+                    "delete machine {} before it was made (its create, task #{create_id}, cancelled)",
+                    cur.name
+                );
+                audit::record(&mut *tx, Some(requester.id), "machine.delete", &detail).await?;
+                tx.commit().await?;
+                return Ok(create_id);
+            }
+            Way::Clear => {}
+        }
+    } else {
+        make_way::refuse_if_busy(&mut tx, op.machine_id, &cur.name, op.kind).await?;
     }
     let task_id = transitions::task::insert_pending(
         &mut tx,

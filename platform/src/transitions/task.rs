@@ -165,46 +165,79 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
     }
     let by = format!("cancelled by {}", who.username);
     set_state(&mut tx, task_id, state, TaskState::Cancelled, &by).await?;
-    let mut detail = format!("task #{task_id} ({kind} of machine {machine_name}) {by}");
-    match (parsed, machine_id) {
-        (Some(TaskKind::Create), Some(machine_id)) if container.is_some() => {
-            let delete_id = delete_instead(&mut tx, who, machine_id, &machine_name, task_id).await?;
-            detail.push_str(&format!("; its container already existed, so the machine is deleted by task #{delete_id} (GPUs returned once the container is removed)"));
-        }
-        (Some(TaskKind::Create), Some(machine_id)) => {
-            // A machine made on a kept volume gives it back: cancelling a
-            // create must not cost the data it was to start from.
-            if super::run::keep_machines_volume(&mut tx, machine_id, true).await? {
-                detail.push_str("; its kept volume is kept again");
-            }
-            let refunded =
-                machine::release(&mut tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
-            detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
-        }
-        // A restore holds the GPUs it was given: back, and reclaimed again.
-        (Some(TaskKind::Restore), Some(machine_id)) => {
-            let refunded =
-                machine::release(&mut tx, machine_id, MachineState::Reclaimed, &format!("restore {by}")).await?;
-            detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
-        }
-        (Some(TaskKind::Snapshot), _) => super::snapshot::task_ended(&mut tx, task_id, &by).await?,
-        // The warning goes too: left with its deadline passed, the next
-        // pass would queue the reclaim again within a minute. If the
-        // machine stays idle it is warned again, with a full grace period.
-        (Some(TaskKind::Reclaim), machine_id) => {
-            super::snapshot::task_ended(&mut tx, task_id, &by).await?;
-            if let Some(machine_id) = machine_id {
-                let reason = format!("its reclaim (task #{task_id}) was {by}; if it stays idle it is warned again, with a full grace period");
-                if super::reclaim::withdraw(&mut tx, machine_id, &reason).await? {
-                    detail.push_str("; the machine's idle warning was withdrawn");
-                }
-            }
-        }
-        _ => {}
-    }
+    let cancelled = Cancelled { id: task_id, kind: parsed, word: &kind, machine_id, machine_name: &machine_name };
+    let detail = cancelled.undo(&mut tx, who, container.is_some(), &by).await?;
     audit::record(&mut *tx, Some(who.id), "task.cancel", &detail).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// A task just moved to `cancelled` (it had not started: see
+/// [`TaskState::cancellable`]), and what that undoes.
+pub(crate) struct Cancelled<'a> {
+    pub id: i64,
+    pub kind: Option<TaskKind>,
+    /// The kind as stored (a word this build may not know).
+    pub word: &'a str,
+    pub machine_id: Option<i64>,
+    pub machine_name: &'a str,
+}
+
+impl Cancelled<'_> {
+    /// Undoes what the task's acceptance did, in the caller's transaction:
+    /// a create closes its machine and refunds its GPUs (or, when its
+    /// container was already made, queues the delete that removes it), a
+    /// restore gives its GPUs back, a snapshot or reclaim ends its
+    /// snapshot. The audit detail, `by` whom.
+    pub(crate) async fn undo(
+        &self,
+        tx: &mut SqliteConnection,
+        who: &User,
+        has_container: bool,
+        by: &str,
+    ) -> Result<String, PlatformError> {
+        let mut detail = format!("task #{} ({} of machine {}) {by}", self.id, self.word, self.machine_name);
+        match (self.kind, self.machine_id) {
+            (Some(TaskKind::Create), Some(machine_id)) if has_container => {
+                let delete_id = delete_instead(&mut *tx, who, machine_id, self.machine_name, self.id).await?;
+                detail.push_str(&format!("; its container already existed, so the machine is deleted by task #{delete_id} (GPUs returned once the container is removed)"));
+            }
+            (Some(TaskKind::Create), Some(machine_id)) => {
+                // A machine made on a kept volume gives it back: cancelling a
+                // create must not cost the data it was to start from.
+                if super::run::keep_machines_volume(&mut *tx, machine_id, true).await? {
+                    detail.push_str("; its kept volume is kept again");
+                }
+                let refunded =
+                    machine::release(&mut *tx, machine_id, MachineState::Deleted, &format!("create {by}")).await?;
+                detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
+            }
+            // A restore holds the GPUs it was given: back, and reclaimed again.
+            (Some(TaskKind::Restore), Some(machine_id)) => {
+                let refunded =
+                    machine::release(&mut *tx, machine_id, MachineState::Reclaimed, &format!("restore {by}")).await?;
+                detail.push_str(&format!("; {refunded} GPU(s) returned to the group's quota"));
+            }
+            (Some(TaskKind::Snapshot), _) => super::snapshot::task_ended(&mut *tx, self.id, by).await?,
+            // The warning goes too: left with its deadline passed, the next
+            // pass would queue the reclaim again within a minute. If the
+            // machine stays idle it is warned again, with a full grace period.
+            (Some(TaskKind::Reclaim), machine_id) => {
+                super::snapshot::task_ended(&mut *tx, self.id, by).await?;
+                if let Some(machine_id) = machine_id {
+                    let reason = format!(
+                        "its reclaim (task #{}) was {by}; if it stays idle it is warned again, with a full grace period",
+                        self.id
+                    );
+                    if super::reclaim::withdraw(&mut *tx, machine_id, &reason).await? {
+                        detail.push_str("; the machine's idle warning was withdrawn");
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(detail)
+    }
 }
 
 /// Reclaim and rebalance tasks are the system's: they name the machine's

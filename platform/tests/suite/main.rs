@@ -40,6 +40,7 @@ mod datasets_upload_races;
 mod datasets_version_deleted_mid_upload;
 mod datasets_version_races;
 mod db_cancellation;
+mod delete_any_state;
 mod disk_docker;
 mod disk_quotas;
 mod disk_watch;
