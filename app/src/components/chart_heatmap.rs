@@ -27,12 +27,29 @@ pub fn util_fill(util: Option<f64>) -> String {
     format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
 }
 
-/// Text colour readable on `util_fill`.
-fn ink(util: Option<f64>) -> &'static str {
-    if util.is_some_and(|u| u >= 88.0) {
+/// WCAG relative luminance of a `#rrggbb` colour.
+fn luminance(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let c = f64::from(u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0)) / 255.0;
+        if c <= 0.03928 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5)
+}
+
+/// Text colour for a cell of colour `fill`: black or white, whichever
+/// contrasts more. One of the two reaches at least 4.58:1 on any colour (the
+/// two are equal at luminance 0.179), so every cell's label meets WCAG AA;
+/// a fixed switch to white at 88 % gave 3:1 on the orange there.
+fn ink(fill: &str) -> &'static str {
+    let l = luminance(fill);
+    if (1.05 / (l + 0.05)) > ((l + 0.05) / 0.05) {
         "#ffffff"
     } else {
-        "#101828"
+        "#000000"
     }
 }
 
@@ -80,7 +97,8 @@ pub fn Heatmap(cells: Vec<HeatCell>) -> impl IntoView {
                 }
             );
             let said = tip.clone();
-            let style = format!("background:{};color:{}", util_fill(c.util), ink(c.util));
+            let fill = util_fill(c.util);
+            let style = format!("background:{fill};color:{}", ink(&fill));
             view! {
                 <div class="heat-cell" data-gpu=c.gpu_id data-util=c.util.map(|u| format!("{u:.0}")).unwrap_or_default()
                      title=tip style=style>
@@ -117,5 +135,24 @@ mod tests {
         assert_eq!(util_fill(Some(250.0)), util_fill(Some(100.0)));
         assert_eq!(cut("abcdefgh", 5), "abcd…");
         assert_eq!(cut("abc", 5), "abc");
+    }
+
+    fn contrast(a: &str, b: &str) -> f64 {
+        let (x, y) = (luminance(a), luminance(b));
+        (x.max(y) + 0.05) / (x.min(y) + 0.05)
+    }
+
+    #[test]
+    fn every_cell_label_contrasts_at_least_4_5_to_1() {
+        assert!((contrast("#000000", "#ffffff") - 21.0).abs() < 1e-9);
+        let fills = (0..=1000).map(|u| Some(f64::from(u) / 10.0)).chain([None]);
+        for util in fills {
+            let fill = util_fill(util);
+            let ratio = contrast(ink(&fill), &fill);
+            assert!(ratio >= 4.5, "{util:?}: {} on {fill} is {ratio:.2}:1", ink(&fill));
+        }
+        // Where the old fixed switch to white failed.
+        assert_eq!(ink(&util_fill(Some(88.0))), "#000000");
+        assert_eq!(ink(&util_fill(Some(100.0))), "#ffffff");
     }
 }

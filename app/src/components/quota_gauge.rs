@@ -11,6 +11,8 @@ pub fn QuotaGauge(quota: QuotaView) -> impl IntoView {
         70..=89 => "warn",
         _ => "full",
     };
+    let name = format!("GPUs in use in group {}", quota.group);
+    let said = format!("{} of {} GPUs", quota.gpus_in_use, quota.gpu_quota);
     view! {
         <div class="gauge" data-testid="quota">
             <div class="gauge-label">
@@ -19,7 +21,11 @@ pub fn QuotaGauge(quota: QuotaView) -> impl IntoView {
                 <strong data-testid="quota-total">{quota.gpu_quota}</strong>
                 " GPUs in use"
             </div>
-            <div class="gauge-track" role="meter" aria-valuemin="0" aria-valuemax=quota.gpu_quota aria-valuenow=quota.gpus_in_use>
+            // A meter needs a name of its own (axe: aria-meter-name); the
+            // figures above are not its label, so it says what it measures
+            // and reads its value as the figures say it.
+            <div class="gauge-track" role="meter" aria-label=name aria-valuetext=said
+                aria-valuemin="0" aria-valuemax=quota.gpu_quota aria-valuenow=quota.gpus_in_use>
                 <div class=format!("gauge-fill {level}") style=format!("width: {pct}%")></div>
             </div>
             <p class="muted">
