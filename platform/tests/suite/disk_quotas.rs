@@ -83,3 +83,23 @@ gantry_testkit::timed_test! {
         assert!(detail.contains("root filesystem per machine 50 GB → 20 MB"), "{detail}");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_compute_task_waits_with_the_numbers_while_its_node_is_below_the_disk_floor() {
+        use gantry_platform::compute::{self, Command};
+        let (env, sim, _root, alice) = crate::compute_sim::sim_compute_env().await;
+        sim.set_disk_space(Some((GB, 100 * GB)));
+        nodes::monitor_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        let job = gantry_testkit::engine::compute_job("train", Command::Argv(vec!["true".into()]));
+        let t = compute::submit(&env.pool, &env.admissions, &alice, &job).await.unwrap();
+        // The region is chosen; admission refuses the node, and the task
+        // waits with the numbers instead of failing.
+        assert_eq!(t.state, gantry_core::task::TaskState::Pending, "{}", t.message);
+        assert!(t.message.ends_with("has 1.00 GB free, below the 10 GB floor for new machines"), "{}", t.message);
+        assert_eq!(compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap(), 0);
+
+        sim.set_disk_space(Some((50 * GB, 100 * GB)));
+        nodes::monitor_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!(compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap(), 1, "placed once there is room");
+    }
+}

@@ -100,6 +100,9 @@ impl Batch {
         let (only_nodes, narrowed) = self.allowed_nodes(tx, req, kept.as_ref()).await?;
         let (only_nodes, too_small) = self.fitting_nodes(req, only_nodes)?;
         let (only_nodes, low_disk) = self.roomy_disks(only_nodes);
+        if !low_disk.is_empty() && only_nodes.as_ref().is_some_and(Vec::is_empty) {
+            return Err(Stop::Refused(format!("no node can take this machine: {}", low_disk.join("; "))));
+        }
         let alloc = self.allocate(tx, req, only_nodes, narrowed, &too_small).await.map_err(|stop| match stop {
             Stop::Refused(reason) if !low_disk.is_empty() => {
                 Stop::Refused(format!("{reason}; {}", low_disk.join("; ")))
