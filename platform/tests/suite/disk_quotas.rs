@@ -103,3 +103,33 @@ gantry_testkit::timed_test! {
         assert_eq!(compute::evaluate_queue(&env.pool, &env.admissions).await.unwrap(), 1, "placed once there is room");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_restore_to_a_node_below_the_disk_floor_is_refused_with_the_numbers() {
+        use crate::reclaim_common::{admin, machine_state, short_settings, steady};
+        let (env, sim, alice) = sim_env().await;
+        let root = admin(&env.pool).await;
+        short_settings(&env.pool, &root, 0, 0).await;
+        let m = running(&env, &alice, "napper").await;
+        let gpu = env.scalar(&format!("SELECT gpu_id FROM machine_gpus WHERE machine_id = {m}")).await;
+        let t0 = gantry_platform::now() + 5;
+        steady(&env.pool, gpu, env.node_id, Some(m), t0, t0 + 60, 0.0, 40.0).await;
+        gantry_platform::reclaim::pass(&env.pool, t0 + 60).await.unwrap();
+        gantry_platform::reclaim::pass(&env.pool, t0 + 60).await.unwrap();
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed");
+
+        sim.set_disk_space(Some((2 * GB, 100 * GB)));
+        nodes::monitor_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        let refused = gantry_platform::reclaim::restore(&env.pool, &alice, m).await.unwrap_err().to_string();
+        assert!(refused.contains("has 2.00 GB free, below the 10 GB floor for new machines (it can only run on its own node"), "{refused}");
+        assert_eq!(machine_state(&env.pool, m).await.0, "reclaimed", "nothing changed");
+        env.assert_quota_consistent().await;
+
+        sim.set_disk_space(Some((20 * GB, 100 * GB)));
+        nodes::monitor_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        gantry_platform::reclaim::restore(&env.pool, &alice, m).await.unwrap();
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+    }
+}

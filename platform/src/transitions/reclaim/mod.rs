@@ -341,6 +341,14 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
                 .map(|why| format!("{why} (it can only run on its own node, where its volume is)"));
         }
     }
+    // Its node's disk must be above the floor, as for any new container.
+    if refused.is_none() {
+        if let Some(node) = node_id {
+            refused = crate::disk::nodes::refusal(&mut tx, node)
+                .await?
+                .map(|why| format!("{why} (it can only run on its own node, where its volume is)"));
+        }
+    }
     let placed = match refused {
         Some(reason) => Err(reason),
         // Its volume and snapshot live on one node: only that node's GPUs will do.
