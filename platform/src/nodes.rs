@@ -188,7 +188,12 @@ pub async fn monitor_with(pool: &Pool, fleet: &Fleet, ping_timeout: Duration) ->
         if answered {
             // Its free disk, where the node's state is refreshed.
             if let Ok(exec) = &node.executor {
-                let _ = tokio::time::timeout(ping_timeout, crate::disk::nodes::measure(pool, exec, node.id)).await;
+                match tokio::time::timeout(ping_timeout, crate::disk::nodes::measure(pool, exec, node.id)).await {
+                    Ok(Ok(())) => {}
+                    // The heartbeat still counts: the last figure stays.
+                    Ok(Err(e)) => tracing::warn!(node = %node.name, error = %e, "node disk not recorded"),
+                    Err(_) => tracing::warn!(node = %node.name, "node disk not measured in time"),
+                }
             }
             cluster::heartbeat(pool, node.id).await.map(|_| None)
         } else {
