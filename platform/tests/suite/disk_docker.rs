@@ -67,3 +67,16 @@ gantry_testkit::timed_test! {
         assert!(!ex.list_managed_volumes(&machines::instance_id(&env.pool).await.unwrap()).await.unwrap().contains(&volume));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn the_local_engines_free_disk_is_measured_and_a_gone_container_has_no_size() {
+        let env = engine::docker_env(1, 1).await;
+        let ex = env.executor().await;
+        let (free, total) = ex.disk_space().await.unwrap().expect("a local engine's disk can be measured");
+        assert!(free > 0 && free <= total, "{free} of {total}");
+        gantry_platform::nodes::monitor_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        let recorded = env.scalar(&format!("SELECT disk_total_bytes FROM nodes WHERE id = {}", env.node_id)).await;
+        assert_eq!(recorded, total, "the node monitor records it");
+        assert_eq!(ex.root_disk_bytes("gantry-no-such-container").await.unwrap(), None);
+    }
+}
