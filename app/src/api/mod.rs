@@ -8,6 +8,7 @@ pub mod compute;
 pub mod dashboard;
 pub mod dataset_quotas;
 pub mod datasets;
+pub mod disk;
 pub mod fleet;
 pub mod lists;
 pub mod machines;

@@ -16,6 +16,7 @@
 
 mod act;
 pub mod nodes;
+pub mod usage;
 
 use crate::{db::Pool, fleet::Fleet, PlatformError};
 use gantry_core::disk::{verdict, Verdict};

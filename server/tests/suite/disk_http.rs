@@ -114,3 +114,60 @@ gantry_testkit::timed_test! {
         assert!(row("remote-1").contains(">unknown<"), "{}", row("remote-1"));
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn the_machine_page_shows_its_filesystem_outside_data_against_the_limit() {
+        use gantry_platform::{cluster, gpus, images, policy};
+        let dir = tempfile::tempdir().unwrap();
+        let server = TestServer::start(&dir).await;
+        let pool = &server.pool;
+        let found = gpus::simulated("node-a", &gpus::SimulatedGpus { count: 2, model: "SIM-A100".into(), memory_mb: 1024 });
+        let registration = cluster::NodeRegistration {
+            name: "node-a",
+            region_code: "local",
+            docker_endpoint: "simulated://node-a",
+            volume_dir: "",
+            executor: "simulated",
+            cpu_count: 4,
+            memory_mb: 0,
+            gpus: &found,
+        };
+        cluster::register_node(pool, registration).await.unwrap();
+        images::create_image(pool, None, "devbox", "gantry/devbox:latest", "demo", true).await.unwrap();
+        let default_group = accounts::ensure_default_group(pool).await.unwrap();
+        policy::update_group_policy(pool, None, default_group, 2, 2, &[]).await.unwrap();
+        accounts::create_group(pool, None, "other", 1).await.unwrap();
+        for (name, group) in [("alice", "default"), ("carol", "other")] {
+            let new = accounts::NewUser { username: name, password: "a-good-password", role: Role::User, group: Some(group) };
+            accounts::create_user(pool, None, new).await.unwrap();
+        }
+        let alice = server.client();
+        login(&server, &alice, "alice", "a-good-password").await;
+        let form = [("name", "filler"), ("image_id", ""), ("gpu_count", "1"), ("gpu_model", ""), ("volume_size_gb", "10")];
+        let res = alice.post(server.url("/api/create_machine")).form(&form).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let id = count(pool, "SELECT id FROM machines WHERE name = 'filler'").await;
+
+        let page = |client: &reqwest::Client| client.get(server.url(&format!("/machines/{id}"))).send();
+        let html = page(&alice).await.unwrap().text().await.unwrap();
+        assert!(html.contains("not measured yet; its limit is 50 GB"), "the default limit before a reading");
+
+        // As the disk watcher leaves it after warning (platform tests run the watcher itself).
+        sqlx::query("UPDATE groups SET root_disk_mb = 20 WHERE id = ?").bind(default_group).execute(pool).await.unwrap();
+        sqlx::query("UPDATE machines SET root_disk_bytes = 19000000, root_disk_at = 1800000000, root_disk_warned = 1 WHERE id = ?")
+            .bind(id)
+            .execute(pool)
+            .await
+            .unwrap();
+        let html = page(&alice).await.unwrap().text().await.unwrap();
+        let card = &html[html.find(r#"data-testid="machine-disk""#).expect("the card")..];
+        let card = card.split("</section>").next().unwrap();
+        assert!(card.contains("19.0 MB of its 20 MB limit (95 %)") && card.contains("nearly full"), "{card}");
+
+        // Another group's machine: not found, as everywhere.
+        let carol = server.client();
+        login(&server, &carol, "carol", "a-good-password").await;
+        let res = carol.post(server.url("/api/machine_disk")).form(&[("machine_id", id.to_string())]).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    }
+}

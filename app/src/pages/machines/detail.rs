@@ -65,6 +65,7 @@ pub fn MachineDetailPage() -> impl IntoView {
             })}
         </Suspense>
         <crate::pages::machines::reclaim::MachineReclaim id=Signal::derive(id)/>
+        <crate::pages::machines::disk::MachineDisk id=Signal::derive(id)/>
         <crate::pages::machines::charts::MachineCharts id=Signal::derive(id)/>
         <crate::pages::machines::terminal::MachineWorkspace id=Signal::derive(id)/>
     }

@@ -4,6 +4,7 @@
 pub mod charts;
 pub mod create;
 pub mod detail;
+pub mod disk;
 pub mod kept;
 pub mod reclaim;
 pub mod snapshots;
