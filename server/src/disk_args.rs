@@ -17,3 +17,38 @@ pub struct DiskArgs {
     #[arg(long, env = "GANTRY_NODE_DISK_FLOOR_GB", default_value_t = gantry_platform::disk::nodes::DEFAULT_FLOOR_GB, value_parser = clap::value_parser!(i64).range(0..=100_000))]
     pub node_disk_floor_gb: i64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::DiskArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        disk: DiskArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<DiskArgs, clap::Error> {
+        Cli::try_parse_from(["gantry"].iter().chain(extra).copied()).map(|c| c.disk)
+    }
+
+    #[test]
+    fn defaults_and_bounds() {
+        let d = parse(&[]).unwrap();
+        assert_eq!((d.disk_watch_interval_secs, d.node_disk_floor_gb), (60, 10));
+        for ok in
+            [["--node-disk-floor-gb", "0"], ["--node-disk-floor-gb", "100000"], ["--disk-watch-interval-secs", "5"]]
+        {
+            assert!(parse(&ok).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            ["--node-disk-floor-gb", "-1"],
+            ["--node-disk-floor-gb", "100001"],
+            ["--disk-watch-interval-secs", "4"],
+            ["--disk-watch-interval-secs", "3601"],
+        ] {
+            assert!(parse(&bad).is_err(), "{bad:?}");
+        }
+    }
+}

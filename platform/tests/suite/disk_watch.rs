@@ -126,3 +126,33 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_container_gone_between_the_reading_and_the_stop_or_a_deleted_machine_changes_nothing() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "filler").await;
+        set_root_limit(&env, 20).await;
+        let c = container_of(&sim, m);
+        sim.set_root_disk_bytes(&c, 30 * MB);
+
+        // Removed (a delete elsewhere) after it was measured, before the stop.
+        sim.fail_next("stop_container", gantry_platform::executor::ExecError::NotFound(format!("no such container {c}")));
+        let r = disk::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        assert_eq!((r.stopped.len(), r.skipped.len()), (0, 0), "{r:?}");
+        assert_eq!(machine_state(&env.pool, m).await.0, "running", "the reconciler's to notice");
+        assert!(events(&env.pool, m).await.is_empty());
+
+        // Deleted: no longer watched.
+        let request = gantry_platform::machines::OperationRequest {
+            machine_id: m,
+            kind: gantry_core::task::TaskKind::Delete,
+            keep_volume: false,
+        };
+        gantry_platform::machines::request_operation(&env.pool, &alice, request).await.unwrap();
+        assert_eq!(disk::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap(), disk::Report::default(), "an operation is open");
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, m).await.0, "deleted");
+        assert_eq!(disk::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap(), disk::Report::default());
+        assert!(events(&env.pool, m).await.is_empty());
+    }
+}
