@@ -30,12 +30,7 @@ impl DockerExecutor {
             .storage
             .get_or_try_init(|| async {
                 let info = docker.info().await.map_err(|e| self.err(e, "info"))?;
-                let status = info.driver_status.unwrap_or_default();
-                let backing_fs = status
-                    .iter()
-                    .find(|kv| kv.first().is_some_and(|k| k == "Backing Filesystem"))
-                    .and_then(|kv| kv.get(1).cloned());
-                let driver = StorageDriver { driver: info.driver.unwrap_or_default(), backing_fs, pquota: None };
+                let driver = driver_of(info.driver, &info.driver_status.unwrap_or_default());
                 let root = info.docker_root_dir.filter(|r| !r.is_empty());
                 let driver = StorageDriver { pquota: self.local_pquota(&driver, root.as_deref()), ..driver };
                 Ok((driver, root))
@@ -51,18 +46,7 @@ impl DockerExecutor {
         if d.driver != "overlay2" || !self.is_local() {
             return None;
         }
-        let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-        let root = root?;
-        // The longest mount point that holds the data root is its filesystem.
-        let entry = mounts
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                (f.len() >= 4).then(|| (f[1], f[3]))
-            })
-            .filter(|(point, _)| root == *point || root.starts_with(&format!("{}/", point.trim_end_matches('/'))))
-            .max_by_key(|(point, _)| point.len())?;
-        Some(entry.1.split(',').any(|o| matches!(o, "pquota" | "prjquota")))
+        pquota_in(&std::fs::read_to_string("/proc/mounts").ok()?, root?)
     }
 
     /// Free and total bytes on the disk holding the engine's data root —
@@ -75,6 +59,31 @@ impl DockerExecutor {
         let Some(root) = self.storage().await?.1.clone() else { return Ok(None) };
         Ok(statvfs(&root))
     }
+}
+
+/// The driver and its "Backing Filesystem" from `docker info`.
+fn driver_of(driver: Option<String>, status: &[Vec<String>]) -> StorageDriver {
+    let backing_fs = status
+        .iter()
+        .find(|kv| kv.first().is_some_and(|k| k == "Backing Filesystem"))
+        .and_then(|kv| kv.get(1).cloned());
+    StorageDriver { driver: driver.unwrap_or_default(), backing_fs, pquota: None }
+}
+
+/// Whether the filesystem holding `root` is mounted with project quotas,
+/// from a `/proc/mounts` text: the longest mount point holding `root` is
+/// its filesystem. `None` when no mount holds it.
+fn pquota_in(mounts: &str, root: &str) -> Option<bool> {
+    let holds = |point: &str| root == point || root.starts_with(&format!("{}/", point.trim_end_matches('/')));
+    let (_, options) = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| (f[1], f[3]))
+        })
+        .filter(|(point, _)| holds(point))
+        .max_by_key(|(point, _)| point.len())?;
+    Some(options.split(',').any(|o| matches!(o, "pquota" | "prjquota")))
 }
 
 /// (free for unprivileged writers, total) bytes of the filesystem at `path`.
@@ -91,6 +100,29 @@ pub(crate) fn statvfs(path: &str) -> Option<(i64, i64)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_driver_and_its_backing_filesystem_are_read_from_info() {
+        let status = vec![
+            vec!["Backing Filesystem".to_string(), "xfs".to_string()],
+            vec!["Supports d_type".to_string(), "true".to_string()],
+        ];
+        let d = super::driver_of(Some("overlay2".into()), &status);
+        assert_eq!((d.driver.as_str(), d.backing_fs.as_deref(), d.pquota), ("overlay2", Some("xfs"), None));
+        assert_eq!(super::driver_of(Some("vfs".into()), &[]).backing_fs, None);
+    }
+
+    #[test]
+    fn project_quotas_are_read_from_the_mount_holding_the_data_root() {
+        let mounts = "/dev/vda1 / ext4 rw,relatime 0 0\n\
+                      /dev/vdb /var/lib/docker xfs rw,relatime,attr2,inode64,prjquota 0 0\n\
+                      /dev/vdc /srv xfs rw,relatime 0 0\n";
+        assert_eq!(super::pquota_in(mounts, "/var/lib/docker"), Some(true));
+        assert_eq!(super::pquota_in(mounts, "/var/lib/docker/overlay2"), Some(true));
+        assert_eq!(super::pquota_in(mounts, "/srv/docker"), Some(false));
+        assert_eq!(super::pquota_in(mounts, "/var/lib/dockerx"), Some(false), "held by /, not by /var/lib/docker");
+        assert_eq!(super::pquota_in("", "/var/lib/docker"), None);
+    }
+
     #[test]
     fn statvfs_reads_this_hosts_disk() {
         let (free, total) = super::statvfs("/").expect("/ has a filesystem");
