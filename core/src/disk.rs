@@ -109,6 +109,30 @@ pub fn parse_gb(field: &str, text: &str) -> Result<i64, String> {
     Ok(mb)
 }
 
+/// Why a new snapshot is refused, if it is: the group's snapshots take
+/// `used` bytes of its `limit_mb` (0: no limit), and the machine has
+/// written `layer` bytes outside /data, the least its image will add.
+pub fn snapshot_refusal(used: i64, layer: i64, limit_mb: i64) -> Option<String> {
+    let limit = limit_mb.saturating_mul(MB);
+    if limit_mb <= 0 || (used < limit && used.saturating_add(layer) <= limit) {
+        return None;
+    }
+    Some(if used >= limit {
+        format!(
+            "the group's snapshots take {} of its {} snapshot storage; delete one first",
+            format_bytes(used),
+            format_limit_mb(limit_mb)
+        )
+    } else {
+        format!(
+            "the group's snapshots take {} of its {} snapshot storage, and this machine's filesystem outside /data holds {}; delete a snapshot or files outside /data first",
+            format_bytes(used),
+            format_limit_mb(limit_mb),
+            format_bytes(layer)
+        )
+    })
+}
+
 /// What the engine says of its storage (`docker info`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StorageDriver {

@@ -65,3 +65,18 @@ fn a_node_below_the_floor_is_refused_with_the_numbers() {
     assert_eq!(below_floor("gpu-1", None, 10), None, "unknown free space does not refuse");
     assert_eq!(below_floor("gpu-1", Some(0), 0), None, "floor 0 is off");
 }
+
+#[test]
+fn snapshots_are_refused_at_the_limit_or_when_the_machines_layer_would_cross_it() {
+    assert_eq!(snapshot_refusal(10 * MB, 10 * MB, 0), None, "no limit");
+    assert_eq!(snapshot_refusal(50 * MB, 10 * MB, 100), None);
+    assert_eq!(snapshot_refusal(99 * MB, 0, 100), None, "under the limit, nothing measured: the next is refused");
+    assert_eq!(
+        snapshot_refusal(100 * MB, 0, 100).as_deref(),
+        Some("the group's snapshots take 100.0 MB of its 100 MB snapshot storage; delete one first")
+    );
+    assert_eq!(
+        snapshot_refusal(50 * MB, 60 * MB, 100).as_deref(),
+        Some("the group's snapshots take 50.0 MB of its 100 MB snapshot storage, and this machine's filesystem outside /data holds 60.0 MB; delete a snapshot or files outside /data first")
+    );
+}

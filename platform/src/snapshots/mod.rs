@@ -168,15 +168,17 @@ pub async fn request(pool: &Pool, who: &User, machine_id: i64, name: &str) -> Re
         )));
     }
     // Bytes too: one snapshot of a machine that filled its disk is as
-    // heavy as many. The one that crosses the limit is kept; the next is
-    // refused.
+    // heavy as many. What the machine wrote outside /data (the disk
+    // watcher's last reading) is the least its image adds, so a snapshot
+    // that would take the group past its limit is refused before it is
+    // committed; the image's own size (with its base) is what then counts.
     let (bytes, limit_mb) = bytes_usage(&mut tx, cur.group_id).await?;
-    if limit_mb > 0 && bytes >= limit_mb.saturating_mul(gantry_core::disk::MB) {
-        return Err(PlatformError::Refused(format!(
-            "the group's snapshots take {} of its {} snapshot storage; delete one first",
-            gantry_core::disk::format_bytes(bytes),
-            gantry_core::disk::format_limit_mb(limit_mb)
-        )));
+    let layer: i64 = sqlx::query_scalar("SELECT COALESCE(root_disk_bytes, 0) FROM machines WHERE id = ?")
+        .bind(machine_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if let Some(why) = gantry_core::disk::snapshot_refusal(bytes, layer, limit_mb) {
+        return Err(PlatformError::Refused(why));
     }
     let (snapshot_id, reference) =
         snapshot::insert(&mut tx, &snapshot::NewSnapshot { name, machine_id, origin: SnapshotOrigin::User }).await?;

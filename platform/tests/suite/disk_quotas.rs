@@ -20,12 +20,21 @@ async fn set_limits(env: &Env, disk: DiskLimits) -> Result<(), PlatformError> {
 
 gantry_testkit::timed_test! {
     async fn snapshots_past_the_groups_snapshot_storage_are_refused_with_the_numbers() {
-        let (env, _sim, alice) = sim_env().await;
+        let (env, sim, alice) = sim_env().await;
         let m = running(&env, &alice, "source").await;
         set_limits(&env, DiskLimits { root_disk_mb: None, snapshot_disk_mb: Some(100) }).await.unwrap();
-        // 64 MiB each on the simulated engine: the first fits, and takes it past nothing.
+        // 64 MiB each on the simulated engine: the first fits.
         snapshots::request(&env.pool, &alice, m, "first").await.unwrap();
         env.drive().await;
+        // The machine has written 40 MB outside /data (as the disk watcher
+        // read it): its next snapshot would take the group past 100 MB.
+        let c = sim.containers()[0].id.clone();
+        sim.set_root_disk_bytes(&c, 40 * MB);
+        gantry_platform::disk::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
+        let refused = snapshots::request(&env.pool, &alice, m, "second").await.unwrap_err().to_string();
+        assert_eq!(refused, "the group's snapshots take 67.1 MB of its 100 MB snapshot storage, and this machine's filesystem outside /data holds 40.0 MB; delete a snapshot or files outside /data first");
+        sim.set_root_disk_bytes(&c, 10 * MB);
+        gantry_platform::disk::watch_once(&env.pool, &env.dispatcher.fleet).await.unwrap();
         snapshots::request(&env.pool, &alice, m, "second").await.unwrap();
         env.drive().await;
         let tasks = env.scalar("SELECT COUNT(*) FROM tasks").await;
