@@ -198,3 +198,26 @@ pub async fn machine_operation(
     crate::state::wake_dispatcher();
     Ok(task_id)
 }
+
+/// Stops a running or stopped dev machine for its owner (or an admin): its
+/// filesystem is saved, its container removed and its GPUs returned; its
+/// volume and name stay. Returns the task id (the same stop asked again
+/// answers the first one's). Another group's machine is 404.
+#[server(prefix = "/api", endpoint = "stop_machine")]
+pub async fn stop_machine(machine_id: i64) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    let task = gantry_platform::reclaim::stop(&crate::state::pool()?, &user, machine_id).await?;
+    crate::state::wake_dispatcher();
+    Ok(task)
+}
+
+/// Starts a shut-down machine: admitted on its node within the group's
+/// quota like a create; a refusal (409) gives the numbers and changes
+/// nothing. Returns the task id.
+#[server(prefix = "/api", endpoint = "start_machine")]
+pub async fn start_machine(machine_id: i64) -> Result<i64, AppError> {
+    let user = crate::state::auth()?;
+    let task = gantry_platform::reclaim::start(&crate::state::pool()?, &user, machine_id).await?;
+    crate::state::wake_dispatcher();
+    Ok(task)
+}

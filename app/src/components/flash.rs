@@ -146,6 +146,8 @@ const MESSAGES: &[(&str, &str)] = &[
     ("cancel_compute", "Cancel requested."),
     ("extend_reclaim", "Reclaim deadline extended."),
     ("restore_machine", "Restore requested."),
+    ("stop_machine", "Stop requested: its filesystem is saved, then its GPUs go back to the group."),
+    ("start_machine", "Start requested — the task history shows its progress."),
     ("rebalance_opt_out", "Rebalancing choice saved."),
     ("take_snapshot", "Snapshot requested."),
     ("delete_snapshot", "Snapshot deleted."),

@@ -89,9 +89,11 @@ string_enum! {
         Restart => "restart",
         Reinstall => "reinstall",
         Snapshot => "snapshot",
-        /// Idle for too long: snapshot, remove the container, give the GPUs back.
+        /// Idle for too long, or its owner's Stop: snapshot, remove the
+        /// container, give the GPUs back.
         Reclaim => "reclaim",
-        /// A reclaimed machine back on GPUs, from its reclaim snapshot.
+        /// A reclaimed (or shut-down) machine back on GPUs, from its
+        /// reclaim snapshot: Restore, or Start.
         Restore => "restore",
         /// Re-placed on cooler GPUs of its node (new container, same volume).
         Rebalance => "rebalance",
@@ -186,8 +188,9 @@ string_enum! {
         /// container and volume are collected if the node's engine returns.
         /// Only delete (which just closes the record) is possible.
         Lost => "lost",
-        /// Idle for too long: snapshotted, container removed, GPUs given
-        /// back. Its name and volume stay; restore brings it back.
+        /// Idle for too long, or stopped by its owner (then shown as "shut
+        /// down"): snapshotted, container removed, GPUs given back. Its
+        /// name and volume stay; restore (Start) brings it back.
         Reclaimed => "reclaimed",
     }
 }

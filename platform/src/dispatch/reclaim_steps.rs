@@ -23,7 +23,7 @@ pub async fn run(d: &Dispatcher, task: &ClaimedTask, ctx: MachineContext, exec: 
     let snapshot_id = payload.get("snapshot_id").and_then(|v| v.as_i64());
     match task.kind {
         TaskKind::Snapshot => run.snapshot(&ctx, snapshot_id).await,
-        TaskKind::Reclaim => run.reclaim(&ctx, snapshot_id).await,
+        TaskKind::Reclaim => run.reclaim(&ctx, snapshot_id, reclaim::is_stop(&payload)).await,
         TaskKind::Rebalance => run.rebalance(&ctx, &payload).await,
         other => Err(StepError::Fail(format!("{other} is not a snapshot, reclaim or rebalance task"))),
     }
@@ -73,22 +73,26 @@ impl Run<'_> {
     }
 
     /// An idle machine gives its GPUs back as an image it can be restored
-    /// from, unless the reclaim is called off while the machine is whole.
-    async fn reclaim(&self, ctx: &MachineContext, snapshot_id: Option<i64>) -> Result<Done, StepError> {
+    /// from, unless the reclaim is called off while the machine is whole;
+    /// a `stop` (its owner's) is the same but is never called off.
+    async fn reclaim(&self, ctx: &MachineContext, snapshot_id: Option<i64>, stop: bool) -> Result<Done, StepError> {
         let (d, task) = (self.d, self.task);
         let snapshot_id = snapshot_id.ok_or_else(|| StepError::Fail("the task names no snapshot".into()))?;
         let reference = snapshot::image_ref(&ctx.spec.instance, snapshot_id);
+        // A person's stop was asked for: no warning, deadline or
+        // exemption can call it off.
+        let idle = !stop;
         // The warning may have been withdrawn, extended or exempted
         // since the reclaim was queued: it stops while the machine is
         // still whole (its container there), and not once it is gone.
         let whole = self.container_status(ctx).await?.is_some_and(|status| status != ContainerStatus::Missing);
-        if whole && called_off(d, task, self.exec, &reference).await? {
+        if idle && whole && called_off(d, task, self.exec, &reference).await? {
             return Ok(Done::Recorded);
         }
         let committed = self.commit_if_whole(ctx, whole, &reference).await?;
         // Asked again: committing takes a while, and a busy GPU or an
         // exemption in the meantime still saves the machine.
-        if committed.is_some() && called_off(d, task, self.exec, &reference).await? {
+        if idle && committed.is_some() && called_off(d, task, self.exec, &reference).await? {
             return Ok(Done::Recorded);
         }
         let image = self.image_made(committed, &reference).await?;
@@ -113,7 +117,7 @@ impl Run<'_> {
     ) -> Result<Option<ImageInfo>, StepError> {
         Ok(match &ctx.container_id {
             Some(id) if whole => {
-                self.step(20, "snapshotting the idle machine").await?;
+                self.step(20, "saving the machine's filesystem to an image").await?;
                 match self.exec.commit_container(id, reference).await {
                     Ok(image) => Some(image),
                     Err(ExecError::NotFound(_)) => None,

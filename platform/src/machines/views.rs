@@ -35,6 +35,8 @@ pub struct MachineView {
     pub updated_at: i64,
     #[sqlx(try_from = "String")]
     pub workload: Workload,
+    /// Put away by its owner's stop (state `reclaimed`): see [`Self::state_label`].
+    pub shut_down: bool,
 }
 
 /// A machine's GPU indexes on its node, ascending, read from the query's
@@ -76,6 +78,23 @@ impl MachineView {
     pub fn is_job(&self) -> bool {
         self.workload == Workload::Job
     }
+
+    /// Stopped by its owner (snapshot kept, no container, GPUs released):
+    /// Start brings it back. Not `MachineState::Stopped`, whose container
+    /// merely exited and still holds its GPUs.
+    pub fn is_shut_down(&self) -> bool {
+        self.state == MachineState::Reclaimed && self.shut_down
+    }
+
+    /// The state as the portal words it: a stopped machine's reclaim
+    /// state reads "shut down", so it is not taken for an idle reclaim.
+    pub fn state_label(&self) -> &'static str {
+        if self.is_shut_down() {
+            "shut down"
+        } else {
+            self.state.as_str()
+        }
+    }
 }
 
 pub(super) fn machine_select() -> String {
@@ -85,7 +104,7 @@ pub(super) fn machine_select() -> String {
                      WHERE mg.machine_id = m.id ORDER BY gp.idx) gp), '') AS gpu_indexes,
            COALESCE((SELECT MAX(gp.simulated) FROM machine_gpus mg JOIN gpus gp ON gp.id = mg.gpu_id WHERE mg.machine_id = m.id), 0) AS simulated,
            n.name AS node, m.node_id, m.volume_name, m.volume_size_gb, m.volume_enforced, m.cpu_millis, m.memory_mb, m.container_id, m.state, m.exit_code, m.message,
-           m.created_at, m.updated_at, m.workload
+           m.created_at, m.updated_at, m.workload, m.shut_down
     FROM machines m JOIN users u ON u.id = m.owner_id JOIN groups g ON g.id = m.group_id
     JOIN images i ON i.id = m.image_id LEFT JOIN nodes n ON n.id = m.node_id")
 }

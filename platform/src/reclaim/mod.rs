@@ -38,6 +38,10 @@ pub struct ReclaimStatus {
     pub exempt: bool,
     pub rebalance_opt_out: bool,
     pub restore_snapshot_id: Option<i64>,
+    /// Put away by its owner's stop, not by idle reclaim: no reclaim
+    /// notice, and Start (on its page) rather than Restore.
+    #[serde(default)]
+    pub shut_down: bool,
 }
 
 impl ReclaimStatus {
@@ -47,9 +51,15 @@ impl ReclaimStatus {
         self.deadline.is_some() && self.state != MachineState::Reclaimed
     }
 
-    /// Reclaimed, and its snapshot is there: restore works.
+    /// Reclaimed by idle reclaim (not shut down by its owner's stop).
+    pub fn reclaimed(&self) -> bool {
+        self.state == MachineState::Reclaimed && !self.shut_down
+    }
+
+    /// Reclaimed, and its snapshot is there: restore works. A shut-down
+    /// machine is started from its page's Start instead.
     pub fn restorable(&self) -> bool {
-        self.state == MachineState::Reclaimed && self.restore_snapshot_id.is_some()
+        self.reclaimed() && self.restore_snapshot_id.is_some()
     }
 
     /// Seconds left until the deadline at `now` (unix s), never below 0.
@@ -76,7 +86,7 @@ pub struct MachineEvent {
 /// the caller's (the machine's alone, or its group's too).
 const STATUS_COLUMNS: &str =
     "m.id AS machine_id, m.name AS machine_name, m.owner_id, m.state, m.reclaim_deadline AS deadline,
-     m.reclaim_extensions AS extensions_used, m.rebalance_opt_out, m.restore_snapshot_id";
+     m.reclaim_extensions AS extensions_used, m.rebalance_opt_out, m.restore_snapshot_id, m.shut_down";
 
 /// A machine its group's banner shows (`m` is the machine): warned while
 /// it can still be reclaimed (running or stopped; a warning left on a
@@ -97,6 +107,10 @@ pub async fn notices(pool: &Pool, viewer: &User) -> Result<Vec<ReclaimStatus>, P
     .bind(viewer.group_id)
     .fetch_all(pool)
     .await?;
+    // A machine its owner stopped is no reclaim's news (filtered here: the
+    // query keeps to the partial index `machines_reclaim`).
+    let rows: Vec<ReclaimStatus> =
+        rows.into_iter().filter(|r| !(r.state == MachineState::Reclaimed && r.shut_down)).collect();
     // The banner is on every page and nearly always empty: the settings
     // are read only when there is something to show.
     if rows.is_empty() {
@@ -146,4 +160,4 @@ pub async fn extend(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pla
     crate::transitions::reclaim::extend(pool, who, machine_id, &settings.reclaim).await
 }
 
-pub use crate::transitions::reclaim::restore;
+pub use crate::transitions::reclaim::{restore, start, stop};

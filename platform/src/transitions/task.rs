@@ -116,7 +116,13 @@ pub async fn cancel(pool: &Pool, who: &User, task_id: i64) -> Result<(), Platfor
         }
         None => false,
     };
-    refuse_system_task(who, task_id, parsed, on_job)?;
+    // A stop is its owner's own request (a reclaim task only by its runner):
+    // not yet begun, they may call it off like any task of theirs.
+    let stop = parsed == Some(TaskKind::Reclaim)
+        && super::reclaim::is_stop(&super::snapshot::payload(&mut tx, task_id).await?);
+    if !stop {
+        refuse_system_task(who, task_id, parsed, on_job)?;
+    }
     let state: TaskState =
         state.parse().map_err(|e: gantry_core::task::UnknownVariant| PlatformError::Internal(e.to_string()))?;
     state

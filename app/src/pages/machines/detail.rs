@@ -14,7 +14,7 @@ use crate::{
         form_error::{error, FormError},
         poll::busy_when,
         poll::poll,
-        status::{machine_state_badge, tag},
+        status::tag,
         task_table::TaskTable,
     },
     error::AppError,
@@ -100,7 +100,7 @@ fn MachineView(
         <Title text=name.clone()/>
         <div class="page-head">
             <h1>{name}</h1>
-            {machine_state_badge(machine.state)}
+            {crate::pages::machines::power::state_badge(&machine)}
         </div>
         <div class="grid two">
             <MachineFacts m=machine.clone()/>
@@ -141,7 +141,7 @@ fn MachineFacts(m: MachineView) -> impl IntoView {
         <section class="card">
             <h2>"Details"</h2>
             <dl class="facts" data-testid="machine-facts">
-                <dt>"State"</dt><dd>{m.state.as_str()}</dd>
+                <dt>"State"</dt><dd>{m.state_label()}</dd>
                 <dt>"Owner"</dt><dd>{format!("{} · group {}", m.owner, m.group_name)}</dd>
                 <dt>"Node"</dt><dd data-testid="machine-node">{m.node.clone().unwrap_or_else(|| "—".into())}</dd>
                 <dt>"GPUs"</dt><dd>{gpus}</dd>
@@ -236,7 +236,11 @@ fn MachineActions(
             "Cancel the task on the " <a href="/compute">"Compute"</a> " page, or delete the machine."
         </p>
     });
+    let power = matches!(job, JobNote::None).then(|| {
+        crate::pages::machines::power::MachinePower(crate::pages::machines::power::MachinePowerProps { m: m.clone() })
+    });
     let live = can_operate.then(|| view! {
+        {power}
         {relaunch}
         {job_note}
         <ActionForm action=op attr:class="stack danger-zone" attr:data-testid="delete-machine">

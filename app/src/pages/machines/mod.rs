@@ -6,6 +6,7 @@ pub mod create;
 pub mod detail;
 pub mod disk;
 pub mod kept;
+pub mod power;
 pub mod reclaim;
 pub mod snapshots;
 pub mod terminal;
@@ -22,7 +23,7 @@ use crate::{
         poll::busy_when,
         poll::poll,
         quota_gauge::QuotaGauge,
-        status::{machine_state_badge, tag},
+        status::tag,
     },
     model::machines::{gpu_summary, volume_summary},
 };
@@ -115,7 +116,7 @@ fn MachineTable(machines: Vec<MachineView>, filtered: bool) -> impl IntoView {
                 {machines.into_iter().map(|m| view! {
                     <tr data-testid="machine-row" data-name=m.name.clone() data-state=m.state.as_str()>
                         <td class="nowrap"><a href=format!("/machines/{}", m.id)><strong>{m.name.clone()}</strong></a></td>
-                        <td>{machine_state_badge(m.state)}</td>
+                        <td>{power::state_badge(&m)}</td>
                         <td>
                             <span class="nowrap" data-testid="machine-gpus">{gpu_summary(m.gpu_count, &m.gpu_model, &m.gpu_indexes)}</span>
                             {m.simulated.then(|| view! { " " {tag("simulated", "no NVIDIA driver on this node: the GPUs are simulated")} })}

@@ -142,7 +142,7 @@ fn ReclaimCard(
     opt: ServerAction<RebalanceOptOut>,
 ) -> impl IntoView {
     let text = notice_text(&n);
-    let shown = n.warned() || n.state == MachineState::Reclaimed;
+    let shown = n.warned() || n.reclaimed();
     let opted = n.rebalance_opt_out;
     let machine_id = n.machine_id;
     view! {
@@ -220,6 +220,7 @@ mod tests {
             exempt: false,
             rebalance_opt_out: false,
             restore_snapshot_id: None,
+            shut_down: false,
         };
         let now = 1_795_945_380 - 250;
         assert_eq!(warning_text(&n, now, n.can_extend(&owner)), "Idle: machine box will be snapshotted and its GPUs returned in 4 min 10 s (at 2026-11-29 09:43 UTC) unless its GPUs are used or you extend it.");

@@ -5,8 +5,10 @@
 //! Calling off a queued reclaim and backing off after a failed one are in
 //! [`withdraw`].
 
+mod stop;
 mod withdraw;
 
+pub use stop::{is_stop, start, stop};
 pub use withdraw::call_off_if_withdrawn;
 pub(crate) use withdraw::{exempted, withdraw};
 
@@ -250,18 +252,25 @@ pub async fn reclaimed_as(
     let mut tx = fenced(pool, lease).await?;
     snapshot::mark_ready(&mut tx, snapshot_id, size_bytes).await?;
     let held = machine::current(&mut tx, machine_id).await?.held;
-    let message = format!("reclaimed after being idle; snapshot kept and {held} GPU(s) returned to the group's quota; restore brings it back");
+    // A person's stop ends the same way; only its words differ.
+    let stop = is_stop(&snapshot::payload(&mut tx, lease.task_id).await?);
+    let (message, action) = if stop {
+        (format!("shut down by its owner's stop; its filesystem is saved and {held} GPU(s) returned to the group's quota; Start brings it back"), "machine.stopped")
+    } else {
+        (format!("reclaimed after being idle; snapshot kept and {held} GPU(s) returned to the group's quota; restore brings it back"), "machine.reclaimed")
+    };
     let refunded = machine::release_as(&mut tx, machine_id, MachineState::Reclaimed, &message, container).await?;
     sqlx::query(
-        "UPDATE machines SET restore_snapshot_id = ?, reclaim_deadline = NULL, reclaim_extensions = 0 WHERE id = ?",
+        "UPDATE machines SET restore_snapshot_id = ?, reclaim_deadline = NULL, reclaim_extensions = 0, shut_down = ? WHERE id = ?",
     )
     .bind(snapshot_id)
+    .bind(stop)
     .bind(machine_id)
     .execute(&mut *tx)
     .await?;
     snapshot::event(&mut tx, machine_id, MachineEventKind::Reclaimed, &message).await?;
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
-    audit::record(&mut *tx, None, "machine.reclaimed", &format!("machine #{machine_id}: {message}")).await?;
+    audit::record(&mut *tx, None, action, &format!("machine #{machine_id}: {message}")).await?;
     tx.commit().await?;
     Ok(refunded)
 }
@@ -271,6 +280,12 @@ pub async fn reclaimed_as(
 /// within the group's quota; a refusal is recorded as a failed task with
 /// the reason and changes nothing else.
 pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, PlatformError> {
+    restore_as(pool, who, machine_id, "restore").await
+}
+
+/// [`restore`], named `word` in its refusal and audit (`machine.{word}`):
+/// a shut-down machine's Start is the same admission.
+async fn restore_as(pool: &Pool, who: &User, machine_id: i64, word: &str) -> Result<i64, PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
     let row: Option<(i64, Option<i64>, i64, String, Option<i64>, i64, i64, i64)> = sqlx::query_as(&format!(
@@ -285,10 +300,12 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     // Only CPUs and memory are checked against the node here.
     let limits = crate::executor::Limits { cpu_millis, memory_mb, pids, root_disk_mb: 0 };
     if !who.acts_for(owner) {
-        return Err(PlatformError::Conflict("only the machine's owner, or an admin, can restore it".into()));
+        return Err(PlatformError::Conflict(format!("only the machine's owner, or an admin, can {word} it")));
     }
     let cur = machine::current(&mut tx, machine_id).await?;
-    accepts(&cur.name, cur.state, TaskKind::Restore).map_err(PlatformError::Conflict)?;
+    accepts(&cur.name, cur.state, TaskKind::Restore).map_err(|_| {
+        PlatformError::Conflict(format!("machine {} is {}; {word} is not possible", cur.name, cur.state))
+    })?;
     if busy(&mut tx, machine_id).await? {
         return Err(PlatformError::Conflict(format!(
             "machine {} is busy with another operation; wait for it to finish",
@@ -358,7 +375,7 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     let alloc = match placed {
         Ok(alloc) => alloc,
         Err(why) => {
-            let reason = format!("restore of {} refused: {why}", cur.name);
+            let reason = format!("{word} of {} refused: {why}", cur.name);
             task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Failed, &reason).await?;
             tx.commit().await?;
             return Err(PlatformError::Refused(reason));
@@ -397,7 +414,7 @@ pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Pl
     audit::record(
         &mut *tx,
         Some(who.id),
-        "machine.restore",
+        &format!("machine.{word}"),
         &format!("machine {}: {placed}; group quota deducted", cur.name),
     )
     .await?;
