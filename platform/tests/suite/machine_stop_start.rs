@@ -225,3 +225,29 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_stop_whose_engine_does_not_answer_is_retried_and_keeps_the_gpus_meanwhile() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "far-away").await;
+        sim.set_available(false);
+        let task = reclaim::stop(&env.pool, &alice, m).await.unwrap();
+        env.drive().await;
+        let (state, message) = task_outcome(&env.pool, task).await;
+        assert_eq!(state, "scheduled", "{message}");
+        assert!(message.contains("engine did not answer; retry"), "{message}");
+        // Nothing was removed, so nothing was given back.
+        assert_eq!(machine_state(&env.pool, m).await.0, "running");
+        assert_eq!(in_use(&env).await, 1);
+        assert_eq!(sim.containers().len(), 1);
+
+        // The engine answers again; the retry (made due now) ends the stop.
+        sim.set_available(true);
+        sqlx::query("UPDATE tasks SET not_before = 0 WHERE id = ?").bind(task).execute(&env.pool).await.unwrap();
+        env.drive().await;
+        assert_eq!(task_outcome(&env.pool, task).await.0, "succeeded");
+        assert!(shut_down(&env, m).await);
+        assert_eq!(in_use(&env).await, 0);
+        env.assert_quota_consistent().await;
+    }
+}
