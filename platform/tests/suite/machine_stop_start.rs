@@ -251,3 +251,19 @@ gantry_testkit::timed_test! {
         env.assert_quota_consistent().await;
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn start_on_a_node_that_is_down_is_refused_saying_where_its_volume_is() {
+        let (env, sim, alice) = sim_env().await;
+        let m = running(&env, &alice, "homebound").await;
+        stopped(&env, &sim, &alice, m).await;
+        sqlx::query("UPDATE nodes SET state = 'down'").execute(&env.pool).await.unwrap();
+        let before = counts(&env).await;
+        let text = reclaim::start(&env.pool, &alice, m).await.unwrap_err().to_string();
+        assert!(text.contains("start of homebound refused"), "{text}");
+        assert!(text.contains(" is down and takes no machines"), "{text}");
+        assert!(text.contains("only run on its own node, where its volume is"), "{text}");
+        assert_eq!((counts(&env).await.2, counts(&env).await.3), (before.2, before.3), "nothing changed");
+        assert!(shut_down(&env, m).await);
+    }
+}

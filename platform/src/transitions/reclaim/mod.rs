@@ -350,6 +350,17 @@ async fn restore_as(pool: &Pool, who: &User, machine_id: i64, word: &str) -> Res
             refused = crate::machines::check_node(&mut tx, node, &limits).await?.err();
         }
     }
+    // Its node is fixed: one not taking machines is named as such, rather
+    // than as a node without free GPUs.
+    if let (None, Some(node)) = (&refused, node_id) {
+        let (name, state): (String, String) =
+            sqlx::query_as("SELECT name, state FROM nodes WHERE id = ?").bind(node).fetch_one(&mut *tx).await?;
+        if state != "ready" {
+            refused = Some(format!(
+                "its node {name} is {state} and takes no machines (it can only run on its own node, where its volume is)"
+            ));
+        }
+    }
     // Its node is fixed: its region must still be one the group may use.
     if refused.is_none() {
         if let Some(node) = node_id {
