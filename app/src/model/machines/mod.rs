@@ -270,7 +270,9 @@ mod tests {
         assert!(task_busy(T::Pending) && task_busy(T::Running));
         assert!(!task_busy(T::Succeeded) && !task_busy(T::Cancelled));
         assert!(accepts(M::Running, TaskKind::Restart));
-        assert!(!accepts(M::Creating, TaskKind::Delete));
+        // A delete is offered while a machine is being created (queued behind it), a restart is not.
+        assert!(accepts(M::Creating, TaskKind::Delete) && !accepts(M::Creating, TaskKind::Restart));
+        assert!(!accepts(M::Deleted, TaskKind::Delete));
         // A lost machine is settled (no polling) and can only be deleted.
         assert!(!M::Lost.is_busy());
         assert!(accepts(M::Lost, TaskKind::Delete) && !accepts(M::Lost, TaskKind::Restart));
