@@ -148,41 +148,58 @@ pub async fn queue(
         tx.commit().await?;
         return Ok(None);
     }
-    let stamp = gantry_core::time::format_utc(crate::now());
-    let (snapshot_id, _) = snapshot::insert(
-        &mut tx,
-        &snapshot::NewSnapshot { name: &format!("reclaimed {stamp}"), machine_id, origin: SnapshotOrigin::Reclaim },
-    )
-    .await?;
     let (owner, deadline, extensions): (i64, Option<i64>, i64) =
         sqlx::query_as("SELECT owner_id, reclaim_deadline, reclaim_extensions FROM machines WHERE id = ?")
             .bind(machine_id)
             .fetch_one(&mut *tx)
             .await?;
-    let task_id = task::insert_pending(
-        &mut tx,
-        &task::NewTask {
-            kind: TaskKind::Reclaim,
-            machine_id: Some(machine_id),
-            machine_name: &cur.name,
-            requester_id: owner,
-            group_id: cur.group_id,
-            keep_volume: true,
-            message: "accepted",
-        },
-    )
-    .await?;
     // The warning it was queued for: its runner stops if that changed.
-    snapshot::set_payload(
-        &mut tx,
-        task_id,
-        &serde_json::json!({ "snapshot_id": snapshot_id, "deadline": deadline, "extensions": extensions }),
-    )
-    .await?;
-    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, why).await?;
+    let payload = serde_json::json!({ "deadline": deadline, "extensions": extensions });
+    let queued = Queued { machine_id, cur: &cur, requester: owner, label: "reclaimed", payload, why };
+    let task_id = queued.insert(&mut tx).await?;
     audit::record(&mut *tx, None, "machine.reclaim", &format!("machine {}: {why}", cur.name)).await?;
     tx.commit().await?;
     Ok(Some(task_id))
+}
+
+/// A reclaim task about to be queued: the idle reclaim's and a person's
+/// stop ([`stop`]) are the same task, run by the same steps.
+struct Queued<'a> {
+    machine_id: i64,
+    cur: &'a machine::Current,
+    /// Who the task names: the owner for the idle reclaim.
+    requester: i64,
+    /// The restore-point snapshot's name, before the time it was taken.
+    label: &'a str,
+    /// What the runner reads besides the snapshot's id.
+    payload: serde_json::Value,
+    why: &'a str,
+}
+
+impl Queued<'_> {
+    /// Inserts the machine's restore-point snapshot (origin reclaim: not
+    /// one of the group's snapshots, no quota) and its task, scheduled, in
+    /// the caller's transaction; the task's id.
+    async fn insert(mut self, tx: &mut SqliteConnection) -> Result<i64, PlatformError> {
+        let stamp = gantry_core::time::format_utc(crate::now());
+        let name = format!("{} {stamp}", self.label);
+        let new = snapshot::NewSnapshot { name: &name, machine_id: self.machine_id, origin: SnapshotOrigin::Reclaim };
+        let (snapshot_id, _) = snapshot::insert(&mut *tx, &new).await?;
+        let task = task::NewTask {
+            kind: TaskKind::Reclaim,
+            machine_id: Some(self.machine_id),
+            machine_name: &self.cur.name,
+            requester_id: self.requester,
+            group_id: self.cur.group_id,
+            keep_volume: true,
+            message: "accepted",
+        };
+        let task_id = task::insert_pending(&mut *tx, &task).await?;
+        self.payload["snapshot_id"] = snapshot_id.into();
+        snapshot::set_payload(&mut *tx, task_id, &self.payload).await?;
+        task::set_state(&mut *tx, task_id, TaskState::Pending, TaskState::Scheduled, self.why).await?;
+        Ok(task_id)
+    }
 }
 
 /// When the machine last (re)started: its latest succeeded create, restart,

@@ -9,12 +9,9 @@
 //! (where its volume and snapshot are) within the group's quota, refused
 //! with the numbers and nothing changed when there is no room.
 
-use super::{busy, snapshot, task, withdraw};
+use super::{busy, withdraw, Queued};
 use crate::{accounts::User, audit, db::Pool, machines::visibility, transitions::begin, PlatformError};
-use gantry_core::{
-    snapshot::SnapshotOrigin,
-    task::{accepts, TaskKind, TaskState, Workload},
-};
+use gantry_core::task::{accepts, TaskKind, Workload};
 use sqlx::SqliteConnection;
 
 /// Queues the stop of a running or stopped dev machine; the task's id. The
@@ -60,31 +57,11 @@ pub async fn stop(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Platf
             "machine {name} is busy with another operation; wait for it to finish"
         )));
     }
-    let stamp = gantry_core::time::format_utc(crate::now());
-    // Origin reclaim: the machine's restore point, not one of the group's
-    // snapshots (no quota), removed by the reconciler as a reclaim's is.
-    let (snapshot_id, _) = snapshot::insert(
-        &mut tx,
-        &snapshot::NewSnapshot { name: &format!("stopped {stamp}"), machine_id, origin: SnapshotOrigin::Reclaim },
-    )
-    .await?;
-    let task_id = task::insert_pending(
-        &mut tx,
-        &task::NewTask {
-            kind: TaskKind::Reclaim,
-            machine_id: Some(machine_id),
-            machine_name: &cur.name,
-            requester_id: who.id,
-            group_id: cur.group_id,
-            keep_volume: true,
-            message: "accepted",
-        },
-    )
-    .await?;
-    snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "snapshot_id": snapshot_id, "stop": true })).await?;
     let why =
         format!("{by}: its filesystem is saved, its container removed and its GPUs returned; Start brings it back");
-    task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Scheduled, &why).await?;
+    let payload = serde_json::json!({ "stop": true });
+    let queued = Queued { machine_id, cur: &cur, requester: who.id, label: "stopped", payload, why: &why };
+    let task_id = queued.insert(&mut tx).await?;
     audit::record(&mut *tx, Some(who.id), "machine.stop", &format!("machine {name}: {why}")).await?;
     tx.commit().await?;
     Ok(task_id)
