@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod image_ref;
 pub mod machine;
 pub mod matching;
+pub mod notify;
 pub mod paging;
 pub mod rebalance;
 pub mod reclaim;

@@ -20,6 +20,7 @@ pub mod gpus;
 pub mod images;
 pub mod machines;
 pub mod nodes;
+pub mod notifications;
 pub mod password;
 pub mod policy;
 pub mod policy_access;
