@@ -24,6 +24,7 @@ pub mod throttle;
 pub mod time;
 pub mod url;
 pub mod validate;
+pub mod volume_pool;
 
 pub use role::Role;
 pub use validate::{Limits, ValidationError};

@@ -32,6 +32,7 @@ pub mod telemetry;
 pub mod throttle;
 pub mod tokens;
 pub mod transitions;
+pub mod volume_pool;
 pub mod workspace;
 
 pub use error::PlatformError;

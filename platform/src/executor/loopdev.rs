@@ -108,7 +108,13 @@ pub async fn provision_avoiding(
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let image = image_path(&dir, &volume);
         let fresh = !image.exists();
-        if fresh {
+        // A pre-formatted image from the node's pool, if it has one of this
+        // size: no `mkfs` on the create's path (see `volume_pool`).
+        let pooled = fresh
+            && crate::volume_pool::claim(&dir, size_gb, &image)
+                .inspect_err(|why| tracing::warn!(volume = %volume, "{why}; formatting a new image instead"))
+                .unwrap_or(false);
+        if fresh && !pooled {
             let temp = dir.join(format!("{volume}.img.partial"));
             let setup = || -> Result<(), String> {
                 // set_len on a new file == `truncate -s NG`: sparse, no data written.
@@ -158,6 +164,12 @@ const ATTACH_TRIES: usize = 64;
 /// looked (another create on this node), and then the next one is tried;
 /// it also creates a device node that does not exist yet.
 fn attach_unrecorded(image: &Path, recorded: &[String]) -> Result<String, String> {
+    // One attach at a time in this process: concurrent creates all chose
+    // the same lowest free device, and all but one lost and listed again —
+    // a storm of `losetup` runs that cost a 20-machine burst about a second.
+    // Other processes sharing the node are still met by the retry below.
+    static ATTACH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ATTACH.lock().unwrap_or_else(|e| e.into_inner());
     let mut skip: Vec<String> = recorded.to_vec();
     let mut last_error = String::new();
     for _ in 0..ATTACH_TRIES {

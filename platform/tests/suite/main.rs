@@ -88,4 +88,6 @@ mod telemetry_store;
 mod terminal_sessions;
 mod tokens_lifecycle;
 mod volume_create_rollback;
+mod volume_pool_docker;
+mod volume_pool_files;
 mod volume_reboot;
