@@ -28,6 +28,7 @@ pub mod policy_disk;
 pub mod reclaim;
 pub mod reconcile;
 pub mod snapshots;
+pub mod ssh_keys;
 pub mod telemetry;
 pub mod throttle;
 pub mod tokens;

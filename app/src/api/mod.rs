@@ -14,6 +14,7 @@ pub mod lists;
 pub mod machines;
 pub mod reclaim;
 pub mod snapshots;
+pub mod ssh_keys;
 pub mod telemetry;
 pub mod terminals;
 pub mod tokens;

@@ -44,5 +44,6 @@ pub fn ChangePasswordPage() -> impl IntoView {
                 <button type="submit" class="primary">"Change password"</button>
             </ActionForm>
         </section>
+        {(!forced).then(|| view! { <crate::pages::account_ssh_keys::SshKeysSection/> })}
     }
 }

@@ -1,4 +1,5 @@
 pub mod account;
+pub mod account_ssh_keys;
 pub mod admin;
 pub mod compute;
 pub mod dashboard;

@@ -81,6 +81,7 @@ mod snapshot_ids;
 mod snapshots_docker;
 mod snapshots_lost_node;
 mod snapshots_owner;
+mod ssh_keys;
 mod stale_requests;
 mod system_tasks;
 mod telemetry_sampler;
