@@ -17,6 +17,7 @@ pub mod role;
 pub mod schedule;
 pub mod shuffle;
 pub mod snapshot;
+pub mod sso_mapping;
 pub mod start_queue;
 pub mod task;
 pub mod telemetry;
