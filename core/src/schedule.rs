@@ -8,9 +8,9 @@ mod daily;
 #[cfg(test)]
 mod tests;
 
-pub use daily::{last_occurrence, next_occurrence, zone, DailyTime};
+pub use daily::{last_occurrence, local_time, next_occurrence, zone, DailyTime};
 
-use jiff::tz::TimeZone;
+pub use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
 /// The owner's choices for one machine (all optional).

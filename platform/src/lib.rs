@@ -27,6 +27,7 @@ pub mod policy_access;
 pub mod policy_disk;
 pub mod reclaim;
 pub mod reconcile;
+pub mod schedules;
 pub mod snapshots;
 pub mod ssh_keys;
 pub mod telemetry;

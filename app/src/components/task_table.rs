@@ -52,7 +52,7 @@ pub fn TaskTable(
                         view! { <td>{cell}</td> }
                     });
                     let label = format!("Progress of task {}", t.id);
-                    let (kind, state) = (t.kind.as_str(), t.state.as_str());
+                    let (kind, state, shown) = (t.kind.as_str(), t.state.as_str(), t.shown_kind());
                     let action = may_cancel(&t).then(|| view! {
                         <ActionForm action=cancel attr:class="inline" attr:data-testid="cancel-task">
                             <input type="hidden" name="task_id" value=t.id/>
@@ -62,7 +62,7 @@ pub fn TaskTable(
                     view! {
                         <tr data-testid="task-row" data-id=t.id data-kind=kind data-state=state>
                             <td>{t.id}</td>
-                            <td><code>{kind}</code></td>
+                            <td><code>{shown}</code></td>
                             {machine}
                             <td>{task_state_badge(t.state)}</td>
                             <td>{progress_bar(t.progress, label)}</td>

@@ -139,7 +139,7 @@ fn RecentTasks(tasks: Vec<TaskView>) -> impl IntoView {
             };
             view! {
                 <tr data-testid="dash-task" data-kind=t.kind.as_str()>
-                    <td>{t.kind.as_str()}</td>
+                    <td>{t.shown_kind()}</td>
                     <td>{machine}</td>
                     <td>{task_state_badge(t.state)}</td>
                     <td class="nowrap">{gantry_core::time::format_utc(t.created_at)}</td>

@@ -96,3 +96,12 @@ pub fn next_occurrence(at: DailyTime, tz: &TimeZone, after: i64) -> i64 {
     }
     after
 }
+
+/// `instant` as a wall-clock time in `tz`, with the zone's abbreviation:
+/// "2026-01-15 19:00 CET".
+pub fn local_time(instant: i64, tz: &TimeZone) -> String {
+    match Timestamp::from_second(instant) {
+        Ok(t) => t.to_zoned(tz.clone()).strftime("%Y-%m-%d %H:%M %Z").to_string(),
+        Err(_) => instant.to_string(),
+    }
+}

@@ -47,6 +47,8 @@ fn a_daily_time_falls_at_the_local_instant_in_winter_and_summer() {
     assert_eq!(last_occurrence(t("19:00"), &tz, JAN15_18UTC - H, JAN15_18UTC - 1), None);
     assert_eq!(last_occurrence(t("19:00"), &tz, JUL15_17UTC - 1, JUL15_17UTC), Some(JUL15_17UTC));
     assert_eq!(next_occurrence(t("19:00"), &tz, JUL15_17UTC), JUL15_17UTC + 24 * H);
+    assert_eq!(local_time(JAN15_18UTC, &tz), "2026-01-15 19:00 CET");
+    assert_eq!(local_time(JUL15_17UTC, &tz), "2026-07-15 19:00 CEST");
 }
 
 #[test]

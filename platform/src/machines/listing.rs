@@ -132,9 +132,10 @@ pub async fn tasks_window(
     let (ids, bind) = task_ids_sql(viewer, filter);
     let rows = sqlx::query_as(&format!(
         "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,
-                t.attempts, t.created_at, t.updated_at
+                t.attempts, t.created_at, t.updated_at, {}
          FROM tasks t JOIN users u ON u.id = t.requester_id
-         WHERE t.id IN ({ids}) ORDER BY t.id DESC"
+         WHERE t.id IN ({ids}) ORDER BY t.id DESC",
+        super::views::IS_START_SQL
     ))
     .bind(bind)
     .bind(&filter.user)

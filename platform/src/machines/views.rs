@@ -149,6 +149,25 @@ pub struct TaskView {
     pub attempts: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// A restore that is a shut-down machine's Start (its payload says so).
+    #[sqlx(default)]
+    #[serde(default)]
+    pub is_start: bool,
+}
+
+/// [`TaskView::is_start`] of task `t`, as a column.
+pub const IS_START_SQL: &str =
+    "(t.kind = 'restore' AND COALESCE(json_extract(t.payload, '$.start'), 0) = 1) AS is_start";
+
+impl TaskView {
+    /// The kind as the task list shows it: a start's restore reads "start".
+    pub fn shown_kind(&self) -> &'static str {
+        if self.is_start {
+            "start"
+        } else {
+            self.kind.as_str()
+        }
+    }
 }
 
 /// Tasks the viewer may see, newest first; optionally one machine's.
@@ -172,7 +191,7 @@ pub fn recent_tasks_sql(viewer: &User, one_machine: bool) -> (String, i64) {
     let machine = if one_machine { "t.machine_id = ?2" } else { "?2 IS NULL" };
     let sql = format!(
         "SELECT t.id, t.kind, t.machine_id, t.machine_name, u.username AS requester, t.state, t.progress, t.message,
-                t.attempts, t.created_at, t.updated_at
+                t.attempts, t.created_at, t.updated_at, {IS_START_SQL}
          FROM tasks t JOIN users u ON u.id = t.requester_id
          WHERE ({cond}) AND {machine}
          ORDER BY t.id DESC LIMIT ?3"

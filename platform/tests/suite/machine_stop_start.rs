@@ -131,10 +131,12 @@ gantry_testkit::timed_test! {
         assert_eq!(tasks_n, before.1 + 1, "the refusal is recorded as a failed task");
         assert!(shut_down(&env, m).await);
 
-        // With the quota free but the node's GPUs taken, it says it is tied to its node.
+        // With the quota free but the node's GPUs taken, it says it is tied
+        // to its node, with the numbers.
         sqlx::query("UPDATE groups SET gpu_quota = 4 WHERE name = 'ml-team'").execute(&env.pool).await.unwrap();
         let text = reclaim::start(&env.pool, &alice, m).await.unwrap_err().to_string();
-        assert!(text.contains("only run on its own node, where its volume is"), "{text}");
+        assert!(text.contains("live on node") && text.contains("cannot move"), "{text}");
+        assert!(text.contains("has 0 free SIM-A100 GPU(s), it needs 2"), "{text}");
 
         // Once the other machine is gone, it starts.
         delete(&env, &alice, other).await;

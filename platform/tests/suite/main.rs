@@ -61,6 +61,8 @@ mod kept_volume_left_container;
 mod list_counts;
 mod list_plans;
 mod machine_ownership;
+mod machine_schedules;
+mod machine_start_queue;
 mod machine_stop_start;
 mod machine_stop_start_docker;
 mod machines_docker;

@@ -5,9 +5,11 @@
 //! Calling off a queued reclaim and backing off after a failed one are in
 //! [`withdraw`].
 
+mod elsewhere;
 mod stop;
 mod withdraw;
 
+pub(crate) use stop::stop_as;
 pub use stop::{is_stop, start, stop};
 pub use withdraw::call_off_if_withdrawn;
 pub(crate) use withdraw::{exempted, withdraw};
@@ -289,6 +291,11 @@ pub async fn reclaimed_as(
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
     audit::record(&mut *tx, None, action, &format!("machine #{machine_id}: {message}")).await?;
     tx.commit().await?;
+    // GPUs came back: a start waiting for them begins now (its own
+    // admission; a failure there is the line's, not this stop's).
+    if let Err(e) = crate::schedules::serve(pool).await {
+        tracing::error!(error = %e, "serving the start queue after a stop failed; the schedule loop tries again");
+    }
     Ok(refunded)
 }
 
@@ -297,12 +304,28 @@ pub async fn reclaimed_as(
 /// within the group's quota; a refusal is recorded as a failed task with
 /// the reason and changes nothing else.
 pub async fn restore(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, PlatformError> {
-    restore_as(pool, who, machine_id, "restore").await
+    restore_as(pool, who, machine_id, "restore", OnRefusal::Record).await
+}
+
+/// What a refused restore or start leaves behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnRefusal {
+    /// A failed task with the reason: a person asked and is told.
+    Record,
+    /// Nothing at all: a queued start that keeps its place in the line
+    /// (a failed task at every try would bury the machine's history).
+    Nothing,
 }
 
 /// [`restore`], named `word` in its refusal and audit (`machine.{word}`):
 /// a shut-down machine's Start is the same admission.
-async fn restore_as(pool: &Pool, who: &User, machine_id: i64, word: &str) -> Result<i64, PlatformError> {
+pub(crate) async fn restore_as(
+    pool: &Pool,
+    who: &User,
+    machine_id: i64,
+    word: &str,
+    on_refusal: OnRefusal,
+) -> Result<i64, PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
     let row: Option<(i64, Option<i64>, i64, String, Option<i64>, i64, i64, i64)> = sqlx::query_as(&format!(
@@ -344,7 +367,8 @@ async fn restore_as(pool: &Pool, who: &User, machine_id: i64, word: &str) -> Res
     };
     let policy = crate::machines::load_policy(&mut tx, cur.group_id).await?;
     let full = cluster::load_view(&mut tx).await?;
-    let only = ClusterView { nodes: full.nodes.into_iter().filter(|n| Some(n.id) == node_id).collect(), ..full };
+    let only =
+        ClusterView { nodes: full.nodes.iter().filter(|n| Some(n.id) == node_id).cloned().collect(), ..full.clone() };
     let request = AllocationRequest { gpu_count: gpu_count as u32, model: Some(model) };
     let task_id = task::insert_pending(
         &mut tx,
@@ -397,18 +421,35 @@ async fn restore_as(pool: &Pool, who: &User, machine_id: i64, word: &str) -> Res
     let placed = match refused {
         Some(reason) => Err(reason),
         // Its volume and snapshot live on one node: only that node's GPUs will do.
-        None => allocate(&only, &policy, &request, now())
-            .map_err(|r| format!("{r} (it can only run on its own node, where its volume is)")),
+        None => match allocate(&only, &policy, &request, now()) {
+            Ok(alloc) => Ok(alloc),
+            // No room on its node: say so with the numbers, and whether
+            // another node of its region would have had room.
+            Err(r @ gantry_core::alloc::Refusal::NoCapacity { .. }) => match node_id {
+                Some(node) => Err(elsewhere::no_room(&mut tx, node, &full, &policy, &request).await?),
+                None => Err(r.to_string()),
+            },
+            Err(r @ gantry_core::alloc::Refusal::OverQuota { .. }) => Err(r.to_string()),
+            Err(r) => Err(format!("{r} (it can only run on its own node, where its volume is)")),
+        },
     };
     let alloc = match placed {
         Ok(alloc) => alloc,
         Err(why) => {
             let reason = format!("{word} of {} refused: {why}", cur.name);
+            if on_refusal == OnRefusal::Nothing {
+                // Dropped: the pending task goes with the transaction.
+                return Err(PlatformError::Refused(reason));
+            }
             task::set_state(&mut tx, task_id, TaskState::Pending, TaskState::Failed, &reason).await?;
             tx.commit().await?;
             return Err(PlatformError::Refused(reason));
         }
     };
+    // The task list shows a start as a start, not as a restore.
+    if word == "start" {
+        snapshot::set_payload(&mut tx, task_id, &serde_json::json!({ "start": true })).await?;
+    }
     machine::move_to(&mut tx, machine_id, MachineState::Creating, None, "restoring from its snapshot").await?;
     for gpu in &alloc.gpus {
         sqlx::query("INSERT INTO machine_gpus (gpu_id, machine_id) SELECT id, ? FROM gpus WHERE uuid = ?")
@@ -433,6 +474,9 @@ async fn restore_as(pool: &Pool, who: &User, machine_id: i64, word: &str) -> Res
         .bind(machine_id)
         .execute(&mut *tx)
         .await?;
+    // However it came (a click, a schedule, its turn in the line), a start
+    // ends the machine's wait for GPUs.
+    sqlx::query("DELETE FROM start_queue WHERE machine_id = ?").bind(machine_id).execute(&mut *tx).await?;
     let gpu_list = alloc.gpus.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",");
     let placed = format!(
         "allocated {gpu_count} × {} on {} (GPU {gpu_list}); restoring from snapshot {reference}",
@@ -474,5 +518,8 @@ pub async fn restore_given_up(
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Failed, message).await?;
     audit::record(&mut *tx, None, "task.failed", &format!("task #{}: {shown}", lease.task_id)).await?;
     tx.commit().await?;
+    if let Err(e) = crate::schedules::serve(pool).await {
+        tracing::error!(error = %e, "serving the start queue after a failed restore failed; the schedule loop tries again");
+    }
     Ok(())
 }

@@ -19,6 +19,18 @@ use sqlx::SqliteConnection;
 /// the idle reclaim is withdrawn (and a reclaim queued for it, not begun,
 /// cancelled) in the same commit: the stop puts the machine away anyway.
 pub async fn stop(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, PlatformError> {
+    stop_as(pool, who, machine_id, &format!("stopped by {}", who.username), Some(who.id)).await
+}
+
+/// [`stop`] on behalf of `who` (the owner, for a schedule), saying `by`
+/// in its task, event and audit (`actor`: `None` for the platform).
+pub(crate) async fn stop_as(
+    pool: &Pool,
+    who: &User,
+    machine_id: i64,
+    by: &str,
+    actor: Option<i64>,
+) -> Result<i64, PlatformError> {
     let mut tx = begin(pool).await?;
     let (cond, bind) = visibility(who, "group_id");
     let row: Option<(i64, String, String)> =
@@ -50,8 +62,7 @@ pub async fn stop(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Platf
              once that is done, start it from its page"
         )));
     }
-    let by = format!("stopped by {}", who.username);
-    withdraw::withdraw(&mut tx, machine_id, &by).await?;
+    withdraw::withdraw(&mut tx, machine_id, by).await?;
     if busy(&mut tx, machine_id).await? {
         return Err(PlatformError::Conflict(format!(
             "machine {name} is busy with another operation; wait for it to finish"
@@ -62,7 +73,7 @@ pub async fn stop(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, Platf
     let payload = serde_json::json!({ "stop": true });
     let queued = Queued { machine_id, cur: &cur, requester: who.id, label: "stopped", payload, why: &why };
     let task_id = queued.insert(&mut tx).await?;
-    audit::record(&mut *tx, Some(who.id), "machine.stop", &format!("machine {name}: {why}")).await?;
+    audit::record(&mut *tx, actor, "machine.stop", &format!("machine {name}: {why}")).await?;
     tx.commit().await?;
     Ok(task_id)
 }
@@ -86,5 +97,5 @@ async fn stop_in_flight(conn: &mut SqliteConnection, machine_id: i64) -> Result<
 
 /// Starts a shut-down machine: the restore, audited as `machine.start`.
 pub async fn start(pool: &Pool, who: &User, machine_id: i64) -> Result<i64, PlatformError> {
-    super::restore_as(pool, who, machine_id, "start").await
+    super::restore_as(pool, who, machine_id, "start", super::OnRefusal::Record).await
 }
