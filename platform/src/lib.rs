@@ -29,6 +29,7 @@ pub mod reclaim;
 pub mod reconcile;
 pub mod schedules;
 pub mod snapshots;
+pub mod sso;
 pub mod ssh_keys;
 pub mod telemetry;
 pub mod throttle;
