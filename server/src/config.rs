@@ -154,6 +154,8 @@ pub struct NodeArgs {
     pub reclaim: crate::reclaim_loop::ReclaimArgs,
     #[command(flatten)]
     pub disk: crate::disk_args::DiskArgs,
+    #[command(flatten)]
+    pub volume_pool: crate::volume_pool_args::VolumePoolArgs,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod routes;
 pub mod security;
 pub mod services;
 pub mod vendor;
+pub mod volume_pool_args;
 
 use config::{Cli, Command, UserCommand};
 use gantry_core::Role;

@@ -16,7 +16,11 @@ use gantry_platform::{
     machines::Admissions,
     nodes, reconcile, PlatformError,
 };
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
 use tokio::sync::Notify;
 
 pub struct Services {
@@ -105,6 +109,12 @@ impl Prepared {
         gantry_platform::disk::nodes::set_floor_gb(args.disk.node_disk_floor_gb);
         let every = Duration::from_secs(args.disk.disk_watch_interval_secs);
         tokio::spawn(gantry_platform::disk::run(pool.clone(), fleet.clone(), every));
+        if let Some(dir) = &self.local.volume_dir {
+            // Pre-formatted volume images for this node's creates; claims by
+            // other servers sharing the node are seen on the 30 s pass.
+            let pool_cfg = args.volume_pool.config(dir);
+            tokio::spawn(gantry_platform::volume_pool::run(pool_cfg, Duration::from_secs(30)));
+        }
         Services { admissions, dispatch: wake, fleet, node_id, shutdown: Shutdown { stop, dispatcher } }
     }
 }
@@ -117,6 +127,9 @@ pub struct LocalNode {
     /// again from the row on each use and reports why it cannot.
     pub executor: Option<Executor>,
     pub gpu_count: usize,
+    /// Its block-volume directory when it runs Docker (where the volume
+    /// pool lives); `None` for a simulated node.
+    pub volume_dir: Option<PathBuf>,
 }
 
 /// Start-up registration of the local node: finds its GPUs, picks its
@@ -139,6 +152,7 @@ pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) 
     let engine = probe_engine(args, &volume_dir).await;
     let choice = decide_executor(before.as_ref().map(|b| b.executor.as_str()), &args.executor, engine.answered);
     log_choice(choice, &args.node_name, &engine);
+    let pool_dir = choice.is_docker().then(|| volume_dir.clone());
     let (executor, endpoint, volume_dir) = if choice.is_docker() {
         (engine.docker.map(Executor::from), args.docker_endpoint.clone(), volume_dir.to_string_lossy().into_owned())
     } else {
@@ -165,7 +179,7 @@ pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) 
         // that, so nothing is scheduled here until the monitor hears it.
         cluster::set_heartbeat(pool, node_id, before.map_or(0, |b| b.last_heartbeat)).await?;
     }
-    Ok(LocalNode { id: node_id, executor, gpu_count: found.len() })
+    Ok(LocalNode { id: node_id, executor, gpu_count: found.len(), volume_dir: pool_dir })
 }
 
 /// The local node's row as the previous run left it.
