@@ -77,4 +77,14 @@ else
 fi
 rm -f "$jfs_log"
 
+# aiosmtpd (PyPI), the real SMTP server the notification tests start on
+# loopback with STARTTLS (testkit/src/smtp.rs), into a venv of its own.
+SMTP_VENV=${GANTRY_SMTP_VENV:-$HOME/.local/share/gantry/smtp-venv}
+if ! "$SMTP_VENV/bin/python3" -c 'import aiosmtpd' 2>/dev/null; then
+  log "pip: installing aiosmtpd 1.4.6 into $SMTP_VENV (the notification tests' SMTP server)"
+  if ! { python3 -m venv "$SMTP_VENV" && "$SMTP_VENV/bin/pip" install -q "aiosmtpd==1.4.6"; }; then
+    log "aiosmtpd could not be installed: the notification email tests will fail, saying so"
+  fi
+fi
+
 log "ready"

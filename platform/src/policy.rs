@@ -225,6 +225,10 @@ pub async fn update_group_policy_with_disk(
         detail.push_str(&format!(" (holds {in_use}; nothing is taken away, new requests are refused)"));
     }
     audit::record(&mut *tx, actor, "group.update", &detail).await?;
+    // Every member is told, in the change's commit.
+    let subject = format!("The quota of your group {name} changed");
+    crate::notifications::notify_group(&mut tx, group_id, crate::notifications::Kind::QuotaChanged, &subject, &detail)
+        .await?;
     if let Some((cpus, memory_gb)) = limits {
         set_machine_limits(&mut tx, actor, group_id, cpus, memory_gb).await?;
     }

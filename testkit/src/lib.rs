@@ -24,6 +24,8 @@ pub mod install;
 #[cfg(feature = "server")]
 pub mod serve;
 #[cfg(feature = "platform")]
+pub mod smtp;
+#[cfg(feature = "platform")]
 pub mod store;
 #[cfg(feature = "platform")]
 pub mod telemetry;

@@ -95,7 +95,29 @@ async fn move_to(
     .bind(from.as_str())
     .execute(&mut *conn)
     .await?;
+    if to.is_terminal() {
+        finished_notice(conn, id, to, message).await?;
+    }
     Ok(from)
+}
+
+/// Tells the requester that their task ended, in the commit that ends it
+/// (every way a compute task ends comes through [`move_to`]).
+async fn finished_notice(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: TaskState,
+    message: &str,
+) -> Result<(), PlatformError> {
+    let (requester, name): (i64, String) = sqlx::query_as("SELECT requester_id, name FROM compute_tasks WHERE id = ?")
+        .bind(id)
+        .fetch_one(&mut *conn)
+        .await?;
+    let subject = format!("Compute task #{id} ({name}) {to}");
+    // A time limit ends it failed, saying so in `message`.
+    let body = format!("Compute task #{id} ({name}) ended: {to}. {message}");
+    crate::notifications::notify(conn, requester, crate::notifications::Kind::ComputeFinished, &subject, &body).await?;
+    Ok(())
 }
 
 /// The matcher's latest decision for a task that keeps waiting (or is

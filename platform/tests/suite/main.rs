@@ -69,6 +69,7 @@ mod machines_docker;
 mod migrate_engine;
 mod nodes_admin;
 mod nodes_monitor;
+mod notifications_delivery;
 mod rebalance_docker;
 mod rebalance_rules;
 mod reclaim_docker;

@@ -41,6 +41,18 @@ pub async fn warn(pool: &Pool, machine_id: i64, until: i64, detail: &str) -> Res
     }
     snapshot::event(&mut tx, machine_id, MachineEventKind::ReclaimWarning, detail).await?;
     audit::record(&mut *tx, None, "reclaim.warn", &format!("machine #{machine_id}: {detail}")).await?;
+    // In the warning's commit: a reclaim needs this warning, so its owner's
+    // channels have it queued before the machine can be reclaimed.
+    let body = format!("{detail}. Deadline: {} UTC.", gantry_core::time::format_utc(until));
+    let subject = |name: &str| format!("Machine {name} will be reclaimed unless it is used or extended");
+    crate::notifications::notify_machine_owner(
+        &mut tx,
+        machine_id,
+        crate::notifications::Kind::ReclaimWarning,
+        subject,
+        &body,
+    )
+    .await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -288,6 +300,18 @@ pub async fn reclaimed_as(
     .execute(&mut *tx)
     .await?;
     snapshot::event(&mut tx, machine_id, MachineEventKind::Reclaimed, &message).await?;
+    // Its owner asked for a stop and knows; an idle reclaim is news.
+    if !stop {
+        let subject = |name: &str| format!("Machine {name} was reclaimed");
+        crate::notifications::notify_machine_owner(
+            &mut tx,
+            machine_id,
+            crate::notifications::Kind::Reclaim,
+            subject,
+            &message,
+        )
+        .await?;
+    }
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Succeeded, &message).await?;
     audit::record(&mut *tx, None, action, &format!("machine #{machine_id}: {message}")).await?;
     tx.commit().await?;
