@@ -26,6 +26,8 @@ pub mod serve;
 #[cfg(feature = "platform")]
 pub mod smtp;
 #[cfg(feature = "platform")]
+pub mod slapd;
+#[cfg(feature = "platform")]
 pub mod store;
 #[cfg(feature = "platform")]
 pub mod telemetry;

@@ -5,10 +5,13 @@
 //! sign-in; `settings` holds whether local passwords still sign in.
 
 mod external;
+pub mod ldap;
 pub mod mapping;
+mod password;
 pub mod settings;
 
 pub use external::{sign_in_external, NO_GROUP_MESSAGE, SSO_PASSWORD_HASH};
+pub use password::password_sign_in;
 
 use serde::{Deserialize, Serialize};
 

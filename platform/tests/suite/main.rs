@@ -85,6 +85,7 @@ mod snapshots_docker;
 mod snapshots_lost_node;
 mod snapshots_owner;
 mod ssh_keys;
+mod sso_ldap;
 mod stale_requests;
 mod system_tasks;
 mod telemetry_sampler;
