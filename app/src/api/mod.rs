@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod lists;
 pub mod machines;
 pub mod reclaim;
+pub mod schedules;
 pub mod snapshots;
 pub mod ssh_keys;
 pub mod telemetry;

@@ -45,5 +45,6 @@ pub fn ChangePasswordPage() -> impl IntoView {
             </ActionForm>
         </section>
         {(!forced).then(|| view! { <crate::pages::account_ssh_keys::SshKeysSection/> })}
+        {(!forced).then(|| view! { <crate::pages::machines::time_zone::TimeZoneCard/> })}
     }
 }

@@ -99,6 +99,7 @@ pub fn GroupsPage() -> impl IntoView {
             </Transition>
         </section>
         <super::dataset_quotas::DatasetQuotas/>
+        <crate::pages::machines::run_limits::GroupRunLimits/>
     }
 }
 

@@ -64,6 +64,7 @@ pub fn MachineDetailPage() -> impl IntoView {
                 Err(e) => view! { <p class="form-error">{e.to_string()}</p> }.into_any(),
             })}
         </Suspense>
+        <crate::pages::machines::schedule::MachineSchedule id=Signal::derive(id)/>
         <crate::pages::machines::reclaim::MachineReclaim id=Signal::derive(id)/>
         <crate::pages::machines::disk::MachineDisk id=Signal::derive(id)/>
         <crate::pages::machines::charts::MachineCharts id=Signal::derive(id)/>

@@ -8,8 +8,11 @@ pub mod disk;
 pub mod kept;
 pub mod power;
 pub mod reclaim;
+pub mod run_limits;
+pub mod schedule;
 pub mod snapshots;
 pub mod terminal;
+pub mod time_zone;
 
 use crate::{
     api::{

@@ -5,7 +5,7 @@
 //! container merely exited and still holds its GPUs.
 
 use crate::{
-    api::machines::{StartMachine, StopMachine},
+    api::{machines::StopMachine, schedules::StartMachineOrQueue},
     components::form_error::{error, FormError},
     model::machines::accepts,
 };
@@ -26,7 +26,7 @@ pub fn state_badge(m: &MachineView) -> AnyView {
 #[component]
 pub fn MachinePower(m: MachineView) -> AnyView {
     let stop = ServerAction::<StopMachine>::new();
-    let start = ServerAction::<StartMachine>::new();
+    let start = ServerAction::<StartMachineOrQueue>::new();
     let id = m.id;
     let can_stop = accepts(m.state, TaskKind::Reclaim) && !m.is_job();
     let shut_down = m.is_shut_down();
@@ -52,7 +52,13 @@ pub fn MachinePower(m: MachineView) -> AnyView {
             <ActionForm action=start attr:class="inline" attr:data-testid="start-machine">
                 <input type="hidden" name="machine_id" value=id/>
                 <button type="submit" class="primary">"Start"</button>
+                // Without it, a start with no room is refused with the numbers.
+                <label class="check">
+                    <input type="checkbox" name="queue" value="on" data-testid="start-queue"/>
+                    " Start when GPUs are free (wait in the group's line, first come first served)"
+                </label>
             </ActionForm>
+            {crate::components::flash::answer(start).map(|m| view! { <p class="form-ok" role="status" data-testid="start-answer">{m}</p> })}
         }
         .into_any()
     });
