@@ -92,6 +92,8 @@ fn AppRoutes() -> impl IntoView {
                     <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/snapshots") view=crate::pages::machines::snapshots::SnapshotsPage ssr=SsrMode::Async/>
                     <Route path=path!("/account/password") view=crate::pages::account::ChangePasswordPage ssr=SsrMode::Async/>
+                    <Route path=path!("/notifications") view=crate::pages::notifications::NotificationsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/account/notifications") view=crate::pages::notification_settings::NotificationSettingsPage ssr=SsrMode::Async/>
                     <ParentRoute path=path!("/admin") view=admin::AdminLayout ssr=SsrMode::Async>
                         <Route path=path!("") view=admin::users::UsersPage ssr=SsrMode::Async/>
                         <Route path=path!("/groups") view=admin::groups::GroupsPage ssr=SsrMode::Async/>

@@ -155,6 +155,8 @@ pub struct NodeArgs {
     #[command(flatten)]
     pub disk: crate::disk_args::DiskArgs,
     #[command(flatten)]
+    pub notify: crate::notify_loop::NotifyArgs,
+    #[command(flatten)]
     pub volume_pool: crate::volume_pool_args::VolumePoolArgs,
 }
 

@@ -6,6 +6,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod disk_args;
 pub mod http;
+pub mod notify_loop;
 pub mod page_cache;
 pub mod reclaim_loop;
 pub mod router;

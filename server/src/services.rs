@@ -109,6 +109,7 @@ impl Prepared {
         gantry_platform::disk::nodes::set_floor_gb(args.disk.node_disk_floor_gb);
         let every = Duration::from_secs(args.disk.disk_watch_interval_secs);
         tokio::spawn(gantry_platform::disk::run(pool.clone(), fleet.clone(), every));
+        crate::notify_loop::start(pool, &args.notify);
         if let Some(dir) = &self.local.volume_dir {
             // Pre-formatted volume images for this node's creates; claims by
             // other servers sharing the node are seen on the 30 s pass.

@@ -12,6 +12,7 @@ pub mod disk;
 pub mod fleet;
 pub mod lists;
 pub mod machines;
+pub mod notifications;
 pub mod reclaim;
 pub mod schedules;
 pub mod snapshots;

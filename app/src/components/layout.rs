@@ -4,6 +4,19 @@ use crate::{api::auth::Logout, components::flash::FlashDone, signed_in};
 use leptos::prelude::*;
 use leptos_router::components::{Outlet, Redirect, A};
 
+/// The unread notifications' count next to the navigation's link (none
+/// when there are none, or nobody is signed in).
+fn unread_badge() -> impl IntoView {
+    let unread = Resource::new(|| (), |_| crate::api::notifications::unread_notifications());
+    view! {
+        <Suspense fallback=|| ()>
+            {move || unread.get().and_then(Result::ok).filter(|n| *n > 0).map(|n| view! {
+                " "<span class="badge" data-testid="unread-count" aria-label=format!("{n} unread")>{n}</span>
+            })}
+        </Suspense>
+    }
+}
+
 /// The frame for nested routes.
 #[component]
 pub fn Layout() -> impl IntoView {
@@ -31,6 +44,7 @@ pub fn Frame(children: Children) -> impl IntoView {
                 <A href="/tasks">"Tasks"</A>
                 <A href="/datasets">"Datasets"</A>
                 <A href="/tokens">"Tokens"</A>
+                <A href="/notifications">"Notifications"{unread_badge()}</A>
                 {is_admin.then(|| view! { <A href="/admin">"Admin"</A> })}
             </nav>
             {me.map(|me| view! {

@@ -19,6 +19,7 @@ pub fn ChangePasswordPage() -> impl IntoView {
     view! {
         <Title text="Change password"/>
         <h1>"Change password"</h1>
+        <p class="small"><a href="/account/notifications" data-testid="notification-settings-link">"Notification settings: email and webhook"</a></p>
         <section class="card stack narrow">
             {forced.then(|| view! {
                 <p class="notice" data-testid="must-change">

@@ -7,5 +7,7 @@ pub mod datasets;
 pub mod login;
 pub mod machines;
 pub mod not_found;
+pub mod notification_settings;
+pub mod notifications;
 pub mod tasks;
 pub mod tokens;

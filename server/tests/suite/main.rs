@@ -44,6 +44,7 @@ mod machine_stop_http;
 mod metrics_http;
 mod nodes_simulated;
 mod nojs_done;
+mod notifications_http;
 mod origin_scheme;
 mod page_cache;
 mod pager_past_end;
