@@ -90,6 +90,7 @@ fn AppRoutes() -> impl IntoView {
                     <Route path=path!("/datasets/:code") view=crate::pages::datasets::DatasetPage ssr=SsrMode::Async/>
                     <Route path=path!("/datasets/:code/:version") view=crate::pages::datasets::DatasetVersionPage ssr=SsrMode::Async/>
                     <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async/>
+                    <Route path=path!("/api-docs") view=crate::pages::api_docs::ApiDocsPage ssr=SsrMode::Async/>
                     <Route path=path!("/snapshots") view=crate::pages::machines::snapshots::SnapshotsPage ssr=SsrMode::Async/>
                     <Route path=path!("/account/password") view=crate::pages::account::ChangePasswordPage ssr=SsrMode::Async/>
                     <Route path=path!("/notifications") view=crate::pages::notifications::NotificationsPage ssr=SsrMode::Async/>

@@ -23,6 +23,7 @@ pub mod task;
 pub mod telemetry;
 pub mod throttle;
 pub mod time;
+pub mod token_scope;
 pub mod url;
 pub mod validate;
 pub mod volume_pool;

@@ -10,6 +10,12 @@
 //! change — and a group change revoke all of its tokens in the same commit
 //! ([`revoke_all`], called from `accounts::lifecycle`). Enabling an account
 //! again revives nothing.
+//!
+//! Each token has a scope ([`TokenScope`], chosen when it is made): `read`,
+//! `write` (what tokens did before scopes: migration 0040) or `admin`, the
+//! last only for an admin ([`create_confirmed_scoped`] refuses it to anyone
+//! else, in the insert itself). [`authenticate_scoped`] hands the scope to
+//! the API, which checks it on every request (`TokenScope::allows`).
 
 use crate::{
     accounts::{self, User},
@@ -19,6 +25,7 @@ use crate::{
     transitions::Tx,
     PlatformError,
 };
+pub use gantry_core::token_scope::{ScopeRefusal, TokenScope};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -55,6 +62,8 @@ pub struct TokenView {
     pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// `read`, `write` or `admin` ([`TokenScope`]).
+    pub scope: String,
     /// Whether it had expired when it was read (`list`): the page shows
     /// the state the server judged, whatever the browser's clock says.
     #[sqlx(skip)]
@@ -62,7 +71,7 @@ pub struct TokenView {
     pub expired: bool,
 }
 
-const VIEW_COLUMNS: &str = "id, name, prefix, created_at, expires_at, last_used_at, revoked_at";
+const VIEW_COLUMNS: &str = "id, name, prefix, created_at, expires_at, last_used_at, revoked_at, scope";
 
 pub(crate) fn hash(secret: &str) -> String {
     Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
@@ -82,11 +91,36 @@ pub async fn create_confirmed(
     address: Option<&str>,
     lifetime: TokenLifetime,
 ) -> Result<(TokenView, String), PlatformError> {
+    create_confirmed_scoped(pool, gate, owner, password, name, address, lifetime, TokenScope::Write).await
+}
+
+/// [`create_confirmed`] with the scope asked for; `admin` is refused
+/// (nothing made, the password not even checked) unless `owner` is an admin.
+// The create's inputs, each as the form names it.
+#[allow(clippy::too_many_arguments)]
+pub async fn create_confirmed_scoped(
+    pool: &Pool,
+    gate: &password::Gate,
+    owner: &User,
+    password: &str,
+    name: &str,
+    address: Option<&str>,
+    lifetime: TokenLifetime,
+    scope: TokenScope,
+) -> Result<(TokenView, String), PlatformError> {
     let name = checked_name(name)?;
+    checked_scope(owner, scope)?;
     if !accounts::confirm_password(pool, gate, owner, password, address).await? {
         return Err(PlatformError::BadRequest("your password is wrong; no token was made".into()));
     }
-    create_for(pool, owner, name, lifetime).await
+    create_for(pool, owner, name, lifetime, scope).await
+}
+
+fn checked_scope(owner: &User, scope: TokenScope) -> Result<(), PlatformError> {
+    if !scope.may_be_made_by(owner.role.is_admin()) {
+        return Err(PlatformError::BadRequest("only administrators may make admin tokens; no token was made".into()));
+    }
+    Ok(())
 }
 
 /// Makes a token for `owner` with the default lifetime, without asking for
@@ -94,7 +128,19 @@ pub async fn create_confirmed(
 /// (tests, the benchmark), never for a request. The pages use
 /// [`create_confirmed`].
 pub async fn create(pool: &Pool, owner: &User, name: &str) -> Result<(TokenView, String), PlatformError> {
-    create_for(pool, owner, checked_name(name)?, TokenLifetime::default()).await
+    create_scoped(pool, owner, name, TokenScope::Write).await
+}
+
+/// [`create`] with a scope (tests): `admin` only for an admin.
+pub async fn create_scoped(
+    pool: &Pool,
+    owner: &User,
+    name: &str,
+    scope: TokenScope,
+) -> Result<(TokenView, String), PlatformError> {
+    let name = checked_name(name)?;
+    checked_scope(owner, scope)?;
+    create_for(pool, owner, name, TokenLifetime::default(), scope).await
 }
 
 fn checked_name(name: &str) -> Result<&str, PlatformError> {
@@ -111,6 +157,7 @@ async fn create_for(
     owner: &User,
     name: &str,
     lifetime: TokenLifetime,
+    scope: TokenScope,
 ) -> Result<(TokenView, String), PlatformError> {
     let bytes: [u8; 32] = rand::random();
     let secret = format!("{PREFIX}{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>());
@@ -120,12 +167,14 @@ async fn create_for(
     // account's group of then: a password change or reset, a disable or a
     // role change committed meanwhile (each moves `session_gen`) or a
     // group change revoked every token the account had (`revoke_all`, in
-    // the change's own commit), and one made now must not outlive it.
+    // the change's own commit), and one made now must not outlive it. An
+    // admin token only while the account is an admin.
     let created = now();
     let view: Option<TokenView> = sqlx::query_as(&format!(
-        "INSERT INTO api_tokens (user_id, name, secret_hash, prefix, created_at, expires_at)
-         SELECT id, ?, ?, ?, ?, ? FROM users
+        "INSERT INTO api_tokens (user_id, name, secret_hash, prefix, created_at, expires_at, scope)
+         SELECT id, ?, ?, ?, ?, ?, ? FROM users
           WHERE id = ? AND session_gen = ? AND group_id = ? AND NOT disabled AND NOT must_change_password
+            AND (? <> 'admin' OR role = 'admin')
          RETURNING {VIEW_COLUMNS}"
     ))
     .bind(name)
@@ -133,15 +182,18 @@ async fn create_for(
     .bind(&prefix)
     .bind(created)
     .bind(created.saturating_add(lifetime.0.max(1)))
+    .bind(scope.as_str())
     .bind(owner.id)
     .bind(owner.session_gen)
     .bind(owner.group_id)
+    .bind(scope.as_str())
     .fetch_optional(&mut *tx)
     .await?;
     let view = view.ok_or_else(|| {
         PlatformError::Conflict("your account was changed while the token was being made (a reset, or an administrator's change); no token was made".into())
     })?;
-    audit::record(&mut *tx, Some(owner.id), "token.create", &format!("API token {name} ({prefix}…)")).await?;
+    audit::record(&mut *tx, Some(owner.id), "token.create", &format!("API token {name} ({prefix}…, scope {scope})"))
+        .await?;
     tx.commit().await?;
     Ok((view, secret))
 }
@@ -194,17 +246,31 @@ pub(crate) async fn revoke_all(tx: &mut Tx, user_id: i64) -> Result<u64, Platfor
 /// waiting for its owner to replace an admin-set temporary password (what
 /// a browser session of it could not do, a script cannot either).
 pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, PlatformError> {
+    Ok(authenticate_scoped(pool, secret).await?.map(|(user, _)| user))
+}
+
+/// The token a request came with, as [`authenticate_scoped`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bearer {
+    pub token_id: i64,
+    pub scope: TokenScope,
+}
+
+/// [`authenticate`], with the token's id and scope. A scope the database
+/// holds but this build does not know reads as `read` (the least).
+pub async fn authenticate_scoped(pool: &Pool, secret: &str) -> Result<Option<(User, Bearer)>, PlatformError> {
     if !secret.starts_with(PREFIX) || secret.len() != PREFIX.len() + 64 {
         return Ok(None);
     }
-    let user_id: Option<i64> = sqlx::query_scalar(
-        "SELECT user_id FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL AND expires_at > ?",
+    let row: Option<(i64, i64, String)> = sqlx::query_as(
+        "SELECT id, user_id, scope FROM api_tokens WHERE secret_hash = ? AND revoked_at IS NULL AND expires_at > ?",
     )
     .bind(hash(secret))
     .bind(now())
     .fetch_optional(pool)
     .await?;
-    let Some(user_id) = user_id else { return Ok(None) };
+    let Some((token_id, user_id, scope)) = row else { return Ok(None) };
+    let bearer = Bearer { token_id, scope: TokenScope::parse(&scope).unwrap_or(TokenScope::Read) };
     // Coarse "last used": one write a minute per token at most, and only a
     // note: a request is not refused because the database was too busy to
     // take it (a read-only call would have answered 500 under write load).
@@ -218,7 +284,10 @@ pub async fn authenticate(pool: &Pool, secret: &str) -> Result<Option<User>, Pla
     if let Err(e) = noted {
         tracing::warn!(user_id, error = %e, "could not note an API token's last use");
     }
-    Ok(accounts::user_by_id(pool, user_id).await?.filter(|u| !u.disabled && !u.must_change_password))
+    Ok(accounts::user_by_id(pool, user_id)
+        .await?
+        .filter(|u| !u.disabled && !u.must_change_password)
+        .map(|u| (u, bearer)))
 }
 
 /// The credentials of an `Authorization: Bearer …` header value. The scheme

@@ -25,6 +25,8 @@ pub struct SecurityArgs {
     /// (1 to 3650); tokens made before a change keep their expiry.
     #[arg(long, env = "GANTRY_TOKEN_LIFETIME_DAYS", default_value_t = TokenLifetime::DEFAULT_DAYS, value_parser = clap::value_parser!(i64).range(1..=3650))]
     pub token_lifetime_days: i64,
+    #[command(flatten)]
+    pub api_rate: crate::routes::api_v1::rate_limit::ApiRateArgs,
 }
 
 /// Unix seconds: the system clock, or one a test sets and moves.
@@ -60,6 +62,8 @@ pub struct Security {
     pub gate: Arc<Gate>,
     /// How long a new API token lives (`--token-lifetime-days`).
     pub token_lifetime: TokenLifetime,
+    /// The JSON API's per-token rate (`--api-rate-per-minute`, `--api-rate-burst`).
+    pub api_limiter: crate::routes::api_v1::rate_limit::ApiLimiter,
 }
 
 impl Default for Security {
@@ -70,6 +74,7 @@ impl Default for Security {
             clock: Clock::System,
             gate: Gate::shared(),
             token_lifetime: TokenLifetime::default(),
+            api_limiter: Default::default(),
         }
     }
 }
@@ -81,6 +86,7 @@ impl Security {
             // The flag's range (1 to 8760) keeps this far from overflowing.
             session_idle_secs: args.session_idle_hours.clamp(1, 8760) * 3600,
             token_lifetime: TokenLifetime::days(args.token_lifetime_days.clamp(1, 3650)),
+            api_limiter: crate::routes::api_v1::rate_limit::ApiLimiter::from_args(&args.api_rate),
             ..Security::default()
         }
     }

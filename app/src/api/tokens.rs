@@ -32,12 +32,18 @@ pub async fn my_tokens() -> Result<Vec<TokenView>, AppError> {
 /// secret then waits in the (server-side) session for that page's one
 /// read, so it is shown with JavaScript off too and never put in a URL.
 #[server(prefix = "/api", endpoint = "create_token")]
-pub async fn create_token(name: String, password: String) -> Result<CreatedToken, AppError> {
+pub async fn create_token(name: String, password: String, scope: Option<String>) -> Result<CreatedToken, AppError> {
     use crate::api::auth::{client_address, gate, request_extension};
-    use gantry_platform::tokens::TokenLifetime;
+    use gantry_platform::tokens::{TokenLifetime, TokenScope};
     let user = crate::state::auth()?;
     let lifetime = request_extension::<TokenLifetime>().unwrap_or_default();
-    let (token, secret) = gantry_platform::tokens::create_confirmed(
+    // No scope (an older form): write, what every token was before scopes.
+    let scope = match scope.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        None => TokenScope::Write,
+        Some(s) => TokenScope::parse(s)
+            .ok_or_else(|| AppError::Invalid("scope must be read, write or admin".into()).respond())?,
+    };
+    let (token, secret) = gantry_platform::tokens::create_confirmed_scoped(
         &crate::state::pool()?,
         &gate(),
         &user,
@@ -45,6 +51,7 @@ pub async fn create_token(name: String, password: String) -> Result<CreatedToken
         &name,
         client_address().as_deref(),
         lifetime,
+        scope,
     )
     .await?;
     let created = CreatedToken { token, secret };

@@ -1,6 +1,7 @@
 pub mod account;
 pub mod account_ssh_keys;
 pub mod admin;
+pub mod api_docs;
 pub mod compute;
 pub mod dashboard;
 pub mod datasets;

@@ -1,7 +1,8 @@
 //! Personal API tokens for scripts (`/api/v1/...`): make one (with the
 //! account's password; its secret is shown once, here), see which exist,
 //! when they expire and when they were last used, and revoke them. A token
-//! acts as its owner, with the owner's group.
+//! acts as its owner, with the owner's group, within its scope (read, write
+//! or — for administrators — admin), chosen here.
 
 use crate::{
     api::tokens::{my_tokens, take_new_token, CreateToken, CreatedToken, RevokeToken},
@@ -24,6 +25,9 @@ pub fn TokensPage() -> impl IntoView {
     // whose secret is never shown.
     // A token made by a form post without JavaScript, handed over once.
     let flashed = Resource::new(|| (), |_| take_new_token());
+    // Only administrators are offered admin tokens (the server refuses
+    // them to anyone else whatever the form sends).
+    let is_admin = crate::shell::signed_in().is_some_and(|m| m.is_admin());
     let created =
         move || crate::components::flash::answer(create).or_else(|| flashed.get().and_then(Result::ok).flatten());
     view! {
@@ -35,7 +39,15 @@ pub fn TokensPage() -> impl IntoView {
                 <ActionForm action=create attr:class="stack" attr:data-testid="create-token">
                     <label>"Name" <input type="text" name="name" required maxlength="64" autocomplete="off" placeholder="e.g. laptop scripts"/></label>
                     <label>"Your password" <input type="password" name="password" required maxlength="256" autocomplete="current-password"/></label>
-                    <p class="muted small">"A token acts as you: it can submit, list and cancel your compute tasks. It expires after a while (see the list), and changing your password revokes it, as do an administrator's changes to your account. Revoke it when it is no longer needed."</p>
+                    <label>"Scope"
+                        <select name="scope" data-testid="token-scope">
+                            <option value="read">"read: look only (GET)"</option>
+                            <option value="write" selected>"write: everything you may do, but the admin console"</option>
+                            {is_admin.then(|| view! { <option value="admin">"admin: also the admin console"</option> })}
+                        </select>
+                    </label>
+                    <p class="muted small">"A token acts as you, within its scope: it can manage your machines and compute tasks and use datasets through the API. It expires after a while (see the list), and changing your password revokes it, as do an administrator's changes to your account. Revoke it when it is no longer needed."</p>
+                    <p class="small"><a href="/api-docs">"What the API offers"</a></p>
                     <FormError message=error(create)/>
                     <button type="submit" class="primary">"Create token"</button>
                 </ActionForm>
@@ -78,7 +90,7 @@ fn TokenTable(tokens: Vec<TokenView>, revoke: ServerAction<RevokeToken>) -> impl
     }
     view! {
         <table class="table" data-testid="tokens">
-            <thead><tr><th>"Name"</th><th>"Starts with"</th><th>"Created (UTC)"</th><th>"Expires (UTC)"</th><th>"Last used (UTC)"</th><th>"State"</th><th></th></tr></thead>
+            <thead><tr><th>"Name"</th><th>"Starts with"</th><th>"Scope"</th><th>"Created (UTC)"</th><th>"Expires (UTC)"</th><th>"Last used (UTC)"</th><th>"State"</th><th></th></tr></thead>
             <tbody>
                 {tokens.into_iter().map(|t| {
                     let revoked = t.revoked_at.is_some();
@@ -90,6 +102,7 @@ fn TokenTable(tokens: Vec<TokenView>, revoke: ServerAction<RevokeToken>) -> impl
                         <tr data-testid="token-row" data-name=t.name.clone() data-state=data_state>
                             <td>{t.name.clone()}</td>
                             <td><code>{format!("{}…", t.prefix)}</code></td>
+                            <td data-testid="token-scope-cell">{t.scope.clone()}</td>
                             <td class="nowrap">{gantry_core::time::format_utc(t.created_at)}</td>
                             <td class="nowrap" data-testid="token-expires">{expires}</td>
                             <td class="nowrap" data-testid="token-last-used">{last_used_label(t.last_used_at)}</td>

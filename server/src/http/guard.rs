@@ -25,8 +25,8 @@ pub struct Guard {
 
 /// Looks up the session's account once per request and leaves it in the
 /// request's extensions for pages and server functions, with the client's
-/// address (see `--trusted-proxy`), the argon2 gate for sign-ins and the
-/// lifetime of a new API token.
+/// address (see `--trusted-proxy`), the argon2 gate for sign-ins, the
+/// lifetime of a new API token and the API's per-token rate limiter.
 pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Request, next: Next) -> Response {
     let user = if is_asset(req.uri().path()) { None } else { session_user(&g, &session).await };
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string());
@@ -37,6 +37,7 @@ pub async fn resolve_user(State(g): State<Guard>, session: Session, mut req: Req
     req.extensions_mut().insert(ClientAddress(address));
     req.extensions_mut().insert(g.security.gate.clone());
     req.extensions_mut().insert(g.security.token_lifetime);
+    req.extensions_mut().insert(g.security.api_limiter.clone());
     req.extensions_mut().insert(RequestUser(user));
     next.run(req).await
 }

@@ -1,5 +1,5 @@
-//! Every `/api/v1/` path answers in the API's JSON shape, `{"error": "…"}`,
-//! with the right status — an empty dataset file name (400), a path that
+//! Every `/api/v1/` path answers in the API's JSON shape, `{"error": "…",
+//! "code": "…"}` (a stable code per kind of refusal), with the right status — an empty dataset file name (400), a path that
 //! names nothing (404), a method a path does not take (405 with `Allow`) —
 //! over raw HTTP, as a script's client sees it. Before, the empty name fell
 //! to the server functions' route and answered 405 with an empty body.
@@ -19,14 +19,22 @@ async fn ask(s: &datasets_support::Server, method: &str, path: &str, token: Opti
         .expect("an answer")
 }
 
-/// The answer is the API's error: JSON with an `error` that says `says`.
+/// The answer is the API's error: JSON with an `error` that says `says`
+/// and the `code` of its kind.
 fn api_error(answer: &Answer, status: u16, says: &str) {
     assert_eq!(answer.status, status, "{answer:?}");
     assert!(answer.header("content-type").is_some_and(|t| t.starts_with("application/json")), "{answer:?}");
     let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
     let error = body["error"].as_str().unwrap_or_else(|| panic!("no error in {answer:?}"));
     assert!(error.contains(says), "{error:?} should say {says:?}");
-    assert_eq!(body.as_object().unwrap().len(), 1, "only the error: {body}");
+    let code = match status {
+        400 => "bad_request",
+        404 => "no_such_path",
+        405 => "method_not_allowed",
+        other => panic!("no code expected for {other}"),
+    };
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body.as_object().unwrap().len(), 2, "only the error and its code: {body}");
 }
 
 gantry_testkit::timed_test! {

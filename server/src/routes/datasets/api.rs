@@ -98,6 +98,9 @@ fn access(user: &User, parts: &Parts) -> Access {
     }
 }
 
+/// The datasets the caller may see (`?q=`, `?region=`, `?category=`).
+#[utoipa::path(get, path = "/api/v1/datasets", tag = "datasets",
+    responses((status = 200, description = "the datasets (JSON)"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["read"])))]
 pub async fn list_datasets(State(state): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>, req: Request) -> Response {
     let (user, _, _, _) = match enter(&state, req).await {
         Ok(x) => x,
@@ -111,6 +114,9 @@ pub async fn list_datasets(State(state): State<AppState>, ApiQuery(q): ApiQuery<
     }
 }
 
+/// A version's files.
+#[utoipa::path(get, path = "/api/v1/datasets/{code}/versions/{version}/files", tag = "datasets", params(("code" = String, Path), ("version" = String, Path)),
+    responses((status = 200, description = "the version and its files (JSON)"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["read"])))]
 pub async fn list_files(State(state): State<AppState>, ApiPath(p): ApiPath<VersionPath>, req: Request) -> Response {
     let (user, _, _, _) = match enter(&state, req).await {
         Ok(x) => x,
@@ -125,6 +131,9 @@ pub async fn list_files(State(state): State<AppState>, ApiPath(p): ApiPath<Versi
     }
 }
 
+/// Uploads one file, the body streamed (`?replace=1` to replace).
+#[utoipa::path(put, path = "/api/v1/datasets/{code}/versions/{version}/files/{name}", tag = "datasets", params(("code" = String, Path), ("version" = String, Path), ("name" = String, Path)),
+    responses((status = 201, description = "the file (JSON)"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["write"])))]
 pub async fn put_file(
     State(state): State<AppState>,
     ApiPath(p): ApiPath<FilePath>,
@@ -142,6 +151,9 @@ pub async fn put_file(
     }
 }
 
+/// Downloads one file (`Range` supported).
+#[utoipa::path(get, path = "/api/v1/datasets/{code}/versions/{version}/files/{name}", tag = "datasets", params(("code" = String, Path), ("version" = String, Path), ("name" = String, Path)),
+    responses((status = 200, description = "the file's bytes"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["read"])))]
 pub async fn get_file(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, parts, _) = match enter(&state, req).await {
         Ok(x) => x,
@@ -186,6 +198,8 @@ fn offsets(status: StatusCode, offset: u64, total: u64) -> Response {
 /// upload, or finds the caller's unfinished one of that name and length —
 /// with `X-Gantry-Fingerprint`, only if it holds bytes of that same file
 /// (one of another file starts over at 0).
+#[utoipa::path(post, path = "/api/v1/datasets/{code}/versions/{version}/uploads/{name}", tag = "datasets", params(("code" = String, Path), ("version" = String, Path), ("name" = String, Path)),
+    responses((status = 201, description = "`Upload-Offset`: what the server holds"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["write"])))]
 pub async fn start_resumable(
     State(state): State<AppState>,
     ApiPath(p): ApiPath<FilePath>,
@@ -221,6 +235,9 @@ pub async fn start_resumable(
     }
 }
 
+/// How much of a resumable upload the server holds (`Upload-Offset`).
+#[utoipa::path(head, path = "/api/v1/datasets/{code}/versions/{version}/uploads/{name}", tag = "datasets", params(("code" = String, Path), ("version" = String, Path), ("name" = String, Path)),
+    responses((status = 200, description = "`Upload-Offset` and `Upload-Length`"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["read"])))]
 pub async fn resumable_status(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, _, _) = match enter(&state, req).await {
         Ok(x) => x,
@@ -236,6 +253,8 @@ pub async fn resumable_status(State(state): State<AppState>, ApiPath(p): ApiPath
 
 /// `PATCH …/uploads/{name}` with `Upload-Offset`: the body continues the
 /// file from that offset (it must be what the server holds).
+#[utoipa::path(patch, path = "/api/v1/datasets/{code}/versions/{version}/uploads/{name}", tag = "datasets", params(("code" = String, Path), ("version" = String, Path), ("name" = String, Path)),
+    responses((status = 204, description = "the new `Upload-Offset`"), (status = 201, description = "complete: the file"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["write"])))]
 pub async fn patch_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, parts, body) = match enter(&state, req).await {
         Ok(x) => x,
@@ -299,6 +318,9 @@ pub async fn patch_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<
     }
 }
 
+/// Cancels a resumable upload.
+#[utoipa::path(delete, path = "/api/v1/datasets/{code}/versions/{version}/uploads/{name}", tag = "datasets", params(("code" = String, Path), ("version" = String, Path), ("name" = String, Path)),
+    responses((status = 204, description = "cancelled"), (status = "default", body = crate::routes::api_v1::errors::ErrorBody)), security(("token" = ["write"])))]
 pub async fn cancel_resumable(State(state): State<AppState>, ApiPath(p): ApiPath<FilePath>, req: Request) -> Response {
     let (user, stores, _, _) = match enter(&state, req).await {
         Ok(x) => x,

@@ -28,6 +28,21 @@ mod transfer;
 
 pub use args::DatasetArgs;
 
+/// The API routes' documentation, merged into the API's OpenAPI document
+/// (`api_v1::openapi`); the routes themselves are in [`routes`].
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    api::list_datasets,
+    api::list_files,
+    api::put_file,
+    api::get_file,
+    api::start_resumable,
+    api::resumable_status,
+    api::patch_resumable,
+    api::cancel_resumable
+))]
+pub struct DatasetsDoc;
+
 use app::state::{AppState, RequestUser};
 use axum::{
     extract::DefaultBodyLimit,
@@ -42,7 +57,6 @@ use gantry_platform::{
         access::{Access, SessionProbe},
         DatasetError, Datasets,
     },
-    tokens,
 };
 
 pub fn routes() -> Router<AppState> {
@@ -85,10 +99,13 @@ pub fn routes() -> Router<AppState> {
         .layer(DefaultBodyLimit::disable())
 }
 
-/// A refusal as the API shows it: `{"error": "…"}` with the status.
+/// A refusal as the API shows it: `{"error": "…", "code": "…"}` with the
+/// status (`api_v1::errors`).
 pub fn error_json(e: &DatasetError) -> Response {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut res = no_store((status, Json(serde_json::json!({ "error": e.public_message() }))).into_response());
+    let code = crate::routes::api_v1::errors::dataset_code(e);
+    let body = serde_json::json!({ "error": e.public_message(), "code": code });
+    let mut res = no_store((status, Json(body)).into_response());
     // Another request holds the upload, or a replace is moving the file:
     // the client may simply try again (the second lasts a moment).
     match e {
@@ -109,8 +126,7 @@ pub fn no_store(mut res: Response) -> Response {
 }
 
 pub fn unauthorized() -> Response {
-    let body = Json(serde_json::json!({ "error": "a valid API token is required: Authorization: Bearer <token>" }));
-    no_store((StatusCode::UNAUTHORIZED, body).into_response())
+    crate::routes::api_v1::ApiError::unauthorized().into_response()
 }
 
 /// The stores `gantry serve` configured.
@@ -119,15 +135,14 @@ pub fn stores(parts: &Parts) -> Result<Datasets, Response> {
 }
 
 /// The API's caller: a bearer token (personal API tokens, as the compute
-/// API), or else the signed-in session the guards resolved.
+/// API: within its scope and rate, `api_v1::caller`), or else the
+/// signed-in session the guards resolved.
 pub async fn api_user(state: &AppState, parts: &Parts) -> Result<User, Response> {
-    if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
-        let token = value.to_str().ok().and_then(tokens::bearer).ok_or_else(unauthorized)?;
-        return match tokens::authenticate(&state.pool, token).await {
-            Ok(Some(user)) => Ok(user),
-            Ok(None) => Err(unauthorized()),
-            Err(e) => Err(error_json(&DatasetError::Platform(e))),
-        };
+    if parts.headers.contains_key(header::AUTHORIZATION) {
+        return crate::routes::api_v1::caller::caller(state, parts)
+            .await
+            .map(|c| c.user)
+            .map_err(IntoResponse::into_response);
     }
     session_user(parts).ok_or_else(unauthorized)
 }
