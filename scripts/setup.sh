@@ -14,7 +14,7 @@ log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 apt_missing=()
-for pkg in docker.io chromium busybox-static e2fsprogs wrk pkg-config stunnel4 openssl brotli python3-venv slapd ldap-utils; do
+for pkg in docker.io chromium busybox-static e2fsprogs wrk pkg-config stunnel4 openssl brotli python3-venv openssh-client openssh-sftp-server slapd ldap-utils; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || apt_missing+=("$pkg")
 done
 if ((${#apt_missing[@]})); then

@@ -69,6 +69,19 @@ pub async fn count_attempt(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Re
     }
 }
 
+/// Whether any key is locked now (how long until it opens), without
+/// counting anything: for callers that count only failures (the SSH
+/// gateway counts refused keys, and refuses a locked client at once).
+pub async fn locked(pool: &Pool, keys: &[(String, ThrottlePolicy)]) -> Result<Option<i64>, PlatformError> {
+    let now = now();
+    for (key, policy) in keys {
+        if let Verdict::Locked { retry_after_secs } = policy.verdict(record(pool, key).await?, now) {
+            return Ok(Some(retry_after_secs));
+        }
+    }
+    Ok(None)
+}
+
 async fn record<'c, E: sqlx::SqliteExecutor<'c>>(conn: E, key: &str) -> Result<Option<FailureRecord>, PlatformError> {
     let row: Option<(i64, i64)> = sqlx::query_as("SELECT failures, window_start FROM login_failures WHERE key = ?")
         .bind(key)

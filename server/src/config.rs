@@ -114,6 +114,8 @@ pub struct ServeArgs {
     pub datasets: crate::routes::datasets::DatasetArgs,
     #[command(flatten)]
     pub security: crate::security::SecurityArgs,
+    #[command(flatten)]
+    pub ssh: crate::ssh::SshArgs,
 }
 
 /// The worker node this server process runs on.

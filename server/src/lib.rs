@@ -13,6 +13,7 @@ pub mod router;
 pub mod routes;
 pub mod security;
 pub mod services;
+pub mod ssh;
 pub mod vendor;
 pub mod volume_pool_args;
 
@@ -57,12 +58,17 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
                 .await
                 .map_err(|e| PlatformError::Internal(format!("cannot listen on {}: {e}", args.listen)))?;
             let local_addr = listener.local_addr().map_err(|e| PlatformError::Internal(e.to_string()))?;
+            let ssh_listener = match args.ssh.listen()? {
+                Some(addr) => Some(ssh::Gateway::bind(addr).await?),
+                None => None,
+            };
             let stores = routes::datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
             let node = services::prepare(&pool, &cli.db.data_dir, &args.node).await?;
             bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
             // The background services start here; what follows only builds
             // the router in memory.
             let services = node.start(&pool, &args.node);
+            let (ssh_pool, ssh_fleet) = (pool.clone(), services.fleet.clone());
             let opts = router::Options::from_args(&args);
             let security = security::Security::from_args(&args.security);
             let app = router::build_secured(
@@ -77,6 +83,23 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             .await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
+            // The SSH gateway (issue #34); the pages find it in this extension.
+            let (app, _ssh_gateway) = match ssh_listener {
+                Some(l) => {
+                    let stopping = router::shutdown_signal();
+                    let gw = ssh::Gateway::start(
+                        l,
+                        &cli.db.data_dir,
+                        ssh_pool,
+                        ssh_fleet,
+                        args.workspace.limits(),
+                        stopping,
+                    )
+                    .await?;
+                    (app.layer(axum::Extension(gw.info())), Some(gw))
+                }
+                None => (app, None),
+            };
             let limits = http::serve::ConnLimits {
                 header_read: std::time::Duration::from_secs(args.header_read_timeout_secs),
                 request_body: std::time::Duration::from_secs(args.request_body_timeout_secs),

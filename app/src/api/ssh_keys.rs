@@ -66,3 +66,30 @@ fn host_only(authority: &str) -> String {
     }
     authority.rsplit_once(':').map_or(authority, |(h, _)| h).to_string()
 }
+
+/// How the signed-in user reaches one machine over SSH: the SSH user name
+/// (`NAME` for one's own machine, `OWNER/NAME` for an administrator
+/// reaching someone else's) and the gateway. `None` when this server runs
+/// no gateway; not found for machines the user may not enter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SshAccess {
+    pub ssh_user: String,
+    /// The machine's name, for the `Host gantry-NAME` alias.
+    pub machine: String,
+    pub gateway: SshGatewayInfo,
+}
+
+#[server(prefix = "/api", endpoint = "machine_ssh_access")]
+pub async fn machine_ssh_access(machine_id: i64) -> Result<Option<SshAccess>, AppError> {
+    use gantry_platform::workspace::{self, Refusal};
+    let user = crate::state::auth()?;
+    let Some(gateway) = ssh_gateway().await? else { return Ok(None) };
+    let target = match workspace::target(&crate::state::pool()?, &user, machine_id).await? {
+        Ok(t) => t,
+        Err(Refusal::NotFound) => return Err(AppError::NotFound(format!("machine #{machine_id}"))),
+        Err(_) => return Ok(None),
+    };
+    let ssh_user =
+        if target.owner_id == user.id { target.name.clone() } else { format!("{}/{}", target.owner, target.name) };
+    Ok(Some(SshAccess { ssh_user, machine: target.name, gateway }))
+}

@@ -58,6 +58,7 @@ mod session_end;
 mod shutdown;
 mod slow_clients;
 mod snapshots_http;
+mod ssh_gateway;
 mod telemetry_pages;
 mod terminal;
 mod tokens_http;

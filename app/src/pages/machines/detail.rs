@@ -69,6 +69,7 @@ pub fn MachineDetailPage() -> impl IntoView {
         <crate::pages::machines::disk::MachineDisk id=Signal::derive(id)/>
         <crate::pages::machines::charts::MachineCharts id=Signal::derive(id)/>
         <crate::pages::machines::terminal::MachineWorkspace id=Signal::derive(id)/>
+        <crate::pages::machines::ssh::MachineSsh id=Signal::derive(id)/>
     }
 }
 

@@ -11,6 +11,7 @@ pub mod reclaim;
 pub mod run_limits;
 pub mod schedule;
 pub mod snapshots;
+pub mod ssh;
 pub mod terminal;
 pub mod time_zone;
 

@@ -89,14 +89,14 @@ impl DockerExecutor {
         match &self.inner.transport {
             Transport::Unix(socket) => {
                 let s = tokio::net::UnixStream::connect(socket).await.map_err(unreachable)?;
-                raw_start(s, "docker", &path).await
+                raw_start(s, "docker", &path, true).await
             }
             Transport::Http(addr) => {
                 let hostport =
                     addr.trim_start_matches("tcp://").trim_start_matches("http://").trim_end_matches('/').to_string();
                 let s = tokio::net::TcpStream::connect(&hostport).await.map_err(unreachable)?;
                 let _ = s.set_nodelay(true);
-                raw_start(s, &hostport, &path).await
+                raw_start(s, &hostport, &path, true).await
             }
             Transport::Tls { .. } => {
                 let opts = StartExecOptions { detach: false, tty: true, output_capacity: Some(OUTPUT_CHUNK) };
@@ -118,13 +118,14 @@ impl DockerExecutor {
 }
 
 /// Sends the exec-start request on a fresh connection and takes the
-/// connection over once the engine switches protocols.
-async fn raw_start<S>(mut s: S, host: &str, path: &str) -> Result<(ByteStream, Input), ExecError>
+/// connection over once the engine switches protocols. Without `tty` the
+/// stream is the engine's multiplexed one (the SSH gateway's exec decodes it).
+pub(super) async fn raw_start<S>(mut s: S, host: &str, path: &str, tty: bool) -> Result<(ByteStream, Input), ExecError>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let io = |e: std::io::Error| ExecError::Unavailable(format!("terminal connection to the engine: {e}"));
-    let body = r#"{"Detach":false,"Tty":true}"#;
+    let body = if tty { r#"{"Detach":false,"Tty":true}"# } else { r#"{"Detach":false,"Tty":false}"# };
     let request = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: gantry\r\nContent-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()

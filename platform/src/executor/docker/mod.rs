@@ -17,6 +17,8 @@ mod archive;
 mod container;
 mod disk;
 mod exec;
+mod exec_stream;
+pub use exec_stream::{Piece, Process};
 mod image;
 pub(crate) use image::split_reference;
 mod logs;
