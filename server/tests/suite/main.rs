@@ -16,6 +16,11 @@ mod datasets_support;
 mod security_support;
 
 mod accounts_lifecycle;
+mod api_account;
+mod api_machines;
+mod api_openapi;
+mod api_rate_limit;
+mod api_scopes;
 mod api_shape;
 mod api_v1;
 mod audit_access;

@@ -355,21 +355,6 @@ pub async fn stop(
     Ok(started(task))
 }
 
-/// Starts a shut-down machine, admitted like a create (409 `refused` with
-/// the numbers when there is no room).
-#[utoipa::path(post, path = "/api/v1/machines/{id}/start", tag = "machines", params(("id" = i64, Path)),
-    responses((status = 202, body = TaskStarted), (status = "default", body = ErrorBody)),
-    security(("token" = ["write"])))]
-pub async fn start(
-    caller: Caller,
-    State(state): State<AppState>,
-    id: Result<Path<i64>, PathRejection>,
-) -> Result<Response, ApiError> {
-    let task = reclaim::start(&state.pool, &caller.user, machine_id(id)?).await?;
-    state.dispatch.notify_one();
-    Ok(started(task))
-}
-
 /// Snapshots the machine's filesystem under a name.
 #[utoipa::path(post, path = "/api/v1/machines/{id}/snapshot", tag = "machines", params(("id" = i64, Path)),
     request_body = SnapshotRequest,

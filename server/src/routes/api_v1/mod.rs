@@ -3,7 +3,9 @@
 //! (`caller`, `rate_limit`). One file per route family, each calling the
 //! platform functions its pages' server functions call: `compute`
 //! (compute tasks), `machines` (dev machines and their tasks), `account`
-//! (tokens, quota), `admin` (the admin console, admin tokens only).
+//! (tokens, quota), `schedules` (a machine's schedule, queued starts),
+//! `notifications`, `ssh_keys`, `admin` (the admin console, admin tokens
+//! only).
 //! Datasets' routes are in `routes::datasets`. Every answer that refuses
 //! is `errors`' one shape; every route is documented (`openapi`).
 
@@ -13,8 +15,11 @@ pub mod caller;
 pub mod compute;
 pub mod errors;
 pub mod machines;
+pub mod notifications;
 pub mod openapi;
 pub mod rate_limit;
+pub mod schedules;
+pub mod ssh_keys;
 
 pub use errors::{error, no_store, ApiError};
 
@@ -39,7 +44,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(machines::list, machines::create))
         .routes(routes!(machines::one, machines::delete))
         .routes(routes!(machines::stop))
-        .routes(routes!(machines::start))
+        .routes(routes!(schedules::start))
+        .routes(routes!(schedules::get, schedules::set))
         .routes(routes!(machines::restart))
         .routes(routes!(machines::reinstall))
         .routes(routes!(machines::snapshot))
@@ -48,6 +54,11 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(account::list, account::create))
         .routes(routes!(account::revoke))
         .routes(routes!(account::quota))
+        .routes(routes!(notifications::list))
+        .routes(routes!(notifications::read))
+        .routes(routes!(notifications::read_all))
+        .routes(routes!(ssh_keys::list, ssh_keys::add))
+        .routes(routes!(ssh_keys::remove))
         .merge(admin::api())
 }
 
