@@ -48,8 +48,8 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
   rm -rf "$work"
 fi
 
-if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/@playwright/test ] || [ ! -f node_modules/@xterm/xterm/lib/xterm.js ] || [ ! -f node_modules/idiomorph/dist/idiomorph.esm.js ] || [ ! -d node_modules/@axe-core/playwright ]; then
-  log "npm: installing binaryen (wasm-opt), @playwright/test (no browser download) with @axe-core/playwright, and xterm.js (served by Gantry)"
+if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/@playwright/test ] || [ ! -f node_modules/@xterm/xterm/lib/xterm.js ] || [ ! -f node_modules/idiomorph/dist/idiomorph.esm.js ] || [ ! -d node_modules/@axe-core/playwright ] || [ ! -d node_modules/oidc-provider ]; then
+  log "npm: installing binaryen (wasm-opt), @playwright/test (no browser download) with @axe-core/playwright, xterm.js (served by Gantry), and oidc-provider (the tests' OpenID Connect provider)"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 fi
 
