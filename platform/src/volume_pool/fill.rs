@@ -127,11 +127,12 @@ fn make(dir: &Path, size_gb: i64) -> Result<PathBuf, String> {
         }
         .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
         f.set_len(size_gb as u64 * 1024 * 1024 * 1024).map_err(|e| format!("cannot size pool image: {e}"))?;
-        let out = Command::new("mkfs.ext4")
-            .args(["-q", "-F", "--"])
+        // Background work: at the lowest CPU priority, behind any create.
+        let out = Command::new("nice")
+            .args(["-n", "19", "mkfs.ext4", "-q", "-F", "--"])
             .arg(&partial)
             .output()
-            .map_err(|e| format!("cannot run mkfs.ext4: {e}"))?;
+            .map_err(|e| format!("cannot run nice mkfs.ext4: {e}"))?;
         if !out.status.success() {
             return Err(format!("mkfs.ext4 failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
         }

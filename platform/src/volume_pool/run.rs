@@ -11,10 +11,11 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// How long after the last claim the refill waits: the creates of a burst
-/// get the CPU, not the `mkfs` behind them.
-const QUIET: Duration = Duration::from_millis(500);
+/// (their containers made and started after the claim) get the CPU and the
+/// disk, not the `mkfs` and `fsync` behind them.
+const QUIET: Duration = Duration::from_secs(2);
 /// The longest a steady stream of claims can put the refill off.
-const QUIET_AT_MOST: Duration = Duration::from_secs(5);
+const QUIET_AT_MOST: Duration = Duration::from_secs(10);
 
 fn wake() -> &'static Notify {
     static WAKE: OnceLock<Notify> = OnceLock::new();

@@ -96,6 +96,12 @@ impl DockerExecutor {
         Ok(volume_info(&v, false))
     }
 
+    /// Whether this engine's new volumes are block volumes made here (a
+    /// local engine with a volume directory): where a volume pool helps.
+    pub fn makes_block_volumes(&self) -> bool {
+        self.block_volume_dir().is_ok()
+    }
+
     /// The recorded loop device must be backed by this volume's image
     /// (re-attached after a reboot); anything else refuses the start.
     async fn check_loop_backing(&self, name: &str, image: &str, device: Option<&str>) -> Result<(), ExecError> {
