@@ -128,8 +128,8 @@ pub struct LocalNode {
     /// again from the row on each use and reports why it cannot.
     pub executor: Option<Executor>,
     pub gpu_count: usize,
-    /// Its block-volume directory when it runs Docker (where the volume
-    /// pool lives); `None` for a simulated node.
+    /// Its block-volume directory when it runs a local Docker engine (where
+    /// the volume pool lives); `None` for a simulated or remote one.
     pub volume_dir: Option<PathBuf>,
 }
 
@@ -153,7 +153,9 @@ pub async fn register_local_node(pool: &Pool, data_dir: &Path, args: &NodeArgs) 
     let engine = probe_engine(args, &volume_dir).await;
     let choice = decide_executor(before.as_ref().map(|b| b.executor.as_str()), &args.executor, engine.answered);
     log_choice(choice, &args.node_name, &engine);
-    let pool_dir = choice.is_docker().then(|| volume_dir.clone());
+    // A remote engine gets plain volumes (no mkfs), so no pool.
+    let local = engine.docker.as_ref().is_some_and(DockerExecutor::makes_block_volumes);
+    let pool_dir = (choice.is_docker() && local).then(|| volume_dir.clone());
     let (executor, endpoint, volume_dir) = if choice.is_docker() {
         (engine.docker.map(Executor::from), args.docker_endpoint.clone(), volume_dir.to_string_lossy().into_owned())
     } else {
