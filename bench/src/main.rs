@@ -5,6 +5,7 @@
 //! one. `scripts/bench.sh` runs them all on a release build.
 
 mod admissions;
+mod docker;
 mod matching;
 mod telemetry;
 mod terminal;
@@ -35,10 +36,13 @@ enum Bench {
         #[arg(long, default_value_t = 8000)]
         requests: usize,
     },
-    /// Dev machines created at once on the local Docker Engine, against raw Engine API calls.
+    /// Dev machines created at once on the local Docker Engine, with and without the volume pool, against raw Engine API calls.
     Docker {
         #[arg(long, default_value_t = 20)]
         machines: usize,
+        /// Rounds of the three runs; the medians are printed last.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
     /// Compute-task matching: decisions on 100 regions x 100 nodes x 8 GPUs, and a queue pass over 10,000 tasks.
     Matching,
@@ -62,7 +66,7 @@ async fn main() -> std::process::ExitCode {
         Bench::Admissions { nodes, gpus_per_node, requests } => {
             admissions::admissions(nodes, gpus_per_node, requests).await
         }
-        Bench::Docker { machines } => admissions::docker(machines).await,
+        Bench::Docker { machines, rounds } => docker::run(machines, rounds.max(1)).await,
         Bench::Matching => matching::run().await,
         Bench::Terminal(args) => terminal::run(args).await,
         Bench::Upload(args) => upload::run(args, &cli.data_dir).await,
