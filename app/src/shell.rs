@@ -107,6 +107,7 @@ fn AppRoutes() -> impl IntoView {
                         <Route path=path!("/catalogue") view=admin::catalogue::CataloguePage ssr=SsrMode::Async/>
                         <Route path=path!("/terminals") view=admin::terminals::TerminalsPage ssr=SsrMode::Async/>
                         <Route path=path!("/reclaim") view=admin::reclaim::ReclaimPage ssr=SsrMode::Async/>
+                        <Route path=path!("/sign-in") view=admin::sign_in::SignInPage ssr=SsrMode::Async/>
                         <Route path=path!("/audit") view=admin::audit::AuditPage ssr=SsrMode::Async/>
                     </ParentRoute>
                 </ParentRoute>

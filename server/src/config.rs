@@ -107,6 +107,8 @@ pub struct ServeArgs {
     #[arg(long, env = "GANTRY_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
     #[command(flatten)]
+    pub ldap: crate::ldap_args::LdapArgs,
+    #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]
     pub workspace: crate::routes::workspace::WorkspaceArgs,

@@ -6,6 +6,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod disk_args;
 pub mod http;
+pub mod ldap_args;
 pub mod notify_loop;
 pub mod page_cache;
 pub mod reclaim_loop;
@@ -64,7 +65,9 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             };
             let stores = routes::datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
             let node = services::prepare(&pool, &cli.db.data_dir, &args.node).await?;
+            let ldap = args.ldap.config()?;
             bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
+            args.ldap.apply_break_glass(&pool).await?;
             // The background services start here; what follows only builds
             // the router in memory.
             let services = node.start(&pool, &args.node);
@@ -83,6 +86,8 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             .await?;
             // The dataset routes find their stores in this extension.
             let app = app.layer(axum::Extension(stores));
+            // The sign-in finds the LDAP directory (if any) in this extension.
+            let app = ldap_args::layer(app, ldap);
             // The SSH gateway (issue #34); the pages find it in this extension.
             let (app, _ssh_gateway) = match ssh_listener {
                 Some(l) => {

@@ -56,15 +56,27 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
     use gantry_platform::{audit, PlatformError};
     let pool = pool()?;
     let address = client_address();
-    let signed_in =
-        gantry_platform::accounts::authenticate_with(&pool, &gate(), &username, &password, address.as_deref()).await;
+    // A local account first, else the directory when one is configured;
+    // `sso::password_sign_in` documents the order.
+    let ldap = crate::api::sso_admin::ldap();
+    let signed_in = gantry_platform::sso::password_sign_in(
+        &pool,
+        &gate(),
+        ldap.as_deref(),
+        &username,
+        &password,
+        address.as_deref(),
+    )
+    .await;
     // Wrong name or password, or a disabled account: noted with the name
     // tried (the client's text, cut and escaped). Throttled attempts are
     // not (the throttle counts them, and they would let one client write
     // a row per request); malformed ones never reached an account.
     let refused = match &signed_in {
         Err(PlatformError::BadCredentials) => Some("wrong username or password"),
-        Err(PlatformError::Refused(_)) => Some("account disabled"),
+        // A disabled account, or the directory's refusal (no mapped
+        // group, the directory down): its own words.
+        Err(PlatformError::Refused(why)) => Some(why.as_str()),
         _ => None,
     };
     if let Some(why) = refused {

@@ -16,6 +16,7 @@ pub mod notifications;
 pub mod reclaim;
 pub mod schedules;
 pub mod snapshots;
+pub mod sso_admin;
 pub mod ssh_keys;
 pub mod telemetry;
 pub mod terminals;

@@ -63,6 +63,7 @@ mod session_end;
 mod shutdown;
 mod slow_clients;
 mod snapshots_http;
+mod sso_ldap_http;
 mod ssh_gateway;
 mod telemetry_pages;
 mod terminal;

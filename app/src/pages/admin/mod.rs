@@ -13,6 +13,7 @@ pub mod overview;
 pub mod reclaim;
 pub mod region_images;
 pub mod regions;
+pub mod sign_in;
 pub mod terminals;
 pub mod users;
 
@@ -36,6 +37,7 @@ pub fn AdminLayout() -> impl IntoView {
                 <A href="/admin/catalogue">"Catalogue"</A>
                 <A href="/admin/terminals">"Terminals"</A>
                 <A href="/admin/reclaim">"Reclaim"</A>
+                <A href="/admin/sign-in">"Sign-in"</A>
                 <A href="/admin/audit">"Audit log"</A>
             </nav>
             <Outlet/>
