@@ -59,6 +59,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(notifications::read_all))
         .routes(routes!(ssh_keys::list, ssh_keys::add))
         .routes(routes!(ssh_keys::remove))
+        // The CLI's login (`routes::api_login`).
+        .merge(crate::routes::api_login::api())
         .merge(admin::api())
 }
 
