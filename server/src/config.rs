@@ -42,6 +42,9 @@ pub enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// The command-line client: login, machines, compute, datasets (`cli`).
+    #[command(flatten)]
+    Client(crate::cli::ClientCommand),
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,6 +3,7 @@
 
 pub mod assets;
 pub mod bootstrap;
+pub mod cli;
 pub mod config;
 pub mod disk_args;
 pub mod http;
@@ -24,7 +25,11 @@ use gantry_platform::{accounts, db, PlatformError};
 use std::io::BufRead;
 
 pub async fn run(cli: Cli) -> Result<(), PlatformError> {
-    let command = cli.command;
+    let command = match cli.command {
+        // The client talks to a server over HTTP: no database here.
+        Command::Client(client) => return crate::cli::run(client).await.map_err(|e| PlatformError::Refused(e.0)),
+        command => command,
+    };
     let pool = db::connect(&ensure_data_dir(&cli.db)?).await?;
     db::migrate(&pool).await?;
     match command {
@@ -48,6 +53,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             println!("created {} {} in group {}", user.role, user.username, user.group_name);
             Ok(())
         }
+        Command::Client(_) => unreachable!("answered above"),
         Command::Serve(args) => {
             // Whatever can refuse the start comes first — the port, the
             // dataset stores, the local node's registration — so a start

@@ -11,6 +11,7 @@
 //! `gantry-testkit`; `common`, `datasets_support` and `security_support`
 //! are the server's own starts of it.
 
+mod cli_support;
 mod common;
 mod datasets_support;
 mod security_support;
@@ -24,6 +25,10 @@ mod api_scopes;
 mod api_shape;
 mod api_v1;
 mod audit_access;
+mod cli_compute;
+mod cli_datasets;
+mod cli_login;
+mod cli_machines;
 mod dashboard_http;
 mod dataset_mounts_http;
 mod dataset_quotas_http;
