@@ -160,6 +160,8 @@ pub struct NodeArgs {
     #[command(flatten)]
     pub reclaim: crate::reclaim_loop::ReclaimArgs,
     #[command(flatten)]
+    pub schedule: crate::schedule_loop::ScheduleArgs,
+    #[command(flatten)]
     pub disk: crate::disk_args::DiskArgs,
     #[command(flatten)]
     pub notify: crate::notify_loop::NotifyArgs,

@@ -13,6 +13,7 @@ pub mod page_cache;
 pub mod reclaim_loop;
 pub mod router;
 pub mod routes;
+pub mod schedule_loop;
 pub mod security;
 pub mod services;
 pub mod ssh;

@@ -106,6 +106,8 @@ impl Prepared {
         crate::routes::metrics::start(pool, &args.telemetry);
         let every = Duration::from_secs(args.reclaim.reclaim_interval_secs);
         tokio::spawn(gantry_platform::reclaim::run(pool.clone(), wake.clone(), every));
+        let every = Duration::from_secs(args.schedule.schedule_interval_secs);
+        tokio::spawn(gantry_platform::schedules::run(pool.clone(), wake.clone(), every));
         gantry_platform::disk::nodes::set_floor_gb(args.disk.node_disk_floor_gb);
         let every = Duration::from_secs(args.disk.disk_watch_interval_secs);
         tokio::spawn(gantry_platform::disk::run(pool.clone(), fleet.clone(), every));
