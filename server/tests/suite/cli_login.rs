@@ -50,7 +50,7 @@ gantry_testkit::timed_test! {
         // A token pasted from the portal: checked first; a bad one refused, nothing changed.
         let bad = s.cli(&["login", &s.url, "--token", "gnt_0000"], "").await;
         assert!(!bad.ok && bad.stderr.contains("401"), "{bad:?}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap().contains(&token), true, "the old credentials kept");
+        assert!(std::fs::read_to_string(&path).unwrap().contains(&token), "the old credentials kept");
         let pasted = s.cli(&["login", &s.url, "--token", &token], "").await;
         assert!(pasted.ok, "{pasted:?}");
         assert_eq!(config_store::mode(&path).unwrap(), 0o600);
