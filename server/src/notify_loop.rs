@@ -89,10 +89,11 @@ fn smtp_from(value: &str) -> Result<String, String> {
 }
 
 fn ca_file(value: &str) -> Result<PathBuf, String> {
-    let text = std::fs::read_to_string(value).map_err(|e| format!("cannot read {value}: {e}"))?;
-    if !text.contains("-----BEGIN CERTIFICATE-----") {
+    let pem = std::fs::read(value).map_err(|e| format!("cannot read {value}: {e}"))?;
+    if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
         return Err(format!("{value} holds no PEM certificate"));
     }
+    gantry_platform::notifications::email::check_ca_pem(&pem).map_err(|e| format!("{value}: {e}"))?;
     Ok(PathBuf::from(value))
 }
 

@@ -157,6 +157,19 @@ impl SmtpServer {
         files.iter().map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()).collect()
     }
 
+    /// Waits (at most `limit`) until `n` mails have arrived: for a sender in
+    /// another process, whose only sign is the file; the mails so far.
+    pub async fn wait_for(&self, n: usize, limit: std::time::Duration) -> Vec<String> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let got = self.received();
+            if got.len() >= n || std::time::Instant::now() > deadline {
+                return got;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Writes `pem` to a file in the server's directory (for --smtp-ca-file).
     pub fn write_file(&self, name: &str, pem: &[u8]) -> PathBuf {
         let path = self.dir.path().join(name);

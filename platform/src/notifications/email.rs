@@ -26,6 +26,12 @@ pub struct SmtpConfig {
     pub ca_pem: Option<Vec<u8>>,
 }
 
+/// Whether `pem` holds CA certificates the mailer can trust (the
+/// `--smtp-ca-file` check, made when the flag is read).
+pub fn check_ca_pem(pem: &[u8]) -> Result<(), String> {
+    Certificate::from_pem(pem).map(|_| ()).map_err(|e| format!("not a PEM certificate: {e}"))
+}
+
 /// Sends mail, or says why it cannot (no `--smtp-url` given).
 #[derive(Clone)]
 pub struct Mailer {
