@@ -203,6 +203,7 @@ pub async fn build_secured(
         )
         .route("/api/{*fn_name}", get(server_fns).post(server_fns))
         .route("/healthz", get(healthz))
+        .merge(crate::routes::oidc::routes(security.oidc.clone()))
         .merge(
             crate::routes::workspace::routes(state.clone(), workspace, origin.clone(), session_watch.clone())
                 .route_layer(from_fn(lift_body_deadline))
@@ -212,6 +213,8 @@ pub async fn build_secured(
         .layer(axum::Extension(workspace))
         // The dataset routes' transfers end with their session too.
         .layer(axum::Extension(session_watch))
+        // The sign-in page offers the OpenID Connect provider when there is one.
+        .layer(axum::Extension(security.oidc.as_ref().map(|o| o.offer())))
         .layer(from_fn(guard_pages))
         .layer(from_fn_with_state(Guard { state: state.clone(), security: security.clone() }, resolve_user))
         // The page cache's version, read before the account is (`page_cache`).

@@ -56,6 +56,8 @@ impl Clock {
 
 #[derive(Clone, Debug)]
 pub struct Security {
+    /// The OpenID Connect provider, discovered at start (`--oidc-issuer`).
+    pub oidc: Option<Arc<gantry_platform::sso::oidc::Oidc>>,
     pub trusted_proxy: bool,
     pub session_idle_secs: i64,
     pub clock: Clock,
@@ -69,6 +71,7 @@ pub struct Security {
 impl Default for Security {
     fn default() -> Self {
         Security {
+            oidc: None,
             trusted_proxy: false,
             session_idle_secs: 7 * 24 * 3600,
             clock: Clock::System,

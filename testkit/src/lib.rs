@@ -22,6 +22,8 @@ pub mod engine;
 #[cfg(feature = "platform")]
 pub mod install;
 #[cfg(feature = "server")]
+pub mod oidc;
+#[cfg(feature = "server")]
 pub mod serve;
 #[cfg(feature = "platform")]
 pub mod smtp;

@@ -114,7 +114,17 @@ pub async fn logout() -> Result<(), AppError> {
             let until = session.expiry_date().unix_timestamp() + 24 * 3600;
             gantry_platform::accounts::note_signed_out(&crate::state::pool()?, &id.to_string(), until).await?;
         }
+        // Signed in through OpenID Connect: its ID token, the hint for the
+        // provider's end-session that the sign-in page offers afterwards.
+        use gantry_platform::sso::oidc::{SignInOffer, SESSION_ID_TOKEN_KEY, SESSION_LOGOUT_HINT_KEY};
+        let oidc_hint = session.get::<String>(SESSION_ID_TOKEN_KEY).await.ok().flatten().filter(|_| {
+            request_extension::<Option<SignInOffer>>().flatten().is_some_and(|offer| offer.end_session)
+        });
         session.flush().await.map_err(AppError::internal)?;
+        if let Some(hint) = &oidc_hint {
+            // A new, anonymous session holds only the hint.
+            session.insert(SESSION_LOGOUT_HINT_KEY, hint).await.map_err(AppError::internal)?;
+        }
         if let Some(user) = crate::state::request_user() {
             let what = format!("{} signed out", user.username);
             gantry_platform::audit::access(
@@ -126,6 +136,10 @@ pub async fn logout() -> Result<(), AppError> {
                 None,
             )
             .await;
+        }
+        if oidc_hint.is_some() {
+            redirect_form_post("/login?signed_out=oidc");
+            return Ok(());
         }
     }
     redirect_form_post("/login");

@@ -13,6 +13,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::Redirect, hooks::use_query_map};
 
+mod oidc;
+
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
@@ -48,6 +50,7 @@ pub fn LoginPage() -> impl IntoView {
                 <input type="hidden" name="next" value=next/>
                 <FormError message=error(login)/>
                 <button type="submit" class="primary">"Sign in"</button>
+                <oidc::OidcSignIn/>
             </ActionForm>
         </main>
     }

@@ -111,6 +111,7 @@ pub async fn guard_pages(req: Request, next: Next) -> Response {
         || path.starts_with("/api/")
         || is_asset(&path)
         || path == "/healthz"
+        || path.starts_with("/auth/")
     {
         return next.run(req).await;
     }

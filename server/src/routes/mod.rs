@@ -9,5 +9,7 @@ pub mod datasets;
 pub mod files;
 pub mod logs;
 pub mod metrics;
+pub mod oidc;
+pub mod oidc_args;
 pub mod terminal;
 pub mod workspace;

@@ -14,6 +14,7 @@
 mod cli_support;
 mod common;
 mod datasets_support;
+mod oidc_support;
 mod security_support;
 
 mod accounts_lifecycle;
@@ -54,6 +55,8 @@ mod machine_stop_http;
 mod metrics_http;
 mod nodes_simulated;
 mod nojs_done;
+mod oidc_flow;
+mod oidc_refusals;
 mod notifications_http;
 mod origin_scheme;
 mod page_cache;
