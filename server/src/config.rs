@@ -112,6 +112,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub ldap: crate::ldap_args::LdapArgs,
     #[command(flatten)]
+    pub oidc: crate::routes::oidc_args::OidcArgs,
+    #[command(flatten)]
     pub node: NodeArgs,
     #[command(flatten)]
     pub workspace: crate::routes::workspace::WorkspaceArgs,

@@ -72,6 +72,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             };
             let stores = routes::datasets::prepare(&args.datasets, &pool, &cli.db.data_dir).await?;
             let node = services::prepare(&pool, &cli.db.data_dir, &args.node).await?;
+            let oidc = routes::oidc_args::discover(&args).await?;
             let ldap = args.ldap.config()?;
             bootstrap::ensure_admin(&pool, &args.admin_user, args.admin_password.as_deref()).await?;
             args.ldap.apply_break_glass(&pool).await?;
@@ -80,7 +81,7 @@ pub async fn run(cli: Cli) -> Result<(), PlatformError> {
             let services = node.start(&pool, &args.node);
             let (ssh_pool, ssh_fleet) = (pool.clone(), services.fleet.clone());
             let opts = router::Options::from_args(&args);
-            let security = security::Security::from_args(&args.security);
+            let security = security::Security { oidc, ..security::Security::from_args(&args.security) };
             let app = router::build_secured(
                 opts,
                 security,
