@@ -78,3 +78,4 @@ mod terminal;
 mod tokens_http;
 mod two_servers;
 mod users_list;
+mod volume_pool_serve;
