@@ -58,6 +58,7 @@ mod nojs_done;
 mod oidc_flow;
 mod oidc_refusals;
 mod notifications_http;
+mod notifications_serve;
 mod origin_scheme;
 mod page_cache;
 mod pager_past_end;
