@@ -18,6 +18,10 @@ import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK
 import Provider from 'oidc-provider';
 
 const config = JSON.parse(process.argv[2] || '{}');
+// Only the port goes to stdout, whose reader stops after it: anything else
+// (oidc-provider's notes) goes to stderr, and a closed stdout is no crash.
+console.log = console.info = console.error;
+process.stdout.on('error', () => {});
 const users = config.users || {};
 let generation = 0;
 let signingJwk;
