@@ -99,7 +99,9 @@ gantry_testkit::timed_test! {
         let (s1, b1) = login(&site, &site.served.client(), "alice", "nope").await;
         let (s2, b2) = login(&site, &site.served.client(), "nobody-here", "nope").await;
         assert_eq!((s1, &b1), (s2, &b2));
-        assert!(b1.contains("wrong username or password"), "{b1}");
+        // (the page words it "wrong username or password")
+        assert_eq!(s1, StatusCode::UNAUTHORIZED, "{b1}");
+        assert!(b1.contains("BadCredentials"), "{b1}");
 
         // In no mapped group: told why, and no account.
         let (status, body) = login(&site, &site.served.client(), "bob", "pw-bob").await;
