@@ -51,6 +51,7 @@ mod http_auth;
 mod http_machines;
 mod lists;
 mod local_node_restart;
+mod machine_schedule_http;
 mod machine_stop_http;
 mod metrics_http;
 mod nodes_simulated;

@@ -58,7 +58,6 @@ pub fn MachinePower(m: MachineView) -> AnyView {
                     " Start when GPUs are free (wait in the group's line, first come first served)"
                 </label>
             </ActionForm>
-            {crate::components::flash::answer(start).map(|m| view! { <p class="form-ok" role="status" data-testid="start-answer">{m}</p> })}
         }
         .into_any()
     });
@@ -71,6 +70,8 @@ pub fn MachinePower(m: MachineView) -> AnyView {
             {start_form}
             {reclaimed_note}
             <FormError message=error(stop).or_else(|| error(start))/>
+            // Shown after the start too, when the form is gone.
+            {crate::components::flash::answer(start).map(|m| view! { <p class="form-ok" role="status" data-testid="start-answer">{m}</p> })}
         </div>
     }
     .into_any()

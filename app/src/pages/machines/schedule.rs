@@ -97,7 +97,7 @@ fn ScheduleCard(
                 </div>
                 <p class="muted small">
                     "Times are in the owner's time zone, " {s.time_zone.clone()} " (set on the "
-                    <a href="/account">"account page"</a> "). Empty fields clear; a start that finds no room waits for GPUs."
+                    <a href="/account/password">"account page"</a> "). Empty fields clear; a start that finds no room waits for GPUs."
                 </p>
                 <button type="submit">"Save schedule"</button>
             </ActionForm>
