@@ -6,6 +6,7 @@
 //! 2. otherwise, with LDAP configured: the directory, then the mappings
 //!    ([`super::sign_in_external`]);
 //! 3. otherwise: refused as a wrong password.
+//!
 //! Every way counts the attempt in the sign-in throttle first, and a wrong
 //! name or password gets the same answer whichever way it went, so the
 //! answer never tells whether an account exists.
