@@ -26,9 +26,9 @@ pub mod oidc;
 #[cfg(feature = "server")]
 pub mod serve;
 #[cfg(feature = "platform")]
-pub mod smtp;
-#[cfg(feature = "platform")]
 pub mod slapd;
+#[cfg(feature = "platform")]
+pub mod smtp;
 #[cfg(feature = "platform")]
 pub mod store;
 #[cfg(feature = "platform")]

@@ -117,9 +117,10 @@ pub async fn logout() -> Result<(), AppError> {
         // Signed in through OpenID Connect: its ID token, the hint for the
         // provider's end-session that the sign-in page offers afterwards.
         use gantry_platform::sso::oidc::{SignInOffer, SESSION_ID_TOKEN_KEY, SESSION_LOGOUT_HINT_KEY};
-        let oidc_hint = session.get::<String>(SESSION_ID_TOKEN_KEY).await.ok().flatten().filter(|_| {
-            request_extension::<Option<SignInOffer>>().flatten().is_some_and(|offer| offer.end_session)
-        });
+        let oidc_hint =
+            session.get::<String>(SESSION_ID_TOKEN_KEY).await.ok().flatten().filter(|_| {
+                request_extension::<Option<SignInOffer>>().flatten().is_some_and(|offer| offer.end_session)
+            });
         session.flush().await.map_err(AppError::internal)?;
         if let Some(hint) = &oidc_hint {
             // A new, anonymous session holds only the hint.

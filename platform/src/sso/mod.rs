@@ -7,8 +7,8 @@
 mod external;
 pub mod ldap;
 pub mod mapping;
-mod password;
 pub mod oidc;
+mod password;
 pub mod settings;
 
 pub use external::{sign_in_external, NO_GROUP_MESSAGE, SSO_PASSWORD_HASH};

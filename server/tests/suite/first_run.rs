@@ -72,6 +72,8 @@ pub(crate) async fn serve_to_exit(dir: &std::path::Path, env: &[(&str, &str)]) -
         .env("GANTRY_DATA_DIR", dir)
         .env("GANTRY_SITE_ROOT", dir.join("no-site"))
         .env("GANTRY_EXECUTOR", "simulated")
+        // Other test servers run beside it: no SSH gateway on the shared default port.
+        .env("GANTRY_SSH_LISTEN", "")
         .env("RUST_LOG", "warn")
         .env_remove("GANTRY_ADMIN_PASSWORD")
         .kill_on_drop(true);

@@ -72,6 +72,9 @@ pub async fn spawn(data_dir: &Path, log: &str, admin_password: &str, env: &[(&st
         // than the default 10 GB floor); the floor has tests of its own
         // (platform disk_quotas, server disk_http) with figures they set.
         .env("GANTRY_NODE_DISK_FLOOR_GB", "0")
+        // The SSH gateway's default port (2222) is one per machine: test
+        // servers run side by side, so each has it off unless a test asks.
+        .env("GANTRY_SSH_LISTEN", "")
         .stdout(log.try_clone().unwrap())
         .stderr(log);
     for (k, v) in env {
