@@ -1,10 +1,12 @@
 // A real OpenID Connect provider for Gantry's tests: the certified
-// `oidc-provider` package (npm) on 127.0.0.1, port 0, printing "PORT <n>" on
-// stdout once it answers. Started by testkit/src/oidc.rs (server tests) and
-// end2end/oidc-setup.ts (Chromium), which kill it by PID when done.
+// `oidc-provider` package (npm) on 127.0.0.1, port 0 (or the config's
+// `port`), printing "PORT <n>" on stdout once it answers. Started by
+// testkit/src/oidc.rs (server tests), which kills it by PID when done, and
+// by end2end/playwright.config.ts (Chromium) on a fixed port, since Gantry
+// is given its issuer URL before either starts.
 //
 // Argument: JSON {client_id, client_secret, redirect_uris,
-// post_logout_redirect_uris, users: {name: {email, groups}}}. Its own
+// post_logout_redirect_uris, users: {name: {email, groups}}, port?}. Its own
 // developer sign-in pages take any password for a listed user (devInteractions).
 //
 // Test controls (loopback only, never part of a real provider):
@@ -119,7 +121,7 @@ const server = http.createServer((req, res) => {
   if (req.url.startsWith('/__test/')) return control(req, res, server.issuer);
   return handler(req, res);
 });
-server.listen(0, '127.0.0.1', () => {
+server.listen(Number(config.port) || 0, '127.0.0.1', () => {
   const { port } = server.address();
   server.issuer = `http://127.0.0.1:${port}`;
   handler = makeProvider(server.issuer).callback();
