@@ -28,6 +28,10 @@ pub fn LoginPage() -> impl IntoView {
         };
         view! { <Redirect path=to/> }
     });
+    // With a directory (`--ldap-url`) the same form takes its accounts too.
+    let directory = crate::api::sso_admin::ldap().is_some().then(|| {
+        view! { <p class="muted" data-testid="ldap-hint">"Use your directory account or a local one."</p> }
+    });
 
     view! {
         <Title text="Sign in"/>
@@ -39,6 +43,7 @@ pub fn LoginPage() -> impl IntoView {
                     " Gantry"
                 </h1>
                 <p class="muted">"Sign in to your GPU workspace."</p>
+                {directory}
                 <label>
                     "Username"
                     <input type="text" name="username" autocomplete="username" required maxlength="64" autofocus/>

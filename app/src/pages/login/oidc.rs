@@ -41,14 +41,17 @@ pub fn OidcSignIn() -> impl IntoView {
         view! {
             <p class="muted" data-testid="oidc-signed-out">
                 "You are signed out of Gantry. "
-                <a href="/auth/oidc/end-session" data-testid="oidc-end-session">{format!("Sign out of {name} too")}</a>
+                <a href="/auth/oidc/end-session" rel="external" data-testid="oidc-end-session">{format!("Sign out of {name} too")}</a>
             </p>
         }
     });
     Some(view! {
         {message.map(|m| view! { <p class="form-error" role="alert" data-testid="oidc-error">{m}</p> })}
         <p class="muted">"or"</p>
-        <a class="button" href=start data-testid="oidc-sign-in">{format!("Sign in with {}", offer.display_name)}</a>
+        // rel="external": live.js loads the page itself instead of fetching
+        // it (a fetch could not follow the redirect to the provider's site,
+        // and would spend the one-shot sign-in state or end-session hint).
+        <a class="button" href=start rel="external" data-testid="oidc-sign-in">{format!("Sign in with {}", offer.display_name)}</a>
         {end_session}
     })
 }
