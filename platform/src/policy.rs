@@ -233,6 +233,8 @@ pub async fn update_group_policy_with_disk(
         set_machine_limits(&mut tx, actor, group_id, cpus, memory_gb).await?;
     }
     tx.commit().await?;
+    // A raised quota is room: a start waiting in the group's line begins now.
+    crate::schedules::serve_after(pool, "a group's policy change").await;
     crate::accounts::group_by_id(pool, group_id).await
 }
 

@@ -15,7 +15,7 @@ mod tell;
 
 pub use edit::{get, set};
 pub use pass::{pass, run, PassReport};
-pub use queue::{cancel_queued_start, queue_place, serve, start, wake, StartOutcome};
+pub use queue::{cancel_queued_start, queue_place, serve, serve_after, start, wake, StartOutcome};
 pub use settings::{group_max_run, set_group_max_run, set_time_zone, time_zone};
 
 use serde::{Deserialize, Serialize};

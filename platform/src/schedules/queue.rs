@@ -181,6 +181,15 @@ pub(super) async fn woken() {
     signal().notified().await
 }
 
+/// [`serve`] right after a commit that returned GPUs or raised a quota
+/// (`what` names it in the log): a failure is the line's, not that
+/// operation's, and the schedule loop's next pass tries again.
+pub async fn serve_after(pool: &Pool, what: &str) {
+    if let Err(e) = serve(pool).await {
+        tracing::error!(error = %e, "serving the start queue after {what} failed; the schedule loop tries again");
+    }
+}
+
 /// Tries each group's head whose quota has room for it; the machines whose
 /// start began. A start that cannot be made for another reason than room
 /// (the machine was deleted, started by hand, its node went) leaves the

@@ -206,6 +206,10 @@ async fn deleted_as(
         sqlx::query_scalar("SELECT name FROM machines WHERE id = ?").bind(machine_id).fetch_one(&mut *tx).await?;
     audit::record(&mut *tx, None, "machine.deleted", &format!("machine {name}: {message}")).await?;
     tx.commit().await?;
+    // Its GPUs are the group's again: a start waiting for them begins now.
+    if refunded > 0 {
+        crate::schedules::serve_after(pool, "a delete").await;
+    }
     Ok(refunded)
 }
 

@@ -166,3 +166,45 @@ gantry_testkit::timed_test! {
         assert_eq!(machine_state(&env.pool, p).await.0, "reclaimed");
     }
 }
+
+gantry_testkit::timed_test! {
+    async fn a_waiting_start_begins_when_another_machine_is_deleted() {
+        let (env, alice, [p, q, r, _s]) = full_group().await;
+        queued_text(schedules::start(&env.pool, &alice, p, true).await.unwrap());
+        queued_text(schedules::start(&env.pool, &alice, q, true).await.unwrap());
+        // r is deleted: the delete's commit returns its GPU and the head
+        // of the line starts then, not at the schedule loop's next tick.
+        let op = gantry_platform::machines::OperationRequest { machine_id: r, kind: TaskKind::Delete, keep_volume: false };
+        gantry_platform::machines::request_operation(&env.pool, &alice, op).await.unwrap();
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, r).await.0, "deleted");
+        assert_eq!(machine_state(&env.pool, p).await.0, "running", "the head started when r was deleted");
+        assert_eq!(schedules::queue_place(&env.pool, q).await.unwrap().unwrap().text, "1st in line in group ml-team");
+        env.assert_quota_consistent().await;
+
+    }
+}
+
+gantry_testkit::timed_test! {
+    async fn a_waiting_start_begins_when_an_admin_raises_the_groups_quota() {
+        // A 3-GPU node and a 1-GPU quota: pp shut down, rr holding the one.
+        let env = engine::env("simulated", 3, 1).await;
+        env.use_executor(Executor::from(SimulatedExecutor::new()));
+        let alice = env.user("alice", "ml-team").await;
+        let p = env.admissions.create(env.create(&alice, "pp", 1)).await.unwrap().machine_id;
+        env.drive().await;
+        reclaim::stop(&env.pool, &alice, p).await.unwrap();
+        env.drive().await;
+        env.admissions.create(env.create(&alice, "rr", 1)).await.unwrap();
+        env.drive().await;
+        let waiting = queued_text(schedules::start(&env.pool, &alice, p, true).await.unwrap());
+        assert!(waiting.contains("holds 1 of 1 GPU"), "{waiting}");
+        // The raise's commit is room: the line is served then.
+        gantry_platform::policy::update_group_policy(&env.pool, None, alice.group_id, 2, 1, &[]).await.unwrap();
+        env.drive().await;
+        assert_eq!(machine_state(&env.pool, p).await.0, "running", "the waiting start began with the raise");
+        assert!(schedules::queue_place(&env.pool, p).await.unwrap().is_none());
+        assert_eq!(in_use(&env).await, 2);
+        env.assert_quota_consistent().await;
+    }
+}

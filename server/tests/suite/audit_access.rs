@@ -49,7 +49,7 @@ gantry_testkit::timed_test! {
         let res = server.login(&client, "dora", "doras-password-1").await;
         assert!(res.status().is_client_error(), "{}", res.status());
         let failed = rows(&server.pool, "auth.sign_in_failed").await;
-        assert_eq!(failed.last().unwrap().1, "sign-in as \"dora\" refused: account disabled from 203.0.113.7");
+        assert_eq!(failed.last().unwrap().1, "sign-in as \"dora\" refused: this account is disabled; ask an administrator from 203.0.113.7");
 
         // Signed in, then out: the account, from the proxy's client.
         let res = server.login(&client, "admin", security_support::ADMIN_PASSWORD).await;

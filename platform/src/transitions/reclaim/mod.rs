@@ -317,9 +317,7 @@ pub async fn reclaimed_as(
     tx.commit().await?;
     // GPUs came back: a start waiting for them begins now (its own
     // admission; a failure there is the line's, not this stop's).
-    if let Err(e) = crate::schedules::serve(pool).await {
-        tracing::error!(error = %e, "serving the start queue after a stop failed; the schedule loop tries again");
-    }
+    crate::schedules::serve_after(pool, "a stop").await;
     Ok(refunded)
 }
 
@@ -542,8 +540,6 @@ pub async fn restore_given_up(
     task::set_state(&mut tx, lease.task_id, TaskState::Running, TaskState::Failed, message).await?;
     audit::record(&mut *tx, None, "task.failed", &format!("task #{}: {shown}", lease.task_id)).await?;
     tx.commit().await?;
-    if let Err(e) = crate::schedules::serve(pool).await {
-        tracing::error!(error = %e, "serving the start queue after a failed restore failed; the schedule loop tries again");
-    }
+    crate::schedules::serve_after(pool, "a failed restore").await;
     Ok(())
 }
