@@ -254,3 +254,32 @@ gantry_testkit::timed_test! {
         assert!(page.items[0].subject.contains(&format!("#{} (train) cancelled", t.id)), "{}", page.items[0].subject);
     }
 }
+
+gantry_testkit::timed_test! {
+    limit = 60;
+    async fn two_delivery_passes_at_once_send_a_webhook_once() {
+        // Two servers' loops passing at the same moment: the claim under a
+        // lease lets one of them have the delivery, never both.
+        let env = engine::env("simulated", 2, 2).await;
+        let alice = env.user("alice", "ml-team").await;
+        let root = admin(&env.pool).await;
+        let (url, mut got) = receiver(vec![204]).await;
+        let input = SettingsInput { webhook_url: url, webhook_kinds: vec![Kind::QuotaChanged], ..Default::default() };
+        notifications::save_settings(&env.pool, &alice, &input).await.unwrap();
+        gantry_platform::policy::update_group_policy(&env.pool, Some(root.id), alice.group_id, 1, 1, &[]).await.unwrap();
+        let (http, mail) = (WebhookClient::default(), Mailer::disabled());
+        let now = gantry_platform::now();
+        let (a, b) = tokio::join!(
+            deliver_due(&env.pool, now, &mail, &http),
+            deliver_due(&env.pool, now, &mail, &http)
+        );
+        let sent = a.unwrap().sent.len() + b.unwrap().sent.len();
+        assert_eq!(sent, 1, "exactly one pass sent it");
+        got.recv().await.expect("the receiver got it");
+        assert!(got.try_recv().is_err(), "and only once");
+        // Later passes find nothing left to send.
+        assert!(deliver_due(&env.pool, now + 3600, &mail, &http).await.unwrap().sent.is_empty());
+        let listed = &notifications::deliveries(&env.pool, &alice, 10).await.unwrap()[0];
+        assert_eq!((listed.state.as_str(), listed.tries.len()), ("sent", 1));
+    }
+}
